@@ -1,0 +1,107 @@
+"""The per-job encoder settings, fixed at planning so every segment concatenates by stream copy."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Any
+
+from fusionfleet.errors import JobRejected
+
+# Encoders every worker of the fleet has (the static FFmpeg build in imageio-ffmpeg).
+# NVENC is left out on purpose: a job must not mix encoders, and CPU workers cannot produce it.
+SUPPORTED_ENCODERS = {"libx264": ("high", "yuv420p"), "libx265": ("main", "yuv420p")}
+PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+DEFAULT_QUALITY = 80
+DEFAULT_PRESET = "veryfast"
+
+
+@dataclass(frozen=True)
+class EncoderSettings:
+    codec: str
+    profile: str
+    pix_fmt: str
+    crf: int
+    preset: str
+    fps_num: int
+    fps_den: int
+    width: int
+    height: int
+    timescale: int
+    keyint: int
+
+    @property
+    def fps(self) -> Fraction:
+        return Fraction(self.fps_num, self.fps_den)
+
+    @property
+    def frame_ticks(self) -> int:
+        """One frame's duration in track ticks (exact by choice of timescale)."""
+        return self.timescale * self.fps_den // self.fps_num
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EncoderSettings:
+        return cls(**data)
+
+
+def quality_to_crf(quality: int) -> int:
+    """FaceFusion's output_video_quality (0..100, higher is better) to an x264/x265 CRF (51..0)."""
+    return round(51 - quality * 0.51)
+
+
+def track_timescale(fps: Fraction) -> int:
+    """A timescale in which one frame lasts a whole number of ticks, at least 10000 ticks a second."""
+    multiple = max(1, math.ceil(10_000 / fps.numerator))
+    return fps.numerator * multiple
+
+
+def even(value: int) -> int:
+    """4:2:0 chroma needs even dimensions; odd ones are padded by one edge pixel."""
+    return value + (value % 2)
+
+
+def encoder_settings(
+    width: int,
+    height: int,
+    fps: Fraction,
+    options: dict[str, Any],
+    max_segment_frames: int,
+) -> EncoderSettings:
+    """The settings for one job, from the displayed picture size, the rate and the job's options."""
+    codec = str(options.get("output_video_encoder", "libx264"))
+    if codec not in SUPPORTED_ENCODERS:
+        raise JobRejected(
+            f"options.output_video_encoder: {codec!r} is not available on this fleet "
+            f"(supported: {', '.join(sorted(SUPPORTED_ENCODERS))})"
+        )
+    preset = str(options.get("output_video_preset", DEFAULT_PRESET))
+    if preset not in PRESETS:
+        raise JobRejected(f"options.output_video_preset: {preset!r} is not one of {', '.join(PRESETS)}")
+    if options.get("output_video_fps") is not None:
+        raise JobRejected(
+            "options.output_video_fps is not supported: FusionFleet keeps the source's frames and timing "
+            "so the merged video is frame-exact against it"
+        )
+    quality = int(options.get("output_video_quality", DEFAULT_QUALITY))
+    scale = float(options.get("output_video_scale", 1.0))
+    if scale != 1.0:
+        width, height = max(2, round(width * scale)), max(2, round(height * scale))
+    profile, pix_fmt = SUPPORTED_ENCODERS[codec]
+    return EncoderSettings(
+        codec=codec,
+        profile=profile,
+        pix_fmt=pix_fmt,
+        crf=quality_to_crf(quality),
+        preset=preset,
+        fps_num=fps.numerator,
+        fps_den=fps.denominator,
+        width=even(width),
+        height=even(height),
+        timescale=track_timescale(fps),
+        # One IDR at each segment's start; no forced keyframes inside, so boundaries are clean cuts.
+        keyint=max(1, max_segment_frames),
+    )

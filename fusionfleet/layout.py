@@ -1,0 +1,98 @@
+"""Where things live in the buckets. The only place that spells out key formats."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+
+MANIFEST_PREFIX = "jobs/"
+MANIFEST_SUFFIX = ".json"
+OUTPUT_PREFIX = "outputs/"
+WORK_PREFIX = "work/"
+INPUT_PREFIX = "inputs/"
+
+
+def work_prefix(job_id: str) -> str:
+    return f"{WORK_PREFIX}{job_id}/"
+
+
+def plan_key(job_id: str) -> str:
+    return f"{work_prefix(job_id)}plan.json"
+
+
+def job_key(job_id: str) -> str:
+    """The job record: manifest location, probe, settings; written by the slicer."""
+    return f"{work_prefix(job_id)}job.json"
+
+
+def rejection_key(job_id: str) -> str:
+    """Written instead of a plan when the slicer refuses a job, so clients learn why."""
+    return f"{work_prefix(job_id)}rejected.json"
+
+
+def segment_key(job_id: str, index: int) -> str:
+    return f"{work_prefix(job_id)}segments/{index:05d}.mp4"
+
+
+def segment_record_key(job_id: str, index: int) -> str:
+    """Beside each segment: success (with checks) or the last error. The merge reads these."""
+    return f"{work_prefix(job_id)}segments/{index:05d}.json"
+
+
+def checkpoint_prefix(job_id: str, index: int) -> str:
+    return f"{work_prefix(job_id)}checkpoints/{index:05d}/"
+
+
+def manifest_name(manifest_key: str) -> str:
+    """`jobs/summer/alice.json` → `summer/alice`."""
+    name = manifest_key[len(MANIFEST_PREFIX) :] if manifest_key.startswith(MANIFEST_PREFIX) else manifest_key
+    return name[: -len(MANIFEST_SUFFIX)] if name.endswith(MANIFEST_SUFFIX) else name
+
+
+def default_output_key(manifest_key: str) -> str:
+    return f"{OUTPUT_PREFIX}{manifest_name(manifest_key)}.mp4"
+
+
+def is_manifest_key(key: str) -> bool:
+    return (
+        key.startswith(MANIFEST_PREFIX)
+        and key.endswith(MANIFEST_SUFFIX)
+        and len(key) > len(MANIFEST_PREFIX + MANIFEST_SUFFIX)
+    )
+
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def key_problem(key: str, allowed_prefixes: tuple[str, ...], forbidden_prefixes: tuple[str, ...]) -> str | None:
+    """Why `key` may not be used as a media or output key, or None when it is fine.
+
+    Keys are S3 keys, not paths, but they become file names in downloads and tools: anything that
+    could climb out of its prefix (`..`, leading `/`, backslashes) is refused outright.
+    """
+    if not key:
+        return "is empty"
+    if len(key.encode("utf-8")) > 1024:
+        return "is longer than 1024 bytes"
+    if _UNSAFE.search(key):
+        return "contains control characters or backslashes"
+    if key.startswith("/"):
+        return "starts with '/'"
+    parts = key.split("/")
+    if any(part in ("", ".", "..") for part in parts[:-1]) or parts[-1] in ("", ".", ".."):
+        return "contains empty, '.' or '..' path segments"
+    if posixpath.normpath(key) != key:
+        return "is not a normalised key"
+    if any(key.startswith(prefix) for prefix in forbidden_prefixes):
+        return f"is under a reserved prefix ({', '.join(forbidden_prefixes)})"
+    if allowed_prefixes and not any(key.startswith(prefix) for prefix in allowed_prefixes):
+        return f"is outside the allowed prefixes ({', '.join(allowed_prefixes)})"
+    return None
+
+
+def slug(text: str, limit: int) -> str:
+    """A lowercase [a-z0-9-] rendering of `text` for names that AWS restricts."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    cleaned = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    return cleaned[:limit].strip("-") or "job"

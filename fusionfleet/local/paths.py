@@ -1,0 +1,60 @@
+"""Where the local stack keeps its state, logs and LocalStack's environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_LOCAL_DIR = "FUSIONFLEET_LOCAL_DIR"
+ENV_LOCALSTACK_PYTHON = "FUSIONFLEET_LOCALSTACK_PYTHON"
+
+
+def project_root() -> Path:
+    """The checkout holding template.yaml (the local stack deploys the same template as AWS)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "template.yaml").is_file() and (parent / "infra").is_dir():
+            return parent
+    raise FileNotFoundError("template.yaml not found above fusionfleet/: run from a FusionFleet checkout")
+
+
+@dataclass(frozen=True)
+class LocalPaths:
+    root: Path
+    state_dir: Path
+
+    @classmethod
+    def discover(cls, state_dir: Path | None = None) -> LocalPaths:
+        root = project_root()
+        chosen = state_dir or Path(os.environ.get(ENV_LOCAL_DIR) or root / ".fusionfleet" / "local")
+        return cls(root=root, state_dir=chosen)
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    @property
+    def logs(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def localstack_volume(self) -> Path:
+        return self.state_dir / "localstack"
+
+    @property
+    def scratch(self) -> Path:
+        return self.state_dir / "scratch"
+
+    @property
+    def template(self) -> Path:
+        return self.root / "template.yaml"
+
+    @property
+    def localstack_python(self) -> Path:
+        configured = os.environ.get(ENV_LOCALSTACK_PYTHON)
+        return Path(configured) if configured else self.root / ".venv-localstack" / "bin" / "python"
+
+    @property
+    def event_source_runner(self) -> Path:
+        return self.root / "infra" / "local" / "event_source.py"

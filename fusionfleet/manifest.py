@@ -1,0 +1,141 @@
+"""The job manifest (version 1): parsing and validation into a frozen model.
+
+Every problem is reported at once, each as one sentence naming the field, so a user fixes a
+manifest in one go. Unknown fields and options are errors, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fusionfleet import layout
+from fusionfleet.errors import JobRejected
+from fusionfleet.options import OptionsError, validate_options
+
+ENGINE_NAMES = ("classic", "copy", "facefusion")
+PRIORITIES = ("high", "normal", "low")
+QUALITIES = ("realtime", "balanced", "cinema")
+MAX_MANIFEST_BYTES = 64 * 1024
+MAX_SOURCES = 16
+
+Priority = Literal["high", "normal", "low"]
+Quality = Literal["realtime", "balanced", "cinema"]
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    """Which keys a manifest may name. Inputs anywhere but the reserved prefixes; outputs under outputs/."""
+
+    input_prefixes: tuple[str, ...] = ()
+    output_prefixes: tuple[str, ...] = (layout.OUTPUT_PREFIX,)
+    reserved_prefixes: tuple[str, ...] = (layout.MANIFEST_PREFIX, layout.WORK_PREFIX)
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    version: Literal[1] = 1
+    source: tuple[str, ...] = Field(min_length=1, max_length=MAX_SOURCES)
+    target: str
+    output: str | None = None
+    priority: Priority = "normal"
+    engine: str | None = None
+    quality: Quality = "balanced"
+    reference: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        # A single face may be given as a string; it means a list of one.
+        return (value,) if isinstance(value, str) else tuple(value) if isinstance(value, list) else value
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str | None) -> str | None:
+        if value is not None and value not in ENGINE_NAMES:
+            raise ValueError(f"{value!r} is not one of {', '.join(ENGINE_NAMES)}")
+        return value
+
+    def media_keys(self) -> tuple[str, ...]:
+        keys = (*self.source, self.target)
+        return (*keys, self.reference) if self.reference else keys
+
+
+def _describe(error: dict[str, Any]) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "manifest"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{where}: unknown field"
+    if kind == "missing":
+        return f"{where}: is required"
+    if kind == "literal_error":
+        expected = error.get("ctx", {}).get("expected", "")
+        return f"{where}: {error['input']!r} is not one of {expected}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}"
+
+
+def _key_problems(manifest: Manifest, policy: KeyPolicy) -> list[str]:
+    problems = []
+    named = [(f"source[{i}]", key) for i, key in enumerate(manifest.source)] + [("target", manifest.target)]
+    if manifest.reference:
+        named.append(("reference", manifest.reference))
+    for field, key in named:
+        why = layout.key_problem(key, policy.input_prefixes, policy.reserved_prefixes)
+        if why:
+            problems.append(f"{field}: key {key!r} {why}")
+    if manifest.output is not None:
+        why = layout.key_problem(manifest.output, policy.output_prefixes, policy.reserved_prefixes)
+        if why:
+            problems.append(f"output: key {manifest.output!r} {why}")
+        elif not manifest.output.lower().endswith(".mp4"):
+            problems.append(f"output: key {manifest.output!r} must end in .mp4 (outputs are MP4)")
+    return problems
+
+
+def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = None) -> Manifest:
+    """Validate a manifest's bytes; the result has `output` filled in and options normalised."""
+    policy = policy or KeyPolicy()
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise JobRejected(f"the manifest is {len(raw)} bytes, over the limit of {MAX_MANIFEST_BYTES}")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise JobRejected(f"the manifest is not UTF-8 text: {error.reason} at byte {error.start}") from error
+    except json.JSONDecodeError as error:
+        raise JobRejected(
+            f"the manifest is not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from error
+    if not isinstance(data, dict):
+        raise JobRejected(f"the manifest must be a JSON object, not {type(data).__name__}")
+    problems: list[str] = []
+    options: dict[str, object] = {}
+    raw_options = data.get("options", {})
+    if isinstance(raw_options, dict):
+        try:
+            options = validate_options(raw_options)
+        except OptionsError as error:
+            problems.extend(error.problems)
+    try:
+        manifest = Manifest.model_validate(
+            {**data, "options": options if isinstance(raw_options, dict) else raw_options}
+        )
+    except ValidationError as error:
+        problems.extend(_describe(dict(item)) for item in error.errors())
+        raise JobRejected(_summary(problems), tuple(problems)) from error
+    problems.extend(_key_problems(manifest, policy))
+    if problems:
+        raise JobRejected(_summary(problems), tuple(problems))
+    if manifest.output is None:
+        manifest = manifest.model_copy(update={"output": layout.default_output_key(manifest_key)})
+    return manifest
+
+
+def _summary(problems: list[str]) -> str:
+    head = "the manifest is invalid: " + "; ".join(problems[:10])
+    return head + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")

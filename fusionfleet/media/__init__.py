@@ -1,0 +1,1 @@
+"""Media handling: sniffing, probing and decoding user files (PyAV), and ffmpeg command lines."""

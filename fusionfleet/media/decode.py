@@ -1,0 +1,82 @@
+"""Decode frames [start, end) of a video, frame-exactly, as upright BGR images.
+
+Frames are placed on the constant-rate grid of the plan by their timestamps (index = round(t·fps)),
+so the same frame number means the same picture on every worker, whatever the GOP structure or a
+variable frame rate; a gap in the source repeats the previous picture, as ffmpeg's fps filter does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from fractions import Fraction
+
+import av
+import numpy as np
+import numpy.typing as npt
+
+from fusionfleet.errors import MediaError
+from fusionfleet.media.probe import VideoInfo, open_video
+from fusionfleet.media.reader import RangeReader
+
+Image = npt.NDArray[np.uint8]
+
+
+def upright(image: Image, rotation: int) -> Image:
+    """Undo the container's display rotation (counter-clockwise degrees) so faces stand upright."""
+    turns = (rotation // 90) % 4
+    return np.ascontiguousarray(np.rot90(image, k=turns)) if turns else image
+
+
+def _bgr(frame: av.VideoFrame, rotation: int) -> Image:
+    return upright(frame.to_ndarray(format="bgr24"), rotation)
+
+
+def grid_index(time_s: float, start_s: float, fps: Fraction) -> int:
+    return round((time_s - start_s) * fps.numerator / fps.denominator)
+
+
+def iter_frames(
+    reader: RangeReader, info: VideoInfo, start: int, end: int, what: str = "target"
+) -> Iterator[tuple[int, Image]]:
+    """Yield (frame number, image) for every frame number in [start, end), in order."""
+    if not 0 <= start < end:
+        raise ValueError(f"bad frame range [{start}, {end})")
+    fps = info.fps
+    reader.seek(0)
+    with open_video(reader, info.container, what) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        time_base = stream.time_base or Fraction(1, 1_000_000)
+        if start > 0:
+            # Land on the keyframe at or before the first wanted frame, then decode forward.
+            seconds = info.start_s + Fraction(start) / fps
+            container.seek(int(seconds / time_base), stream=stream, backward=True, any_frame=False)
+        wanted = start
+        previous: av.VideoFrame | None = None  # converted only when a gap needs it
+        try:
+            for frame in container.decode(stream):
+                if frame.pts is None:
+                    continue
+                index = grid_index(float(frame.pts * time_base), info.start_s, fps)
+                if index < wanted:
+                    previous = frame
+                    continue
+                image = _bgr(frame, info.rotation)
+                # A gap on the grid repeats the last picture before it.
+                while wanted < index and wanted < end:
+                    yield wanted, _bgr(previous, info.rotation) if previous is not None else image
+                    wanted += 1
+                if wanted >= end:
+                    return
+                yield wanted, image
+                wanted += 1
+                previous = frame
+                if wanted >= end:
+                    return
+        except av.FFmpegError as error:
+            raise MediaError(f"{what}: decoding failed near frame {wanted}: {error}") from error
+        # A source that ends early (rounding of a variable-rate grid) repeats its last picture once.
+        if previous is not None and end - wanted == 1:
+            yield wanted, _bgr(previous, info.rotation)
+            return
+    raise MediaError(f"{what}: the video ended at frame {wanted}, before frame {end} of the plan")

@@ -1,0 +1,120 @@
+"""ffmpeg command lines, built by small pure functions that each return an argv fragment.
+
+Only files the system itself created and named are ever given to ffmpeg (user media is read by
+PyAV through a RangeReader), and every input still carries a protocol whitelist and a forced format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+from pathlib import Path
+
+from fusionfleet.encoding import EncoderSettings
+
+# Audio codecs the MP4 muxer takes as they are; anything else is re-encoded to AAC once.
+MP4_AUDIO_CODECS = frozenset({"aac", "mp3", "opus", "ac3", "eac3", "alac", "flac"})
+
+
+def global_args() -> list[str]:
+    return ["-hide_banner", "-nostdin", "-loglevel", "error", "-y"]
+
+
+def raw_frames_input(width: int, height: int, settings: EncoderSettings) -> list[str]:
+    return [
+        "-protocol_whitelist", "pipe",
+        "-f", "rawvideo",
+        "-pix_fmt", "bgr24",
+        "-s", f"{width}x{height}",
+        "-framerate", f"{settings.fps_num}/{settings.fps_den}",
+        "-i", "pipe:0",
+    ]  # fmt: skip
+
+
+def file_input(path: Path, demuxer: str, offset_s: float = 0.0) -> list[str]:
+    offset = ["-itsoffset", f"{offset_s:.6f}"] if offset_s else []
+    return [*offset, "-protocol_whitelist", "file", "-f", demuxer, "-i", str(path)]
+
+
+def concat_input(list_path: Path) -> list[str]:
+    # safe=1 (the default) refuses absolute paths and odd names in the list; ours are relative.
+    return ["-protocol_whitelist", "file", "-f", "concat", "-safe", "1", "-i", str(list_path)]
+
+
+def size_filter(width: int, height: int, settings: EncoderSettings) -> list[str]:
+    """Scale when the job asks for another size; pad odd sizes by repeating the edge pixel."""
+    if (width, height) == (settings.width, settings.height):
+        return []
+    if width + width % 2 == settings.width and height + height % 2 == settings.height:
+        pad_right, pad_bottom = settings.width - width, settings.height - height
+        return [
+            "-vf",
+            f"pad={settings.width}:{settings.height},fillborders=right={pad_right}:bottom={pad_bottom}:mode=smear",
+        ]
+    return ["-vf", f"scale={settings.width}:{settings.height}:flags=bicubic"]
+
+
+def video_encoder(settings: EncoderSettings) -> list[str]:
+    params = f"keyint={settings.keyint}:min-keyint={settings.keyint}:scenecut=0:open-gop=0"
+    params_flag = "-x264-params" if settings.codec == "libx264" else "-x265-params"
+    if settings.codec == "libx265":
+        params += ":log-level=error"
+    return [
+        "-c:v", settings.codec,
+        "-preset", settings.preset,
+        "-crf", str(settings.crf),
+        "-profile:v", settings.profile,
+        "-pix_fmt", settings.pix_fmt,
+        params_flag, params,
+        "-fps_mode", "passthrough",
+    ]  # fmt: skip
+
+
+def segment_output(path: Path, settings: EncoderSettings) -> list[str]:
+    return ["-an", "-video_track_timescale", str(settings.timescale), "-f", "mp4", str(path)]
+
+
+def encode_segment_argv(width: int, height: int, settings: EncoderSettings, output: Path) -> list[str]:
+    """Arguments (after the executable): raw BGR frames on stdin → one segment with the job's settings."""
+    return list(
+        chain(
+            global_args(),
+            raw_frames_input(width, height, settings),
+            size_filter(width, height, settings),
+            video_encoder(settings),
+            segment_output(output, settings),
+        )
+    )
+
+
+def audio_codec_args(codecs: Sequence[str]) -> list[str]:
+    """Copy audio the MP4 muxer accepts; re-encode the rest to AAC (all tracks the same way)."""
+    if all(codec in MP4_AUDIO_CODECS for codec in codecs):
+        return ["-c:a", "copy"]
+    return ["-c:a", "aac", "-b:a", "192k"]
+
+
+def merge_argv(
+    segment_list: Path,
+    audio: Path | None,
+    audio_codecs: Sequence[str],
+    audio_offset_s: float,
+    output: Path,
+) -> list[str]:
+    """Concatenate the segments by stream copy and mux the original audio once over the timeline."""
+    inputs = concat_input(segment_list)
+    maps = ["-map", "0:v:0"]
+    codec = ["-c:v", "copy"]
+    if audio is not None:
+        inputs += file_input(audio, "matroska", audio_offset_s)
+        maps += ["-map", "1:a"]
+        codec += audio_codec_args(audio_codecs)
+    return list(
+        chain(
+            global_args(),
+            inputs,
+            maps,
+            codec,
+            ["-movflags", "+faststart", "-f", "mp4", str(output)],
+        )
+    )

@@ -1,0 +1,214 @@
+"""Probe a target video: what the planner needs, read through a RangeReader with PyAV.
+
+The demuxer is the one `sniff_video` chose and nothing else; network protocols are off (the
+reader does the I/O), external data references stay disabled, and every read is bounded by the
+reader's deadline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Any
+
+import av
+
+from fusionfleet.errors import InputRejected
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.sniff import SNIFF_BYTES, VIDEO_CONTAINERS, sniff_video
+
+# No protocol matches "none": a demuxer that tries to open another resource is refused.
+SAFE_DEMUXER_OPTIONS = {"protocol_whitelist": "none", "enable_drefs": "0"}
+
+
+@dataclass(frozen=True)
+class AudioTrack:
+    index: int
+    codec: str
+    channels: int
+    sample_rate: int
+    start_s: float
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    container: str
+    codec: str
+    width: int
+    height: int
+    rotation: int
+    fps_num: int
+    fps_den: int
+    frame_count: int
+    duration_s: float
+    start_s: float
+    variable_frame_rate: bool
+    size_bytes: int
+    audio: tuple[AudioTrack, ...] = ()
+
+    @property
+    def fps(self) -> Fraction:
+        return Fraction(self.fps_num, self.fps_den)
+
+    @property
+    def display_size(self) -> tuple[int, int]:
+        """Width and height as shown, after the rotation the container asks for."""
+        if self.rotation in (90, 270):
+            return self.height, self.width
+        return self.width, self.height
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> VideoInfo:
+        fields = dict(data)
+        fields["audio"] = tuple(AudioTrack(**track) for track in data.get("audio", ()))
+        return cls(**fields)
+
+
+def open_video(reader: RangeReader, demuxer: str, what: str) -> av.container.InputContainer:
+    try:
+        return av.open(reader, mode="r", format=demuxer, options=dict(SAFE_DEMUXER_OPTIONS))
+    except av.FFmpegError as error:
+        container = VIDEO_CONTAINERS.get(demuxer, demuxer)
+        raise InputRejected(f"{what} could not be read as {container}: {_ffmpeg_reason(error)}") from error
+
+
+def _ffmpeg_reason(error: Exception) -> str:
+    message = str(error)
+    if "moov atom not found" in message or "Invalid data found" in message:
+        return "the file is truncated or damaged (no index found)"
+    return message
+
+
+def _audio_tracks(container: av.container.InputContainer) -> tuple[AudioTrack, ...]:
+    tracks = []
+    for stream in container.streams.audio:
+        context = stream.codec_context
+        time_base = stream.time_base or Fraction(1, max(1, context.sample_rate or 1))
+        duration = float(stream.duration * time_base) if stream.duration else 0.0
+        if not duration and container.duration:
+            duration = container.duration / 1_000_000
+        start = float(stream.start_time * time_base) if stream.start_time is not None else 0.0
+        tracks.append(
+            AudioTrack(
+                index=stream.index,
+                codec=context.name,
+                channels=context.channels,
+                sample_rate=context.sample_rate,
+                start_s=start,
+                duration_s=duration,
+            )
+        )
+    return tuple(tracks)
+
+
+def _frame_timing(container: av.container.InputContainer, stream: Any, limits: MediaLimits) -> tuple[int, bool]:
+    """(frame count, variable frame rate?) from the container's index where it has one.
+
+    MP4/MOV carry every sample's timestamp in the index, so nothing of the media data is read.
+    Matroska's cues list only keyframes, so there the packets are demuxed (the whole file is read).
+    """
+    entries = stream.index_entries
+    timestamps: list[int] = []
+    count = 0
+    if container.format.name.startswith("mov") and entries is not None and len(entries) > 0:
+        if len(entries) > limits.max_frames:
+            raise InputRejected(f"the video claims {len(entries)} frames, over the limit of {limits.max_frames}")
+        timestamps = [entry.timestamp for entry in entries if not entry.is_discard]
+        count = len(timestamps)
+    else:
+        for packet in container.demux(stream):
+            if not packet.size:
+                continue
+            count += 1
+            if count > limits.max_frames:
+                raise InputRejected(f"the video has more than {limits.max_frames} frames")
+            if packet.pts is not None:
+                timestamps.append(packet.pts)
+        timestamps.sort()
+    steps = {later - earlier for earlier, later in zip(timestamps, timestamps[1:], strict=False)}
+    # A constant-rate stream has one step (two where the time base does not divide the rate).
+    variable = len(steps) > 1 and (max(steps) - min(steps)) > 1
+    return count, variable
+
+
+def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInfo:
+    if reader.size == 0:
+        raise InputRejected(f"{what} is empty (0 bytes)")
+    if reader.size > limits.max_bytes:
+        raise InputRejected(f"{what} is {reader.size} bytes, over the limit of {limits.max_bytes} bytes")
+    demuxer = sniff_video(reader.head(SNIFF_BYTES), what)
+    with open_video(reader, demuxer, what) as container:
+        if not container.streams.video:
+            kind = "audio only" if container.streams.audio else "no streams"
+            raise InputRejected(f"{what} has no video stream ({kind})")
+        stream = container.streams.video[0]
+        context = stream.codec_context
+        width, height = int(context.width or 0), int(context.height or 0)
+        if width <= 0 or height <= 0:
+            raise InputRejected(f"{what} has no usable picture size ({width}×{height})")
+        if width > limits.max_width or height > limits.max_height:
+            raise InputRejected(f"{what} is {width}×{height}, over the limit of {limits.max_width}×{limits.max_height}")
+        rate = stream.average_rate or stream.guessed_rate or stream.base_rate
+        if not rate or rate <= 0:
+            raise InputRejected(f"{what} has no frame rate")
+        fps = Fraction(rate).limit_denominator(1001)
+        if fps > limits.max_fps:
+            raise InputRejected(f"{what} runs at {float(fps):.3f} fps, over the limit of {limits.max_fps:g}")
+        time_base = stream.time_base or Fraction(1, 1_000_000)
+        start_s = float(stream.start_time * time_base) if stream.start_time is not None else 0.0
+        if stream.duration:
+            duration_s = float(stream.duration * time_base)
+        elif container.duration:
+            duration_s = container.duration / 1_000_000
+        else:
+            duration_s = 0.0
+        if duration_s > limits.max_duration_s:
+            raise InputRejected(f"{what} lasts {duration_s:.0f} s, over the limit of {limits.max_duration_s:.0f} s")
+        audio = _audio_tracks(container)
+        codec = context.name
+        frame_count, variable = _frame_timing(container, stream, limits)
+        if frame_count <= 0:
+            raise InputRejected(f"{what} contains no video frames")
+        if not variable or duration_s <= 0:
+            # A constant-rate video lasts exactly its frames (containers pad durations with audio).
+            duration_s = frame_count / float(fps)
+        if variable:
+            # Variable-rate video is rendered on a constant grid at its average rate.
+            frame_count = max(1, round(duration_s * fps))
+    rotation = _check_decodes(reader, demuxer, what)
+    return VideoInfo(
+        container=demuxer,
+        codec=codec,
+        width=width,
+        height=height,
+        rotation=rotation,
+        fps_num=fps.numerator,
+        fps_den=fps.denominator,
+        frame_count=frame_count,
+        duration_s=duration_s,
+        start_s=start_s,
+        variable_frame_rate=variable,
+        size_bytes=reader.size,
+        audio=audio,
+    )
+
+
+def _check_decodes(reader: RangeReader, demuxer: str, what: str) -> int:
+    """Decode the first picture (a header that parses is not yet a video that plays).
+
+    Returns the counter-clockwise display rotation in degrees (0, 90, 180, 270) the frame asks for.
+    """
+    reader.seek(0)
+    with open_video(reader, demuxer, what) as container:
+        stream = container.streams.video[0]
+        try:
+            for frame in container.decode(stream):
+                return int(round(float(frame.rotation or 0) / 90.0)) % 4 * 90
+        except av.FFmpegError as error:
+            raise InputRejected(f"{what} does not decode: {_ffmpeg_reason(error)}") from error
+    raise InputRejected(f"{what} contains no decodable video frame")

@@ -1,0 +1,71 @@
+"""Decide from a file's first bytes what it is, before any demuxer sees it.
+
+User files are only ever opened with a demuxer chosen here (never ffmpeg's auto-detection), so a
+playlist or concat script renamed to .mp4 is refused without being parsed: those formats make a
+demuxer open other files or URLs.
+"""
+
+from __future__ import annotations
+
+from fusionfleet.errors import InputRejected
+
+SNIFF_BYTES = 64
+
+# Demuxer names as PyAV/ffmpeg know them.
+MOV = "mov"
+MATROSKA = "matroska"
+VIDEO_CONTAINERS = {MOV: "MP4/MOV", MATROSKA: "Matroska/WebM"}
+IMAGE_FORMATS = ("jpeg", "png", "webp")
+
+# ISO base media files start with one of these top-level boxes (ftyp in MP4; older MOVs may
+# start with free/wide/mdat/moov).
+_MOV_BOXES = (b"ftyp", b"moov", b"mdat", b"free", b"wide", b"skip", b"pnot")
+
+
+def _describe(head: bytes) -> str:
+    """Name what a rejected file looks like, so the user learns what they uploaded."""
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head:
+        return "an empty file (0 bytes)"
+    if stripped.startswith(b"#EXTM3U"):
+        return "an HLS playlist"
+    if stripped.lower().startswith(b"ffconcat"):
+        return "an ffconcat script"
+    if head.startswith(b"RIFF") and head[8:12] == b"AVI ":
+        return "an AVI file (not an accepted container)"
+    if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
+        return "a WAV audio file"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "a JPEG image"
+    if head.startswith(b"\x89PNG"):
+        return "a PNG image"
+    if head.startswith(b"ID3") or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"):
+        return "an MP3 audio file"
+    if head.startswith(b"GIF8"):
+        return "a GIF image"
+    if stripped[:1] in (b"<", b"{", b"["):
+        return "a text document (XML/HTML/JSON)"
+    if all(32 <= byte < 127 or byte in (9, 10, 13) for byte in head):
+        return "a text file"
+    return "unrecognised binary data"
+
+
+def sniff_video(head: bytes, what: str) -> str:
+    """The demuxer for a target video, or InputRejected naming what the file looks like instead."""
+    if len(head) >= 8 and head[4:8] in _MOV_BOXES:
+        return MOV
+    if head.startswith(b"\x1a\x45\xdf\xa3"):
+        return MATROSKA
+    accepted = ", ".join(VIDEO_CONTAINERS.values())
+    raise InputRejected(f"{what} is not a video in an accepted container ({accepted}): it is {_describe(head)}")
+
+
+def sniff_image(head: bytes, what: str) -> str:
+    """The format of a face image (jpeg, png, webp), or InputRejected."""
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "webp"
+    raise InputRejected(f"{what} is not a JPEG, PNG or WebP image: it is {_describe(head)}")

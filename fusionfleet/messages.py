@@ -1,0 +1,84 @@
+"""What crosses the wire: the job context, the render and merge tasks, segment records, notifications."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fusionfleet.encoding import EncoderSettings
+from fusionfleet.media.probe import VideoInfo
+from fusionfleet.plan import Segment
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ObjectRef(_Model):
+    bucket: str
+    key: str
+    etag: str = ""
+    size: int = 0
+
+
+class JobContext(_Model):
+    """Everything a worker needs about a job; carried in the execution input and in every task."""
+
+    job_id: str
+    manifest: ObjectRef
+    sources: tuple[ObjectRef, ...]
+    target: ObjectRef
+    reference: ObjectRef | None = None
+    output: ObjectRef
+    work_bucket: str
+    priority: Literal["high", "normal", "low"]
+    engine: str
+    quality: str
+    options: dict[str, Any]
+    video: VideoInfo
+    encoder: EncoderSettings
+    segment_count: int
+    frame_count: int
+    submitted_at: str
+
+
+class RenderTask(_Model):
+    task_token: str
+    job: JobContext
+    segment: Segment
+
+
+class MergeTask(_Model):
+    task_token: str
+    job: JobContext
+
+
+class SegmentRecord(_Model):
+    """Written beside each segment output: the merge gate reads it (see DESIGN, failure semantics)."""
+
+    job_id: str
+    index: int
+    status: Literal["succeeded", "failed"]
+    frames: int = 0
+    key: str = ""
+    error: str = ""
+    reason: str = ""
+    attempt: int = 1
+    worker: str = ""
+    engine_s: float = 0.0
+    total_s: float = 0.0
+    started_at: float = 0.0
+    finished_at: float = 0.0
+
+
+def rejection_notice(job_id: str, manifest: ObjectRef, reason: str, problems: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "status": "failed",
+        "stage": "validation",
+        "job_id": job_id,
+        "manifest": manifest.model_dump(),
+        "error": "JobRejected",
+        "reason": reason,
+        "problems": list(problems),
+    }

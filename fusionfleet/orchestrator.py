@@ -1,0 +1,134 @@
+"""The job orchestrator: a small protocol and its Step Functions adapter."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import ClientError
+
+from fusionfleet.errors import TokenGone
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions import SFNClient
+
+TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+# Step Functions caps error names at 256 and causes at 32768 characters.
+MAX_ERROR = 256
+MAX_CAUSE = 32768
+
+
+@dataclass(frozen=True)
+class Execution:
+    arn: str
+    status: str
+    started: datetime | None = None
+    stopped: datetime | None = None
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    cause: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    running: int = 0
+    pending: int = 0
+
+
+class ExecutionMissing(Exception):
+    pass
+
+
+class Orchestrator(Protocol):
+    def start(self, state_machine_arn: str, name: str, payload: dict[str, Any]) -> str: ...
+    def describe(self, execution_arn: str) -> Execution: ...
+    def progress(self, execution_arn: str) -> Progress | None: ...
+    def task_success(self, token: str, output: dict[str, Any]) -> None: ...
+    def task_failure(self, token: str, error: str, cause: str) -> None: ...
+    def heartbeat(self, token: str) -> None: ...
+
+
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """An execution's ARN follows from its state machine and name (how clients find a job by id)."""
+    prefix, _, machine = state_machine_arn.partition(":stateMachine:")
+    return f"{prefix}:execution:{machine}:{name}"
+
+
+class StepFunctions:
+    def __init__(self, client: SFNClient) -> None:
+        self._sfn = client
+
+    def start(self, state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:
+        """Start the execution `name`, or find it when it exists already (a duplicate event)."""
+        try:
+            response = self._sfn.start_execution(
+                stateMachineArn=state_machine_arn, name=name, input=json.dumps(payload, sort_keys=True)
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+                return execution_arn(state_machine_arn, name)
+            raise
+        # Same name and input as a running execution returns that execution again.
+        return response["executionArn"]
+
+    def describe(self, execution_arn: str) -> Execution:
+        try:
+            response = self._sfn.describe_execution(executionArn=execution_arn)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
+                raise ExecutionMissing(execution_arn) from error
+            raise
+        output = response.get("output")
+        return Execution(
+            arn=execution_arn,
+            status=response["status"],
+            started=response.get("startDate"),
+            stopped=response.get("stopDate"),
+            output=json.loads(output) if output else None,
+            error=response.get("error"),
+            cause=response.get("cause"),
+        )
+
+    def progress(self, execution_arn: str) -> Progress | None:
+        """Item counts of the execution's Distributed Map run, or None before the map has started."""
+        runs = self._sfn.list_map_runs(executionArn=execution_arn).get("mapRuns", [])
+        if not runs:
+            return None
+        counts = self._sfn.describe_map_run(mapRunArn=runs[0]["mapRunArn"])["itemCounts"]
+        return Progress(
+            total=int(counts.get("total", 0)),
+            succeeded=int(counts.get("succeeded", 0)),
+            failed=int(counts.get("failed", 0)) + int(counts.get("timedOut", 0)) + int(counts.get("aborted", 0)),
+            running=int(counts.get("running", 0)),
+            pending=int(counts.get("pending", 0)),
+        )
+
+    def task_success(self, token: str, output: dict[str, Any]) -> None:
+        self._callback(lambda: self._sfn.send_task_success(taskToken=token, output=json.dumps(output)))
+
+    def task_failure(self, token: str, error: str, cause: str) -> None:
+        self._callback(
+            lambda: self._sfn.send_task_failure(taskToken=token, error=error[:MAX_ERROR], cause=cause[:MAX_CAUSE])
+        )
+
+    def heartbeat(self, token: str) -> None:
+        self._callback(lambda: self._sfn.send_task_heartbeat(taskToken=token))
+
+    @staticmethod
+    def _callback(call: Any) -> None:
+        try:
+            call()
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            if code in {"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"}:
+                raise TokenGone(f"{code}: {error.response.get('Error', {}).get('Message', '')}") from error
+            raise

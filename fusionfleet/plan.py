@@ -1,0 +1,85 @@
+"""Segment planning: cut a video's frames into short segments of whole frames. Pure functions.
+
+Boundaries are frame numbers, not times, so every frame of the source lands in exactly one
+segment and the merged result has the source's frame count by construction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SegmentPolicy:
+    target_seconds: float = 4.0
+    min_seconds: float = 2.0
+    max_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_seconds <= self.target_seconds <= self.max_seconds:
+            raise ValueError("segment seconds must satisfy 0 < min <= target <= max")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Frames [start_frame, end_frame) of the target; times are exact microseconds of those frames."""
+
+    index: int
+    start_frame: int
+    end_frame: int
+    start_time_us: int
+    end_time_us: int
+
+    @property
+    def frame_count(self) -> int:
+        return self.end_frame - self.start_frame
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Segment:
+        return cls(
+            index=int(data["index"]),
+            start_frame=int(data["start_frame"]),
+            end_frame=int(data["end_frame"]),
+            start_time_us=int(data["start_time_us"]),
+            end_time_us=int(data["end_time_us"]),
+        )
+
+
+def frame_time_us(frame: int, fps: Fraction) -> int:
+    """Start time of `frame` in microseconds, rounded down (exact for integer and NTSC rates)."""
+    return (frame * 1_000_000 * fps.denominator) // fps.numerator
+
+
+def segment_count(frame_count: int, fps: Fraction, policy: SegmentPolicy) -> int:
+    """How many segments: nearest to the target length, within [min, max] seconds wherever possible."""
+    seconds = frame_count / fps
+    fewest = max(1, math.ceil(seconds / Fraction(policy.max_seconds)))
+    most = max(1, math.floor(seconds / Fraction(policy.min_seconds)))
+    preferred = max(1, round(seconds / Fraction(policy.target_seconds)))
+    if fewest > most:
+        return fewest
+    return min(max(preferred, fewest), most)
+
+
+def plan_segments(frame_count: int, fps: Fraction, policy: SegmentPolicy | None = None) -> tuple[Segment, ...]:
+    """Split frames [0, frame_count) into consecutive segments whose lengths differ by at most one frame."""
+    if frame_count <= 0:
+        raise ValueError("a plan needs at least one frame")
+    if fps <= 0:
+        raise ValueError("fps must be positive")
+    policy = policy or SegmentPolicy()
+    count = min(segment_count(frame_count, fps, policy), frame_count)
+    base, extra = divmod(frame_count, count)
+    segments = []
+    start = 0
+    for index in range(count):
+        end = start + base + (1 if index < extra else 0)
+        segments.append(Segment(index, start, end, frame_time_us(start, fps), frame_time_us(end, fps)))
+        start = end
+    return tuple(segments)

@@ -1,0 +1,183 @@
+"""The slicer's domain logic: manifest → validated job → plan in S3 → one execution per job.
+
+A rejected job gets a record in the work bucket and a failure notification; the manifest and the
+media are left exactly where the user put them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fusionfleet import layout
+from fusionfleet.encoding import encoder_settings
+from fusionfleet.errors import InputRejected, JobRejected, ObjectMissing
+from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.manifest import KeyPolicy, Manifest, parse_manifest
+from fusionfleet.media.image import check_image
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.probe import VideoInfo, probe_video
+from fusionfleet.media.reader import RangeReader
+from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
+from fusionfleet.notify import Notifier
+from fusionfleet.orchestrator import Orchestrator
+from fusionfleet.plan import SegmentPolicy, plan_segments
+from fusionfleet.storage import S3RangeSource, Storage, put_json
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SlicerConfig:
+    work_bucket: str
+    state_machine_arn: str
+    topic_arn: str
+    default_engine: str = "classic"
+    # Heartbeats start counting when Step Functions sends the message, so queue time counts:
+    # hours, the last-resort timeout; workers keep beating while they work.
+    render_heartbeat_s: int = 6 * 3600
+    merge_heartbeat_s: int = 6 * 3600
+    render_concurrency: int = 1000
+    limits: MediaLimits = field(default_factory=MediaLimits)
+    keys: KeyPolicy = field(default_factory=KeyPolicy)
+    segments: SegmentPolicy = field(default_factory=SegmentPolicy)
+
+
+@dataclass(frozen=True)
+class SliceOutcome:
+    status: Literal["started", "rejected", "ignored"]
+    job_id: str = ""
+    execution_arn: str = ""
+    reason: str = ""
+    bytes_read: int = 0
+
+
+@dataclass(frozen=True)
+class Slicer:
+    storage: Storage
+    orchestrator: Orchestrator
+    notifier: Notifier
+    config: SlicerConfig
+
+    def handle(self, bucket: str, key: str) -> SliceOutcome:
+        if not layout.is_manifest_key(key):
+            return SliceOutcome("ignored", reason=f"{key} is not a manifest (jobs/*.json)")
+        try:
+            info = self.storage.head(bucket, key)
+        except ObjectMissing:
+            # Deleted before we got to it: nothing to do, and nothing to tell anyone.
+            return SliceOutcome("ignored", reason=f"s3://{bucket}/{key} no longer exists")
+        job_id = derive_job_id(bucket, key, info.etag)
+        manifest_ref = ObjectRef(bucket=bucket, key=key, etag=info.etag, size=info.size)
+        try:
+            context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat())
+        except JobRejected as rejection:
+            return self._reject(job_id, manifest_ref, rejection)
+        put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
+        arn = self.orchestrator.start(
+            self.config.state_machine_arn,
+            job_id,
+            self._execution_input(context),
+        )
+        logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
+        return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
+
+    def _execution_input(self, context: JobContext) -> dict[str, Any]:
+        """Deterministic for a given manifest, so a duplicate event's StartExecution matches."""
+        return {
+            "job": context.model_dump(mode="json"),
+            "plan": {"bucket": self.config.work_bucket, "key": layout.plan_key(context.job_id)},
+            "limits": {
+                "render_heartbeat_s": self.config.render_heartbeat_s,
+                "merge_heartbeat_s": self.config.merge_heartbeat_s,
+                "render_concurrency": self.config.render_concurrency,
+            },
+        }
+
+    def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str) -> tuple[JobContext, int]:
+        """The job's context and how many bytes of the target the probe read."""
+        manifest = parse_manifest(
+            self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.keys
+        )
+        refs = self._media_refs(manifest, manifest_ref.bucket)
+        for index, source in enumerate(refs["sources"]):
+            check_image(
+                self.storage.get_bytes(source.bucket, source.key),
+                f"source[{index}] {source.key!r}",
+                self.config.limits,
+            )
+        reference = refs["reference"][0] if refs["reference"] else None
+        if reference:
+            check_image(
+                self.storage.get_bytes(reference.bucket, reference.key),
+                f"reference {reference.key!r}",
+                self.config.limits,
+            )
+        target = refs["target"][0]
+        video, bytes_read = self._probe(target)
+        width, height = video.display_size
+        plan = plan_segments(video.frame_count, video.fps, self.config.segments)
+        settings = encoder_settings(width, height, video.fps, manifest.options, max(s.frame_count for s in plan))
+        put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
+        assert manifest.output is not None
+        context = JobContext(
+            job_id=job_id,
+            manifest=manifest_ref,
+            sources=tuple(refs["sources"]),
+            target=target,
+            reference=reference,
+            output=ObjectRef(bucket=manifest_ref.bucket, key=manifest.output),
+            work_bucket=self.config.work_bucket,
+            priority=manifest.priority,
+            engine=manifest.engine or self.config.default_engine,
+            quality=manifest.quality,
+            options=manifest.options,
+            video=video,
+            encoder=settings,
+            segment_count=len(plan),
+            frame_count=video.frame_count,
+            submitted_at=submitted_at,
+        )
+        return context, bytes_read
+
+    def _media_refs(self, manifest: Manifest, bucket: str) -> dict[str, list[ObjectRef]]:
+        """HEAD every referenced object; report all the missing ones together."""
+        named = {
+            "sources": list(manifest.source),
+            "target": [manifest.target],
+            "reference": [manifest.reference] if manifest.reference else [],
+        }
+        refs: dict[str, list[ObjectRef]] = {name: [] for name in named}
+        missing = []
+        for name, keys in named.items():
+            for key in keys:
+                try:
+                    info = self.storage.head(bucket, key)
+                except ObjectMissing:
+                    missing.append(f"{name if name != 'sources' else 'source'}: s3://{bucket}/{key} does not exist")
+                    continue
+                refs[name].append(ObjectRef(bucket=bucket, key=key, etag=info.etag, size=info.size))
+        if missing:
+            raise JobRejected("the manifest names objects that do not exist: " + "; ".join(missing), tuple(missing))
+        return refs
+
+    def _probe(self, target: ObjectRef) -> tuple[VideoInfo, int]:
+        reader = RangeReader(
+            S3RangeSource(self.storage, target.bucket, target.key, target.size),
+            what=f"target {target.key!r}",
+            deadline_s=self.config.limits.probe_timeout_s,
+        )
+        return probe_video(reader, f"target {target.key!r}", self.config.limits), reader.bytes_fetched
+
+    def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected) -> SliceOutcome:
+        record_key = layout.rejection_key(job_id)
+        notice = rejection_notice(job_id, manifest_ref, rejection.reason, rejection.problems)
+        kind = "input" if isinstance(rejection, InputRejected) else "manifest"
+        logger.warning("job %s rejected (%s): %s", job_id, kind, rejection.reason)
+        already = record_key in self.storage.list_keys(self.config.work_bucket, record_key)
+        put_json(self.storage, self.config.work_bucket, record_key, notice)
+        if not already:
+            # A duplicated event must not notify twice.
+            self.notifier.publish(self.config.topic_arn, f"FusionFleet job {job_id} failed", notice)
+        return SliceOutcome("rejected", job_id, reason=rejection.reason)

@@ -1,0 +1,140 @@
+"""Object storage: a small protocol and its S3 adapter. SDK errors become domain exceptions here."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import ClientError
+
+from fusionfleet.errors import ObjectMissing
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+_MISSING = {"404", "NoSuchKey", "NotFound", "NoSuchBucket"}
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    bucket: str
+    key: str
+    size: int
+    etag: str
+    last_modified: datetime
+
+
+class Storage(Protocol):
+    def head(self, bucket: str, key: str) -> ObjectInfo: ...
+    def get_bytes(self, bucket: str, key: str) -> bytes: ...
+    def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes: ...
+    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str = ...) -> str: ...
+    def upload_file(self, bucket: str, key: str, path: Path, content_type: str = ...) -> str: ...
+    def download_file(self, bucket: str, key: str, path: Path) -> None: ...
+    def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
+    def presign_get(self, bucket: str, key: str, expires_s: int) -> str: ...
+    def delete_prefix(self, bucket: str, prefix: str) -> int: ...
+
+
+def _missing(error: ClientError) -> bool:
+    return str(error.response.get("Error", {}).get("Code")) in _MISSING
+
+
+class S3Storage:
+    def __init__(self, client: S3Client) -> None:
+        self._s3 = client
+
+    def head(self, bucket: str, key: str) -> ObjectInfo:
+        try:
+            response = self._s3.head_object(Bucket=bucket, Key=key)
+        except ClientError as error:
+            if _missing(error):
+                raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
+            raise
+        return ObjectInfo(
+            bucket, key, int(response["ContentLength"]), response["ETag"].strip('"'), response["LastModified"]
+        )
+
+    def get_bytes(self, bucket: str, key: str) -> bytes:
+        try:
+            return self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except ClientError as error:
+            if _missing(error):
+                raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
+            raise
+
+    def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of an object."""
+        if end <= start:
+            return b""
+        try:
+            response = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+        except ClientError as error:
+            if _missing(error):
+                raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
+            raise
+        return response["Body"].read()
+
+    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        response = self._s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type)
+        return response["ETag"].strip('"')
+
+    def upload_file(self, bucket: str, key: str, path: Path, content_type: str = "application/octet-stream") -> str:
+        # put_object, not the managed transfer: one request gives one ETag the client can use as identity.
+        with path.open("rb") as body:
+            response = self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
+        return response["ETag"].strip('"')
+
+    def download_file(self, bucket: str, key: str, path: Path) -> None:
+        try:
+            self._s3.download_file(bucket, key, str(path))
+        except ClientError as error:
+            if _missing(error):
+                raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
+            raise
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        keys: list[str] = []
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            keys.extend(item["Key"] for item in page.get("Contents", []))
+        return keys
+
+    def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
+        return str(
+            self._s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_s)
+        )
+
+    def delete_prefix(self, bucket: str, prefix: str) -> int:
+        keys = self.list_keys(bucket, prefix)
+        for start in range(0, len(keys), 1000):
+            batch = [{"Key": key} for key in keys[start : start + 1000]]
+            self._s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})  # type: ignore[typeddict-item]
+        return len(keys)
+
+
+def get_json(storage: Storage, bucket: str, key: str) -> Any:
+    return json.loads(storage.get_bytes(bucket, key))
+
+
+def put_json(storage: Storage, bucket: str, key: str, value: Any) -> str:
+    return storage.put_bytes(bucket, key, json.dumps(value, sort_keys=True).encode(), "application/json")
+
+
+class S3RangeSource:
+    """A RangeSource over one S3 object (size known from a HEAD), for RangeReader."""
+
+    def __init__(self, storage: Storage, bucket: str, key: str, size: int) -> None:
+        self._storage = storage
+        self._bucket = bucket
+        self._key = key
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read_range(self, start: int, end: int) -> bytes:
+        return self._storage.get_range(self._bucket, self._key, start, end)

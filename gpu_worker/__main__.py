@@ -1,0 +1,80 @@
+"""`python -m gpu_worker` (also `fusionfleet-worker`): a long-running render or merge worker.
+
+`python -m gpu_worker swap …` renders one video on this machine without any cloud part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from fusionfleet.aws import AwsTarget
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.orchestrator import StepFunctions
+from fusionfleet.queues import SqsQueue
+from fusionfleet.storage import S3Storage
+from gpu_worker import config as worker_config
+from gpu_worker.engine_pool import EnginePool
+from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.loop import Worker
+from gpu_worker.merge import MergeDeps
+from gpu_worker.render import RenderDeps
+from gpu_worker.retry import RetryPolicy
+from gpu_worker.sources import SourceCache
+from gpu_worker.stopping import StopSignal
+from gpu_worker.tasks import MergeHandler, RenderHandler, TaskHandler
+
+
+def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Worker:
+    aws = AwsTarget(region=settings.region, endpoint_url=settings.endpoint_url)
+    storage = S3Storage(aws.client("s3"))
+    queue = SqsQueue(aws.client("sqs"))
+    settings.scratch.mkdir(parents=True, exist_ok=True)
+    handler: TaskHandler
+    if settings.role == "render":
+        engines = EnginePool()
+        if settings.preload_engine:
+            engines.get(settings.preload_engine)
+        limits = MediaLimits()
+        handler = RenderHandler(
+            RenderDeps(storage, engines, SourceCache(storage, limits), limits, settings.scratch, settings.name)
+        )
+    else:
+        handler = MergeHandler(MergeDeps(storage, settings.scratch))
+    # The queue's own redrive policy says how many attempts a message gets: one source of truth.
+    attempts = queue.max_receive_count(settings.queue_urls[0]) or 3
+    return Worker(
+        name=settings.name,
+        queue_urls=settings.queue_urls,
+        handler=handler,
+        queue=queue,
+        orchestrator=StepFunctions(aws.client("stepfunctions")),
+        retry=RetryPolicy(max_attempts=attempts),
+        heartbeat=HeartbeatPolicy(visibility_s=settings.visibility_s),
+        stop=stop,
+        idle_wait_s=settings.idle_wait_s,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s", stream=sys.stderr
+    )
+    if argv[:1] == ["swap"]:
+        from gpu_worker.swap import main as swap_main
+
+        return swap_main(argv[1:])
+    parser = argparse.ArgumentParser(prog="fusionfleet-worker", description=__doc__)
+    worker_config.add_arguments(parser)
+    settings = worker_config.resolve(parser.parse_args(argv))
+    stop = StopSignal()
+    stop.install()
+    worker = build_worker(settings, stop)
+    worker.run(max_tasks=settings.max_tasks)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

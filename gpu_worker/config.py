@@ -1,0 +1,75 @@
+"""Worker configuration: explicit argument > environment variable > default."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_ROLE = "FUSIONFLEET_ROLE"
+ENV_QUEUE_URLS = "FUSIONFLEET_QUEUE_URLS"
+ENV_NAME = "FUSIONFLEET_WORKER_NAME"
+ENV_SCRATCH = "FUSIONFLEET_SCRATCH"
+ENV_VISIBILITY = "FUSIONFLEET_VISIBILITY_SECONDS"
+ENV_IDLE_WAIT = "FUSIONFLEET_IDLE_WAIT_SECONDS"
+ENV_REGION = "AWS_REGION"
+ENV_ENDPOINT = "AWS_ENDPOINT_URL"
+ENV_PRELOAD = "FUSIONFLEET_PRELOAD_ENGINE"
+
+ROLES = ("render", "merge")
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    role: str
+    queue_urls: tuple[str, ...]
+    name: str
+    scratch: Path
+    region: str
+    endpoint_url: str | None
+    visibility_s: int
+    idle_wait_s: int
+    max_tasks: int | None
+    preload_engine: str | None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--role", choices=ROLES, help=f"render segments or merge jobs (env {ENV_ROLE})")
+    parser.add_argument(
+        "--queue-url",
+        action="append",
+        dest="queue_urls",
+        help=f"a queue to take work from, highest priority first; repeat for several (env {ENV_QUEUE_URLS}, comma-separated)",
+    )
+    parser.add_argument("--name", help=f"worker name in logs and records (env {ENV_NAME}; default host-pid)")
+    parser.add_argument("--scratch", type=Path, help=f"directory for temporary files (env {ENV_SCRATCH})")
+    parser.add_argument("--region", help=f"AWS region (env {ENV_REGION})")
+    parser.add_argument("--endpoint-url", help=f"AWS endpoint, e.g. LocalStack (env {ENV_ENDPOINT})")
+    parser.add_argument("--visibility-seconds", type=int, help=f"message hold, extended while working (env {ENV_VISIBILITY})")
+    parser.add_argument("--max-tasks", type=int, help="exit after this many tasks")
+    parser.add_argument("--preload-engine", help=f"load this engine at start rather than on first use (env {ENV_PRELOAD})")
+
+
+def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> WorkerConfig:
+    env = dict(os.environ) if env is None else env
+    role = args.role or env.get(ENV_ROLE, "render")
+    urls = tuple(args.queue_urls or [url for url in env.get(ENV_QUEUE_URLS, "").split(",") if url])
+    if not urls:
+        raise SystemExit(f"no queue: pass --queue-url or set {ENV_QUEUE_URLS}")
+    region = args.region or env.get(ENV_REGION) or env.get("AWS_DEFAULT_REGION")
+    if not region:
+        raise SystemExit(f"no region: pass --region or set {ENV_REGION}")
+    return WorkerConfig(
+        role=role,
+        queue_urls=urls,
+        name=args.name or env.get(ENV_NAME) or f"{socket.gethostname()}-{os.getpid()}",
+        scratch=args.scratch or Path(env.get(ENV_SCRATCH, "/tmp/fusionfleet")),
+        region=region,
+        endpoint_url=args.endpoint_url or env.get(ENV_ENDPOINT) or None,
+        visibility_s=args.visibility_seconds or int(env.get(ENV_VISIBILITY, "120")),
+        idle_wait_s=int(env.get(ENV_IDLE_WAIT, "2")),
+        max_tasks=args.max_tasks,
+        preload_engine=args.preload_engine or env.get(ENV_PRELOAD) or None,
+    )

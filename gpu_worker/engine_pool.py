@@ -1,0 +1,36 @@
+"""Engines loaded once per worker process and reused across segments (no model reload per segment)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from gpu_worker.engines.base import Engine
+from gpu_worker.engines.registry import create_engine
+
+logger = logging.getLogger(__name__)
+
+
+class EnginePool:
+    def __init__(self) -> None:
+        self._engines: dict[str, Engine] = {}
+        self.load_seconds: dict[str, float] = {}
+
+    def get(self, name: str) -> Engine:
+        engine = self._engines.get(name)
+        if engine is None:
+            started = time.monotonic()
+            engine = create_engine(name)
+            engine.prepare()
+            self.load_seconds[name] = time.monotonic() - started
+            logger.info("engine %s loaded in %.2f s", name, self.load_seconds[name])
+            self._engines[name] = engine
+        return engine
+
+    def close(self) -> None:
+        for name, engine in self._engines.items():
+            try:
+                engine.close()
+            except Exception:
+                logger.exception("closing engine %s failed", name)
+        self._engines.clear()

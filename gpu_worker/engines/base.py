@@ -1,0 +1,82 @@
+"""The engine interface every face-swap engine implements.
+
+An engine is created once per worker process, `prepare()`d once (model loading), then asked to
+`render()` many segments, and finally `close()`d. `render()` receives the segment's decoded frames
+in order and must yield exactly one output image per input frame, in the same order, with the same
+shape: the worker checks this and treats any deviation as a failed segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Image = npt.NDArray[np.uint8]
+"""An H×W×3 uint8 image in BGR channel order (OpenCV's convention)."""
+
+QUALITY_PRESETS = ("realtime", "balanced", "cinema")
+
+
+class EngineError(Exception):
+    """The engine could not render a segment; `reason` is shown to the user."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class EngineUnavailable(EngineError):
+    """The engine cannot run on this worker at all (for example FaceFusion is not installed)."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One decoded target frame.
+
+    `index` is the frame's number in the whole target video. `emit` is False for lead-in frames
+    the worker feeds before the segment's first frame so that trackers and temporal filters are
+    warmed up; the engine still yields an output for them and the worker drops it.
+    """
+
+    index: int
+    image: Image
+    emit: bool = True
+
+
+@dataclass(frozen=True)
+class EngineJob:
+    """Everything about a job an engine may read, frozen for the duration of a segment."""
+
+    job_id: str
+    sources: tuple[Image, ...]
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    quality: str = "balanced"
+    reference: Image | None = None
+    fps: float = 25.0
+    work_dir: Path = Path("/tmp")
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return self.options.get(name, default)
+
+
+@runtime_checkable
+class Engine(Protocol):
+    name: str
+
+    def prepare(self) -> None:
+        """Load models and anything else that is expensive; called once per worker process."""
+
+    def validate(self, job: EngineJob) -> None:
+        """Raise EngineError when the job cannot be rendered (e.g. no face in a source image)."""
+
+    def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
+        """Yield one output image per input frame, in order."""
+
+    def close(self) -> None:
+        """Release models, subprocesses and temporary files."""

@@ -1,0 +1,176 @@
+"""The classic engine: a CPU face swap with dlib landmarks, piecewise-affine warping, colour
+matching and Poisson blending. No neural face generator: it pastes the source's own face, so it
+runs anywhere (CI, CPU workers) and is the fallback where FaceFusion is not installed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from gpu_worker.engines.base import EngineError, EngineJob, Frame, Image
+from gpu_worker.engines.classic import identity as ident
+from gpu_worker.engines.classic.colour import LabStats
+from gpu_worker.engines.classic.models import DlibModels, load_models
+from gpu_worker.engines.classic.presets import Preset, preset_for
+from gpu_worker.engines.classic.selector import (
+    Descriptor,
+    FaceRecord,
+    SelectorOptions,
+    face_at,
+    select_faces,
+    selector_options,
+)
+from gpu_worker.engines.classic.swap import swap_face
+from gpu_worker.engines.classic.tracking import FaceTracker, TrackedFace
+
+LOG = logging.getLogger(__name__)
+
+IDENTITY_CACHE = 4
+FADE_IN_FRAMES = 4
+
+
+def swap_opacity(weight: float) -> float:
+    """How much of the swapped face to show for FaceFusion's `face_swapper_weight`.
+
+    FaceFusion mixes the target's embedding into the source's by interp(weight, [0, 1], [0.35,
+    -0.35]): its default 0.5 is the pure source, lower weights keep up to 35 % of the target. Pixels
+    cannot be extrapolated past the source, so weights above 0.5 show the full swap.
+    """
+    target_share = max(0.0, float(np.interp(weight, [0.0, 1.0], [0.35, -0.35])))
+    return 1.0 - target_share
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    preset: Preset
+    selector: SelectorOptions
+    opacity: float
+
+
+def job_settings(job: EngineJob) -> JobSettings:
+    try:
+        weight = float(job.option("face_swapper_weight", 0.5))
+    except (TypeError, ValueError):
+        raise EngineError("face_swapper_weight must be a number within 0..1") from None
+    if not 0.0 <= weight <= 1.0:
+        raise EngineError(f"face_swapper_weight must be within 0..1, not {weight}")
+    return JobSettings(preset_for(job.quality), selector_options(job.options), swap_opacity(weight))
+
+
+class ClassicEngine:
+    name = "classic"
+
+    def __init__(self) -> None:
+        self._models: DlibModels | None = None
+        self._identities: OrderedDict[tuple[object, ...], ident.SourceIdentity] = OrderedDict()
+
+    def prepare(self) -> None:
+        self._models = load_models()
+
+    @property
+    def models(self) -> DlibModels:
+        if self._models is None:
+            self.prepare()
+        assert self._models is not None
+        return self._models
+
+    def identity(self, job: EngineJob, preset: Preset) -> ident.SourceIdentity:
+        """The job's source identity, built once and reused for the job's other segments."""
+        key = ident.source_key(job.sources, preset.forehead)
+        cached = self._identities.get(key)
+        if cached is None:
+            cached = ident.build_identity(self.models, job.sources, preset.forehead)
+            self._identities[key] = cached
+            while len(self._identities) > IDENTITY_CACHE:
+                self._identities.popitem(last=False)
+        self._identities.move_to_end(key)
+        return cached
+
+    def reference_from_image(self, job: EngineJob, options: SelectorOptions) -> Descriptor | None:
+        if job.reference is None:
+            return None
+        faces = ident.faces_in_image(self.models, job.reference)
+        records = [FaceRecord(i, f.box, f.score) for i, f in enumerate(faces)]
+        chosen = face_at(records, options.order, options.reference_position)
+        if chosen is None:
+            raise EngineError("the reference image has no detectable face")
+        return ident.describe(self.models, job.reference, faces[chosen.key].points)
+
+    def validate(self, job: EngineJob) -> None:
+        settings = job_settings(job)
+        self.identity(job, settings.preset)
+        if settings.selector.mode == "reference":
+            self.reference_from_image(job, settings.selector)
+
+    def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
+        settings = job_settings(job)
+        source = self.identity(job, settings.preset)
+        reference = None
+        if settings.selector.mode == "reference":
+            reference = self.reference_from_image(job, settings.selector)
+        tracker = FaceTracker(self.models, settings.preset, job.fps)
+        descriptors: dict[int, Descriptor] = {}
+        colour_state: dict[int, LabStats | None] = {}
+        first_track_ids: set[int] | None = None
+        for frame in frames:
+            image = frame.image
+            if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+                raise EngineError(f"frame {frame.index} is not a BGR uint8 image")
+            gray = np.asarray(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), dtype=np.uint8)
+            faces = tracker.update(gray)
+            if first_track_ids is None:
+                # Faces present from the segment's first frame show fully at once (the previous
+                # segment ended showing them); only faces appearing later fade in.
+                first_track_ids = {face.track_id for face in faces}
+            if settings.selector.mode == "reference":
+                for face in faces:
+                    if face.track_id not in descriptors:
+                        descriptors[face.track_id] = ident.describe(self.models, image, face.landmarks)
+                if reference is None and frame.emit and faces:
+                    reference = self._reference_from_frame(faces, descriptors, settings.selector)
+            records = [FaceRecord(f.track_id, f.box, f.score, descriptors.get(f.track_id)) for f in faces]
+            chosen = {record.key for record in select_faces(records, settings.selector, reference)}
+            if not chosen:
+                yield image
+                continue
+            out = image
+            for face in faces:
+                if face.track_id not in chosen:
+                    continue
+                fade = 1.0
+                if face.track_id not in first_track_ids:
+                    fade = min(1.0, (face.age + 1) / FADE_IN_FRAMES)
+                result = swap_face(
+                    out,
+                    image,
+                    source.face,
+                    face.landmarks,
+                    preset=settings.preset,
+                    opacity=settings.opacity * fade,
+                    previous_stats=colour_state.get(face.track_id),
+                )
+                out = result.frame
+                colour_state[face.track_id] = result.target_stats
+            yield out
+
+    @staticmethod
+    def _reference_from_frame(
+        faces: list[TrackedFace], descriptors: dict[int, Descriptor], options: SelectorOptions
+    ) -> Descriptor | None:
+        """FaceFusion's fallback reference: the face at reference_face_position in this frame."""
+        records = [FaceRecord(f.track_id, f.box, f.score, descriptors.get(f.track_id)) for f in faces]
+        chosen = face_at(records, options.order, options.reference_position)
+        if chosen is None or chosen.descriptor is None:
+            return None
+        LOG.info("reference face: track %d of the segment's first frame", chosen.key)
+        return chosen.descriptor
+
+    def close(self) -> None:
+        self._identities.clear()
+        self._models = None

@@ -1,0 +1,86 @@
+"""Keep a message and its task token alive while a worker holds it.
+
+SQS visibility is the liveness signal (a dead worker's message reappears); the Step Functions
+heartbeat is the last-resort timeout. Timing is a pure function; the Keeper thread applies it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from types import TracebackType
+
+from fusionfleet.errors import TokenGone
+from fusionfleet.orchestrator import Orchestrator
+from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HeartbeatPolicy:
+    visibility_s: int = 120
+    # Extend when a third of the visibility is left: two chances before the message reappears.
+    fraction: float = 1 / 3
+
+    def interval_s(self) -> float:
+        return max(1.0, self.visibility_s * self.fraction)
+
+
+def next_beat(last_beat_s: float, policy: HeartbeatPolicy) -> float:
+    """When (monotonic seconds) the next extension is due, given the last one."""
+    return last_beat_s + policy.interval_s()
+
+
+class Keeper:
+    """A background thread that extends the message's visibility and beats the task token.
+
+    `lost` is set when either can no longer be kept (token closed, receipt expired): the work in
+    hand is then pointless and the caller stops it.
+    """
+
+    def __init__(
+        self,
+        queue: WorkQueue,
+        orchestrator: Orchestrator,
+        message: QueueMessage,
+        token: str | None,
+        policy: HeartbeatPolicy,
+    ) -> None:
+        self._queue = queue
+        self._orchestrator = orchestrator
+        self._message = message
+        self._token = token
+        self._policy = policy
+        self._stop = threading.Event()
+        self.lost = threading.Event()
+        self.lost_reason = ""
+        self.beats = 0
+        self._thread = threading.Thread(target=self._run, name=f"keeper-{message.message_id[:8]}", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._policy.interval_s()):
+            try:
+                self._queue.change_visibility(self._message, self._policy.visibility_s)
+                if self._token:
+                    self._orchestrator.heartbeat(self._token)
+                self.beats += 1
+            except (TokenGone, ReceiptExpired) as error:
+                self.lost_reason = f"{type(error).__name__}: {error}"
+                logger.warning("lost hold of message %s: %s", self._message.message_id, self.lost_reason)
+                self.lost.set()
+                return
+            except Exception:
+                # A transient API error: try again at the next beat, the visibility still has slack.
+                logger.exception("heartbeat for message %s failed", self._message.message_id)
+
+    def __enter__(self) -> Keeper:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)

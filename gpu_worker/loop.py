@@ -1,0 +1,194 @@
+"""The worker loop, in rq's shape: check for stop → dequeue → execute (kept alive) → report → delete.
+
+A message is deleted only after Step Functions took the result (or the token is gone for good), so
+a worker that dies at any point loses nothing: the message reappears and another worker takes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from fusionfleet.errors import TokenGone
+from fusionfleet.orchestrator import Orchestrator
+from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
+from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
+from gpu_worker.render import Cancelled
+from gpu_worker.retry import RetryPolicy, describe, retryable
+from gpu_worker.stopping import ColdStop, StopSignal
+from gpu_worker.tasks import TaskHandler
+
+logger = logging.getLogger(__name__)
+
+
+class Worker:
+    def __init__(
+        self,
+        name: str,
+        queue_urls: Sequence[str],
+        handler: TaskHandler,
+        queue: WorkQueue,
+        orchestrator: Orchestrator,
+        retry: RetryPolicy,
+        heartbeat: HeartbeatPolicy,
+        stop: StopSignal,
+        idle_wait_s: int = 2,
+    ) -> None:
+        if not queue_urls:
+            raise ValueError("a worker needs at least one queue")
+        self.name = name
+        self._queue_urls = tuple(queue_urls)
+        self._handler = handler
+        self._queue = queue
+        self._orchestrator = orchestrator
+        self._retry = retry
+        self._heartbeat = heartbeat
+        self._stop = stop
+        self._idle_wait_s = idle_wait_s
+        self.completed = 0
+        self.failed = 0
+
+    def run(self, max_tasks: int | None = None) -> int:
+        """Work until stopped (or `max_tasks` done); returns the number of tasks handled."""
+        logger.info("worker %s (%s) started on %s", self.name, self._handler.role, ", ".join(self._queue_urls))
+        handled = 0
+        why = "stop requested"
+        try:
+            while not self._stop.requested.is_set():
+                if max_tasks is not None and handled >= max_tasks:
+                    why = f"{max_tasks} tasks done"
+                    break
+                message = self.dequeue()
+                if message is None:
+                    continue
+                self.execute(message)
+                handled += 1
+        except ColdStop:
+            why = "cold stop"
+        finally:
+            self._handler.close()
+            logger.info(
+                "worker %s stopped (%s) after %s tasks: %s completed, %s failed",
+                self.name,
+                why,
+                handled,
+                self.completed,
+                self.failed,
+            )
+        return handled
+
+    def dequeue(self) -> QueueMessage | None:
+        """Highest priority first; only the last queue is long-polled, so a busy high queue is never waited past."""
+        for position, url in enumerate(self._queue_urls):
+            last = position == len(self._queue_urls) - 1
+            messages = self._queue.receive(
+                url, wait_s=self._idle_wait_s if last else 0, visibility_s=self._heartbeat.visibility_s
+            )
+            if messages:
+                return messages[0]
+        return None
+
+    def execute(self, message: QueueMessage) -> None:
+        try:
+            task = self._handler.parse(message.body)
+        except ValidationError as error:
+            self._discard_malformed(message, error)
+            return
+        what = self._handler.describe(task)
+        attempt = message.receive_count
+        logger.info("%s: attempt %s", what, attempt)
+        keeper = Keeper(self._queue, self._orchestrator, message, task.task_token, self._heartbeat)
+        try:
+            with keeper:
+                output = self._handler.execute(task, keeper.lost, attempt)
+        except ColdStop:
+            self._release(message, what)
+            raise
+        except Cancelled:
+            self._after_lost_hold(message, what, keeper.lost_reason)
+            return
+        except Exception as error:
+            if keeper.lost.is_set():
+                self._after_lost_hold(message, what, keeper.lost_reason)
+                return
+            self._fail(message, task, what, error)
+            return
+        self._succeed(message, task.task_token, what, output)
+
+    def _succeed(self, message: QueueMessage, token: str, what: str, output: dict[str, Any]) -> None:
+        try:
+            self._orchestrator.task_success(token, output)
+            self.completed += 1
+            logger.info("%s: done", what)
+        except TokenGone as error:
+            # Final: the job already moved on (or timed out); the result is not wanted any more.
+            logger.warning("%s: finished but its token is gone (%s); dropping the message", what, error.reason)
+        self._delete(message)
+
+    def _fail(self, message: QueueMessage, task: Any, what: str, error: Exception) -> None:
+        name, reason = describe(error)
+        attempt = message.receive_count
+        last = not retryable(error) or self._retry.is_last(attempt)
+        logger.error("%s: attempt %s failed (%s: %s)%s", what, attempt, name, reason, "; giving up" if last else "")
+        if not isinstance(error, ValidationError | TokenGone):
+            self._safely(lambda: self._handler.record_failure(task, name, reason, attempt), what)
+        if not last:
+            self._safely(lambda: self._queue.change_visibility(message, self._retry.delay_s(attempt)), what)
+            return
+        self.failed += 1
+        try:
+            self._orchestrator.task_failure(task.task_token, name, f"{what}: {reason}")
+        except TokenGone as gone:
+            logger.warning("%s: token already gone (%s)", what, gone.reason)
+        if retryable(error):
+            # Exhausted: make it visible so SQS moves it to the DLQ, where it can be inspected.
+            self._safely(lambda: self._queue.change_visibility(message, 0), what)
+        else:
+            self._delete(message)
+
+    def _after_lost_hold(self, message: QueueMessage, what: str, reason: str) -> None:
+        if reason.startswith("TokenGone"):
+            logger.warning("%s: abandoned, its token is gone (%s)", what, reason)
+            self._delete(message)
+        else:
+            logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, reason)
+
+    def _release(self, message: QueueMessage, what: str) -> None:
+        logger.warning("%s: released for another worker", what)
+        self._safely(lambda: self._queue.change_visibility(message, 0), what)
+
+    def _discard_malformed(self, message: QueueMessage, error: ValidationError) -> None:
+        logger.error("message %s is not a task (%s errors); failing its token if it has one", message.message_id, error.error_count())
+        token = _token_of(message.body)
+        if token:
+            try:
+                self._orchestrator.task_failure(token, "MalformedTask", f"the task message is invalid: {error}")
+            except TokenGone:
+                pass
+        self._delete(message)
+
+    def _delete(self, message: QueueMessage) -> None:
+        try:
+            self._queue.delete(message)
+        except ReceiptExpired:
+            logger.warning("message %s was already redelivered; not deleted", message.message_id)
+
+    @staticmethod
+    def _safely(action: Any, what: str) -> None:
+        try:
+            action()
+        except Exception:
+            logger.exception("%s: bookkeeping failed", what)
+
+
+def _token_of(body: str) -> str | None:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    token = value.get("task_token") if isinstance(value, dict) else None
+    return token if isinstance(token, str) else None

@@ -1,0 +1,177 @@
+"""The merge role: the job's gate and its last step.
+
+It checks every planned segment's record (a Distributed Map may end SUCCEEDED with failed items on
+some emulators), concatenates the segments by stream copy in plan order, muxes the original audio
+once over the whole timeline, verifies the result against the source, and uploads it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import av
+
+from fusionfleet import layout
+from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
+from fusionfleet.media.ffmpeg import merge_argv
+from fusionfleet.media.inspect import MediaSummary, summarize
+from fusionfleet.media.probe import open_video
+from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.runner import run_ffmpeg
+from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
+from fusionfleet.plan import Segment
+from fusionfleet.storage import S3RangeSource, Storage, get_json
+
+logger = logging.getLogger(__name__)
+
+DOWNLOAD_URL_SECONDS = 24 * 3600
+
+
+@dataclass
+class MergeDeps:
+    storage: Storage
+    scratch: Path
+    download_threads: int = 4
+
+
+def load_plan(storage: Storage, job: JobContext) -> list[Segment]:
+    return [Segment.from_dict(item) for item in get_json(storage, job.work_bucket, layout.plan_key(job.job_id))]
+
+
+def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[SegmentRecord]:
+    """Every planned segment succeeded with its planned frame count, or SegmentFailed naming each one that did not."""
+    records: list[SegmentRecord] = []
+    problems: list[str] = []
+    for segment in plan:
+        try:
+            record = SegmentRecord.model_validate(
+                get_json(storage, job.work_bucket, layout.segment_record_key(job.job_id, segment.index))
+            )
+        except ObjectMissing:
+            problems.append(f"segment {segment.index} (frames {segment.start_frame}-{segment.end_frame - 1}): no result")
+            continue
+        if record.status != "succeeded":
+            problems.append(
+                f"segment {segment.index} (frames {segment.start_frame}-{segment.end_frame - 1}) failed after "
+                f"{record.attempt} attempt(s): {record.error}: {record.reason}"
+            )
+        elif record.frames != segment.frame_count:
+            problems.append(f"segment {segment.index}: {record.frames} frames, planned {segment.frame_count}")
+        records.append(record)
+    if problems:
+        shown = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
+        raise SegmentFailed(f"{len(problems)} of {len(plan)} segments did not render: {shown}")
+    return records
+
+
+def extract_audio(storage: Storage, job: JobContext, path: Path) -> bool:
+    """Copy the target's audio tracks (no re-encode) into a Matroska file; False when it has none."""
+    if not job.video.audio:
+        return False
+    reader = RangeReader(
+        S3RangeSource(storage, job.target.bucket, job.target.key, job.target.size),
+        what=f"target {job.target.key!r}",
+        block_size=2 * 1024 * 1024,
+    )
+    with open_video(reader, job.video.container, f"target {job.target.key!r}") as source:
+        tracks = list(source.streams.audio)
+        with av.open(str(path), mode="w", format="matroska") as sink:
+            outputs = {track.index: sink.add_stream_from_template(track) for track in tracks}
+            # Demuxing only the audio lets the MP4 demuxer skip the video samples' bytes.
+            for packet in source.demux(*tracks):
+                if packet.dts is None:
+                    continue
+                packet.stream = outputs[packet.stream.index]
+                sink.mux(packet)
+    logger.info("audio of %s extracted reading %s of %s bytes", job.job_id, reader.bytes_fetched, reader.size)
+    return True
+
+
+def verify_output(summary: MediaSummary, job: JobContext) -> None:
+    """Frame count exact, duration within one frame, every audio track as long as the source's."""
+    frame_s = 1 / float(job.video.fps)
+    expected_s = job.frame_count * frame_s
+    problems = []
+    if summary.frame_count != job.frame_count:
+        problems.append(f"{summary.frame_count} frames, the source has {job.frame_count}")
+    if abs(summary.duration_s - expected_s) > frame_s + 1e-6:
+        problems.append(f"lasts {summary.duration_s:.3f} s, the source's video {expected_s:.3f} s")
+    if len(summary.audio_durations_s) != len(job.video.audio):
+        problems.append(f"{len(summary.audio_durations_s)} audio tracks, the source has {len(job.video.audio)}")
+    for track, duration in zip(job.video.audio, summary.audio_durations_s, strict=False):
+        # AAC frames are ~21 ms; a re-encode may pad by one of them.
+        if abs(duration - track.duration_s) > max(frame_s, 0.05):
+            problems.append(f"audio track {track.index} lasts {duration:.3f} s, the source's {track.duration_s:.3f} s")
+    if problems:
+        raise SegmentFailed("the merged video does not match its source: " + "; ".join(problems))
+
+
+def merge_job(task: MergeTask, deps: MergeDeps) -> dict[str, Any]:
+    job = task.job
+    started = time.monotonic()
+    plan = load_plan(deps.storage, job)
+    records = gate(deps.storage, job, plan)
+    workdir = Path(tempfile.mkdtemp(prefix=f"merge-{job.job_id[:40]}-", dir=deps.scratch))
+    try:
+        names = [f"{segment.index:05d}.mp4" for segment in plan]
+        with ThreadPoolExecutor(max_workers=deps.download_threads) as pool:
+            list(
+                pool.map(
+                    lambda item: deps.storage.download_file(
+                        job.work_bucket, layout.segment_key(job.job_id, item[0].index), workdir / item[1]
+                    ),
+                    zip(plan, names, strict=True),
+                )
+            )
+        segment_list = workdir / "segments.txt"
+        segment_list.write_text("".join(f"file '{name}'\n" for name in names))
+        audio_path = workdir / "audio.mka"
+        has_audio = extract_audio(deps.storage, job, audio_path)
+        output_path = workdir / "output.mp4"
+        offset = (min(track.start_s for track in job.video.audio) - job.video.start_s) if has_audio else 0.0
+        run_ffmpeg(
+            merge_argv(
+                segment_list,
+                audio_path if has_audio else None,
+                [track.codec for track in job.video.audio],
+                offset,
+                output_path,
+            ),
+            timeout_s=max(300.0, job.frame_count / 50),
+            what=f"merge of {job.job_id}",
+        )
+        try:
+            summary = summarize(output_path)
+        except MediaError as error:
+            raise SegmentFailed(f"the merged video does not decode: {error.reason}") from error
+        verify_output(summary, job)
+        deps.storage.upload_file(job.output.bucket, job.output.key, output_path, "video/mp4")
+        merge_s = time.monotonic() - started
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    url = deps.storage.presign_get(job.output.bucket, job.output.key, DOWNLOAD_URL_SECONDS)
+    logger.info("job %s merged: %s frames, %.3f s, in %.2f s", job.job_id, summary.frame_count, summary.duration_s, merge_s)
+    return {
+        "output": {
+            "bucket": job.output.bucket,
+            "key": job.output.key,
+            "uri": f"s3://{job.output.bucket}/{job.output.key}",
+        },
+        "download_url": url,
+        "frames": summary.frame_count,
+        "duration_s": round(summary.duration_s, 6),
+        "audio_tracks": len(summary.audio_durations_s),
+        "timings": {
+            "render_s": round(max(r.finished_at for r in records) - min(r.started_at for r in records), 3),
+            "worker_s": round(sum(record.total_s for record in records), 3),
+            "engine_s": round(sum(record.engine_s for record in records), 3),
+            "merge_s": round(merge_s, 3),
+        },
+    }

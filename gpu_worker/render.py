@@ -1,0 +1,212 @@
+"""Render one segment: decode its frames from S3 ranges, run the engine, encode, check, upload."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from fusionfleet import layout
+from fusionfleet.errors import InputRejected, MediaError, ObjectMissing, SegmentFailed
+from fusionfleet.media.decode import iter_frames
+from fusionfleet.media.ffmpeg import encode_segment_argv
+from fusionfleet.media.inspect import summarize
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.runner import FramePipe
+from fusionfleet.messages import RenderTask, SegmentRecord
+from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
+from gpu_worker.engine_pool import EnginePool
+from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame
+from gpu_worker.sources import SourceCache
+
+logger = logging.getLogger(__name__)
+
+# Frames decoded before a segment's first frame so trackers and filters start warm; the
+# merged video then shows no jump where one segment hands over to the next.
+LEAD_IN_FRAMES = 12
+READ_BLOCK = 2 * 1024 * 1024
+
+
+class Cancelled(Exception):
+    """The hold on the message was lost (token closed, receipt expired) or a cold stop came."""
+
+
+@dataclass
+class RenderDeps:
+    storage: Storage
+    engines: EnginePool
+    sources: SourceCache
+    limits: MediaLimits
+    scratch: Path
+    worker_id: str
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    output: dict[str, Any]
+    record: SegmentRecord
+
+
+def _lead_in(start: int) -> int:
+    return min(LEAD_IN_FRAMES, start)
+
+
+def _frames(task: RenderTask, reader: RangeReader, cancel: threading.Event) -> Iterator[Frame]:
+    segment = task.segment
+    first = segment.start_frame - _lead_in(segment.start_frame)
+    for index, image in iter_frames(reader, task.job.video, first, segment.end_frame, f"target {task.job.target.key!r}"):
+        if cancel.is_set():
+            raise Cancelled("the segment was cancelled")
+        yield Frame(index=index, image=image, emit=index >= segment.start_frame)
+
+
+def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, attempt: int) -> RenderResult:
+    job, segment = task.job, task.segment
+    started = time.monotonic()
+    started_at = time.time()
+    engine = deps.engines.get(job.engine)
+    sources, reference = deps.sources.get(job)
+    workdir = Path(tempfile.mkdtemp(prefix=f"{job.job_id[:40]}-{segment.index:05d}-", dir=deps.scratch))
+    try:
+        engine_job = EngineJob(
+            job_id=job.job_id,
+            sources=sources,
+            options=MappingProxyType(dict(job.options)),
+            quality=job.quality,
+            reference=reference,
+            fps=float(job.video.fps),
+            work_dir=workdir,
+        )
+        try:
+            engine.validate(engine_job)
+        except EngineError as error:
+            if isinstance(error, EngineUnavailable):
+                raise
+            # The job's inputs cannot work with this engine: the same on every attempt.
+            raise InputRejected(error.reason) from error
+        reader = RangeReader(
+            S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
+            what=f"target {job.target.key!r}",
+            block_size=READ_BLOCK,
+            cached_blocks=4,
+        )
+        width, height = job.video.display_size
+        output_path = workdir / "segment.mp4"
+        engine_s = 0.0
+        frames_in = 0
+        argv = encode_segment_argv(width, height, job.encoder, output_path)
+        with FramePipe(argv, f"segment {segment.index}", timeout_s=600) as pipe:
+            frames = _frames(task, reader, cancel)
+            emits: list[bool] = []
+
+            def counted() -> Iterator[Frame]:
+                nonlocal frames_in
+                for frame in frames:
+                    frames_in += 1
+                    emits.append(frame.emit)
+                    yield frame
+
+            outputs = engine.render(engine_job, counted())
+            produced = 0
+            while True:
+                tick = time.monotonic()
+                try:
+                    image = next(outputs)
+                except StopIteration:
+                    engine_s += time.monotonic() - tick
+                    break
+                engine_s += time.monotonic() - tick
+                if produced >= len(emits):
+                    raise SegmentFailed(f"engine {job.engine} returned more frames than it was given")
+                if image.shape != (height, width, 3):
+                    raise SegmentFailed(
+                        f"engine {job.engine} returned a {image.shape} frame for a {height}×{width} video"
+                    )
+                if emits[produced]:
+                    pipe.write(image)
+                produced += 1
+            if produced != frames_in:
+                raise SegmentFailed(f"engine {job.engine} returned {produced} frames for {frames_in}")
+        summary = _check_segment(output_path, task)
+        key = layout.segment_key(job.job_id, segment.index)
+        deps.storage.upload_file(job.work_bucket, key, output_path, "video/mp4")
+        record = SegmentRecord(
+            job_id=job.job_id,
+            index=segment.index,
+            status="succeeded",
+            frames=summary,
+            key=key,
+            attempt=attempt,
+            worker=deps.worker_id,
+            engine_s=round(engine_s, 3),
+            total_s=round(time.monotonic() - started, 3),
+            started_at=started_at,
+            finished_at=time.time(),
+        )
+        put_json(
+            deps.storage, job.work_bucket, layout.segment_record_key(job.job_id, segment.index), record.model_dump()
+        )
+        logger.info(
+            "segment %s of %s: %s frames in %.2f s (engine %.2f s, read %s bytes)",
+            segment.index,
+            job.job_id,
+            summary,
+            record.total_s,
+            engine_s,
+            reader.bytes_fetched,
+        )
+        return RenderResult(
+            output={"index": segment.index, "key": key, "frames": summary, "engine_s": record.engine_s},
+            record=record,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _check_segment(path: Path, task: RenderTask) -> int:
+    """Decodable, exactly the planned frame count, the job's size: or the attempt fails."""
+    try:
+        summary = summarize(path)
+    except MediaError as error:
+        raise SegmentFailed(f"segment {task.segment.index} does not decode: {error.reason}") from error
+    expected = task.segment.frame_count
+    if summary.frame_count != expected:
+        raise SegmentFailed(f"segment {task.segment.index} has {summary.frame_count} frames, planned {expected}")
+    settings = task.job.encoder
+    if (summary.width, summary.height) != (settings.width, settings.height):
+        raise SegmentFailed(
+            f"segment {task.segment.index} is {summary.width}×{summary.height}, "
+            f"the job's size is {settings.width}×{settings.height}"
+        )
+    return summary.frame_count
+
+
+def record_failure(storage: Storage, task: RenderTask, error: str, reason: str, attempt: int, worker: str) -> None:
+    """The merge gate reads this when the segment never succeeds.
+
+    A success already recorded by another delivery of the same segment is never overwritten.
+    """
+    key = layout.segment_record_key(task.job.job_id, task.segment.index)
+    try:
+        if get_json(storage, task.job.work_bucket, key).get("status") == "succeeded":
+            return
+    except ObjectMissing:
+        pass
+    record = SegmentRecord(
+        job_id=task.job.job_id,
+        index=task.segment.index,
+        status="failed",
+        error=error,
+        reason=reason,
+        attempt=attempt,
+        worker=worker,
+    )
+    put_json(storage, task.job.work_bucket, key, record.model_dump())

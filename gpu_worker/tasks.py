@@ -1,0 +1,74 @@
+"""What a worker does with a message, by role: parse it, execute it, record a failed attempt."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from fusionfleet.messages import MergeTask, RenderTask
+from fusionfleet.storage import Storage
+from gpu_worker.merge import MergeDeps, merge_job
+from gpu_worker.render import RenderDeps, record_failure, render_segment
+
+
+class Task(Protocol):
+    @property
+    def task_token(self) -> str: ...
+
+
+class TaskHandler(Protocol):
+    role: str
+
+    def parse(self, body: str) -> Any: ...
+    def describe(self, task: Any) -> str: ...
+    def execute(self, task: Any, cancel: threading.Event, attempt: int) -> dict[str, Any]: ...
+    def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class RenderHandler:
+    role = "render"
+
+    def __init__(self, deps: RenderDeps) -> None:
+        self._deps = deps
+
+    def parse(self, body: str) -> RenderTask:
+        return RenderTask.model_validate_json(body)
+
+    def describe(self, task: RenderTask) -> str:
+        return f"segment {task.segment.index} of {task.job.job_id}"
+
+    def execute(self, task: RenderTask, cancel: threading.Event, attempt: int) -> dict[str, Any]:
+        return render_segment(task, self._deps, cancel, attempt).output
+
+    def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
+        record_failure(self._deps.storage, task, error, reason, attempt, self._deps.worker_id)
+
+    def close(self) -> None:
+        self._deps.engines.close()
+
+
+class MergeHandler:
+    role = "merge"
+
+    def __init__(self, deps: MergeDeps) -> None:
+        self._deps = deps
+
+    @property
+    def storage(self) -> Storage:
+        return self._deps.storage
+
+    def parse(self, body: str) -> MergeTask:
+        return MergeTask.model_validate_json(body)
+
+    def describe(self, task: MergeTask) -> str:
+        return f"merge of {task.job.job_id}"
+
+    def execute(self, task: MergeTask, cancel: threading.Event, attempt: int) -> dict[str, Any]:
+        return merge_job(task, self._deps)
+
+    def record_failure(self, task: MergeTask, error: str, reason: str, attempt: int) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
