@@ -79,6 +79,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--queue-url", required=True)
     parser.add_argument("--handler", required=True, help="module.function, e.g. functions.slicer.app.handler")
+    parser.add_argument("--name", default="event-source", help="this runner's name in logs and process lists")
     parser.add_argument("--batch-size", type=int, default=5)
     parser.add_argument("--timeout", type=int, default=120, help="the function's timeout in seconds")
     parser.add_argument("--retry-delay", type=int, default=5, help="seconds before a failed record is retried")
@@ -99,7 +100,7 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    logger.info("polling %s for %s", args.queue_url, args.handler)
+    logger.info("%s polling %s for %s", args.name, args.queue_url, args.handler)
     while not stopping:
         messages = sqs.receive_message(
             QueueUrl=args.queue_url,

@@ -57,6 +57,8 @@ class Preset:
     """Feather width as a share of the inter-ocular distance."""
     forehead: float = 0.3
     """Forehead lift above the brows as a share of the chin-to-bridge distance."""
+    texture_sigma: float = 0.7
+    """Prefilter of the source texture (target pixels) against aliasing and detail shimmer."""
     keep_target_mouth: bool = True
     """Show the target's open mouth (teeth, tongue) through the swapped lips."""
     colour_memory: float = 0.8

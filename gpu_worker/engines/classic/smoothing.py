@@ -1,8 +1,14 @@
 """Temporal filters for landmarks: the One-Euro filter and a constant-velocity Kalman filter.
 
 One-Euro (Casiez et al., CHI 2012) is a low-pass filter whose cutoff rises with speed: still faces are
-smoothed hard (no jitter), moving faces lightly (little lag). Positions are filtered in units of the
+smoothed hard (no jitter), moving faces lightly (little lag). Speeds are measured in units of the
 face's size, so the same parameters suit a 60-pixel and a 600-pixel face.
+
+Both filters are motion-compensated: before each sample, `follow()` moves the filter's state by the
+face's rigid motion (a similarity transform fitted between consecutive landmark sets), so the filter
+smooths only the non-rigid part (landmark noise, expressions) and a panning or zooming face gets no
+lag at all. Without this, a filter strong enough to stop jitter trails a moving face by a visible
+fraction of its size.
 """
 
 from __future__ import annotations
@@ -14,6 +20,27 @@ import numpy as np
 import numpy.typing as npt
 
 Array = npt.NDArray[np.float64]
+
+
+def similarity_transform(source: npt.ArrayLike, target: npt.ArrayLike) -> Array:
+    """The 2x3 least-squares similarity (rotation, uniform scale, shift) taking source onto target."""
+    src = np.asarray(source, dtype=np.float64).reshape(-1, 2)
+    dst = np.asarray(target, dtype=np.float64).reshape(-1, 2)
+    src_mean, dst_mean = src.mean(axis=0), dst.mean(axis=0)
+    a, b = src - src_mean, dst - dst_mean
+    norm = float((a**2).sum())
+    if norm < 1e-12:
+        return np.array([[1.0, 0.0, dst_mean[0] - src_mean[0]], [0.0, 1.0, dst_mean[1] - src_mean[1]]])
+    # Complex-number form of Umeyama's solution: dst = z * src, z = c + i s.
+    c = float((a * b).sum()) / norm
+    s = float((a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]).sum()) / norm
+    linear = np.array([[c, -s], [s, c]])
+    shift = dst_mean - linear @ src_mean
+    return np.hstack([linear, shift[:, None]])
+
+
+def apply_affine(matrix: Array, points: Array) -> Array:
+    return np.asarray(points @ matrix[:, :2].T + matrix[:, 2], dtype=np.float64)
 
 
 def _alpha(cutoff_hz: float | Array, dt: float) -> float | Array:
@@ -44,6 +71,11 @@ class OneEuroFilter:
     def reset(self) -> None:
         self._value = None
         self._speed = None
+
+    def follow(self, matrix: Array) -> None:
+        """Carry the state along a 2x3 rigid motion (the state must be N x 2 points)."""
+        if self._value is not None and self._value.ndim == 2 and self._value.shape[1] == 2:
+            self._value = apply_affine(matrix, self._value)
 
     def __call__(self, sample: npt.ArrayLike, scale: float = 1.0) -> Array:
         """Filter `sample`; `scale` (e.g. the face's size in pixels) normalises speeds."""
@@ -81,6 +113,13 @@ class KalmanFilter:
         self._position = None
         self._velocity = None
         self._covariance = np.eye(2)
+
+    def follow(self, matrix: Array) -> None:
+        """Carry the state along a 2x3 rigid motion (the state must be N x 2 points)."""
+        if self._position is not None and self._position.ndim == 2 and self._position.shape[1] == 2:
+            self._position = apply_affine(matrix, self._position)
+            if self._velocity is not None:
+                self._velocity = self._velocity @ matrix[:, :2].T
 
     def __call__(self, sample: npt.ArrayLike, scale: float = 1.0) -> Array:
         # The gain depends only on the ratio of the two noises, which `scale` would multiply

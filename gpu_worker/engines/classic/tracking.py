@@ -21,7 +21,7 @@ from gpu_worker.engines.classic import landmarks as lm
 from gpu_worker.engines.classic.detect import HOG_WINDOW, Box, Detection, box_iou, detect_faces
 from gpu_worker.engines.classic.models import DlibModels
 from gpu_worker.engines.classic.presets import Preset, Smoothing
-from gpu_worker.engines.classic.smoothing import KalmanFilter, OneEuroFilter
+from gpu_worker.engines.classic.smoothing import KalmanFilter, OneEuroFilter, similarity_transform
 from gpu_worker.engines.classic.warp import Points
 
 LOG = logging.getLogger(__name__)
@@ -125,6 +125,7 @@ class FaceTracker:
 
     def _follow(self, track: _Track, gray: Gray) -> None:
         """Move a track's landmarks onto this frame and judge whether it still holds."""
+        previous = track.raw.copy()
         size = lm.interocular(track.raw) * 2.2
         if self.preset.optical_flow and self._previous is not None:
             flowed, good = flow_points(self._previous, gray, track.raw, size)
@@ -140,6 +141,8 @@ class FaceTracker:
         fitted = lm.predict_landmarks(self.models.predictor, gray, box)
         gain = np.where(good, self.preset.flow_correction, 1.0).astype(np.float32)[:, None]
         track.raw = (flowed + gain * (fitted - flowed)).astype(np.float32)
+        if track.smoother is not None:
+            track.smoother.follow(similarity_transform(previous, track.raw))
         track.box = lm.box_from_landmarks(track.raw)
         disagreement = float(np.median(np.linalg.norm(fitted - flowed, axis=1)))
         eye_gap = max(lm.interocular(track.raw), 1.0)
@@ -173,7 +176,10 @@ class FaceTracker:
                 unmatched.remove(best)
                 track.misses, track.score = 0, best.score
                 if track.degraded:
-                    track.raw = lm.predict_landmarks(self.models.predictor, gray, best.box)
+                    refit = lm.predict_landmarks(self.models.predictor, gray, best.box)
+                    if track.smoother is not None:
+                        track.smoother.follow(similarity_transform(track.raw, refit))
+                    track.raw = refit
                     track.box, track.degraded = best.box, False
                 survivors.append(track)
             elif not track.degraded and track.misses < MAX_MISSES:

@@ -1,0 +1,156 @@
+"""The user's client: submit a job (upload media + manifest), follow it, fetch its result."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fusionfleet import layout
+from fusionfleet.errors import FusionFleetError, ObjectMissing
+from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
+from fusionfleet.stack import StackResources
+from fusionfleet.storage import Storage, get_json
+
+_CONTENT_TYPES = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".webp": "image/webp",
+                  ".mp4": "video/mp4", ".mov": "video/quicktime", ".mkv": "video/x-matroska", ".webm": "video/webm"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Submission:
+    job_id: str
+    manifest_key: str
+    output_key: str
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    job_id: str
+    state: str  # PENDING | RUNNING | SUCCEEDED | FAILED | REJECTED | TIMED_OUT | ABORTED
+    progress: Progress | None = None
+    output: dict[str, Any] | None = None
+    reason: str = ""
+    execution: Execution | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state not in ("PENDING", "RUNNING")
+
+
+def job_name(target: Path, now: datetime | None = None) -> str:
+    """A fresh manifest name: each submission is its own job, even with the same files."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    return f"{target.stem}-{stamp}-{secrets.token_hex(2)}"
+
+
+def build_manifest(
+    sources: list[str],
+    target: str,
+    output: str,
+    priority: str,
+    engine: str | None,
+    quality: str | None,
+    reference: str | None,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    manifest: dict[str, Any] = {"version": 1, "source": sources, "target": target, "output": output, "priority": priority}
+    if engine:
+        manifest["engine"] = engine
+    if quality:
+        manifest["quality"] = quality
+    if reference:
+        manifest["reference"] = reference
+    if options:
+        manifest["options"] = options
+    return manifest
+
+
+class Client:
+    def __init__(self, storage: Storage, orchestrator: Orchestrator, resources: StackResources) -> None:
+        self._storage = storage
+        self._orchestrator = orchestrator
+        self._resources = resources
+
+    def submit(
+        self,
+        sources: list[Path],
+        target: Path,
+        priority: str = "normal",
+        engine: str | None = None,
+        quality: str | None = None,
+        reference: Path | None = None,
+        options: dict[str, Any] | None = None,
+        name: str | None = None,
+        say: Callable[[str], None] = lambda _line: None,
+    ) -> Submission:
+        """Upload the media under inputs/<name>/, then the manifest: the manifest is the trigger."""
+        for path in [*sources, target, *([reference] if reference else [])]:
+            if not path.is_file():
+                raise FusionFleetError(f"{path} is not a file")
+        name = name or job_name(target)
+        bucket = self._resources.media_bucket
+
+        def upload(path: Path, slot: str) -> str:
+            key = f"{layout.INPUT_PREFIX}{name}/{slot}{path.suffix.lower()}"
+            say(f"uploading {path} → s3://{bucket}/{key}")
+            self._storage.upload_file(bucket, key, path, _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream"))
+            return key
+
+        source_keys = [upload(path, f"source-{i}") for i, path in enumerate(sources)]
+        target_key = upload(target, "target")
+        reference_key = upload(reference, "reference") if reference else None
+        manifest_key = f"{layout.MANIFEST_PREFIX}{name}{layout.MANIFEST_SUFFIX}"
+        output_key = f"{layout.OUTPUT_PREFIX}{name}.mp4"
+        manifest = build_manifest(
+            source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}
+        )
+        etag = self._storage.put_bytes(bucket, manifest_key, json.dumps(manifest, indent=2).encode(), "application/json")
+        say(f"submitted s3://{bucket}/{manifest_key}")
+        return Submission(derive_job_id(bucket, manifest_key, etag), manifest_key, output_key)
+
+    def status(self, job_id: str) -> JobStatus:
+        try:
+            rejection = get_json(self._storage, self._resources.work_bucket, layout.rejection_key(job_id))
+        except ObjectMissing:
+            rejection = None
+        if rejection is not None:
+            return JobStatus(job_id, "REJECTED", reason=str(rejection.get("reason", "")))
+        arn = execution_arn(self._resources.state_machine_arn, job_id)
+        try:
+            execution = self._orchestrator.describe(arn)
+        except ExecutionMissing:
+            return JobStatus(job_id, "PENDING")
+        progress = self._orchestrator.progress(arn)
+        if execution.status == "SUCCEEDED":
+            return JobStatus(job_id, "SUCCEEDED", progress, execution.output, execution=execution)
+        if execution.finished:
+            return JobStatus(job_id, execution.status, progress, reason=execution.cause or execution.error or "", execution=execution)
+        return JobStatus(job_id, "RUNNING", progress, execution=execution)
+
+    def wait(
+        self,
+        job_id: str,
+        timeout_s: float,
+        on_update: Callable[[JobStatus], None] = lambda _status: None,
+        poll_s: float = 1.0,
+    ) -> JobStatus:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            status = self.status(job_id)
+            on_update(status)
+            if status.finished:
+                return status
+            if time.monotonic() > deadline:
+                return JobStatus(job_id, "WAIT_TIMEOUT", status.progress, reason=f"still {status.state} after {timeout_s:.0f} s")
+            time.sleep(poll_s)
+
+    def download(self, output: dict[str, Any], path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._storage.download_file(output["bucket"], output["key"], path)
+        return path

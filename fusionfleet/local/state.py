@@ -1,0 +1,67 @@
+"""What `fusionfleet local up` started: written to a JSON file so `down` and `status` find it by pid."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ManagedProcess:
+    role: str
+    name: str
+    pid: int
+    log: str
+
+    def alive(self) -> bool:
+        """Running and still our process (a recycled pid would have another command line)."""
+        try:
+            os.kill(self.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        try:
+            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return True
+        if stat.split(") ", 1)[-1].startswith("Z"):
+            return False
+        marker = self.name.encode() if self.role not in ("localstack",) else b"localstack"
+        return marker in cmdline
+
+
+@dataclass
+class LocalState:
+    port: int
+    region: str
+    stack: str
+    outputs: dict[str, str] = field(default_factory=dict)
+    processes: list[ManagedProcess] = field(default_factory=list)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def by_role(self, role: str) -> list[ManagedProcess]:
+        return [p for p in self.processes if p.role == role]
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(asdict(self), indent=2))
+        temporary.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> LocalState | None:
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        return cls(
+            port=int(data["port"]),
+            region=data["region"],
+            stack=data["stack"],
+            outputs=dict(data.get("outputs", {})),
+            processes=[ManagedProcess(**item) for item in data.get("processes", [])],
+        )

@@ -1,0 +1,259 @@
+"""`fusionfleet local up|down|status`: LocalStack, the deployed template, and the local processes.
+
+On AWS the slicer is a Lambda and the workers are ECS tasks; here each is a separate process,
+started (not imported), that talks to the others only through S3, SQS, Step Functions and SNS.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
+from fusionfleet.local import localstack
+from fusionfleet.local.deploy import deploy_stack, package
+from fusionfleet.local.paths import LocalPaths
+from fusionfleet.local.state import LocalState, ManagedProcess
+from fusionfleet.queues import SqsQueue
+from fusionfleet.stack import StackResources
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PORT = 4566
+DEFAULT_STACK = "fusionfleet"
+DEFAULT_REGION = "us-east-1"
+STOP_GRACE_S = 30.0
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    workers: int = 2
+    port: int | None = None
+    stack: str = DEFAULT_STACK
+    region: str = DEFAULT_REGION
+    default_engine: str = "classic"
+    render_heartbeat_s: int = 6 * 3600
+    visibility_s: int = 120
+    stage_parameters: tuple[tuple[str, str], ...] = ()
+
+
+Say = Callable[[str], None]
+
+
+def _aws_env(state: LocalState) -> dict[str, str]:
+    return {
+        "AWS_ENDPOINT_URL": state.endpoint,
+        "AWS_REGION": state.region,
+        "AWS_DEFAULT_REGION": state.region,
+        "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": LOCAL_ACCESS_KEY,
+    }
+
+
+def _spawn(argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> int:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            argv,
+            env={**os.environ, **env},
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # not killed with the terminal that ran `local up`
+        )
+    return process.pid
+
+
+class LocalStack:
+    def __init__(self, paths: LocalPaths, say: Say = print) -> None:
+        self.paths = paths
+        self._say = say
+
+    def load(self) -> LocalState | None:
+        return LocalState.load(self.paths.state_file)
+
+    # ------------------------------------------------------------------ up
+    def up(self, options: UpOptions) -> LocalState:
+        state = self.load()
+        started = time.monotonic()
+        if state is not None and (options.port is not None and options.port != state.port):
+            self._say(f"stopping the local stack on port {state.port} to move it to {options.port}")
+            self.down()
+            state = None
+        state = self._ensure_localstack(state, options)
+        self._deploy(state, options)
+        self._ensure_processes(state, options)
+        state.save(self.paths.state_file)
+        self._say(f"local stack ready in {time.monotonic() - started:.1f} s")
+        return state
+
+    def _ensure_localstack(self, state: LocalState | None, options: UpOptions) -> LocalState:
+        running = state.by_role("localstack") if state else []
+        if state and running and running[0].alive() and localstack.healthy(state.endpoint):
+            self._say(f"LocalStack already running on {state.endpoint} (pid {running[0].pid})")
+            return state
+        port = options.port or (state.port if state else DEFAULT_PORT)
+        if state:
+            self._stop_all(state)
+        state = LocalState(port=port, region=options.region, stack=options.stack)
+        log = self.paths.logs / "localstack.log"
+        pid = localstack.start(self.paths.localstack_python, port, self.paths.localstack_volume, log, dict(os.environ))
+        process = ManagedProcess("localstack", "localstack", pid, str(log))
+        state.processes.append(process)
+        state.save(self.paths.state_file)
+        self._say(f"starting LocalStack on {state.endpoint} (pid {pid}, log {log})")
+        try:
+            localstack.wait_healthy(state.endpoint, timeout_s=180, alive=process.alive)
+        except (TimeoutError, RuntimeError) as error:
+            raise RuntimeError(f"{error}; last lines of {log}:\n{_tail(log)}") from error
+        return state
+
+    def _deploy(self, state: LocalState, options: UpOptions) -> None:
+        aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
+        s3, cloudformation = aws.client("s3"), aws.client("cloudformation")
+        parameters = {"Stage": "local", **dict(options.stage_parameters)}
+        began = time.monotonic()
+        body = package(self.paths.root, self.paths.template, s3)
+        state.outputs = deploy_stack(cloudformation, s3, state.stack, body, parameters)
+        state.save(self.paths.state_file)
+        self._say(f"stack {state.stack} deployed (Stage=local) in {time.monotonic() - began:.1f} s")
+
+    def _ensure_processes(self, state: LocalState, options: UpOptions) -> None:
+        resources = StackResources.from_outputs(state.outputs)
+        state.processes = [p for p in state.processes if p.role == "localstack" or p.alive()]
+        python = sys.executable
+        env = {**_aws_env(state), "FUSIONFLEET_SCRATCH": str(self.paths.scratch)}
+        wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
+            (
+                "slicer",
+                "slicer",
+                [python, str(self.paths.event_source_runner), "--name", "slicer",
+                 "--queue-url", resources.ingest_queue_url, "--handler", "functions.slicer.app.handler"],
+                {
+                    "WORK_BUCKET": resources.work_bucket,
+                    "STATE_MACHINE_ARN": resources.state_machine_arn,
+                    "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
+                    "DEFAULT_ENGINE": options.default_engine,
+                    "RENDER_HEARTBEAT_SECONDS": str(options.render_heartbeat_s),
+                    "POWERTOOLS_SERVICE_NAME": "fusionfleet-slicer",
+                },
+            ),
+            (
+                "merge",
+                "merge-1",
+                [python, "-m", "gpu_worker", "--role", "merge", "--name", "merge-1"],
+                {"FUSIONFLEET_QUEUE_URLS": resources.merge_queue_url},
+            ),
+        ]  # fmt: skip
+        for number in range(1, options.workers + 1):
+            name = f"worker-{number}"
+            wanted.append(
+                (
+                    "worker",
+                    name,
+                    [python, "-m", "gpu_worker", "--role", "render", "--name", name],
+                    {
+                        "FUSIONFLEET_QUEUE_URLS": ",".join(resources.render_queue_urls),
+                        "FUSIONFLEET_VISIBILITY_SECONDS": str(options.visibility_s),
+                    },
+                )
+            )
+        names = {name for _role, name, _argv, _env in wanted}
+        for process in [p for p in state.processes if p.role == "worker" and p.name not in names]:
+            self._say(f"stopping {process.name} (pid {process.pid}): not wanted")
+            _terminate([process], STOP_GRACE_S)
+            state.processes.remove(process)
+        running = {p.name for p in state.processes}
+        fresh = []
+        for role, name, argv, extra in wanted:
+            if name in running:
+                continue
+            log = self.paths.logs / f"{name}.log"
+            pid = _spawn(argv, {**env, **extra}, log, self.paths.root)
+            process = ManagedProcess(role, name, pid, str(log))
+            state.processes.append(process)
+            fresh.append(process)
+            self._say(f"started {role} {name} (pid {pid}, log {log})")
+        state.save(self.paths.state_file)
+        time.sleep(1.0 if fresh else 0)
+        dead = [p for p in fresh if not p.alive()]
+        if dead:
+            raise RuntimeError(
+                "processes exited at start: "
+                + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
+            )
+
+    # ------------------------------------------------------------------ down
+    def down(self) -> int:
+        state = self.load()
+        if state is None:
+            self._say("no local stack is running")
+            return 0
+        count = self._stop_all(state)
+        self.paths.state_file.unlink(missing_ok=True)
+        self._say(f"stopped {count} processes")
+        return count
+
+    def _stop_all(self, state: LocalState) -> int:
+        # Workers first (they finish or release their segment), LocalStack last.
+        others = [p for p in state.processes if p.role != "localstack"]
+        for process in others:
+            self._say(f"stopping {process.role} {process.name} (pid {process.pid})")
+        _terminate(others, STOP_GRACE_S)
+        emulator = state.by_role("localstack")
+        for process in emulator:
+            self._say(f"stopping LocalStack (pid {process.pid})")
+        _terminate(emulator, 20.0)
+        return len(others) + len(emulator)
+
+    # ------------------------------------------------------------------ status
+    def status(self) -> list[str]:
+        state = self.load()
+        if state is None:
+            return ["no local stack is running (fusionfleet local up starts one)"]
+        lines = [f"endpoint {state.endpoint}  stack {state.stack}  region {state.region}", ""]
+        lines.append(f"{'ROLE':<11} {'NAME':<10} {'PID':>8}  STATE")
+        for process in state.processes:
+            lines.append(f"{process.role:<11} {process.name:<10} {process.pid:>8}  {'running' if process.alive() else 'dead'}")
+        if state.outputs and localstack.healthy(state.endpoint):
+            resources = StackResources.from_outputs(state.outputs)
+            queue = SqsQueue(AwsTarget(state.region, state.endpoint).client("sqs"))
+            lines += ["", f"{'QUEUE':<14} {'VISIBLE':>8} {'IN FLIGHT':>10}"]
+            for name, url in resources.queues().items():
+                depth = queue.depth(url)
+                lines.append(f"{name:<14} {depth.visible:>8} {depth.in_flight:>10}")
+        return lines
+
+
+def _terminate(processes: list[ManagedProcess], grace_s: float) -> None:
+    """SIGTERM (warm stop), wait up to `grace_s`, then SIGKILL what is left."""
+    alive = [p for p in processes if p.alive()]
+    for process in alive:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + grace_s
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in alive if p.alive()]
+    for process in alive:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
