@@ -57,7 +57,7 @@ MARGIN_FOR_METRIC = 0.12
 @dataclass(frozen=True)
 class Observed:
     box: Box
-    points: lm.Points
+    points: warp.Points
 
 
 def observe(models: DlibModels, image: Image) -> list[Observed]:
@@ -71,7 +71,7 @@ def observe(models: DlibModels, image: Image) -> list[Observed]:
     return found
 
 
-def face_region(points: lm.Points, shape: tuple[int, ...]) -> np.ndarray:
+def face_region(points: warp.Points, shape: tuple[int, ...]) -> np.ndarray:
     """A frame-sized boolean mask of the generous face region used to exclude the face."""
     extended = warp.extend_with_forehead(points, FOREHEAD_FOR_METRIC)
     full = warp.Roi(0, 0, int(shape[1]), int(shape[0]))
@@ -81,7 +81,7 @@ def face_region(points: lm.Points, shape: tuple[int, ...]) -> np.ndarray:
     return np.asarray(cv2.dilate(mask, kernel), dtype=np.uint8) > 0
 
 
-def jitter(series: Sequence[tuple[lm.Points, float] | None]) -> float | None:
+def jitter(series: Sequence[tuple[warp.Points, float] | None]) -> float | None:
     """Mean |p[t+1] - 2p[t] + p[t-1]| over landmarks and frames, in inter-ocular distances."""
     values = []
     for before, now, after in zip(series, series[1:], series[2:], strict=False):
@@ -103,8 +103,8 @@ def quality_run(
         [ident.describe(models, s, ident.largest_face(models, s, "source").points) for s in sources], axis=0
     )
     to_source, to_target = [], []
-    target_series: list[tuple[lm.Points, float] | None] = []
-    output_series: list[tuple[lm.Points, float] | None] = []
+    target_series: list[tuple[warp.Points, float] | None] = []
+    output_series: list[tuple[warp.Points, float] | None] = []
     squared_error, outside_pixels, changed_outside = 0.0, 0, 0
     for target, output in zip(targets, outputs, strict=True):
         target_faces = observe(models, target)
@@ -117,7 +117,7 @@ def quality_run(
             out_descriptor = ident.describe(models, output, out_points)
             to_source.append(float(np.linalg.norm(out_descriptor - identity)))
             to_target.append(float(np.linalg.norm(out_descriptor - ident.describe(models, target, face.points))))
-        main = max(target_faces, key=lambda f: (f.box[2] - f.box[0]), default=None)
+        main = max(target_faces, key=lambda f: f.box[2] - f.box[0], default=None)
         if main is None:
             target_series.append(None)
             output_series.append(None)
@@ -159,7 +159,9 @@ def quality_run(
     return report, outputs
 
 
-def speed_run(engine: ClassicEngine, source: Image, quality: str, width: int, height: int, count: int) -> dict[str, float]:
+def speed_run(
+    engine: ClassicEngine, source: Image, quality: str, width: int, height: int, count: int
+) -> dict[str, float]:
     targets = list(samples.astronaut_frames(count, width, height))
     job = EngineJob(f"speed-{quality}", (source,), OPTIONS, quality=quality)
     engine.validate(job)  # builds and caches the identity outside the timing, as in a worker
@@ -205,7 +207,9 @@ def print_table(report: dict[str, Any]) -> None:
     print(f"{'goal':<26}{'value':>10}{'goal':>10}  result")
     for name, verdict in report["goals"].items():
         value = verdict["value"]
-        shown = "identical" if value is None and name.startswith("psnr") else f"{value:.3f}" if value is not None else "n/a"
+        shown = (
+            "identical" if value is None and name.startswith("psnr") else f"{value:.3f}" if value is not None else "n/a"
+        )
         print(f"{name:<26}{shown:>10}{verdict['goal']:>10}  {'PASS' if verdict['pass'] else 'FAIL'}")
     identity = report["pairs"][0]["identity"]
     temporal = report["pairs"][0]["temporal"]

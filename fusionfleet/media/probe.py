@@ -106,7 +106,9 @@ def _audio_tracks(container: av.container.InputContainer) -> tuple[AudioTrack, .
     return tuple(tracks)
 
 
-def _frame_timing(container: av.container.InputContainer, stream: Any, limits: MediaLimits) -> tuple[int, bool]:
+def _frame_timing(
+    container: av.container.InputContainer, stream: Any, limits: MediaLimits, size: int, what: str
+) -> tuple[int, bool]:
     """(frame count, variable frame rate?) from the container's index where it has one.
 
     MP4/MOV carry every sample's timestamp in the index, so nothing of the media data is read.
@@ -117,16 +119,21 @@ def _frame_timing(container: av.container.InputContainer, stream: Any, limits: M
     count = 0
     if container.format.name.startswith("mov") and entries is not None and len(entries) > 0:
         if len(entries) > limits.max_frames:
-            raise InputRejected(f"the video claims {len(entries)} frames, over the limit of {limits.max_frames}")
+            raise InputRejected(f"{what} claims {len(entries)} frames, over the limit of {limits.max_frames}")
         timestamps = [entry.timestamp for entry in entries if not entry.is_discard]
         count = len(timestamps)
+        end = max(entry.pos + entry.size for entry in entries)
+        if end > size:
+            raise InputRejected(
+                f"{what} is truncated: its index needs {end} bytes, the file has {size}"
+            )
     else:
         for packet in container.demux(stream):
             if not packet.size:
                 continue
             count += 1
             if count > limits.max_frames:
-                raise InputRejected(f"the video has more than {limits.max_frames} frames")
+                raise InputRejected(f"{what} has more than {limits.max_frames} frames")
             if packet.pts is not None:
                 timestamps.append(packet.pts)
         timestamps.sort()
@@ -171,7 +178,7 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
             raise InputRejected(f"{what} lasts {duration_s:.0f} s, over the limit of {limits.max_duration_s:.0f} s")
         audio = _audio_tracks(container)
         codec = context.name
-        frame_count, variable = _frame_timing(container, stream, limits)
+        frame_count, variable = _frame_timing(container, stream, limits, reader.size, what)
         if frame_count <= 0:
             raise InputRejected(f"{what} contains no video frames")
         if not variable or duration_s <= 0:

@@ -15,7 +15,7 @@ def _copy() -> Engine:
 
 
 def _classic() -> Engine:
-    from gpu_worker.engines.classic.engine import ClassicEngine  # noqa: PLC0415 (lazy, see docstring)
+    from gpu_worker.engines.classic.engine import ClassicEngine
 
     return ClassicEngine()
 

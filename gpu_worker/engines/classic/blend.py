@@ -46,7 +46,12 @@ def poisson_blend(source: npt.NDArray[np.uint8], target: npt.NDArray[np.uint8], 
     x, y, width, height = cv2.boundingRect(binary)
     # OpenCV places the mask's bounding box at centre - size/2 (integer division): undo that exactly.
     centre = (x + width // 2, y + height // 2)
-    blended = cv2.seamlessClone(source, target, binary, centre, cv2.NORMAL_CLONE)
+    try:
+        blended = cv2.seamlessClone(source, target, binary, centre, cv2.NORMAL_CLONE)
+    except cv2.error:
+        # Degenerate masks (a sliver at the frame edge) can defeat the solver: feathering alone
+        # (the caller's composite) still blends them.
+        return source
     return np.asarray(blended, dtype=np.uint8)
 
 

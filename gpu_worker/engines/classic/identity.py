@@ -122,7 +122,7 @@ def average_faces(crops: Sequence[tuple[Image, Points]]) -> tuple[Image, Points]
         return base_image, base_points
     aligned = [_align_similarity(points, base_points) for _, points in crops]
     mean_shape = np.mean(aligned, axis=0).astype(np.float32)
-    triangles = warp.triangulate(mean_shape)
+    triangles = warp.face_triangulation(mean_shape)
     full = warp.Roi(0, 0, base_image.shape[1], base_image.shape[0])
     hull = warp.polygon_mask(mean_shape, warp.hull_indices(len(mean_shape)), full)
     reference = colour.lab_stats(colour.to_lab(base_image), hull)
@@ -161,7 +161,7 @@ def build_identity(models: DlibModels, sources: Sequence[Image], forehead: float
     height, width = face_image.shape[:2]
     LOG.info("source identity from %d image(s), face crop %dx%d", len(sources), width, height)
     return SourceIdentity(
-        face=SourceFace(image=face_image, points=face_points, triangles=warp.triangulate(face_points)),
+        face=SourceFace(image=face_image, points=face_points, triangles=warp.face_triangulation(face_points)),
         descriptor=descriptor,
         count=len(sources),
     )

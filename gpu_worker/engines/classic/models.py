@@ -71,7 +71,7 @@ def locate_models() -> ModelPaths:
 def dlib_module() -> Any:
     """dlib, imported on first use so that a worker without it gets EngineUnavailable, not a crash."""
     try:
-        import dlib  # noqa: PLC0415 (deliberately lazy, see above)
+        import dlib
     except ImportError as error:
         raise EngineUnavailable("the classic engine needs dlib (pip install dlib-bin)") from error
     return dlib

@@ -23,6 +23,7 @@ from gpu_worker.engines.classic.warp import Points
 NON_SKIN = tuple(tuple(range(a, b)) for a, b in ((36, 42), (42, 48), (48, 60), (17, 22), (22, 27)))
 ERODE = 0.08  # x inter-ocular: keeps the blend off the face outline, where source background lurks
 OPEN_MOUTH = 0.06
+MOUTH_FEATHER = 0.06  # x inter-ocular
 LOCAL_SIGMA = 0.5  # x inter-ocular: wide enough for shading, too wide for features
 LOCAL_STRENGTH = 0.6
 
@@ -94,7 +95,9 @@ def swap_face(
     texture, texture_points = source_at_scale(source, eye_gap, preset.texture_sigma)
     warped, inside = warp.warp_face(texture, texture_points, target_points, source.triangles, roi)
     hull, skin = face_masks(target_points, roi, eye_gap)
-    hull[~inside] = 0
+    # Where the warp is undefined inside the face (collapsed triangles: a closed source mouth on an
+    # open target mouth) the target shows through, like its open mouth.
+    holes = np.where((hull > 0) & ~inside, 255, 0).astype(np.uint8)
     skin[~inside] = 0
     if not hull.any():
         return SwapResult(frame, None)
@@ -112,12 +115,21 @@ def swap_face(
             memory=preset.colour_memory,
         )
     canvas = frame[roi.slices()]
-    if preset.blend is Blend.POISSON:
-        warped = blend.poisson_blend(warped, canvas, hull)
-    alpha = blend.feathered_alpha(hull, preset.feather * eye_gap)
+    mouth = holes
     if preset.keep_target_mouth and mouth_openness(landmarks) > OPEN_MOUTH:
-        mouth = warp.polygon_mask(landmarks, INNER_MOUTH, roi)
-        alpha = blend.cut_hole(alpha, mouth, max(1.0, 0.06 * eye_gap))
+        mouth = np.maximum(mouth, warp.polygon_mask(landmarks, INNER_MOUTH, roi))
+    clone_mask = hull
+    if mouth.any():
+        # The target's own mouth (and any collapsed part of the warp) is left out of the Poisson
+        # mask, so it becomes the solver's boundary instead of smeared source pixels. One pixel of
+        # growth covers where the triangle rasterisation overshoots the polygon.
+        mouth = np.asarray(cv2.dilate(mouth, np.ones((3, 3), np.uint8)), dtype=np.uint8)
+        clone_mask = np.where(mouth > 127, 0, hull).astype(np.uint8)
+    if preset.blend is Blend.POISSON:
+        warped = blend.poisson_blend(warped, canvas, clone_mask)
+    alpha = blend.feathered_alpha(hull, preset.feather * eye_gap)
+    if mouth.any():
+        alpha = blend.cut_hole(alpha, mouth, max(1.0, MOUTH_FEATHER * eye_gap))
     alpha = (alpha * float(np.clip(opacity, 0.0, 1.0))).astype(np.float32)
     out = frame.copy()
     out[roi.slices()] = blend.composite(canvas, warped, alpha)

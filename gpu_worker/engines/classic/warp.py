@@ -21,9 +21,11 @@ Triangles = npt.NDArray[np.int32]
 
 JAW = tuple(range(17))
 BROWS = tuple(range(17, 27))
+# A triangle whose source area is below this share of the typical source/destination area ratio
+# counts as collapsed (see `_collapsed`).
+COLLAPSED_AREA_RATIO = 0.15
 # The forehead points sit above these brow points (outer ends, middles, inner ends).
 FOREHEAD_ANCHORS = (17, 19, 21, 22, 24, 26)
-FOREHEAD_COUNT = len(FOREHEAD_ANCHORS)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,42 @@ def triangulate(points: Points) -> Triangles:
     return np.ascontiguousarray(triangles, dtype=np.int32)
 
 
+# Fixed triangles for the lips and the mouth opening (dlib 68-point indices): Delaunay cannot be
+# trusted there, because on a closed mouth it joins upper and lower lip across the opening.
+OUTER_LIPS = tuple(range(48, 60))
+INNER_LIPS = tuple(range(60, 68))
+MOUTH_TRIANGLES = (
+    # upper lip: outer 48..54 over inner 60..64
+    (48, 49, 60), (49, 61, 60), (49, 50, 61), (50, 62, 61), (50, 51, 62),
+    (51, 52, 62), (52, 63, 62), (52, 53, 63), (53, 64, 63), (53, 54, 64),
+    # lower lip: outer 54..59, 48 under inner 64..67, 60
+    (54, 55, 64), (55, 65, 64), (55, 56, 65), (56, 66, 65), (56, 57, 66),
+    (57, 58, 66), (58, 67, 66), (58, 59, 67), (59, 60, 67), (59, 48, 60),
+    # the opening between the inner lips
+    (60, 61, 67), (61, 66, 67), (61, 62, 66), (62, 65, 66), (62, 63, 65), (63, 64, 65),
+)  # fmt: skip
+
+
+def face_triangulation(points: Points) -> Triangles:
+    """Triangles covering a face: Delaunay everywhere except the mouth, which has a fixed topology.
+
+    Plain Delaunay on a closed mouth joins the lower lip to the upper lip; warped onto an open mouth
+    such a triangle spans lips and teeth at once. Here every lip triangle stays on its own lip and
+    the opening has its own triangles (which collapse when the source mouth is closed).
+    """
+    others = np.array([i for i in range(len(points)) if i not in INNER_LIPS])
+    triangles = others[triangulate(points[others])]
+    lips = np.asarray(points[list(OUTER_LIPS)], dtype=np.float32).reshape(-1, 1, 2)
+    keep = []
+    for triangle in triangles:
+        on_lips = sum(1 for index in triangle if index in OUTER_LIPS)
+        centre = points[triangle].mean(axis=0)
+        inside_lips = cv2.pointPolygonTest(lips, (float(centre[0]), float(centre[1])), False) > 0
+        keep.append(not (on_lips >= 2 and inside_lips))
+    mouth = np.array(MOUTH_TRIANGLES, dtype=np.int32)
+    return np.ascontiguousarray(np.vstack([triangles[np.array(keep)], mouth]), dtype=np.int32)
+
+
 def bounding_roi(points: Points, margin: float, shape: tuple[int, ...]) -> Roi:
     """The points' bounding box grown by `margin` x its size on each side, clipped to the image."""
     x0, y0 = points.min(axis=0)
@@ -113,6 +151,23 @@ def _triangle_affines(dst: Points, src: Points, triangles: Triangles) -> npt.NDA
     return affines  # Tx2x3
 
 
+def _collapsed(dst: Points, src: Points, triangles: Triangles) -> npt.NDArray[np.bool_]:
+    """Triangles whose source is (nearly) a line where the destination is not.
+
+    A closed source mouth warped onto an open one is the usual case: sampling a line across a whole
+    destination triangle smears it into streaks, so such pixels are better left to the target.
+    """
+
+    def areas(points: Points) -> npt.NDArray[np.float64]:
+        a, b, c = (points[triangles[:, k]].astype(np.float64) for k in range(3))
+        u, v = b - a, c - a
+        return np.asarray(0.5 * np.abs(u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]), dtype=np.float64)
+
+    ratio = areas(src) / np.maximum(areas(dst), 1e-6)
+    typical = float(np.median(ratio)) if len(ratio) else 1.0
+    return np.asarray(ratio < COLLAPSED_AREA_RATIO * typical, dtype=np.bool_)
+
+
 def triangle_labels(dst: Points, triangles: Triangles, roi: Roi) -> npt.NDArray[np.int32]:
     """An ROI-sized image holding, per pixel, the index of the destination triangle (-1: none)."""
     labels = np.full((roi.height, roi.width), -1, dtype=np.int32)
@@ -128,9 +183,13 @@ def triangle_labels(dst: Points, triangles: Triangles, roi: Roi) -> npt.NDArray[
 def piecewise_affine_maps(
     dst: Points, src: Points, triangles: Triangles, roi: Roi
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
-    """Per-pixel source coordinates for the ROI (for cv2.remap) and where they are defined."""
+    """Per-pixel source coordinates for the ROI (for cv2.remap) and where they are defined.
+
+    Pixels of collapsed triangles count as undefined (see `_collapsed`).
+    """
     labels = triangle_labels(dst, triangles, roi)
-    inside = labels >= 0
+    collapsed = np.append(_collapsed(dst, src, triangles), True)  # index -1: outside every triangle
+    inside = ~collapsed[labels]
     affines = _triangle_affines(dst, src, triangles)
     ys, xs = np.mgrid[roi.y0 : roi.y1, roi.x0 : roi.x1].astype(np.float32)
     safe = np.where(inside, labels, 0)

@@ -1,0 +1,27 @@
+"""Shared fixtures: media generated once per session from what installed packages ship."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.media import ffmpeg, write_video
+
+
+@pytest.fixture(scope="session")
+def media_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("media")
+
+
+@pytest.fixture(scope="session")
+def clip(media_dir: Path) -> Path:
+    """4 s, 25 fps, 320×240, stamped frames, stereo AAC."""
+    return write_video(media_dir / "clip.mp4", seconds=4, fps=25, width=320, height=240, with_stamp=True)
+
+
+@pytest.fixture(scope="session")
+def clip_mkv(media_dir: Path, clip: Path) -> Path:
+    destination = media_dir / "clip.mkv"
+    ffmpeg("-i", str(clip), "-c", "copy", "-f", "matroska", str(destination))
+    return destination

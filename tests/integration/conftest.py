@@ -1,0 +1,90 @@
+"""moto-backed AWS for handler and worker tests; queues come from template.yaml's properties."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote_plus
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tests.support.template import ROOT, create_queues
+
+REGION = "us-east-1"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@dataclass
+class Aws:
+    s3: Any
+    sqs: Any
+    sns: Any
+    sfn: Any
+    queues: dict[str, str]
+    media_bucket: str
+    work_bucket: str
+    topic_arn: str
+    state_machine_arn: str
+    inbox_url: str
+
+    def notifications(self) -> list[dict[str, Any]]:
+        messages = self.sqs.receive_message(QueueUrl=self.inbox_url, MaxNumberOfMessages=10).get("Messages", [])
+        return [json.loads(json.loads(m["Body"])["Message"]) for m in messages]
+
+    def executions(self) -> list[dict[str, Any]]:
+        return list(self.sfn.list_executions(stateMachineArn=self.state_machine_arn)["executions"])
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_REGION", REGION)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        sqs = boto3.client("sqs", region_name=REGION)
+        sns = boto3.client("sns", region_name=REGION)
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        for bucket in ("media", "work"):
+            s3.create_bucket(Bucket=bucket)
+        topic = sns.create_topic(Name="notifications")["TopicArn"]
+        inbox = sqs.create_queue(QueueName="inbox")["QueueUrl"]
+        inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn)
+        definition = (ROOT / "infra" / "statemachine" / "render.asl.json").read_text()
+        machine = sfn.create_state_machine(
+            name="render", definition=definition, roleArn="arn:aws:iam::123456789012:role/render"
+        )["stateMachineArn"]
+        yield Aws(s3, sqs, sns, sfn, create_queues(sqs), "media", "work", topic, machine, inbox)
+
+
+def s3_event(bucket: str, key: str) -> str:
+    """The S3 notification body for `key`, URL-encoded as S3 sends keys."""
+    event = json.loads((FIXTURES / "s3_manifest_event.json").read_text())
+    record = event["Records"][0]["s3"]
+    record["bucket"]["name"] = bucket
+    record["bucket"]["arn"] = f"arn:aws:s3:::{bucket}"
+    record["object"]["key"] = quote_plus(key, safe="/")
+    return json.dumps(event)
+
+
+def sqs_event(*bodies: str) -> dict[str, Any]:
+    from infra.local.event_source import to_event
+
+    return to_event(
+        [{"MessageId": f"m{i}", "ReceiptHandle": f"r{i}", "Body": body, "Attributes": {}} for i, body in enumerate(bodies)],
+        f"arn:aws:sqs:{REGION}:123456789012:IngestQueue",
+        REGION,
+    )
+
+
+def upload(aws: Aws, key: str, path: Path) -> None:
+    aws.s3.upload_file(str(path), aws.media_bucket, key)

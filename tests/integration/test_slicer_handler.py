@@ -1,0 +1,150 @@
+"""The slicer Lambda handler on moto: events in, executions / rejection notices out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fusionfleet import layout
+from fusionfleet.identity import job_id
+from fusionfleet.samples import grace_hopper_path
+from functions.slicer import app
+from infra.local.event_source import LambdaContext
+from tests.integration.conftest import FIXTURES, Aws, s3_event, sqs_event, upload
+
+MANIFEST = {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.mp4", "engine": "copy", "priority": "high"}
+
+
+@pytest.fixture
+def slicer_env(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    monkeypatch.setenv("WORK_BUCKET", aws.work_bucket)
+    monkeypatch.setenv("STATE_MACHINE_ARN", aws.state_machine_arn)
+    monkeypatch.setenv("NOTIFICATION_TOPIC_ARN", aws.topic_arn)
+    monkeypatch.setenv("DEFAULT_ENGINE", "classic")
+    app.slicer.cache_clear()
+    yield aws
+    app.slicer.cache_clear()
+
+
+def invoke(*bodies: str) -> dict[str, Any]:
+    return app.handler(sqs_event(*bodies), LambdaContext(function_name="slicer", aws_request_id="req"))
+
+
+def put_manifest(aws: Aws, key: str, manifest: dict[str, Any] | bytes) -> str:
+    body = manifest if isinstance(manifest, bytes) else json.dumps(manifest).encode()
+    etag = aws.s3.put_object(Bucket=aws.media_bucket, Key=key, Body=body)["ETag"]
+    return job_id(aws.media_bucket, key, etag)
+
+
+def test_manifest_starts_one_execution_with_its_plan(slicer_env: Aws, clip: Path) -> None:
+    # GIVEN media and a manifest whose key needs URL-decoding
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    key = "jobs/Zoë + friends.json"
+    job = put_manifest(aws, key, MANIFEST)
+    # WHEN the event arrives
+    response = invoke(s3_event(aws.media_bucket, key))
+    # THEN one execution named by the job id runs, with the plan in the work bucket
+    assert response == {"batchItemFailures": []}
+    (execution,) = aws.executions()
+    assert execution["name"] == job
+    payload = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+    assert payload["plan"] == {"bucket": aws.work_bucket, "key": layout.plan_key(job)}
+    assert payload["job"]["priority"] == "high" and payload["job"]["engine"] == "copy"
+    assert payload["job"]["output"]["key"] == "outputs/Zoë + friends.mp4"
+    assert payload["limits"]["render_heartbeat_s"] >= 3600
+    plan = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job))["Body"].read())
+    assert sum(item["end_frame"] - item["start_frame"] for item in plan) == 100
+    assert aws.notifications() == []
+
+
+def test_duplicate_events_start_one_job(slicer_env: Aws, clip: Path) -> None:
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    put_manifest(aws, "jobs/a.json", MANIFEST)
+    # WHEN the same event comes twice in one batch and once more later
+    invoke(s3_event(aws.media_bucket, "jobs/a.json"), s3_event(aws.media_bucket, "jobs/a.json"))
+    invoke(s3_event(aws.media_bucket, "jobs/a.json"))
+    # THEN there is one execution
+    assert len(aws.executions()) == 1
+
+
+def test_changed_manifest_under_the_same_key_is_a_new_job(slicer_env: Aws, clip: Path) -> None:
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    first = put_manifest(aws, "jobs/a.json", MANIFEST)
+    invoke(s3_event(aws.media_bucket, "jobs/a.json"))
+    second = put_manifest(aws, "jobs/a.json", {**MANIFEST, "priority": "low"})
+    invoke(s3_event(aws.media_bucket, "jobs/a.json"))
+    assert first != second
+    assert {e["name"] for e in aws.executions()} == {first, second}
+
+
+@pytest.mark.parametrize(
+    ("manifest", "reason"),
+    [
+        (b"{not json", "the manifest is not valid JSON"),
+        ({**MANIFEST, "speed": "fast"}, "speed: unknown field"),
+        ({**MANIFEST, "options": {"face_selector_mode": "several"}}, "options.face_selector_mode: 'several' is not one of"),
+        ({**MANIFEST, "target": "inputs/missing.mp4"}, "target: s3://media/inputs/missing.mp4 does not exist"),
+        ({**MANIFEST, "target": "inputs/face.jpg"}, "is not a video in an accepted container (MP4/MOV, Matroska/WebM): it is a JPEG image"),
+        ({**MANIFEST, "source": ["inputs/clip.mp4"]}, "is not a JPEG, PNG or WebP image"),
+    ],
+)
+def test_bad_jobs_are_rejected_with_a_notice_and_lose_nothing(
+    slicer_env: Aws, clip: Path, manifest: dict[str, Any] | bytes, reason: str
+) -> None:
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    job = put_manifest(aws, "jobs/bad.json", manifest)
+    # WHEN the slicer sees it
+    response = invoke(s3_event(aws.media_bucket, "jobs/bad.json"))
+    # THEN no job starts, the record is not retried, the user is told exactly why
+    assert response == {"batchItemFailures": []}
+    assert aws.executions() == []
+    (notice,) = aws.notifications()
+    assert notice["status"] == "failed" and notice["stage"] == "validation" and notice["job_id"] == job
+    assert reason in notice["reason"]
+    rejection = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.rejection_key(job))["Body"].read())
+    assert reason in rejection["reason"]
+    # AND the user's files are where they were
+    keys = {o["Key"] for o in aws.s3.list_objects_v2(Bucket=aws.media_bucket)["Contents"]}
+    assert {"jobs/bad.json", "inputs/face.jpg", "inputs/clip.mp4"} <= keys
+
+
+def test_a_duplicated_rejection_notifies_once(slicer_env: Aws) -> None:
+    aws = slicer_env
+    put_manifest(aws, "jobs/bad.json", b"nope")
+    invoke(s3_event(aws.media_bucket, "jobs/bad.json"))
+    invoke(s3_event(aws.media_bucket, "jobs/bad.json"))
+    assert len(aws.notifications()) == 1
+
+
+def test_the_s3_test_event_and_foreign_keys_are_ignored(slicer_env: Aws) -> None:
+    aws = slicer_env
+    test_event = (FIXTURES / "s3_test_event.json").read_text()
+    response = invoke(test_event, s3_event(aws.media_bucket, "inputs/not-a-manifest.json"))
+    assert response == {"batchItemFailures": []}
+    assert aws.executions() == [] and aws.notifications() == []
+
+
+def test_infrastructure_errors_fail_only_their_record(slicer_env: Aws, clip: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a state machine that does not exist (an outage, a misconfiguration)
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    put_manifest(aws, "jobs/a.json", MANIFEST)
+    monkeypatch.setenv("STATE_MACHINE_ARN", aws.state_machine_arn + "-gone")
+    app.slicer.cache_clear()
+    # WHEN a batch holds that manifest and a test event
+    response = invoke(s3_event(aws.media_bucket, "jobs/a.json"), (FIXTURES / "s3_test_event.json").read_text())
+    # THEN only the manifest's record is reported failed, so SQS retries just it
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}

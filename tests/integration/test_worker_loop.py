@@ -1,0 +1,277 @@
+"""The worker loop on moto SQS/S3 with a recording orchestrator: the order of report and delete, retries, priorities."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fusionfleet import layout
+from fusionfleet.errors import TokenGone
+from fusionfleet.media.inspect import summarize
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.messages import JobContext
+from fusionfleet.notify import SnsNotifier
+from fusionfleet.orchestrator import Progress, StepFunctions
+from fusionfleet.plan import SegmentPolicy
+from fusionfleet.queues import SqsQueue
+from fusionfleet.samples import grace_hopper_path
+from fusionfleet.slicing import Slicer, SlicerConfig
+from fusionfleet.storage import S3Storage
+from gpu_worker.engine_pool import EnginePool
+from gpu_worker.engines import registry
+from gpu_worker.engines.base import EngineJob, Frame, Image
+from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.loop import Worker
+from gpu_worker.merge import MergeDeps
+from gpu_worker.render import RenderDeps
+from gpu_worker.retry import RetryPolicy
+from gpu_worker.sources import SourceCache
+from gpu_worker.stopping import StopSignal
+from gpu_worker.tasks import MergeHandler, RenderHandler
+from tests.integration.conftest import Aws, upload
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class RecordingOrchestrator:
+    """Stands in for Step Functions' callback API; checks the message is still held when it is called."""
+
+    def __init__(self, queue: SqsQueue, urls: list[str], gone: bool = False) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self._queue = queue
+        self._urls = urls
+        self._gone = gone
+        self.in_flight_at_report: list[int] = []
+
+    def _held(self) -> int:
+        return sum(self._queue.depth(url).in_flight for url in self._urls)
+
+    def start(self, state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def describe(self, execution_arn: str) -> Any:
+        raise NotImplementedError
+
+    def progress(self, execution_arn: str) -> Progress | None:
+        return None
+
+    def task_success(self, token: str, output: dict[str, Any]) -> None:
+        self.in_flight_at_report.append(self._held())
+        self.calls.append(("success", token, output))
+        if self._gone:
+            raise TokenGone("TaskTimedOut: gone")
+
+    def task_failure(self, token: str, error: str, cause: str) -> None:
+        self.in_flight_at_report.append(self._held())
+        self.calls.append(("failure", token, (error, cause)))
+
+    def heartbeat(self, token: str) -> None:
+        self.calls.append(("heartbeat", token, None))
+
+
+class FailingEngine:
+    name = "failing"
+
+    def prepare(self) -> None:
+        return None
+
+    def validate(self, job: EngineJob) -> None:
+        return None
+
+    def render(self, job: EngineJob, frames: Any) -> Iterator[Image]:
+        for _frame in frames:
+            raise RuntimeError("the GPU fell off")
+            yield _frame.image
+
+    def close(self) -> None:
+        return None
+
+
+class ShortEngine(FailingEngine):
+    name = "short"
+
+    def render(self, job: EngineJob, frames: Any) -> Iterator[Image]:
+        for frame in list(frames)[:-1]:
+            assert isinstance(frame, Frame)
+            yield frame.image
+
+
+@pytest.fixture
+def job(aws: Aws, clip: Path) -> JobContext:
+    """A real job context made by the slicer (moto runs no state machine, so tasks are sent by the test)."""
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    manifest = {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.mp4", "engine": "copy"}
+    aws.s3.put_object(Bucket=aws.media_bucket, Key="jobs/w.json", Body=json.dumps(manifest).encode())
+    slicer = Slicer(
+        S3Storage(aws.s3),
+        StepFunctions(aws.sfn),
+        SnsNotifier(aws.sns),
+        SlicerConfig(
+            work_bucket=aws.work_bucket,
+            state_machine_arn=aws.state_machine_arn,
+            topic_arn=aws.topic_arn,
+            segments=SegmentPolicy(target_seconds=2, min_seconds=1, max_seconds=3),
+        ),
+    )
+    outcome = slicer.handle(aws.media_bucket, "jobs/w.json")
+    assert outcome.status == "started", outcome.reason
+    payload = json.loads(aws.sfn.describe_execution(executionArn=outcome.execution_arn)["input"])
+    return JobContext.model_validate(payload["job"])
+
+
+def plan(aws: Aws, job: JobContext) -> list[dict[str, Any]]:
+    return json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job.job_id))["Body"].read())
+
+
+def send_render(aws: Aws, queue: str, job: JobContext, segment: dict[str, Any], token: str, **job_changes: Any) -> None:
+    body = {"task_token": token, "job": job.model_copy(update=job_changes).model_dump(mode="json"), "segment": segment}
+    aws.sqs.send_message(QueueUrl=aws.queues[queue], MessageBody=json.dumps(body))
+
+
+def render_worker(aws: Aws, tmp_path: Path, orchestrator: RecordingOrchestrator, retry: RetryPolicy | None = None) -> Worker:
+    storage = S3Storage(aws.s3)
+    deps = RenderDeps(storage, EnginePool(), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker")
+    urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
+    return Worker(
+        "test-worker", urls, RenderHandler(deps), SqsQueue(aws.sqs), orchestrator,
+        retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+
+
+def recorder(aws: Aws) -> RecordingOrchestrator:
+    names = ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow", "MergeQueue")
+    return RecordingOrchestrator(SqsQueue(aws.sqs), [aws.queues[n] for n in names])
+
+
+def all_empty(aws: Aws) -> bool:
+    queue = SqsQueue(aws.sqs)
+    return all(queue.depth(url).total == 0 for url in aws.queues.values())
+
+
+def test_a_segment_is_rendered_checked_uploaded_reported_then_deleted(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+    # GIVEN the first segment's task in the normal queue
+    first = plan(aws, job)[0]
+    send_render(aws, "RenderQueueNormal", job, first, "token-0")
+    orchestrator = recorder(aws)
+    # WHEN a worker takes one task
+    assert render_worker(aws, tmp_path, orchestrator).run(max_tasks=1) == 1
+    # THEN it reported success while still holding the message, and deleted it afterwards
+    assert [c[0] for c in orchestrator.calls if c[0] != "heartbeat"] == ["success"]
+    assert orchestrator.in_flight_at_report == [1]
+    assert all_empty(aws)
+    # AND the segment exists with exactly its frames, and its record says so
+    segment_path = tmp_path / "s.mp4"
+    aws.s3.download_file(aws.work_bucket, layout.segment_key(job.job_id, 0), str(segment_path))
+    assert summarize(segment_path).frame_count == first["end_frame"] - first["start_frame"]
+    record = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.segment_record_key(job.job_id, 0))["Body"].read())
+    assert record["status"] == "succeeded" and record["frames"] == first["end_frame"] - first["start_frame"]
+
+
+def test_high_priority_work_is_taken_first(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+    segments = plan(aws, job)
+    send_render(aws, "RenderQueueLow", job, segments[0], "low")
+    send_render(aws, "RenderQueueNormal", job, segments[0], "normal")
+    send_render(aws, "RenderQueueHigh", job, segments[1], "high")
+    orchestrator = recorder(aws)
+    render_worker(aws, tmp_path, orchestrator).run(max_tasks=3)
+    assert [c[1] for c in orchestrator.calls if c[0] == "success"] == ["high", "normal", "low"]
+
+
+def test_a_failing_segment_is_retried_then_failed_with_the_last_error(
+    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(registry.FACTORIES, "failing", FailingEngine)
+    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="failing")
+    orchestrator = recorder(aws)
+    # WHEN it fails on every one of its three attempts
+    render_worker(aws, tmp_path, orchestrator).run(max_tasks=3)
+    # THEN only the last attempt fails the token, with the engine's reason
+    reports = [c for c in orchestrator.calls if c[0] != "heartbeat"]
+    assert len(reports) == 1 and reports[0][0] == "failure"
+    error, cause = reports[0][2]
+    assert error == "RuntimeError" and "the GPU fell off" in cause and "segment 0" in cause
+    record = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.segment_record_key(job.job_id, 0))["Body"].read())
+    assert record["status"] == "failed" and record["attempt"] == 3 and "the GPU fell off" in record["reason"]
+
+
+def test_an_engine_that_drops_a_frame_fails_the_segment(
+    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(registry.FACTORIES, "short", ShortEngine)
+    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="short")
+    orchestrator = recorder(aws)
+    render_worker(aws, tmp_path, orchestrator, RetryPolicy(max_attempts=1)).run(max_tasks=1)
+    (failure,) = [c for c in orchestrator.calls if c[0] == "failure"]
+    assert failure[2][0] == "SegmentFailed" and "returned 49 frames for 50" in failure[2][1]
+
+
+def test_bad_input_fails_at_once_without_retries(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="facefusion")
+    orchestrator = recorder(aws)
+    render_worker(aws, tmp_path, orchestrator).run(max_tasks=1)
+    (failure,) = [c for c in orchestrator.calls if c[0] == "failure"]
+    assert failure[2][0] == "EngineUnavailable"
+    assert all_empty(aws)
+
+
+def test_a_gone_token_is_final(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "stale")
+    orchestrator = RecordingOrchestrator(SqsQueue(aws.sqs), list(aws.queues.values()), gone=True)
+    render_worker(aws, tmp_path, orchestrator).run(max_tasks=1)
+    assert [c[0] for c in orchestrator.calls] == ["success"]
+    assert all_empty(aws)
+
+
+def test_a_malformed_message_is_dropped_and_its_token_failed(aws: Aws, tmp_path: Path) -> None:
+    aws.sqs.send_message(QueueUrl=aws.queues["RenderQueueHigh"], MessageBody=json.dumps({"task_token": "t", "job": {}}))
+    orchestrator = recorder(aws)
+    render_worker(aws, tmp_path, orchestrator).run(max_tasks=1)
+    assert [(c[0], c[1], c[2][0]) for c in orchestrator.calls] == [("failure", "t", "MalformedTask")]
+    assert all_empty(aws)
+
+
+def test_merge_refuses_a_job_with_a_missing_segment_and_names_it(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+    # GIVEN only the first segment rendered
+    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t0")
+    render_worker(aws, tmp_path, recorder(aws)).run(max_tasks=1)
+    aws.sqs.send_message(
+        QueueUrl=aws.queues["MergeQueue"], MessageBody=json.dumps({"task_token": "m", "job": job.model_dump(mode="json")})
+    )
+    orchestrator = recorder(aws)
+    merge = Worker(
+        "merge", [aws.queues["MergeQueue"]], MergeHandler(MergeDeps(S3Storage(aws.s3), tmp_path)), SqsQueue(aws.sqs),
+        orchestrator, RetryPolicy(max_attempts=1), HeartbeatPolicy(60), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+    merge.run(max_tasks=1)
+    (failure,) = [c for c in orchestrator.calls if c[0] == "failure"]
+    assert failure[2][0] == "SegmentFailed"
+    assert "1 of 2 segments did not render: segment 1 (frames 50-99): no result" in failure[2][1]
+
+
+def test_merge_joins_segments_frame_exactly_with_the_audio(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+    for segment in plan(aws, job):
+        send_render(aws, "RenderQueueHigh", job, segment, f"t{segment['index']}")
+    render_worker(aws, tmp_path, recorder(aws)).run(max_tasks=2)
+    aws.sqs.send_message(
+        QueueUrl=aws.queues["MergeQueue"], MessageBody=json.dumps({"task_token": "m", "job": job.model_dump(mode="json")})
+    )
+    orchestrator = recorder(aws)
+    merge = Worker(
+        "merge", [aws.queues["MergeQueue"]], MergeHandler(MergeDeps(S3Storage(aws.s3), tmp_path)), SqsQueue(aws.sqs),
+        orchestrator, RetryPolicy(max_attempts=1), HeartbeatPolicy(60), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+    merge.run(max_tasks=1)
+    (success,) = [c for c in orchestrator.calls if c[0] == "success"]
+    output = success[2]
+    assert output["frames"] == 100 and output["audio_tracks"] == 1
+    assert output["output"] == {"bucket": aws.media_bucket, "key": job.output.key, "uri": f"s3://{aws.media_bucket}/{job.output.key}"}
+    result = tmp_path / "out.mp4"
+    aws.s3.download_file(aws.media_bucket, job.output.key, str(result))
+    summary = summarize(result)
+    assert summary.frame_count == 100 and abs(summary.duration_s - 4.0) < 0.04
+    assert len(summary.audio_durations_s) == 1 and abs(summary.audio_durations_s[0] - 4.0) < 0.05

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import re
+
+from fusionfleet import layout
+from fusionfleet.identity import job_id
+
+
+def test_job_id_is_a_valid_execution_name_and_stable() -> None:
+    first = job_id("media", "jobs/Zoë + friends 100%.json", '"abc"')
+    assert first == job_id("media", "jobs/Zoë + friends 100%.json", "abc")  # quotes do not matter
+    assert re.fullmatch(r"[a-z0-9-]{1,80}", first)
+    assert first.startswith("zoe-friends-100-")
+
+
+def test_a_changed_manifest_is_a_new_job_the_same_one_is_not() -> None:
+    assert job_id("m", "jobs/a.json", "etag1") != job_id("m", "jobs/a.json", "etag2")
+    assert job_id("m", "jobs/a.json", "etag1") != job_id("m", "jobs/b.json", "etag1")
+
+
+def test_long_names_are_cut_to_fit() -> None:
+    assert len(job_id("m", "jobs/" + "x" * 500 + ".json", "e")) <= 80
+
+
+def test_keys() -> None:
+    assert layout.segment_key("j", 7) == "work/j/segments/00007.mp4"
+    assert layout.segment_record_key("j", 7) == "work/j/segments/00007.json"
+    assert layout.default_output_key("jobs/team/a b.json") == "outputs/team/a b.mp4"
+    assert layout.is_manifest_key("jobs/a.json") and not layout.is_manifest_key("jobs/.json")
+    assert not layout.is_manifest_key("inputs/a.json")

@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fusionfleet.errors import JobRejected
+from fusionfleet.manifest import parse_manifest
+
+KEY = "jobs/summer/alice.json"
+
+
+def manifest(**fields: object) -> bytes:
+    base: dict[str, object] = {"version": 1, "source": ["inputs/alice.jpg"], "target": "inputs/clip.mp4"}
+    base.update(fields)
+    return json.dumps(base).encode()
+
+
+def problems(raw: bytes) -> tuple[str, ...]:
+    with pytest.raises(JobRejected) as caught:
+        parse_manifest(raw, KEY)
+    return caught.value.problems
+
+
+def test_valid_manifest_gets_defaults_and_normalised_options() -> None:
+    parsed = parse_manifest(manifest(options={"output_video_quality": 90.0, "face_selector_mode": "many"}), KEY)
+    assert parsed.output == "outputs/summer/alice.mp4"
+    assert parsed.priority == "normal" and parsed.quality == "balanced" and parsed.engine is None
+    assert parsed.options == {"face_selector_mode": "many", "output_video_quality": 90}
+    assert isinstance(parsed.options["output_video_quality"], int)
+
+
+def test_a_single_source_string_means_a_list_of_one() -> None:
+    assert parse_manifest(manifest(source="inputs/a.jpg"), KEY).source == ("inputs/a.jpg",)
+
+
+def test_not_json_names_the_position() -> None:
+    assert problems(b'{"version": 1,') == ("the manifest is not valid JSON: Expecting property name enclosed in double quotes at line 1 column 15",)
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    found = problems(
+        manifest(priority="urgent", engine="magic", colour="red", options={"face_swaper_model": "x", "output_video_quality": 500})
+    )
+    text = " | ".join(found)
+    assert "priority: 'urgent' is not one of 'high', 'normal' or 'low'" in text
+    assert "engine: 'magic' is not one of classic, copy, facefusion" in text
+    assert "colour: unknown field" in text
+    assert "face_swaper_model" in text and "face_swapper_model" in text  # the suggestion
+    assert "output_video_quality" in text
+    assert len(found) == 5
+
+
+def test_missing_fields_are_named() -> None:
+    found = problems(json.dumps({"version": 1}).encode())
+    assert "source: is required" in found and "target: is required" in found
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("target", "../secrets/clip.mp4", "'..'"),
+        ("target", "/etc/passwd", "starts with '/'"),
+        ("target", "jobs/other.json", "reserved prefix"),
+        ("target", "work/x/plan.json", "reserved prefix"),
+        ("output", "inputs/overwrite.mp4", "outside the allowed prefixes"),
+        ("output", "outputs/a.mov", "must end in .mp4"),
+        ("target", "inputs\\clip.mp4", "backslashes"),
+    ],
+)
+def test_keys_that_climb_out_are_refused(field: str, value: str, why: str) -> None:
+    found = problems(manifest(**{field: value}))
+    assert any(field in p and why in p for p in found), found
+
+
+def test_keys_with_spaces_plus_percent_and_unicode_are_fine() -> None:
+    parsed = parse_manifest(manifest(target="inputs/Zoë + friends 100%.mp4"), KEY)
+    assert parsed.target == "inputs/Zoë + friends 100%.mp4"
+
+
+def test_system_options_are_refused_as_such() -> None:
+    assert any("set by the worker" in p for p in problems(manifest(options={"execution_providers": ["cuda"]})))
+
+
+def test_oversized_and_non_object_manifests() -> None:
+    assert "over the limit" in problems(b" " * 70_000)[0]
+    assert problems(b"[1, 2]") == ("the manifest must be a JSON object, not list",)
