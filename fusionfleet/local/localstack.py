@@ -28,7 +28,7 @@ def localstack_env(port: int, volume: Path) -> dict[str, str]:
     }
 
 
-def start(python: Path, port: int, volume: Path, log: Path, base_env: dict[str, str]) -> int:
+def start(python: Path, port: int, volume: Path, log: Path, base_env: dict[str, str]) -> subprocess.Popen[bytes]:
     if not python.is_file():
         raise FileNotFoundError(
             f"LocalStack's environment is missing ({python}); run `make localstack-env` (needs Python 3.13)"
@@ -44,7 +44,7 @@ def start(python: Path, port: int, volume: Path, log: Path, base_env: dict[str, 
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return process.pid
+    return process
 
 
 def healthy(endpoint: str, services: tuple[str, ...] = ("s3", "sqs", "sns", "stepfunctions", "cloudformation")) -> bool:
@@ -56,12 +56,12 @@ def healthy(endpoint: str, services: tuple[str, ...] = ("s3", "sqs", "sns", "ste
     return all(states.get(name) in ("running", "available") for name in services)
 
 
-def wait_healthy(endpoint: str, timeout_s: float, alive: object = None) -> None:
+def wait_healthy(endpoint: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if healthy(endpoint):
             return
-        if callable(alive) and not alive():
-            raise RuntimeError("LocalStack exited while starting; see its log")
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"LocalStack exited with status {process.returncode} while starting")
         time.sleep(0.5)
     raise TimeoutError(f"LocalStack at {endpoint} was not healthy within {timeout_s:.0f} s")

@@ -105,13 +105,14 @@ class LocalStack:
             self._stop_all(state)
         state = LocalState(port=port, region=options.region, stack=options.stack)
         log = self.paths.logs / "localstack.log"
-        pid = localstack.start(self.paths.localstack_python, port, self.paths.localstack_volume, log, dict(os.environ))
+        child = localstack.start(self.paths.localstack_python, port, self.paths.localstack_volume, log, dict(os.environ))
+        pid = child.pid
         process = ManagedProcess("localstack", "localstack", pid, str(log))
         state.processes.append(process)
         state.save(self.paths.state_file)
         self._say(f"starting LocalStack on {state.endpoint} (pid {pid}, log {log})")
         try:
-            localstack.wait_healthy(state.endpoint, timeout_s=180, alive=process.alive)
+            localstack.wait_healthy(state.endpoint, timeout_s=180, process=child)
         except (TimeoutError, RuntimeError) as error:
             raise RuntimeError(f"{error}; last lines of {log}:\n{_tail(log)}") from error
         return state

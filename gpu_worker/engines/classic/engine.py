@@ -16,7 +16,7 @@ import numpy as np
 from gpu_worker.engines.base import EngineError, EngineJob, Frame, Image
 from gpu_worker.engines.classic import identity as ident
 from gpu_worker.engines.classic.colour import LabStats
-from gpu_worker.engines.classic.models import DlibModels, load_models
+from gpu_worker.engines.classic.models import DlibModels, load_models, release_models
 from gpu_worker.engines.classic.presets import Preset, preset_for
 from gpu_worker.engines.classic.selector import (
     Descriptor,
@@ -174,3 +174,4 @@ class ClassicEngine:
     def close(self) -> None:
         self._identities.clear()
         self._models = None
+        release_models()

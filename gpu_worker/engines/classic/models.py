@@ -6,9 +6,11 @@ detector) and `face-recognition-models` (the `.dat` files). That package's `__in
 package's import spec without importing it.
 
 Licence: the 68-point landmark model (`shape_predictor_68_face_landmarks.dat`) was trained on the
-iBUG 300-W data set, whose licence excludes commercial use. Anyone rendering commercially with the
-classic engine must obtain a landmark model trained on commercially usable data. The ResNet face
-descriptor model (`dlib_face_recognition_resnet_model_v1.dat`) is public domain (CC0).
+iBUG 300-W data set, whose licence excludes commercial use; the dataset's creators asked that the
+trained model not be used in commercial products. It is therefore for NON-COMMERCIAL USE ONLY:
+rendering commercially with the classic engine needs a 68-point model trained on commercially usable
+data (same file format, swap the file). dlib's author released his other model files, the ResNet
+face descriptor (`dlib_face_recognition_resnet_model_v1.dat`) among them, into the public domain.
 """
 
 from __future__ import annotations
@@ -79,6 +81,12 @@ def dlib_module() -> Any:
 
 _LOCK = threading.Lock()
 _CACHE: dict[str, DlibModels] = {}
+
+
+def release_models() -> None:
+    """Forget the loaded models (the next `load_models()` loads them again)."""
+    with _LOCK:
+        _CACHE.clear()
 
 
 def load_models() -> DlibModels:

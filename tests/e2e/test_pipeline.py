@@ -1,0 +1,177 @@
+"""The whole pipeline on LocalStack: S3 drop → slicer → priority SQS → 2 workers → Distributed Map → merge → SNS."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fusionfleet import layout
+from fusionfleet.identity import job_id
+from fusionfleet.media.decode import iter_frames
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.probe import probe_video
+from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.orchestrator import execution_arn
+from fusionfleet.queues import SqsQueue
+from fusionfleet.samples import grace_hopper_path, read_stamp
+from tests.e2e.conftest import Stack
+from tests.support.media import write_video
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+
+def decode_all(path: Path) -> tuple[Any, list[np.ndarray]]:
+    info = probe_video(RangeReader(FileRangeSource(path), "v"), "v", MediaLimits())
+    frames = [image for _, image in iter_frames(RangeReader(FileRangeSource(path), "v"), info, 0, info.frame_count)]
+    return info, frames
+
+
+def queues_empty(stack: Stack) -> bool:
+    queue = SqsQueue(stack.client("sqs"))
+    return all(queue.depth(url).total == 0 for url in stack.resources.queues().values())
+
+
+def wait_until(check: Any, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.5)
+    return bool(check())
+
+
+@pytest.fixture(scope="module")
+def ten_seconds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_video(tmp_path_factory.mktemp("e2e") / "ten.mp4", seconds=10, fps=25, width=320, height=240, with_stamp=True)
+
+
+def s3_event_body(bucket: str, key: str, etag: str) -> str:
+    """What S3 sends for a manifest upload; used to replay a duplicate delivery."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "s3_manifest_event.json"
+    event = json.loads(fixture.read_text())
+    event["Records"][0]["s3"]["bucket"]["name"] = bucket
+    event["Records"][0]["s3"]["object"].update({"key": key, "eTag": etag})
+    return json.dumps(event)
+
+
+def test_s3_drop_renders_a_frame_exact_video_and_notifies_once(stack: Stack, ten_seconds: Path, tmp_path: Path) -> None:
+    # GIVEN a face and a 10 s 25 fps clip with audio in the media bucket, and a notification subscriber
+    s3 = stack.client("s3")
+    bucket = stack.resources.media_bucket
+    inbox = stack.subscribe()
+    s3.upload_file(str(grace_hopper_path()), bucket, "inputs/e2e/face.jpg")
+    s3.upload_file(str(ten_seconds), bucket, "inputs/e2e/ten seconds.mp4")
+    manifest = {"version": 1, "source": ["inputs/e2e/face.jpg"], "target": "inputs/e2e/ten seconds.mp4",
+                "engine": "copy", "priority": "high", "options": {"output_video_quality": 95}}  # fmt: skip
+    body = json.dumps(manifest).encode()
+    # WHEN the manifest is dropped into jobs/
+    etag = s3.put_object(Bucket=bucket, Key="jobs/e2e drop.json", Body=body)["ETag"]
+    job = job_id(bucket, "jobs/e2e drop.json", etag)
+    # THEN a success notification arrives, naming the job and the output
+    (notice,) = stack.notifications(inbox, wait_s=240)
+    assert notice["status"] == "succeeded", (notice, stack.logs())
+    assert notice["job_id"] == job and notice["frames"] == 250
+    assert notice["output"]["key"] == "outputs/e2e drop.mp4"
+    assert set(notice["timings"]) >= {"submitted_at", "started_at", "finished_at", "render_s", "merge_s"}
+    with urllib.request.urlopen(notice["download_url"], timeout=30) as response:
+        downloaded = response.read()
+    output = tmp_path / "out.mp4"
+    s3.download_file(bucket, notice["output"]["key"], str(output))
+    assert downloaded == output.read_bytes()
+
+    # AND the video has the source's frame count, duration within a frame, and the source's audio
+    source_info, source_frames = decode_all(ten_seconds)
+    info, frames = decode_all(output)
+    assert len(frames) == info.frame_count == source_info.frame_count == 250
+    assert abs(info.duration_s - source_info.duration_s) <= 1 / 25
+    assert len(info.audio) == 1
+    assert abs(info.audio[0].duration_s - source_info.audio[0].duration_s) <= 1 / 25
+    # AND every output frame is the source frame of the same index, not a neighbour
+    for index, image in enumerate(frames):
+        assert read_stamp(image) == index
+        error = [float(np.mean((image.astype(np.int16) - source_frames[j]) ** 2)) for j in (index - 1, index, index + 1) if 0 <= j < 250]
+        own = float(np.mean((image.astype(np.int16) - source_frames[index]) ** 2))
+        assert own == min(error), f"frame {index} matches a neighbour better than itself"
+
+    # WHEN the same manifest event is delivered again and the same manifest is uploaded again
+    stack.client("sqs").send_message(
+        QueueUrl=stack.resources.ingest_queue_url, MessageBody=s3_event_body(bucket, "jobs/e2e+drop.json", etag)
+    )
+    assert s3.put_object(Bucket=bucket, Key="jobs/e2e drop.json", Body=body)["ETag"] == etag
+    assert wait_until(lambda: queues_empty(stack), 30)
+    time.sleep(3)
+    # THEN there is still one job and one notification
+    sfn = stack.client("stepfunctions")
+    executions = [e for e in sfn.list_executions(stateMachineArn=stack.resources.state_machine_arn)["executions"] if e["name"] == job]
+    assert len(executions) == 1
+    assert stack.notifications(inbox, wait_s=5) == []
+    # AND nothing is left in any queue, and the manifest is still where the user put it
+    assert queues_empty(stack)
+    s3.head_object(Bucket=bucket, Key="jobs/e2e drop.json")
+    # AND each planned segment was rendered once, to its deterministic key
+    listing = s3.list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=layout.work_prefix(job) + "segments/")
+    segments = sorted(item["Key"] for item in listing["Contents"] if item["Key"].endswith(".mp4"))
+    assert segments == [layout.segment_key(job, i) for i in range(2)]
+
+
+def test_submit_wait_downloads_the_result_and_prints_the_job_id(stack: Stack, tmp_path: Path) -> None:
+    clip = write_video(tmp_path / "short clip.mp4", seconds=4, fps=25, width=320, height=240)
+    destination = tmp_path / "result.mp4"
+    result = stack.cli(
+        "submit", "--source", str(grace_hopper_path()), "--target", str(clip), "--engine", "copy",
+        "--priority", "low", "--wait", "--output", str(destination), "--face-selector-mode", "many",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr + stack.logs()
+    job = result.stdout.strip().splitlines()[-1]
+    assert job.startswith("short-clip-")
+    assert "segments" in result.stderr and "succeeded: 100 frames" in result.stderr
+    info, frames = decode_all(destination)
+    assert len(frames) == 100 and len(info.audio) == 1
+    status = stack.cli("status", job)
+    assert status.returncode == 0
+    assert "SUCCEEDED" in status.stdout and "1 done, 0 failed" in status.stdout and "outputs/" in status.stdout
+
+
+def test_a_target_that_is_not_a_video_fails_promptly_and_loses_nothing(stack: Stack, tmp_path: Path) -> None:
+    inbox = stack.subscribe()
+    fake = tmp_path / "holiday.mp4"
+    fake.write_text("this is a shopping list, not a video\n")
+    started = time.monotonic()
+    result = stack.cli("submit", "--source", str(grace_hopper_path()), "--target", str(fake), "--wait", "--name", "not-a-video")
+    # THEN the CLI ends promptly, non-zero, with the reason
+    assert time.monotonic() - started < 60
+    assert result.returncode == 2, result.stderr
+    assert "is not a video in an accepted container" in result.stderr and "it is a text file" in result.stderr
+    # AND the notification says the same, the manifest and media are in place, no queue holds anything
+    (notice,) = stack.notifications(inbox, wait_s=30)
+    assert notice["status"] == "failed" and "it is a text file" in notice["reason"]
+    s3 = stack.client("s3")
+    s3.head_object(Bucket=stack.resources.media_bucket, Key="jobs/not-a-video.json")
+    s3.head_object(Bucket=stack.resources.media_bucket, Key="inputs/not-a-video/target.mp4")
+    assert wait_until(lambda: queues_empty(stack), 20)
+    arn = execution_arn(stack.resources.state_machine_arn, result.stdout.strip().splitlines()[-1])
+    sfn = stack.client("stepfunctions")
+    with pytest.raises(sfn.exceptions.ExecutionDoesNotExist):
+        sfn.describe_execution(executionArn=arn)
+
+
+def test_local_status_lists_every_process_and_up_is_idempotent(stack: Stack) -> None:
+    status = stack.cli("local", "status", "--state-dir", str(stack.state_dir))
+    assert status.returncode == 0
+    for role in ("localstack", "slicer", "merge", "worker"):
+        assert role in status.stdout
+    assert status.stdout.count("running") == 5 and "render-high" in status.stdout
+    before = status.stdout
+    port = stack.endpoint.rsplit(":", 1)[1]
+    again = stack.cli("local", "up", "--workers", "2", "--port", port, "--default-engine", "copy", "--state-dir", str(stack.state_dir))
+    assert again.returncode == 0, again.stderr
+    assert "already running" in again.stderr
+    after = stack.cli("local", "status", "--state-dir", str(stack.state_dir)).stdout
+    pids = lambda text: sorted(line.split()[2] for line in text.splitlines() if line.split()[:1] and line.split()[0] in {"localstack", "slicer", "merge", "worker"})  # noqa: E731
+    assert pids(before) == pids(after)

@@ -1,0 +1,583 @@
+"""template.yaml and the state machine definition: lint, SAM transform, stage conditions, wiring.
+
+CloudFormation, not SAM, resolves conditions, so the SAM transform is checked for what it leaves
+for CloudFormation to decide: which resources exist when Stage=local (only what LocalStack runs)
+and which exist on AWS. Conditions are evaluated here by a small evaluator of their functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import fnmatch
+import json
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from cfnlint.api import lint_file
+from cfnlint.decode import cfn_yaml
+from samtranslator.parser.parser import Parser
+from samtranslator.translator.translator import Translator
+
+from fusionfleet.local.deploy import local_artifacts, rewrite_artifacts
+from fusionfleet.stack import StackResources
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+ASL = ROOT / "infra" / "statemachine" / "render.asl.json"
+SLICER_APP = ROOT / "functions" / "slicer" / "app.py"
+SLICER_MAKEFILE = ROOT / "functions" / "slicer" / "Makefile"
+
+Template = dict[str, Any]
+
+# Resource types LocalStack cannot run here: they must not exist when Stage=local.
+AWS_ONLY_PREFIXES = (
+    "AWS::Lambda::",
+    "AWS::ECS::",
+    "AWS::AutoScaling::",
+    "AWS::ApplicationAutoScaling::",
+    "AWS::EC2::",
+    "AWS::CloudWatch::",
+    "AWS::Logs::",
+)
+# What the local stack is made of: these must exist, unconditionally, for every stage.
+LOCAL_TYPES = (
+    "AWS::S3::Bucket",
+    "AWS::SQS::Queue",
+    "AWS::SQS::QueuePolicy",
+    "AWS::SNS::Topic",
+    "AWS::StepFunctions::StateMachine",
+)
+STAGES = ("local", "prod")
+PSEUDO_PARAMETERS = {"AWS::Region": "us-east-1", "AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
+
+
+# ---------------------------------------------------------------- loading and transforming
+
+
+def _plain(value: Any) -> Any:
+    """cfn-lint's YAML nodes as plain dicts, lists and strings."""
+    return json.loads(json.dumps(value))
+
+
+@cache
+def _source() -> Template:
+    """template.yaml as written (short tags such as !Ref become their Fn:: form)."""
+    return dict(_plain(cfn_yaml.load(str(TEMPLATE))))
+
+
+def _managed_policy_map() -> dict[str, str]:
+    """AWS managed policies by name, offline: SAM's bundled copy (never iam:ListPolicies)."""
+    try:
+        from samtranslator.internal.managed_policies import get_bundled_managed_policy_map
+    except ImportError:  # an aws-sam-translator without the bundled map
+        return {}
+    return dict(get_bundled_managed_policy_map("aws") or {})
+
+
+@cache
+def _packaged_text() -> str:
+    """The template as `sam package` (and the local deploy) hands it over: local paths as S3 URIs."""
+    text = TEMPLATE.read_text()
+    uploaded = {path: f"artifacts/{index}/{Path(path).name or 'code'}" for index, (_, path) in enumerate(local_artifacts(text))}
+    return rewrite_artifacts(text, uploaded, "deployment-bucket")
+
+
+def transform(stage: str) -> Template:
+    return copy.deepcopy(_transform(stage))
+
+
+@cache
+def _transform(stage: str) -> Template:
+    sam_template = _plain(cfn_yaml.loads(_packaged_text()))
+    translator = Translator(None, Parser(), boto_session=boto3.session.Session(region_name="us-east-1"))
+    result = translator.translate(
+        sam_template,
+        parameter_values={"Stage": stage},
+        get_managed_policy_map=_managed_policy_map,
+    )
+    return dict(_plain(result))
+
+
+# ---------------------------------------------------------------- conditions and references
+
+
+def parameter_values(template: Template, stage: str) -> dict[str, Any]:
+    values: dict[str, Any] = {name: spec.get("Default") for name, spec in template.get("Parameters", {}).items()}
+    values.update(PSEUDO_PARAMETERS)
+    values["Stage"] = stage
+    return values
+
+
+class Conditions:
+    """Evaluates a template's Conditions for given parameter values (Fn::Equals/Not/And/Or, Condition)."""
+
+    def __init__(self, template: Template, parameters: dict[str, Any]) -> None:
+        self._definitions: dict[str, Any] = template.get("Conditions", {})
+        self._parameters = parameters
+        self._values: dict[str, bool] = {}
+
+    def __getitem__(self, name: str) -> bool:
+        if name not in self._values:
+            self._values[name] = self._boolean(self._definitions[name])
+        return self._values[name]
+
+    def holds(self, name: str | None) -> bool:
+        return True if name is None else self[name]
+
+    def _boolean(self, expression: Any) -> bool:
+        (function, argument), = expression.items()
+        if function == "Condition":
+            return self[argument]
+        if function == "Fn::Not":
+            return not self._boolean(argument[0])
+        if function == "Fn::And":
+            return all(self._boolean(item) for item in argument)
+        if function == "Fn::Or":
+            return any(self._boolean(item) for item in argument)
+        if function == "Fn::Equals":
+            left, right = (self._value(item) for item in argument)
+            return bool(str(left) == str(right))
+        raise ValueError(f"unsupported condition function {function}")
+
+    def _value(self, expression: Any) -> Any:
+        if isinstance(expression, dict):
+            if set(expression) == {"Ref"}:
+                return self._parameters[expression["Ref"]]
+            return self._boolean(expression)
+        return expression
+
+
+_SUB_NAME = re.compile(r"\$\{(?!!)([^}]+)\}")
+
+
+def references(node: Any, conditions: Conditions) -> Iterator[str]:
+    """Logical ids (and parameters) a piece of template refers to, following only the Fn::If branch taken."""
+    if isinstance(node, list):
+        for item in node:
+            yield from references(item, conditions)
+        return
+    if not isinstance(node, dict):
+        return
+    if set(node) == {"Ref"}:
+        yield node["Ref"]
+        return
+    if set(node) == {"Fn::GetAtt"}:
+        target = node["Fn::GetAtt"]
+        yield (target[0] if isinstance(target, list) else target.split(".")[0])
+        return
+    if set(node) == {"Fn::If"}:
+        name, when_true, when_false = node["Fn::If"]
+        yield from references(when_true if conditions[name] else when_false, conditions)
+        return
+    if set(node) == {"Fn::Sub"}:
+        value = node["Fn::Sub"]
+        text, variables = (value, {}) if isinstance(value, str) else (value[0], value[1])
+        for name in _SUB_NAME.findall(text):
+            base = name.split(".")[0]
+            if base not in variables:
+                yield base
+        yield from references(list(variables.values()), conditions)
+        return
+    for value in node.values():
+        yield from references(value, conditions)
+
+
+def existing(template: Template, conditions: Conditions) -> dict[str, Any]:
+    return {
+        name: resource
+        for name, resource in template["Resources"].items()
+        if conditions.holds(resource.get("Condition"))
+    }
+
+
+def find_in_map(template: Template, node: Any) -> Any:
+    if isinstance(node, dict) and set(node) == {"Fn::FindInMap"}:
+        mapping, top, second = node["Fn::FindInMap"]
+        return template["Mappings"][mapping][top][second]
+    return node
+
+
+def properties(template: Template, name: str) -> dict[str, Any]:
+    return dict(template["Resources"][name]["Properties"])
+
+
+def statements(role: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for policy in role["Properties"].get("Policies", []):
+        document = policy["PolicyDocument"]
+        for statement in document["Statement"]:
+            yield statement
+
+
+def allows(statement: dict[str, Any], action: str) -> bool:
+    actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+    return statement["Effect"] == "Allow" and any(fnmatch.fnmatch(action.lower(), a.lower()) for a in actions)
+
+
+# ---------------------------------------------------------------- (a) lint
+
+
+def test_template_passes_cfn_lint_without_errors_or_warnings() -> None:
+    # GIVEN the template as committed
+    # WHEN cfn-lint (the same rules as `cfn-lint template.yaml`) checks it
+    matches = lint_file(TEMPLATE)
+    # THEN it reports no error and no warning
+    problems = [f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches if m.rule.severity in ("error", "warning")]
+    assert problems == []
+
+
+# ---------------------------------------------------------------- (b) SAM transform and stages
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_transform_leaves_the_stage_decision_to_cloudformation(stage: str) -> None:
+    # GIVEN the template transformed by SAM with this Stage
+    template = transform(stage)
+    # WHEN its resources are listed with their conditions
+    listed = {name: (resource["Type"], resource.get("Condition")) for name, resource in template["Resources"].items()}
+    # THEN SAM produced the same resources with the same conditions as for the other stage
+    other = transform(next(s for s in STAGES if s != stage))
+    assert listed == {name: (r["Type"], r.get("Condition")) for name, r in other["Resources"].items()}
+    # AND every kind of resource the stack needs is there
+    types = {resource_type for resource_type, _ in listed.values()}
+    expected = {
+        *LOCAL_TYPES,
+        "AWS::Lambda::Function",
+        "AWS::Lambda::EventSourceMapping",
+        "AWS::ECS::Cluster",
+        "AWS::ECS::CapacityProvider",
+        "AWS::ECS::ClusterCapacityProviderAssociations",
+        "AWS::ECS::TaskDefinition",
+        "AWS::ECS::Service",
+        "AWS::AutoScaling::AutoScalingGroup",
+        "AWS::EC2::LaunchTemplate",
+        "AWS::EC2::SecurityGroup",
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        "AWS::CloudWatch::Alarm",
+        "AWS::IAM::Role",
+    }
+    assert expected <= types
+
+
+def test_aws_only_resources_exist_on_aws_and_not_for_local() -> None:
+    # GIVEN the transformed template and its conditions evaluated for Stage=local and Stage=prod
+    template = transform("local")
+    local = Conditions(template, parameter_values(template, "local"))
+    aws = Conditions(template, parameter_values(template, "prod"))
+    aws_only = {n: r for n, r in template["Resources"].items() if r["Type"].startswith(AWS_ONLY_PREFIXES)}
+    assert aws_only
+    # WHEN each AWS-only resource's condition is evaluated
+    # THEN it is false for local and true for prod
+    wrong_for_local = [n for n, r in aws_only.items() if local.holds(r.get("Condition"))]
+    missing_on_aws = [n for n, r in aws_only.items() if not aws.holds(r.get("Condition"))]
+    assert wrong_for_local == []
+    assert missing_on_aws == []
+
+
+def test_local_resources_carry_no_condition() -> None:
+    # GIVEN the transformed template
+    template = transform("local")
+    # WHEN the buckets, queues, topic and state machine are picked out
+    local_resources = {n: r for n, r in template["Resources"].items() if r["Type"] in LOCAL_TYPES}
+    # THEN there are some of each, and none of them has a condition
+    assert {r["Type"] for r in local_resources.values()} == set(LOCAL_TYPES)
+    assert {n: r["Condition"] for n, r in local_resources.items() if "Condition" in r} == {}
+
+
+def test_iam_resources_exist_exactly_when_something_that_exists_uses_them() -> None:
+    # GIVEN the transformed template for each stage
+    for stage in STAGES:
+        template = transform(stage)
+        conditions = Conditions(template, parameter_values(template, stage))
+        present = existing(template, conditions)
+        used = {ref for resource in present.values() for ref in references(resource, conditions)}
+        # WHEN the IAM roles and instance profiles are checked
+        iam = {n: r for n, r in template["Resources"].items() if r["Type"].startswith("AWS::IAM::")}
+        # THEN each exists for this stage if and only if an existing resource refers to it
+        mismatched = {n: (n in present, n in used) for n in iam if (n in present) != (n in used)}
+        assert mismatched == {}, stage
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_nothing_that_exists_refers_to_something_that_does_not(stage: str) -> None:
+    # GIVEN the transformed template and the resources and outputs that exist for this stage
+    template = transform(stage)
+    conditions = Conditions(template, parameter_values(template, stage))
+    present = existing(template, conditions)
+    known = set(present) | set(template.get("Parameters", {})) | set(PSEUDO_PARAMETERS) | {"AWS::NoValue", "AWS::StackName", "AWS::StackId", "AWS::URLSuffix"}
+    outputs = {n: o for n, o in template.get("Outputs", {}).items() if conditions.holds(o.get("Condition"))}
+    # WHEN their references (Ref, GetAtt, Sub, DependsOn) are collected
+    dangling: dict[str, set[str]] = {}
+    for name, node in {**present, **{f"Outputs.{n}": o for n, o in outputs.items()}}.items():
+        refs = set(references(node.get("Properties", node.get("Value")), conditions))
+        depends = node.get("DependsOn", [])
+        refs |= set([depends] if isinstance(depends, str) else depends)
+        if refs - known:
+            dangling[name] = refs - known
+    # THEN every reference points at something that exists too
+    assert dangling == {}
+
+
+def test_local_outputs_are_what_the_client_reads() -> None:
+    # GIVEN the outputs that exist when Stage=local
+    template = transform("local")
+    conditions = Conditions(template, parameter_values(template, "local"))
+    outputs = {n: "value" for n, o in template["Outputs"].items() if conditions.holds(o.get("Condition"))}
+    # WHEN the client builds its view of the stack from them
+    resources = StackResources.from_outputs(outputs)
+    # THEN it finds everything it needs, and no AWS-only output is among them
+    assert resources.stage == "value"
+    aws_only_outputs = {"SlicerFunctionArn", "ClusterName", "RenderServiceName", "MergeServiceName"}
+    assert aws_only_outputs <= set(template["Outputs"])
+    assert aws_only_outputs.isdisjoint(outputs)
+
+
+def test_aws_only_parameters_need_no_value_for_a_local_deploy() -> None:
+    # GIVEN the template's parameters
+    parameters = _source()["Parameters"]
+    # WHEN a local deploy passes only Stage
+    without_default = [name for name, spec in parameters.items() if name != "Stage" and "Default" not in spec]
+    resolved_by_cloudformation = [name for name, spec in parameters.items() if spec["Type"].startswith("AWS::")]
+    # THEN every other parameter has a default, and none has a type CloudFormation would look up
+    # (an SSM-typed parameter is resolved for every stage, and the local stack runs no SSM)
+    assert without_default == []
+    assert resolved_by_cloudformation == []
+    # AND an AWS stage must supply the network and the image (the Rules section says so)
+    assertions = json.dumps(_source()["Rules"])
+    for required in ("VpcId", "SubnetIds", "WorkerImage"):
+        assert f'"Ref": "{required}"' in assertions
+
+
+# ---------------------------------------------------------------- (c) the state machine definition
+
+
+def _asl_text() -> str:
+    return ASL.read_text()
+
+
+def _substitutions() -> dict[str, Any]:
+    return dict(properties(_source(), "RenderStateMachine")["DefinitionSubstitutions"])
+
+
+def _integrations(node: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(resource ARN, parameters) of every Task state, ItemReader and ResultWriter, at any depth."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _integrations(item)
+        return
+    if not isinstance(node, dict):
+        return
+    resource = node.get("Resource")
+    if isinstance(resource, str) and resource.startswith("arn:aws:states:::"):
+        yield resource, dict(node.get("Parameters", {}))
+    for value in node.values():
+        yield from _integrations(value)
+
+
+def test_asl_is_valid_json_and_every_substitution_is_provided() -> None:
+    # GIVEN the definition file and the state machine's DefinitionSubstitutions
+    text = _asl_text()
+    # WHEN it is parsed and its ${...} placeholders are collected
+    definition = json.loads(text)
+    placeholders = set(_SUB_NAME.findall(text))
+    # THEN it is a state machine whose every placeholder the template substitutes
+    assert definition["StartAt"] in definition["States"]
+    assert placeholders
+    assert placeholders - set(_substitutions()) == set()
+
+
+def test_every_integration_in_the_asl_is_allowed_by_the_state_machine_role() -> None:
+    # GIVEN the transformed template's state machine, its role and the definition's integrations
+    template = transform("prod")
+    conditions = Conditions(template, parameter_values(template, "prod"))
+    machine = template["Resources"]["RenderStateMachine"]["Properties"]
+    role_name = next(iter(references(machine["RoleArn"], conditions)))
+    role_statements = list(statements(template["Resources"][role_name]))
+    substitutions = machine["DefinitionSubstitutions"]
+    definition = json.loads(_asl_text())
+    integrations = list(_integrations(definition))
+    assert integrations
+    # WHEN each integration is turned into the IAM action it needs and the resources it touches
+    missing: list[str] = []
+    for resource, parameters in integrations:
+        service, api = resource.removeprefix("arn:aws:states:::").split(".")[0].split(":")
+        action = f"{service}:{api[0].upper()}{api[1:]}"
+        targets: set[str] = set()
+        for key, value in parameters.items():
+            if key.endswith(".$"):
+                # Dynamic S3 locations are the work bucket's by contract (plans, map results).
+                targets |= {"WorkBucket"} if service == "s3" else set()
+            elif isinstance(value, str):
+                for placeholder in _SUB_NAME.findall(value):
+                    targets |= set(references(substitutions[placeholder], conditions))
+        assert targets, f"{resource}: no resource found in {parameters}"
+        # THEN some statement of the role allows that action on each of those resources
+        for target in targets:
+            if not any(allows(s, action) and target in set(references(s["Resource"], conditions)) for s in role_statements):
+                missing.append(f"{action} on {target} ({resource})")
+    assert missing == []
+    # AND a distributed map may start its child executions
+    assert '"DISTRIBUTED"' in _asl_text()
+    assert any(allows(s, "states:StartExecution") for s in role_statements)
+
+
+# ---------------------------------------------------------------- (d) render queues
+
+
+@pytest.mark.parametrize("queue", ["RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow"])
+def test_render_queue_attempts_come_from_the_parameter_and_end_in_a_dead_letter_queue(queue: str) -> None:
+    # GIVEN a render queue as written
+    template = _source()
+    redrive = properties(template, queue)["RedrivePolicy"]
+    # WHEN its redrive policy is read
+    dead_letter = redrive["deadLetterTargetArn"]["Fn::GetAtt"]
+    dlq_name = dead_letter[0] if isinstance(dead_letter, list) else dead_letter.split(".")[0]
+    # THEN the attempts are RenderMaxAttempts (the one number the workers read back from the queue)
+    assert redrive["maxReceiveCount"] == {"Ref": "RenderMaxAttempts"}
+    # AND the dead-letter queue is an unconditional queue that keeps messages longer than the source
+    dlq = template["Resources"][dlq_name]
+    assert dlq["Type"] == "AWS::SQS::Queue"
+    assert "Condition" not in dlq
+    assert dlq["Properties"]["MessageRetentionPeriod"] > properties(template, queue)["MessageRetentionPeriod"]
+
+
+# ---------------------------------------------------------------- AWS wiring the code depends on
+
+
+def test_slicer_function_is_built_by_the_makefile_and_gets_every_variable_the_handler_reads() -> None:
+    # GIVEN the slicer function and the handler module it names
+    template = _source()
+    function = template["Resources"]["SlicerFunction"]
+    handler = function["Properties"]["Handler"]
+    module_path = ROOT / (handler.rsplit(".", 1)[0].replace(".", "/") + ".py")
+    # WHEN the handler's os.environ reads are collected
+    tree = ast.parse(module_path.read_text())
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        is_subscript = isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ"
+        is_get = isinstance(node, ast.Call) and ast.unparse(node.func) == "os.environ.get"
+        if is_subscript and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            read.add(str(node.slice.value))
+        if is_get and isinstance(node, ast.Call) and isinstance(node.args[0], ast.Constant):
+            read.add(str(node.args[0].value))
+    provided = set(function["Properties"]["Environment"]["Variables"])
+    # THEN the function sets each one (AWS_REGION comes from Lambda; AWS_ENDPOINT_URL is for LocalStack)
+    assert module_path == SLICER_APP
+    assert read - provided - {"AWS_REGION", "AWS_ENDPOINT_URL"} == set()
+    assert any(f"def {handler.rsplit('.', 1)[1]}(" in line for line in module_path.read_text().splitlines())
+    # AND sam build makes it with the Makefile target named after the function
+    assert function["Metadata"]["BuildMethod"] == "makefile"
+    assert function["Properties"]["CodeUri"] == "functions/slicer/"
+    assert re.search(r"^build-SlicerFunction:", SLICER_MAKEFILE.read_text(), re.MULTILINE)
+    # AND failed records go back to the ingest queue one by one
+    event = function["Properties"]["Events"]["Ingest"]["Properties"]
+    assert event["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert event["Queue"] == {"Fn::GetAtt": ["IngestQueue", "Arn"]}
+
+
+def test_workers_get_their_role_queues_in_priority_order_and_one_gpu() -> None:
+    # GIVEN the render and merge task definitions
+    template = _source()
+    render = properties(template, "RenderTaskDefinition")["ContainerDefinitions"][0]
+    merge = properties(template, "MergeTaskDefinition")["ContainerDefinitions"][0]
+    # WHEN their environments are read
+    render_env = {item["Name"]: item["Value"] for item in render["Environment"]}
+    merge_env = {item["Name"]: item["Value"] for item in merge["Environment"]}
+    # THEN the render worker asks high, then normal, then low, on one GPU
+    assert render_env["FUSIONFLEET_ROLE"] == "render"
+    assert render_env["FUSIONFLEET_QUEUE_URLS"] == {
+        "Fn::Join": [",", [{"Ref": "RenderQueueHigh"}, {"Ref": "RenderQueueNormal"}, {"Ref": "RenderQueueLow"}]]
+    }
+    assert render["ResourceRequirements"] == [{"Type": "GPU", "Value": "1"}]
+    # AND the merge worker takes the merge queue
+    assert merge_env["FUSIONFLEET_ROLE"] == "merge"
+    assert merge_env["FUSIONFLEET_QUEUE_URLS"] == {"Ref": "MergeQueue"}
+    assert {"AWS_REGION", "FUSIONFLEET_VISIBILITY_SECONDS"} <= set(render_env) & set(merge_env)
+
+
+def test_worker_stop_timeout_matches_the_gpu_hosts_agent_timeout() -> None:
+    # GIVEN the render container's stop timeout and the GPU hosts' user data
+    template = _source()
+    stop_timeout = find_in_map(template, properties(template, "RenderTaskDefinition")["ContainerDefinitions"][0]["StopTimeout"])
+    user_data = properties(template, "GpuLaunchTemplate")["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Sub"]
+    script, variables = user_data
+    # WHEN the user data's ECS agent settings are resolved
+    rendered = script
+    for name, value in variables.items():
+        rendered = rendered.replace("${" + name + "}", str(find_in_map(template, value)))
+    # THEN the agent waits as long as the task definition says, and GPU and Spot draining are on
+    assert stop_timeout == 120
+    assert f"ECS_CONTAINER_STOP_TIMEOUT={stop_timeout}s" in rendered
+    assert "ECS_ENABLE_GPU_SUPPORT=true" in rendered
+    assert "ECS_ENABLE_SPOT_INSTANCE_DRAINING=true" in rendered
+    assert "ECS_CLUSTER=${RenderCluster}" in rendered
+    # AND the merge container drains the same way
+    merge = properties(template, "MergeTaskDefinition")["ContainerDefinitions"][0]
+    assert find_in_map(template, merge["StopTimeout"]) == stop_timeout
+
+
+def test_gpu_capacity_can_go_to_zero_without_killing_a_render() -> None:
+    # GIVEN the GPU Auto Scaling group and its capacity provider
+    template = _source()
+    group = properties(template, "GpuAutoScalingGroup")
+    provider = properties(template, "GpuCapacityProvider")["AutoScalingGroupProvider"]
+    # WHEN their scaling settings are read
+    # THEN the group may be empty, ECS manages it at 100 % and drains hosts it removes
+    assert group["MinSize"] == "0"
+    assert "DesiredCapacity" not in group
+    assert provider["ManagedScaling"]["Status"] == "ENABLED"
+    assert provider["ManagedScaling"]["TargetCapacity"] == 100
+    assert provider["ManagedDraining"] == "ENABLED"
+    # AND managed termination protection has the scale-in protection it requires
+    assert provider["ManagedTerminationProtection"] == "ENABLED"
+    assert group["NewInstancesProtectedFromScaleIn"] is True
+
+
+def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
+    # GIVEN the render service's scaling resources
+    template = _source()
+    target = properties(template, "RenderScalableTarget")
+    tracking = properties(template, "RenderBacklogTracking")
+    metrics = tracking["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"]["Metrics"]
+    by_id = {metric["Id"]: metric for metric in metrics}
+    returned = [metric for metric in metrics if metric.get("ReturnData", True)]
+    # WHEN the tracked metric is read
+    queue_metrics = [m["MetricStat"]["Metric"] for m in metrics if "MetricStat" in m and m["MetricStat"]["Metric"]["Namespace"] == "AWS/SQS"]
+    queues = {m["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for m in queue_metrics}
+    # THEN it is the render queues' visible messages divided by the running tasks, scaling down to 0
+    assert target["MinCapacity"] == 0
+    assert {m["MetricName"] for m in queue_metrics} == {"ApproximateNumberOfMessagesVisible"}
+    assert queues == {"RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow"}
+    assert by_id["running"]["MetricStat"]["Metric"]["MetricName"] == "RunningTaskCount"
+    assert by_id["running"]["MetricStat"]["Metric"]["Namespace"] == "ECS/ContainerInsights"
+    assert len(returned) == 1
+    assert returned[0]["Expression"].replace(" ", "") == "(high+normal+low)/running"
+    assert tracking["TargetTrackingScalingPolicyConfiguration"].get("DisableScaleIn", False) is False
+    # AND Container Insights publishes that task count
+    assert {"Name": "containerInsights", "Value": "enabled"} in properties(template, "RenderCluster")["ClusterSettings"]
+    # AND a backlog alarm sets one task on the same target when none is wanted
+    alarm = properties(template, "RenderWakeAlarm")
+    (policy_name,) = [action["Ref"] for action in alarm["AlarmActions"]]
+    policy = properties(template, policy_name)
+    assert policy["ScalingTargetId"] == {"Ref": "RenderScalableTarget"}
+    assert policy["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ExactCapacity"
+    assert [step["ScalingAdjustment"] for step in policy["StepScalingPolicyConfiguration"]["StepAdjustments"]] == [1]
+    wake_expression = next(m["Expression"] for m in alarm["Metrics"] if m.get("ReturnData", True))
+    assert "desired" in wake_expression and alarm["ComparisonOperator"] == "GreaterThanThreshold" and alarm["Threshold"] == 0
+
+
+def test_render_service_starts_empty_and_may_replace_every_task_on_deploy() -> None:
+    # GIVEN the render service
+    service = properties(_source(), "RenderService")
+    # WHEN its count and deployment settings are read
+    deployment = service["DeploymentConfiguration"]
+    # THEN it starts with no task, runs on the GPU capacity provider and needs no spare GPU to deploy
+    assert service["DesiredCount"] == 0
+    assert service["CapacityProviderStrategy"][0]["CapacityProvider"] == {"Ref": "GpuCapacityProvider"}
+    assert deployment["MinimumHealthyPercent"] == 0
