@@ -81,7 +81,11 @@ def face_region(points: warp.Points, shape: tuple[int, ...]) -> np.ndarray:
     return np.asarray(cv2.dilate(mask, kernel), dtype=np.uint8) > 0
 
 
-def jitter(series: Sequence[tuple[warp.Points, float] | None]) -> float | None:
+Series = list[tuple[warp.Points, float] | None]
+"""Per frame: one face's landmarks and its inter-ocular distance, or None where it was not found."""
+
+
+def jitter(series: Series) -> float | None:
     """Mean |p[t+1] - 2p[t] + p[t-1]| over landmarks and frames, in inter-ocular distances."""
     values = []
     for before, now, after in zip(series, series[1:], series[2:], strict=False):
@@ -92,9 +96,50 @@ def jitter(series: Sequence[tuple[warp.Points, float] | None]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+def main_face(faces: Sequence[Observed]) -> Observed | None:
+    return max(faces, key=lambda face: face.box[2] - face.box[0], default=None)
+
+
+def matched_series(faces_per_frame: Sequence[Sequence[Observed]], anchors: Sequence[Observed | None]) -> Series:
+    """Per frame, the landmarks of the face found at the anchor's (target face's) place."""
+    series: Series = []
+    for faces, anchor in zip(faces_per_frame, anchors, strict=True):
+        match = None if anchor is None else max(faces, key=lambda f: box_iou(f.box, anchor.box), default=None)
+        if anchor is None or match is None or box_iou(match.box, anchor.box) <= 0.3:
+            series.append(None)
+        else:
+            series.append((match.points, max(lm.interocular(anchor.points), 1.0)))
+    return series
+
+
+def static_swap_jitter(engine: ClassicEngine, source: Image, anchors: Sequence[Observed | None]) -> float | None:
+    """Jitter of a temporally perfect swap: the still photo swapped once, then moved like the shot.
+
+    It is the floor for this source on this shot: what remains is how much less steady dlib's
+    landmarks are on the swapped face than on the original one, whatever the engine does over time.
+    """
+    transform = getattr(samples, "_transform", None)  # the sample shot's camera path
+    if transform is None:
+        return None
+    photo = cv2.resize(samples.astronaut(), None, fx=2, fy=2, interpolation=cv2.INTER_CUBIC)
+    job = EngineJob("static", (source,), OPTIONS, quality="balanced")
+    swapped = next(iter(engine.render(job, [Frame(0, np.ascontiguousarray(photo, dtype=np.uint8))])))
+    half = np.diag([0.5, 0.5, 1.0])  # the photo was doubled
+    frames = [
+        np.ascontiguousarray(
+            cv2.warpAffine(
+                swapped, transform(i / 25.0, 640, 360, 512) @ half, (640, 360), borderMode=cv2.BORDER_REFLECT
+            ),
+            dtype=np.uint8,
+        )
+        for i in range(len(anchors))
+    ]
+    return jitter(matched_series([observe(engine.models, frame) for frame in frames], anchors))
+
+
 def quality_run(
     engine: ClassicEngine, sources: Sequence[Image], targets: Sequence[Image], fps: float
-) -> tuple[dict[str, Any], list[Image]]:
+) -> tuple[dict[str, Any], list[Image], list[Observed | None]]:
     models = engine.models
     job = EngineJob("benchmark", tuple(sources), OPTIONS, quality="balanced", fps=fps)
     engine.validate(job)
@@ -103,8 +148,8 @@ def quality_run(
         [ident.describe(models, s, ident.largest_face(models, s, "source").points) for s in sources], axis=0
     )
     to_source, to_target = [], []
-    target_series: list[tuple[warp.Points, float] | None] = []
-    output_series: list[tuple[warp.Points, float] | None] = []
+    anchors: list[Observed | None] = []
+    output_faces_per_frame: list[list[Observed]] = []
     squared_error, outside_pixels, changed_outside = 0.0, 0, 0
     for target, output in zip(targets, outputs, strict=True):
         target_faces = observe(models, target)
@@ -117,24 +162,16 @@ def quality_run(
             out_descriptor = ident.describe(models, output, out_points)
             to_source.append(float(np.linalg.norm(out_descriptor - identity)))
             to_target.append(float(np.linalg.norm(out_descriptor - ident.describe(models, target, face.points))))
-        main = max(target_faces, key=lambda f: f.box[2] - f.box[0], default=None)
-        if main is None:
-            target_series.append(None)
-            output_series.append(None)
-        else:
-            scale = max(lm.interocular(main.points), 1.0)
-            target_series.append((main.points, scale))
-            match = max(output_faces, key=lambda f: box_iou(f.box, main.box), default=None)
-            if match is not None and box_iou(match.box, main.box) > 0.3:
-                output_series.append((match.points, scale))
-            else:
-                output_series.append(None)
+        anchors.append(main_face(target_faces))
+        output_faces_per_frame.append(output_faces)
         difference = output.astype(np.float64) - target.astype(np.float64)
         squared_error += float((difference[outside] ** 2).sum())
         outside_pixels += int(outside.sum()) * 3
         changed_outside += int(np.any(difference[outside] != 0, axis=1).sum())
     closer = [s < t for s, t in zip(to_source, to_target, strict=True)]
-    target_jitter, output_jitter = jitter(target_series), jitter(output_series)
+    target_jitter = jitter([None if a is None else (a.points, max(lm.interocular(a.points), 1.0)) for a in anchors])
+    output_series = matched_series(output_faces_per_frame, anchors)
+    output_jitter = jitter(output_series)
     mse = squared_error / max(outside_pixels, 1)
     report = {
         "frames": len(targets),
@@ -156,7 +193,7 @@ def quality_run(
             "changed_pixels": changed_outside,
         },
     }
-    return report, outputs
+    return report, outputs, anchors
 
 
 def speed_run(
@@ -217,7 +254,15 @@ def print_table(report: dict[str, Any]) -> None:
         f"identity: distance to source {identity['mean_distance_to_source']:.3f}, "
         f"to target {identity['mean_distance_to_target']:.3f} over {identity['faces']} faces"
     )
-    print(f"jitter: output {temporal['output_jitter']:.4f}, target {temporal['target_jitter']:.4f} (inter-ocular)")
+    print(
+        f"jitter (inter-ocular): output {temporal['output_jitter']:.4f}, target {temporal['target_jitter']:.4f}, "
+        f"temporally perfect swap {temporal.get('static_swap_jitter') or math.nan:.4f}"
+    )
+    for pair in report["pairs"][1:]:
+        share, ratio = pair["identity"]["closer_to_source_share"], pair["temporal"]["ratio"] or math.nan
+        psnr = "identical" if pair["outside_face"]["bit_identical"] else f"{pair['outside_face']['psnr_db']:.1f} dB"
+        names = f"{Path(pair['source']).name} -> {Path(pair['target']).name}"
+        print(f"pair {names}: closer to source {share:.3f}, jitter ratio {ratio:.3f}, outside face {psnr}")
     print(f"{'speed (fps per core)':<26}{'640x360':>10}{'1280x720':>10}")
     for quality in QUALITY_PRESETS:
         row = report["speed"][quality]
@@ -241,7 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     grace = samples.grace_hopper()
     astronaut = list(samples.astronaut_frames(args.frames))
     pairs: list[dict[str, Any]] = []
-    report_pair, outputs = quality_run(engine, [grace], astronaut, 25.0)
+    report_pair, outputs, anchors = quality_run(engine, [grace], astronaut, 25.0)
+    floor = static_swap_jitter(engine, grace, anchors)
+    temporal = report_pair["temporal"]
+    temporal["static_swap_jitter"] = floor
+    temporal["output_vs_static_swap_ratio"] = temporal["output_jitter"] / floor if floor else None
     pairs.append({"source": "grace_hopper", "target": "astronaut_frames(640x360)", **report_pair})
     middle = len(astronaut) // 2
     side_by_side(grace, astronaut[middle], outputs[middle], RESULTS / "quality_side_by_side.png")
@@ -250,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if source is None:
             raise SystemExit(f"cannot read {source_path}")
         frames, fps = read_video(Path(video_path), args.frames)
-        extra, _ = quality_run(engine, [np.ascontiguousarray(source, dtype=np.uint8)], frames, fps)
+        extra, _, _ = quality_run(engine, [np.ascontiguousarray(source, dtype=np.uint8)], frames, fps)
         pairs.append({"source": source_path, "target": video_path, **extra})
 
     speed = {

@@ -33,4 +33,4 @@ class AwsTarget:
             options["endpoint_url"] = self.endpoint_url
             options["aws_access_key_id"] = LOCAL_ACCESS_KEY
             options["aws_secret_access_key"] = LOCAL_ACCESS_KEY
-        return boto3.session.Session().client(service, **options)
+        return boto3.session.Session().client(service, **options)  # type: ignore[call-overload]

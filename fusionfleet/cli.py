@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fusionfleet", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    local = commands.add_parser("local", help="the local stack on LocalStack").add_subparsers(dest="local_command", required=True)
+    local = commands.add_parser("local", help="the local stack on LocalStack").add_subparsers(
+        dest="local_command", required=True
+    )
     up = local.add_parser("up", help="start LocalStack, deploy the template (Stage=local), start slicer and workers")
     up.add_argument("--workers", type=int, default=2, help="render worker processes (default 2)")
     up.add_argument("--port", type=int, help="LocalStack's port (default 4566)")
@@ -97,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("job_id")
     _add_connection(status)
 
-    commands.add_parser("swap", help="render one video on this machine (no cloud); see `fusionfleet swap --help`", add_help=False)
+    commands.add_parser(
+        "swap", help="render one video on this machine (no cloud); see `fusionfleet swap --help`", add_help=False
+    )
     return parser
 
 
@@ -157,7 +161,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"state     {status.state}")
     if status.progress:
         p = status.progress
-        print(f"segments  {p.succeeded} done, {p.failed} failed, {p.running} running, {p.pending} pending, {p.total} total")
+        print(
+            f"segments  {p.succeeded} done, {p.failed} failed, {p.running} running, "
+            f"{p.pending} pending, {p.total} total"
+        )
     if status.output:
         print(f"output    {status.output['output']['uri']}")
         print(f"download  {status.output.get('download_url', '')}")
@@ -172,7 +179,9 @@ def cmd_local(args: argparse.Namespace) -> int:
 
     stack = LocalStack(LocalPaths.discover(args.state_dir), say)
     if args.local_command == "up":
-        state = stack.up(UpOptions(workers=args.workers, port=args.port, stack=args.stack, default_engine=args.default_engine))
+        state = stack.up(
+            UpOptions(workers=args.workers, port=args.port, stack=args.stack, default_engine=args.default_engine)
+        )
         print(state.endpoint, flush=True)
         return 0
     if args.local_command == "down":

@@ -18,8 +18,16 @@ from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, 
 from fusionfleet.stack import StackResources
 from fusionfleet.storage import Storage, get_json
 
-_CONTENT_TYPES = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".webp": "image/webp",
-                  ".mp4": "video/mp4", ".mov": "video/quicktime", ".mkv": "video/x-matroska", ".webm": "video/webm"}  # fmt: skip
+_CONTENT_TYPES = {
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".png": "image/png",
+    ".webp": "image/webp",
+    ".mp4": "video/mp4",
+    ".mov": "video/quicktime",
+    ".mkv": "video/x-matroska",
+    ".webm": "video/webm",
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +67,13 @@ def build_manifest(
     reference: str | None,
     options: dict[str, Any],
 ) -> dict[str, Any]:
-    manifest: dict[str, Any] = {"version": 1, "source": sources, "target": target, "output": output, "priority": priority}
+    manifest: dict[str, Any] = {
+        "version": 1,
+        "source": sources,
+        "target": target,
+        "output": output,
+        "priority": priority,
+    }
     if engine:
         manifest["engine"] = engine
     if quality:
@@ -99,7 +113,9 @@ class Client:
         def upload(path: Path, slot: str) -> str:
             key = f"{layout.INPUT_PREFIX}{name}/{slot}{path.suffix.lower()}"
             say(f"uploading {path} → s3://{bucket}/{key}")
-            self._storage.upload_file(bucket, key, path, _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream"))
+            self._storage.upload_file(
+                bucket, key, path, _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
+            )
             return key
 
         source_keys = [upload(path, f"source-{i}") for i, path in enumerate(sources)]
@@ -110,7 +126,9 @@ class Client:
         manifest = build_manifest(
             source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}
         )
-        etag = self._storage.put_bytes(bucket, manifest_key, json.dumps(manifest, indent=2).encode(), "application/json")
+        etag = self._storage.put_bytes(
+            bucket, manifest_key, json.dumps(manifest, indent=2).encode(), "application/json"
+        )
         say(f"submitted s3://{bucket}/{manifest_key}")
         return Submission(derive_job_id(bucket, manifest_key, etag), manifest_key, output_key)
 
@@ -130,7 +148,9 @@ class Client:
         if execution.status == "SUCCEEDED":
             return JobStatus(job_id, "SUCCEEDED", progress, execution.output, execution=execution)
         if execution.finished:
-            return JobStatus(job_id, execution.status, progress, reason=execution.cause or execution.error or "", execution=execution)
+            return JobStatus(
+                job_id, execution.status, progress, reason=execution.cause or execution.error or "", execution=execution
+            )
         return JobStatus(job_id, "RUNNING", progress, execution=execution)
 
     def wait(
@@ -147,7 +167,9 @@ class Client:
             if status.finished:
                 return status
             if time.monotonic() > deadline:
-                return JobStatus(job_id, "WAIT_TIMEOUT", status.progress, reason=f"still {status.state} after {timeout_s:.0f} s")
+                return JobStatus(
+                    job_id, "WAIT_TIMEOUT", status.progress, reason=f"still {status.state} after {timeout_s:.0f} s"
+                )
             time.sleep(poll_s)
 
     def download(self, output: dict[str, Any], path: Path) -> Path:

@@ -109,11 +109,10 @@ class SqsQueue:
     def max_receive_count(self, queue_url: str) -> int | None:
         """The queue's redrive maxReceiveCount: the attempts a message gets before its DLQ."""
         attributes = self._sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["RedrivePolicy"])
-        return _redrive_max(attributes.get("Attributes", {}))
+        return _redrive_max(attributes.get("Attributes", {}).get("RedrivePolicy"))
 
 
-def _redrive_max(attributes: dict[str, str]) -> int | None:
-    policy = attributes.get("RedrivePolicy")
+def _redrive_max(policy: str | None) -> int | None:
     return int(json.loads(policy)["maxReceiveCount"]) if policy else None
 
 

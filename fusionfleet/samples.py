@@ -43,7 +43,7 @@ def astronaut() -> Image:
     """scikit-image's astronaut photo as a BGR image (512×512)."""
     from skimage import data
 
-    rgb = np.asarray(data.astronaut(), dtype=np.uint8)
+    rgb = np.asarray(data.astronaut(), dtype=np.uint8)  # type: ignore[no-untyped-call]
     return np.ascontiguousarray(rgb[:, :, ::-1])
 
 
@@ -104,8 +104,8 @@ def astronaut_frames(
     side = photo.shape[0]
     for index in range(count):
         matrix = _transform(index / fps, width, height, side)
-        frame = cv2.warpAffine(photo, matrix, (width, height), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
-        frame = np.ascontiguousarray(frame, dtype=np.uint8)
+        warped = cv2.warpAffine(photo, matrix, (width, height), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        frame: Image = np.ascontiguousarray(warped, dtype=np.uint8)
         if with_stamp:
             stamp(frame, index)
         yield frame

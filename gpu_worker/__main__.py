@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["swap"]:
         from gpu_worker.swap import main as swap_main
 
-        return swap_main(argv[1:])
+        return int(swap_main(argv[1:]))
     parser = argparse.ArgumentParser(prog="fusionfleet-worker", description=__doc__)
     worker_config.add_arguments(parser)
     settings = worker_config.resolve(parser.parse_args(argv))

@@ -41,15 +41,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--queue-url",
         action="append",
         dest="queue_urls",
-        help=f"a queue to take work from, highest priority first; repeat for several (env {ENV_QUEUE_URLS}, comma-separated)",
+        help=f"a queue to take work from, highest priority first; repeat for several (env {ENV_QUEUE_URLS})",
     )
     parser.add_argument("--name", help=f"worker name in logs and records (env {ENV_NAME}; default host-pid)")
     parser.add_argument("--scratch", type=Path, help=f"directory for temporary files (env {ENV_SCRATCH})")
     parser.add_argument("--region", help=f"AWS region (env {ENV_REGION})")
     parser.add_argument("--endpoint-url", help=f"AWS endpoint, e.g. LocalStack (env {ENV_ENDPOINT})")
-    parser.add_argument("--visibility-seconds", type=int, help=f"message hold, extended while working (env {ENV_VISIBILITY})")
+    parser.add_argument(
+        "--visibility-seconds", type=int, help=f"message hold, extended while working (env {ENV_VISIBILITY})"
+    )
     parser.add_argument("--max-tasks", type=int, help="exit after this many tasks")
-    parser.add_argument("--preload-engine", help=f"load this engine at start rather than on first use (env {ENV_PRELOAD})")
+    parser.add_argument(
+        "--preload-engine", help=f"load this engine at start rather than on first use (env {ENV_PRELOAD})"
+    )
 
 
 def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> WorkerConfig:

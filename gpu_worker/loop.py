@@ -6,6 +6,7 @@ a worker that dies at any point loses nothing: the message reappears and another
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -16,8 +17,8 @@ from pydantic import ValidationError
 from fusionfleet.errors import TokenGone
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
+from gpu_worker.frames import Cancelled
 from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
-from gpu_worker.render import Cancelled
 from gpu_worker.retry import RetryPolicy, describe, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
 from gpu_worker.tasks import TaskHandler
@@ -162,13 +163,15 @@ class Worker:
         self._safely(lambda: self._queue.change_visibility(message, 0), what)
 
     def _discard_malformed(self, message: QueueMessage, error: ValidationError) -> None:
-        logger.error("message %s is not a task (%s errors); failing its token if it has one", message.message_id, error.error_count())
+        logger.error(
+            "message %s is not a task (%s errors); failing its token if it has one",
+            message.message_id,
+            error.error_count(),
+        )
         token = _token_of(message.body)
         if token:
-            try:
+            with contextlib.suppress(TokenGone):
                 self._orchestrator.task_failure(token, "MalformedTask", f"the task message is invalid: {error}")
-            except TokenGone:
-                pass
         self._delete(message)
 
     def _delete(self, message: QueueMessage) -> None:

@@ -22,7 +22,7 @@ from fusionfleet import layout
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.media.ffmpeg import merge_argv
 from fusionfleet.media.inspect import MediaSummary, summarize
-from fusionfleet.media.probe import open_video
+from fusionfleet.media.probe import VideoInfo, open_video
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
@@ -55,7 +55,9 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
                 get_json(storage, job.work_bucket, layout.segment_record_key(job.job_id, segment.index))
             )
         except ObjectMissing:
-            problems.append(f"segment {segment.index} (frames {segment.start_frame}-{segment.end_frame - 1}): no result")
+            problems.append(
+                f"segment {segment.index} (frames {segment.start_frame}-{segment.end_frame - 1}): no result"
+            )
             continue
         if record.status != "succeeded":
             problems.append(
@@ -71,16 +73,11 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
     return records
 
 
-def extract_audio(storage: Storage, job: JobContext, path: Path) -> bool:
+def extract_audio(reader: RangeReader, video: VideoInfo, path: Path, what: str) -> bool:
     """Copy the target's audio tracks (no re-encode) into a Matroska file; False when it has none."""
-    if not job.video.audio:
+    if not video.audio:
         return False
-    reader = RangeReader(
-        S3RangeSource(storage, job.target.bucket, job.target.key, job.target.size),
-        what=f"target {job.target.key!r}",
-        block_size=2 * 1024 * 1024,
-    )
-    with open_video(reader, job.video.container, f"target {job.target.key!r}") as source:
+    with open_video(reader, video.container, what) as source:
         tracks = list(source.streams.audio)
         with av.open(str(path), mode="w", format="matroska") as sink:
             outputs = {track.index: sink.add_stream_from_template(track) for track in tracks}
@@ -90,22 +87,43 @@ def extract_audio(storage: Storage, job: JobContext, path: Path) -> bool:
                     continue
                 packet.stream = outputs[packet.stream.index]
                 sink.mux(packet)
-    logger.info("audio of %s extracted reading %s of %s bytes", job.job_id, reader.bytes_fetched, reader.size)
+    logger.info("audio of %s extracted reading %s of %s bytes", what, reader.bytes_fetched, reader.size)
     return True
 
 
-def verify_output(summary: MediaSummary, job: JobContext) -> None:
+def assemble(parts: list[Path], audio_reader: RangeReader, video: VideoInfo, output: Path, what: str) -> MediaSummary:
+    """Concatenate `parts` (same folder) by stream copy, mux the source's audio once, check against the source."""
+    workdir = parts[0].parent
+    segment_list = workdir / "segments.txt"
+    segment_list.write_text("".join(f"file '{part.name}'\n" for part in parts))
+    audio_path = workdir / "audio.mka"
+    has_audio = extract_audio(audio_reader, video, audio_path, what)
+    offset = (min(track.start_s for track in video.audio) - video.start_s) if has_audio else 0.0
+    run_ffmpeg(
+        merge_argv(segment_list, audio_path if has_audio else None, [t.codec for t in video.audio], offset, output),
+        timeout_s=max(300.0, video.frame_count / 50),
+        what=f"merge of {what}",
+    )
+    try:
+        summary = summarize(output)
+    except MediaError as error:
+        raise SegmentFailed(f"the merged video does not decode: {error.reason}") from error
+    verify_output(summary, video)
+    return summary
+
+
+def verify_output(summary: MediaSummary, video: VideoInfo) -> None:
     """Frame count exact, duration within one frame, every audio track as long as the source's."""
-    frame_s = 1 / float(job.video.fps)
-    expected_s = job.frame_count * frame_s
+    frame_s = 1 / float(video.fps)
+    expected_s = video.frame_count * frame_s
     problems = []
-    if summary.frame_count != job.frame_count:
-        problems.append(f"{summary.frame_count} frames, the source has {job.frame_count}")
+    if summary.frame_count != video.frame_count:
+        problems.append(f"{summary.frame_count} frames, the source has {video.frame_count}")
     if abs(summary.duration_s - expected_s) > frame_s + 1e-6:
         problems.append(f"lasts {summary.duration_s:.3f} s, the source's video {expected_s:.3f} s")
-    if len(summary.audio_durations_s) != len(job.video.audio):
-        problems.append(f"{len(summary.audio_durations_s)} audio tracks, the source has {len(job.video.audio)}")
-    for track, duration in zip(job.video.audio, summary.audio_durations_s, strict=False):
+    if len(summary.audio_durations_s) != len(video.audio):
+        problems.append(f"{len(summary.audio_durations_s)} audio tracks, the source has {len(video.audio)}")
+    for track, duration in zip(video.audio, summary.audio_durations_s, strict=False):
         # AAC frames are ~21 ms; a re-encode may pad by one of them.
         if abs(duration - track.duration_s) > max(frame_s, 0.05):
             problems.append(f"audio track {track.index} lasts {duration:.3f} s, the source's {track.duration_s:.3f} s")
@@ -130,34 +148,21 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> dict[str, Any]:
                     zip(plan, names, strict=True),
                 )
             )
-        segment_list = workdir / "segments.txt"
-        segment_list.write_text("".join(f"file '{name}'\n" for name in names))
-        audio_path = workdir / "audio.mka"
-        has_audio = extract_audio(deps.storage, job, audio_path)
-        output_path = workdir / "output.mp4"
-        offset = (min(track.start_s for track in job.video.audio) - job.video.start_s) if has_audio else 0.0
-        run_ffmpeg(
-            merge_argv(
-                segment_list,
-                audio_path if has_audio else None,
-                [track.codec for track in job.video.audio],
-                offset,
-                output_path,
-            ),
-            timeout_s=max(300.0, job.frame_count / 50),
-            what=f"merge of {job.job_id}",
+        reader = RangeReader(
+            S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
+            what=f"target {job.target.key!r}",
+            block_size=2 * 1024 * 1024,
         )
-        try:
-            summary = summarize(output_path)
-        except MediaError as error:
-            raise SegmentFailed(f"the merged video does not decode: {error.reason}") from error
-        verify_output(summary, job)
+        output_path = workdir / "output.mp4"
+        summary = assemble([workdir / name for name in names], reader, job.video, output_path, job.job_id)
         deps.storage.upload_file(job.output.bucket, job.output.key, output_path, "video/mp4")
         merge_s = time.monotonic() - started
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     url = deps.storage.presign_get(job.output.bucket, job.output.key, DOWNLOAD_URL_SECONDS)
-    logger.info("job %s merged: %s frames, %.3f s, in %.2f s", job.job_id, summary.frame_count, summary.duration_s, merge_s)
+    logger.info(
+        "job %s merged: %s frames, %.3f s, in %.2f s", job.job_id, summary.frame_count, summary.duration_s, merge_s
+    )
     return {
         "output": {
             "bucket": job.output.bucket,

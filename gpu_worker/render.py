@@ -7,7 +7,6 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -15,28 +14,19 @@ from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.errors import InputRejected, MediaError, ObjectMissing, SegmentFailed
-from fusionfleet.media.decode import iter_frames
-from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
-from fusionfleet.media.runner import FramePipe
 from fusionfleet.messages import RenderTask, SegmentRecord
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
 from gpu_worker.engine_pool import EnginePool
-from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame
+from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable
+from gpu_worker.frames import render_range
 from gpu_worker.sources import SourceCache
 
 logger = logging.getLogger(__name__)
 
-# Frames decoded before a segment's first frame so trackers and filters start warm; the
-# merged video then shows no jump where one segment hands over to the next.
-LEAD_IN_FRAMES = 12
 READ_BLOCK = 2 * 1024 * 1024
-
-
-class Cancelled(Exception):
-    """The hold on the message was lost (token closed, receipt expired) or a cold stop came."""
 
 
 @dataclass
@@ -53,19 +43,6 @@ class RenderDeps:
 class RenderResult:
     output: dict[str, Any]
     record: SegmentRecord
-
-
-def _lead_in(start: int) -> int:
-    return min(LEAD_IN_FRAMES, start)
-
-
-def _frames(task: RenderTask, reader: RangeReader, cancel: threading.Event) -> Iterator[Frame]:
-    segment = task.segment
-    first = segment.start_frame - _lead_in(segment.start_frame)
-    for index, image in iter_frames(reader, task.job.video, first, segment.end_frame, f"target {task.job.target.key!r}"):
-        if cancel.is_set():
-            raise Cancelled("the segment was cancelled")
-        yield Frame(index=index, image=image, emit=index >= segment.start_frame)
 
 
 def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, attempt: int) -> RenderResult:
@@ -98,43 +75,12 @@ def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, 
             block_size=READ_BLOCK,
             cached_blocks=4,
         )
-        width, height = job.video.display_size
         output_path = workdir / "segment.mp4"
-        engine_s = 0.0
-        frames_in = 0
-        argv = encode_segment_argv(width, height, job.encoder, output_path)
-        with FramePipe(argv, f"segment {segment.index}", timeout_s=600) as pipe:
-            frames = _frames(task, reader, cancel)
-            emits: list[bool] = []
-
-            def counted() -> Iterator[Frame]:
-                nonlocal frames_in
-                for frame in frames:
-                    frames_in += 1
-                    emits.append(frame.emit)
-                    yield frame
-
-            outputs = engine.render(engine_job, counted())
-            produced = 0
-            while True:
-                tick = time.monotonic()
-                try:
-                    image = next(outputs)
-                except StopIteration:
-                    engine_s += time.monotonic() - tick
-                    break
-                engine_s += time.monotonic() - tick
-                if produced >= len(emits):
-                    raise SegmentFailed(f"engine {job.engine} returned more frames than it was given")
-                if image.shape != (height, width, 3):
-                    raise SegmentFailed(
-                        f"engine {job.engine} returned a {image.shape} frame for a {height}×{width} video"
-                    )
-                if emits[produced]:
-                    pipe.write(image)
-                produced += 1
-            if produced != frames_in:
-                raise SegmentFailed(f"engine {job.engine} returned {produced} frames for {frames_in}")
+        stats = render_range(
+            engine, engine_job, reader, job.video, segment.start_frame, segment.end_frame, job.encoder,
+            output_path, cancel, f"segment {segment.index} of {job.job_id}",
+        )  # fmt: skip
+        engine_s = stats.engine_s
         summary = _check_segment(output_path, task)
         key = layout.segment_key(job.job_id, segment.index)
         deps.storage.upload_file(job.work_bucket, key, output_path, "video/mp4")

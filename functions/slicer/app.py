@@ -50,4 +50,4 @@ def record_handler(record: IngestRecord) -> None:
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))

@@ -44,4 +44,4 @@ class S3TestEvent(BaseModel):
 
 
 class IngestRecord(SqsRecordModel):
-    body: Json[S3Notification | S3TestEvent]  # type: ignore[assignment]
+    body: Json[S3Notification | S3TestEvent]

@@ -6,6 +6,7 @@ started (not imported), that talks to the others only through S3, SQS, Step Func
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -105,7 +106,9 @@ class LocalStack:
             self._stop_all(state)
         state = LocalState(port=port, region=options.region, stack=options.stack)
         log = self.paths.logs / "localstack.log"
-        child = localstack.start(self.paths.localstack_python, port, self.paths.localstack_volume, log, dict(os.environ))
+        child = localstack.start(
+            self.paths.localstack_python, port, self.paths.localstack_volume, log, dict(os.environ)
+        )
         pid = child.pid
         process = ManagedProcess("localstack", "localstack", pid, str(log))
         state.processes.append(process)
@@ -188,8 +191,7 @@ class LocalStack:
         dead = [p for p in fresh if not p.alive()]
         if dead:
             raise RuntimeError(
-                "processes exited at start: "
-                + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
+                "processes exited at start: " + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
             )
 
     # ------------------------------------------------------------------ down
@@ -223,7 +225,9 @@ class LocalStack:
         lines = [f"endpoint {state.endpoint}  stack {state.stack}  region {state.region}", ""]
         lines.append(f"{'ROLE':<11} {'NAME':<10} {'PID':>8}  STATE")
         for process in state.processes:
-            lines.append(f"{process.role:<11} {process.name:<10} {process.pid:>8}  {'running' if process.alive() else 'dead'}")
+            lines.append(
+                f"{process.role:<11} {process.name:<10} {process.pid:>8}  {'running' if process.alive() else 'dead'}"
+            )
         if state.outputs and localstack.healthy(state.endpoint):
             resources = StackResources.from_outputs(state.outputs)
             queue = SqsQueue(AwsTarget(state.region, state.endpoint).client("sqs"))
@@ -238,19 +242,15 @@ def _terminate(processes: list[ManagedProcess], grace_s: float) -> None:
     """SIGTERM (warm stop), wait up to `grace_s`, then SIGKILL what is left."""
     alive = [p for p in processes if p.alive()]
     for process in alive:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
     deadline = time.monotonic() + grace_s
     while alive and time.monotonic() < deadline:
         time.sleep(0.2)
         alive = [p for p in alive if p.alive()]
     for process in alive:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _tail(log: Path, lines: int = 15) -> str:

@@ -28,7 +28,8 @@ def upright(image: Image, rotation: int) -> Image:
 
 
 def _bgr(frame: av.VideoFrame, rotation: int) -> Image:
-    return upright(frame.to_ndarray(format="bgr24"), rotation)
+    image: Image = frame.to_ndarray(format="bgr24")  # type: ignore[assignment]
+    return upright(image, rotation)
 
 
 def grid_index(time_s: float, start_s: float, fps: Fraction) -> int:

@@ -36,7 +36,7 @@ def check_image(data: bytes, what: str, limits: MediaLimits) -> ImageInfo:
             width, height = int(stream.codec_context.width or 0), int(stream.codec_context.height or 0)
             if width * height > limits.max_image_pixels:
                 raise InputRejected(f"{what} is {width}×{height}, over the limit of {limits.max_image_pixels} pixels")
-            frame = next(iter(container.decode(stream)), None)
+            frame = next(iter(container.decode(stream)), None)  # type: ignore[union-attr]
     except av.FFmpegError as error:
         raise InputRejected(f"{what} is not a readable {kind.upper()} image: {error}") from error
     if frame is None:

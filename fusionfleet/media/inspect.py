@@ -34,10 +34,7 @@ def summarize(path: Path, decode: bool = True) -> MediaSummary:
                 stream.codec_context.height,
                 stream.codec_context.name,
             )
-            if decode:
-                frames = sum(1 for _ in container.decode(stream))
-            else:
-                frames = int(stream.frames)
+            frames = sum(1 for _ in container.decode(stream)) if decode else int(stream.frames)
             duration = float(stream.duration * time_base) if stream.duration else 0.0
             audio = []
             for track in container.streams.audio:

@@ -7,6 +7,7 @@ reader's deadline.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
@@ -124,9 +125,7 @@ def _frame_timing(
         count = len(timestamps)
         end = max(entry.pos + entry.size for entry in entries)
         if end > size:
-            raise InputRejected(
-                f"{what} is truncated: its index needs {end} bytes, the file has {size}"
-            )
+            raise InputRejected(f"{what} is truncated: its index needs {end} bytes, the file has {size}")
     else:
         for packet in container.demux(stream):
             if not packet.size:
@@ -137,7 +136,7 @@ def _frame_timing(
             if packet.pts is not None:
                 timestamps.append(packet.pts)
         timestamps.sort()
-    steps = {later - earlier for earlier, later in zip(timestamps, timestamps[1:], strict=False)}
+    steps = {later - earlier for earlier, later in itertools.pairwise(timestamps)}
     # A constant-rate stream has one step (two where the time base does not divide the rate).
     variable = len(steps) > 1 and (max(steps) - min(steps)) > 1
     return count, variable
@@ -215,7 +214,7 @@ def _check_decodes(reader: RangeReader, demuxer: str, what: str) -> int:
         stream = container.streams.video[0]
         try:
             for frame in container.decode(stream):
-                return int(round(float(frame.rotation or 0) / 90.0)) % 4 * 90
+                return round(float(frame.rotation or 0) / 90.0) % 4 * 90
         except av.FFmpegError as error:
             raise InputRejected(f"{what} does not decode: {_ffmpeg_reason(error)}") from error
     raise InputRejected(f"{what} contains no decodable video frame")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import subprocess
 import tempfile
@@ -48,7 +49,8 @@ class FramePipe:
     def __init__(self, args: Sequence[str], what: str, timeout_s: float) -> None:
         self._what = what
         self._timeout_s = timeout_s
-        self._stderr = tempfile.TemporaryFile(mode="w+")
+        # Closed in close()/abort(): the pipe outlives this constructor by design.
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
         self._process = subprocess.Popen(
             [ffmpeg_exe(), *args], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr
         )
@@ -69,10 +71,8 @@ class FramePipe:
 
     def close(self) -> None:
         if self._process.stdin is not None and not self._process.stdin.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self._process.stdin.close()
-            except BrokenPipeError:
-                pass
         try:
             code = self._process.wait(timeout=self._timeout_s)
         except subprocess.TimeoutExpired as error:

@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ class LambdaContext:
         return max(0, int(self.deadline_ms - time.time() * 1000))
 
 
-def to_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+def to_event(messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
     """SQS messages as Lambda receives them from an event source mapping."""
     return {
         "Records": [
@@ -59,7 +60,7 @@ def to_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dic
                     ),
                 },
                 "messageAttributes": {},
-                "md5OfBody": m.get("MD5OfBody") or hashlib.md5(m["Body"].encode()).hexdigest(),  # noqa: S324
+                "md5OfBody": m.get("MD5OfBody") or hashlib.md5(m["Body"].encode()).hexdigest(),
                 "eventSource": "aws:sqs",
                 "eventSourceARN": queue_arn,
                 "awsRegion": region,

@@ -60,7 +60,9 @@ class Stack:
         found: list[dict[str, Any]] = []
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline and len(found) < count:
-            for message in sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
+            for message in sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+                "Messages", []
+            ):
                 found.append(json.loads(json.loads(message["Body"])["Message"]))
                 sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
         return found
@@ -84,7 +86,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     )  # fmt: skip
     state = LocalState.load(state_dir / "state.json")
     if up.returncode != 0 or state is None:
-        subprocess.run([sys.executable, "-m", "fusionfleet.cli", "local", "down", "--state-dir", str(state_dir)], cwd=ROOT, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "fusionfleet.cli", "local", "down", "--state-dir", str(state_dir)],
+            cwd=ROOT,
+            check=False,
+        )
         pytest.fail(f"local up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
     assert up.stdout.strip().splitlines()[-1] == f"http://127.0.0.1:{port}"
     aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)

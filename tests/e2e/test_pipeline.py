@@ -48,7 +48,9 @@ def wait_until(check: Any, timeout_s: float) -> bool:
 
 @pytest.fixture(scope="module")
 def ten_seconds(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_video(tmp_path_factory.mktemp("e2e") / "ten.mp4", seconds=10, fps=25, width=320, height=240, with_stamp=True)
+    return write_video(
+        tmp_path_factory.mktemp("e2e") / "ten.mp4", seconds=10, fps=25, width=320, height=240, with_stamp=True
+    )
 
 
 def s3_event_body(bucket: str, key: str, etag: str) -> str:
@@ -95,7 +97,11 @@ def test_s3_drop_renders_a_frame_exact_video_and_notifies_once(stack: Stack, ten
     # AND every output frame is the source frame of the same index, not a neighbour
     for index, image in enumerate(frames):
         assert read_stamp(image) == index
-        error = [float(np.mean((image.astype(np.int16) - source_frames[j]) ** 2)) for j in (index - 1, index, index + 1) if 0 <= j < 250]
+        error = [
+            float(np.mean((image.astype(np.int16) - source_frames[j]) ** 2))
+            for j in (index - 1, index, index + 1)
+            if 0 <= j < 250
+        ]
         own = float(np.mean((image.astype(np.int16) - source_frames[index]) ** 2))
         assert own == min(error), f"frame {index} matches a neighbour better than itself"
 
@@ -108,7 +114,11 @@ def test_s3_drop_renders_a_frame_exact_video_and_notifies_once(stack: Stack, ten
     time.sleep(3)
     # THEN there is still one job and one notification
     sfn = stack.client("stepfunctions")
-    executions = [e for e in sfn.list_executions(stateMachineArn=stack.resources.state_machine_arn)["executions"] if e["name"] == job]
+    executions = [
+        e
+        for e in sfn.list_executions(stateMachineArn=stack.resources.state_machine_arn)["executions"]
+        if e["name"] == job
+    ]
     assert len(executions) == 1
     assert stack.notifications(inbox, wait_s=5) == []
     # AND nothing is left in any queue, and the manifest is still where the user put it
@@ -143,7 +153,9 @@ def test_a_target_that_is_not_a_video_fails_promptly_and_loses_nothing(stack: St
     fake = tmp_path / "holiday.mp4"
     fake.write_text("this is a shopping list, not a video\n")
     started = time.monotonic()
-    result = stack.cli("submit", "--source", str(grace_hopper_path()), "--target", str(fake), "--wait", "--name", "not-a-video")
+    result = stack.cli(
+        "submit", "--source", str(grace_hopper_path()), "--target", str(fake), "--wait", "--name", "not-a-video"
+    )
     # THEN the CLI ends promptly, non-zero, with the reason
     assert time.monotonic() - started < 60
     assert result.returncode == 2, result.stderr
@@ -169,9 +181,15 @@ def test_local_status_lists_every_process_and_up_is_idempotent(stack: Stack) -> 
     assert status.stdout.count("running") == 5 and "render-high" in status.stdout
     before = status.stdout
     port = stack.endpoint.rsplit(":", 1)[1]
-    again = stack.cli("local", "up", "--workers", "2", "--port", port, "--default-engine", "copy", "--state-dir", str(stack.state_dir))
+    again = stack.cli(
+        "local", "up", "--workers", "2", "--port", port, "--default-engine", "copy", "--state-dir", str(stack.state_dir)
+    )
     assert again.returncode == 0, again.stderr
     assert "already running" in again.stderr
     after = stack.cli("local", "status", "--state-dir", str(stack.state_dir)).stdout
-    pids = lambda text: sorted(line.split()[2] for line in text.splitlines() if line.split()[:1] and line.split()[0] in {"localstack", "slicer", "merge", "worker"})  # noqa: E731
-    assert pids(before) == pids(after)
+    assert process_pids(before) == process_pids(after)
+
+
+def process_pids(status: str) -> list[str]:
+    roles = {"localstack", "slicer", "merge", "worker"}
+    return sorted(line.split()[2] for line in status.splitlines() if line.split()[:1] and line.split()[0] in roles)

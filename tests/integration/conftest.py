@@ -80,7 +80,10 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
     from infra.local.event_source import to_event
 
     return to_event(
-        [{"MessageId": f"m{i}", "ReceiptHandle": f"r{i}", "Body": body, "Attributes": {}} for i, body in enumerate(bodies)],
+        [
+            {"MessageId": f"m{i}", "ReceiptHandle": f"r{i}", "Body": body, "Attributes": {}}
+            for i, body in enumerate(bodies)
+        ],
         f"arn:aws:sqs:{REGION}:123456789012:IngestQueue",
         REGION,
     )

@@ -9,14 +9,20 @@ from typing import Any
 
 import pytest
 
+from functions.slicer import app
 from fusionfleet import layout
 from fusionfleet.identity import job_id
 from fusionfleet.samples import grace_hopper_path
-from functions.slicer import app
 from infra.local.event_source import LambdaContext
 from tests.integration.conftest import FIXTURES, Aws, s3_event, sqs_event, upload
 
-MANIFEST = {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.mp4", "engine": "copy", "priority": "high"}
+MANIFEST = {
+    "version": 1,
+    "source": ["inputs/face.jpg"],
+    "target": "inputs/clip.mp4",
+    "engine": "copy",
+    "priority": "high",
+}
 
 
 @pytest.fixture
@@ -92,9 +98,15 @@ def test_changed_manifest_under_the_same_key_is_a_new_job(slicer_env: Aws, clip:
     [
         (b"{not json", "the manifest is not valid JSON"),
         ({**MANIFEST, "speed": "fast"}, "speed: unknown field"),
-        ({**MANIFEST, "options": {"face_selector_mode": "several"}}, "options.face_selector_mode: 'several' is not one of"),
+        (
+            {**MANIFEST, "options": {"face_selector_mode": "several"}},
+            "options.face_selector_mode: 'several' is not one of",
+        ),
         ({**MANIFEST, "target": "inputs/missing.mp4"}, "target: s3://media/inputs/missing.mp4 does not exist"),
-        ({**MANIFEST, "target": "inputs/face.jpg"}, "is not a video in an accepted container (MP4/MOV, Matroska/WebM): it is a JPEG image"),
+        (
+            {**MANIFEST, "target": "inputs/face.jpg"},
+            "is not a video in an accepted container (MP4/MOV, Matroska/WebM): it is a JPEG image",
+        ),
         ({**MANIFEST, "source": ["inputs/clip.mp4"]}, "is not a JPEG, PNG or WebP image"),
     ],
 )
@@ -136,7 +148,9 @@ def test_the_s3_test_event_and_foreign_keys_are_ignored(slicer_env: Aws) -> None
     assert aws.executions() == [] and aws.notifications() == []
 
 
-def test_infrastructure_errors_fail_only_their_record(slicer_env: Aws, clip: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_infrastructure_errors_fail_only_their_record(
+    slicer_env: Aws, clip: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN a state machine that does not exist (an outage, a misconfiguration)
     aws = slicer_env
     upload(aws, "inputs/face.jpg", grace_hopper_path())

@@ -125,7 +125,10 @@ def job(aws: Aws, clip: Path) -> JobContext:
 
 
 def plan(aws: Aws, job: JobContext) -> list[dict[str, Any]]:
-    return json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job.job_id))["Body"].read())
+    items: list[dict[str, Any]] = json.loads(
+        aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job.job_id))["Body"].read()
+    )
+    return items
 
 
 def send_render(aws: Aws, queue: str, job: JobContext, segment: dict[str, Any], token: str, **job_changes: Any) -> None:
@@ -133,13 +136,18 @@ def send_render(aws: Aws, queue: str, job: JobContext, segment: dict[str, Any], 
     aws.sqs.send_message(QueueUrl=aws.queues[queue], MessageBody=json.dumps(body))
 
 
-def render_worker(aws: Aws, tmp_path: Path, orchestrator: RecordingOrchestrator, retry: RetryPolicy | None = None) -> Worker:
+def render_worker(
+    aws: Aws, tmp_path: Path, orchestrator: RecordingOrchestrator, retry: RetryPolicy | None = None
+) -> Worker:
     storage = S3Storage(aws.s3)
-    deps = RenderDeps(storage, EnginePool(), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker")
+    deps = RenderDeps(
+        storage, EnginePool(), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker"
+    )
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
         "test-worker", urls, RenderHandler(deps), SqsQueue(aws.sqs), orchestrator,
-        retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
+        retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), HeartbeatPolicy(visibility_s=60), StopSignal(),
+        idle_wait_s=0,
     )  # fmt: skip
 
 
@@ -153,7 +161,9 @@ def all_empty(aws: Aws) -> bool:
     return all(queue.depth(url).total == 0 for url in aws.queues.values())
 
 
-def test_a_segment_is_rendered_checked_uploaded_reported_then_deleted(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+def test_a_segment_is_rendered_checked_uploaded_reported_then_deleted(
+    aws: Aws, job: JobContext, tmp_path: Path
+) -> None:
     # GIVEN the first segment's task in the normal queue
     first = plan(aws, job)[0]
     send_render(aws, "RenderQueueNormal", job, first, "token-0")
@@ -168,7 +178,9 @@ def test_a_segment_is_rendered_checked_uploaded_reported_then_deleted(aws: Aws, 
     segment_path = tmp_path / "s.mp4"
     aws.s3.download_file(aws.work_bucket, layout.segment_key(job.job_id, 0), str(segment_path))
     assert summarize(segment_path).frame_count == first["end_frame"] - first["start_frame"]
-    record = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.segment_record_key(job.job_id, 0))["Body"].read())
+    record = json.loads(
+        aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.segment_record_key(job.job_id, 0))["Body"].read()
+    )
     assert record["status"] == "succeeded" and record["frames"] == first["end_frame"] - first["start_frame"]
 
 
@@ -195,7 +207,9 @@ def test_a_failing_segment_is_retried_then_failed_with_the_last_error(
     assert len(reports) == 1 and reports[0][0] == "failure"
     error, cause = reports[0][2]
     assert error == "RuntimeError" and "the GPU fell off" in cause and "segment 0" in cause
-    record = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.segment_record_key(job.job_id, 0))["Body"].read())
+    record = json.loads(
+        aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.segment_record_key(job.job_id, 0))["Body"].read()
+    )
     assert record["status"] == "failed" and record["attempt"] == 3 and "the GPU fell off" in record["reason"]
 
 
@@ -240,7 +254,8 @@ def test_merge_refuses_a_job_with_a_missing_segment_and_names_it(aws: Aws, job: 
     send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t0")
     render_worker(aws, tmp_path, recorder(aws)).run(max_tasks=1)
     aws.sqs.send_message(
-        QueueUrl=aws.queues["MergeQueue"], MessageBody=json.dumps({"task_token": "m", "job": job.model_dump(mode="json")})
+        QueueUrl=aws.queues["MergeQueue"],
+        MessageBody=json.dumps({"task_token": "m", "job": job.model_dump(mode="json")}),
     )
     orchestrator = recorder(aws)
     merge = Worker(
@@ -258,7 +273,8 @@ def test_merge_joins_segments_frame_exactly_with_the_audio(aws: Aws, job: JobCon
         send_render(aws, "RenderQueueHigh", job, segment, f"t{segment['index']}")
     render_worker(aws, tmp_path, recorder(aws)).run(max_tasks=2)
     aws.sqs.send_message(
-        QueueUrl=aws.queues["MergeQueue"], MessageBody=json.dumps({"task_token": "m", "job": job.model_dump(mode="json")})
+        QueueUrl=aws.queues["MergeQueue"],
+        MessageBody=json.dumps({"task_token": "m", "job": job.model_dump(mode="json")}),
     )
     orchestrator = recorder(aws)
     merge = Worker(
@@ -269,7 +285,11 @@ def test_merge_joins_segments_frame_exactly_with_the_audio(aws: Aws, job: JobCon
     (success,) = [c for c in orchestrator.calls if c[0] == "success"]
     output = success[2]
     assert output["frames"] == 100 and output["audio_tracks"] == 1
-    assert output["output"] == {"bucket": aws.media_bucket, "key": job.output.key, "uri": f"s3://{aws.media_bucket}/{job.output.key}"}
+    assert output["output"] == {
+        "bucket": aws.media_bucket,
+        "key": job.output.key,
+        "uri": f"s3://{aws.media_bucket}/{job.output.key}",
+    }
     result = tmp_path / "out.mp4"
     aws.s3.download_file(aws.media_bucket, job.output.key, str(result))
     summary = summarize(result)

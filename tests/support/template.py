@@ -21,7 +21,7 @@ def _parameter_defaults(template: dict[str, Any]) -> dict[str, Any]:
 
 def _resolve(value: Any, parameters: dict[str, Any], arns: dict[str, str]) -> Any:
     if isinstance(value, dict) and len(value) == 1:
-        (function, argument), = value.items()
+        ((function, argument),) = value.items()
         if function == "Ref":
             return parameters.get(argument, argument)
         if function == "Fn::GetAtt":

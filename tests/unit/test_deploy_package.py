@@ -24,7 +24,9 @@ def test_local_paths_are_found() -> None:
 
 def test_paths_are_replaced_by_s3_locations_and_nothing_else_changes() -> None:
     out = rewrite_artifacts(
-        TEMPLATE, {"infra/statemachine/render.asl.json": "a/1/render.asl.json", "functions/slicer/": "a/2/s.zip"}, "deploy"
+        TEMPLATE,
+        {"infra/statemachine/render.asl.json": "a/1/render.asl.json", "functions/slicer/": "a/2/s.zip"},
+        "deploy",
     )
     assert "      DefinitionUri:\n        Bucket: deploy\n        Key: a/1/render.asl.json\n" in out
     assert "      CodeUri: s3://deploy/a/2/s.zip\n" in out

@@ -14,7 +14,9 @@ def test_quality_maps_to_crf_like_facefusion() -> None:
     assert quality_to_crf(0) == 51
 
 
-@pytest.mark.parametrize("fps", [Fraction(25), Fraction(30000, 1001), Fraction(24), Fraction(60), Fraction(24000, 1001)])
+@pytest.mark.parametrize(
+    "fps", [Fraction(25), Fraction(30000, 1001), Fraction(24), Fraction(60), Fraction(24000, 1001)]
+)
 def test_timescale_gives_whole_ticks_per_frame(fps: Fraction) -> None:
     timescale = track_timescale(fps)
     assert timescale >= 10_000

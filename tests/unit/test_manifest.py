@@ -35,12 +35,19 @@ def test_a_single_source_string_means_a_list_of_one() -> None:
 
 
 def test_not_json_names_the_position() -> None:
-    assert problems(b'{"version": 1,') == ("the manifest is not valid JSON: Expecting property name enclosed in double quotes at line 1 column 15",)
+    assert problems(b'{"version": 1,') == (
+        "the manifest is not valid JSON: Expecting property name enclosed in double quotes at line 1 column 15",
+    )
 
 
 def test_every_problem_is_reported_at_once() -> None:
     found = problems(
-        manifest(priority="urgent", engine="magic", colour="red", options={"face_swaper_model": "x", "output_video_quality": 500})
+        manifest(
+            priority="urgent",
+            engine="magic",
+            colour="red",
+            options={"face_swaper_model": "x", "output_video_quality": 500},
+        )
     )
     text = " | ".join(found)
     assert "priority: 'urgent' is not one of 'high', 'normal' or 'low'" in text

@@ -132,9 +132,7 @@ def test_int_option_refuses_what_is_not_a_whole_number(value: object, expected: 
 
 def test_float_option_refuses_text_booleans_and_infinity() -> None:
     # GIVEN float options given text, a boolean and infinity
-    problems = _problems(
-        {"face_swapper_weight": "0.5", "face_mask_blur": False, "output_video_fps": float("inf")}
-    )
+    problems = _problems({"face_swapper_weight": "0.5", "face_mask_blur": False, "output_video_fps": float("inf")})
     # THEN each is reported with what was wrong
     assert problems == (
         "options.face_mask_blur: expected a number, got the boolean false",
@@ -192,18 +190,14 @@ def test_float_off_facefusions_grid_is_refused_with_the_nearest_points() -> None
     # GIVEN 0.33 where FaceFusion's argparse only takes 0.0, 0.05, ..., 1.0
     problems = _problems({"face_mask_blur": 0.33})
     # THEN the message names the step and the two nearest accepted values
-    assert problems == (
-        "options.face_mask_blur: 0.33 is not a multiple of 0.05 from 0.0 (nearest: 0.3 or 0.35)",
-    )
+    assert problems == ("options.face_mask_blur: 0.33 is not a multiple of 0.05 from 0.0 (nearest: 0.3 or 0.35)",)
 
 
 def test_scale_grid_starts_at_its_minimum() -> None:
     # GIVEN scales on and off the 0.25 grid that starts at 0.25
     assert validate_options({"output_video_scale": 2.75}) == {"output_video_scale": 2.75}
     problems = _problems({"output_video_scale": 1.1})
-    assert problems == (
-        "options.output_video_scale: 1.1 is not a multiple of 0.25 from 0.25 (nearest: 1.0 or 1.25)",
-    )
+    assert problems == ("options.output_video_scale: 1.1 is not a multiple of 0.25 from 0.25 (nearest: 1.0 or 1.25)",)
 
 
 def test_list_problems_name_each_bad_item() -> None:
@@ -259,9 +253,7 @@ def test_system_option_gets_its_own_message(name: str) -> None:
 
 def test_system_option_in_cli_spelling_is_still_the_workers() -> None:
     problems = _problems({"execution-providers": ["cuda"]})
-    assert problems == (
-        "options.execution-providers: execution_providers is set by the worker, not by the job",
-    )
+    assert problems == ("options.execution-providers: execution_providers is set by the worker, not by the job",)
 
 
 def test_several_problems_come_back_together_in_name_order() -> None:
@@ -316,9 +308,7 @@ def test_detector_size_follows_the_chosen_model() -> None:
 
 
 def test_pixel_boost_must_suit_the_chosen_swapper_model() -> None:
-    problems = _problems(
-        {"face_swapper_model": "simswap_unofficial_512", "face_swapper_pixel_boost": "256x256"}
-    )
+    problems = _problems({"face_swapper_model": "simswap_unofficial_512", "face_swapper_pixel_boost": "256x256"})
     assert problems == (
         "options.face_swapper_pixel_boost: '256x256' is not available with face_swapper_model"
         " 'simswap_unofficial_512', which takes 512x512, 768x768, 1024x1024",

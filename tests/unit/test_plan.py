@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import pytest
@@ -18,7 +19,7 @@ def test_segments_cover_every_frame_exactly_once(frames: int, fps: Fraction) -> 
     # THEN segments are consecutive, non-empty, start at 0 and end at the last frame
     assert plan[0].start_frame == 0
     assert plan[-1].end_frame == frames
-    for before, after in zip(plan, plan[1:], strict=False):
+    for before, after in itertools.pairwise(plan):
         assert before.end_frame == after.start_frame
     assert all(s.frame_count > 0 for s in plan)
     assert [s.index for s in plan] == list(range(len(plan)))

@@ -84,7 +84,9 @@ def _managed_policy_map() -> dict[str, str]:
 def _packaged_text() -> str:
     """The template as `sam package` (and the local deploy) hands it over: local paths as S3 URIs."""
     text = TEMPLATE.read_text()
-    uploaded = {path: f"artifacts/{index}/{Path(path).name or 'code'}" for index, (_, path) in enumerate(local_artifacts(text))}
+    uploaded = {
+        path: f"artifacts/{index}/{Path(path).name or 'code'}" for index, (_, path) in enumerate(local_artifacts(text))
+    }
     return rewrite_artifacts(text, uploaded, "deployment-bucket")
 
 
@@ -131,7 +133,7 @@ class Conditions:
         return True if name is None else self[name]
 
     def _boolean(self, expression: Any) -> bool:
-        (function, argument), = expression.items()
+        ((function, argument),) = expression.items()
         if function == "Condition":
             return self[argument]
         if function == "Fn::Not":
@@ -209,9 +211,7 @@ def properties(template: Template, name: str) -> dict[str, Any]:
 
 def statements(role: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for policy in role["Properties"].get("Policies", []):
-        document = policy["PolicyDocument"]
-        for statement in document["Statement"]:
-            yield statement
+        yield from policy["PolicyDocument"]["Statement"]
 
 
 def allows(statement: dict[str, Any], action: str) -> bool:
@@ -227,7 +227,9 @@ def test_template_passes_cfn_lint_without_errors_or_warnings() -> None:
     # WHEN cfn-lint (the same rules as `cfn-lint template.yaml`) checks it
     matches = lint_file(TEMPLATE)
     # THEN it reports no error and no warning
-    problems = [f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches if m.rule.severity in ("error", "warning")]
+    problems = [
+        f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches if m.rule.severity in ("error", "warning")
+    ]
     assert problems == []
 
 
@@ -310,7 +312,12 @@ def test_nothing_that_exists_refers_to_something_that_does_not(stage: str) -> No
     template = transform(stage)
     conditions = Conditions(template, parameter_values(template, stage))
     present = existing(template, conditions)
-    known = set(present) | set(template.get("Parameters", {})) | set(PSEUDO_PARAMETERS) | {"AWS::NoValue", "AWS::StackName", "AWS::StackId", "AWS::URLSuffix"}
+    known = (
+        set(present)
+        | set(template.get("Parameters", {}))
+        | set(PSEUDO_PARAMETERS)
+        | {"AWS::NoValue", "AWS::StackName", "AWS::StackId", "AWS::URLSuffix"}
+    )
     outputs = {n: o for n, o in template.get("Outputs", {}).items() if conditions.holds(o.get("Condition"))}
     # WHEN their references (Ref, GetAtt, Sub, DependsOn) are collected
     dangling: dict[str, set[str]] = {}
@@ -419,7 +426,9 @@ def test_every_integration_in_the_asl_is_allowed_by_the_state_machine_role() -> 
         assert targets, f"{resource}: no resource found in {parameters}"
         # THEN some statement of the role allows that action on each of those resources
         for target in targets:
-            if not any(allows(s, action) and target in set(references(s["Resource"], conditions)) for s in role_statements):
+            if not any(
+                allows(s, action) and target in set(references(s["Resource"], conditions)) for s in role_statements
+            ):
                 missing.append(f"{action} on {target} ({resource})")
     assert missing == []
     # AND a distributed map may start its child executions
@@ -479,6 +488,8 @@ def test_slicer_function_is_built_by_the_makefile_and_gets_every_variable_the_ha
     event = function["Properties"]["Events"]["Ingest"]["Properties"]
     assert event["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert event["Queue"] == {"Fn::GetAtt": ["IngestQueue", "Arn"]}
+    # AND the ingest queue hides a record for six function timeouts, as AWS advises for SQS sources
+    assert properties(template, "IngestQueue")["VisibilityTimeout"] >= 6 * function["Properties"]["Timeout"]
 
 
 def test_workers_get_their_role_queues_in_priority_order_and_one_gpu() -> None:
@@ -504,7 +515,9 @@ def test_workers_get_their_role_queues_in_priority_order_and_one_gpu() -> None:
 def test_worker_stop_timeout_matches_the_gpu_hosts_agent_timeout() -> None:
     # GIVEN the render container's stop timeout and the GPU hosts' user data
     template = _source()
-    stop_timeout = find_in_map(template, properties(template, "RenderTaskDefinition")["ContainerDefinitions"][0]["StopTimeout"])
+    stop_timeout = find_in_map(
+        template, properties(template, "RenderTaskDefinition")["ContainerDefinitions"][0]["StopTimeout"]
+    )
     user_data = properties(template, "GpuLaunchTemplate")["LaunchTemplateData"]["UserData"]["Fn::Base64"]["Fn::Sub"]
     script, variables = user_data
     # WHEN the user data's ECS agent settings are resolved
@@ -548,7 +561,11 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
     by_id = {metric["Id"]: metric for metric in metrics}
     returned = [metric for metric in metrics if metric.get("ReturnData", True)]
     # WHEN the tracked metric is read
-    queue_metrics = [m["MetricStat"]["Metric"] for m in metrics if "MetricStat" in m and m["MetricStat"]["Metric"]["Namespace"] == "AWS/SQS"]
+    queue_metrics = [
+        m["MetricStat"]["Metric"]
+        for m in metrics
+        if "MetricStat" in m and m["MetricStat"]["Metric"]["Namespace"] == "AWS/SQS"
+    ]
     queues = {m["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for m in queue_metrics}
     # THEN it is the render queues' visible messages divided by the running tasks, scaling down to 0
     assert target["MinCapacity"] == 0
@@ -569,7 +586,9 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
     assert policy["StepScalingPolicyConfiguration"]["AdjustmentType"] == "ExactCapacity"
     assert [step["ScalingAdjustment"] for step in policy["StepScalingPolicyConfiguration"]["StepAdjustments"]] == [1]
     wake_expression = next(m["Expression"] for m in alarm["Metrics"] if m.get("ReturnData", True))
-    assert "desired" in wake_expression and alarm["ComparisonOperator"] == "GreaterThanThreshold" and alarm["Threshold"] == 0
+    assert "desired" in wake_expression
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["Threshold"] == 0
 
 
 def test_render_service_starts_empty_and_may_replace_every_task_on_deploy() -> None:

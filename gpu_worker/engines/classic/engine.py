@@ -54,8 +54,10 @@ class JobSettings:
 
 
 def job_settings(job: EngineJob) -> JobSettings:
+    """The job's preset and FaceFusion options, validated (EngineError on a bad value)."""
+    raw_weight = job.option("face_swapper_weight")
     try:
-        weight = float(job.option("face_swapper_weight", 0.5))
+        weight = float(0.5 if raw_weight is None else raw_weight)  # FaceFusion's default
     except (TypeError, ValueError):
         raise EngineError("face_swapper_weight must be a number within 0..1") from None
     if not 0.0 <= weight <= 1.0:
@@ -69,6 +71,7 @@ class ClassicEngine:
     def __init__(self) -> None:
         self._models: DlibModels | None = None
         self._identities: OrderedDict[tuple[object, ...], ident.SourceIdentity] = OrderedDict()
+        self._references: dict[tuple[object, ...], Descriptor] = {}
 
     def prepare(self) -> None:
         self._models = load_models()
@@ -93,14 +96,23 @@ class ClassicEngine:
         return cached
 
     def reference_from_image(self, job: EngineJob, options: SelectorOptions) -> Descriptor | None:
+        """The identity of the face at reference_face_position in `job.reference` (cached)."""
         if job.reference is None:
             return None
+        key = (ident.source_key((job.reference,), 0.0), options.order, options.reference_position)
+        cached = self._references.get(key)
+        if cached is not None:
+            return cached
         faces = ident.faces_in_image(self.models, job.reference)
         records = [FaceRecord(i, f.box, f.score) for i, f in enumerate(faces)]
         chosen = face_at(records, options.order, options.reference_position)
         if chosen is None:
             raise EngineError("the reference image has no detectable face")
-        return ident.describe(self.models, job.reference, faces[chosen.key].points)
+        descriptor = ident.describe(self.models, job.reference, faces[chosen.key].points)
+        self._references[key] = descriptor
+        while len(self._references) > IDENTITY_CACHE:
+            self._references.pop(next(iter(self._references)))
+        return descriptor
 
     def validate(self, job: EngineJob) -> None:
         settings = job_settings(job)
@@ -140,12 +152,8 @@ class ClassicEngine:
                 yield image
                 continue
             out = image
-            for face in faces:
-                if face.track_id not in chosen:
-                    continue
-                fade = 1.0
-                if face.track_id not in first_track_ids:
-                    fade = min(1.0, (face.age + 1) / FADE_IN_FRAMES)
+            for face in (f for f in faces if f.track_id in chosen):
+                fade = 1.0 if face.track_id in first_track_ids else min(1.0, (face.age + 1) / FADE_IN_FRAMES)
                 result = swap_face(
                     out,
                     image,
@@ -155,8 +163,7 @@ class ClassicEngine:
                     opacity=settings.opacity * fade,
                     previous_stats=colour_state.get(face.track_id),
                 )
-                out = result.frame
-                colour_state[face.track_id] = result.target_stats
+                out, colour_state[face.track_id] = result.frame, result.target_stats
             yield out
 
     @staticmethod
@@ -173,5 +180,6 @@ class ClassicEngine:
 
     def close(self) -> None:
         self._identities.clear()
+        self._references.clear()
         self._models = None
         release_models()

@@ -66,15 +66,20 @@ class SelectorOptions:
 
 def selector_options(options: Mapping[str, Any]) -> SelectorOptions:
     """Parse the job's FaceFusion-named options, rejecting values FaceFusion would reject."""
-    mode = str(options.get("face_selector_mode", "reference"))
-    order = str(options.get("face_selector_order", "large-small"))
+
+    def get(name: str, default: Any) -> Any:
+        value = options.get(name)
+        return default if value is None else value  # an option set to null means "FaceFusion's default"
+
+    mode = str(get("face_selector_mode", "reference"))
+    order = str(get("face_selector_order", "large-small"))
     if mode not in MODES:
         raise EngineError(f"face_selector_mode must be one of {', '.join(MODES)}, not {mode!r}")
     if order not in ORDERS:
         raise EngineError(f"face_selector_order must be one of {', '.join(ORDERS)}, not {order!r}")
     try:
-        position = int(options.get("reference_face_position", 0))
-        distance = float(options.get("reference_face_distance", 0.3))
+        position = int(get("reference_face_position", 0))
+        distance = float(get("reference_face_distance", 0.3))
     except (TypeError, ValueError) as error:
         raise EngineError(f"reference face options must be numbers: {error}") from None
     if position < 0:

@@ -1,0 +1,108 @@
+"""`fusionfleet swap` / `python -m gpu_worker swap`: render one video on this machine, no cloud parts.
+
+The same engine, frame pipeline, encoder settings and merge checks the workers use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import MappingProxyType
+
+from fusionfleet.cli import add_facefusion_options, collect_facefusion_options
+from fusionfleet.encoding import encoder_settings
+from fusionfleet.errors import FusionFleetError
+from fusionfleet.manifest import QUALITIES
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.probe import probe_video
+from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.options import OptionsError
+from fusionfleet.progress import ProgressLine, bar
+from gpu_worker.engines.base import EngineError, EngineJob
+from gpu_worker.engines.registry import create_engine, default_engine_name, engine_names
+from gpu_worker.frames import render_range
+from gpu_worker.merge import assemble
+from gpu_worker.sources import decode_image
+
+GOP_SECONDS = 4
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fusionfleet swap", description=__doc__)
+    parser.add_argument("--source", action="append", required=True, type=Path, help="face image (repeat for several)")
+    parser.add_argument("--target", required=True, type=Path, help="the video to swap faces in")
+    parser.add_argument("--output", required=True, type=Path, help="where to write the result (.mp4)")
+    parser.add_argument("--engine", choices=engine_names(), default=None, help="default: FaceFusion if installed")
+    parser.add_argument("--quality", choices=QUALITIES, default="balanced", help="built-in engine preset")
+    parser.add_argument("--reference", type=Path, help="reference face image for --face-selector-mode reference")
+    add_facefusion_options(parser)
+    return parser
+
+
+def swap(args: argparse.Namespace) -> int:
+    limits = MediaLimits()
+    options = collect_facefusion_options(args)
+    engine_name = args.engine or default_engine_name()
+    reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
+    video = probe_video(reader, f"target {args.target.name!r}", limits)
+    width, height = video.display_size
+    settings = encoder_settings(width, height, video.fps, options, max(1, round(float(video.fps) * GOP_SECONDS)))
+    sources = tuple(decode_image(path.read_bytes(), f"source {path.name!r}", limits) for path in args.source)
+    reference = decode_image(args.reference.read_bytes(), "reference", limits) if args.reference else None
+    began = time.monotonic()
+    engine = create_engine(engine_name)
+    engine.prepare()
+    load_s = time.monotonic() - began
+    workdir = Path(tempfile.mkdtemp(prefix="fusionfleet-swap-"))
+    try:
+        job = EngineJob(
+            job_id="swap", sources=sources, options=MappingProxyType(options), quality=args.quality,
+            reference=reference, fps=float(video.fps), work_dir=workdir,
+        )  # fmt: skip
+        engine.validate(job)
+        line = ProgressLine()
+        total = video.frame_count
+
+        def progress(done: int) -> None:
+            if done % 5 == 0 or done == total:
+                elapsed = max(1e-6, time.monotonic() - render_began)
+                line.show(f"{bar(done, total)} {done}/{total} frames, {done / elapsed:.1f} fps")
+
+        render_began = time.monotonic()
+        part = workdir / "video.mp4"
+        stats = render_range(
+            engine, job, reader, video, 0, total, settings, part, threading.Event(), "swap", on_frame=progress
+        )
+        line.done()
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
+        merged = workdir / "output.mp4"
+        summary = assemble([part], audio_reader, video, merged, args.target.name)
+        shutil.move(str(merged), args.output)
+    finally:
+        engine.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(
+        f"{args.output}: {summary.frame_count} frames, {summary.duration_s:.2f} s, "
+        f"{len(summary.audio_durations_s)} audio track(s); engine {engine_name} "
+        f"(load {load_s:.2f} s, {stats.frames / max(1e-6, stats.wall_s):.1f} fps)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return swap(args)
+    except OptionsError as error:
+        print("invalid options: " + "; ".join(error.problems), file=sys.stderr)
+        return 2
+    except (FusionFleetError, EngineError) as error:
+        print(f"error: {error.reason}", file=sys.stderr)
+        return 1
