@@ -121,14 +121,16 @@ def static_swap_jitter(engine: ClassicEngine, source: Image, anchors: Sequence[O
     transform = getattr(samples, "_transform", None)  # the sample shot's camera path
     if transform is None:
         return None
-    photo = cv2.resize(samples.astronaut(), None, fx=2, fy=2, interpolation=cv2.INTER_CUBIC)
+    # Swap at the shot's own scale, so that moving the result resamples it by ~1 (no aliasing, no blur).
+    scale = float(np.sqrt(abs(np.linalg.det(transform(0.0, 640, 360, 512)[:, :2]))))
+    photo = cv2.resize(samples.astronaut(), None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
     job = EngineJob("static", (source,), OPTIONS, quality="balanced")
     swapped = next(iter(engine.render(job, [Frame(0, np.ascontiguousarray(photo, dtype=np.uint8))])))
-    half = np.diag([0.5, 0.5, 1.0])  # the photo was doubled
+    undo = np.diag([1 / scale, 1 / scale, 1.0])
     frames = [
         np.ascontiguousarray(
             cv2.warpAffine(
-                swapped, transform(i / 25.0, 640, 360, 512) @ half, (640, 360), borderMode=cv2.BORDER_REFLECT
+                swapped, transform(i / 25.0, 640, 360, 512) @ undo, (640, 360), borderMode=cv2.BORDER_REFLECT
             ),
             dtype=np.uint8,
         )
