@@ -30,6 +30,9 @@ class EncoderSettings:
     height: int
     timescale: int
     keyint: int
+    # Part of the job's settings: x264's output depends on its thread count, and a redelivered
+    # segment must come out byte-identical whichever worker renders it.
+    threads: int = 2
 
     @property
     def fps(self) -> Fraction:
@@ -70,6 +73,7 @@ def encoder_settings(
     fps: Fraction,
     options: dict[str, Any],
     max_segment_frames: int,
+    threads: int = 2,
 ) -> EncoderSettings:
     """The settings for one job, from the displayed picture size, the rate and the job's options."""
     codec = str(options.get("output_video_encoder", "libx264"))
@@ -104,4 +108,5 @@ def encoder_settings(
         timescale=track_timescale(fps),
         # One IDR at each segment's start; no forced keyframes inside, so boundaries are clean cuts.
         keyint=max(1, max_segment_frames),
+        threads=threads,
     )

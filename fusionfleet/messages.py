@@ -66,6 +66,7 @@ class SegmentRecord(_Model):
     reason: str = ""
     attempt: int = 1
     worker: str = ""
+    queued_s: float = 0.0  # from Step Functions sending the message to a worker taking it
     engine_s: float = 0.0
     total_s: float = 0.0
     started_at: float = 0.0

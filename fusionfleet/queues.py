@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,6 +20,8 @@ class QueueMessage:
     receipt_handle: str
     body: str
     receive_count: int
+    sent_at: float = 0.0  # epoch seconds, from SQS
+    received_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,9 @@ class SqsQueue:
             MaxNumberOfMessages=max_messages,
             WaitTimeSeconds=wait_s,
             VisibilityTimeout=visibility_s,
-            MessageSystemAttributeNames=["ApproximateReceiveCount"],
+            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
         )
+        now = time.time()
         return [
             QueueMessage(
                 queue_url=queue_url,
@@ -66,6 +70,8 @@ class SqsQueue:
                 receipt_handle=item["ReceiptHandle"],
                 body=item["Body"],
                 receive_count=int(item.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
+                sent_at=int(item.get("Attributes", {}).get("SentTimestamp", "0")) / 1000,
+                received_at=now,
             )
             for item in response.get("Messages", [])
         ]

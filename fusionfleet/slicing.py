@@ -39,6 +39,7 @@ class SlicerConfig:
     render_heartbeat_s: int = 6 * 3600
     merge_heartbeat_s: int = 6 * 3600
     render_concurrency: int = 1000
+    encoder_threads: int = 2
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
     segments: SegmentPolicy = field(default_factory=SegmentPolicy)
@@ -118,7 +119,9 @@ class Slicer:
         video, bytes_read = self._probe(target)
         width, height = video.display_size
         plan = plan_segments(video.frame_count, video.fps, self.config.segments)
-        settings = encoder_settings(width, height, video.fps, manifest.options, max(s.frame_count for s in plan))
+        settings = encoder_settings(
+            width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads
+        )
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
         assert manifest.output is not None
         context = JobContext(

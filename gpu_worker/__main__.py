@@ -33,12 +33,25 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
     settings.scratch.mkdir(parents=True, exist_ok=True)
     handler: TaskHandler
     if settings.role == "render":
+        if settings.cpu_threads:
+            import cv2
+
+            # Several workers share a host's cores: each keeps to its share.
+            cv2.setNumThreads(settings.cpu_threads)
         engines = EnginePool()
         if settings.preload_engine:
             engines.get(settings.preload_engine)
         limits = MediaLimits()
         handler = RenderHandler(
-            RenderDeps(storage, engines, SourceCache(storage, limits), limits, settings.scratch, settings.name)
+            RenderDeps(
+                storage,
+                engines,
+                SourceCache(storage, limits),
+                limits,
+                settings.scratch,
+                settings.name,
+                settings.cpu_threads,
+            )
         )
     else:
         handler = MergeHandler(MergeDeps(storage, settings.scratch))

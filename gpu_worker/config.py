@@ -17,6 +17,7 @@ ENV_IDLE_WAIT = "FUSIONFLEET_IDLE_WAIT_SECONDS"
 ENV_REGION = "AWS_REGION"
 ENV_ENDPOINT = "AWS_ENDPOINT_URL"
 ENV_PRELOAD = "FUSIONFLEET_PRELOAD_ENGINE"
+ENV_CPU_THREADS = "FUSIONFLEET_CPU_THREADS"
 
 ROLES = ("render", "merge")
 
@@ -33,6 +34,7 @@ class WorkerConfig:
     idle_wait_s: int
     max_tasks: int | None
     preload_engine: str | None
+    cpu_threads: int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,4 +78,5 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         idle_wait_s=int(env.get(ENV_IDLE_WAIT, "2")),
         max_tasks=args.max_tasks,
         preload_engine=args.preload_engine or env.get(ENV_PRELOAD) or None,
+        cpu_threads=int(env.get(ENV_CPU_THREADS, "0")),
     )

@@ -49,6 +49,7 @@ def render_range(
     what: str,
     on_frame: Callable[[int], None] | None = None,
     timeout_s: float = 3600,
+    decode_threads: int = 0,
 ) -> RangeStats:
     """Frames [start, end) of `video` through `engine` into `output`, encoded with `settings`."""
     began = time.monotonic()
@@ -57,7 +58,7 @@ def render_range(
     emits: list[bool] = []
 
     def frames() -> Iterator[Frame]:
-        for index, image in iter_frames(reader, video, first, end, what):
+        for index, image in iter_frames(reader, video, first, end, what, decode_threads):
             if cancel.is_set():
                 raise Cancelled(f"{what}: cancelled at frame {index}")
             emits.append(index >= start)

@@ -105,7 +105,7 @@ class Worker:
         keeper = Keeper(self._queue, self._orchestrator, message, task.task_token, self._heartbeat)
         try:
             with keeper:
-                output = self._handler.execute(task, keeper.lost, attempt)
+                output = self._handler.execute(task, keeper.lost, message)
         except ColdStop:
             self._release(message, what)
             raise

@@ -18,6 +18,7 @@ from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.messages import RenderTask, SegmentRecord
+from fusionfleet.queues import QueueMessage
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
 from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable
@@ -37,6 +38,7 @@ class RenderDeps:
     limits: MediaLimits
     scratch: Path
     worker_id: str
+    cpu_threads: int = 0
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class RenderResult:
     record: SegmentRecord
 
 
-def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, attempt: int) -> RenderResult:
+def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, message: QueueMessage) -> RenderResult:
     job, segment = task.job, task.segment
     started = time.monotonic()
     started_at = time.time()
@@ -78,7 +80,7 @@ def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, 
         output_path = workdir / "segment.mp4"
         stats = render_range(
             engine, engine_job, reader, job.video, segment.start_frame, segment.end_frame, job.encoder,
-            output_path, cancel, f"segment {segment.index} of {job.job_id}",
+            output_path, cancel, f"segment {segment.index} of {job.job_id}", decode_threads=deps.cpu_threads,
         )  # fmt: skip
         engine_s = stats.engine_s
         summary = _check_segment(output_path, task)
@@ -90,8 +92,9 @@ def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, 
             status="succeeded",
             frames=summary,
             key=key,
-            attempt=attempt,
+            attempt=message.receive_count,
             worker=deps.worker_id,
+            queued_s=round(max(0.0, message.received_at - message.sent_at), 3) if message.sent_at else 0.0,
             engine_s=round(engine_s, 3),
             total_s=round(time.monotonic() - started, 3),
             started_at=started_at,

@@ -6,6 +6,7 @@ import threading
 from typing import Any, Protocol
 
 from fusionfleet.messages import MergeTask, RenderTask
+from fusionfleet.queues import QueueMessage
 from fusionfleet.storage import Storage
 from gpu_worker.merge import MergeDeps, merge_job
 from gpu_worker.render import RenderDeps, record_failure, render_segment
@@ -21,7 +22,7 @@ class TaskHandler(Protocol):
 
     def parse(self, body: str) -> Any: ...
     def describe(self, task: Any) -> str: ...
-    def execute(self, task: Any, cancel: threading.Event, attempt: int) -> dict[str, Any]: ...
+    def execute(self, task: Any, cancel: threading.Event, message: QueueMessage) -> dict[str, Any]: ...
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
     def close(self) -> None: ...
 
@@ -38,8 +39,8 @@ class RenderHandler:
     def describe(self, task: RenderTask) -> str:
         return f"segment {task.segment.index} of {task.job.job_id}"
 
-    def execute(self, task: RenderTask, cancel: threading.Event, attempt: int) -> dict[str, Any]:
-        return render_segment(task, self._deps, cancel, attempt).output
+    def execute(self, task: RenderTask, cancel: threading.Event, message: QueueMessage) -> dict[str, Any]:
+        return render_segment(task, self._deps, cancel, message).output
 
     def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
         record_failure(self._deps.storage, task, error, reason, attempt, self._deps.worker_id)
@@ -64,7 +65,7 @@ class MergeHandler:
     def describe(self, task: MergeTask) -> str:
         return f"merge of {task.job.job_id}"
 
-    def execute(self, task: MergeTask, cancel: threading.Event, attempt: int) -> dict[str, Any]:
+    def execute(self, task: MergeTask, cancel: threading.Event, message: QueueMessage) -> dict[str, Any]:
         return merge_job(task, self._deps)
 
     def record_failure(self, task: MergeTask, error: str, reason: str, attempt: int) -> None:

@@ -29,6 +29,7 @@ def slicer() -> Slicer:
         topic_arn=os.environ["NOTIFICATION_TOPIC_ARN"],
         default_engine=os.environ.get("DEFAULT_ENGINE", "classic"),
         render_heartbeat_s=int(os.environ.get("RENDER_HEARTBEAT_SECONDS", "21600")),
+        encoder_threads=int(os.environ.get("ENCODER_THREADS", "2")),
     )
     return Slicer(
         S3Storage(aws.client("s3")),
@@ -50,4 +51,6 @@ def record_handler(record: IngestRecord) -> None:
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return dict(process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context))
+    return dict(
+        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    )

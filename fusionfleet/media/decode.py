@@ -37,7 +37,7 @@ def grid_index(time_s: float, start_s: float, fps: Fraction) -> int:
 
 
 def iter_frames(
-    reader: RangeReader, info: VideoInfo, start: int, end: int, what: str = "target"
+    reader: RangeReader, info: VideoInfo, start: int, end: int, what: str = "target", threads: int = 0
 ) -> Iterator[tuple[int, Image]]:
     """Yield (frame number, image) for every frame number in [start, end), in order."""
     if not 0 <= start < end:
@@ -47,6 +47,8 @@ def iter_frames(
     with open_video(reader, info.container, what) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
+        if threads:
+            stream.codec_context.thread_count = threads
         time_base = stream.time_base or Fraction(1, 1_000_000)
         if start > 0:
             # Land on the keyframe at or before the first wanted frame, then decode forward.

@@ -65,6 +65,7 @@ def video_encoder(settings: EncoderSettings) -> list[str]:
         "-crf", str(settings.crf),
         "-profile:v", settings.profile,
         "-pix_fmt", settings.pix_fmt,
+        "-threads", str(settings.threads),
         params_flag, params,
         "-fps_mode", "passthrough",
     ]  # fmt: skip

@@ -1,0 +1,240 @@
+"""`make bench` / `python -m benchmarks.pipeline`: the pipeline's own costs, on a local stack.
+
+Measures (writes benchmarks/results/pipeline.json, prints a table):
+- slicer: time and bytes read from S3 for a large (>= 500 MB) MP4 target, against its size;
+- orchestration overhead on a 60 s 720p clip with one worker: end-to-end time minus the worker's
+  time on segments and the merge (what the slicer, Step Functions, SQS and the gaps between cost);
+- merge time against end-to-end;
+- end-to-end with 1 and 2 workers on the same clip and engine (the speed-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fusionfleet import layout
+from fusionfleet.aws import AwsTarget
+from fusionfleet.client import Client
+from fusionfleet.local.paths import LocalPaths
+from fusionfleet.local.supervisor import LocalStack, UpOptions
+from fusionfleet.media.runner import run_ffmpeg
+from fusionfleet.messages import SegmentRecord
+from fusionfleet.notify import SnsNotifier
+from fusionfleet.orchestrator import StepFunctions
+from fusionfleet.samples import grace_hopper_path, write_video
+from fusionfleet.slicing import Slicer, SlicerConfig
+from fusionfleet.stack import StackResources
+from fusionfleet.storage import S3Storage, get_json
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+GOALS = {
+    "slicer_read_share": 0.05,
+    "orchestration_share": 0.05,
+    "merge_share": 0.03,
+    "speedup_2_workers": 1.8,
+}
+
+
+@dataclass
+class Bench:
+    stack: LocalStack
+    resources: StackResources
+    aws: AwsTarget
+
+    @property
+    def storage(self) -> S3Storage:
+        return S3Storage(self.aws.client("s3"))
+
+    def client(self) -> Client:
+        return Client(self.storage, StepFunctions(self.aws.client("stepfunctions")), self.resources)
+
+
+def large_target(media: Path, min_bytes: int) -> Path:
+    """A >= min_bytes H.264 MP4 with AAC, index at the end (the hard case for a partial read)."""
+    path = media / f"large-{min_bytes // 1_000_000}MB.mp4"
+    if path.exists() and path.stat().st_size >= min_bytes:
+        return path
+    base = media / "large-base.mp4"
+    quiet = ["-hide_banner", "-nostdin", "-loglevel", "error", "-y"]
+    run_ffmpeg(
+        [*quiet, "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=20", "-f", "lavfi",
+         "-i", "sine=frequency=440:duration=20", "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "50M",
+         "-maxrate", "50M", "-bufsize", "50M", "-c:a", "aac", "-f", "mp4", str(base)],
+        timeout_s=600, what="large target",
+    )  # fmt: skip
+    loops = max(1, -(-min_bytes // base.stat().st_size))
+    run_ffmpeg(
+        [*quiet, "-stream_loop", str(loops - 1), "-i", str(base), "-c", "copy", "-f", "mp4", str(path)],
+        timeout_s=600, what="large target",
+    )  # fmt: skip
+    base.unlink()
+    return path
+
+
+def measure_slicer(bench: Bench, target: Path) -> dict[str, Any]:
+    storage = bench.storage
+    bucket = bench.resources.media_bucket
+    storage.upload_file(bucket, "inputs/bench/face.jpg", grace_hopper_path())
+    began = time.monotonic()
+    storage.upload_file(bucket, "inputs/bench/large.mp4", target)
+    upload_s = time.monotonic() - began
+    manifest = {"version": 1, "source": ["inputs/bench/face.jpg"], "target": "inputs/bench/large.mp4", "engine": "copy"}
+    key = f"jobs/bench-slicer-{int(time.time())}.json"
+    storage.put_bytes(bucket, key, json.dumps(manifest).encode())
+    slicer = Slicer(
+        storage,
+        StepFunctions(bench.aws.client("stepfunctions")),
+        SnsNotifier(bench.aws.client("sns")),
+        SlicerConfig(bench.resources.work_bucket, bench.resources.state_machine_arn, bench.resources.topic_arn),
+    )
+    began = time.monotonic()
+    outcome = slicer.handle(bucket, key)
+    slicer_s = time.monotonic() - began
+    # Only the slicer is measured here: stop the job it started before any worker takes it.
+    bench.aws.client("stepfunctions").stop_execution(executionArn=outcome.execution_arn)
+    for url in bench.resources.render_queue_urls:
+        bench.aws.client("sqs").purge_queue(QueueUrl=url)
+    size = target.stat().st_size
+    return {
+        "target_bytes": size,
+        "upload_s": round(upload_s, 2),
+        "slicer_s": round(slicer_s, 3),
+        "bytes_read": outcome.bytes_read,
+        "read_share": outcome.bytes_read / size,
+        "status": outcome.status,
+    }
+
+
+def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, Any]:
+    client = bench.client()
+    began = time.monotonic()
+    submission = client.submit([grace_hopper_path()], clip, priority="high", engine=engine, quality=quality)
+    status = client.wait(submission.job_id, timeout_s=3600, poll_s=0.2)
+    end_to_end = time.monotonic() - began
+    if status.state != "SUCCEEDED" or not status.output:
+        raise RuntimeError(f"benchmark job {submission.job_id} ended {status.state}: {status.reason}")
+    storage = bench.storage
+    plan = get_json(storage, bench.resources.work_bucket, layout.plan_key(submission.job_id))
+    records = [
+        SegmentRecord.model_validate(
+            get_json(storage, bench.resources.work_bucket, layout.segment_record_key(submission.job_id, item["index"]))
+        )
+        for item in plan
+    ]
+    timings = status.output["timings"]
+    worker_s = sum(r.total_s for r in records)
+    return {
+        "job_id": submission.job_id,
+        "segments": len(records),
+        "frames": status.output["frames"],
+        "end_to_end_s": round(end_to_end, 3),
+        "render_wall_s": timings["render_s"],
+        "worker_s": round(worker_s, 3),
+        "engine_s": round(sum(r.engine_s for r in records), 3),
+        "merge_s": timings["merge_s"],
+        "queued_s_mean": round(sum(r.queued_s for r in records) / len(records), 3),
+        "per_segment_worker_s_mean": round(worker_s / len(records), 3),
+    }
+
+
+def up(stack: LocalStack, workers: int, port: int | None, threads: int) -> Bench:
+    os.environ["FUSIONFLEET_CPU_THREADS"] = str(threads)
+    os.environ["ENCODER_THREADS"] = str(threads)
+    state = stack.up(UpOptions(workers=workers, port=port, stack="fusionfleet-bench", default_engine="copy"))
+    return Bench(stack, StackResources.from_outputs(state.outputs), AwsTarget(state.region, state.endpoint))
+
+
+def table(results: dict[str, Any]) -> str:
+    rows = [("measure", "value", "goal", "ok")]
+    for name, value, goal, passed in results["summary"]:
+        rows.append((name, value, goal, "yes" if passed else "NO"))
+    widths = [max(len(str(row[i])) for row in rows) for i in range(4)]
+    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--large-mb", type=int, default=520, help="size of the large target for the slicer")
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of the 720p clip")
+    parser.add_argument("--engine", default="copy", help="engine for the end-to-end runs")
+    parser.add_argument("--quality", default="realtime")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads each worker may use")
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--keep", action="store_true", help="leave the benchmark stack running")
+    args = parser.parse_args()
+    media = ROOT / ".fusionfleet" / "bench-media"
+    media.mkdir(parents=True, exist_ok=True)
+    paths = LocalPaths.discover(ROOT / ".fusionfleet" / "bench")
+    stack = LocalStack(paths, say=lambda line: print(f"  {line}"))
+    results: dict[str, Any] = {
+        "benchmark": "pipeline",
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "engine": args.engine,
+        "threads_per_worker": args.threads,
+        "goals": GOALS,
+    }
+    try:
+        print("making media…")
+        large = large_target(media, args.large_mb * 1_000_000)
+        clip = media / f"clip-{args.seconds:g}s-720p.mp4"
+        if not clip.exists():
+            write_video(clip, seconds=args.seconds, fps=25, width=1280, height=720)
+        print("slicer on a large target…")
+        bench = up(stack, 0, args.port, args.threads)
+        results["slicer"] = measure_slicer(bench, large)
+        runs = {}
+        for workers in (1, 2):
+            print(f"end to end, {workers} worker(s)…")
+            bench = up(stack, workers, args.port, args.threads)
+            runs[str(workers)] = run_job(bench, clip, args.engine, args.quality)
+        results["runs"] = runs
+    finally:
+        if not args.keep:
+            stack.down()
+    one, two = results["runs"]["1"], results["runs"]["2"]
+    overhead = one["end_to_end_s"] - one["worker_s"] - one["merge_s"]
+    results["orchestration"] = {
+        "overhead_s": round(overhead, 3),
+        "share_of_end_to_end": overhead / one["end_to_end_s"],
+        "per_segment_s": round(overhead / one["segments"], 3),
+    }
+    results["merge_share"] = one["merge_s"] / one["end_to_end_s"]
+    results["speedup_2_workers"] = one["end_to_end_s"] / two["end_to_end_s"]
+    slicer = results["slicer"]
+    orchestration_share = results["orchestration"]["share_of_end_to_end"]
+    results["summary"] = [
+        ("slicer bytes read / target size", f"{slicer['read_share']:.4%} of {slicer['target_bytes'] / 1e6:.0f} MB",
+         f"< {GOALS['slicer_read_share']:.0%}", slicer["read_share"] < GOALS["slicer_read_share"]),
+        ("slicer time", f"{slicer['slicer_s']:.2f} s", "", True),
+        ("orchestration overhead / end-to-end (1 worker)", f"{orchestration_share:.2%}",
+         f"< {GOALS['orchestration_share']:.0%}", orchestration_share < GOALS["orchestration_share"]),
+        ("  per segment", f"{results['orchestration']['per_segment_s']:.3f} s", "", True),
+        ("merge / end-to-end (1 worker)", f"{results['merge_share']:.2%} ({one['merge_s']:.2f} s)",
+         f"< {GOALS['merge_share']:.0%}", results["merge_share"] < GOALS["merge_share"]),
+        ("end-to-end, 1 worker", f"{one['end_to_end_s']:.2f} s", "", True),
+        ("end-to-end, 2 workers", f"{two['end_to_end_s']:.2f} s", "", True),
+        ("speed-up, 2 workers vs 1", f"{results['speedup_2_workers']:.2f}x",
+         f">= {GOALS['speedup_2_workers']}x", results["speedup_2_workers"] >= GOALS["speedup_2_workers"]),
+    ]  # fmt: skip
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    name = "pipeline.json" if args.engine == "copy" else f"pipeline-{args.engine}.json"
+    (RESULTS / name).write_text(json.dumps(results, indent=2, default=str))
+    print()
+    print(table(results))
+    print(f"\nwritten to {RESULTS / name}")
+    shutil.rmtree(paths.scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
