@@ -168,7 +168,7 @@ def main() -> int:
     parser.add_argument("--engine", default="copy", help="engine for the end-to-end runs")
     parser.add_argument("--quality", default="realtime")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads each worker may use")
-    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--port", type=int, default=4599, help="the benchmark stack's own LocalStack port")
     parser.add_argument("--keep", action="store_true", help="leave the benchmark stack running")
     args = parser.parse_args()
     media = ROOT / ".fusionfleet" / "bench-media"

@@ -127,15 +127,8 @@ def static_swap_jitter(engine: ClassicEngine, source: Image, anchors: Sequence[O
     job = EngineJob("static", (source,), OPTIONS, quality="balanced")
     swapped = next(iter(engine.render(job, [Frame(0, np.ascontiguousarray(photo, dtype=np.uint8))])))
     undo = np.diag([1 / scale, 1 / scale, 1.0])
-    frames = [
-        np.ascontiguousarray(
-            cv2.warpAffine(
-                swapped, transform(i / 25.0, 640, 360, 512) @ undo, (640, 360), borderMode=cv2.BORDER_REFLECT
-            ),
-            dtype=np.uint8,
-        )
-        for i in range(len(anchors))
-    ]
+    path = [transform(i / 25.0, 640, 360, 512) @ undo for i in range(len(anchors))]
+    frames = [np.asarray(cv2.warpAffine(swapped, m, (640, 360), borderMode=cv2.BORDER_REFLECT), np.uint8) for m in path]
     return jitter(matched_series([observe(engine.models, frame) for frame in frames], anchors))
 
 
@@ -218,11 +211,8 @@ def read_video(path: Path, count: int) -> tuple[list[Image], float]:
         raise SystemExit(f"cannot open {path}")
     fps = float(capture.get(cv2.CAP_PROP_FPS)) or 25.0
     frames: list[Image] = []
-    while len(frames) < count:
-        ok, image = capture.read()
-        if not ok:
-            break
-        frames.append(np.ascontiguousarray(image, dtype=np.uint8))
+    while len(frames) < count and (read := capture.read())[0]:
+        frames.append(np.ascontiguousarray(read[1], dtype=np.uint8))
     capture.release()
     return frames, fps
 

@@ -16,18 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import av
-
 from fusionfleet import layout
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.media.ffmpeg import merge_argv
 from fusionfleet.media.inspect import MediaSummary, summarize
-from fusionfleet.media.probe import VideoInfo, open_video
+from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
 from fusionfleet.plan import Segment
 from fusionfleet.storage import S3RangeSource, Storage, get_json
+from gpu_worker.audio import extract_audio
 
 logger = logging.getLogger(__name__)
 
@@ -73,39 +72,19 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
     return records
 
 
-def extract_audio(reader: RangeReader, video: VideoInfo, path: Path, what: str) -> bool:
-    """Copy the target's audio tracks (no re-encode) into a Matroska file; False when it has none."""
-    if not video.audio:
-        return False
-    with open_video(reader, video.container, what) as source:
-        tracks = list(source.streams.audio)
-        with av.open(str(path), mode="w", format="matroska") as sink:
-            outputs = {track.index: sink.add_stream_from_template(track) for track in tracks}
-            # Demuxing only the audio lets the MP4 demuxer skip the video samples' bytes.
-            for packet in source.demux(*tracks):
-                if packet.dts is None:
-                    continue
-                packet.stream = outputs[packet.stream.index]
-                sink.mux(packet)
-    logger.info("audio of %s extracted reading %s of %s bytes", what, reader.bytes_fetched, reader.size)
-    return True
-
-
-def assemble(parts: list[Path], audio_reader: RangeReader, video: VideoInfo, output: Path, what: str) -> MediaSummary:
+def assemble(parts: list[Path], audio: Path | None, video: VideoInfo, output: Path, what: str) -> MediaSummary:
     """Concatenate `parts` (same folder) by stream copy, mux the source's audio once, check against the source."""
     workdir = parts[0].parent
     segment_list = workdir / "segments.txt"
     segment_list.write_text("".join(f"file '{part.name}'\n" for part in parts))
-    audio_path = workdir / "audio.mka"
-    has_audio = extract_audio(audio_reader, video, audio_path, what)
-    offset = (min(track.start_s for track in video.audio) - video.start_s) if has_audio else 0.0
+    offset = (min(track.start_s for track in video.audio) - video.start_s) if audio else 0.0
     run_ffmpeg(
-        merge_argv(segment_list, audio_path if has_audio else None, [t.codec for t in video.audio], offset, output),
+        merge_argv(segment_list, audio, [t.codec for t in video.audio], offset, output),
         timeout_s=max(300.0, video.frame_count / 50),
         what=f"merge of {what}",
     )
     try:
-        summary = summarize(output)
+        summary = summarize(output, decode=False)
     except MediaError as error:
         raise SegmentFailed(f"the merged video does not decode: {error.reason}") from error
     verify_output(summary, video)
@@ -139,7 +118,14 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix=f"merge-{job.job_id[:40]}-", dir=deps.scratch))
     try:
         names = [f"{segment.index:05d}.mp4" for segment in plan]
-        with ThreadPoolExecutor(max_workers=deps.download_threads) as pool:
+        reader = RangeReader(
+            S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
+            what=f"target {job.target.key!r}",
+        )
+        audio_path = workdir / "audio.mka"
+        with ThreadPoolExecutor(max_workers=deps.download_threads + 1) as pool:
+            # The audio comes out of the target while the segments download.
+            audio = pool.submit(extract_audio, reader, job.video, audio_path, job.job_id)
             list(
                 pool.map(
                     lambda item: deps.storage.download_file(
@@ -148,13 +134,11 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> dict[str, Any]:
                     zip(plan, names, strict=True),
                 )
             )
-        reader = RangeReader(
-            S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
-            what=f"target {job.target.key!r}",
-            block_size=2 * 1024 * 1024,
-        )
+            has_audio = audio.result()
         output_path = workdir / "output.mp4"
-        summary = assemble([workdir / name for name in names], reader, job.video, output_path, job.job_id)
+        summary = assemble(
+            [workdir / name for name in names], audio_path if has_audio else None, job.video, output_path, job.job_id
+        )
         deps.storage.upload_file(job.output.bucket, job.output.key, output_path, "video/mp4")
         merge_s = time.monotonic() - started
     finally:

@@ -23,6 +23,7 @@ from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.options import OptionsError
 from fusionfleet.progress import ProgressLine, bar
+from gpu_worker.audio import extract_audio
 from gpu_worker.engines.base import EngineError, EngineJob
 from gpu_worker.engines.registry import create_engine, default_engine_name, engine_names
 from gpu_worker.frames import render_range
@@ -81,8 +82,10 @@ def swap(args: argparse.Namespace) -> int:
         line.done()
         args.output.parent.mkdir(parents=True, exist_ok=True)
         audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
+        audio = workdir / "audio.mka"
+        has_audio = extract_audio(audio_reader, video, audio, args.target.name)
         merged = workdir / "output.mp4"
-        summary = assemble([part], audio_reader, video, merged, args.target.name)
+        summary = assemble([part], audio if has_audio else None, video, merged, args.target.name)
         shutil.move(str(merged), args.output)
     finally:
         engine.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 import urllib.error
@@ -45,6 +46,12 @@ def start(python: Path, port: int, volume: Path, log: Path, base_env: dict[str, 
             start_new_session=True,
         )
     return process
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def healthy(endpoint: str, services: tuple[str, ...] = ("s3", "sqs", "sns", "stepfunctions", "cloudformation")) -> bool:

@@ -104,6 +104,11 @@ class LocalStack:
         port = options.port or (state.port if state else DEFAULT_PORT)
         if state:
             self._stop_all(state)
+        if localstack.port_in_use(port):
+            raise RuntimeError(
+                f"port {port} is already in use by another program (another local stack?); "
+                "stop it or choose another with --port"
+            )
         state = LocalState(port=port, region=options.region, stack=options.stack)
         log = self.paths.logs / "localstack.log"
         child = localstack.start(

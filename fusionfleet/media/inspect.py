@@ -22,7 +22,8 @@ class MediaSummary:
 
 
 def summarize(path: Path, decode: bool = True) -> MediaSummary:
-    """Count frames by decoding (so a file that does not decode fails here, not at the user)."""
+    """Count frames by decoding (a file that does not decode fails here, not at the user), or, with
+    `decode=False`, by demuxing: for a stream copy of already-checked segments, packets are frames."""
     try:
         with av.open(str(path), mode="r", options={"protocol_whitelist": "file"}) as container:
             if not container.streams.video:
@@ -34,7 +35,10 @@ def summarize(path: Path, decode: bool = True) -> MediaSummary:
                 stream.codec_context.height,
                 stream.codec_context.name,
             )
-            frames = sum(1 for _ in container.decode(stream)) if decode else int(stream.frames)
+            if decode:
+                frames = sum(1 for _ in container.decode(stream))
+            else:
+                frames = sum(1 for packet in container.demux(stream) if packet.size)
             duration = float(stream.duration * time_base) if stream.duration else 0.0
             audio = []
             for track in container.streams.audio:

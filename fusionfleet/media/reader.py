@@ -126,6 +126,13 @@ class RangeReader(io.RawIOBase):
             self._position += len(chunk)
         return done
 
+    def read_at(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) straight from the source (no block cache), counted like every read."""
+        data = self._source.read_range(start, min(end, self._source.size))
+        self.bytes_fetched += len(data)
+        self.requests += 1
+        return data
+
     def head(self, count: int) -> bytes:
         """The first `count` bytes, without moving the read position."""
         saved = self._position

@@ -142,7 +142,8 @@ class ClassicEngine:
                 first_track_ids = {face.track_id for face in faces}
             if settings.selector.mode == "reference":
                 for face in faces:
-                    if face.track_id not in descriptors:
+                    # A re-found track may be someone else (a cut to another person at that place).
+                    if face.track_id not in descriptors or face.refreshed:
                         descriptors[face.track_id] = ident.describe(self.models, image, face.landmarks)
                 if reference is None and frame.emit and faces:
                     reference = self._reference_from_frame(faces, descriptors, settings.selector)

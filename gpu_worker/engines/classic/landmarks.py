@@ -51,12 +51,18 @@ def box_from_landmarks(points: Points) -> Box:
     return (cx - half, cy - half, cx + half, cy + half)
 
 
-def anchoring(predictor: Any, gray: npt.NDArray[np.uint8], box: Box, points: Points) -> float:
+def anchoring(
+    predictor: Any,
+    gray: npt.NDArray[np.uint8],
+    box: Box,
+    points: Points,
+    nudges: tuple[tuple[float, float, float], ...] = NUDGES,
+) -> float:
     """Median landmark shift per unit of box shift over a few nudges (≈0 for a real face)."""
     width = box[2] - box[0]
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     ratios = []
-    for dx, dy, scale in NUDGES:
+    for dx, dy, scale in nudges:
         half = width * scale / 2
         nudged = (
             cx + dx * width - half,

@@ -1,9 +1,10 @@
 """Quality presets: which post-processing runs, traded against speed.
 
-`realtime` feathers instead of Poisson-blending and matches only the mean colour; `balanced` adds
-Poisson blending, full LAB matching with regional shading and One-Euro smoothing; `cinema` detects
-more often (at full resolution, upsampled, for small faces) and smooths with a Kalman filter tuned
-for smoother motion.
+`realtime` feathers instead of Poisson-blending, matches only the mean colour and re-fits landmarks
+from the last position instead of following them with optical flow; `balanced` adds optical flow,
+Poisson blending and full LAB matching with regional shading; `cinema` detects three times as often,
+upsampled (faces down to about 40 pixels), and smooths with a constant-velocity Kalman filter. All
+three smooth landmarks over time (motion-compensated, see `smoothing.py`).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ PRESETS: MappingProxyType[str, Preset] = MappingProxyType(
             detect_interval=12,
             detect_height=360,
             detect_upsample=0,
-            optical_flow=True,
+            optical_flow=False,
             flow_correction=0.35,
             smoothing=Smoothing.ONE_EURO,
             colour=ColourMatch.MEAN,
