@@ -15,6 +15,7 @@ SUPPORTED_ENCODERS = {"libx264": ("high", "yuv420p"), "libx265": ("main", "yuv42
 PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 DEFAULT_QUALITY = 80
 DEFAULT_PRESET = "veryfast"
+CHUNK_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class EncoderSettings:
     # Part of the job's settings: x264's output depends on its thread count, and a redelivered
     # segment must come out byte-identical whichever worker renders it.
     threads: int = 2
+    # Checkpoint granularity inside a segment, fixed per job for the same reason.
+    chunk_frames: int = 0
 
     @property
     def fps(self) -> Fraction:
@@ -95,6 +98,7 @@ def encoder_settings(
     if scale != 1.0:
         width, height = max(2, round(width * scale)), max(2, round(height * scale))
     profile, pix_fmt = SUPPORTED_ENCODERS[codec]
+    chunk = max(1, min(max_segment_frames, round(float(fps) * CHUNK_SECONDS)))
     return EncoderSettings(
         codec=codec,
         profile=profile,
@@ -106,7 +110,8 @@ def encoder_settings(
         width=even(width),
         height=even(height),
         timescale=track_timescale(fps),
-        # One IDR at each segment's start; no forced keyframes inside, so boundaries are clean cuts.
-        keyint=max(1, max_segment_frames),
+        # An IDR at the start of every chunk (so chunks and segments join by stream copy), none forced inside.
+        keyint=chunk,
         threads=threads,
+        chunk_frames=chunk,
     )

@@ -66,6 +66,8 @@ class SegmentRecord(_Model):
     reason: str = ""
     attempt: int = 1
     worker: str = ""
+    resumed_from: int = -1  # first frame rendered by this attempt when earlier chunks were reused
+    frames_rendered: int = 0
     queued_s: float = 0.0  # from Step Functions sending the message to a worker taking it
     engine_s: float = 0.0
     total_s: float = 0.0

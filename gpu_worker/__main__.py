@@ -10,20 +10,18 @@ import logging
 import sys
 
 from fusionfleet.aws import AwsTarget
-from fusionfleet.media.limits import MediaLimits
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.queues import SqsQueue
 from fusionfleet.storage import S3Storage
 from gpu_worker import config as worker_config
-from gpu_worker.engine_pool import EnginePool
+from gpu_worker.engine_host import EngineHost, HostConfig, HostPolicy
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
-from gpu_worker.render import RenderDeps
+from gpu_worker.render import InlineRenderer, build_render_deps
 from gpu_worker.retry import RetryPolicy
-from gpu_worker.sources import SourceCache
 from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import MergeHandler, RenderHandler, TaskHandler
+from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler
 
 
 def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Worker:
@@ -33,26 +31,21 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
     settings.scratch.mkdir(parents=True, exist_ok=True)
     handler: TaskHandler
     if settings.role == "render":
-        if settings.cpu_threads:
-            import cv2
-
-            # Several workers share a host's cores: each keeps to its share.
-            cv2.setNumThreads(settings.cpu_threads)
-        engines = EnginePool()
-        if settings.preload_engine:
-            engines.get(settings.preload_engine)
-        limits = MediaLimits()
-        handler = RenderHandler(
-            RenderDeps(
-                storage,
-                engines,
-                SourceCache(storage, limits),
-                limits,
-                settings.scratch,
-                settings.name,
-                settings.cpu_threads,
+        host = HostConfig(settings.region, settings.endpoint_url, settings.scratch, settings.name, settings.cpu_threads)
+        renderer: Renderer
+        if settings.isolation == "inline":
+            renderer = InlineRenderer(build_render_deps(host))
+        else:
+            renderer = EngineHost(
+                host,
+                HostPolicy(
+                    max_tasks=settings.engine_max_tasks,
+                    max_rss_mb=settings.engine_max_rss_mb,
+                    max_gpu_mb=settings.engine_max_gpu_mb,
+                    seconds_per_frame=settings.seconds_per_frame,
+                ),
             )
-        )
+        handler = RenderHandler(renderer, storage, settings.name, stop.requested)
     else:
         handler = MergeHandler(MergeDeps(storage, settings.scratch))
     # The queue's own redrive policy says how many attempts a message gets: one source of truth.

@@ -18,6 +18,11 @@ ENV_REGION = "AWS_REGION"
 ENV_ENDPOINT = "AWS_ENDPOINT_URL"
 ENV_PRELOAD = "FUSIONFLEET_PRELOAD_ENGINE"
 ENV_CPU_THREADS = "FUSIONFLEET_CPU_THREADS"
+ENV_ISOLATION = "FUSIONFLEET_ENGINE_ISOLATION"
+ENV_ENGINE_MAX_TASKS = "FUSIONFLEET_ENGINE_MAX_TASKS"
+ENV_ENGINE_MAX_RSS_MB = "FUSIONFLEET_ENGINE_MAX_RSS_MB"
+ENV_ENGINE_MAX_GPU_MB = "FUSIONFLEET_ENGINE_MAX_GPU_MB"
+ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 
 ROLES = ("render", "merge")
 
@@ -35,6 +40,11 @@ class WorkerConfig:
     max_tasks: int | None
     preload_engine: str | None
     cpu_threads: int
+    isolation: str
+    engine_max_tasks: int
+    engine_max_rss_mb: int
+    engine_max_gpu_mb: int | None
+    seconds_per_frame: float
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,4 +89,9 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         max_tasks=args.max_tasks,
         preload_engine=args.preload_engine or env.get(ENV_PRELOAD) or None,
         cpu_threads=int(env.get(ENV_CPU_THREADS, "0")),
+        isolation=env.get(ENV_ISOLATION, "process"),
+        engine_max_tasks=int(env.get(ENV_ENGINE_MAX_TASKS, "100")),
+        engine_max_rss_mb=int(env.get(ENV_ENGINE_MAX_RSS_MB, "8192")),
+        engine_max_gpu_mb=int(env[ENV_ENGINE_MAX_GPU_MB]) if env.get(ENV_ENGINE_MAX_GPU_MB) else None,
+        seconds_per_frame=float(env.get(ENV_SECONDS_PER_FRAME, "2.0")),
     )

@@ -1,6 +1,9 @@
 """The frame pipeline every render shares: decode a frame range → engine → encoder, with its checks.
 
 Used by a worker for one segment and by `swap` for a whole local video, so both run the same code.
+Output can be cut into chunks on a fixed frame grid: each chunk is encoded on its own (starting
+with an IDR frame) and handed to `on_chunk` as soon as it is complete — the worker uploads it as a
+checkpoint, so a redelivered segment resumes after the last chunk instead of starting again.
 """
 
 from __future__ import annotations
@@ -18,15 +21,24 @@ from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import FramePipe
-from gpu_worker.engines.base import Engine, EngineJob, Frame
+from gpu_worker.engines.base import Engine, EngineJob, Frame, Image
+from gpu_worker.integrity import IntegrityWatch
 
 # Frames decoded before a range's first frame so trackers and filters start warm; the merged
-# video then shows no jump where one segment hands over to the next.
+# video then shows no jump where one segment (or a resumed chunk) hands over to the next.
 LEAD_IN_FRAMES = 12
 
 
 class Cancelled(Exception):
     """The hold on the message was lost (token closed, receipt expired) or a stop came."""
+
+
+class Drained(Exception):
+    """A warm stop was asked for: the chunks done so far are saved, the rest is left for another worker."""
+
+    def __init__(self, next_frame: int) -> None:
+        super().__init__(f"stopped before frame {next_frame}")
+        self.next_frame = next_frame
 
 
 @dataclass(frozen=True)
@@ -36,55 +48,83 @@ class RangeStats:
     wall_s: float
 
 
+def chunk_grid(start: int, end: int, chunk_frames: int | None) -> list[tuple[int, int]]:
+    """[start, end) cut every `chunk_frames` frames from `start` (one chunk when None). Pure."""
+    if chunk_frames is None or chunk_frames <= 0:
+        return [(start, end)]
+    return [(first, min(first + chunk_frames, end)) for first in range(start, end, chunk_frames)]
+
+
+OnChunk = Callable[[Path, int, int], None]
+
+
 def render_range(
     engine: Engine,
     job: EngineJob,
     reader: RangeReader,
     video: VideoInfo,
-    start: int,
-    end: int,
+    chunks: list[tuple[int, int]],
     settings: EncoderSettings,
-    output: Path,
+    workdir: Path,
     cancel: threading.Event,
     what: str,
+    on_chunk: OnChunk | None = None,
     on_frame: Callable[[int], None] | None = None,
+    drain: threading.Event | None = None,
     timeout_s: float = 3600,
     decode_threads: int = 0,
 ) -> RangeStats:
-    """Frames [start, end) of `video` through `engine` into `output`, encoded with `settings`."""
+    """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files."""
     began = time.monotonic()
     width, height = video.display_size
+    start, end = chunks[0][0], chunks[-1][1]
     first = max(0, start - LEAD_IN_FRAMES)
     emits: list[bool] = []
+    watch = IntegrityWatch()
 
     def frames() -> Iterator[Frame]:
         for index, image in iter_frames(reader, video, first, end, what, decode_threads):
             if cancel.is_set():
                 raise Cancelled(f"{what}: cancelled at frame {index}")
-            emits.append(index >= start)
-            yield Frame(index=index, image=image, emit=index >= start)
+            emit = index >= start
+            emits.append(emit)
+            if emit:
+                watch.saw_input(image)
+            yield Frame(index=index, image=image, emit=emit)
 
     engine_s = 0.0
     produced = 0
     written = 0
-    with FramePipe(encode_segment_argv(width, height, settings, output), what, timeout_s=timeout_s) as pipe:
-        outputs = engine.render(job, frames())
-        while True:
-            tick = time.monotonic()
-            image = next(outputs, None)
-            engine_s += time.monotonic() - tick
-            if image is None:
-                break
-            if produced >= len(emits):
-                raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
-            if image.shape != (height, width, 3):
-                raise SegmentFailed(f"{what}: engine {engine.name} returned a {image.shape} frame for {height}×{width}")
-            if emits[produced]:
-                pipe.write(image)
-                written += 1
-                if on_frame:
-                    on_frame(written)
-            produced += 1
-        if produced != len(emits):
-            raise SegmentFailed(f"{what}: engine {engine.name} returned {produced} frames for {len(emits)}")
+    outputs = engine.render(job, frames())
+    for chunk_first, chunk_end in chunks:
+        path = workdir / f"{chunk_first:07d}-{chunk_end:07d}.mp4"
+        with FramePipe(encode_segment_argv(width, height, settings, path), what, timeout_s=timeout_s) as pipe:
+            while written < chunk_end - start:
+                tick = time.monotonic()
+                image = next(outputs, None)
+                engine_s += time.monotonic() - tick
+                if image is None:
+                    raise SegmentFailed(f"{what}: engine {engine.name} returned {produced} frames for {len(emits)}")
+                _check_shape(image, height, width, what, engine.name)
+                if produced >= len(emits):
+                    raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
+                if emits[produced]:
+                    pipe.write(image)
+                    watch.saw_output(image)
+                    written += 1
+                    if on_frame:
+                        on_frame(written)
+                produced += 1
+        if on_chunk:
+            on_chunk(path, chunk_first, chunk_end)
+        if drain is not None and drain.is_set() and chunk_end < end:
+            raise Drained(chunk_end)
+    if next(outputs, None) is not None:
+        raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
+    watch.check(what)
     return RangeStats(frames=written, engine_s=engine_s, wall_s=time.monotonic() - began)
+
+
+def _check_shape(image: Image, height: int, width: int, what: str, engine: str) -> None:
+    if image.shape != (height, width, 3):
+        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame for {height}×{width}")

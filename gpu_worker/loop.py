@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from fusionfleet.errors import TokenGone
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
+from gpu_worker.engine_host import Released
 from gpu_worker.frames import Cancelled
 from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
 from gpu_worker.retry import RetryPolicy, describe, retryable
@@ -111,6 +112,10 @@ class Worker:
             raise
         except Cancelled:
             self._after_lost_hold(message, what, keeper.lost_reason)
+            return
+        except Released as released:
+            logger.info("%s", released)
+            self._release(message, what)
             return
         except Exception as error:
             if keeper.lost.is_set():

@@ -13,16 +13,23 @@ from types import MappingProxyType
 from typing import Any
 
 from fusionfleet import layout
+from fusionfleet.aws import AwsTarget
 from fusionfleet.errors import InputRejected, MediaError, ObjectMissing, SegmentFailed
+from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import RenderTask, SegmentRecord
 from fusionfleet.queues import QueueMessage
-from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
+from fusionfleet.storage import S3RangeSource, S3Storage, Storage, get_json, put_json
+from gpu_worker.checkpoints import Checkpoints
+from gpu_worker.engine_host import HostConfig, Released
 from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable
-from gpu_worker.frames import render_range
+from gpu_worker.faults import FaultyEngine
+from gpu_worker.faults import load as load_faults
+from gpu_worker.frames import Drained, chunk_grid, render_range
 from gpu_worker.sources import SourceCache
 
 logger = logging.getLogger(__name__)
@@ -41,19 +48,72 @@ class RenderDeps:
     cpu_threads: int = 0
 
 
+def build_render_deps(config: HostConfig) -> RenderDeps:
+    """The render dependencies a process builds for itself (the engine child, or an inline worker)."""
+    if config.cpu_threads:
+        import cv2
+
+        # Several workers share a host's cores: each keeps to its share.
+        cv2.setNumThreads(config.cpu_threads)
+    storage = S3Storage(AwsTarget(region=config.region, endpoint_url=config.endpoint_url).client("s3"))
+    limits = MediaLimits()
+    config.scratch.mkdir(parents=True, exist_ok=True)
+    return RenderDeps(
+        storage,
+        EnginePool(),
+        SourceCache(storage, limits),
+        limits,
+        config.scratch,
+        config.worker_name,
+        config.cpu_threads,
+    )
+
+
+class InlineRenderer:
+    """Renders in the worker's own process: no isolation from the engine; for tests and debugging."""
+
+    def __init__(self, deps: RenderDeps) -> None:
+        self.deps = deps
+
+    def render(
+        self, task: RenderTask, message: QueueMessage, cancel: threading.Event, stopping: threading.Event
+    ) -> dict[str, Any]:
+        try:
+            return render_segment(task, self.deps, cancel, message, stopping).output
+        except Drained as stopped:
+            raise Released(
+                f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
+            ) from stopped
+
+    def close(self) -> None:
+        self.deps.engines.close()
+
+
 @dataclass(frozen=True)
 class RenderResult:
     output: dict[str, Any]
     record: SegmentRecord
 
 
-def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, message: QueueMessage) -> RenderResult:
+def render_segment(
+    task: RenderTask,
+    deps: RenderDeps,
+    cancel: threading.Event,
+    message: QueueMessage,
+    drain: threading.Event | None = None,
+) -> RenderResult:
+    """Render the segment's chunks that no earlier attempt saved, join them, check, upload, record."""
     job, segment = task.job, task.segment
     started = time.monotonic()
     started_at = time.time()
+    attempt = message.receive_count
     engine = deps.engines.get(job.engine)
+    faults = load_faults(job.job_id, segment.index, attempt)
+    if faults:
+        engine = FaultyEngine(engine, faults, segment.start_frame)
     sources, reference = deps.sources.get(job)
     workdir = Path(tempfile.mkdtemp(prefix=f"{job.job_id[:40]}-{segment.index:05d}-", dir=deps.scratch))
+    what = f"segment {segment.index} of {job.job_id}"
     try:
         engine_job = EngineJob(
             job_id=job.job_id,
@@ -71,18 +131,32 @@ def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, 
                 raise
             # The job's inputs cannot work with this engine: the same on every attempt.
             raise InputRejected(error.reason) from error
+        grid = chunk_grid(segment.start_frame, segment.end_frame, job.encoder.chunk_frames or None)
+        checkpoints = Checkpoints(deps.storage, job.work_bucket, job.job_id, segment.index)
+        restored = checkpoints.restore(grid, workdir)
+        remaining = grid[len(restored) :]
+        if restored:
+            logger.info(
+                "%s: resuming at frame %s (%s chunks saved earlier)",
+                what,
+                remaining[0][0] if remaining else segment.end_frame,
+                len(restored),
+            )
         reader = RangeReader(
             S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
             what=f"target {job.target.key!r}",
             block_size=READ_BLOCK,
             cached_blocks=4,
         )
-        output_path = workdir / "segment.mp4"
-        stats = render_range(
-            engine, engine_job, reader, job.video, segment.start_frame, segment.end_frame, job.encoder,
-            output_path, cancel, f"segment {segment.index} of {job.job_id}", decode_threads=deps.cpu_threads,
-        )  # fmt: skip
-        engine_s = stats.engine_s
+        engine_s = 0.0
+        if remaining:
+            stats = render_range(
+                engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
+                on_chunk=checkpoints.save, drain=drain, decode_threads=deps.cpu_threads,
+            )  # fmt: skip
+            engine_s = stats.engine_s
+        parts = [workdir / f"{first:07d}-{end:07d}.mp4" for first, end in grid]
+        output_path = _join(parts, workdir, what)
         summary = _check_segment(output_path, task)
         key = layout.segment_key(job.job_id, segment.index)
         deps.storage.upload_file(job.work_bucket, key, output_path, "video/mp4")
@@ -92,8 +166,10 @@ def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, 
             status="succeeded",
             frames=summary,
             key=key,
-            attempt=message.receive_count,
+            attempt=attempt,
             worker=deps.worker_id,
+            resumed_from=remaining[0][0] if restored and remaining else (segment.end_frame if restored else -1),
+            frames_rendered=sum(end - first for first, end in remaining),
             queued_s=round(max(0.0, message.received_at - message.sent_at), 3) if message.sent_at else 0.0,
             engine_s=round(engine_s, 3),
             total_s=round(time.monotonic() - started, 3),
@@ -103,21 +179,28 @@ def render_segment(task: RenderTask, deps: RenderDeps, cancel: threading.Event, 
         put_json(
             deps.storage, job.work_bucket, layout.segment_record_key(job.job_id, segment.index), record.model_dump()
         )
+        checkpoints.clear()
         logger.info(
-            "segment %s of %s: %s frames in %.2f s (engine %.2f s, read %s bytes)",
-            segment.index,
-            job.job_id,
-            summary,
-            record.total_s,
-            engine_s,
-            reader.bytes_fetched,
-        )
+            "%s: %s frames in %.2f s (engine %.2f s, %s frames rendered, read %s bytes)",
+            what, summary, record.total_s, engine_s, record.frames_rendered, reader.bytes_fetched,
+        )  # fmt: skip
         return RenderResult(
             output={"index": segment.index, "key": key, "frames": summary, "engine_s": record.engine_s},
             record=record,
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _join(parts: list[Path], workdir: Path, what: str) -> Path:
+    """One chunk is the segment; several are joined by stream copy."""
+    if len(parts) == 1:
+        return parts[0]
+    listing = workdir / "chunks.txt"
+    listing.write_text("".join(f"file '{part.name}'\n" for part in parts))
+    output = workdir / "segment.mp4"
+    run_ffmpeg(concat_argv(listing, output), timeout_s=300, what=f"{what}: joining chunks")
+    return output
 
 
 def _check_segment(path: Path, task: RenderTask) -> int:

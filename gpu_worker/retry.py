@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusionfleet.errors import FusionFleetError, JobRejected
+from gpu_worker.engine_host import EngineFailure
 from gpu_worker.engines.base import EngineError, EngineUnavailable
 
 
@@ -23,11 +24,15 @@ class RetryPolicy:
 
 def retryable(error: BaseException) -> bool:
     """Bad input and a missing engine fail the same way every time: retrying only delays the news."""
+    if isinstance(error, EngineFailure):
+        return error.retryable
     return not isinstance(error, JobRejected | EngineUnavailable)
 
 
 def describe(error: BaseException) -> tuple[str, str]:
     """(error name, reason) for SendTaskFailure and the segment record."""
+    if isinstance(error, EngineFailure):
+        return error.name, error.reason
     if isinstance(error, FusionFleetError | EngineError):
         return type(error).__name__, error.reason
     return type(error).__name__, str(error) or repr(error)

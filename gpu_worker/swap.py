@@ -75,10 +75,10 @@ def swap(args: argparse.Namespace) -> int:
                 line.show(f"{bar(done, total)} {done}/{total} frames, {done / elapsed:.1f} fps")
 
         render_began = time.monotonic()
-        part = workdir / "video.mp4"
         stats = render_range(
-            engine, job, reader, video, 0, total, settings, part, threading.Event(), "swap", on_frame=progress
+            engine, job, reader, video, [(0, total)], settings, workdir, threading.Event(), "swap", on_frame=progress
         )
+        part = workdir / f"{0:07d}-{total:07d}.mp4"
         line.done()
         args.output.parent.mkdir(parents=True, exist_ok=True)
         audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")

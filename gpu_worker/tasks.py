@@ -9,12 +9,17 @@ from fusionfleet.messages import MergeTask, RenderTask
 from fusionfleet.queues import QueueMessage
 from fusionfleet.storage import Storage
 from gpu_worker.merge import MergeDeps, merge_job
-from gpu_worker.render import RenderDeps, record_failure, render_segment
+from gpu_worker.render import record_failure
 
 
-class Task(Protocol):
-    @property
-    def task_token(self) -> str: ...
+class Renderer(Protocol):
+    """Renders one segment: in a supervised child process (EngineHost) or inline (InlineRenderer)."""
+
+    def render(
+        self, task: RenderTask, message: QueueMessage, cancel: threading.Event, stopping: threading.Event
+    ) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
 
 
 class TaskHandler(Protocol):
@@ -30,8 +35,11 @@ class TaskHandler(Protocol):
 class RenderHandler:
     role = "render"
 
-    def __init__(self, deps: RenderDeps) -> None:
-        self._deps = deps
+    def __init__(self, renderer: Renderer, storage: Storage, worker: str, stopping: threading.Event) -> None:
+        self._renderer = renderer
+        self._storage = storage
+        self._worker = worker
+        self._stopping = stopping
 
     def parse(self, body: str) -> RenderTask:
         return RenderTask.model_validate_json(body)
@@ -40,13 +48,13 @@ class RenderHandler:
         return f"segment {task.segment.index} of {task.job.job_id}"
 
     def execute(self, task: RenderTask, cancel: threading.Event, message: QueueMessage) -> dict[str, Any]:
-        return render_segment(task, self._deps, cancel, message).output
+        return self._renderer.render(task, message, cancel, self._stopping)
 
     def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
-        record_failure(self._deps.storage, task, error, reason, attempt, self._deps.worker_id)
+        record_failure(self._storage, task, error, reason, attempt, self._worker)
 
     def close(self) -> None:
-        self._deps.engines.close()
+        self._renderer.close()
 
 
 class MergeHandler:
@@ -54,10 +62,6 @@ class MergeHandler:
 
     def __init__(self, deps: MergeDeps) -> None:
         self._deps = deps
-
-    @property
-    def storage(self) -> Storage:
-        return self._deps.storage
 
     def parse(self, body: str) -> MergeTask:
         return MergeTask.model_validate_json(body)

@@ -88,6 +88,13 @@ def encode_segment_argv(width: int, height: int, settings: EncoderSettings, outp
     )
 
 
+def concat_argv(segment_list: Path, output: Path) -> list[str]:
+    """Join chunks of one segment by stream copy (no audio: segments carry none)."""
+    return list(
+        chain(global_args(), concat_input(segment_list), ["-map", "0:v:0", "-c", "copy", "-f", "mp4", str(output)])
+    )
+
+
 def audio_codec_args(codecs: Sequence[str]) -> list[str]:
     """Copy audio the MP4 muxer accepts; re-encode the rest to AAC (all tracks the same way)."""
     if all(codec in MP4_AUDIO_CODECS for codec in codecs):

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from fusionfleet import layout
 from fusionfleet.errors import TokenGone
+from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.probe import probe_video
+from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import Progress, StepFunctions
 from fusionfleet.plan import SegmentPolicy
 from fusionfleet.queues import SqsQueue
-from fusionfleet.samples import grace_hopper_path
+from fusionfleet.samples import grace_hopper_path, read_stamp
 from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.storage import S3Storage
 from gpu_worker.engine_pool import EnginePool
@@ -27,7 +33,7 @@ from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
-from gpu_worker.render import RenderDeps
+from gpu_worker.render import InlineRenderer, RenderDeps
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.sources import SourceCache
 from gpu_worker.stopping import StopSignal
@@ -137,15 +143,20 @@ def send_render(aws: Aws, queue: str, job: JobContext, segment: dict[str, Any], 
 
 
 def render_worker(
-    aws: Aws, tmp_path: Path, orchestrator: RecordingOrchestrator, retry: RetryPolicy | None = None
+    aws: Aws,
+    tmp_path: Path,
+    orchestrator: RecordingOrchestrator,
+    retry: RetryPolicy | None = None,
+    stopping: threading.Event | None = None,
 ) -> Worker:
     storage = S3Storage(aws.s3)
     deps = RenderDeps(
         storage, EnginePool(), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker"
     )
+    handler = RenderHandler(InlineRenderer(deps), storage, "test-worker", stopping or threading.Event())
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
-        "test-worker", urls, RenderHandler(deps), SqsQueue(aws.sqs), orchestrator,
+        "test-worker", urls, handler, SqsQueue(aws.sqs), orchestrator,
         retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), HeartbeatPolicy(visibility_s=60), StopSignal(),
         idle_wait_s=0,
     )  # fmt: skip
@@ -295,3 +306,82 @@ def test_merge_joins_segments_frame_exactly_with_the_audio(aws: Aws, job: JobCon
     summary = summarize(result)
     assert summary.frame_count == 100 and abs(summary.duration_s - 4.0) < 0.04
     assert len(summary.audio_durations_s) == 1 and abs(summary.audio_durations_s[0] - 4.0) < 0.05
+
+
+class BlackEngine(FailingEngine):
+    name = "black"
+
+    def render(self, job: EngineJob, frames: Any) -> Iterator[Image]:
+        for frame in frames:
+            yield np.zeros_like(frame.image)
+
+
+def record_of(aws: Aws, job: JobContext, index: int) -> dict[str, Any]:
+    key = layout.segment_record_key(job.job_id, index)
+    value: dict[str, Any] = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=key)["Body"].read())
+    return value
+
+
+def test_a_failed_attempt_resumes_from_its_last_checkpoint(
+    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the clip's second segment (frames 50-99) cut into two 25-frame chunks, and a fault that
+    # fails the first attempt at frame 30 of the segment, after its first chunk was saved
+    faults = tmp_path / "faults.json"
+    segment = plan(aws, job)[1]
+    chunk = job.encoder.chunk_frames
+    assert chunk == 50 and segment["end_frame"] - segment["start_frame"] == 50
+    settings = dataclasses.replace(job.encoder, chunk_frames=25, keyint=25)
+    small = job.model_copy(update={"encoder": settings})
+    faults.write_text(json.dumps([{"job": job.job_id, "segment": 1, "attempt": 1, "action": "fail", "at_frame": 30}]))
+    monkeypatch.setenv("FUSIONFLEET_FAULTS_FILE", str(faults))
+    body = {"task_token": "t", "job": small.model_dump(mode="json"), "segment": segment}
+    aws.sqs.send_message(QueueUrl=aws.queues["RenderQueueHigh"], MessageBody=json.dumps(body))
+    orchestrator = recorder(aws)
+    # WHEN the first attempt fails at frame 30 and the second attempt runs
+    render_worker(aws, tmp_path, orchestrator).run(max_tasks=2)
+    # THEN the second attempt rendered only the second chunk and the segment is whole and exact
+    assert [c[0] for c in orchestrator.calls if c[0] != "heartbeat"] == ["success"]
+    record = record_of(aws, job, 1)
+    assert record["attempt"] == 2 and record["resumed_from"] == 75 and record["frames_rendered"] == 25
+    path = tmp_path / "resumed.mp4"
+    aws.s3.download_file(aws.work_bucket, layout.segment_key(job.job_id, 1), str(path))
+    info = probe_video(RangeReader(FileRangeSource(path), "s"), "s", MediaLimits())
+    stamps = [read_stamp(image) for _, image in iter_frames(RangeReader(FileRangeSource(path), "s"), info, 0, 50)]
+    assert stamps == list(range(50, 100))
+    # AND its checkpoints were cleared once the segment was saved
+    assert (
+        aws.s3.list_objects_v2(Bucket=aws.work_bucket, Prefix=layout.checkpoint_prefix(job.job_id, 1)).get("KeyCount")
+        == 0
+    )
+
+
+def test_a_warm_stop_checkpoints_and_releases_the_segment(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+    settings = dataclasses.replace(job.encoder, chunk_frames=25, keyint=25)
+    small = job.model_copy(update={"encoder": settings})
+    send_render(aws, "RenderQueueHigh", small, plan(aws, job)[0], "t")
+    stopping = threading.Event()
+    stopping.set()  # SIGTERM arrived: stop after the current chunk
+    orchestrator = recorder(aws)
+    render_worker(aws, tmp_path, orchestrator, stopping=stopping).run(max_tasks=1)
+    # THEN nothing was reported, the first chunk is saved, and the message is back in the queue
+    assert [c for c in orchestrator.calls if c[0] != "heartbeat"] == []
+    keys = [
+        o["Key"]
+        for o in aws.s3.list_objects_v2(Bucket=aws.work_bucket, Prefix=layout.checkpoint_prefix(job.job_id, 0))[
+            "Contents"
+        ]
+    ]
+    assert [key.rsplit("/", 1)[1] for key in keys] == ["0000000-0000025.mp4"]
+    assert SqsQueue(aws.sqs).depth(aws.queues["RenderQueueHigh"]).visible == 1
+
+
+def test_a_black_output_fails_the_segment(
+    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(registry.FACTORIES, "black", BlackEngine)
+    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="black")
+    orchestrator = recorder(aws)
+    render_worker(aws, tmp_path, orchestrator, RetryPolicy(max_attempts=1)).run(max_tasks=1)
+    (failure,) = [c for c in orchestrator.calls if c[0] == "failure"]
+    assert failure[2][0] == "SegmentFailed" and "black where the input is not" in failure[2][1]

@@ -1,0 +1,87 @@
+"""Checkpoints inside a segment: its chunks, each uploaded as soon as it is encoded.
+
+A chunk's key names its frame range, so a redelivered segment finds what is done by listing one
+prefix; only an unbroken run of chunks from the segment's start counts, and each one is checked
+before it is trusted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from fusionfleet import layout
+from fusionfleet.errors import MediaError
+from fusionfleet.media.inspect import summarize
+from fusionfleet.storage import Storage
+
+logger = logging.getLogger(__name__)
+
+_CHUNK = re.compile(r"(\d{7})-(\d{7})\.mp4$")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    first: int
+    end: int
+    key: str
+
+
+def chunk_key(job_id: str, segment: int, first: int, end: int) -> str:
+    return f"{layout.checkpoint_prefix(job_id, segment)}{first:07d}-{end:07d}.mp4"
+
+
+def parse_chunks(keys: list[str]) -> list[Chunk]:
+    chunks = []
+    for key in keys:
+        match = _CHUNK.search(key)
+        if match:
+            chunks.append(Chunk(int(match[1]), int(match[2]), key))
+    return sorted(chunks, key=lambda chunk: (chunk.first, chunk.end))
+
+
+def done_prefix(chunks: list[Chunk], grid: list[tuple[int, int]]) -> list[Chunk]:
+    """The chunks that match the grid from its start without a gap. Pure."""
+    by_range = {(chunk.first, chunk.end): chunk for chunk in chunks}
+    done = []
+    for cell in grid:
+        chunk = by_range.get(cell)
+        if chunk is None:
+            break
+        done.append(chunk)
+    return done
+
+
+class Checkpoints:
+    def __init__(self, storage: Storage, bucket: str, job_id: str, segment: int) -> None:
+        self._storage = storage
+        self._bucket = bucket
+        self._job_id = job_id
+        self._segment = segment
+
+    def save(self, path: Path, first: int, end: int) -> None:
+        self._storage.upload_file(self._bucket, chunk_key(self._job_id, self._segment, first, end), path, "video/mp4")
+
+    def restore(self, grid: list[tuple[int, int]], workdir: Path) -> list[Path]:
+        """Download the finished chunks of `grid` into workdir; stop at the first missing or broken one."""
+        prefix = layout.checkpoint_prefix(self._job_id, self._segment)
+        listed = parse_chunks(self._storage.list_keys(self._bucket, prefix))
+        restored = []
+        for chunk in done_prefix(listed, grid):
+            path = workdir / f"{chunk.first:07d}-{chunk.end:07d}.mp4"
+            self._storage.download_file(self._bucket, chunk.key, path)
+            try:
+                frames = summarize(path, decode=False).frame_count
+            except MediaError as error:
+                logger.warning("checkpoint %s unreadable (%s); rendering from frame %s", chunk.key, error, chunk.first)
+                break
+            if frames != chunk.end - chunk.first:
+                logger.warning("checkpoint %s has %s frames; rendering from frame %s", chunk.key, frames, chunk.first)
+                break
+            restored.append(path)
+        return restored
+
+    def clear(self) -> None:
+        self._storage.delete_prefix(self._bucket, layout.checkpoint_prefix(self._job_id, self._segment))

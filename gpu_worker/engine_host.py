@@ -1,0 +1,245 @@
+"""The engine runs in a child process the worker supervises.
+
+A crashed, hung or leaking engine then costs one attempt, not the worker: the child is killed when
+it overruns the segment's wall-clock limit (derived from its frame count), replaced when it dies,
+and recycled after a number of segments or when its memory grows past a bound. The worker keeps
+heartbeating its message meanwhile; a SIGTERM asks the child to stop after its current chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import multiprocessing
+import signal
+import threading
+import time
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from fusionfleet.errors import FusionFleetError
+from fusionfleet.messages import RenderTask
+from fusionfleet.queues import QueueMessage
+from gpu_worker.frames import Cancelled
+
+logger = logging.getLogger(__name__)
+
+PR_SET_PDEATHSIG = 1
+
+
+class EngineFailure(FusionFleetError):
+    """The engine process failed an attempt; carries the child's error name and whether a retry can help."""
+
+    def __init__(self, name: str, reason: str, retryable: bool = True) -> None:
+        super().__init__(reason)
+        self.name = name
+        self.retryable = retryable
+
+
+class Released(Exception):
+    """A warm stop: the segment was checkpointed and should go back to the queue at once."""
+
+
+@dataclass(frozen=True)
+class HostPolicy:
+    max_tasks: int = 100
+    max_rss_mb: int = 8192
+    max_gpu_mb: int | None = None
+    base_timeout_s: float = 120.0
+    seconds_per_frame: float = 2.0
+
+    def timeout_s(self, frames: int) -> float:
+        """The wall-clock limit for a segment: generous for its length, finite for a hang. Pure."""
+        return self.base_timeout_s + frames * self.seconds_per_frame
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """What the child needs to build its own clients (it shares no sockets with the parent)."""
+
+    region: str
+    endpoint_url: str | None
+    scratch: Path
+    worker_name: str
+    cpu_threads: int = 0
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def gpu_mb(pid: int) -> float | None:
+    """GPU memory held by `pid`, where nvidia-smi exists; None elsewhere."""
+    import shutil
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=False,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in out.splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) == 2 and fields[0] == str(pid):
+            return float(fields[1])
+    return 0.0
+
+
+def recycle_reason(tasks: int, rss: float, gpu: float | None, policy: HostPolicy) -> str | None:
+    """Why the engine process should be replaced now, or None. Pure."""
+    if tasks >= policy.max_tasks:
+        return f"it rendered {tasks} segments (limit {policy.max_tasks})"
+    if rss > policy.max_rss_mb:
+        return f"its resident memory is {rss:.0f} MB (limit {policy.max_rss_mb} MB)"
+    if gpu is not None and policy.max_gpu_mb is not None and gpu > policy.max_gpu_mb:
+        return f"it holds {gpu:.0f} MB of GPU memory (limit {policy.max_gpu_mb} MB)"
+    return None
+
+
+def _child_main(conn: Connection, config: HostConfig, drain: Any) -> None:
+    # Die with the worker (kill -9 included) and leave signals to it: it decides how to stop.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(asctime)s %(levelname)s %(name)s [{config.worker_name}/engine %(process)d] %(message)s",
+    )
+    from gpu_worker.render import build_render_deps, render_segment
+    from gpu_worker.retry import describe, retryable
+
+    deps = build_render_deps(config)
+    never = threading.Event()
+    from gpu_worker.frames import Drained
+
+    while True:
+        request = conn.recv()
+        if request[0] == "stop":
+            break
+        _kind, body, message_fields = request
+        try:
+            result = render_segment(
+                RenderTask.model_validate_json(body), deps, never, QueueMessage(**message_fields), drain
+            )
+            conn.send(("ok", result.output))
+        except Drained as stopped:
+            conn.send(("released", stopped.next_frame))
+        except Exception as error:
+            name, reason = describe(error)
+            conn.send(("error", name, reason, retryable(error)))
+    deps.engines.close()
+
+
+class EngineHost:
+    def __init__(self, config: HostConfig, policy: HostPolicy) -> None:
+        self._config = config
+        self._policy = policy
+        self._context = multiprocessing.get_context("spawn")
+        self._drain = self._context.Event()
+        self._process: Any = None
+        self._conn: Connection | None = None
+        self._tasks = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def _start(self) -> None:
+        parent, child = self._context.Pipe()
+        self._process = self._context.Process(
+            target=_child_main, args=(child, self._config, self._drain), name="engine", daemon=True
+        )
+        self._process.start()
+        child.close()
+        self._conn = parent
+        self._tasks = 0
+        logger.info("engine process %s started", self._process.pid)
+
+    def _kill(self, why: str) -> None:
+        if self._process is not None and self._process.is_alive():
+            logger.warning("killing engine process %s: %s", self._process.pid, why)
+            self._process.kill()
+        if self._process is not None:
+            self._process.join(timeout=10)
+        self._process = None
+        self._conn = None
+
+    def render(
+        self, task: RenderTask, message: QueueMessage, cancel: threading.Event, stopping: threading.Event
+    ) -> dict[str, Any]:
+        if self._process is None or not self._process.is_alive():
+            self._start()
+        assert self._conn is not None
+        self._drain.clear()
+        self._conn.send(("render", task.model_dump_json(), asdict(message)))
+        what = f"segment {task.segment.index} of {task.job.job_id}"
+        limit = self._policy.timeout_s(task.segment.frame_count)
+        deadline = time.monotonic() + limit
+        try:
+            reply = self._wait(cancel, stopping, deadline, limit, what)
+        except BaseException:
+            self._kill("the attempt was abandoned")
+            raise
+        self._tasks += 1
+        self._maybe_recycle()
+        if reply[0] == "ok":
+            return dict(reply[1])
+        if reply[0] == "released":
+            raise Released(f"{what}: checkpointed before frame {reply[1]}")
+        raise EngineFailure(reply[1], reply[2], bool(reply[3]))
+
+    def _wait(
+        self, cancel: threading.Event, stopping: threading.Event, deadline: float, limit: float, what: str
+    ) -> tuple[Any, ...]:
+        assert self._conn is not None and self._process is not None
+        while True:
+            if self._conn.poll(0.2):
+                try:
+                    return tuple(self._conn.recv())
+                except EOFError:
+                    pass  # it died while answering: reported below
+            if not self._process.is_alive():
+                code = self._process.exitcode
+                self._kill("it died")
+                how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+                raise EngineFailure("EngineCrashed", f"{what}: the engine process died ({how})")
+            if cancel.is_set():
+                raise Cancelled(f"{what}: cancelled")
+            if stopping.is_set() and not self._drain.is_set():
+                logger.info("%s: stop requested, the engine stops after its current chunk", what)
+                self._drain.set()
+            if time.monotonic() > deadline:
+                self._kill(f"no result within {limit:.0f} s")
+                raise EngineFailure(
+                    "EngineTimeout", f"{what}: no result within {limit:.0f} s (the engine hung or is far too slow)"
+                )
+
+    def _maybe_recycle(self) -> None:
+        if self._process is None:
+            return
+        pid = self._process.pid
+        why = recycle_reason(self._tasks, rss_mb(pid), gpu_mb(pid), self._policy)
+        if why:
+            logger.info("recycling engine process %s: %s", pid, why)
+            self.close()
+
+    def close(self) -> None:
+        if self._conn is not None and self._process is not None and self._process.is_alive():
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self._conn.send(("stop",))
+            self._process.join(timeout=30)
+        self._kill("closing")

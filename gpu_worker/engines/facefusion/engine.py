@@ -1,0 +1,125 @@
+"""The FaceFusion engine: each segment goes through one `facefusion.py headless-run`.
+
+The frames are written to a lossless video, FaceFusion renders it like any target, and its output
+is decoded back into one image per frame. Anything short of exactly that (no output, missing
+frames, a refusal, a hang) is an EngineError carrying FaceFusion's own reason.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
+from gpu_worker.engines.facefusion import failures
+from gpu_worker.engines.facefusion.argv import headless_run_argv, run_paths
+from gpu_worker.engines.facefusion.execution import HostFacts, choose_provider, count_devices, device_id, execution_args
+from gpu_worker.engines.facefusion.job_options import check_options, processors_of, reference_position
+from gpu_worker.engines.facefusion.media import read_output, write_sources, write_target
+from gpu_worker.engines.facefusion.process import Runner, TimedOut, probe_providers, query_gpu_memory_mib
+from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env
+
+logger = logging.getLogger(__name__)
+
+# core.pre_check: FaceFusion exits (code 2) unless these are on PATH.
+REQUIRED_TOOLS = ("curl", "ffmpeg", "ffprobe")
+
+
+def missing_tools(path: str | None) -> list[str]:
+    return [tool for tool in REQUIRED_TOOLS if shutil.which(tool, path=path) is None]
+
+
+def gather_facts(settings: EngineSettings, home: Path, env: Mapping[str, str]) -> HostFacts:
+    """What the execution settings depend on, asked of this host once."""
+    providers = probe_providers(settings.python, home, env)
+    devices = count_devices(settings.visible_devices, glob.glob("/dev/nvidia[0-9]*"))
+    cpus = len(os.sched_getaffinity(0))
+    memory = None
+    if choose_provider(providers) != "cpu" and devices:
+        device = device_id(devices, settings.worker_index, settings.gpu_device)
+        visible = [entry.strip() for entry in (settings.visible_devices or "").split(",") if entry.strip()]
+        # nvidia-smi numbers GPUs physically; CUDA_VISIBLE_DEVICES renumbers them for this process.
+        memory = query_gpu_memory_mib(visible[device] if device < len(visible) else str(device))
+    return HostFacts(providers=providers, device_count=devices, cpu_count=cpus, gpu_memory_mib=memory)
+
+
+class FaceFusionEngine:
+    name = "facefusion"
+
+    def __init__(
+        self,
+        settings: EngineSettings | None = None,
+        facts: HostFacts | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._env = dict(os.environ if env is None else env)
+        self._settings = settings
+        self._facts = facts
+        self._home: Path | None = None
+        self._execution: list[str] = []
+        self._runner = Runner()
+
+    def prepare(self) -> None:
+        settings = self._settings or settings_from_env(self._env)
+        home = resolve_home(settings)
+        missing = missing_tools(self._env.get("PATH"))
+        if missing:
+            raise EngineUnavailable(
+                f"FaceFusion cannot run on this worker: {', '.join(missing)} not on PATH (its pre-check needs them)"
+            )
+        facts = self._facts or gather_facts(settings, home, self._env)
+        self._execution = execution_args(facts, settings.worker_index, settings.gpu_device, settings.thread_count)
+        self._settings, self._facts, self._home = settings, facts, home
+        logger.info("FaceFusion at %s, onnxruntime offers %s: %s", home, ", ".join(facts.providers), self._execution)
+
+    def validate(self, job: EngineJob) -> None:
+        check_options(job)
+
+    def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
+        options = check_options(job)
+        if self._home is None:
+            self.prepare()
+        settings, home = self._settings, self._home
+        assert settings is not None and home is not None
+        job.work_dir.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="facefusion-", dir=job.work_dir))
+        try:
+            paths = run_paths(folder, len(job.sources))
+            for created in (paths.temp, paths.jobs):
+                created.mkdir()
+            paths.config.write_text("")
+            write_sources(job.sources, paths.sources)
+            target = write_target(frames, paths.target, job.fps, job.reference)
+            if target is None:
+                return
+            reference = target.offset + reference_position(options, target.indices, target.emits)
+            argv = headless_run_argv(
+                settings.python, home, paths, options, (target.offset, target.count), reference,
+                target.padded, settings.raw_output_limit_bytes, self._execution,
+            )  # fmt: skip
+            timeout_s = settings.timeout_s(target.count, len(processors_of(options)))
+            # FaceFusion's logs and progress bars as they come, so a hung run can be told apart.
+            env = {**self._env, "PYTHONUNBUFFERED": "1"}
+            try:
+                completed = self._runner.run(argv, home, env, timeout_s, folder / "facefusion.log")
+            except TimedOut as error:
+                raise EngineError(
+                    f"FaceFusion did not finish {target.count} frames within {error.timeout_s:.0f} s and was stopped: "
+                    f"{failures.last_words(error.log)}"
+                ) from None
+            logger.info("FaceFusion exited with %s after %.1f s", completed.exit_code, completed.wall_s)
+            if completed.exit_code != 0:
+                raise EngineError(failures.failure_reason(completed.exit_code, completed.log))
+            if not paths.output.is_file():
+                raise EngineError(failures.missing_output_reason(completed.log))
+            yield from read_output(paths.output, target, completed.log)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        self._runner.stop()

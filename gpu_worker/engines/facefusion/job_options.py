@@ -1,0 +1,84 @@
+"""Which of a job's options FaceFusion gets as they are, which the engine owns, which it refuses.
+
+Every option of the catalogue is FaceFusion 3.8.1's own, so almost all go to FaceFusion one-to-one
+(`fusionfleet.options.to_cli_args`). A few are not FaceFusion's business in this pipeline: the
+output video settings belong to the worker's own encoder, which reads them from the same options,
+and the reference frame is numbered in the whole video while FaceFusion sees one segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from fusionfleet.options import OptionsError, to_cli_args, validate_options
+from gpu_worker.engines.base import EngineError, EngineJob
+
+DEFAULT_PROCESSORS = ("face_swapper",)
+
+_ENCODER = "applied by the worker's encoder when it encodes the segment (fusionfleet.encoding)"
+ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
+    {
+        "output_video_encoder": _ENCODER,
+        "output_video_preset": _ENCODER,
+        "output_video_quality": _ENCODER,
+        "output_video_scale": _ENCODER,
+        "output_video_fps": _ENCODER,
+        # FaceFusion's input has no audio track; the merge puts the target's audio back.
+        "output_audio_volume": "set to 0: the segment FaceFusion renders has no audio",
+        "reference_frame_number": "translated into the frame's position in the segment",
+    }
+)
+
+
+def check_options(job: EngineJob) -> dict[str, object]:
+    """The job's normalised options, or EngineError naming every option FaceFusion would not take."""
+    try:
+        options = validate_options(dict(job.options))
+    except OptionsError as error:
+        raise EngineError("FaceFusion cannot take these options: " + "; ".join(error.problems)) from error
+    problems: list[str] = []
+    processors = processors_of(options)
+    if "lip_syncer" in processors:
+        # Its pre_process refuses a run without an audio source ("choose an audio for the source").
+        problems.append("options.processors: lip_syncer needs an audio source; FusionFleet jobs carry face images")
+    if options.get("workflow_mode") == "image-to-image":
+        # core.conditional_process returns 2 without a message when the mode does not fit the target.
+        problems.append("options.workflow_mode: 'image-to-image' renders one image; segments are videos")
+    if not job.sources:
+        problems.append("source: FaceFusion needs at least one source face image")
+    if problems:
+        raise EngineError("FaceFusion cannot render this job: " + "; ".join(problems))
+    return options
+
+
+def processors_of(options: Mapping[str, object]) -> tuple[str, ...]:
+    value = options.get("processors")
+    if isinstance(value, list | tuple):
+        return tuple(str(item) for item in value)
+    return DEFAULT_PROCESSORS
+
+
+def forwarded(options: Mapping[str, object]) -> dict[str, object]:
+    """The options FaceFusion gets as they are, with its processors spelled out."""
+    kept = {name: value for name, value in options.items() if name not in ENGINE_OWNED}
+    kept["processors"] = list(processors_of(options))
+    return kept
+
+
+def option_args(options: Mapping[str, object]) -> list[str]:
+    """The job's part of FaceFusion's argv, in catalogue order."""
+    return to_cli_args(forwarded(options))
+
+
+def reference_position(options: Mapping[str, object], indices: Sequence[int], emits: Sequence[bool]) -> int:
+    """Where the reference frame is among the frames FaceFusion gets.
+
+    The job numbers it in the whole video, and a segment holds only some of those frames. Where it
+    holds the job's frame, that one; else, as the built-in engine does, the segment's first frame of
+    its own (after the lead-in), which is frame 0 (FaceFusion's default) in the first segment.
+    """
+    wanted = options.get("reference_frame_number")
+    if isinstance(wanted, int) and wanted in indices:
+        return list(indices).index(wanted)
+    return next((position for position, emit in enumerate(emits) if emit), 0)

@@ -1,0 +1,146 @@
+"""The one module of this engine that starts processes: FaceFusion itself and two host probes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpu_worker.engines.base import EngineUnavailable
+
+logger = logging.getLogger(__name__)
+
+LOG_TAIL_BYTES = 64 * 1024
+PROBE_TIMEOUT_S = 60.0
+STOP_GRACE_S = 10.0
+_PROVIDERS_SCRIPT = "import json, onnxruntime; print(json.dumps(list(onnxruntime.get_available_providers())))"
+
+
+@dataclass(frozen=True)
+class Completed:
+    exit_code: int
+    log: str  # the tail of FaceFusion's stdout and stderr, interleaved as it wrote them
+    wall_s: float
+
+
+class TimedOut(Exception):
+    def __init__(self, timeout_s: float, log: str) -> None:
+        super().__init__(f"did not finish within {timeout_s:.0f} s")
+        self.timeout_s = timeout_s
+        self.log = log
+
+
+def _tail(path: Path) -> str:
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - LOG_TAIL_BYTES))
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """FaceFusion runs ffmpeg children of its own: stop the whole process group."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_GRACE_S)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+class Runner:
+    """Runs one FaceFusion process at a time; `stop()` ends it from another thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def run(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float, log_path: Path
+    ) -> Completed:
+        logger.info("running FaceFusion (timeout %.0f s): %s", timeout_s, " ".join(argv))
+        started = time.monotonic()
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            with self._lock:
+                self._process = process
+            try:
+                code = process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                raise TimedOut(timeout_s, _tail(log_path)) from None
+            finally:
+                if process.poll() is None:
+                    _kill_group(process)
+                with self._lock:
+                    self._process = None
+        return Completed(exit_code=code, log=_tail(log_path), wall_s=time.monotonic() - started)
+
+    def stop(self) -> None:
+        with self._lock:
+            process = self._process
+        if process is not None and process.poll() is None:
+            _kill_group(process)
+
+
+def probe_providers(python: str, home: Path, env: Mapping[str, str]) -> tuple[str, ...]:
+    """What onnxruntime reports, asked of the interpreter and folder FaceFusion runs with."""
+    try:
+        completed = subprocess.run(
+            [python, "-c", _PROVIDERS_SCRIPT],
+            cwd=home,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise EngineUnavailable(f"FaceFusion cannot run on this worker: {python} did not start: {error}") from None
+    if completed.returncode != 0:
+        last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
+        raise EngineUnavailable(f"FaceFusion is not installed on this worker: onnxruntime cannot be imported ({last})")
+    try:
+        providers = json.loads(completed.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise EngineUnavailable(f"onnxruntime's provider list could not be read: {completed.stdout!r}") from None
+    return tuple(str(provider) for provider in providers)
+
+
+def query_gpu_memory_mib(device: str) -> int | None:
+    """Total memory of one GPU (index or UUID, as nvidia-smi names it), or None when unknown."""
+    try:
+        completed = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits", "-i", device],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    try:
+        return int(completed.stdout.strip().splitlines()[0]) if completed.returncode == 0 else None
+    except (IndexError, ValueError):
+        return None
