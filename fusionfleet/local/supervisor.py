@@ -155,6 +155,16 @@ class LocalStack:
                     "POWERTOOLS_SERVICE_NAME": "fusionfleet-slicer",
                 },
             ),
+            *[
+                (
+                    "dlq",
+                    f"dlq-{kind}",
+                    [python, str(self.paths.event_source_runner), "--name", f"dlq-{kind}",
+                     "--queue-url", url, "--handler", "functions.dlq.app.handler"],
+                    {"POWERTOOLS_SERVICE_NAME": "fusionfleet-dead-letters"},
+                )
+                for kind, url in (("render", resources.render_dlq_url), ("merge", resources.merge_dlq_url))
+            ],
             (
                 "merge",
                 "merge-1",

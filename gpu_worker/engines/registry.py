@@ -20,7 +20,13 @@ def _classic() -> Engine:
     return ClassicEngine()
 
 
-FACTORIES: dict[str, Callable[[], Engine]] = {"copy": _copy, "classic": _classic}
+def _facefusion() -> Engine:
+    from gpu_worker.engines.facefusion import FaceFusionEngine
+
+    return FaceFusionEngine()
+
+
+FACTORIES: dict[str, Callable[[], Engine]] = {"copy": _copy, "classic": _classic, "facefusion": _facefusion}
 
 
 def engine_names() -> tuple[str, ...]:

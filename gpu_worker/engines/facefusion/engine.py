@@ -94,10 +94,13 @@ class FaceFusionEngine:
                 created.mkdir()
             paths.config.write_text("")
             write_sources(job.sources, paths.sources)
-            target = write_target(frames, paths.target, job.fps, job.reference)
+            # A reference image goes in front of the frames, as the frame FaceFusion takes the
+            # reference face from; the trim then leaves it out of the output.
+            picture = job.reference if options.get("face_selector_mode", "reference") == "reference" else None
+            target = write_target(frames, paths.target, job.fps, picture)
             if target is None:
                 return
-            reference = target.offset + reference_position(options, target.indices, target.emits)
+            reference = 0 if target.offset else reference_position(options, target.indices, target.emits)
             argv = headless_run_argv(
                 settings.python, home, paths, options, (target.offset, target.count), reference,
                 target.padded, settings.raw_output_limit_bytes, self._execution,

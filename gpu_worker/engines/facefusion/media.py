@@ -117,7 +117,9 @@ def write_target(frames: Iterable[Frame], path: Path, fps: float, reference: Ima
                 target.offset = 1
             for frame in itertools.chain([first], iterator):
                 if frame.image.shape != first.image.shape:
-                    raise EngineError(f"frame {frame.index} is {frame.image.shape}; the segment's first was {first.image.shape}")
+                    raise EngineError(
+                        f"frame {frame.index} is {frame.image.shape}; the segment's first was {first.image.shape}"
+                    )
                 pipe.write(pad_to(frame.image, target.padded))
                 target.indices.append(frame.index)
                 target.emits.append(frame.emit)
@@ -135,7 +137,7 @@ def _fit(image: Image, target: TargetVideo) -> Image:
             raise EngineError(f"FaceFusion returned {out_w}×{out_h} frames for a {padded_w}×{padded_h} target")
         import cv2
 
-        image = cv2.resize(image, target.padded, interpolation=cv2.INTER_AREA)
+        image = np.asarray(cv2.resize(image, target.padded, interpolation=cv2.INTER_AREA), dtype=np.uint8)
     width, height = target.size
     return np.ascontiguousarray(image[:height, :width])
 

@@ -1,0 +1,79 @@
+"""Dead-lettered tasks: fail their task token at once, so the job ends with a notification in
+minutes rather than at the end of a long heartbeat wait.
+
+Most poison segments were already failed by the worker that saw the last attempt fail; this covers
+the ones whose workers died with them (kill -9, a lost host) on every attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from fusionfleet import layout
+from fusionfleet.errors import ObjectMissing, TokenGone
+from fusionfleet.messages import SegmentRecord
+from fusionfleet.orchestrator import Orchestrator
+from fusionfleet.storage import Storage, get_json, put_json
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DeadLetterOutcome:
+    job_id: str
+    what: str
+    reason: str
+    already_closed: bool
+
+
+def _last_error(storage: Storage, bucket: str, job_id: str, index: int) -> SegmentRecord | None:
+    try:
+        return SegmentRecord.model_validate(get_json(storage, bucket, layout.segment_record_key(job_id, index)))
+    except ObjectMissing:
+        return None
+
+
+def fail_dead_letter(
+    body: str, attempts: int, storage: Storage, orchestrator: Orchestrator
+) -> DeadLetterOutcome | None:
+    """Fail the token of one dead-lettered task message; None when the message is not a task."""
+    try:
+        task: dict[str, Any] = json.loads(body)
+        token = str(task["task_token"])
+        job = task["job"]
+        job_id, bucket = str(job["job_id"]), str(job["work_bucket"])
+    except (ValueError, KeyError, TypeError):
+        logger.error("dead letter is not a task message; dropping it")
+        return None
+    segment = task.get("segment")
+    if isinstance(segment, dict) and "index" in segment:
+        index = int(segment["index"])
+        what = f"segment {index} of {job_id}"
+        record = _last_error(storage, bucket, job_id, index)
+        if record is not None and record.status == "failed":
+            reason = f"{what} failed {attempts} times; last error {record.error}: {record.reason}"
+        else:
+            reason = f"{what} was dead-lettered after {attempts} deliveries: its worker died each time"
+            put_json(
+                storage,
+                bucket,
+                layout.segment_record_key(job_id, index),
+                SegmentRecord(
+                    job_id=job_id, index=index, status="failed", error="DeadLettered", reason=reason, attempt=attempts
+                ).model_dump(),
+            )
+        error = "SegmentDeadLettered"
+    else:
+        what = f"merge of {job_id}"
+        reason = f"{what} was dead-lettered after {attempts} deliveries"
+        error = "MergeDeadLettered"
+    try:
+        orchestrator.task_failure(token, error, reason)
+        closed = False
+    except TokenGone:
+        closed = True  # the worker that saw the last attempt fail got there first
+    logger.warning("%s: %s", reason, "token already closed" if closed else "token failed")
+    return DeadLetterOutcome(job_id, what, reason, closed)

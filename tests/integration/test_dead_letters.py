@@ -1,0 +1,63 @@
+"""Dead-lettered tasks fail their tokens with the reason (moto S3, recording orchestrator)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fusionfleet import layout
+from fusionfleet.deadletter import fail_dead_letter
+from fusionfleet.errors import TokenGone
+from fusionfleet.messages import SegmentRecord
+from fusionfleet.storage import S3Storage, get_json, put_json
+from tests.integration.conftest import Aws
+
+
+class Tokens:
+    def __init__(self, closed: bool = False) -> None:
+        self.failures: list[tuple[str, str, str]] = []
+        self._closed = closed
+
+    def task_failure(self, token: str, error: str, cause: str) -> None:
+        self.failures.append((token, error, cause))
+        if self._closed:
+            raise TokenGone("TaskTimedOut")
+
+
+def body(segment: dict[str, Any] | None = None) -> str:
+    task: dict[str, Any] = {"task_token": "tok", "job": {"job_id": "job-1", "work_bucket": "work"}}
+    if segment is not None:
+        task["segment"] = segment
+    return json.dumps(task)
+
+
+def test_a_segment_whose_workers_died_fails_its_job_and_is_recorded(aws: Aws) -> None:
+    storage = S3Storage(aws.s3)
+    tokens = Tokens()
+    outcome = fail_dead_letter(body({"index": 4}), 3, storage, tokens)  # type: ignore[arg-type]
+    assert outcome is not None and not outcome.already_closed
+    ((token, error, cause),) = tokens.failures
+    assert (token, error) == ("tok", "SegmentDeadLettered")
+    assert cause == "segment 4 of job-1 was dead-lettered after 3 deliveries: its worker died each time"
+    record = SegmentRecord.model_validate(get_json(storage, "work", layout.segment_record_key("job-1", 4)))
+    assert record.status == "failed" and record.reason == cause
+
+
+def test_the_last_recorded_error_is_the_reason(aws: Aws) -> None:
+    storage = S3Storage(aws.s3)
+    put_json(
+        storage, "work", layout.segment_record_key("job-1", 2),
+        SegmentRecord(job_id="job-1", index=2, status="failed", error="EngineCrashed", reason="died (signal 9)").model_dump(),
+    )  # fmt: skip
+    tokens = Tokens(closed=True)
+    outcome = fail_dead_letter(body({"index": 2}), 3, storage, tokens)  # type: ignore[arg-type]
+    assert outcome is not None and outcome.already_closed
+    assert tokens.failures[0][2] == "segment 2 of job-1 failed 3 times; last error EngineCrashed: died (signal 9)"
+
+
+def test_merge_dead_letters_and_garbage(aws: Aws) -> None:
+    storage = S3Storage(aws.s3)
+    tokens = Tokens()
+    outcome = fail_dead_letter(body(), 3, storage, tokens)  # type: ignore[arg-type]
+    assert outcome is not None and tokens.failures[0][1] == "MergeDeadLettered"
+    assert fail_dead_letter("not json", 1, storage, tokens) is None  # type: ignore[arg-type]
