@@ -45,10 +45,8 @@ def test_a_segment_whose_workers_died_fails_its_job_and_is_recorded(aws: Aws) ->
 
 def test_the_last_recorded_error_is_the_reason(aws: Aws) -> None:
     storage = S3Storage(aws.s3)
-    put_json(
-        storage, "work", layout.segment_record_key("job-1", 2),
-        SegmentRecord(job_id="job-1", index=2, status="failed", error="EngineCrashed", reason="died (signal 9)").model_dump(),
-    )  # fmt: skip
+    record = SegmentRecord(job_id="job-1", index=2, status="failed", error="EngineCrashed", reason="died (signal 9)")
+    put_json(storage, "work", layout.segment_record_key("job-1", 2), record.model_dump())
     tokens = Tokens(closed=True)
     outcome = fail_dead_letter(body({"index": 2}), 3, storage, tokens)  # type: ignore[arg-type]
     assert outcome is not None and outcome.already_closed
