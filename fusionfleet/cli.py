@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, help="LocalStack's port (default 4566)")
     up.add_argument("--default-engine", default="classic", choices=ENGINE_NAMES, help="engine for jobs that name none")
     up.add_argument("--stack", default=connection.DEFAULT_STACK)
+    up.add_argument(
+        "--visibility-seconds", type=int, default=120, help="how long a worker holds a message between heartbeats"
+    )
+    up.add_argument("--faults-file", type=Path, help="inject faults into the workers (chaos runs and fault tests)")
     up.add_argument("--state-dir", type=Path, help="where the local stack keeps state and logs")
     for name in ("down", "status"):
         sub = local.add_parser(name, help=f"{name} the local stack")
@@ -180,7 +184,14 @@ def cmd_local(args: argparse.Namespace) -> int:
     stack = LocalStack(LocalPaths.discover(args.state_dir), say)
     if args.local_command == "up":
         state = stack.up(
-            UpOptions(workers=args.workers, port=args.port, stack=args.stack, default_engine=args.default_engine)
+            UpOptions(
+                workers=args.workers,
+                port=args.port,
+                stack=args.stack,
+                default_engine=args.default_engine,
+                visibility_s=args.visibility_seconds,
+                faults_file=args.faults_file,
+            )
         )
         print(state.endpoint, flush=True)
         return 0

@@ -43,6 +43,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
                     max_rss_mb=settings.engine_max_rss_mb,
                     max_gpu_mb=settings.engine_max_gpu_mb,
                     seconds_per_frame=settings.seconds_per_frame,
+                    base_timeout_s=settings.base_timeout_s,
                 ),
             )
         handler = RenderHandler(renderer, storage, settings.name, stop.requested)
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     stop.install()
     worker = build_worker(settings, stop)
     worker.run(max_tasks=settings.max_tasks)
-    return 0
+    # A warm stop is a clean exit (ECS, deployments); a second signal aborted work in hand.
+    return 1 if worker.cold_stopped else 0
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ ENV_ENGINE_MAX_TASKS = "FUSIONFLEET_ENGINE_MAX_TASKS"
 ENV_ENGINE_MAX_RSS_MB = "FUSIONFLEET_ENGINE_MAX_RSS_MB"
 ENV_ENGINE_MAX_GPU_MB = "FUSIONFLEET_ENGINE_MAX_GPU_MB"
 ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
+ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
 
 ROLES = ("render", "merge")
 
@@ -45,6 +46,7 @@ class WorkerConfig:
     engine_max_rss_mb: int
     engine_max_gpu_mb: int | None
     seconds_per_frame: float
+    base_timeout_s: float
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,4 +96,5 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         engine_max_rss_mb=int(env.get(ENV_ENGINE_MAX_RSS_MB, "8192")),
         engine_max_gpu_mb=int(env[ENV_ENGINE_MAX_GPU_MB]) if env.get(ENV_ENGINE_MAX_GPU_MB) else None,
         seconds_per_frame=float(env.get(ENV_SECONDS_PER_FRAME, "2.0")),
+        base_timeout_s=float(env.get(ENV_BASE_TIMEOUT, "120")),
     )

@@ -53,6 +53,7 @@ class Worker:
         self._idle_wait_s = idle_wait_s
         self.completed = 0
         self.failed = 0
+        self.cold_stopped = False
 
     def run(self, max_tasks: int | None = None) -> int:
         """Work until stopped (or `max_tasks` done); returns the number of tasks handled."""
@@ -71,6 +72,7 @@ class Worker:
                 handled += 1
         except ColdStop:
             why = "cold stop"
+            self.cold_stopped = True
         finally:
             self._handler.close()
             logger.info(

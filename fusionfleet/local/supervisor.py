@@ -42,6 +42,7 @@ class UpOptions:
     default_engine: str = "classic"
     render_heartbeat_s: int = 6 * 3600
     visibility_s: int = 120
+    faults_file: Path | None = None
     stage_parameters: tuple[tuple[str, str], ...] = ()
 
 
@@ -140,6 +141,8 @@ class LocalStack:
         state.processes = [p for p in state.processes if p.role == "localstack" or p.alive()]
         python = sys.executable
         env = {**_aws_env(state), "FUSIONFLEET_SCRATCH": str(self.paths.scratch)}
+        if options.faults_file is not None:
+            env["FUSIONFLEET_FAULTS_FILE"] = str(options.faults_file.resolve())
         wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
             (
                 "slicer",

@@ -28,12 +28,71 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# Fault tests need a short hold (a killed worker's segment comes back within seconds) and short
+# engine limits (a hang is cut off quickly); the copy engine renders far inside them.
+VISIBILITY_S = 15
+FAULT_ENV = {
+    "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS": "20",
+    "FUSIONFLEET_SECONDS_PER_FRAME": "0.2",
+    "FUSIONFLEET_ENGINE_MAX_RSS_MB": "900",
+}
+
+
 @dataclass
 class Stack:
     state_dir: Path
     endpoint: str
     resources: StackResources
     aws: AwsTarget
+    port: int
+
+    @property
+    def faults_file(self) -> Path:
+        return self.state_dir / "faults.json"
+
+    def set_faults(self, rules: list[dict[str, Any]]) -> None:
+        self.faults_file.write_text(json.dumps(rules))
+
+    def up(self, workers: int = 2) -> None:
+        """`local up` again: starts what died, stops what is not wanted (how a test respawns workers)."""
+        result = subprocess.run(
+            up_command(self.port, self.state_dir, workers), env={**os.environ, **FAULT_ENV}, cwd=ROOT,
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+
+    def state(self) -> LocalState:
+        state = LocalState.load(self.state_dir / "state.json")
+        assert state is not None
+        return state
+
+    def worker_log(self, name: str) -> str:
+        return (self.state_dir / "logs" / f"{name}.log").read_text(errors="replace")
+
+    def worker_holding(self, text: str, timeout_s: float = 60) -> str:
+        """The name of the worker whose log shows `text` (e.g. who took a segment)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for process in self.state().by_role("worker"):
+                if text in self.worker_log(process.name):
+                    return process.name
+            time.sleep(0.3)
+        raise AssertionError(f"no worker log shows {text!r}:\n{self.logs()}")
+
+    def kill(self, name: str, number: int) -> None:
+        (process,) = [p for p in self.state().processes if p.name == name]
+        os.killpg(process.pid, number)
+
+    def worker_env(self, name: str) -> dict[str, str]:
+        """The environment `local up` gives a render worker, for tests that run one of their own."""
+        state = self.state()
+        return {
+            **os.environ, **FAULT_ENV,
+            "AWS_ENDPOINT_URL": state.endpoint, "AWS_REGION": state.region, "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test", "FUSIONFLEET_QUEUE_URLS": ",".join(self.resources.render_queue_urls),
+            "FUSIONFLEET_VISIBILITY_SECONDS": str(VISIBILITY_S), "FUSIONFLEET_FAULTS_FILE": str(self.faults_file),
+            "FUSIONFLEET_SCRATCH": str(self.state_dir / "scratch"), "FUSIONFLEET_WORKER_NAME": name,
+        }  # fmt: skip
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "FUSIONFLEET_LOCAL_DIR": str(self.state_dir)}
@@ -75,13 +134,21 @@ class Stack:
         return "\n".join(parts)
 
 
+def up_command(port: int, state_dir: Path, workers: int) -> list[str]:
+    return [
+        sys.executable, "-m", "fusionfleet.cli", "local", "up", "--workers", str(workers), "--port", str(port),
+        "--default-engine", "copy", "--state-dir", str(state_dir), "--visibility-seconds", str(VISIBILITY_S),
+        "--faults-file", str(state_dir / "faults.json"),
+    ]  # fmt: skip
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     state_dir = tmp_path_factory.mktemp("local-stack")
+    (state_dir / "faults.json").write_text("[]")
     port = free_port()
     up = subprocess.run(
-        [sys.executable, "-m", "fusionfleet.cli", "local", "up", "--workers", "2", "--port", str(port),
-         "--default-engine", "copy", "--state-dir", str(state_dir)],
+        up_command(port, state_dir, 2), env={**os.environ, **FAULT_ENV},
         cwd=ROOT, capture_output=True, text=True, timeout=400, check=False,
     )  # fmt: skip
     state = LocalState.load(state_dir / "state.json")
@@ -94,7 +161,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         pytest.fail(f"local up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
     assert up.stdout.strip().splitlines()[-1] == f"http://127.0.0.1:{port}"
     aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
-    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws)
+    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port)
     try:
         yield stack
     finally:

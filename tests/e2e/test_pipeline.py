@@ -6,44 +6,19 @@ import json
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from fusionfleet import layout
 from fusionfleet.identity import job_id
-from fusionfleet.media.decode import iter_frames
-from fusionfleet.media.limits import MediaLimits
-from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.orchestrator import execution_arn
-from fusionfleet.queues import SqsQueue
 from fusionfleet.samples import grace_hopper_path, read_stamp
 from tests.e2e.conftest import Stack
+from tests.e2e.helpers import decode_all, queues_empty, wait_until
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
-
-
-def decode_all(path: Path) -> tuple[Any, list[np.ndarray]]:
-    info = probe_video(RangeReader(FileRangeSource(path), "v"), "v", MediaLimits())
-    frames = [image for _, image in iter_frames(RangeReader(FileRangeSource(path), "v"), info, 0, info.frame_count)]
-    return info, frames
-
-
-def queues_empty(stack: Stack) -> bool:
-    queue = SqsQueue(stack.client("sqs"))
-    return all(queue.depth(url).total == 0 for url in stack.resources.queues().values())
-
-
-def wait_until(check: Any, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.5)
-    return bool(check())
 
 
 @pytest.fixture(scope="module")

@@ -81,6 +81,9 @@ def faces_in_image(models: DlibModels, image: Image) -> list[StillFace]:
     return faces
 
 
+AMBIGUOUS_FACE_SHARE = 0.5
+
+
 def largest_face(models: DlibModels, image: Image, label: str) -> StillFace:
     """The largest real face in a still image; EngineError naming `label` when there is none."""
     faces = faces_in_image(models, image)
@@ -88,6 +91,10 @@ def largest_face(models: DlibModels, image: Image, label: str) -> StillFace:
         raise EngineError(f"{label} has no detectable face (a frontal, unobstructed face is needed)")
     faces.sort(key=lambda face: -box_area(face.box))
     if len(faces) > 1:
+        # A face much smaller than the main one is someone in the background; two of a size are
+        # two people, and guessing which one the user meant would swap in the wrong identity.
+        if box_area(faces[1].box) >= AMBIGUOUS_FACE_SHARE * box_area(faces[0].box):
+            raise EngineError(f"{label} shows {len(faces)} faces of similar size; use an image with exactly one face")
         LOG.info("%s has %d faces; using the largest", label, len(faces))
     return faces[0]
 

@@ -81,9 +81,11 @@ def reference_args(position: int) -> list[str]:
 def output_args(width: int, height: int, frames: int, raw_limit_bytes: int) -> list[str]:
     """Output settings that lose nothing before the worker's own encode.
 
-    `rawvideo` is lossless (rgb24; its bt709 `scale` step does not touch RGB). Where that would be
+    `rawvideo` is lossless (rgb24: the bt709 `scale` step of FaceFusion's writer leaves RGB as it
+    is, as checked with FFmpeg 9 on its ffmpeg.create_video_writer arguments). Where that would be
     too big for the scratch disk, libx264 at quality 100 (crf 0: lossless in its yuv420p, so only
-    the 4:2:0 chroma the worker's encode also makes is lost); ultrafast, since at crf 0 the preset
+    what the worker's own yuv420p encode also does is lost: 4:2:0 chroma, limited-range rounding);
+    ultrafast, since at crf 0 the preset
     changes only the size. Audio volume 0: FaceFusion then skips its audio step (to_video.py
     restore_audio) and just moves its result, which has no audio to restore anyway.
     """

@@ -19,7 +19,7 @@ from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, F
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import headless_run_argv, run_paths
 from gpu_worker.engines.facefusion.execution import HostFacts, choose_provider, count_devices, device_id, execution_args
-from gpu_worker.engines.facefusion.job_options import check_options, processors_of, reference_position
+from gpu_worker.engines.facefusion.job_options import check_options, reference_position
 from gpu_worker.engines.facefusion.media import read_output, write_sources, write_target
 from gpu_worker.engines.facefusion.process import Runner, TimedOut, probe_providers, query_gpu_memory_mib
 from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env
@@ -101,11 +101,14 @@ class FaceFusionEngine:
             if target is None:
                 return
             reference = 0 if target.offset else reference_position(options, target.indices, target.emits)
+            wanted = options.get("reference_frame_number")
+            if not target.offset and isinstance(wanted, int) and wanted not in target.indices:
+                logger.info("reference frame %s is not in this segment; using its frame %s", wanted, reference)
             argv = headless_run_argv(
                 settings.python, home, paths, options, (target.offset, target.count), reference,
                 target.padded, settings.raw_output_limit_bytes, self._execution,
             )  # fmt: skip
-            timeout_s = settings.timeout_s(target.count, len(processors_of(options)))
+            timeout_s = settings.timeout_s(target.offset + target.count)
             # FaceFusion's logs and progress bars as they come, so a hung run can be told apart.
             env = {**self._env, "PYTHONUNBUFFERED": "1"}
             try:

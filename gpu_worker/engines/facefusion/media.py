@@ -152,6 +152,8 @@ def _open(path: Path) -> av.container.InputContainer:
 
 def _packet_count(path: Path) -> int:
     with _open(path) as container:
+        if not container.streams.video:
+            return 0
         stream = container.streams.video[0]
         return int(stream.frames) or sum(1 for packet in container.demux(stream) if packet.size)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import logging
 import os
@@ -21,6 +22,9 @@ logger = logging.getLogger(__name__)
 LOG_TAIL_BYTES = 64 * 1024
 PROBE_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
+PR_SET_PDEATHSIG = 1
+# Loaded before any fork: the child between fork and exec should only make plain libc calls.
+_LIBC = ctypes.CDLL(None, use_errno=True)
 _PROVIDERS_SCRIPT = "import json, onnxruntime; print(json.dumps(list(onnxruntime.get_available_providers())))"
 
 
@@ -59,6 +63,18 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
+def _prepare_child() -> None:
+    """Runs in FaceFusion's process between fork and exec.
+
+    The worker's engine host ignores SIGTERM and SIGINT, and ignored signals survive exec: put them
+    back. And should the engine's process be killed (-9 included), FaceFusion must not go on
+    holding the GPU: it dies with it.
+    """
+    _LIBC.signal(signal.SIGTERM, 0)  # SIG_DFL
+    _LIBC.signal(signal.SIGINT, 0)
+    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class Runner:
     """Runs one FaceFusion process at a time; `stop()` ends it from another thread."""
 
@@ -80,6 +96,7 @@ class Runner:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_prepare_child,  # noqa: PLW1509 - plain libc calls only, see _prepare_child
             )
             with self._lock:
                 self._process = process

@@ -20,10 +20,11 @@ ENV_TIMEOUT_PER_FRAME = "FUSIONFLEET_FACEFUSION_TIMEOUT_PER_FRAME_S"
 ENV_RAW_LIMIT = "FUSIONFLEET_FACEFUSION_RAW_OUTPUT_LIMIT_BYTES"
 ENV_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
-# Model loading (and a first CUDA kernel search) takes minutes on a cold GPU, then each frame
-# costs well under a second per processor on any GPU the fleet runs: generous, but bounded.
-DEFAULT_TIMEOUT_BASE_S = 300.0
-DEFAULT_TIMEOUT_PER_FRAME_S = 2.0
+# Generous for model loading and any GPU the fleet runs, but below the worker's own limit for the
+# whole segment (gpu_worker/engine_host.py HostPolicy: 120 s + 2 s a frame), so a hung FaceFusion
+# ends with its own last words rather than with its engine process killed.
+DEFAULT_TIMEOUT_BASE_S = 75.0
+DEFAULT_TIMEOUT_PER_FRAME_S = 1.8
 # Up to this much uncompressed output FaceFusion writes losslessly (rawvideo); above it, x264 at
 # quality 100 keeps the scratch disk in bounds (FaceFusion's final concat copies the file once).
 DEFAULT_RAW_OUTPUT_LIMIT_BYTES = 4 * 1024**3
@@ -41,9 +42,9 @@ class EngineSettings:
     timeout_per_frame_s: float = DEFAULT_TIMEOUT_PER_FRAME_S
     raw_output_limit_bytes: int = DEFAULT_RAW_OUTPUT_LIMIT_BYTES
 
-    def timeout_s(self, frames: int, processors: int) -> float:
-        """How long one run may take before it counts as hung."""
-        return self.timeout_base_s + frames * max(1, processors) * self.timeout_per_frame_s
+    def timeout_s(self, frames: int) -> float:
+        """How long one run over `frames` frames may take before it counts as hung."""
+        return self.timeout_base_s + frames * self.timeout_per_frame_s
 
 
 def _int(env: Mapping[str, str], name: str) -> int | None:
@@ -82,21 +83,26 @@ def settings_from_env(env: Mapping[str, str]) -> EngineSettings:
     )
 
 
+def installed_package_home() -> Path | None:
+    """The checkout an importable `facefusion` package comes from (the image's .pth points there)."""
+    spec = importlib.util.find_spec("facefusion")
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent.parent
+
+
 def resolve_home(settings: EngineSettings) -> Path:
     """FaceFusion's checkout: the configured folder, else the one the `facefusion` package is in.
 
     Raises EngineUnavailable naming what is missing, so the worker refuses `facefusion` jobs with
     that reason instead of rendering them some other way.
     """
-    home = settings.home
+    home = settings.home or installed_package_home()
     if home is None:
-        spec = importlib.util.find_spec("facefusion")
-        if spec is None or spec.origin is None:
-            raise EngineUnavailable(
-                f"FaceFusion is not installed on this worker: {ENV_HOME} is not set and no `facefusion` package "
-                "is importable (it is installed in the GPU worker image at /opt/facefusion)"
-            )
-        home = Path(spec.origin).parent.parent
+        raise EngineUnavailable(
+            f"FaceFusion is not installed on this worker: {ENV_HOME} is not set and no `facefusion` package "
+            "is importable (it is installed in the GPU worker image at /opt/facefusion)"
+        )
     script = home / "facefusion.py"
     if not script.is_file():
         raise EngineUnavailable(f"FaceFusion is not installed on this worker: {script} does not exist")

@@ -137,6 +137,14 @@ def test_several_faces_in_a_source_uses_the_largest_and_says_so(
     assert "has 2 faces; using the largest" in caplog.text
 
 
+def test_a_source_with_two_faces_of_a_size_is_refused(models: DlibModels, grace: Image) -> None:
+    # GIVEN Grace Hopper twice, side by side, at the same size
+    double = np.ascontiguousarray(np.hstack([grace, grace]))
+    # WHEN its face is taken THEN the ambiguity is an error naming the image
+    with pytest.raises(EngineError, match="source image 1 of 1 shows 2 faces of similar size"):
+        ident.largest_face(models, double, "source image 1 of 1")
+
+
 def test_several_sources_are_averaged_into_one_identity(models: DlibModels, grace: Image) -> None:
     # GIVEN two source images of the same person (the portrait and its mirror image)
     mirrored = np.ascontiguousarray(grace[:, ::-1])

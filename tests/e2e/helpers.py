@@ -1,0 +1,81 @@
+"""What the end-to-end tests share: submitting by S3 drop, waiting, and checking videos."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fusionfleet import layout
+from fusionfleet.identity import job_id
+from fusionfleet.media.decode import iter_frames
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.probe import VideoInfo, probe_video
+from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.queues import SqsQueue
+from fusionfleet.samples import grace_hopper_path, read_stamp
+from gpu_worker.checkpoints import chunk_key
+from tests.e2e.conftest import Stack
+
+
+def decode_all(path: Path) -> tuple[VideoInfo, list[npt.NDArray[np.uint8]]]:
+    info = probe_video(RangeReader(FileRangeSource(path), "v"), "v", MediaLimits())
+    frames = [image for _, image in iter_frames(RangeReader(FileRangeSource(path), "v"), info, 0, info.frame_count)]
+    return info, frames
+
+
+def queues_empty(stack: Stack) -> bool:
+    queue = SqsQueue(stack.client("sqs"))
+    return all(queue.depth(url).total == 0 for url in stack.resources.queues().values())
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float, poll_s: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(poll_s)
+    return bool(check())
+
+
+def drop_job(stack: Stack, name: str, target: Path, **fields: Any) -> str:
+    """Upload a face, the target and a manifest `jobs/<name>.json`; returns the job id."""
+    s3 = stack.client("s3")
+    bucket = stack.resources.media_bucket
+    s3.upload_file(str(grace_hopper_path()), bucket, f"inputs/{name}/face.jpg")
+    s3.upload_file(str(target), bucket, f"inputs/{name}/{target.name}")
+    manifest = {"version": 1, "source": [f"inputs/{name}/face.jpg"], "target": f"inputs/{name}/{target.name}",
+                "engine": "copy", "priority": "high", **fields}  # fmt: skip
+    etag = s3.put_object(Bucket=bucket, Key=f"jobs/{name}.json", Body=json.dumps(manifest).encode())["ETag"]
+    return job_id(bucket, f"jobs/{name}.json", etag)
+
+
+def notice_for(stack: Stack, inbox: str, job: str, wait_s: float) -> dict[str, Any]:
+    """The final notification of `job` (others in the inbox are skipped)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        for notice in stack.notifications(inbox, wait_s=1, count=10):
+            if notice.get("job_id") == job:
+                return notice
+    raise AssertionError(f"no notification for {job} within {wait_s:.0f} s:\n{stack.logs()}")
+
+
+def stamps_of(path: Path) -> list[int]:
+    return [read_stamp(image) for image in decode_all(path)[1]]
+
+
+def record(stack: Stack, job: str, index: int) -> dict[str, Any]:
+    body = stack.client("s3").get_object(Bucket=stack.resources.work_bucket, Key=layout.segment_record_key(job, index))
+    value: dict[str, Any] = json.loads(body["Body"].read())
+    return value
+
+
+def checkpoint_exists(stack: Stack, job: str, index: int, first: int, end: int) -> bool:
+    key = chunk_key(job, index, first, end)
+    listing = stack.client("s3").list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=key)
+    return int(listing.get("KeyCount", 0)) > 0

@@ -1,0 +1,208 @@
+"""Faults on the real local stack: killed and stopped workers, hung, crashing and leaking engines,
+poison segments, backlogs. Every job ends with exactly one correct output or a failure notice."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import ROOT, Stack
+from tests.e2e.helpers import checkpoint_exists, drop_job, notice_for, queues_empty, record, stamps_of, wait_until
+from tests.support.media import write_video
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """10 s at 25 fps: two segments of 125 frames, chunks [0, 50), [50, 100), [100, 125)."""
+    return write_video(
+        tmp_path_factory.mktemp("faults") / "clip.mp4", seconds=10, fps=25, width=320, height=240, with_stamp=True
+    )
+
+
+@pytest.fixture(autouse=True)
+def no_faults(stack: Stack) -> None:
+    stack.set_faults([])
+
+
+def output_of(stack: Stack, notice: dict[str, object], tmp_path: Path) -> Path:
+    output = notice["output"]
+    assert isinstance(output, dict)
+    path = tmp_path / "out.mp4"
+    stack.client("s3").download_file(output["bucket"], output["key"], str(path))
+    return path
+
+
+def test_a_killed_worker_loses_nothing_and_its_segment_resumes_elsewhere(
+    stack: Stack, clip: Path, tmp_path: Path
+) -> None:
+    # GIVEN segment 0's first attempt stalls at frame 60, after its first chunk was saved
+    stack.set_faults(
+        [{"job": "killed-worker", "segment": 0, "attempt": 1, "action": "slow", "at_frame": 60, "seconds": 120}]
+    )
+    inbox = stack.subscribe()
+    job = drop_job(stack, "killed-worker", clip)
+    holder = stack.worker_holding(f"segment 0 of {job}: attempt 1")
+    assert wait_until(lambda: checkpoint_exists(stack, job, 0, 0, 50), 60)
+    # WHEN that worker is killed with SIGKILL (engine process and all) and a replacement starts
+    stack.kill(holder, signal.SIGKILL)
+    killed_at = time.monotonic()
+    stack.up()
+    # THEN the job succeeds, with the undisturbed output: every source frame at its own index
+    notice = notice_for(stack, inbox, job, wait_s=180)
+    recovery_s = time.monotonic() - killed_at
+    assert notice["status"] == "succeeded", notice
+    assert stamps_of(output_of(stack, notice, tmp_path)) == list(range(250))
+    # AND the second attempt resumed after the saved chunk instead of starting again
+    segment = record(stack, job, 0)
+    assert segment["attempt"] >= 2 and segment["resumed_from"] == 50 and segment["frames_rendered"] == 75
+    assert recovery_s < 90, f"took {recovery_s:.0f} s from the kill to the notification"
+    assert wait_until(lambda: queues_empty(stack), 30)
+
+
+def run_worker(stack: Stack, name: str) -> subprocess.Popen[bytes]:
+    log = (stack.state_dir / "logs" / f"{name}.log").open("ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "gpu_worker", "--role", "render", "--name", name],
+        env=stack.worker_env(name), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+
+
+def test_sigterm_checkpoints_releases_and_exits_cleanly(stack: Stack, clip: Path, tmp_path: Path) -> None:
+    # GIVEN only a worker of our own, and every first attempt stalling for 6 s at frame 60
+    stack.up(workers=0)
+    stack.set_faults([{"job": "drained", "attempt": 1, "action": "slow", "at_frame": 60, "seconds": 6}])
+    inbox = stack.subscribe()
+    first = run_worker(stack, "drain-1")
+    try:
+        job = drop_job(stack, "drained", clip)
+        assert wait_until(lambda: "attempt 1" in stack.worker_log("drain-1") and job in stack.worker_log("drain-1"), 60)
+        assert wait_until(
+            lambda: checkpoint_exists(stack, job, 0, 0, 50) or checkpoint_exists(stack, job, 1, 125, 175), 60
+        )
+        # WHEN it gets SIGTERM (ECS scale-in, a deployment, a Spot interruption)
+        signalled_at = time.monotonic()
+        first.send_signal(signal.SIGTERM)
+        code = first.wait(timeout=60)
+        # THEN it stops after the chunk in hand, puts the segment back, and exits 0
+        assert code == 0 and time.monotonic() - signalled_at < 30
+        log = stack.worker_log("drain-1")
+        assert "checkpointed before frame 100" in log or "checkpointed before frame 225" in log, log[-2000:]
+        assert "released for another worker" in log
+    finally:
+        if first.poll() is None:
+            first.kill()
+    # AND the next worker resumes from the saved chunks and the job completes, frame-exact
+    second = run_worker(stack, "drain-2")
+    try:
+        notice = notice_for(stack, inbox, job, wait_s=120)
+        assert notice["status"] == "succeeded", notice
+        assert stamps_of(output_of(stack, notice, tmp_path)) == list(range(250))
+        resumed = [record(stack, job, index)["resumed_from"] for index in (0, 1)]
+        assert 100 in resumed or 225 in resumed
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=60)
+        stack.up(workers=2)
+
+
+def test_a_second_sigterm_aborts_at_once(stack: Stack, clip: Path) -> None:
+    stack.up(workers=0)
+    stack.set_faults([{"job": "aborted", "action": "slow", "at_frame": 10, "seconds": 300}])
+    worker = run_worker(stack, "abort-1")
+    try:
+        job = drop_job(stack, "aborted", clip)
+        assert wait_until(lambda: f"of {job}: attempt 1" in stack.worker_log("abort-1"), 60)
+        time.sleep(1)
+        worker.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        began = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        code = worker.wait(timeout=30)
+        assert time.monotonic() - began < 10 and code == 1
+        assert "released for another worker" in stack.worker_log("abort-1")
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        stack.set_faults([])
+        stack.up(workers=2)
+
+
+def test_a_hung_engine_is_killed_and_the_segment_retried(stack: Stack, clip: Path, tmp_path: Path) -> None:
+    stack.set_faults([{"job": "hung-engine", "segment": 1, "attempt": 1, "action": "hang", "at_frame": 5}])
+    inbox = stack.subscribe()
+    job = drop_job(stack, "hung-engine", clip)
+    notice = notice_for(stack, inbox, job, wait_s=180)
+    assert notice["status"] == "succeeded", notice
+    assert record(stack, job, 1)["attempt"] == 2
+    holder = stack.worker_holding(f"segment 1 of {job}: no result within 45 s")
+    assert holder.startswith("worker-")
+    assert stamps_of(output_of(stack, notice, tmp_path)) == list(range(250))
+
+
+def test_a_leaking_engine_is_recycled(stack: Stack, clip: Path) -> None:
+    stack.set_faults([{"job": "leaky", "segment": 0, "attempt": 1, "action": "leak", "megabytes": 10}])
+    inbox = stack.subscribe()
+    job = drop_job(stack, "leaky", clip)
+    notice = notice_for(stack, inbox, job, wait_s=120)
+    assert notice["status"] == "succeeded", notice
+    holder = stack.worker_holding(f"segment 0 of {job}: attempt 1")
+    assert wait_until(lambda: "its resident memory is" in stack.worker_log(holder), 20)
+
+
+def test_a_poison_segment_fails_the_job_fast_with_its_reason(stack: Stack, clip: Path) -> None:
+    # GIVEN a segment whose engine crashes on every attempt
+    stack.set_faults([{"job": "poison", "segment": 1, "action": "crash", "at_frame": 3}])
+    inbox = stack.subscribe()
+    began = time.monotonic()
+    job = drop_job(stack, "poison", clip)
+    # THEN after its three attempts the job fails with a notice naming the segment and the cause
+    notice = notice_for(stack, inbox, job, wait_s=120)
+    assert notice["status"] == "failed"
+    assert "segment 1" in notice["reason"] and "EngineCrashed" in notice["reason"], notice
+    assert time.monotonic() - began < 90
+    # AND nothing is left in any queue (the dead letter was consumed), the manifest is in place
+    assert wait_until(lambda: queues_empty(stack), 60)
+    stack.client("s3").head_object(Bucket=stack.resources.media_bucket, Key="jobs/poison.json")
+
+
+def test_a_segment_that_kills_its_workers_is_failed_from_the_dead_letter_queue(stack: Stack, clip: Path) -> None:
+    # GIVEN a segment that takes its whole worker down on every attempt (nobody sees it fail)
+    stack.set_faults([{"job": "deadly", "segment": 0, "action": "kill-worker", "at_frame": 3}])
+    inbox = stack.subscribe()
+    job = drop_job(stack, "deadly", clip)
+    # WHEN workers keep being replaced, as ECS would
+    deadline = time.monotonic() + 240
+    notice = None
+    while time.monotonic() < deadline and notice is None:
+        stack.up()
+        try:
+            notice = notice_for(stack, inbox, job, wait_s=5)
+        except AssertionError:
+            continue
+    # THEN the dead-letter consumer fails the job, saying why
+    assert notice is not None and notice["status"] == "failed"
+    assert "segment 0" in notice["reason"] and "worker died" in notice["reason"], notice
+    stack.set_faults([])
+    stack.up()
+    assert wait_until(lambda: queues_empty(stack), 60)
+
+
+def test_a_backlog_longer_than_a_short_heartbeat_still_completes(stack: Stack, clip: Path, tmp_path: Path) -> None:
+    # GIVEN no render worker at all for longer than a short heartbeat would allow (DESIGN: heartbeats count queue time)
+    stack.up(workers=0)
+    inbox = stack.subscribe()
+    job = drop_job(stack, "backlog", clip)
+    time.sleep(25)
+    # WHEN workers come back
+    stack.up(workers=2)
+    # THEN the tokens are still good and the job completes
+    notice = notice_for(stack, inbox, job, wait_s=120)
+    assert notice["status"] == "succeeded", notice
+    assert stamps_of(output_of(stack, notice, tmp_path)) == list(range(250))
