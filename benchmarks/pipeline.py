@@ -11,6 +11,7 @@ Measures (writes benchmarks/results/pipeline.json, prints a table):
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -117,6 +118,7 @@ def measure_slicer(bench: Bench, target: Path) -> dict[str, Any]:
 def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, Any]:
     client = bench.client()
     began = time.monotonic()
+    submitted_at = time.time()
     submission = client.submit([grace_hopper_path()], clip, priority="high", engine=engine, quality=quality)
     status = client.wait(submission.job_id, timeout_s=3600, poll_s=0.2)
     end_to_end = time.monotonic() - began
@@ -132,6 +134,22 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
     ]
     timings = status.output["timings"]
     worker_s = sum(r.total_s for r in records)
+    execution = status.execution
+    assert execution is not None and execution.started is not None
+    started = execution.started.timestamp()
+    ordered = sorted(records, key=lambda r: r.started_at)
+    first_sent = min(r.started_at - r.queued_s for r in records)
+    gaps = sum(max(0.0, b.started_at - a.finished_at) for a, b in itertools.pairwise(ordered))
+    breakdown = {
+        "submit_to_execution_start_s": round(started - submitted_at, 3),
+        "execution_start_to_first_task_sent_s": round(first_sent - started, 3),
+        "first_task_sent_to_taken_s": round(ordered[0].started_at - first_sent, 3),
+        "gaps_between_segments_s": round(gaps, 3),
+        "last_segment_to_merge_start_s": round(float(timings["merge_started_at"]) - ordered[-1].finished_at, 3),
+        "merge_end_to_client_saw_success_s": round(
+            submitted_at + end_to_end - float(timings["merge_started_at"]) - float(timings["merge_s"]), 3
+        ),
+    }
     return {
         "job_id": submission.job_id,
         "segments": len(records),
@@ -143,6 +161,7 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
         "merge_s": timings["merge_s"],
         "queued_s_mean": round(sum(r.queued_s for r in records) / len(records), 3),
         "per_segment_worker_s_mean": round(worker_s / len(records), 3),
+        "overhead_breakdown": breakdown,
     }
 
 

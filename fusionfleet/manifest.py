@@ -73,6 +73,10 @@ def _describe(error: dict[str, Any]) -> str:
         return f"{where}: unknown field"
     if kind == "missing":
         return f"{where}: is required"
+    if kind == "too_short":
+        return f"{where}: needs at least {error.get('ctx', {}).get('min_length', 1)} entry"
+    if kind == "too_long":
+        return f"{where}: takes at most {error.get('ctx', {}).get('max_length')} entries"
     if kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")
         return f"{where}: {error['input']!r} is not one of {expected}"

@@ -31,12 +31,17 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
     settings.scratch.mkdir(parents=True, exist_ok=True)
     handler: TaskHandler
     if settings.role == "render":
-        host = HostConfig(settings.region, settings.endpoint_url, settings.scratch, settings.name, settings.cpu_threads)
+        host = HostConfig(
+            settings.region, settings.endpoint_url, settings.scratch, settings.name, settings.cpu_threads,
+            settings.preload_engine,
+        )  # fmt: skip
         renderer: Renderer
         if settings.isolation == "inline":
             renderer = InlineRenderer(build_render_deps(host))
+            if settings.preload_engine:
+                renderer.deps.engines.get(settings.preload_engine)
         else:
-            renderer = EngineHost(
+            renderer = host_process = EngineHost(
                 host,
                 HostPolicy(
                     max_tasks=settings.engine_max_tasks,
@@ -46,6 +51,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
                     base_timeout_s=settings.base_timeout_s,
                 ),
             )
+            host_process.start()
         handler = RenderHandler(renderer, storage, settings.name, stop.requested)
     else:
         handler = MergeHandler(MergeDeps(storage, settings.scratch))

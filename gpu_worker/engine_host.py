@@ -65,6 +65,7 @@ class HostConfig:
     scratch: Path
     worker_name: str
     cpu_threads: int = 0
+    preload_engine: str | None = None
 
 
 def rss_mb(pid: int) -> float:
@@ -123,6 +124,9 @@ def _child_main(conn: Connection, config: HostConfig, drain: Any) -> None:
     from gpu_worker.retry import describe, retryable
 
     deps = build_render_deps(config)
+    if config.preload_engine:
+        # Loaded before the first segment arrives, so no job waits for a model load.
+        deps.engines.get(config.preload_engine)
     never = threading.Event()
     from gpu_worker.frames import Drained
 
@@ -158,6 +162,11 @@ class EngineHost:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    def start(self) -> None:
+        """Start the engine process now rather than on the first segment."""
+        if self._process is None or not self._process.is_alive():
+            self._start()
+
     def _start(self) -> None:
         parent, child = self._context.Pipe()
         self._process = self._context.Process(
@@ -181,8 +190,7 @@ class EngineHost:
     def render(
         self, task: RenderTask, message: QueueMessage, cancel: threading.Event, stopping: threading.Event
     ) -> dict[str, Any]:
-        if self._process is None or not self._process.is_alive():
-            self._start()
+        self.start()
         assert self._conn is not None
         self._drain.clear()
         self._conn.send(("render", task.model_dump_json(), asdict(message)))
@@ -236,6 +244,7 @@ class EngineHost:
         if why:
             logger.info("recycling engine process %s: %s", pid, why)
             self.close()
+            self.start()
 
     def close(self) -> None:
         if self._conn is not None and self._process is not None and self._process.is_alive():

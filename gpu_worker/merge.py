@@ -113,6 +113,7 @@ def verify_output(summary: MediaSummary, video: VideoInfo) -> None:
 def merge_job(task: MergeTask, deps: MergeDeps) -> dict[str, Any]:
     job = task.job
     started = time.monotonic()
+    started_at = time.time()
     plan = load_plan(deps.storage, job)
     records = gate(deps.storage, job, plan)
     workdir = Path(tempfile.mkdtemp(prefix=f"merge-{job.job_id[:40]}-", dir=deps.scratch))
@@ -162,5 +163,6 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> dict[str, Any]:
             "worker_s": round(sum(record.total_s for record in records), 3),
             "engine_s": round(sum(record.engine_s for record in records), 3),
             "merge_s": round(merge_s, 3),
+            "merge_started_at": round(started_at, 3),
         },
     }

@@ -184,6 +184,7 @@ class LocalStack:
                     [python, "-m", "gpu_worker", "--role", "render", "--name", name],
                     {
                         "FUSIONFLEET_QUEUE_URLS": ",".join(resources.render_queue_urls),
+                        "FUSIONFLEET_PRELOAD_ENGINE": options.default_engine,
                         "FUSIONFLEET_VISIBILITY_SECONDS": str(options.visibility_s),
                     },
                 )

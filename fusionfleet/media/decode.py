@@ -27,6 +27,15 @@ def upright(image: Image, rotation: int) -> Image:
     return np.ascontiguousarray(np.rot90(image, k=turns)) if turns else image
 
 
+def _checked(frame: av.VideoFrame, info: VideoInfo, what: str) -> av.VideoFrame:
+    """The limits were checked on the header; a stream that changes size mid-way is refused here."""
+    if (frame.width, frame.height) != (info.width, info.height):
+        raise MediaError(
+            f"{what}: a frame is {frame.width}×{frame.height}, the video's header says {info.width}×{info.height}"
+        )
+    return frame
+
+
 def _bgr(frame: av.VideoFrame, rotation: int) -> Image:
     image: Image = frame.to_ndarray(format="bgr24")  # type: ignore[assignment]
     return upright(image, rotation)
@@ -60,6 +69,7 @@ def iter_frames(
             for frame in container.decode(stream):
                 if frame.pts is None:
                     continue
+                _checked(frame, info, what)
                 index = grid_index(float(frame.pts * time_base), info.start_s, fps)
                 if index < wanted:
                     previous = frame

@@ -15,6 +15,7 @@ from fusionfleet.identity import job_id
 from fusionfleet.samples import grace_hopper_path
 from infra.local.event_source import LambdaContext
 from tests.integration.conftest import FIXTURES, Aws, s3_event, sqs_event, upload
+from tests.support.hostile import HOSTILE_TARGETS, SECRET
 
 MANIFEST = {
     "version": 1,
@@ -162,3 +163,57 @@ def test_infrastructure_errors_fail_only_their_record(
     response = invoke(s3_event(aws.media_bucket, "jobs/a.json"), (FIXTURES / "s3_test_event.json").read_text())
     # THEN only the manifest's record is reported failed, so SQS retries just it
     assert response == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_TARGETS))
+def test_hostile_targets_are_refused_without_opening_what_they_name(
+    slicer_env: Aws, clip: Path, tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a secret file on the slicer's own disk and a target that tries to make it (or a URL) be read
+    aws = slicer_env
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    make, expected = HOSTILE_TARGETS[kind]
+    target = make(tmp_path, secret, clip)
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/target.bin", target)
+    job = put_manifest(aws, "jobs/hostile.json", {**MANIFEST, "target": "inputs/target.bin"})
+    # WHEN the slicer handles it
+    with caplog.at_level("DEBUG"):
+        response = invoke(s3_event(aws.media_bucket, "jobs/hostile.json"))
+    # THEN the job is refused, saying what was wrong, and nothing is left to retry
+    assert response == {"batchItemFailures": []}
+    (notice,) = aws.notifications()
+    assert expected in notice["reason"], notice["reason"]
+    assert aws.executions() == []
+    # AND the secret appears nowhere: not in the notice, the rejection record or the logs
+    rejection = aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.rejection_key(job))["Body"].read().decode()
+    assert SECRET not in json.dumps(notice) and SECRET not in rejection and SECRET not in caplog.text
+    # AND the user's files are still there
+    aws.s3.head_object(Bucket=aws.media_bucket, Key="jobs/hostile.json")
+    aws.s3.head_object(Bucket=aws.media_bucket, Key="inputs/target.bin")
+
+
+@pytest.mark.parametrize(
+    ("manifest", "reason"),
+    [
+        ({**MANIFEST, "source": []}, "source: needs at least 1 entry"),
+        ({**MANIFEST, "target": "../../etc/passwd"}, "target: key '../../etc/passwd' contains empty, '.' or '..'"),
+        ({**MANIFEST, "output": "jobs/evil.json"}, "is under a reserved prefix"),
+        ({**MANIFEST, "priority": "urgent"}, "priority: 'urgent' is not one of"),
+        ({**MANIFEST, "engine": "deepfake9000"}, "engine: 'deepfake9000' is not one of"),
+        ({**MANIFEST, "options": {"execution_providers": ["cuda"]}}, "set by the worker"),
+        (
+            {**MANIFEST, "source": ["inputs/gone.jpg", "inputs/also-gone.jpg"]},
+            "s3://media/inputs/gone.jpg does not exist; source: s3://media/inputs/also-gone.jpg",
+        ),
+    ],
+)
+def test_manifest_problems_are_named(slicer_env: Aws, clip: Path, manifest: dict[str, Any], reason: str) -> None:
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    put_manifest(aws, "jobs/m.json", manifest)
+    invoke(s3_event(aws.media_bucket, "jobs/m.json"))
+    (notice,) = aws.notifications()
+    assert reason in notice["reason"], notice["reason"]
