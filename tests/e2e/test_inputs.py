@@ -94,7 +94,7 @@ def test_a_rotated_phone_video_comes_out_upright(stack: Stack, base: Path, media
 def test_odd_dimensions(stack: Stack, media: Path, tmp_path: Path) -> None:
     frames_dir = media / "odd.mp4"
     wide = write_video(media / "wide.mp4", seconds=2, fps=25, width=854, height=480, with_stamp=True)
-    crop = ["-vf", "crop=853:480:0:0", "-c:v", "libx264", "-pix_fmt", "yuv444p", "-c:a", "copy"]
+    crop = ["-vf", "format=yuv444p,crop=853:480:0:0", "-c:v", "libx264", "-pix_fmt", "yuv444p", "-c:a", "copy"]
     ffmpeg("-i", str(wide), *crop, str(frames_dir))
     notice, output = run(stack, "odd size", frames_dir, tmp_path)
     assert notice["status"] == "succeeded", notice
