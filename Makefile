@@ -66,3 +66,6 @@ status: venv
 
 clean: down
 	rm -rf .fusionfleet .pytest_cache .mypy_cache .ruff_cache
+
+chaos: venv localstack-env
+	$(PY) -m benchmarks.chaos

@@ -23,7 +23,7 @@ from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
 from fusionfleet.notify import Notifier
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.plan import SegmentPolicy, plan_segments
-from fusionfleet.storage import S3RangeSource, Storage, put_json
+from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class SlicerConfig:
 
 @dataclass(frozen=True)
 class SliceOutcome:
-    status: Literal["started", "rejected", "ignored"]
+    status: Literal["started", "duplicate", "rejected", "ignored"]
     job_id: str = ""
     execution_arn: str = ""
     reason: str = ""
@@ -71,11 +71,19 @@ class Slicer:
             return SliceOutcome("ignored", reason=f"s3://{bucket}/{key} no longer exists")
         job_id = derive_job_id(bucket, key, info.etag)
         manifest_ref = ObjectRef(bucket=bucket, key=key, etag=info.etag, size=info.size)
+        started = self._started_context(job_id)
+        if started is not None:
+            # A duplicate event, or the same manifest uploaded again: the same job, not a new one.
+            arn = self.orchestrator.start(self.config.state_machine_arn, job_id, self._execution_input(started))
+            logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
+            return SliceOutcome("duplicate", job_id, arn)
         try:
             context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat())
         except JobRejected as rejection:
             return self._reject(job_id, manifest_ref, rejection)
         put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
+        # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes.
+        self.storage.delete_prefix(self.config.work_bucket, layout.rejection_key(job_id))
         arn = self.orchestrator.start(
             self.config.state_machine_arn,
             job_id,
@@ -83,6 +91,12 @@ class Slicer:
         )
         logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
         return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
+
+    def _started_context(self, job_id: str) -> JobContext | None:
+        try:
+            return JobContext.model_validate(get_json(self.storage, self.config.work_bucket, layout.job_key(job_id)))
+        except ObjectMissing:
+            return None
 
     def _execution_input(self, context: JobContext) -> dict[str, Any]:
         """Deterministic for a given manifest, so a duplicate event's StartExecution matches."""

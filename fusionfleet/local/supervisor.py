@@ -213,6 +213,15 @@ class LocalStack:
                 "processes exited at start: " + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
             )
 
+    def respawn(self, options: UpOptions) -> LocalState:
+        """Start the processes that died (as ECS replaces tasks), without redeploying anything."""
+        state = self.load()
+        if state is None:
+            raise RuntimeError("no local stack is running")
+        self._ensure_processes(state, options)
+        state.save(self.paths.state_file)
+        return state
+
     # ------------------------------------------------------------------ down
     def down(self) -> int:
         state = self.load()

@@ -57,8 +57,12 @@ def size_filter(width: int, height: int, settings: EncoderSettings) -> list[str]
 def video_encoder(settings: EncoderSettings) -> list[str]:
     params = f"keyint={settings.keyint}:min-keyint={settings.keyint}:scenecut=0:open-gop=0"
     params_flag = "-x264-params" if settings.codec == "libx264" else "-x265-params"
-    if settings.codec == "libx265":
-        params += ":log-level=error"
+    # Frame-parallel encoding is not repeatable under CPU contention (the chaos run found x264
+    # frame threads giving different bits for the same frames); slice/row parallelism is.
+    if settings.codec == "libx264":
+        params += ":sliced-threads=1" if settings.threads > 1 else ""
+    else:
+        params += ":frame-threads=1:log-level=error"
     return [
         "-c:v", settings.codec,
         "-preset", settings.preset,

@@ -217,3 +217,19 @@ def test_manifest_problems_are_named(slicer_env: Aws, clip: Path, manifest: dict
     invoke(s3_event(aws.media_bucket, "jobs/m.json"))
     (notice,) = aws.notifications()
     assert reason in notice["reason"], notice["reason"]
+
+
+def test_a_rejected_manifest_uploaded_again_once_its_media_exists_starts(slicer_env: Aws, clip: Path) -> None:
+    # GIVEN a manifest that arrived before its target
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    job = put_manifest(aws, "jobs/early.json", MANIFEST)
+    invoke(s3_event(aws.media_bucket, "jobs/early.json"))
+    assert aws.executions() == []
+    # WHEN the target is uploaded and the same manifest is uploaded again
+    upload(aws, "inputs/clip.mp4", clip)
+    assert put_manifest(aws, "jobs/early.json", MANIFEST) == job
+    invoke(s3_event(aws.media_bucket, "jobs/early.json"))
+    # THEN the job starts and the stale rejection is gone
+    assert [e["name"] for e in aws.executions()] == [job]
+    assert aws.s3.list_objects_v2(Bucket=aws.work_bucket, Prefix=layout.rejection_key(job)).get("KeyCount") == 0

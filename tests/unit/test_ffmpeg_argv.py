@@ -18,7 +18,8 @@ def test_segment_encoding_uses_the_jobs_fixed_settings() -> None:
         "-protocol_whitelist", "pipe", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", "640x360",
         "-framerate", "25/1", "-i", "pipe:0",
         "-c:v", "libx264", "-preset", "veryfast", "-crf", "10", "-profile:v", "high", "-pix_fmt", "yuv420p",
-        "-threads", "2", "-x264-params", "keyint=50:min-keyint=50:scenecut=0:open-gop=0", "-fps_mode", "passthrough",
+        "-threads", "2", "-x264-params", "keyint=50:min-keyint=50:scenecut=0:open-gop=0:sliced-threads=1",
+        "-fps_mode", "passthrough",
         "-an", "-video_track_timescale", "10000", "-f", "mp4", "/w/segment.mp4",
     ]  # fmt: skip
 

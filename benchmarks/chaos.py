@@ -1,0 +1,453 @@
+"""`make chaos` / `python -m benchmarks.chaos`: many jobs while workers are killed, stopped and
+sabotaged, and events are duplicated; then count what trusted queue systems report.
+
+Every job must end one of two ways: exactly one correct output, or a failure notification that says
+what and why. Reported (and written to benchmarks/results/chaos.json): jobs submitted, succeeded,
+failed with a notification, lost (no final notification: must be 0), duplicate final outputs (must
+be 0), outputs that differ from an undisturbed run of the same input (must be 0), and the time from
+each fault to the affected job's final notification. Bounded in jobs and time; stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import signal
+import statistics
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+
+from fusionfleet.aws import AwsTarget
+from fusionfleet.identity import job_id
+from fusionfleet.local.paths import LocalPaths
+from fusionfleet.local.supervisor import LocalStack, UpOptions
+from fusionfleet.plan import plan_segments
+from fusionfleet.samples import grace_hopper_path, write_video
+from fusionfleet.stack import StackResources
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PRIORITIES = ("high", "normal", "low")
+# Bad jobs and the reason their failure notice must give.
+BAD_JOBS = {
+    "not-a-video": "is not a video in an accepted container",
+    "bad-json": "the manifest is not valid JSON",
+    "unknown-option": "options.face_swaper_model",
+    "missing-target": "does not exist",
+}
+
+
+@dataclass
+class Fault:
+    kind: str
+    at: float
+    job: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class Job:
+    name: str
+    job_id: str
+    target: str | None  # the input name for good jobs; None for bad ones
+    expect_failure: str | None = None
+    submitted_at: float = 0.0
+    notices: list[dict[str, Any]] = field(default_factory=list)
+    first_final_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ChaosConfig:
+    jobs: int = 24
+    bad_jobs: int = 4
+    seconds: tuple[float, ...] = (3.0, 6.0, 9.0)
+    fault_interval_s: tuple[float, float] = (2.0, 5.0)
+    time_limit_s: float = 900.0
+    seed: int = 7
+    workers: int = 2
+    engine_fault_share: float = 0.4
+
+
+class Chaos:
+    def __init__(
+        self, stack: LocalStack, options: UpOptions, faults_file: Path, media: Path, config: ChaosConfig
+    ) -> None:
+        self.stack = stack
+        self.options = options
+        self.faults_file = faults_file
+        self.media = media
+        self.config = config
+        self.random = random.Random(config.seed)
+        state = stack.load()
+        assert state is not None, "the local stack is not running"
+        self.aws = AwsTarget(state.region, state.endpoint)
+        self.resources = StackResources.from_outputs(state.outputs)
+        self.s3 = self.aws.client("s3")
+        self.sqs = self.aws.client("sqs")
+        self.jobs: dict[str, Job] = {}
+        self.faults: list[Fault] = []
+        self.rules: list[dict[str, Any]] = []
+        self.inbox = self._subscribe()
+        self.reference: dict[str, str] = {}
+        self.reference_files: dict[str, str] = {}
+        self.file_digests: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ setup
+    def _subscribe(self) -> str:
+        url = str(self.sqs.create_queue(QueueName=f"chaos-inbox-{time.time_ns()}")["QueueUrl"])
+        arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.aws.client("sns").subscribe(TopicArn=self.resources.topic_arn, Protocol="sqs", Endpoint=arn)
+        return url
+
+    def _write_rules(self) -> None:
+        self.faults_file.write_text(json.dumps(self.rules))
+
+    def prepare_inputs(self) -> list[str]:
+        bucket = self.resources.media_bucket
+        self.s3.upload_file(str(grace_hopper_path()), bucket, "inputs/chaos/face.jpg")
+        names = []
+        for seconds in self.config.seconds:
+            name = f"clip-{seconds:g}s.mp4"
+            path = self.media / name
+            if not path.exists():
+                write_video(path, seconds=seconds, fps=25, width=320, height=240, with_stamp=True)
+            self.s3.upload_file(str(path), bucket, f"inputs/chaos/{name}")
+            names.append(name)
+        notes = self.media / "notes.mp4"
+        notes.write_text("not a video\n")
+        self.s3.upload_file(str(notes), bucket, "inputs/chaos/notes.mp4")
+        return names
+
+    def manifest(self, name: str, target: str, priority: str) -> dict[str, Any]:
+        return {"version": 1, "source": ["inputs/chaos/face.jpg"], "target": f"inputs/chaos/{target}",
+                "engine": "copy", "priority": priority, "output": f"outputs/chaos/{name}.mp4"}  # fmt: skip
+
+    def submit(self, name: str, body: bytes, target: str | None, expect_failure: str | None = None) -> Job:
+        key = f"jobs/chaos/{name}.json"
+        etag = self.s3.put_object(Bucket=self.resources.media_bucket, Key=key, Body=body)["ETag"]
+        job = Job(name, job_id(self.resources.media_bucket, key, etag), target, expect_failure, time.monotonic())
+        self.jobs[job.job_id] = job
+        return job
+
+    def submit_good(self, index: int, targets: list[str]) -> Job:
+        target = targets[index % len(targets)]
+        priority = PRIORITIES[index % len(PRIORITIES)]
+        name = f"job-{index:03d}"
+        body = json.dumps(self.manifest(name, target, priority)).encode()
+        key = f"jobs/chaos/{name}.json"
+        planned = job_id(self.resources.media_bucket, key, hashlib.md5(body).hexdigest())
+        if self.random.random() < self.config.engine_fault_share:
+            self.plan_engine_fault(planned, target)
+        return self.submit(name, body, target)
+
+    def plan_engine_fault(self, job: str, target: str) -> None:
+        """Sabotage one segment's first attempt: written before the job exists, so it cannot be missed."""
+        seconds = float(target.removeprefix("clip-").removesuffix("s.mp4"))
+        segments = plan_segments(round(seconds * 25), Fraction(25))
+        segment = self.random.choice(segments)
+        action = self.random.choice(["fail", "crash", "slow"])
+        at_frame = self.random.randrange(segment.frame_count)
+        rule = {"job": job, "segment": segment.index, "attempt": 1, "action": action,
+                "at_frame": at_frame, "seconds": self.random.uniform(2, 5)}  # fmt: skip
+        self.rules.append(rule)
+        self._write_rules()
+        self.faults.append(Fault(f"engine-{action}", time.monotonic(), job, f"segment {segment.index}"))
+
+    def submit_bad(self, index: int) -> Job:
+        kind = list(BAD_JOBS)[index % len(BAD_JOBS)]
+        name = f"bad-{index:03d}-{kind}"
+        manifest = self.manifest(name, "notes.mp4", "normal")
+        if kind == "bad-json":
+            body = b'{"version": 1, "source": ['
+        elif kind == "unknown-option":
+            manifest.update(target="inputs/chaos/clip-3s.mp4", options={"face_swaper_model": "x"})
+            body = json.dumps(manifest).encode()
+        elif kind == "missing-target":
+            manifest.update(target="inputs/chaos/nowhere.mp4")
+            body = json.dumps(manifest).encode()
+        else:
+            body = json.dumps(manifest).encode()
+        return self.submit(name, body, None, BAD_JOBS[kind])
+
+    # ------------------------------------------------------------------ observing
+    def collect(self) -> None:
+        messages = self.sqs.receive_message(QueueUrl=self.inbox, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+            "Messages", []
+        )
+        for message in messages:
+            notice = json.loads(json.loads(message["Body"])["Message"])
+            job = self.jobs.get(str(notice.get("job_id")))
+            if job is not None:
+                job.notices.append(notice)
+                job.first_final_at = job.first_final_at or time.monotonic()
+            self.sqs.delete_message(QueueUrl=self.inbox, ReceiptHandle=message["ReceiptHandle"])
+
+    def open_jobs(self) -> list[Job]:
+        return [job for job in self.jobs.values() if not job.notices]
+
+    def output_digest(self, job: Job) -> str:
+        """A digest of the output's video and audio packets: equal outputs are byte-for-byte equal streams."""
+        path = self.media / f"out-{job.job_id}.mp4"
+        self.s3.download_file(self.resources.media_bucket, f"outputs/chaos/{job.name}.mp4", str(path))
+        digests = {"video": hashlib.sha256(), "audio": hashlib.sha256()}
+        with av.open(str(path)) as container:
+            for packet in container.demux():
+                if packet.size:
+                    digests[packet.stream.type].update(bytes(packet))
+        with av.open(str(path)) as container:
+            frames = sum(1 for _ in container.decode(video=0))
+        self.file_digests[job.job_id] = hashlib.sha256(path.read_bytes()).hexdigest()
+        return f"video {digests['video'].hexdigest()[:16]} audio {digests['audio'].hexdigest()[:16]} frames {frames}"
+
+    # ------------------------------------------------------------------ faults
+    def worker_names(self) -> list[str]:
+        state = self.stack.load()
+        return [p.name for p in state.processes if p.role == "worker" and p.alive()] if state else []
+
+    def job_on(self, worker: str) -> str | None:
+        """The job a worker is working on now, read from its log (its last attempt not yet done)."""
+        log = (self.stack.paths.logs / f"{worker}.log").read_text(errors="replace").splitlines()
+        for line in reversed(log[-200:]):
+            if ": attempt " in line and " of " in line:
+                return line.split(" of ", 1)[1].split(":", 1)[0]
+            if line.endswith(": done") or "released for another worker" in line:
+                return None
+        return None
+
+    def signal_worker(self, number: int, kind: str) -> None:
+        names = self.worker_names()
+        if not names:
+            return
+        name = self.random.choice(names)
+        state = self.stack.load()
+        assert state is not None
+        (process,) = [p for p in state.processes if p.name == name]
+        job = self.job_on(name)
+        try:
+            os.killpg(process.pid, number)
+        except ProcessLookupError:
+            return
+        self.faults.append(Fault(kind, time.monotonic(), job, name))
+
+    def duplicate_event(self) -> None:
+        job = self.random.choice(list(self.jobs.values()))
+        key = f"jobs/chaos/{job.name}.json"
+        if self.random.random() < 0.5:
+            # The same manifest uploaded again, unchanged.
+            body = self.s3.get_object(Bucket=self.resources.media_bucket, Key=key)["Body"].read()
+            self.s3.put_object(Bucket=self.resources.media_bucket, Key=key, Body=body)
+            self.faults.append(Fault("duplicate-upload", time.monotonic(), job.job_id))
+        else:
+            s3 = {"bucket": {"name": self.resources.media_bucket}, "object": {"key": key.replace(" ", "+")}}
+            event = {"Records": [{"eventName": "ObjectCreated:Put", "s3": s3}]}
+            self.sqs.send_message(QueueUrl=self.resources.ingest_queue_url, MessageBody=json.dumps(event))
+            self.faults.append(Fault("duplicate-event", time.monotonic(), job.job_id))
+
+    def one_fault(self) -> None:
+        roll = self.random.random()
+        if roll < 0.4:
+            self.signal_worker(signal.SIGKILL, "kill-9")
+        elif roll < 0.7:
+            self.signal_worker(signal.SIGTERM, "sigterm")
+        else:
+            self.duplicate_event()
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> dict[str, Any]:
+        began = self.began = time.monotonic()
+        self.rules = []
+        self._write_rules()
+        targets = self.prepare_inputs()
+        # Undisturbed runs first: the reference output of each input.
+        for number, target in enumerate(targets):
+            job = self.submit(
+                f"reference-{number}", json.dumps(self.manifest(f"reference-{number}", target, "high")).encode(), target
+            )
+            while not job.notices and time.monotonic() - began < self.config.time_limit_s:
+                self.collect()
+            if not job.notices or job.notices[0].get("status") != "succeeded":
+                raise RuntimeError(f"the undisturbed run of {target} did not succeed: {job.notices}")
+            self.reference[target] = self.output_digest(job)
+            self.reference_files[target] = self.file_digests[job.job_id]
+            del self.jobs[job.job_id]
+        chaos_began = time.monotonic()
+        good = self.config.jobs - self.config.bad_jobs
+        order = [("good", i) for i in range(good)] + [("bad", i) for i in range(self.config.bad_jobs)]
+        self.random.shuffle(order)
+        next_fault = time.monotonic() + self.random.uniform(*self.config.fault_interval_s)
+        deadline = chaos_began + self.config.time_limit_s
+        while time.monotonic() < deadline:
+            if order and self.random.random() < 0.6:
+                kind, index = order.pop()
+                if kind == "good":
+                    self.submit_good(index, targets)
+                else:
+                    self.submit_bad(index)
+            if time.monotonic() >= next_fault and (order or self.open_jobs()):
+                self.one_fault()
+                next_fault = time.monotonic() + self.random.uniform(*self.config.fault_interval_s)
+            self.collect()
+            # Replace dead workers after a moment, as ECS does.
+            if len(self.worker_names()) < self.config.workers:
+                self.stack.respawn(self.options)
+            if not order and not self.open_jobs():
+                break
+        # Let late duplicates show themselves before counting.
+        settle = time.monotonic() + 10
+        while time.monotonic() < settle:
+            self.collect()
+        return self.report(time.monotonic() - chaos_began)
+
+    def report(self, wall_s: float) -> dict[str, Any]:
+        succeeded = failed_ok = failed_unexpected = lost = duplicates = differing = byte_identical = 0
+        problems: list[str] = []
+        for job in self.jobs.values():
+            statuses = [notice.get("status") for notice in job.notices]
+            if not job.notices:
+                lost += 1
+                problems.append(f"{job.name}: no final notification")
+                continue
+            if len(job.notices) > 1:
+                duplicates += 1
+                problems.append(f"{job.name}: {len(job.notices)} final notifications {statuses}")
+            notice = job.notices[0]
+            if job.expect_failure is not None:
+                if notice.get("status") == "failed" and job.expect_failure in str(notice.get("reason")):
+                    failed_ok += 1
+                else:
+                    failed_unexpected += 1
+                    problems.append(f"{job.name}: expected a failure naming {job.expect_failure!r}, got {notice}")
+            elif notice.get("status") == "succeeded":
+                succeeded += 1
+                assert job.target is not None
+                streams = self.output_digest(job)
+                byte_identical += self.file_digests[job.job_id] == self.reference_files[job.target]
+                if streams == self.reference[job.target]:
+                    (self.media / f"out-{job.job_id}.mp4").unlink(missing_ok=True)
+                else:
+                    differing += 1
+                    problems.append(
+                        f"{job.name}: output differs from the undisturbed run: {streams} "
+                        f"against {self.reference[job.target]}"
+                    )
+            else:
+                failed_unexpected += 1
+                problems.append(f"{job.name}: failed under chaos: {notice.get('reason')}")
+        latencies = []
+        for fault in self.faults:
+            affected = self.jobs.get(fault.job or "")
+            if affected is not None and affected.first_final_at is not None:
+                latencies.append(max(0.0, affected.first_final_at - fault.at))
+        kinds: dict[str, int] = {}
+        for fault in self.faults:
+            kinds[fault.kind] = kinds.get(fault.kind, 0) + 1
+        return {
+            "benchmark": "chaos",
+            "config": {**self.config.__dict__, "seconds": list(self.config.seconds)},
+            "wall_s": round(wall_s, 1),
+            "jobs_submitted": len(self.jobs),
+            "succeeded": succeeded,
+            "failed_with_notification": failed_ok + failed_unexpected,
+            "failed_as_expected": failed_ok,
+            "failed_under_chaos": failed_unexpected,
+            "lost": lost,
+            "duplicate_final_outputs": duplicates,
+            "outputs_differing_from_undisturbed": differing,
+            "outputs_byte_identical_files": byte_identical,
+            "fault_log": [
+                {"kind": f.kind, "job": f.job, "detail": f.detail, "at_s": round(f.at - self.began, 2)}
+                for f in self.faults
+            ],
+            "faults": kinds,
+            "faults_total": len(self.faults),
+            "fault_to_final_notification_s": {
+                "count": len(latencies),
+                "min": round(min(latencies), 2) if latencies else None,
+                "median": round(statistics.median(latencies), 2) if latencies else None,
+                "max": round(max(latencies), 2) if latencies else None,
+            },
+            "problems": problems,
+        }
+
+
+def table(report: dict[str, Any]) -> str:
+    latency = report["fault_to_final_notification_s"]
+    rows = [
+        ("jobs submitted", report["jobs_submitted"], ""),
+        ("succeeded", report["succeeded"], ""),
+        (
+            "failed with a notification",
+            report["failed_with_notification"],
+            f"{report['failed_as_expected']} bad inputs",
+        ),
+        ("lost", report["lost"], "must be 0"),
+        ("duplicate final outputs", report["duplicate_final_outputs"], "must be 0"),
+        ("outputs differing from undisturbed", report["outputs_differing_from_undisturbed"], "must be 0 (streams)"),
+        ("  byte-identical output files", report["outputs_byte_identical_files"], f"of {report['succeeded']}"),
+        ("faults injected", report["faults_total"], json.dumps(report["faults"])),
+        (
+            "fault → final notification (s)",
+            f"{latency['min']} / {latency['median']} / {latency['max']}",
+            "min / median / max",
+        ),
+        ("wall time (s)", report["wall_s"], ""),
+    ]
+    return "\n".join(f"{name:<36} {value!s:<16} {note}" for name, value, note in rows)
+
+
+def run_chaos(paths: LocalPaths, options: UpOptions, media: Path, config: ChaosConfig) -> dict[str, Any]:
+    assert options.faults_file is not None
+    stack = LocalStack(paths, say=lambda _line: None)
+    return Chaos(stack, options, options.faults_file, media, config).run()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=24)
+    parser.add_argument("--bad-jobs", type=int, default=4)
+    parser.add_argument("--time-limit", type=float, default=900.0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--port", type=int, default=4598)
+    args = parser.parse_args()
+    state_dir = ROOT / ".fusionfleet" / "chaos"
+    media = ROOT / ".fusionfleet" / "chaos-media"
+    media.mkdir(parents=True, exist_ok=True)
+    faults_file = state_dir / "faults.json"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    faults_file.write_text("[]")
+    # A short hold so a killed worker's segment returns in seconds; engine limits stay generous.
+    os.environ.setdefault("FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS", "30")
+    options = UpOptions(workers=2, port=args.port, stack="fusionfleet-chaos", default_engine="copy",
+                        visibility_s=15, faults_file=faults_file)  # fmt: skip
+    paths = LocalPaths.discover(state_dir)
+    stack = LocalStack(paths, say=lambda line: print(f"  {line}"))
+    config = ChaosConfig(jobs=args.jobs, bad_jobs=args.bad_jobs, time_limit_s=args.time_limit, seed=args.seed)
+    try:
+        stack.up(options)
+        report = run_chaos(paths, options, media, config)
+    finally:
+        stack.down()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "chaos.json").write_text(json.dumps(report, indent=2))
+    print()
+    print(table(report))
+    for problem in report["problems"]:
+        print(f"  ! {problem}")
+    print(f"\nwritten to {RESULTS / 'chaos.json'}")
+    return (
+        0
+        if report["lost"] == report["duplicate_final_outputs"] == report["outputs_differing_from_undisturbed"] == 0
+        else 1
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
