@@ -306,6 +306,18 @@ class Chaos:
             self.collect()
         return self.report(time.monotonic() - chaos_began)
 
+    def emulator_threads(self) -> int | None:
+        """LocalStack's thread count: its Step Functions emulation holds threads per waiting task."""
+        state = self.stack.load()
+        for process in state.by_role("localstack") if state else []:
+            try:
+                for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                    if line.startswith("Threads:"):
+                        return int(line.split()[1])
+            except OSError:
+                return None
+        return None
+
     def report(self, wall_s: float) -> dict[str, Any]:
         succeeded = failed_ok = failed_unexpected = lost = duplicates = differing = byte_identical = 0
         problems: list[str] = []
@@ -374,6 +386,7 @@ class Chaos:
                 "median": round(statistics.median(latencies), 2) if latencies else None,
                 "max": round(max(latencies), 2) if latencies else None,
             },
+            "localstack_threads_at_end": self.emulator_threads(),
             "problems": problems,
         }
 
