@@ -260,20 +260,24 @@ def test_a_malformed_message_is_dropped_and_its_token_failed(aws: Aws, tmp_path:
     assert all_empty(aws)
 
 
-def test_merge_refuses_a_job_with_a_missing_segment_and_names_it(aws: Aws, job: JobContext, tmp_path: Path) -> None:
-    # GIVEN only the first segment rendered
-    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t0")
-    render_worker(aws, tmp_path, recorder(aws)).run(max_tasks=1)
-    aws.sqs.send_message(
-        QueueUrl=aws.queues["MergeQueue"],
-        MessageBody=json.dumps({"task_token": "m", "job": job.model_dump(mode="json")}),
-    )
+def merge_once(aws: Aws, job: JobContext, tmp_path: Path) -> RecordingOrchestrator:
+    """Send the job's merge task and let one merge worker take it."""
+    body = json.dumps({"task_token": "m", "job": job.model_dump(mode="json")})
+    aws.sqs.send_message(QueueUrl=aws.queues["MergeQueue"], MessageBody=body)
     orchestrator = recorder(aws)
     merge = Worker(
         "merge", [aws.queues["MergeQueue"]], MergeHandler(MergeDeps(S3Storage(aws.s3), tmp_path)), SqsQueue(aws.sqs),
         orchestrator, RetryPolicy(max_attempts=1), HeartbeatPolicy(60), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
     merge.run(max_tasks=1)
+    return orchestrator
+
+
+def test_merge_refuses_a_job_with_a_missing_segment_and_names_it(aws: Aws, job: JobContext, tmp_path: Path) -> None:
+    # GIVEN only the first segment rendered
+    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t0")
+    render_worker(aws, tmp_path, recorder(aws)).run(max_tasks=1)
+    orchestrator = merge_once(aws, job, tmp_path)
     (failure,) = [c for c in orchestrator.calls if c[0] == "failure"]
     assert failure[2][0] == "SegmentFailed"
     assert "1 of 2 segments did not render: segment 1 (frames 50-99): no result" in failure[2][1]
@@ -283,16 +287,7 @@ def test_merge_joins_segments_frame_exactly_with_the_audio(aws: Aws, job: JobCon
     for segment in plan(aws, job):
         send_render(aws, "RenderQueueHigh", job, segment, f"t{segment['index']}")
     render_worker(aws, tmp_path, recorder(aws)).run(max_tasks=2)
-    aws.sqs.send_message(
-        QueueUrl=aws.queues["MergeQueue"],
-        MessageBody=json.dumps({"task_token": "m", "job": job.model_dump(mode="json")}),
-    )
-    orchestrator = recorder(aws)
-    merge = Worker(
-        "merge", [aws.queues["MergeQueue"]], MergeHandler(MergeDeps(S3Storage(aws.s3), tmp_path)), SqsQueue(aws.sqs),
-        orchestrator, RetryPolicy(max_attempts=1), HeartbeatPolicy(60), StopSignal(), idle_wait_s=0,
-    )  # fmt: skip
-    merge.run(max_tasks=1)
+    orchestrator = merge_once(aws, job, tmp_path)
     (success,) = [c for c in orchestrator.calls if c[0] == "success"]
     output = success[2]
     assert output["frames"] == 100 and output["audio_tracks"] == 1
