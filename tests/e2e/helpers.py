@@ -8,25 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from fusionfleet import layout
 from fusionfleet.identity import job_id
-from fusionfleet.media.decode import iter_frames
-from fusionfleet.media.limits import MediaLimits
-from fusionfleet.media.probe import VideoInfo, probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.queues import SqsQueue
 from fusionfleet.samples import grace_hopper_path, read_stamp
 from gpu_worker.checkpoints import chunk_key
 from tests.e2e.conftest import Stack
-
-
-def decode_all(path: Path) -> tuple[VideoInfo, list[npt.NDArray[np.uint8]]]:
-    info = probe_video(RangeReader(FileRangeSource(path), "v"), "v", MediaLimits())
-    frames = [image for _, image in iter_frames(RangeReader(FileRangeSource(path), "v"), info, 0, info.frame_count)]
-    return info, frames
+from tests.support.media import decode_all
 
 
 def queues_empty(stack: Stack) -> bool:

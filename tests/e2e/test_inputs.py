@@ -12,8 +12,8 @@ import pytest
 from fusionfleet.identity import job_id
 from fusionfleet.samples import grace_hopper, read_stamp
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import decode_all, drop_job, notice_for, queues_empty, wait_until
-from tests.support.media import ffmpeg, write_video
+from tests.e2e.helpers import drop_job, notice_for, queues_empty, wait_until
+from tests.support.media import decode_all, ffmpeg, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

@@ -15,8 +15,8 @@ from fusionfleet.identity import job_id
 from fusionfleet.orchestrator import execution_arn
 from fusionfleet.samples import grace_hopper_path, read_stamp
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import decode_all, queues_empty, wait_until
-from tests.support.media import write_video
+from tests.e2e.helpers import queues_empty, wait_until
+from tests.support.media import decode_all, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

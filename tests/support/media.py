@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
+from fusionfleet.media.decode import iter_frames
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.probe import VideoInfo, probe_video
+from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.samples import write_video
 
-__all__ = ["ffmpeg", "remux", "write_video"]
+__all__ = ["decode_all", "ffmpeg", "remux", "write_video"]
+
+
+def decode_all(path: Path) -> tuple[VideoInfo, list[npt.NDArray[np.uint8]]]:
+    """A video's probe and every frame, upright, in order."""
+    info = probe_video(RangeReader(FileRangeSource(path), "v"), "v", MediaLimits())
+    frames = [image for _, image in iter_frames(RangeReader(FileRangeSource(path), "v"), info, 0, info.frame_count)]
+    return info, frames
 
 
 def ffmpeg(*args: str) -> None:
