@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from fusionfleet.aws import AwsTarget
@@ -31,6 +32,10 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
     settings.scratch.mkdir(parents=True, exist_ok=True)
     handler: TaskHandler
     if settings.role == "render":
+        if settings.cpu_threads:
+            # The engine process inherits these: numeric libraries keep to the worker's share too.
+            for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                os.environ.setdefault(variable, str(settings.cpu_threads))
         host = HostConfig(
             settings.region, settings.endpoint_url, settings.scratch, settings.name, settings.cpu_threads,
             settings.preload_engine,
