@@ -44,8 +44,9 @@ def test_swap_with_the_built_in_engine_changes_the_face_only(tmp_path: Path) -> 
     (_, source_frames), (_, frames) = decode_all(target), decode_all(output)
     assert len(frames) == 25
     difference = np.abs(frames[12].astype(np.int16) - source_frames[12]).mean(axis=2)
-    assert difference[80:200, 200:400].mean() > 3  # the face region changed
-    assert difference[:, :60].mean() < 2 and difference[:, -60:].mean() < 2  # the edges did not
+    # The face region changed far more than the frame's edges, which differ only by re-encoding.
+    edges = max(difference[:, :60].mean(), difference[:, -60:].mean())
+    assert difference[80:200, 200:400].mean() > max(5.0, 3 * edges)
 
 
 def test_swap_refuses_bad_options_and_inputs_clearly(tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_swap_refuses_bad_options_and_inputs_clearly(tmp_path: Path) -> None:
     notes.write_text("not a video")
     bad_option = swap("--source", str(grace_hopper_path()), "--target", str(notes), "--output", "o.mp4",
                       "--face-selector-mode", "several")  # fmt: skip
-    assert bad_option.returncode == 2 and "face_selector_mode" in bad_option.stderr
+    assert bad_option.returncode == 2 and "--face-selector-mode: 'several' is not one of" in bad_option.stderr
     bad_input = swap(
         "--source", str(grace_hopper_path()), "--target", str(notes), "--output", "o.mp4", "--engine", "copy"
     )
