@@ -28,11 +28,6 @@ class HeartbeatPolicy:
         return max(1.0, self.visibility_s * self.fraction)
 
 
-def next_beat(last_beat_s: float, policy: HeartbeatPolicy) -> float:
-    """When (monotonic seconds) the next extension is due, given the last one."""
-    return last_beat_s + policy.interval_s()
-
-
 class Keeper:
     """A background thread that extends the message's visibility and beats the task token.
 
