@@ -9,7 +9,7 @@ LSVENV := .venv-localstack
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: all setup venv localstack-env test lint unit e2e demo bench bench-quality chaos up down status clean
+.PHONY: all setup venv localstack-env test lint unit e2e demo bench bench-quality chaos soak up down status clean
 
 all: test
 
@@ -69,3 +69,6 @@ clean: down
 
 chaos: venv localstack-env
 	$(PY) -m benchmarks.chaos
+
+soak: venv localstack-env
+	$(PY) -m benchmarks.chaos --soak

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import random
 import signal
@@ -49,7 +50,7 @@ BAD_JOBS = {
 class Fault:
     kind: str
     at: float
-    job: str | None = None
+    job: str | None = None  # None: it hit no work (an idle worker), so it is not timed
     detail: str = ""
 
 
@@ -58,6 +59,7 @@ class Job:
     name: str
     job_id: str
     target: str | None  # the input name for good jobs; None for bad ones
+    engine: str = "copy"
     expect_failure: str | None = None
     submitted_at: float = 0.0
     notices: list[dict[str, Any]] = field(default_factory=list)
@@ -74,6 +76,11 @@ class ChaosConfig:
     seed: int = 7
     workers: int = 2
     engine_fault_share: float = 0.4
+    # The soak's additions: long clips, and a share of jobs on the built-in classic engine.
+    long_jobs: int = 0
+    long_seconds: float = 180.0
+    classic_share: float = 0.0
+    size: tuple[int, int] = (320, 240)
 
 
 class Chaos:
@@ -97,6 +104,8 @@ class Chaos:
         self.rules: list[dict[str, Any]] = []
         self.inbox = self._subscribe()
         self.reference: dict[str, str] = {}
+        self.samples: list[tuple[float, int, int]] = []
+        self.references_s = 0.0
         self.reference_files: dict[str, str] = {}
         self.file_digests: dict[str, str] = {}
 
@@ -114,11 +123,13 @@ class Chaos:
         bucket = self.resources.media_bucket
         self.s3.upload_file(str(grace_hopper_path()), bucket, "inputs/chaos/face.jpg")
         names = []
-        for seconds in self.config.seconds:
+        width, height = self.config.size
+        lengths = [*self.config.seconds, *([self.config.long_seconds] if self.config.long_jobs else [])]
+        for seconds in lengths:
             name = f"clip-{seconds:g}s.mp4"
-            path = self.media / name
+            path = self.media / f"{width}x{height}-{name}"
             if not path.exists():
-                write_video(path, seconds=seconds, fps=25, width=320, height=240, with_stamp=True)
+                write_video(path, seconds=seconds, fps=25, width=width, height=height, with_stamp=True)
             self.s3.upload_file(str(path), bucket, f"inputs/chaos/{name}")
             names.append(name)
         notes = self.media / "notes.mp4"
@@ -126,27 +137,41 @@ class Chaos:
         self.s3.upload_file(str(notes), bucket, "inputs/chaos/notes.mp4")
         return names
 
-    def manifest(self, name: str, target: str, priority: str) -> dict[str, Any]:
-        return {"version": 1, "source": ["inputs/chaos/face.jpg"], "target": f"inputs/chaos/{target}",
-                "engine": "copy", "priority": priority, "output": f"outputs/chaos/{name}.mp4"}  # fmt: skip
+    def manifest(self, name: str, target: str, priority: str, engine: str = "copy") -> dict[str, Any]:
+        manifest = {"version": 1, "source": ["inputs/chaos/face.jpg"], "target": f"inputs/chaos/{target}",
+                    "engine": engine, "priority": priority, "output": f"outputs/chaos/{name}.mp4"}  # fmt: skip
+        if engine == "classic":
+            manifest["quality"] = "balanced"
+        return manifest
 
-    def submit(self, name: str, body: bytes, target: str | None, expect_failure: str | None = None) -> Job:
+    def submit(
+        self, name: str, body: bytes, target: str | None, expect_failure: str | None = None, engine: str = "copy"
+    ) -> Job:
         key = f"jobs/chaos/{name}.json"
         etag = self.s3.put_object(Bucket=self.resources.media_bucket, Key=key, Body=body)["ETag"]
-        job = Job(name, job_id(self.resources.media_bucket, key, etag), target, expect_failure, time.monotonic())
+        job = Job(name, job_id(self.resources.media_bucket, key, etag), target, engine, expect_failure,
+                  time.monotonic())  # fmt: skip
         self.jobs[job.job_id] = job
         return job
 
+    def choose(self, index: int, targets: list[str]) -> tuple[str, str]:
+        """(target, engine) of good job `index`: the long clips first (the backlog), then the short ones."""
+        short = targets[: len(self.config.seconds)]
+        if index < self.config.long_jobs:
+            return targets[-1], "classic"
+        engine = "classic" if (index * 7919) % 100 < self.config.classic_share * 100 else "copy"
+        return short[index % len(short)], engine
+
     def submit_good(self, index: int, targets: list[str]) -> Job:
-        target = targets[index % len(targets)]
+        target, engine = self.choose(index, targets)
         priority = PRIORITIES[index % len(PRIORITIES)]
         name = f"job-{index:03d}"
-        body = json.dumps(self.manifest(name, target, priority)).encode()
+        body = json.dumps(self.manifest(name, target, priority, engine)).encode()
         key = f"jobs/chaos/{name}.json"
         planned = job_id(self.resources.media_bucket, key, hashlib.md5(body).hexdigest())
         if self.random.random() < self.config.engine_fault_share:
             self.plan_engine_fault(planned, target)
-        return self.submit(name, body, target)
+        return self.submit(name, body, target, engine=engine)
 
     def plan_engine_fault(self, job: str, target: str) -> None:
         """Sabotage one segment's first attempt: written before the job exists, so it cannot be missed."""
@@ -266,18 +291,21 @@ class Chaos:
         self.rules = []
         self._write_rules()
         targets = self.prepare_inputs()
-        # Undisturbed runs first: the reference output of each input.
-        for number, target in enumerate(targets):
-            job = self.submit(
-                f"reference-{number}", json.dumps(self.manifest(f"reference-{number}", target, "high")).encode(), target
-            )
+        # Undisturbed runs first: the reference output of each input and engine that the run uses.
+        good_count = self.config.jobs - self.config.bad_jobs
+        wanted = sorted({self.choose(index, targets) for index in range(good_count)})
+        for number, (target, engine) in enumerate(wanted):
+            name = f"reference-{number}"
+            body = json.dumps(self.manifest(name, target, "high", engine)).encode()
+            job = self.submit(name, body, target, engine=engine)
             while not job.notices and time.monotonic() - began < self.config.time_limit_s:
                 self.collect()
             if not job.notices or job.notices[0].get("status") != "succeeded":
-                raise RuntimeError(f"the undisturbed run of {target} did not succeed: {job.notices}")
-            self.reference[target] = self.output_digest(job)
-            self.reference_files[target] = self.file_digests[job.job_id]
+                raise RuntimeError(f"the undisturbed run of {target} ({engine}) did not succeed: {job.notices}")
+            self.reference[f"{target}/{engine}"] = self.output_digest(job)
+            self.reference_files[f"{target}/{engine}"] = self.file_digests[job.job_id]
             del self.jobs[job.job_id]
+        self.references_s = time.monotonic() - began
         chaos_began = time.monotonic()
         good = self.config.jobs - self.config.bad_jobs
         order = [("good", i) for i in range(good)] + [("bad", i) for i in range(self.config.bad_jobs)]
@@ -295,6 +323,7 @@ class Chaos:
                 self.one_fault()
                 next_fault = time.monotonic() + self.random.uniform(*self.config.fault_interval_s)
             self.collect()
+            self.sample(time.monotonic() - chaos_began)
             # Replace dead workers after a moment, as ECS does.
             if len(self.worker_names()) < self.config.workers:
                 self.stack.respawn(self.options)
@@ -305,6 +334,28 @@ class Chaos:
         while time.monotonic() < settle:
             self.collect()
         return self.report(time.monotonic() - chaos_began)
+
+    def sample(self, at_s: float) -> None:
+        """Every few seconds: render segments waiting (not in flight) and LocalStack's thread count."""
+        if at_s - getattr(self, "_last_sample", -10.0) < 5.0:
+            return
+        self._last_sample = at_s
+        waiting = 0
+        for url in self.resources.render_queue_urls:
+            attributes = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+            waiting += int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+        self.samples.append((round(at_s, 1), waiting, self.emulator_threads() or 0))
+
+    def segment_renders(self) -> dict[str, int]:
+        """How many times each (job, segment) was rendered to the end and uploaded, from the worker logs."""
+        counts: dict[str, int] = {}
+        for log in self.stack.paths.logs.glob("*.log"):
+            for line in log.read_text(errors="replace").splitlines():
+                if " frames in " in line and "(engine " in line and "segment " in line:
+                    what = line.split("] ", 1)[-1].split(":", 1)[0]
+                    if any(job_id in what for job_id in self.jobs):
+                        counts[what] = counts.get(what, 0) + 1
+        return counts
 
     def emulator_threads(self) -> int | None:
         """LocalStack's thread count: its Step Functions emulation holds threads per waiting task."""
@@ -341,23 +392,31 @@ class Chaos:
                 succeeded += 1
                 assert job.target is not None
                 streams = self.output_digest(job)
-                byte_identical += self.file_digests[job.job_id] == self.reference_files[job.target]
-                if streams == self.reference[job.target]:
+                reference = f"{job.target}/{job.engine}"
+                byte_identical += self.file_digests[job.job_id] == self.reference_files[reference]
+                if streams == self.reference[reference]:
                     (self.media / f"out-{job.job_id}.mp4").unlink(missing_ok=True)
                 else:
                     differing += 1
                     problems.append(
                         f"{job.name}: output differs from the undisturbed run: {streams} "
-                        f"against {self.reference[job.target]}"
+                        f"against {self.reference[reference]}"
                     )
             else:
                 failed_unexpected += 1
                 problems.append(f"{job.name}: failed under chaos: {notice.get('reason')}")
-        latencies = []
+        # From each fault that hit a job to that job's first final notice; never clamped.
+        latencies, failed_latencies = [], []
         for fault in self.faults:
             affected = self.jobs.get(fault.job or "")
             if affected is not None and affected.first_final_at is not None:
-                latencies.append(max(0.0, affected.first_final_at - fault.at))
+                latencies.append(affected.first_final_at - fault.at)
+                if affected.notices and affected.notices[0].get("status") == "failed":
+                    failed_latencies.append(affected.first_final_at - fault.at)
+        renders = self.segment_renders()
+        duplicate_renders = {what: count for what, count in renders.items() if count > 1}
+        waiting_samples = [sample for sample in self.samples if sample[1] > 0]
+        backlog_s = (waiting_samples[-1][0] - waiting_samples[0][0]) if waiting_samples else 0.0
         kinds: dict[str, int] = {}
         for fault in self.faults:
             kinds[fault.kind] = kinds.get(fault.kind, 0) + 1
@@ -380,15 +439,39 @@ class Chaos:
             ],
             "faults": kinds,
             "faults_total": len(self.faults),
-            "fault_to_final_notification_s": {
-                "count": len(latencies),
-                "min": round(min(latencies), 2) if latencies else None,
-                "median": round(statistics.median(latencies), 2) if latencies else None,
-                "max": round(max(latencies), 2) if latencies else None,
+            "faults_that_hit_work": sum(1 for f in self.faults if f.job),
+            "fault_to_final_notification_s": _spread(latencies),
+            "fault_to_final_notification_of_failed_jobs_s": _spread(failed_latencies),
+            "jobs_with_more_than_one_final_notice": duplicates,
+            "segments_rendered_more_than_once": len(duplicate_renders),
+            "segment_renders_total": sum(renders.values()),
+            "duplicate_segment_renders": duplicate_renders,
+            "references_s": round(self.references_s, 1),
+            "backlog": {
+                "render_queues_had_waiting_segments_for_s": round(backlog_s, 1),
+                "max_waiting_segments": max((sample[1] for sample in self.samples), default=0),
             },
-            "localstack_threads_at_end": self.emulator_threads(),
+            "localstack_threads": {
+                "peak": max((sample[2] for sample in self.samples), default=None),
+                "at_end": self.emulator_threads(),
+            },
+            "samples": [
+                {"at_s": at, "waiting_segments": waiting, "localstack_threads": threads}
+                for at, waiting, threads in self.samples
+            ],
             "problems": problems,
         }
+
+
+def _spread(values: list[float]) -> dict[str, Any]:
+    ordered = sorted(values)
+    return {
+        "count": len(ordered),
+        "min": round(ordered[0], 2) if ordered else None,
+        "median": round(statistics.median(ordered), 2) if ordered else None,
+        "p95": round(ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)], 2) if ordered else None,
+        "max": round(ordered[-1], 2) if ordered else None,
+    }
 
 
 def table(report: dict[str, Any]) -> str:
@@ -406,14 +489,40 @@ def table(report: dict[str, Any]) -> str:
         ("outputs differing from undisturbed", report["outputs_differing_from_undisturbed"], "must be 0 (streams)"),
         ("  byte-identical output files", report["outputs_byte_identical_files"], f"of {report['succeeded']}"),
         ("faults injected", report["faults_total"], json.dumps(report["faults"])),
+        ("  of which hit work", report.get("faults_that_hit_work"), "the others hit idle workers: not timed"),
         (
             "fault → final notification (s)",
-            f"{latency['min']} / {latency['median']} / {latency['max']}",
-            "min / median / max",
+            f"{latency['min']} / {latency['median']} / {latency.get('p95')} / {latency['max']}",
+            "min / median / p95 / max",
         ),
-        ("wall time (s)", report["wall_s"], ""),
+        (
+            "  for jobs that failed (s)",
+            "{min} / {median} / {p95} / {max}".format(**report["fault_to_final_notification_of_failed_jobs_s"]),
+            "goal: p95 < 180",
+        ),
+        (
+            "segments rendered more than once",
+            report["segments_rendered_more_than_once"],
+            f"of {report['segment_renders_total']} renders (same bytes by design)",
+        ),
+        (
+            "backlog: segments waiting for (s)",
+            report["backlog"]["render_queues_had_waiting_segments_for_s"],
+            f"peak {report['backlog']['max_waiting_segments']} waiting",
+        ),
+        ("LocalStack threads, peak", report["localstack_threads"]["peak"], ""),
+        ("wall time (s)", report["wall_s"], f"plus {report['references_s']} s of undisturbed reference runs"),
     ]
     return "\n".join(f"{name:<36} {value!s:<16} {note}" for name, value, note in rows)
+
+
+# `make soak`: at least 40 jobs, six 3-minute clips on the classic engine at 640×360 first (about
+# 27,000 frames, a backlog of well over 15 minutes for two workers), short clips on copy and classic,
+# mixed priorities, faults every 5–15 s for up to 40 minutes.
+SOAK = ChaosConfig(
+    jobs=42, bad_jobs=4, seconds=(8.0, 16.0, 30.0), fault_interval_s=(5.0, 15.0), time_limit_s=2400.0, seed=5,
+    long_jobs=6, long_seconds=180.0, classic_share=0.3, size=(640, 360),
+)  # fmt: skip
 
 
 def run_chaos(paths: LocalPaths, options: UpOptions, media: Path, config: ChaosConfig) -> dict[str, Any]:
@@ -429,6 +538,10 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=900.0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--port", type=int, default=4598)
+    parser.add_argument(
+        "--soak", action="store_true",
+        help="the soak run: 40 jobs, four 3-minute clips and more, a backlog of over 15 minutes (make soak)",
+    )  # fmt: skip
     args = parser.parse_args()
     state_dir = ROOT / ".fusionfleet" / "chaos"
     media = ROOT / ".fusionfleet" / "chaos-media"
@@ -443,18 +556,22 @@ def main() -> int:
     paths = LocalPaths.discover(state_dir)
     stack = LocalStack(paths, say=lambda line: print(f"  {line}"))
     config = ChaosConfig(jobs=args.jobs, bad_jobs=args.bad_jobs, time_limit_s=args.time_limit, seed=args.seed)
+    result_name = "chaos.json"
+    if args.soak:
+        config = SOAK
+        result_name = "soak.json"
     try:
         stack.up(options)
         report = run_chaos(paths, options, media, config)
     finally:
         stack.down()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "chaos.json").write_text(json.dumps(report, indent=2))
+    (RESULTS / result_name).write_text(json.dumps(report, indent=2))
     print()
     print(table(report))
     for problem in report["problems"]:
         print(f"  ! {problem}")
-    print(f"\nwritten to {RESULTS / 'chaos.json'}")
+    print(f"\nwritten to {RESULTS / result_name}")
     return (
         0
         if report["lost"] == report["duplicate_final_outputs"] == report["outputs_differing_from_undisturbed"] == 0

@@ -11,6 +11,7 @@ from typing import Any
 from fusionfleet import connection
 from fusionfleet.client import Client, JobStatus
 from fusionfleet.errors import FusionFleetError
+from fusionfleet.local.supervisor import UpOptions
 from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
 from fusionfleet.options import CATALOGUE, OptionsError, parse_cli_value, validate_options
 from fusionfleet.orchestrator import StepFunctions
@@ -79,6 +80,25 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--visibility-seconds", type=int, default=120, help="how long a worker holds a message between heartbeats"
     )
+    up.add_argument(
+        "--accepted-backlog-seconds", type=int, default=UpOptions.accepted_backlog_s,
+        help="the longest a segment may wait in the queues; every task timeout derives from it",
+    )  # fmt: skip
+    up.add_argument(
+        "--render-concurrency", type=int, default=UpOptions.render_concurrency,
+        help="segments of one job in flight at once",
+    )  # fmt: skip
+    up.add_argument(
+        "--watchdog-every", type=float, default=UpOptions.watchdog_every_s, help="seconds between watchdog sweeps"
+    )
+    up.add_argument(
+        "--watchdog-stall-seconds", type=int, default=UpOptions.watchdog_stall_s,
+        help="a running job with no progress for this long is stopped with a failure notice",
+    )  # fmt: skip
+    up.add_argument(
+        "--watchdog-dispatch-grace-seconds", type=int, default=UpOptions.watchdog_dispatch_grace_s,
+        help="a running job none of whose segments was dispatched this long after it started is stopped",
+    )  # fmt: skip
     up.add_argument("--faults-file", type=Path, help="inject faults into the workers (chaos runs and fault tests)")
     up.add_argument("--state-dir", type=Path, help="where the local stack keeps state and logs")
     for name in ("down", "status"):
@@ -179,7 +199,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_local(args: argparse.Namespace) -> int:
     from fusionfleet.local.paths import LocalPaths
-    from fusionfleet.local.supervisor import LocalStack, UpOptions
+    from fusionfleet.local.supervisor import LocalStack
 
     stack = LocalStack(LocalPaths.discover(args.state_dir), say)
     if args.local_command == "up":
@@ -190,6 +210,11 @@ def cmd_local(args: argparse.Namespace) -> int:
                 stack=args.stack,
                 default_engine=args.default_engine,
                 visibility_s=args.visibility_seconds,
+                accepted_backlog_s=args.accepted_backlog_seconds,
+                render_concurrency=args.render_concurrency,
+                watchdog_every_s=args.watchdog_every,
+                watchdog_stall_s=args.watchdog_stall_seconds,
+                watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
                 faults_file=args.faults_file,
             )
         )

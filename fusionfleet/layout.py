@@ -31,6 +31,11 @@ def rejection_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}rejected.json"
 
 
+def notice_key(job_id: str) -> str:
+    """The watchdog's record of the final notice it published (or found published) for a job."""
+    return f"{work_prefix(job_id)}notice.json"
+
+
 def segment_key(job_id: str, index: int) -> str:
     return f"{work_prefix(job_id)}segments/{index:05d}.mp4"
 

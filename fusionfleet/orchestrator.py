@@ -34,6 +34,10 @@ class Execution:
     def finished(self) -> bool:
         return self.status in TERMINAL
 
+    @property
+    def name(self) -> str:
+        return self.arn.rsplit(":", 1)[-1]
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -55,6 +59,9 @@ class Orchestrator(Protocol):
     def task_success(self, token: str, output: dict[str, Any]) -> None: ...
     def task_failure(self, token: str, error: str, cause: str) -> None: ...
     def heartbeat(self, token: str) -> None: ...
+    def list_executions(self, state_machine_arn: str, status: str) -> list[Execution]: ...
+    def stop(self, execution_arn: str, error: str, cause: str) -> None: ...
+    def state_output(self, execution_arn: str, state_names: tuple[str, ...]) -> dict[str, Any] | None: ...
 
 
 def execution_arn(state_machine_arn: str, name: str) -> str:
@@ -111,6 +118,46 @@ class StepFunctions:
             running=int(counts.get("running", 0)),
             pending=int(counts.get("pending", 0)),
         )
+
+    def list_executions(self, state_machine_arn: str, status: str) -> list[Execution]:
+        """The state machine's executions in `status`, newest first (no output: describe for that)."""
+        found = []
+        pages = self._sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=state_machine_arn,
+            statusFilter=status,  # type: ignore[arg-type]
+        )
+        for page in pages:
+            for item in page.get("executions", []):
+                found.append(
+                    Execution(
+                        arn=item["executionArn"],
+                        status=item["status"],
+                        started=item.get("startDate"),
+                        stopped=item.get("stopDate"),
+                    )
+                )
+        return found
+
+    def stop(self, execution_arn: str, error: str, cause: str) -> None:
+        try:
+            self._sfn.stop_execution(executionArn=execution_arn, error=error[:MAX_ERROR], cause=cause[:MAX_CAUSE])
+        except ClientError as error_:
+            if error_.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
+                raise ExecutionMissing(execution_arn) from error_
+            raise
+
+    def state_output(self, execution_arn: str, state_names: tuple[str, ...]) -> dict[str, Any] | None:
+        """The output of the last of `state_names` the execution left, from its history; None if none."""
+        pages = self._sfn.get_paginator("get_execution_history").paginate(
+            executionArn=execution_arn, reverseOrder=True, includeExecutionData=True
+        )
+        for page in pages:
+            for event in page.get("events", []):
+                details = event.get("stateExitedEventDetails")
+                if details and details.get("name") in state_names and details.get("output"):
+                    value = json.loads(details["output"])
+                    return value if isinstance(value, dict) else None
+        return None
 
     def task_success(self, token: str, output: dict[str, Any]) -> None:
         self._callback(lambda: self._sfn.send_task_success(taskToken=token, output=json.dumps(output)))

@@ -24,6 +24,7 @@ from fusionfleet.notify import Notifier
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.plan import SegmentPolicy, plan_segments
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
+from fusionfleet.timeouts import TimeoutPolicy, job_timeouts
 
 logger = logging.getLogger(__name__)
 
@@ -34,10 +35,11 @@ class SlicerConfig:
     state_machine_arn: str
     topic_arn: str
     default_engine: str = "classic"
-    # Heartbeats start counting when Step Functions sends the message, so queue time counts:
-    # hours, the last-resort timeout; workers keep beating while they work.
-    render_heartbeat_s: int = 6 * 3600
-    merge_heartbeat_s: int = 6 * 3600
+    # Each job's task heartbeats and timeouts follow from its length and these (fusionfleet.timeouts).
+    timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)
+    # Segments of one job in flight at once. Bounded so one long job cannot hold every waiting
+    # task the orchestrator has (LocalStack keeps threads per waiting task); a priority job still
+    # overtakes, since its own segments are sent at once.
     render_concurrency: int = 1000
     encoder_threads: int = 2
     limits: MediaLimits = field(default_factory=MediaLimits)
@@ -104,8 +106,7 @@ class Slicer:
             "job": context.model_dump(mode="json"),
             "plan": {"bucket": self.config.work_bucket, "key": layout.plan_key(context.job_id)},
             "limits": {
-                "render_heartbeat_s": self.config.render_heartbeat_s,
-                "merge_heartbeat_s": self.config.merge_heartbeat_s,
+                **job_timeouts(context.frame_count, _longest_segment(context), self.config.timeouts).as_limits(),
                 "render_concurrency": self.config.render_concurrency,
             },
         }
@@ -192,9 +193,21 @@ class Slicer:
         notice = rejection_notice(job_id, manifest_ref, rejection.reason, rejection.problems)
         kind = "input" if isinstance(rejection, InputRejected) else "manifest"
         logger.warning("job %s rejected (%s): %s", job_id, kind, rejection.reason)
-        already = record_key in self.storage.list_keys(self.config.work_bucket, record_key)
-        put_json(self.storage, self.config.work_bucket, record_key, notice)
-        if not already:
+        try:
+            notified = bool(get_json(self.storage, self.config.work_bucket, record_key).get("notified"))
+        except ObjectMissing:
+            notified = False
+        if notified:
             # A duplicated event must not notify twice.
-            self.notifier.publish(self.config.topic_arn, f"FusionFleet job {job_id} failed", notice)
+            return SliceOutcome("rejected", job_id, reason=rejection.reason)
+        # Recorded before and after publishing: a publish that fails leaves `notified` false, so the
+        # retried event publishes again instead of finding a record and staying silent for ever.
+        put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": False})
+        self.notifier.publish(self.config.topic_arn, f"FusionFleet job {job_id} failed", notice)
+        put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)
+
+
+def _longest_segment(context: JobContext) -> int:
+    """Segments are cut evenly, so none is longer than this (derived, so duplicates get the same input)."""
+    return -(-context.frame_count // max(1, context.segment_count))

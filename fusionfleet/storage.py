@@ -35,6 +35,8 @@ class Storage(Protocol):
     def upload_file(self, bucket: str, key: str, path: Path, content_type: str = ...) -> str: ...
     def download_file(self, bucket: str, key: str, path: Path) -> None: ...
     def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
+    def latest_change(self, bucket: str, prefix: str) -> datetime | None: ...
+    def create(self, bucket: str, key: str, data: bytes, content_type: str = ...) -> bool: ...
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str: ...
     def delete_prefix(self, bucket: str, prefix: str) -> int: ...
 
@@ -43,9 +45,18 @@ def _missing(error: ClientError) -> bool:
     return str(error.response.get("Error", {}).get("Code")) in _MISSING
 
 
+# S3's smallest part (but the last) is 5 MiB and its largest single PUT is 5 GB: outputs of long
+# 1080p videos pass that, so files above one part go up in parts.
+MIN_PART_BYTES = 5 * 1024 * 1024
+DEFAULT_PART_BYTES = 64 * 1024 * 1024
+
+
 class S3Storage:
-    def __init__(self, client: S3Client) -> None:
+    def __init__(self, client: S3Client, part_bytes: int = DEFAULT_PART_BYTES) -> None:
+        if part_bytes < MIN_PART_BYTES:
+            raise ValueError(f"S3 parts are at least {MIN_PART_BYTES} bytes")
         self._s3 = client
+        self._part_bytes = part_bytes
 
     def head(self, bucket: str, key: str) -> ObjectInfo:
         try:
@@ -83,10 +94,35 @@ class S3Storage:
         return response["ETag"].strip('"')
 
     def upload_file(self, bucket: str, key: str, path: Path, content_type: str = "application/octet-stream") -> str:
-        # put_object, not the managed transfer: one request gives one ETag the client can use as identity.
-        with path.open("rb") as body:
-            response = self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
-        return response["ETag"].strip('"')
+        """One PUT up to a part's size, parts above it; returns the object's ETag either way."""
+        if path.stat().st_size <= self._part_bytes:
+            with path.open("rb") as body:
+                response = self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
+            return response["ETag"].strip('"')
+        return self._upload_parts(bucket, key, path, content_type)
+
+    def _upload_parts(self, bucket: str, key: str, path: Path, content_type: str) -> str:
+        upload_id = self._s3.create_multipart_upload(Bucket=bucket, Key=key, ContentType=content_type)["UploadId"]
+        parts: list[dict[str, Any]] = []
+        try:
+            with path.open("rb") as body:
+                while chunk := body.read(self._part_bytes):
+                    number = len(parts) + 1
+                    etag = self._s3.upload_part(
+                        Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=chunk
+                    )["ETag"]
+                    parts.append({"PartNumber": number, "ETag": etag})
+            response = self._s3.complete_multipart_upload(
+                Bucket=bucket,
+                Key=key,
+                UploadId=upload_id,
+                MultipartUpload={"Parts": parts},  # type: ignore[typeddict-item]
+            )
+        except BaseException:
+            # No half upload left behind (the bucket's lifecycle rule would catch it a day later).
+            self._s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+            raise
+        return str(response["ETag"]).strip('"')
 
     def download_file(self, bucket: str, key: str, path: Path) -> None:
         try:
@@ -101,6 +137,25 @@ class S3Storage:
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.extend(item["Key"] for item in page.get("Contents", []))
         return keys
+
+    def latest_change(self, bucket: str, prefix: str) -> datetime | None:
+        """When anything under `prefix` was last written, or None when nothing is there."""
+        latest: datetime | None = None
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                if latest is None or item["LastModified"] > latest:
+                    latest = item["LastModified"]
+        return latest
+
+    def create(self, bucket: str, key: str, data: bytes, content_type: str = "application/json") -> bool:
+        """Write `key` only if it does not exist yet (a conditional PUT); False when it already did."""
+        try:
+            self._s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type, IfNoneMatch="*")
+        except ClientError as error:
+            if str(error.response.get("Error", {}).get("Code")) in {"PreconditionFailed", "ConditionalRequestConflict"}:
+                return False
+            raise
+        return True
 
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return str(

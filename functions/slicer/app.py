@@ -15,6 +15,7 @@ from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.storage import S3Storage
+from fusionfleet.timeouts import TimeoutPolicy
 
 logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)
@@ -28,7 +29,12 @@ def slicer() -> Slicer:
         state_machine_arn=os.environ["STATE_MACHINE_ARN"],
         topic_arn=os.environ["NOTIFICATION_TOPIC_ARN"],
         default_engine=os.environ.get("DEFAULT_ENGINE", "classic"),
-        render_heartbeat_s=int(os.environ.get("RENDER_HEARTBEAT_SECONDS", "21600")),
+        timeouts=TimeoutPolicy(
+            visibility_s=int(os.environ.get("RENDER_VISIBILITY_SECONDS", "120")),
+            max_attempts=int(os.environ.get("RENDER_MAX_ATTEMPTS", "3")),
+            accepted_backlog_s=int(os.environ.get("ACCEPTED_BACKLOG_SECONDS", "21600")),
+        ),
+        render_concurrency=int(os.environ.get("RENDER_CONCURRENCY", "1000")),
         encoder_threads=int(os.environ.get("ENCODER_THREADS", "2")),
     )
     return Slicer(

@@ -58,3 +58,7 @@ class LocalPaths:
     @property
     def event_source_runner(self) -> Path:
         return self.root / "infra" / "local" / "event_source.py"
+
+    @property
+    def schedule_runner(self) -> Path:
+        return self.root / "infra" / "local" / "schedule.py"

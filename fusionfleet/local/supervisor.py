@@ -40,8 +40,14 @@ class UpOptions:
     stack: str = DEFAULT_STACK
     region: str = DEFAULT_REGION
     default_engine: str = "classic"
-    render_heartbeat_s: int = 6 * 3600
     visibility_s: int = 120
+    # The longest a segment may wait in the render queues; every task timeout derives from it.
+    accepted_backlog_s: int = 2 * 3600
+    # Segments of one job in flight at once: LocalStack keeps several threads per waiting task.
+    render_concurrency: int = 16
+    watchdog_every_s: float = 10.0
+    watchdog_stall_s: int = 2 * 3600 + 1800
+    watchdog_dispatch_grace_s: int = 300
     faults_file: Path | None = None
     stage_parameters: tuple[tuple[str, str], ...] = ()
 
@@ -154,8 +160,24 @@ class LocalStack:
                     "STATE_MACHINE_ARN": resources.state_machine_arn,
                     "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
                     "DEFAULT_ENGINE": options.default_engine,
-                    "RENDER_HEARTBEAT_SECONDS": str(options.render_heartbeat_s),
+                    "RENDER_VISIBILITY_SECONDS": str(options.visibility_s),
+                    "ACCEPTED_BACKLOG_SECONDS": str(options.accepted_backlog_s),
+                    "RENDER_CONCURRENCY": str(options.render_concurrency),
                     "POWERTOOLS_SERVICE_NAME": "fusionfleet-slicer",
+                },
+            ),
+            (
+                "watchdog",
+                "watchdog",
+                [python, str(self.paths.schedule_runner), "--name", "watchdog",
+                 "--handler", "functions.watchdog.app.handler", "--every", str(options.watchdog_every_s)],
+                {
+                    "WORK_BUCKET": resources.work_bucket,
+                    "STATE_MACHINE_ARN": resources.state_machine_arn,
+                    "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
+                    "WATCHDOG_STALL_SECONDS": str(options.watchdog_stall_s),
+                    "WATCHDOG_DISPATCH_GRACE_SECONDS": str(options.watchdog_dispatch_grace_s),
+                    "POWERTOOLS_SERVICE_NAME": "fusionfleet-watchdog",
                 },
             ),
             *[

@@ -1,0 +1,281 @@
+"""The job watchdog: every accepted job ends in exactly one final notification, whatever the orchestrator does.
+
+The state machine publishes a job's notice itself: an execution that SUCCEEDED did so after its
+success notice went out, and one that FAILED with `JobFailed` after its failure notice. Anything
+else is a job nobody has told its user about: an execution that timed out, was aborted, or failed
+elsewhere (a notice that could not be published), a Map Run that never dispatched its segments, a
+job with no progress for too long. The watchdog finds those from Step Functions and the work bucket
+alone (no database of our own), stops what is stuck and publishes the one notice that was missing:
+the one the state machine had prepared when there is one (a success stays a success), or a failure
+that says what happened.
+
+Exactly one: a notice record is created with a conditional write before publishing, so two sweeps
+(or two watchdogs) never both publish; a sweep that died between claiming and publishing is
+finished by a later one once the claim is older than `reclaim_s`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from fusionfleet import layout
+from fusionfleet.errors import ObjectMissing
+from fusionfleet.messages import JobContext
+from fusionfleet.notify import Notifier
+from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
+from fusionfleet.storage import Storage, get_json, put_json
+
+logger = logging.getLogger(__name__)
+
+# How the state machine ends when it published the notice itself (see render.asl.json).
+NOTIFIED_FAILURE_ERROR = "JobFailed"
+# The states whose output carries the notice the state machine was about to publish.
+NOTICE_STATES = ("SuccessNotice", "RenderFailed", "MergeFailed")
+WATCHED = ("RUNNING", "FAILED", "TIMED_OUT", "ABORTED")
+
+
+@dataclass(frozen=True)
+class WatchdogPolicy:
+    # A running job with nothing written under its work prefix for this long is stuck. Longer than
+    # the backlog the stack accepts, so a job waiting its turn is not mistaken for a stuck one.
+    stall_s: int = 6 * 3600 + 3600
+    # A running job none of whose segments was dispatched this long after it started is stuck.
+    dispatch_grace_s: int = 300
+    # Ended executions older than this are not looked at again.
+    horizon_s: int = 24 * 3600
+    # A claim without a published notice older than this was left by a sweep that died.
+    reclaim_s: int = 120
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What Step Functions and the work bucket say about one job."""
+
+    job_id: str
+    status: str
+    started: datetime | None = None
+    stopped: datetime | None = None
+    error: str | None = None
+    cause: str | None = None
+    progress: Progress | None = None
+    last_change: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Literal["none", "notify", "stop"]
+    error: str = ""
+    reason: str = ""
+
+
+def judge(observation: Observation, now: datetime, policy: WatchdogPolicy) -> Verdict:
+    """What the watchdog does about one job. Pure."""
+    status = observation.status
+    if status == "SUCCEEDED":
+        return Verdict("none")
+    if status == "FAILED" and observation.error == NOTIFIED_FAILURE_ERROR:
+        return Verdict("none")
+    if status != "RUNNING":
+        detail = ": ".join(part for part in (observation.error, observation.cause) if part)
+        return Verdict(
+            "notify",
+            error=f"Execution{status.title().replace('_', '')}",
+            reason=f"the job's execution ended {status}{f' ({detail})' if detail else ''} without a notification",
+        )
+    started = observation.started or now
+    progress = observation.progress
+    dispatched = progress is not None and progress.running + progress.succeeded + progress.failed > 0
+    age = (now - started).total_seconds()
+    if not dispatched and age > policy.dispatch_grace_s:
+        return Verdict(
+            "stop",
+            error="JobNeverDispatched",
+            reason=f"no segment of the job was dispatched {age:.0f} s after it started "
+            "(the orchestrator never ran its segments)",
+        )
+    last = max(started, observation.last_change) if observation.last_change else started
+    quiet = (now - last).total_seconds()
+    if quiet > policy.stall_s:
+        return Verdict(
+            "stop",
+            error="JobStalled",
+            reason=f"no progress for {quiet:.0f} s (nothing rendered, checkpointed or merged since "
+            f"{last.isoformat(timespec='seconds')})",
+        )
+    return Verdict("none")
+
+
+@dataclass(frozen=True)
+class WatchdogConfig:
+    work_bucket: str
+    state_machine_arn: str
+    topic_arn: str
+    policy: WatchdogPolicy = field(default_factory=WatchdogPolicy)
+
+
+@dataclass(frozen=True)
+class Closed:
+    """A job the watchdog ended with a notice."""
+
+    job_id: str
+    action: str
+    status: str
+    reason: str
+
+
+class Watchdog:
+    def __init__(
+        self, storage: Storage, orchestrator: Orchestrator, notifier: Notifier, config: WatchdogConfig
+    ) -> None:
+        self._storage = storage
+        self._orchestrator = orchestrator
+        self._notifier = notifier
+        self._config = config
+        # Executions that need nothing more, kept across sweeps of one process (a warm Lambda too).
+        self._settled: set[str] = set()
+
+    def sweep(self, now: datetime | None = None) -> list[Closed]:
+        now = now or datetime.now(UTC)
+        closed = []
+        for status in WATCHED:
+            for execution in self._orchestrator.list_executions(self._config.state_machine_arn, status):
+                if execution.arn in self._settled:
+                    continue
+                try:
+                    outcome = self._check(execution, now)
+                except Exception:
+                    # One job's trouble must not hide the others: it is looked at again next sweep.
+                    logger.exception("watchdog: checking %s failed", execution.arn)
+                    continue
+                if outcome is not None:
+                    closed.append(outcome)
+        return closed
+
+    def _check(self, execution: Execution, now: datetime) -> Closed | None:
+        policy = self._config.policy
+        if execution.stopped and (now - execution.stopped).total_seconds() > policy.horizon_s:
+            self._settled.add(execution.arn)
+            return None
+        context = self._context(execution.name)
+        if context is None:
+            # Not a job of ours (a Map Run's child execution, or another tool's): nothing to watch.
+            self._settled.add(execution.arn)
+            return None
+        record = self._record(context.job_id)
+        if record is not None and record.get("published"):
+            self._settled.add(execution.arn)
+            return None
+        if record is not None and _age_s(record.get("claimed_at"), now) < policy.reclaim_s:
+            return None  # another sweep is publishing it right now
+        verdict = judge(self._observe(execution), now, policy)
+        if verdict.action == "none":
+            if execution.finished:
+                self._settled.add(execution.arn)
+            return None
+        if record is None and not self._claim(context.job_id, verdict, now):
+            return None
+        return self._close(execution, context, verdict)
+
+    def _observe(self, execution: Execution) -> Observation:
+        described = self._orchestrator.describe(execution.arn)
+        progress = last_change = None
+        if described.status == "RUNNING":
+            progress = self._orchestrator.progress(execution.arn)
+            last_change = self._storage.latest_change(
+                self._config.work_bucket, layout.work_prefix(execution.name) + "segments/"
+            )
+            checkpoints = self._storage.latest_change(
+                self._config.work_bucket, layout.work_prefix(execution.name) + "checkpoints/"
+            )
+            if checkpoints and (last_change is None or checkpoints > last_change):
+                last_change = checkpoints
+        return Observation(
+            job_id=execution.name,
+            status=described.status,
+            started=described.started,
+            stopped=described.stopped,
+            error=described.error,
+            cause=described.cause,
+            progress=progress,
+            last_change=last_change,
+        )
+
+    def _close(self, execution: Execution, context: JobContext, verdict: Verdict) -> Closed | None:
+        job_id = context.job_id
+        if verdict.action == "stop":
+            try:
+                self._orchestrator.stop(execution.arn, verdict.error, verdict.reason)
+            except ExecutionMissing:
+                logger.warning("watchdog: execution %s disappeared", execution.arn)
+            after = self._orchestrator.describe(execution.arn)
+            if judge(Observation(job_id, after.status, error=after.error), datetime.now(UTC), self._config.policy) == (
+                Verdict("none")
+            ):
+                # It ended by itself, notice and all, while we were deciding: nothing to add.
+                self._mark(job_id, verdict, published_by="state machine")
+                return None
+        notice = self._notice(execution, context, verdict)
+        self._notifier.publish(self._config.topic_arn, f"FusionFleet job {notice['status']}", notice)
+        self._mark(job_id, verdict, published_by="watchdog")
+        logger.warning("watchdog: job %s ended with a %s notice: %s", job_id, notice["status"], verdict.reason)
+        self._settled.add(execution.arn)
+        return Closed(job_id, verdict.action, str(notice["status"]), verdict.reason)
+
+    def _notice(self, execution: Execution, context: JobContext, verdict: Verdict) -> dict[str, Any]:
+        prepared = self._orchestrator.state_output(execution.arn, NOTICE_STATES) if verdict.action == "notify" else None
+        notice = prepared.get("notice") if prepared else None
+        if isinstance(notice, dict) and notice.get("status") in ("succeeded", "failed"):
+            # The state machine built it and could not publish it: send exactly that, and say why late.
+            return {**notice, "notified_by": "watchdog", "watchdog_reason": verdict.reason}
+        return {
+            "status": "failed",
+            "stage": "watchdog",
+            "job_id": context.job_id,
+            "manifest": context.manifest.model_dump(),
+            "error": verdict.error,
+            "reason": verdict.reason,
+            "notified_by": "watchdog",
+        }
+
+    def _context(self, job_id: str) -> JobContext | None:
+        try:
+            return JobContext.model_validate(get_json(self._storage, self._config.work_bucket, layout.job_key(job_id)))
+        except ObjectMissing:
+            return None
+
+    def _record(self, job_id: str) -> dict[str, Any] | None:
+        try:
+            value = get_json(self._storage, self._config.work_bucket, layout.notice_key(job_id))
+        except ObjectMissing:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def _claim(self, job_id: str, verdict: Verdict, now: datetime) -> bool:
+        record = {"claimed_at": now.isoformat(), "published": False, "reason": verdict.reason}
+        return self._storage.create(
+            self._config.work_bucket, layout.notice_key(job_id), json.dumps(record, sort_keys=True).encode()
+        )
+
+    def _mark(self, job_id: str, verdict: Verdict, published_by: str) -> None:
+        put_json(
+            self._storage,
+            self._config.work_bucket,
+            layout.notice_key(job_id),
+            {
+                "claimed_at": datetime.now(UTC).isoformat(),
+                "published": True,
+                "published_by": published_by,
+                "reason": verdict.reason,
+            },
+        )
+
+
+def _age_s(stamp: Any, now: datetime) -> float:
+    try:
+        return (now - datetime.fromisoformat(str(stamp))).total_seconds()
+    except ValueError:
+        return float("inf")

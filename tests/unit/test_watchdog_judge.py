@@ -1,0 +1,60 @@
+"""The watchdog's rule: which jobs need a notice from it, and which must be stopped first. Pure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from fusionfleet.orchestrator import Progress
+from fusionfleet.watchdog import Observation, WatchdogPolicy, judge
+
+NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+POLICY = WatchdogPolicy(stall_s=600, dispatch_grace_s=120)
+
+
+def running(started_s_ago: float, progress: Progress | None, changed_s_ago: float | None = None) -> Observation:
+    changed = NOW - timedelta(seconds=changed_s_ago) if changed_s_ago is not None else None
+    return Observation("job", "RUNNING", started=NOW - timedelta(seconds=started_s_ago), progress=progress,
+                       last_change=changed)  # fmt: skip
+
+
+def test_ended_with_its_own_notice_needs_nothing() -> None:
+    assert judge(Observation("job", "SUCCEEDED"), NOW, POLICY).action == "none"
+    assert judge(Observation("job", "FAILED", error="JobFailed"), NOW, POLICY).action == "none"
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "expected"),
+    [
+        ("FAILED", "SNS.NotFoundException", "ended FAILED (SNS.NotFoundException: topic gone)"),
+        ("TIMED_OUT", None, "ended TIMED_OUT"),
+        ("ABORTED", None, "ended ABORTED"),
+    ],
+)
+def test_ended_without_a_notice_gets_one_saying_how(status: str, error: str | None, expected: str) -> None:
+    observation = Observation("job", status, error=error, cause="topic gone" if error else None)
+    verdict = judge(observation, NOW, POLICY)
+    assert verdict.action == "notify"
+    assert expected in verdict.reason and "without a notification" in verdict.reason
+
+
+def test_a_map_run_that_never_dispatches_is_stopped_after_the_grace() -> None:
+    nothing = Progress(total=5, pending=5)
+    assert judge(running(60, nothing), NOW, POLICY).action == "none"
+    assert judge(running(60, None), NOW, POLICY).action == "none"
+    verdict = judge(running(121, nothing), NOW, POLICY)
+    assert (verdict.action, verdict.error) == ("stop", "JobNeverDispatched")
+    assert judge(running(121, None), NOW, POLICY).error == "JobNeverDispatched"
+
+
+def test_a_job_waiting_its_turn_or_rendering_is_left_alone() -> None:
+    waiting = Progress(total=5, running=5)
+    assert judge(running(500, waiting), NOW, POLICY).action == "none"
+    assert judge(running(5000, waiting, changed_s_ago=30), NOW, POLICY).action == "none"
+
+
+def test_a_job_with_no_progress_for_the_stall_time_is_stopped_saying_since_when() -> None:
+    verdict = judge(running(5000, Progress(total=5, running=2, succeeded=3), changed_s_ago=601), NOW, POLICY)
+    assert (verdict.action, verdict.error) == ("stop", "JobStalled")
+    assert "no progress for 601 s" in verdict.reason
