@@ -61,10 +61,6 @@ class Manifest(BaseModel):
             raise ValueError(f"{value!r} is not one of {', '.join(ENGINE_NAMES)}")
         return value
 
-    def media_keys(self) -> tuple[str, ...]:
-        keys = (*self.source, self.target)
-        return (*keys, self.reference) if self.reference else keys
-
 
 def _describe(error: dict[str, Any]) -> str:
     where = ".".join(str(part) for part in error["loc"]) or "manifest"

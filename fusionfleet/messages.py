@@ -1,4 +1,5 @@
-"""What crosses the wire: the job context, the render and merge tasks, segment records, notifications."""
+"""What crosses the wire: the job context, the render and merge tasks and their results, segment records,
+notifications."""
 
 from __future__ import annotations
 
@@ -73,6 +74,40 @@ class SegmentRecord(_Model):
     total_s: float = 0.0
     started_at: float = 0.0
     finished_at: float = 0.0
+
+
+class SegmentResult(_Model):
+    """A render task's output, sent to Step Functions with SendTaskSuccess."""
+
+    index: int
+    key: str
+    frames: int
+    engine_s: float
+
+
+class OutputLocation(_Model):
+    bucket: str
+    key: str
+    uri: str
+
+
+class MergeTimings(_Model):
+    render_s: float  # first segment started → last segment finished
+    worker_s: float  # all segments' worker time, summed
+    engine_s: float  # all segments' engine time, summed
+    merge_s: float
+    merge_started_at: float  # epoch seconds
+
+
+class MergeResult(_Model):
+    """A merge task's output; the state machine reads `$.merge.output`, `$.merge.timings.render_s`, …"""
+
+    output: OutputLocation
+    download_url: str
+    frames: int
+    duration_s: float
+    audio_tracks: int
+    timings: MergeTimings
 
 
 def rejection_notice(job_id: str, manifest: ObjectRef, reason: str, problems: tuple[str, ...]) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.queues import SqsQueue
 from fusionfleet.storage import S3Storage
 from gpu_worker import config as worker_config
-from gpu_worker.engine_host import EngineHost, HostConfig, HostPolicy
+from gpu_worker.engine_host import EngineHost, HostPolicy
+from gpu_worker.errors import ConfigError
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
@@ -36,10 +37,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
             # The engine process inherits these: numeric libraries keep to the worker's share too.
             for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 os.environ.setdefault(variable, str(settings.cpu_threads))
-        host = HostConfig(
-            settings.region, settings.endpoint_url, settings.scratch, settings.name, settings.cpu_threads,
-            settings.preload_engine,
-        )  # fmt: skip
+        host = settings.host()
         renderer: Renderer
         if settings.isolation == "inline":
             renderer = InlineRenderer(build_render_deps(host))
@@ -86,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(swap_main(argv[1:]))
     parser = argparse.ArgumentParser(prog="fusionfleet-worker", description=__doc__)
     worker_config.add_arguments(parser)
-    settings = worker_config.resolve(parser.parse_args(argv))
+    try:
+        settings = worker_config.resolve(parser.parse_args(argv))
+    except ConfigError as error:
+        print(f"{parser.prog}: error: {error.reason}", file=sys.stderr)
+        return 2
     stop = StopSignal()
     stop.install()
     worker = build_worker(settings, stop)

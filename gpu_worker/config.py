@@ -1,4 +1,8 @@
-"""Worker configuration: explicit argument > environment variable > default."""
+"""Worker configuration: explicit argument > environment variable > default.
+
+The environment is read here and only here (through `resolve`, called by the entry point); the rest
+of the worker receives the frozen settings.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+
+from gpu_worker.errors import ConfigError
 
 ENV_ROLE = "FUSIONFLEET_ROLE"
 ENV_QUEUE_URLS = "FUSIONFLEET_QUEUE_URLS"
@@ -24,6 +30,7 @@ ENV_ENGINE_MAX_RSS_MB = "FUSIONFLEET_ENGINE_MAX_RSS_MB"
 ENV_ENGINE_MAX_GPU_MB = "FUSIONFLEET_ENGINE_MAX_GPU_MB"
 ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
+ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
 
 ROLES = ("render", "merge")
 
@@ -47,6 +54,32 @@ class WorkerConfig:
     engine_max_gpu_mb: int | None
     seconds_per_frame: float
     base_timeout_s: float
+    faults_file: Path | None = None
+
+    def host(self) -> HostConfig:
+        """What the render process (the engine child, or the worker itself when inline) is given."""
+        return HostConfig(
+            region=self.region,
+            endpoint_url=self.endpoint_url,
+            scratch=self.scratch,
+            worker_name=self.name,
+            cpu_threads=self.cpu_threads,
+            preload_engine=self.preload_engine,
+            faults_file=self.faults_file,
+        )
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """What a render process needs to build its own clients (the engine child shares no sockets with the parent)."""
+
+    region: str
+    endpoint_url: str | None
+    scratch: Path
+    worker_name: str
+    cpu_threads: int = 0
+    preload_engine: str | None = None
+    faults_file: Path | None = None  # fault injection rules, read again for every task; None: off
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,14 +104,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> WorkerConfig:
+    """The worker's settings from its arguments and environment; ConfigError when one is missing."""
     env = dict(os.environ) if env is None else env
     role = args.role or env.get(ENV_ROLE, "render")
     urls = tuple(args.queue_urls or [url for url in env.get(ENV_QUEUE_URLS, "").split(",") if url])
     if not urls:
-        raise SystemExit(f"no queue: pass --queue-url or set {ENV_QUEUE_URLS}")
+        raise ConfigError(f"no queue: pass --queue-url or set {ENV_QUEUE_URLS}")
     region = args.region or env.get(ENV_REGION) or env.get("AWS_DEFAULT_REGION")
     if not region:
-        raise SystemExit(f"no region: pass --region or set {ENV_REGION}")
+        raise ConfigError(f"no region: pass --region or set {ENV_REGION}")
     return WorkerConfig(
         role=role,
         queue_urls=urls,
@@ -97,4 +131,5 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         engine_max_gpu_mb=int(env[ENV_ENGINE_MAX_GPU_MB]) if env.get(ENV_ENGINE_MAX_GPU_MB) else None,
         seconds_per_frame=float(env.get(ENV_SECONDS_PER_FRAME, "2.0")),
         base_timeout_s=float(env.get(ENV_BASE_TIMEOUT, "120")),
+        faults_file=Path(env[ENV_FAULTS_FILE]) if env.get(ENV_FAULTS_FILE) else None,
     )

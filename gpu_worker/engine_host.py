@@ -9,38 +9,25 @@ heartbeating its message meanwhile; a SIGTERM asks the child to stop after its c
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import multiprocessing
-import signal
+import shutil
+import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from fusionfleet.errors import FusionFleetError
-from fusionfleet.messages import RenderTask
-from fusionfleet.queues import QueueMessage
-from gpu_worker.frames import Cancelled
+from fusionfleet.messages import RenderTask, SegmentResult
+from gpu_worker import engine_child
+from gpu_worker.attempt import Attempt
+from gpu_worker.config import HostConfig
+from gpu_worker.engine_child import Checkpointed, Failed, Rendered, RenderRequest, Reply, StopRequest
+from gpu_worker.errors import Cancelled, EngineFailure, Released
 
 logger = logging.getLogger(__name__)
-
-PR_SET_PDEATHSIG = 1
-
-
-class EngineFailure(FusionFleetError):
-    """The engine process failed an attempt; carries the child's error name and whether a retry can help."""
-
-    def __init__(self, name: str, reason: str, retryable: bool = True) -> None:
-        super().__init__(reason)
-        self.name = name
-        self.retryable = retryable
-
-
-class Released(Exception):
-    """A warm stop: the segment was checkpointed and should go back to the queue at once."""
 
 
 @dataclass(frozen=True)
@@ -56,18 +43,6 @@ class HostPolicy:
         return self.base_timeout_s + frames * self.seconds_per_frame
 
 
-@dataclass(frozen=True)
-class HostConfig:
-    """What the child needs to build its own clients (it shares no sockets with the parent)."""
-
-    region: str
-    endpoint_url: str | None
-    scratch: Path
-    worker_name: str
-    cpu_threads: int = 0
-    preload_engine: str | None = None
-
-
 def rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -80,9 +55,6 @@ def rss_mb(pid: int) -> float:
 
 def gpu_mb(pid: int) -> float | None:
     """GPU memory held by `pid`, where nvidia-smi exists; None elsewhere."""
-    import shutil
-    import subprocess
-
     if shutil.which("nvidia-smi") is None:
         return None
     try:
@@ -110,44 +82,6 @@ def recycle_reason(tasks: int, rss: float, gpu: float | None, policy: HostPolicy
     return None
 
 
-def _child_main(conn: Connection, config: HostConfig, drain: Any) -> None:
-    # Die with the worker (kill -9 included) and leave signals to it: it decides how to stop.
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(
-        level=logging.INFO,
-        format=f"%(asctime)s %(levelname)s %(name)s [{config.worker_name}/engine %(process)d] %(message)s",
-    )
-    from gpu_worker.render import build_render_deps, render_segment
-    from gpu_worker.retry import describe, retryable
-
-    deps = build_render_deps(config)
-    if config.preload_engine:
-        # Loaded before the first segment arrives, so no job waits for a model load.
-        deps.engines.get(config.preload_engine)
-    never = threading.Event()
-    from gpu_worker.frames import Drained
-
-    while True:
-        request = conn.recv()
-        if request[0] == "stop":
-            break
-        _kind, body, message_fields = request
-        try:
-            result = render_segment(
-                RenderTask.model_validate_json(body), deps, never, QueueMessage(**message_fields), drain
-            )
-            conn.send(("ok", result.output))
-        except Drained as stopped:
-            conn.send(("released", stopped.next_frame))
-        except Exception as error:
-            name, reason = describe(error)
-            conn.send(("error", name, reason, retryable(error)))
-    deps.engines.close()
-
-
 class EngineHost:
     def __init__(self, config: HostConfig, policy: HostPolicy) -> None:
         self._config = config
@@ -170,7 +104,7 @@ class EngineHost:
     def _start(self) -> None:
         parent, child = self._context.Pipe()
         self._process = self._context.Process(
-            target=_child_main, args=(child, self._config, self._drain), name="engine", daemon=True
+            target=engine_child.main, args=(child, self._config, self._drain), name="engine", daemon=True
         )
         self._process.start()
         child.close()
@@ -188,12 +122,12 @@ class EngineHost:
         self._conn = None
 
     def render(
-        self, task: RenderTask, message: QueueMessage, cancel: threading.Event, stopping: threading.Event
-    ) -> dict[str, Any]:
+        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> SegmentResult:
         self.start()
         assert self._conn is not None
         self._drain.clear()
-        self._conn.send(("render", task.model_dump_json(), asdict(message)))
+        self._conn.send(RenderRequest(task, attempt))
         what = f"segment {task.segment.index} of {task.job.job_id}"
         limit = self._policy.timeout_s(task.segment.frame_count)
         deadline = time.monotonic() + limit
@@ -204,20 +138,22 @@ class EngineHost:
             raise
         self._tasks += 1
         self._maybe_recycle()
-        if reply[0] == "ok":
-            return dict(reply[1])
-        if reply[0] == "released":
-            raise Released(f"{what}: checkpointed before frame {reply[1]}")
-        raise EngineFailure(reply[1], reply[2], bool(reply[3]))
+        if isinstance(reply, Rendered):
+            return reply.result
+        if isinstance(reply, Checkpointed):
+            raise Released(f"{what}: checkpointed before frame {reply.next_frame}")
+        assert isinstance(reply, Failed)
+        raise EngineFailure(reply.name, reply.reason, reply.retryable)
 
     def _wait(
         self, cancel: threading.Event, stopping: threading.Event, deadline: float, limit: float, what: str
-    ) -> tuple[Any, ...]:
+    ) -> Reply:
         assert self._conn is not None and self._process is not None
         while True:
             if self._conn.poll(0.2):
                 try:
-                    return tuple(self._conn.recv())
+                    reply: Reply = self._conn.recv()
+                    return reply
                 except EOFError:
                     pass  # it died while answering: reported below
             if not self._process.is_alive():
@@ -249,6 +185,6 @@ class EngineHost:
     def close(self) -> None:
         if self._conn is not None and self._process is not None and self._process.is_alive():
             with contextlib.suppress(BrokenPipeError, OSError):
-                self._conn.send(("stop",))
+                self._conn.send(StopRequest())
             self._process.join(timeout=30)
         self._kill("closing")

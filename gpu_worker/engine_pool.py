@@ -14,7 +14,6 @@ logger = logging.getLogger(__name__)
 class EnginePool:
     def __init__(self) -> None:
         self._engines: dict[str, Engine] = {}
-        self.load_seconds: dict[str, float] = {}
 
     def get(self, name: str) -> Engine:
         engine = self._engines.get(name)
@@ -22,8 +21,7 @@ class EnginePool:
             started = time.monotonic()
             engine = create_engine(name)
             engine.prepare()
-            self.load_seconds[name] = time.monotonic() - started
-            logger.info("engine %s loaded in %.2f s", name, self.load_seconds[name])
+            logger.info("engine %s loaded in %.2f s", name, time.monotonic() - started)
             self._engines[name] = engine
         return engine
 

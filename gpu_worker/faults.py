@@ -1,7 +1,8 @@
 """Fault injection for chaos runs and fault tests: crash, fail, hang, slow down or leak on purpose.
 
-Off unless FUSIONFLEET_FAULTS_FILE names a JSON file of rules; the file is read again for every
-task, so a running fleet can be given new faults. A rule:
+Off unless the worker was given a file of rules (FUSIONFLEET_FAULTS_FILE, resolved in
+gpu_worker.config); the file is read again for every task, so a running fleet can be given new
+faults. A rule:
   {"job": "substring of the job id", "segment": 3, "attempt": 1, "action": "crash",
    "at_frame": 20, "seconds": 5, "megabytes": 200, "probability": 1.0}
 Actions: crash (the engine process dies), kill-worker (the whole worker dies, as with kill -9),
@@ -27,7 +28,6 @@ from gpu_worker.engines.base import EngineJob, Frame, Image
 
 logger = logging.getLogger(__name__)
 
-ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
 ACTIONS = ("crash", "kill-worker", "fail", "hang", "slow", "leak")
 _LEAKED: list[bytearray] = []
 
@@ -70,12 +70,12 @@ def matching(rules: list[dict[str, Any]], job_id: str, segment: int, attempt: in
     return faults
 
 
-def load(job_id: str, segment: int, attempt: int) -> list[Fault]:
-    path = os.environ.get(ENV_FAULTS_FILE)
-    if not path:
+def load(path: Path | None, job_id: str, segment: int, attempt: int) -> list[Fault]:
+    """The faults in the rules file at `path` (None: fault injection is off) for this attempt."""
+    if path is None:
         return []
     try:
-        rules = json.loads(Path(path).read_text() or "[]")
+        rules = json.loads(path.read_text() or "[]")
     except (OSError, ValueError):
         logger.exception("fault file %s is unreadable; no faults injected", path)
         return []

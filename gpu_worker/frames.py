@@ -22,23 +22,12 @@ from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import FramePipe
 from gpu_worker.engines.base import Engine, EngineJob, Frame, Image
+from gpu_worker.errors import Cancelled, Drained
 from gpu_worker.integrity import IntegrityWatch
 
 # Frames decoded before a range's first frame so trackers and filters start warm; the merged
 # video then shows no jump where one segment (or a resumed chunk) hands over to the next.
 LEAD_IN_FRAMES = 12
-
-
-class Cancelled(Exception):
-    """The hold on the message was lost (token closed, receipt expired) or a stop came."""
-
-
-class Drained(Exception):
-    """A warm stop was asked for: the chunks done so far are saved, the rest is left for another worker."""
-
-    def __init__(self, next_frame: int) -> None:
-        super().__init__(f"stopped before frame {next_frame}")
-        self.next_frame = next_frame
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from enum import Enum
 from types import TracebackType
 
 from fusionfleet.errors import TokenGone
@@ -26,6 +27,22 @@ class HeartbeatPolicy:
 
     def interval_s(self) -> float:
         return max(1.0, self.visibility_s * self.fraction)
+
+
+class HoldLoss(Enum):
+    """Why a worker lost its hold on a message; the loop decides what to do with it by this type."""
+
+    TOKEN_GONE = "the task token is gone"  # final: the job moved on or timed out; drop the message
+    REDELIVERED = "the message was redelivered"  # another worker holds it now; leave it alone
+
+
+@dataclass(frozen=True)
+class LostHold:
+    loss: HoldLoss
+    detail: str  # what the API said, for the log
+
+    def __str__(self) -> str:
+        return f"{self.loss.value} ({self.detail})"
 
 
 class Keeper:
@@ -50,8 +67,7 @@ class Keeper:
         self._policy = policy
         self._stop = threading.Event()
         self.lost = threading.Event()
-        self.lost_reason = ""
-        self.beats = 0
+        self.lost_hold: LostHold | None = None
         self._thread = threading.Thread(target=self._run, name=f"keeper-{message.message_id[:8]}", daemon=True)
 
     def _run(self) -> None:
@@ -60,15 +76,20 @@ class Keeper:
                 self._queue.change_visibility(self._message, self._policy.visibility_s)
                 if self._token:
                     self._orchestrator.heartbeat(self._token)
-                self.beats += 1
-            except (TokenGone, ReceiptExpired) as error:
-                self.lost_reason = f"{type(error).__name__}: {error}"
-                logger.warning("lost hold of message %s: %s", self._message.message_id, self.lost_reason)
-                self.lost.set()
+            except TokenGone as error:
+                self._lose(LostHold(HoldLoss.TOKEN_GONE, error.reason))
+                return
+            except ReceiptExpired as error:
+                self._lose(LostHold(HoldLoss.REDELIVERED, f"receipt expired: {error}"))
                 return
             except Exception:
                 # A transient API error: try again at the next beat, the visibility still has slack.
                 logger.exception("heartbeat for message %s failed", self._message.message_id)
+
+    def _lose(self, hold: LostHold) -> None:
+        self.lost_hold = hold
+        logger.warning("lost hold of message %s: %s", self._message.message_id, hold)
+        self.lost.set()
 
     def __enter__(self) -> Keeper:
         self._thread.start()

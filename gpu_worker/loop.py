@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from fusionfleet.errors import TokenGone
+from fusionfleet.messages import MergeResult, SegmentResult
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
-from gpu_worker.engine_host import Released
-from gpu_worker.frames import Cancelled
-from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
+from gpu_worker.attempt import Attempt
+from gpu_worker.errors import Cancelled, Released
+from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
 from gpu_worker.retry import RetryPolicy, describe, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
 from gpu_worker.tasks import TaskHandler
@@ -103,17 +104,17 @@ class Worker:
             self._discard_malformed(message, error)
             return
         what = self._handler.describe(task)
-        attempt = message.receive_count
-        logger.info("%s: attempt %s", what, attempt)
+        attempt = Attempt.of(message)
+        logger.info("%s: attempt %s", what, attempt.number)
         keeper = Keeper(self._queue, self._orchestrator, message, task.task_token, self._heartbeat)
         try:
             with keeper:
-                output = self._handler.execute(task, keeper.lost, message)
+                output = self._handler.execute(task, keeper.lost, attempt)
         except ColdStop:
             self._release(message, what)
             raise
         except Cancelled:
-            self._after_lost_hold(message, what, keeper.lost_reason)
+            self._after_lost_hold(message, what, keeper.lost_hold)
             return
         except Released as released:
             logger.info("%s", released)
@@ -121,15 +122,15 @@ class Worker:
             return
         except Exception as error:
             if keeper.lost.is_set():
-                self._after_lost_hold(message, what, keeper.lost_reason)
+                self._after_lost_hold(message, what, keeper.lost_hold)
                 return
             self._fail(message, task, what, error)
             return
         self._succeed(message, task.task_token, what, output)
 
-    def _succeed(self, message: QueueMessage, token: str, what: str, output: dict[str, Any]) -> None:
+    def _succeed(self, message: QueueMessage, token: str, what: str, output: SegmentResult | MergeResult) -> None:
         try:
-            self._orchestrator.task_success(token, output)
+            self._orchestrator.task_success(token, output.model_dump(mode="json"))
             self.completed += 1
             logger.info("%s: done", what)
         except TokenGone as error:
@@ -158,12 +159,13 @@ class Worker:
         else:
             self._delete(message)
 
-    def _after_lost_hold(self, message: QueueMessage, what: str, reason: str) -> None:
-        if reason.startswith("TokenGone"):
-            logger.warning("%s: abandoned, its token is gone (%s)", what, reason)
+    def _after_lost_hold(self, message: QueueMessage, what: str, hold: LostHold | None) -> None:
+        detail = hold.detail if hold is not None else "no reason recorded"
+        if hold is not None and hold.loss is HoldLoss.TOKEN_GONE:
+            logger.warning("%s: abandoned, its token is gone (%s)", what, detail)
             self._delete(message)
         else:
-            logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, reason)
+            logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)
 
     def _release(self, message: QueueMessage, what: str) -> None:
         logger.warning("%s: released for another worker", what)

@@ -14,7 +14,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
@@ -23,7 +22,14 @@ from fusionfleet.media.inspect import MediaSummary, summarize
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import run_ffmpeg
-from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
+from fusionfleet.messages import (
+    JobContext,
+    MergeResult,
+    MergeTask,
+    MergeTimings,
+    OutputLocation,
+    SegmentRecord,
+)
 from fusionfleet.plan import Segment
 from fusionfleet.storage import S3RangeSource, Storage, get_json
 from gpu_worker.audio import extract_audio
@@ -110,7 +116,7 @@ def verify_output(summary: MediaSummary, video: VideoInfo) -> None:
         raise SegmentFailed("the merged video does not match its source: " + "; ".join(problems))
 
 
-def merge_job(task: MergeTask, deps: MergeDeps) -> dict[str, Any]:
+def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
     job = task.job
     started = time.monotonic()
     started_at = time.time()
@@ -148,21 +154,19 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> dict[str, Any]:
     logger.info(
         "job %s merged: %s frames, %.3f s, in %.2f s", job.job_id, summary.frame_count, summary.duration_s, merge_s
     )
-    return {
-        "output": {
-            "bucket": job.output.bucket,
-            "key": job.output.key,
-            "uri": f"s3://{job.output.bucket}/{job.output.key}",
-        },
-        "download_url": url,
-        "frames": summary.frame_count,
-        "duration_s": round(summary.duration_s, 6),
-        "audio_tracks": len(summary.audio_durations_s),
-        "timings": {
-            "render_s": round(max(r.finished_at for r in records) - min(r.started_at for r in records), 3),
-            "worker_s": round(sum(record.total_s for record in records), 3),
-            "engine_s": round(sum(record.engine_s for record in records), 3),
-            "merge_s": round(merge_s, 3),
-            "merge_started_at": round(started_at, 3),
-        },
-    }
+    return MergeResult(
+        output=OutputLocation(
+            bucket=job.output.bucket, key=job.output.key, uri=f"s3://{job.output.bucket}/{job.output.key}"
+        ),
+        download_url=url,
+        frames=summary.frame_count,
+        duration_s=round(summary.duration_s, 6),
+        audio_tracks=len(summary.audio_durations_s),
+        timings=MergeTimings(
+            render_s=round(max(r.finished_at for r in records) - min(r.started_at for r in records), 3),
+            worker_s=round(sum(record.total_s for record in records), 3),
+            engine_s=round(sum(record.engine_s for record in records), 3),
+            merge_s=round(merge_s, 3),
+            merge_started_at=round(started_at, 3),
+        ),
+    )

@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+
+import cv2
 
 from fusionfleet import layout
 from fusionfleet.aws import AwsTarget
@@ -20,16 +21,17 @@ from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import run_ffmpeg
-from fusionfleet.messages import RenderTask, SegmentRecord
-from fusionfleet.queues import QueueMessage
+from fusionfleet.messages import RenderTask, SegmentRecord, SegmentResult
 from fusionfleet.storage import S3RangeSource, S3Storage, Storage, get_json, put_json
+from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import Checkpoints
-from gpu_worker.engine_host import HostConfig, Released
+from gpu_worker.config import HostConfig
 from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable
+from gpu_worker.errors import Drained, Released
 from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
-from gpu_worker.frames import Drained, chunk_grid, render_range
+from gpu_worker.frames import chunk_grid, render_range
 from gpu_worker.sources import SourceCache
 
 logger = logging.getLogger(__name__)
@@ -46,13 +48,12 @@ class RenderDeps:
     scratch: Path
     worker_id: str
     cpu_threads: int = 0
+    faults_file: Path | None = None
 
 
 def build_render_deps(config: HostConfig) -> RenderDeps:
     """The render dependencies a process builds for itself (the engine child, or an inline worker)."""
     if config.cpu_threads:
-        import cv2
-
         # Several workers share a host's cores: each keeps to its share.
         cv2.setNumThreads(config.cpu_threads)
     storage = S3Storage(AwsTarget(region=config.region, endpoint_url=config.endpoint_url).client("s3"))
@@ -66,6 +67,7 @@ def build_render_deps(config: HostConfig) -> RenderDeps:
         config.scratch,
         config.worker_name,
         config.cpu_threads,
+        config.faults_file,
     )
 
 
@@ -76,10 +78,10 @@ class InlineRenderer:
         self.deps = deps
 
     def render(
-        self, task: RenderTask, message: QueueMessage, cancel: threading.Event, stopping: threading.Event
-    ) -> dict[str, Any]:
+        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> SegmentResult:
         try:
-            return render_segment(task, self.deps, cancel, message, stopping).output
+            return render_segment(task, self.deps, cancel, attempt, stopping).output
         except Drained as stopped:
             raise Released(
                 f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
@@ -91,7 +93,7 @@ class InlineRenderer:
 
 @dataclass(frozen=True)
 class RenderResult:
-    output: dict[str, Any]
+    output: SegmentResult
     record: SegmentRecord
 
 
@@ -99,16 +101,15 @@ def render_segment(
     task: RenderTask,
     deps: RenderDeps,
     cancel: threading.Event,
-    message: QueueMessage,
+    attempt: Attempt,
     drain: threading.Event | None = None,
 ) -> RenderResult:
     """Render the segment's chunks that no earlier attempt saved, join them, check, upload, record."""
     job, segment = task.job, task.segment
     started = time.monotonic()
     started_at = time.time()
-    attempt = message.receive_count
     engine = deps.engines.get(job.engine)
-    faults = load_faults(job.job_id, segment.index, attempt)
+    faults = load_faults(deps.faults_file, job.job_id, segment.index, attempt.number)
     if faults:
         engine = FaultyEngine(engine, faults, segment.start_frame)
     sources, reference = deps.sources.get(job)
@@ -166,11 +167,11 @@ def render_segment(
             status="succeeded",
             frames=summary,
             key=key,
-            attempt=attempt,
+            attempt=attempt.number,
             worker=deps.worker_id,
             resumed_from=remaining[0][0] if restored and remaining else (segment.end_frame if restored else -1),
             frames_rendered=sum(end - first for first, end in remaining),
-            queued_s=round(max(0.0, message.received_at - message.sent_at), 3) if message.sent_at else 0.0,
+            queued_s=attempt.queued_s,
             engine_s=round(engine_s, 3),
             total_s=round(time.monotonic() - started, 3),
             started_at=started_at,
@@ -185,7 +186,7 @@ def render_segment(
             what, summary, record.total_s, engine_s, record.frames_rendered, reader.bytes_fetched,
         )  # fmt: skip
         return RenderResult(
-            output={"index": segment.index, "key": key, "frames": summary, "engine_s": record.engine_s},
+            output=SegmentResult(index=segment.index, key=key, frames=summary, engine_s=record.engine_s),
             record=record,
         )
     finally:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fusionfleet.errors import FusionFleetError, JobRejected
-from gpu_worker.engine_host import EngineFailure
 from gpu_worker.engines.base import EngineError, EngineUnavailable
+from gpu_worker.errors import EngineFailure
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol
 
-from fusionfleet.messages import MergeTask, RenderTask
-from fusionfleet.queues import QueueMessage
+from fusionfleet.messages import MergeResult, MergeTask, RenderTask, SegmentResult
 from fusionfleet.storage import Storage
+from gpu_worker.attempt import Attempt
 from gpu_worker.merge import MergeDeps, merge_job
 from gpu_worker.render import record_failure
 
@@ -16,8 +16,8 @@ class Renderer(Protocol):
     """Renders one segment: in a supervised child process (EngineHost) or inline (InlineRenderer)."""
 
     def render(
-        self, task: RenderTask, message: QueueMessage, cancel: threading.Event, stopping: threading.Event
-    ) -> dict[str, Any]: ...
+        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> SegmentResult: ...
 
     def close(self) -> None: ...
 
@@ -27,7 +27,7 @@ class TaskHandler(Protocol):
 
     def parse(self, body: str) -> Any: ...
     def describe(self, task: Any) -> str: ...
-    def execute(self, task: Any, cancel: threading.Event, message: QueueMessage) -> dict[str, Any]: ...
+    def execute(self, task: Any, cancel: threading.Event, attempt: Attempt) -> SegmentResult | MergeResult: ...
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
     def close(self) -> None: ...
 
@@ -47,8 +47,8 @@ class RenderHandler:
     def describe(self, task: RenderTask) -> str:
         return f"segment {task.segment.index} of {task.job.job_id}"
 
-    def execute(self, task: RenderTask, cancel: threading.Event, message: QueueMessage) -> dict[str, Any]:
-        return self._renderer.render(task, message, cancel, self._stopping)
+    def execute(self, task: RenderTask, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
+        return self._renderer.render(task, attempt, cancel, self._stopping)
 
     def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
         record_failure(self._storage, task, error, reason, attempt, self._worker)
@@ -69,7 +69,7 @@ class MergeHandler:
     def describe(self, task: MergeTask) -> str:
         return f"merge of {task.job.job_id}"
 
-    def execute(self, task: MergeTask, cancel: threading.Event, message: QueueMessage) -> dict[str, Any]:
+    def execute(self, task: MergeTask, cancel: threading.Event, attempt: Attempt) -> MergeResult:
         return merge_job(task, self._deps)
 
     def record_failure(self, task: MergeTask, error: str, reason: str, attempt: int) -> None:

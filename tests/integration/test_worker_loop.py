@@ -148,11 +148,13 @@ def render_worker(
     orchestrator: RecordingOrchestrator,
     retry: RetryPolicy | None = None,
     stopping: threading.Event | None = None,
+    faults_file: Path | None = None,
 ) -> Worker:
     storage = S3Storage(aws.s3)
     deps = RenderDeps(
-        storage, EnginePool(), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker"
-    )
+        storage, EnginePool(), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker",
+        faults_file=faults_file,
+    )  # fmt: skip
     handler = RenderHandler(InlineRenderer(deps), storage, "test-worker", stopping or threading.Event())
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
@@ -317,9 +319,7 @@ def record_of(aws: Aws, job: JobContext, index: int) -> dict[str, Any]:
     return value
 
 
-def test_a_failed_attempt_resumes_from_its_last_checkpoint(
-    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_attempt_resumes_from_its_last_checkpoint(aws: Aws, job: JobContext, tmp_path: Path) -> None:
     # GIVEN the clip's second segment (frames 50-99) cut into two 25-frame chunks, and a fault that
     # fails the first attempt at frame 30 of the segment, after its first chunk was saved
     faults = tmp_path / "faults.json"
@@ -329,12 +329,11 @@ def test_a_failed_attempt_resumes_from_its_last_checkpoint(
     settings = dataclasses.replace(job.encoder, chunk_frames=25, keyint=25)
     small = job.model_copy(update={"encoder": settings})
     faults.write_text(json.dumps([{"job": job.job_id, "segment": 1, "attempt": 1, "action": "fail", "at_frame": 30}]))
-    monkeypatch.setenv("FUSIONFLEET_FAULTS_FILE", str(faults))
     body = {"task_token": "t", "job": small.model_dump(mode="json"), "segment": segment}
     aws.sqs.send_message(QueueUrl=aws.queues["RenderQueueHigh"], MessageBody=json.dumps(body))
     orchestrator = recorder(aws)
     # WHEN the first attempt fails at frame 30 and the second attempt runs
-    render_worker(aws, tmp_path, orchestrator).run(max_tasks=2)
+    render_worker(aws, tmp_path, orchestrator, faults_file=faults).run(max_tasks=2)
     # THEN the second attempt rendered only the second chunk and the segment is whole and exact
     assert [c[0] for c in orchestrator.calls if c[0] != "heartbeat"] == ["success"]
     record = record_of(aws, job, 1)

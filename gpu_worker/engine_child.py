@@ -1,0 +1,104 @@
+"""The engine process: the child side of the engine host.
+
+It builds its own render dependencies (clients, engines) once, then renders one segment per request
+until it is told to stop. Requests and replies are small values sent over a multiprocessing pipe;
+the task arrives parsed (a RenderTask pickles), so a task is parsed once, by the worker loop.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from fusionfleet.messages import RenderTask, SegmentResult
+from gpu_worker.attempt import Attempt
+from gpu_worker.config import HostConfig
+from gpu_worker.errors import Drained
+from gpu_worker.render import RenderDeps, build_render_deps, render_segment
+from gpu_worker.retry import describe, retryable
+
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class RenderRequest:
+    task: RenderTask
+    attempt: Attempt
+
+
+@dataclass(frozen=True)
+class StopRequest:
+    """Close the engines and exit."""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    result: SegmentResult
+
+
+@dataclass(frozen=True)
+class Checkpointed:
+    """A warm stop: the chunks before `next_frame` are saved, the rest is left for another worker."""
+
+    next_frame: int
+
+
+@dataclass(frozen=True)
+class Failed:
+    name: str
+    reason: str
+    retryable: bool
+
+
+Request = RenderRequest | StopRequest
+Reply = Rendered | Checkpointed | Failed
+
+
+def answer(request: RenderRequest, deps: RenderDeps, drain: Any) -> Reply:
+    """Render one requested segment; every outcome becomes a reply, none escapes as an exception."""
+    never = threading.Event()  # the parent cancels by killing this process
+    try:
+        return Rendered(render_segment(request.task, deps, never, request.attempt, drain).output)
+    except Drained as stopped:
+        return Checkpointed(stopped.next_frame)
+    except Exception as error:
+        name, reason = describe(error)
+        return Failed(name, reason, retryable(error))
+
+
+def serve(conn: Connection, deps: RenderDeps, drain: Any) -> None:
+    """Answer render requests until a stop request (or the parent closing the pipe)."""
+    while True:
+        try:
+            request: Request = conn.recv()
+        except EOFError:
+            return
+        if isinstance(request, StopRequest):
+            return
+        conn.send(answer(request, deps, drain))
+
+
+def main(conn: Connection, config: HostConfig, drain: Any) -> None:
+    """The engine process's entry point (started with the spawn method)."""
+    # Die with the worker (kill -9 included) and leave signals to it: it decides how to stop.
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(asctime)s %(levelname)s %(name)s [{config.worker_name}/engine %(process)d] %(message)s",
+    )
+    deps = build_render_deps(config)
+    if config.preload_engine:
+        # Loaded before the first segment arrives, so no job waits for a model load.
+        deps.engines.get(config.preload_engine)
+    try:
+        serve(conn, deps, drain)
+    finally:
+        deps.engines.close()

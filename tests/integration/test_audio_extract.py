@@ -1,0 +1,39 @@
+"""Audio extraction from real media made with ffmpeg (a separate process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.probe import probe_video
+from fusionfleet.media.reader import FileRangeSource, RangeReader
+from gpu_worker.audio import extract_audio
+from tests.support.media import ffmpeg
+
+
+def test_mp4_audio_comes_out_whole_reading_only_its_bytes(tmp_path: Path) -> None:
+    # GIVEN a high-bitrate video with a small audio track
+    target = tmp_path / "heavy.mp4"
+    ffmpeg(
+        "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=4", "-f", "lavfi", "-i", "sine=duration=4",
+        "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "40M", "-c:a", "aac", str(target),
+    )  # fmt: skip
+    info = probe_video(RangeReader(FileRangeSource(target), "t"), "t", MediaLimits())
+    reader = RangeReader(FileRangeSource(target), "t")
+    # WHEN its audio is extracted
+    assert extract_audio(reader, info, tmp_path / "audio.mka", "t")
+    # THEN a small part of the file was read, and the packets are the source's, byte for byte
+    assert reader.bytes_fetched < 0.1 * target.stat().st_size
+    with av.open(str(tmp_path / "audio.mka")) as extracted, av.open(str(target)) as source:
+        ours = [bytes(p) for p in extracted.demux(extracted.streams.audio[0]) if p.size]
+        theirs = [bytes(p) for p in source.demux(source.streams.audio[0]) if p.size]
+    assert ours == theirs
+
+
+def test_matroska_audio_is_demuxed(clip_mkv: Path, tmp_path: Path) -> None:
+    info = probe_video(RangeReader(FileRangeSource(clip_mkv), "t"), "t", MediaLimits())
+    assert extract_audio(RangeReader(FileRangeSource(clip_mkv), "t"), info, tmp_path / "a.mka", "t")
+    with av.open(str(tmp_path / "a.mka")) as extracted:
+        assert len(extracted.streams.audio) == 1

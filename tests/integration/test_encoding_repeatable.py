@@ -1,0 +1,50 @@
+"""Encoder settings give bit-identical output on busy cores: runs ffmpeg and busy processes."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from fusionfleet.encoding import encoder_settings
+
+
+def test_encoding_is_repeatable_while_the_cpu_is_contended() -> None:
+    # GIVEN busy cores (what a fleet host looks like) and the job's encoder settings
+    import hashlib
+    import multiprocessing
+    import tempfile
+    from pathlib import Path
+
+    import av
+
+    from fusionfleet import samples
+    from fusionfleet.media.ffmpeg import encode_segment_argv
+    from fusionfleet.media.runner import FramePipe
+
+    frames = list(samples.astronaut_frames(40, 320, 240))
+    settings = encoder_settings(320, 240, Fraction(25), {}, 125, threads=2)
+    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(3)]
+    for burner in burners:
+        burner.start()
+    digests = set()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            output = Path(folder) / "segment.mp4"
+            # WHEN the same frames are encoded several times
+            for _ in range(5):
+                with FramePipe(encode_segment_argv(320, 240, settings, output), "test", timeout_s=60) as pipe:
+                    for frame in frames:
+                        pipe.write(frame)
+                with av.open(str(output)) as container:
+                    digests.add(
+                        hashlib.sha256(b"".join(bytes(p) for p in container.demux(video=0) if p.size)).hexdigest()
+                    )
+    finally:
+        for burner in burners:
+            burner.terminate()
+    # THEN every encode is bit-identical (a redelivered segment equals the first rendering)
+    assert len(digests) == 1
+
+
+def _burn() -> None:
+    while True:
+        pass

@@ -1,0 +1,37 @@
+"""The engine host with a real engine process: the parsed task crosses the pipe, the reply comes back typed."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from fusionfleet.messages import RenderTask
+from gpu_worker.attempt import Attempt
+from gpu_worker.config import HostConfig
+from gpu_worker.engine_host import EngineHost, HostPolicy
+from gpu_worker.errors import EngineFailure
+from tests.support.jobs import halves, job_context
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_failure_in_the_engine_process_comes_back_as_an_engine_failure(tmp_path: Path) -> None:
+    # GIVEN an engine process (no AWS is reached: the engine is refused before any media is read)
+    host = EngineHost(HostConfig("us-east-1", "http://127.0.0.1:9", tmp_path, "test-worker"), HostPolicy())
+    task = RenderTask(task_token="t", job=job_context(engine="no-such-engine"), segment=halves()[0])
+    try:
+        host.start()
+        pid = host.pid
+        # WHEN it is given a segment for an engine this worker does not have
+        with pytest.raises(EngineFailure) as failure:
+            host.render(task, Attempt(number=2), threading.Event(), threading.Event())
+        # THEN the child's error arrives with its name, its reason and that a retry cannot help
+        assert failure.value.name == "EngineUnavailable" and not failure.value.retryable
+        assert "unknown engine 'no-such-engine'" in failure.value.reason
+        # AND the engine process lives on for the next segment
+        assert host.pid == pid
+    finally:
+        host.close()
+    assert host.pid is None

@@ -1,0 +1,260 @@
+"""In-memory fakes of the domain's small protocols (Storage, WorkQueue, Orchestrator, Notifier).
+
+They behave like the services where the domain relies on it (missing objects raise ObjectMissing, a
+stale receipt raises ReceiptExpired, a closed token raises TokenGone, a message stays invisible for
+its visibility timeout on a clock the test controls) and record what was asked of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fusionfleet.errors import ObjectMissing, TokenGone
+from fusionfleet.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
+from fusionfleet.queues import QueueDepth, QueueMessage, ReceiptExpired
+from fusionfleet.storage import ObjectInfo
+
+EPOCH = 1_700_000_000.0
+
+
+class Clock:
+    """Epoch seconds that move only when the test says so."""
+
+    def __init__(self, now: float = EPOCH) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class _Object:
+    data: bytes
+    content_type: str
+    etag: str
+    last_modified: datetime
+
+
+class FakeStorage:
+    """Storage in a dict; `reads` counts get_bytes/get_range/download_file calls per key."""
+
+    def __init__(self) -> None:
+        self._objects: dict[tuple[str, str], _Object] = {}
+        self.reads: dict[str, int] = {}
+
+    def _get(self, bucket: str, key: str) -> _Object:
+        found = self._objects.get((bucket, key))
+        if found is None:
+            raise ObjectMissing(f"s3://{bucket}/{key} does not exist")
+        self.reads[key] = self.reads.get(key, 0) + 1
+        return found
+
+    def head(self, bucket: str, key: str) -> ObjectInfo:
+        found = self._objects.get((bucket, key))
+        if found is None:
+            raise ObjectMissing(f"s3://{bucket}/{key} does not exist")
+        return ObjectInfo(bucket, key, len(found.data), found.etag, found.last_modified)
+
+    def get_bytes(self, bucket: str, key: str) -> bytes:
+        return self._get(bucket, key).data
+
+    def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        return self._get(bucket, key).data[start:end] if end > start else b""
+
+    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        etag = hashlib.md5(data, usedforsecurity=False).hexdigest()
+        self._objects[(bucket, key)] = _Object(bytes(data), content_type, etag, datetime.now(UTC))
+        return etag
+
+    def upload_file(self, bucket: str, key: str, path: Path, content_type: str = "application/octet-stream") -> str:
+        return self.put_bytes(bucket, key, path.read_bytes(), content_type)
+
+    def download_file(self, bucket: str, key: str, path: Path) -> None:
+        path.write_bytes(self._get(bucket, key).data)
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        return sorted(key for (name, key) in self._objects if name == bucket and key.startswith(prefix))
+
+    def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
+        return f"https://{bucket}.fake/{key}?expires={expires_s}"
+
+    def delete_prefix(self, bucket: str, prefix: str) -> int:
+        keys = self.list_keys(bucket, prefix)
+        for key in keys:
+            del self._objects[(bucket, key)]
+        return len(keys)
+
+    # Test helpers, not part of the protocol.
+    def put_json(self, bucket: str, key: str, value: Any) -> None:
+        self.put_bytes(bucket, key, json.dumps(value).encode(), "application/json")
+
+    def json(self, bucket: str, key: str) -> Any:
+        return json.loads(self._objects[(bucket, key)].data)
+
+    def exists(self, bucket: str, key: str) -> bool:
+        return (bucket, key) in self._objects
+
+
+@dataclass
+class _Queued:
+    message_id: str
+    body: str
+    sent_at: float
+    visible_at: float
+    receive_count: int = 0
+    receipt: str = ""
+
+
+@dataclass
+class _Queue:
+    max_receive_count: int | None
+    messages: list[_Queued] = field(default_factory=list)
+    dead_letters: list[_Queued] = field(default_factory=list)
+
+
+class FakeQueue:
+    """SQS semantics that the worker relies on, on a test clock.
+
+    A received message is invisible for its visibility timeout and gets a new receipt handle each
+    time; an old handle raises ReceiptExpired. A message received more than the queue's
+    max_receive_count times goes to the queue's dead letters instead of being delivered.
+    `visibility_changes` records (message id, seconds) for every change_visibility call.
+    """
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock = clock or Clock()
+        self._queues: dict[str, _Queue] = {}
+        self._ids = itertools.count(1)
+        self.visibility_changes: list[tuple[str, int]] = []
+        self.deleted: list[str] = []
+
+    def create(self, queue_url: str, max_receive_count: int | None = None) -> str:
+        self._queues[queue_url] = _Queue(max_receive_count)
+        return queue_url
+
+    def dead_letters(self, queue_url: str) -> list[str]:
+        return [queued.body for queued in self._queues[queue_url].dead_letters]
+
+    def _find(self, message: QueueMessage) -> _Queued:
+        for queued in self._queues[message.queue_url].messages:
+            if queued.message_id == message.message_id and queued.receipt == message.receipt_handle:
+                return queued
+        raise ReceiptExpired(message.message_id)
+
+    def receive(self, queue_url: str, wait_s: int, visibility_s: int, max_messages: int = 1) -> list[QueueMessage]:
+        queue = self._queues[queue_url]
+        now = self.clock()
+        taken: list[QueueMessage] = []
+        for queued in list(queue.messages):
+            if len(taken) >= max_messages:
+                break
+            if queued.visible_at > now:
+                continue
+            if queue.max_receive_count is not None and queued.receive_count >= queue.max_receive_count:
+                queue.messages.remove(queued)
+                queue.dead_letters.append(queued)
+                continue
+            queued.receive_count += 1
+            queued.receipt = f"{queued.message_id}/{queued.receive_count}"
+            queued.visible_at = now + visibility_s
+            taken.append(
+                QueueMessage(
+                    queue_url=queue_url,
+                    message_id=queued.message_id,
+                    receipt_handle=queued.receipt,
+                    body=queued.body,
+                    receive_count=queued.receive_count,
+                    sent_at=queued.sent_at,
+                    received_at=now,
+                )
+            )
+        return taken
+
+    def delete(self, message: QueueMessage) -> None:
+        queued = self._find(message)
+        self._queues[message.queue_url].messages.remove(queued)
+        self.deleted.append(message.message_id)
+
+    def change_visibility(self, message: QueueMessage, seconds: int) -> None:
+        queued = self._find(message)
+        queued.visible_at = self.clock() + seconds
+        self.visibility_changes.append((message.message_id, seconds))
+
+    def send(self, queue_url: str, body: str) -> str:
+        message_id = f"m{next(self._ids)}"
+        now = self.clock()
+        self._queues[queue_url].messages.append(_Queued(message_id, body, sent_at=now, visible_at=now))
+        return message_id
+
+    def depth(self, queue_url: str) -> QueueDepth:
+        now = self.clock()
+        messages = self._queues[queue_url].messages
+        visible = sum(1 for queued in messages if queued.visible_at <= now)
+        return QueueDepth(visible=visible, in_flight=len(messages) - visible)
+
+    def max_receive_count(self, queue_url: str) -> int | None:
+        return self._queues[queue_url].max_receive_count
+
+
+class FakeOrchestrator:
+    """Step Functions' start and callback API. Tokens in `gone` raise TokenGone on any callback.
+
+    `calls` records ("success", token, output), ("failure", token, (error, cause)) and
+    ("heartbeat", token, None) in order; `executions` maps execution ARNs to their input.
+    """
+
+    def __init__(self, gone: set[str] | None = None) -> None:
+        self.gone = set(gone or ())
+        self.calls: list[tuple[str, str, Any]] = []
+        self.executions: dict[str, dict[str, Any]] = {}
+        self.starts: list[str] = []
+
+    def start(self, state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:
+        arn = execution_arn(state_machine_arn, name)
+        self.starts.append(arn)
+        # A second start with the same name finds the first execution, as Step Functions does.
+        self.executions.setdefault(arn, payload)
+        return arn
+
+    def describe(self, execution_arn: str) -> Execution:
+        if execution_arn not in self.executions:
+            raise ExecutionMissing(execution_arn)
+        return Execution(arn=execution_arn, status="RUNNING")
+
+    def progress(self, execution_arn: str) -> Progress | None:
+        return None
+
+    def _callback(self, kind: str, token: str, detail: Any) -> None:
+        self.calls.append((kind, token, detail))
+        if token in self.gone:
+            raise TokenGone(f"TaskTimedOut: token {token} is gone")
+
+    def task_success(self, token: str, output: dict[str, Any]) -> None:
+        self._callback("success", token, output)
+
+    def task_failure(self, token: str, error: str, cause: str) -> None:
+        self._callback("failure", token, (error, cause))
+
+    def heartbeat(self, token: str) -> None:
+        self._callback("heartbeat", token, None)
+
+    def reports(self) -> list[tuple[str, str, Any]]:
+        """The success and failure callbacks, heartbeats left out."""
+        return [call for call in self.calls if call[0] != "heartbeat"]
+
+
+class FakeNotifier:
+    def __init__(self) -> None:
+        self.published: list[tuple[str, str, dict[str, Any]]] = []
+
+    def publish(self, topic_arn: str, subject: str, message: dict[str, Any]) -> None:
+        self.published.append((topic_arn, subject, message))

@@ -1,0 +1,35 @@
+"""The engine host's pure parts: when to recycle the engine process, how long a segment may take."""
+
+from __future__ import annotations
+
+from gpu_worker.engine_host import HostPolicy, recycle_reason
+
+POLICY = HostPolicy(max_tasks=10, max_rss_mb=1000, max_gpu_mb=2000)
+
+
+def test_a_healthy_engine_process_is_kept() -> None:
+    assert recycle_reason(9, 999.0, 1999.0, POLICY) is None
+    assert recycle_reason(9, 999.0, None, POLICY) is None
+
+
+def test_the_engine_process_is_recycled_after_its_task_limit() -> None:
+    assert recycle_reason(10, 10.0, None, POLICY) == "it rendered 10 segments (limit 10)"
+
+
+def test_the_engine_process_is_recycled_when_its_memory_grows() -> None:
+    assert recycle_reason(1, 1000.0, None, POLICY) is None
+    assert recycle_reason(1, 1500.0, None, POLICY) == "its resident memory is 1500 MB (limit 1000 MB)"
+
+
+def test_gpu_memory_counts_only_where_it_is_measured_and_bounded() -> None:
+    assert recycle_reason(1, 10.0, 2500.0, POLICY) == "it holds 2500 MB of GPU memory (limit 2000 MB)"
+    assert recycle_reason(1, 10.0, 2500.0, HostPolicy(max_tasks=10, max_rss_mb=1000)) is None
+
+
+def test_the_task_limit_is_named_first_when_several_apply() -> None:
+    assert recycle_reason(10, 5000.0, 5000.0, POLICY) == "it rendered 10 segments (limit 10)"
+
+
+def test_a_segment_may_take_longer_the_more_frames_it_has() -> None:
+    policy = HostPolicy(base_timeout_s=120, seconds_per_frame=2)
+    assert policy.timeout_s(0) == 120 and policy.timeout_s(50) == 220

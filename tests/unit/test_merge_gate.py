@@ -1,0 +1,84 @@
+"""The merge gate on in-memory storage: every planned segment has a successful record, or the job fails
+naming each one that has not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fusionfleet import layout
+from fusionfleet.errors import SegmentFailed
+from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
+from gpu_worker.merge import MergeDeps, gate, load_plan, merge_job
+from tests.support.fakes import FakeStorage
+from tests.support.jobs import WORK, halves, job_context
+
+
+@pytest.fixture
+def storage() -> FakeStorage:
+    return FakeStorage()
+
+
+@pytest.fixture
+def job(storage: FakeStorage) -> JobContext:
+    """A two-segment job (frames 0-49 and 50-99) whose plan is in the work bucket."""
+    context = job_context()
+    storage.put_json(WORK, layout.plan_key(context.job_id), [segment.to_dict() for segment in halves()])
+    return context
+
+
+def record(storage: FakeStorage, job: JobContext, index: int, **fields: object) -> None:
+    values: dict[str, object] = {"job_id": job.job_id, "index": index, "status": "succeeded", "frames": 50}
+    values.update(fields)
+    storage.put_json(
+        WORK, layout.segment_record_key(job.job_id, index), SegmentRecord.model_validate(values).model_dump()
+    )
+
+
+def test_every_segment_succeeded_gives_their_records_in_plan_order(storage: FakeStorage, job: JobContext) -> None:
+    # GIVEN both segments recorded as succeeded, the second first
+    record(storage, job, 1, started_at=10.0, finished_at=12.0)
+    record(storage, job, 0, started_at=9.0, finished_at=11.0)
+    # WHEN the gate checks the plan
+    records = gate(storage, job, load_plan(storage, job))
+    # THEN it passes with the records in plan order
+    assert [r.index for r in records] == [0, 1]
+
+
+def test_a_missing_and_a_failed_segment_are_both_named_with_their_reasons(
+    storage: FakeStorage, job: JobContext
+) -> None:
+    # GIVEN segment 0 failed after three attempts and segment 1 never wrote a record
+    record(storage, job, 0, status="failed", frames=0, attempt=3, error="RuntimeError", reason="the GPU fell off")
+    # WHEN the gate checks the plan
+    with pytest.raises(SegmentFailed) as failure:
+        gate(storage, job, load_plan(storage, job))
+    # THEN one failure names both segments, their frames and why
+    assert failure.value.reason == (
+        "2 of 2 segments did not render: "
+        "segment 0 (frames 0-49) failed after 3 attempt(s): RuntimeError: the GPU fell off; "
+        "segment 1 (frames 50-99): no result"
+    )
+
+
+def test_a_segment_with_the_wrong_frame_count_fails_the_gate(storage: FakeStorage, job: JobContext) -> None:
+    record(storage, job, 0)
+    record(storage, job, 1, frames=49)
+    with pytest.raises(SegmentFailed, match=r"1 of 2 segments did not render: segment 1: 49 frames, planned 50"):
+        gate(storage, job, load_plan(storage, job))
+
+
+def test_the_merge_fails_at_the_gate_before_downloading_anything(
+    storage: FakeStorage, job: JobContext, tmp_path: Path
+) -> None:
+    # GIVEN a job whose second segment has no record but whose first segment's video exists
+    record(storage, job, 0)
+    storage.put_bytes(WORK, layout.segment_key(job.job_id, 0), b"video")
+    # WHEN the merge task runs
+    with pytest.raises(SegmentFailed, match="segment 1 \\(frames 50-99\\): no result"):
+        merge_job(MergeTask(task_token="m", job=job), MergeDeps(storage, tmp_path))
+    # THEN no segment and nothing of the target was read, and nothing was written
+    assert layout.segment_key(job.job_id, 0) not in storage.reads
+    assert job.target.key not in storage.reads
+    assert not storage.exists(job.output.bucket, job.output.key)

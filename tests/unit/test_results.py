@@ -1,0 +1,58 @@
+"""The task results sent to Step Functions keep the JSON shape the state machine and the clients read."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from fusionfleet.messages import MergeResult, MergeTimings, OutputLocation, SegmentResult
+from tests.support.template import ROOT
+
+MERGE = MergeResult(
+    output=OutputLocation(bucket="media", key="outputs/clip.mp4", uri="s3://media/outputs/clip.mp4"),
+    download_url="https://media.fake/outputs/clip.mp4",
+    frames=100,
+    duration_s=4.0,
+    audio_tracks=1,
+    timings=MergeTimings(render_s=3.25, worker_s=6.5, engine_s=4.125, merge_s=0.75, merge_started_at=1700000000.5),
+)
+
+
+def test_a_segment_result_is_a_flat_json_object() -> None:
+    result = SegmentResult(index=3, key="work/j/segments/00003.mp4", frames=50, engine_s=1.25)
+    assert result.model_dump(mode="json") == {
+        "index": 3,
+        "key": "work/j/segments/00003.mp4",
+        "frames": 50,
+        "engine_s": 1.25,
+    }
+
+
+def test_a_merge_result_has_the_shape_the_state_machine_reads() -> None:
+    assert MERGE.model_dump(mode="json") == {
+        "output": {"bucket": "media", "key": "outputs/clip.mp4", "uri": "s3://media/outputs/clip.mp4"},
+        "download_url": "https://media.fake/outputs/clip.mp4",
+        "frames": 100,
+        "duration_s": 4.0,
+        "audio_tracks": 1,
+        "timings": {
+            "render_s": 3.25,
+            "worker_s": 6.5,
+            "engine_s": 4.125,
+            "merge_s": 0.75,
+            "merge_started_at": 1700000000.5,
+        },
+    }
+    assert MergeResult.model_validate_json(MERGE.model_dump_json()) == MERGE
+
+
+def test_every_merge_path_in_the_state_machine_exists_in_the_result() -> None:
+    definition = (ROOT / "infra" / "statemachine" / "render.asl.json").read_text()
+    paths = set(re.findall(r'"\$\.merge\.([A-Za-z_.]+)"', definition))
+    assert paths, "the state machine reads the merge result"
+    dumped = json.loads(MERGE.model_dump_json())
+    for path in sorted(paths):
+        value = dumped
+        for part in path.split("."):
+            assert isinstance(value, dict) and part in value, f"$.merge.{path} is not in the merge result"
+            value = value[part]

@@ -1,0 +1,86 @@
+"""Slicer.handle on in-memory storage, orchestrator and notifier: the ways a job does not start."""
+
+from __future__ import annotations
+
+import json
+
+from fusionfleet import layout
+from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.slicing import Slicer, SlicerConfig
+from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import MEDIA, WORK, job_context
+
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
+TOPIC = "arn:aws:sns:us-east-1:123456789012:notifications"
+MANIFEST = {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.mp4"}
+
+
+def slicer() -> tuple[Slicer, FakeStorage, FakeOrchestrator, FakeNotifier]:
+    storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
+    config = SlicerConfig(work_bucket=WORK, state_machine_arn=MACHINE, topic_arn=TOPIC)
+    return Slicer(storage, orchestrator, notifier, config), storage, orchestrator, notifier
+
+
+def put_manifest(storage: FakeStorage, key: str = "jobs/clip.json") -> str:
+    """Upload a manifest; returns the job id the slicer derives for it."""
+    etag = storage.put_bytes(MEDIA, key, json.dumps(MANIFEST).encode(), "application/json")
+    return derive_job_id(MEDIA, key, etag)
+
+
+def test_a_key_outside_jobs_is_ignored_without_reading_it() -> None:
+    # GIVEN a slicer and an event for a media upload
+    handler, storage, orchestrator, notifier = slicer()
+    storage.put_bytes(MEDIA, "inputs/clip.mp4", b"video")
+    # WHEN it handles the event
+    outcome = handler.handle(MEDIA, "inputs/clip.mp4")
+    # THEN nothing was read, started or told
+    assert outcome.status == "ignored" and "is not a manifest" in outcome.reason
+    assert storage.reads == {} and orchestrator.starts == [] and notifier.published == []
+
+
+def test_a_manifest_deleted_before_the_event_is_ignored_quietly() -> None:
+    # GIVEN an event for a manifest that no longer exists
+    handler, storage, orchestrator, notifier = slicer()
+    # WHEN it is handled
+    outcome = handler.handle(MEDIA, "jobs/gone.json")
+    # THEN it is ignored, nobody is notified and nothing is recorded
+    assert outcome.status == "ignored" and outcome.reason == "s3://media/jobs/gone.json no longer exists"
+    assert orchestrator.starts == [] and notifier.published == []
+    assert storage.list_keys(WORK, "") == []
+
+
+def test_a_started_job_is_a_duplicate_and_is_not_validated_again() -> None:
+    # GIVEN a manifest whose job was started already (its context is in the work bucket)
+    handler, storage, orchestrator, notifier = slicer()
+    job_id = put_manifest(storage)
+    context = job_context(job_id)
+    storage.put_json(WORK, layout.job_key(job_id), context.model_dump(mode="json"))
+    # WHEN the same event arrives again
+    outcome = handler.handle(MEDIA, "jobs/clip.json")
+    # THEN the existing execution is started by name with the same input, and the manifest is not re-read
+    assert outcome.status == "duplicate" and outcome.job_id == job_id
+    assert orchestrator.starts == [outcome.execution_arn] and outcome.execution_arn.endswith(f":render:{job_id}")
+    assert orchestrator.executions[outcome.execution_arn]["job"] == context.model_dump(mode="json")
+    assert "jobs/clip.json" not in storage.reads and notifier.published == []
+
+
+def test_a_rejection_is_recorded_once_and_notified_once() -> None:
+    # GIVEN a manifest naming media that was never uploaded
+    handler, storage, orchestrator, notifier = slicer()
+    job_id = put_manifest(storage)
+    # WHEN its event is handled twice (S3 delivers events at least once)
+    first = handler.handle(MEDIA, "jobs/clip.json")
+    second = handler.handle(MEDIA, "jobs/clip.json")
+    # THEN both are rejections naming every missing object, and nothing started
+    assert first.status == second.status == "rejected"
+    assert "source: s3://media/inputs/face.jpg does not exist" in first.reason
+    assert "target: s3://media/inputs/clip.mp4 does not exist" in first.reason
+    assert orchestrator.starts == []
+    # AND the rejection is recorded in the work bucket, with no job context beside it
+    record = storage.json(WORK, layout.rejection_key(job_id))
+    assert record["status"] == "failed" and record["error"] == "JobRejected" and len(record["problems"]) == 2
+    assert not storage.exists(WORK, layout.job_key(job_id))
+    # AND the user was told exactly once
+    assert len(notifier.published) == 1
+    topic, subject, message = notifier.published[0]
+    assert topic == TOPIC and job_id in subject and message == record

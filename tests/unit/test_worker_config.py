@@ -1,0 +1,57 @@
+"""Worker settings: argument > environment > default, read once at the entry point."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from gpu_worker import config
+from gpu_worker.__main__ import main
+from gpu_worker.errors import ConfigError
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    config.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+ENV = {config.ENV_QUEUE_URLS: "https://q/high,https://q/low", config.ENV_REGION: "eu-west-1"}
+
+
+def test_the_environment_fills_in_what_the_arguments_leave_out() -> None:
+    settings = config.resolve(parse("--region", "us-east-1"), {**ENV, config.ENV_FAULTS_FILE: "/tmp/faults.json"})
+    assert settings.queue_urls == ("https://q/high", "https://q/low")
+    assert settings.region == "us-east-1"
+    assert settings.faults_file == Path("/tmp/faults.json")
+    assert settings.role == "render" and settings.isolation == "process"
+
+
+def test_the_render_process_gets_its_settings_from_the_worker_config() -> None:
+    settings = config.resolve(parse("--name", "w1", "--preload-engine", "classic"), dict(ENV))
+    host = settings.host()
+    assert (host.worker_name, host.preload_engine, host.region) == ("w1", "classic", "eu-west-1")
+    assert host.faults_file is None
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        ({config.ENV_REGION: "eu-west-1"}, "no queue"),
+        ({config.ENV_QUEUE_URLS: "https://q/high"}, "no region"),
+    ],
+)
+def test_a_missing_setting_is_a_config_error(env: dict[str, str], problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        config.resolve(parse(), env)
+
+
+def test_the_entry_point_reports_a_config_error_and_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in (config.ENV_QUEUE_URLS, config.ENV_REGION, "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["--region", "eu-west-1"]) == 2
+    assert "no queue: pass --queue-url or set FUSIONFLEET_QUEUE_URLS" in capsys.readouterr().err

@@ -1,0 +1,188 @@
+"""The worker loop's ways out of a task other than success, on an in-memory queue and orchestrator."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from fusionfleet.errors import InputRejected, SegmentFailed
+from fusionfleet.messages import SegmentResult
+from gpu_worker.attempt import Attempt
+from gpu_worker.errors import Cancelled
+from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.loop import Worker
+from gpu_worker.retry import RetryPolicy
+from gpu_worker.stopping import StopSignal
+from tests.support.fakes import FakeOrchestrator, FakeQueue
+
+QUEUE = "https://sqs.fake/render-normal"
+
+
+class Step(BaseModel):
+    task_token: str
+    outcome: str  # ok | fail | reject | wait
+
+
+class ScriptedHandler:
+    """A task handler whose task says how it ends; `during` runs while a waiting task waits."""
+
+    role = "render"
+
+    def __init__(self, during: Callable[[], None] | None = None) -> None:
+        self.attempts: list[Attempt] = []
+        self.recorded: list[tuple[str, str, str, int]] = []
+        self._during = during
+
+    def parse(self, body: str) -> Step:
+        return Step.model_validate_json(body)
+
+    def describe(self, task: Step) -> str:
+        return f"step {task.task_token}"
+
+    def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
+        self.attempts.append(attempt)
+        if task.outcome == "fail":
+            raise SegmentFailed("the encoder fell over")
+        if task.outcome == "reject":
+            raise InputRejected("no face in source[0]")
+        if task.outcome == "wait":
+            if self._during:
+                self._during()
+            cancel.wait(10)
+            raise Cancelled("cancelled")
+        return SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=1.5)
+
+    def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
+        self.recorded.append((task.task_token, error, reason, attempt))
+
+    def close(self) -> None:
+        return None
+
+
+def worker(
+    handler: ScriptedHandler, queue: FakeQueue, orchestrator: FakeOrchestrator, visibility_s: int = 60
+) -> Worker:
+    return Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
+        HeartbeatPolicy(visibility_s=visibility_s), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+
+
+def take_one(subject: Worker) -> bool:
+    message = subject.dequeue()
+    if message is None:
+        return False
+    subject.execute(message)
+    return True
+
+
+def test_a_failed_attempt_is_retried_after_the_policy_delay_and_the_last_one_fails_the_token() -> None:
+    # GIVEN a task that fails on every attempt, on a queue that allows three receives
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="fail").model_dump_json())
+    subject = worker(handler, queue, orchestrator)
+    # WHEN the first attempt fails
+    assert take_one(subject)
+    # THEN the message is hidden for the first back-off, the failure is recorded, the token untouched
+    assert queue.visibility_changes == [(message_id, 2)]
+    assert handler.recorded == [("t", "SegmentFailed", "the encoder fell over", 1)]
+    assert orchestrator.reports() == []
+    assert not take_one(subject)
+    # WHEN the back-off has passed, the second attempt fails too
+    queue.clock.advance(2)
+    assert take_one(subject)
+    assert queue.visibility_changes[-1] == (message_id, 10)
+    # WHEN the third and last attempt fails
+    queue.clock.advance(10)
+    assert take_one(subject)
+    # THEN only now is the token failed, with the reason, and the message made visible for its DLQ
+    assert orchestrator.reports() == [("failure", "t", ("SegmentFailed", "step t: the encoder fell over"))]
+    assert queue.visibility_changes[-1] == (message_id, 0)
+    assert [attempt.number for attempt in handler.attempts] == [1, 2, 3]
+    assert subject.failed == 1 and queue.deleted == []
+    # AND the queue's redrive takes it to the dead letters instead of a fourth attempt
+    assert not take_one(subject)
+    assert len(queue.dead_letters(QUEUE)) == 1
+
+
+def test_bad_input_fails_the_token_at_once_and_drops_the_message() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="reject").model_dump_json())
+    # WHEN its first attempt is rejected
+    assert take_one(worker(handler, queue, orchestrator))
+    # THEN the token fails on the first attempt and the message is deleted, not retried
+    assert orchestrator.reports() == [("failure", "t", ("InputRejected", "step t: no face in source[0]"))]
+    assert queue.deleted == [message_id] and queue.visibility_changes == []
+
+
+def test_the_last_failure_with_a_gone_token_still_sends_the_message_to_its_dlq() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE, max_receive_count=1)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="fail").model_dump_json())
+    subject = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=1), HeartbeatPolicy(60), StopSignal(),
+        idle_wait_s=0,
+    )  # fmt: skip
+    assert take_one(subject)
+    assert [call[0] for call in orchestrator.reports()] == ["failure"]
+    assert queue.visibility_changes == [(message_id, 0)] and queue.deleted == []
+
+
+def test_a_result_for_a_gone_token_is_dropped_with_its_message() -> None:
+    # GIVEN a task whose token timed out while it rendered
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    subject = worker(handler, queue, orchestrator)
+    # WHEN it succeeds
+    assert take_one(subject)
+    # THEN the result was offered once (as JSON), never retried, and the message deleted
+    assert orchestrator.reports() == [
+        ("success", "t", {"index": 0, "key": "work/s/00000.mp4", "frames": 50, "engine_s": 1.5})
+    ]
+    assert queue.deleted == [message_id] and subject.completed == 0
+
+
+def test_the_attempt_carries_the_time_the_task_waited_in_the_queue() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE)
+    queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    queue.clock.advance(42.5)
+    assert take_one(worker(handler, queue, orchestrator))
+    assert handler.attempts == [Attempt(number=1, sent_at=queue.clock() - 42.5, received_at=queue.clock())]
+    assert handler.attempts[0].queued_s == 42.5
+
+
+def test_a_task_whose_token_is_gone_is_abandoned_and_deleted() -> None:
+    # GIVEN a long task whose token is closed while it runs (the heartbeat finds out)
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="wait").model_dump_json())
+    # WHEN the keeper's first beat fails
+    assert take_one(worker(handler, queue, orchestrator, visibility_s=1))
+    # THEN the work was cancelled, nothing reported, and the message deleted for good
+    assert orchestrator.reports() == [] and [call[0] for call in orchestrator.calls] == ["heartbeat"]
+    assert queue.deleted == [message_id]
+    assert handler.recorded == []
+
+
+def test_a_task_redelivered_elsewhere_is_abandoned_and_left_to_the_other_worker() -> None:
+    # GIVEN a long task whose message another worker receives meanwhile (its visibility ran out)
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE)
+
+    def redeliver() -> None:
+        queue.clock.advance(5)
+        assert len(queue.receive(QUEUE, wait_s=0, visibility_s=60)) == 1
+
+    handler = ScriptedHandler(during=redeliver)
+    queue.send(QUEUE, Step(task_token="t", outcome="wait").model_dump_json())
+    # WHEN the keeper's first visibility extension finds its receipt stale
+    assert take_one(worker(handler, queue, orchestrator, visibility_s=1))
+    # THEN the work was cancelled and the message left alone: the other worker holds it
+    assert orchestrator.calls == [] and queue.deleted == []
+    assert queue.depth(QUEUE).in_flight == 1
