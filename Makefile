@@ -35,7 +35,7 @@ $(LSVENV)/.installed: infra/localstack/requirements.txt
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy fusionfleet functions gpu_worker infra benchmarks tests scripts
+	$(VENV)/bin/mypy fusionfleet fleetctl functions gpu_worker infra benchmarks tests scripts
 
 unit: venv
 	$(PY) -m pytest tests/unit tests/integration $(PYTEST_ARGS)

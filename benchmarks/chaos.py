@@ -26,13 +26,13 @@ from typing import Any
 
 import av
 
+from fleetctl.local.paths import LocalPaths
+from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.samples import grace_hopper_path, write_video
+from fleetctl.stack import StackResources
 from fusionfleet.aws import AwsTarget
 from fusionfleet.identity import job_id
-from fusionfleet.local.paths import LocalPaths
-from fusionfleet.local.supervisor import LocalStack, UpOptions
 from fusionfleet.plan import plan_segments
-from fusionfleet.samples import grace_hopper_path, write_video
-from fusionfleet.stack import StackResources
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -21,18 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fleetctl.client import Client
+from fleetctl.local.paths import LocalPaths
+from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.samples import grace_hopper_path, write_video
+from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.aws import AwsTarget
-from fusionfleet.client import Client
-from fusionfleet.local.paths import LocalPaths
-from fusionfleet.local.supervisor import LocalStack, UpOptions
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import SegmentRecord
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import StepFunctions
-from fusionfleet.samples import grace_hopper_path, write_video
 from fusionfleet.slicing import Slicer, SlicerConfig
-from fusionfleet.stack import StackResources
 from fusionfleet.storage import S3Storage, get_json
 
 ROOT = Path(__file__).resolve().parents[1]

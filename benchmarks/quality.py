@@ -30,7 +30,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from fusionfleet import samples
+from fleetctl import samples
 from gpu_worker.engines.base import QUALITY_PRESETS, EngineJob, Frame, Image
 from gpu_worker.engines.classic import identity as ident
 from gpu_worker.engines.classic import landmarks as lm

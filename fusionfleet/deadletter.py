@@ -15,7 +15,7 @@ from typing import Any
 from fusionfleet import layout
 from fusionfleet.errors import ObjectMissing, TokenGone
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.orchestrator import Orchestrator
+from fusionfleet.orchestrator import TaskCallbacks
 from fusionfleet.storage import Storage, get_json, put_json
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def _last_error(storage: Storage, bucket: str, job_id: str, index: int) -> Segme
 
 
 def fail_dead_letter(
-    body: str, attempts: int, storage: Storage, orchestrator: Orchestrator
+    body: str, attempts: int, storage: Storage, orchestrator: TaskCallbacks
 ) -> DeadLetterOutcome | None:
     """Fail the token of one dead-lettered task message; None when the message is not a task."""
     try:

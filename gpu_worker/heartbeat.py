@@ -13,7 +13,7 @@ from enum import Enum
 from types import TracebackType
 
 from fusionfleet.errors import TokenGone
-from fusionfleet.orchestrator import Orchestrator
+from fusionfleet.orchestrator import TaskCallbacks
 from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class Keeper:
     def __init__(
         self,
         queue: WorkQueue,
-        orchestrator: Orchestrator,
+        orchestrator: TaskCallbacks,
         message: QueueMessage,
         token: str | None,
         policy: HeartbeatPolicy,

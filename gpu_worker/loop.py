@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from fusionfleet.errors import TokenGone
 from fusionfleet.messages import MergeResult, SegmentResult
-from fusionfleet.orchestrator import Orchestrator
+from fusionfleet.orchestrator import TaskCallbacks
 from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Cancelled, Released
@@ -35,7 +35,7 @@ class Worker:
         queue_urls: Sequence[str],
         handler: TaskHandler,
         queue: WorkQueue,
-        orchestrator: Orchestrator,
+        orchestrator: TaskCallbacks,
         retry: RetryPolicy,
         heartbeat: HeartbeatPolicy,
         stop: StopSignal,

@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 from types import MappingProxyType
 
-from fusionfleet.cli import add_facefusion_options, collect_facefusion_options
 from fusionfleet.encoding import encoder_settings
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.manifest import QUALITIES
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.options import OptionsError
 from fusionfleet.progress import ProgressLine, bar
 from gpu_worker.audio import extract_audio

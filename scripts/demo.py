@@ -15,11 +15,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fusionfleet import connection  # noqa: E402
-from fusionfleet.client import Client  # noqa: E402
+from fleetctl import connection  # noqa: E402
+from fleetctl.client import Client  # noqa: E402
+from fleetctl.samples import grace_hopper_path, write_video  # noqa: E402
 from fusionfleet.orchestrator import StepFunctions  # noqa: E402
 from fusionfleet.progress import ProgressLine, bar  # noqa: E402
-from fusionfleet.samples import grace_hopper_path, write_video  # noqa: E402
 from fusionfleet.storage import S3Storage  # noqa: E402
 from gpu_worker.engines.registry import FACTORIES  # noqa: E402
 
@@ -43,7 +43,7 @@ def main() -> int:
 
     began = time.monotonic()
     up = subprocess.run(
-        [sys.executable, "-m", "fusionfleet.cli", "local", "up", "--workers", str(args.workers)], cwd=ROOT, check=False
+        [sys.executable, "-m", "fleetctl.cli", "local", "up", "--workers", str(args.workers)], cwd=ROOT, check=False
     )
     if up.returncode != 0:
         print("the local stack did not start; see .fusionfleet/local/logs/", file=sys.stderr)
@@ -94,7 +94,7 @@ def main() -> int:
         if key in timings:
             print(f"{name:<32}{float(timings[key]):>9.2f}")
     if args.down:
-        subprocess.run([sys.executable, "-m", "fusionfleet.cli", "local", "down"], cwd=ROOT, check=False)
+        subprocess.run([sys.executable, "-m", "fleetctl.cli", "local", "down"], cwd=ROOT, check=False)
     else:
         print("\nthe local stack is still running: `fusionfleet local status`, `make down` to stop it")
     return 0

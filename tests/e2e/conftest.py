@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from fleetctl.local.state import LocalState
+from fleetctl.stack import StackResources
 from fusionfleet.aws import AwsTarget
-from fusionfleet.local.state import LocalState
-from fusionfleet.stack import StackResources
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ class Stack:
 
     def cli(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "fusionfleet.cli", *args],
+            [sys.executable, "-m", "fleetctl.cli", *args],
             env=self.env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
 
@@ -136,7 +136,7 @@ class Stack:
 
 def up_command(port: int, state_dir: Path, workers: int) -> list[str]:
     return [
-        sys.executable, "-m", "fusionfleet.cli", "local", "up", "--workers", str(workers), "--port", str(port),
+        sys.executable, "-m", "fleetctl.cli", "local", "up", "--workers", str(workers), "--port", str(port),
         "--default-engine", "copy", "--state-dir", str(state_dir), "--visibility-seconds", str(VISIBILITY_S),
         "--faults-file", str(state_dir / "faults.json"),
     ]  # fmt: skip
@@ -154,7 +154,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     state = LocalState.load(state_dir / "state.json")
     if up.returncode != 0 or state is None:
         subprocess.run(
-            [sys.executable, "-m", "fusionfleet.cli", "local", "down", "--state-dir", str(state_dir)],
+            [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)],
             cwd=ROOT,
             check=False,
         )
@@ -167,6 +167,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     finally:
         print(stack.logs())
         subprocess.run(
-            [sys.executable, "-m", "fusionfleet.cli", "local", "down", "--state-dir", str(state_dir)],
+            [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)],
             cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip

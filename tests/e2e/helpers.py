@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleetctl.samples import grace_hopper_path, read_stamp
 from fusionfleet import layout
 from fusionfleet.identity import job_id
 from fusionfleet.queues import SqsQueue
-from fusionfleet.samples import grace_hopper_path, read_stamp
 from gpu_worker.checkpoints import chunk_key
 from tests.e2e.conftest import Stack
 from tests.support.media import decode_all

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.chaos import ChaosConfig, run_chaos
-from fusionfleet.local.paths import LocalPaths
-from fusionfleet.local.supervisor import UpOptions
+from fleetctl.local.paths import LocalPaths
+from fleetctl.local.supervisor import UpOptions
 from tests.e2e.conftest import FAULT_ENV, ROOT, VISIBILITY_S, Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]

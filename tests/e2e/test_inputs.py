@@ -9,8 +9,8 @@ import cv2
 import numpy as np
 import pytest
 
+from fleetctl.samples import grace_hopper, read_stamp
 from fusionfleet.identity import job_id
-from fusionfleet.samples import grace_hopper, read_stamp
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import drop_job, notice_for, queues_empty, wait_until
 from tests.support.media import decode_all, ffmpeg, write_video

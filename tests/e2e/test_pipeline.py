@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fleetctl.samples import grace_hopper_path, read_stamp
 from fusionfleet import layout
 from fusionfleet.identity import job_id
 from fusionfleet.orchestrator import execution_arn
-from fusionfleet.samples import grace_hopper_path, read_stamp
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import queues_empty, wait_until
 from tests.support.media import decode_all, write_video

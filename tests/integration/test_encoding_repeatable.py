@@ -16,7 +16,7 @@ def test_encoding_is_repeatable_while_the_cpu_is_contended() -> None:
 
     import av
 
-    from fusionfleet import samples
+    from fleetctl import samples
     from fusionfleet.media.ffmpeg import encode_segment_argv
     from fusionfleet.media.runner import FramePipe
 

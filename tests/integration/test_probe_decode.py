@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fleetctl.samples import read_stamp
 from fusionfleet.errors import InputRejected
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
-from fusionfleet.samples import read_stamp
 from tests.support.media import ffmpeg
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from fleetctl.samples import grace_hopper_path
 from functions.slicer import app
 from fusionfleet import layout
 from fusionfleet.identity import job_id
-from fusionfleet.samples import grace_hopper_path
 from infra.local.event_source import LambdaContext
 from tests.integration.conftest import FIXTURES, Aws, s3_event, sqs_event, upload
 from tests.support.hostile import HOSTILE_TARGETS, SECRET

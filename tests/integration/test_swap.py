@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fusionfleet.samples import grace_hopper_path, read_stamp
+from fleetctl.samples import grace_hopper_path, read_stamp
 from tests.support.media import decode_all, write_video
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def swap(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "fusionfleet.cli", "swap", *args],
+        [sys.executable, "-m", "fleetctl.cli", "swap", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from fleetctl.samples import grace_hopper_path, read_stamp
 from fusionfleet import layout
 from fusionfleet.errors import TokenGone
 from fusionfleet.media.decode import iter_frames
@@ -24,7 +25,6 @@ from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import Progress, StepFunctions
 from fusionfleet.plan import SegmentPolicy
 from fusionfleet.queues import SqsQueue
-from fusionfleet.samples import grace_hopper_path, read_stamp
 from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.storage import S3Storage
 from gpu_worker.engine_pool import EnginePool

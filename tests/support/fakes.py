@@ -87,6 +87,18 @@ class FakeStorage:
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return f"https://{bucket}.fake/{key}?expires={expires_s}"
 
+    def latest_change(self, bucket: str, prefix: str) -> datetime | None:
+        times = [
+            o.last_modified for (name, key), o in self._objects.items() if name == bucket and key.startswith(prefix)
+        ]
+        return max(times, default=None)
+
+    def create(self, bucket: str, key: str, data: bytes, content_type: str = "application/json") -> bool:
+        if (bucket, key) in self._objects:
+            return False
+        self.put_bytes(bucket, key, data, content_type)
+        return True
+
     def delete_prefix(self, bucket: str, prefix: str) -> int:
         keys = self.list_keys(bucket, prefix)
         for key in keys:
@@ -217,6 +229,11 @@ class FakeOrchestrator:
         self.calls: list[tuple[str, str, Any]] = []
         self.executions: dict[str, dict[str, Any]] = {}
         self.starts: list[str] = []
+        # What describe, progress and the watchdog's calls see, set by a test per execution ARN.
+        self.states: dict[str, Execution] = {}
+        self.map_progress: dict[str, Progress] = {}
+        self.state_outputs: dict[str, dict[str, Any]] = {}
+        self.stopped: list[tuple[str, str]] = []
 
     def start(self, state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:
         arn = execution_arn(state_machine_arn, name)
@@ -226,12 +243,27 @@ class FakeOrchestrator:
         return arn
 
     def describe(self, execution_arn: str) -> Execution:
+        if execution_arn in self.states:
+            return self.states[execution_arn]
         if execution_arn not in self.executions:
             raise ExecutionMissing(execution_arn)
         return Execution(arn=execution_arn, status="RUNNING")
 
     def progress(self, execution_arn: str) -> Progress | None:
-        return None
+        return self.map_progress.get(execution_arn)
+
+    def list_executions(self, state_machine_arn: str, status: str) -> list[Execution]:
+        return [e for e in self.states.values() if e.status == status]
+
+    def stop(self, execution_arn: str, error: str, cause: str) -> None:
+        self.stopped.append((execution_arn, error))
+        running = self.describe(execution_arn)
+        self.states[execution_arn] = Execution(
+            execution_arn, "ABORTED", running.started, datetime.now(UTC), error=error, cause=cause
+        )
+
+    def state_output(self, execution_arn: str, state_names: tuple[str, ...]) -> dict[str, Any] | None:
+        return self.state_outputs.get(execution_arn)
 
     def _callback(self, kind: str, token: str, detail: Any) -> None:
         self.calls.append((kind, token, detail))

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from fleetctl.samples import write_video
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.media.runner import run_ffmpeg
-from fusionfleet.samples import write_video
 
 __all__ = ["decode_all", "ffmpeg", "remux", "write_video"]
 

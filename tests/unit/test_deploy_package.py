@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fusionfleet.local.deploy import local_artifacts, rewrite_artifacts
+from fleetctl.local.deploy import local_artifacts, rewrite_artifacts
 
 TEMPLATE = """Resources:
   Machine:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pytest
 
 from fusionfleet import layout
 from fusionfleet.identity import job_id as derive_job_id
@@ -83,4 +86,30 @@ def test_a_rejection_is_recorded_once_and_notified_once() -> None:
     # AND the user was told exactly once
     assert len(notifier.published) == 1
     topic, subject, message = notifier.published[0]
-    assert topic == TOPIC and job_id in subject and message == record
+    assert topic == TOPIC and job_id in subject and message == {k: v for k, v in record.items() if k != "notified"}
+    assert record["notified"] is True
+
+
+def test_a_rejection_whose_notice_failed_to_publish_is_notified_when_the_event_comes_again() -> None:
+    # GIVEN a manifest naming missing media, and a notifier that fails the first time
+    storage, orchestrator = FakeStorage(), FakeOrchestrator()
+
+    class FlakyNotifier(FakeNotifier):
+        failed_once = False
+
+        def publish(self, topic_arn: str, subject: str, message: dict[str, Any]) -> None:
+            if not self.failed_once:
+                self.failed_once = True
+                raise ConnectionError("SNS unreachable")
+            super().publish(topic_arn, subject, message)
+
+    notifier = FlakyNotifier()
+    handler = Slicer(storage, orchestrator, notifier, SlicerConfig(WORK, MACHINE, TOPIC))
+    put_manifest(storage)
+    # WHEN the first handling fails to publish (the ingest message is retried) and the retry comes
+    with pytest.raises(ConnectionError):
+        handler.handle(MEDIA, "jobs/clip.json")
+    handler.handle(MEDIA, "jobs/clip.json")
+    handler.handle(MEDIA, "jobs/clip.json")
+    # THEN the user is told, once
+    assert len(notifier.published) == 1

@@ -24,8 +24,8 @@ from cfnlint.decode import cfn_yaml
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
 
-from fusionfleet.local.deploy import local_artifacts, rewrite_artifacts
-from fusionfleet.stack import StackResources
+from fleetctl.local.deploy import local_artifacts, rewrite_artifacts
+from fleetctl.stack import StackResources
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusionfleet import samples
+from fleetctl import samples
 from gpu_worker.engines.base import Image
 from gpu_worker.engines.classic.engine import ClassicEngine
 from gpu_worker.engines.classic.models import DlibModels, load_models

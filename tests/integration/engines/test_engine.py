@@ -95,7 +95,7 @@ def test_frame_without_a_face_passes_through_bit_identical(
 
 def test_false_positives_are_filtered(models: DlibModels) -> None:
     # GIVEN the astronaut photo, where HOG (upsampled) also fires on the suit patch and badge
-    from fusionfleet import samples
+    from fleetctl import samples
 
     photo = samples.astronaut()
     candidates = detect_faces(models.detector, _gray(photo), 1.0, 1, -0.3)

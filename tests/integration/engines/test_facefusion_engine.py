@@ -18,7 +18,7 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
-from fusionfleet import samples
+from fleetctl import samples
 from fusionfleet.options import to_cli_args
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, failures, settings

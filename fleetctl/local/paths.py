@@ -16,7 +16,7 @@ def project_root() -> Path:
     for parent in here.parents:
         if (parent / "template.yaml").is_file() and (parent / "infra").is_dir():
             return parent
-    raise FileNotFoundError("template.yaml not found above fusionfleet/: run from a FusionFleet checkout")
+    raise FileNotFoundError("template.yaml not found above fleetctl/: run from a FusionFleet checkout")
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleetctl.local.paths import ENV_LOCAL_DIR
+from fleetctl.local.state import LocalState
+from fleetctl.stack import StackResources, load_stack
 from fusionfleet.aws import AwsTarget
-from fusionfleet.local.paths import ENV_LOCAL_DIR
-from fusionfleet.local.state import LocalState
-from fusionfleet.stack import StackResources, load_stack
 
 ENV_ENDPOINT = "FUSIONFLEET_ENDPOINT_URL"
 ENV_STACK = "FUSIONFLEET_STACK"
@@ -34,7 +34,7 @@ def _local_state(state_dir: Path | None) -> LocalState | None:
     if os.environ.get(ENV_LOCAL_DIR):
         candidates.append(Path(os.environ[ENV_LOCAL_DIR]))
     try:
-        from fusionfleet.local.paths import LocalPaths
+        from fleetctl.local.paths import LocalPaths
 
         candidates.append(LocalPaths.discover().state_dir)
     except FileNotFoundError:

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleetctl.local import localstack
+from fleetctl.local.deploy import deploy_stack, package
+from fleetctl.local.paths import LocalPaths
+from fleetctl.local.state import LocalState, ManagedProcess
+from fleetctl.stack import StackResources
 from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
-from fusionfleet.local import localstack
-from fusionfleet.local.deploy import deploy_stack, package
-from fusionfleet.local.paths import LocalPaths
-from fusionfleet.local.state import LocalState, ManagedProcess
 from fusionfleet.queues import SqsQueue
-from fusionfleet.stack import StackResources
 
 logger = logging.getLogger(__name__)
 

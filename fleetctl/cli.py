@@ -6,14 +6,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
-from fusionfleet import connection
-from fusionfleet.client import Client, JobStatus
+from fleetctl import connection
+from fleetctl.client import Client, JobStatus
+from fleetctl.local.supervisor import UpOptions
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.local.supervisor import UpOptions
 from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
-from fusionfleet.options import CATALOGUE, OptionsError, parse_cli_value, validate_options
+from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
+from fusionfleet.options import OptionsError
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.progress import ProgressLine, bar
 from fusionfleet.storage import S3Storage
@@ -31,38 +31,6 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--endpoint-url", help=f"AWS endpoint (LocalStack); env {connection.ENV_ENDPOINT}")
     parser.add_argument("--region", help="AWS region; env AWS_REGION")
     parser.add_argument("--stack", help=f"stack name (default {connection.DEFAULT_STACK}); env {connection.ENV_STACK}")
-
-
-def add_facefusion_options(parser: argparse.ArgumentParser) -> None:
-    """FaceFusion's processing options under their own flag names (`--face-selector-mode many`)."""
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for spec in CATALOGUE.values():
-        group = groups.get(spec.group)
-        if group is None:
-            group = groups[spec.group] = parser.add_argument_group(f"FaceFusion {spec.group} options")
-        group.add_argument(
-            spec.flag,
-            dest=f"ff_{spec.name}",
-            nargs="+" if spec.multiple else None,
-            metavar=spec.name.upper(),
-            help=spec.help or argparse.SUPPRESS,
-        )
-
-
-def collect_facefusion_options(args: argparse.Namespace) -> dict[str, Any]:
-    raw: dict[str, Any] = {}
-    problems: list[str] = []
-    for spec in CATALOGUE.values():
-        value = getattr(args, f"ff_{spec.name}", None)
-        if value is None:
-            continue
-        try:
-            raw[spec.name] = parse_cli_value(spec, value if isinstance(value, list) else [value])
-        except OptionsError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise OptionsError(problems)
-    return validate_options(raw)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -198,8 +166,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    from fusionfleet.local.paths import LocalPaths
-    from fusionfleet.local.supervisor import LocalStack
+    from fleetctl.local.paths import LocalPaths
+    from fleetctl.local.supervisor import LocalStack
 
     stack = LocalStack(LocalPaths.discover(args.state_dir), say)
     if args.local_command == "up":

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, ObjectMissing
 from fusionfleet.identity import job_id as derive_job_id
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
-from fusionfleet.stack import StackResources
 from fusionfleet.storage import Storage, get_json
 
 _CONTENT_TYPES = {

@@ -1,0 +1,94 @@
+"""The watchdog against in-memory fakes: each job that needs it gets exactly one notice."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from fusionfleet import layout
+from fusionfleet.orchestrator import Execution, Progress, execution_arn
+from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import WORK, job_context
+
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
+NOW = datetime.now(UTC)
+
+
+def setup(*jobs: tuple[str, Execution]) -> tuple[Watchdog, FakeStorage, FakeOrchestrator, FakeNotifier]:
+    storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
+    for job_id, execution in jobs:
+        storage.put_json(WORK, layout.job_key(job_id), job_context(job_id).model_dump(mode="json"))
+        orchestrator.states[execution.arn] = execution
+    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy(stall_s=600, dispatch_grace_s=120))
+    return Watchdog(storage, orchestrator, notifier, config), storage, orchestrator, notifier
+
+
+def execution(job_id: str, status: str, error: str | None = None, started_s_ago: float = 300) -> Execution:
+    started = NOW - timedelta(seconds=started_s_ago)
+    stopped = None if status == "RUNNING" else NOW - timedelta(seconds=5)
+    return Execution(execution_arn(MACHINE, job_id), status, started, stopped, error=error, cause="why")
+
+
+def test_a_notice_that_failed_to_publish_is_published_once_as_the_state_machine_built_it() -> None:
+    # GIVEN a job whose execution failed in its success notice's publish
+    failed = execution("job-a", "FAILED", error="SNS.NotFoundException")
+    watchdog, storage, orchestrator, notifier = setup(("job-a", failed))
+    orchestrator.state_outputs[failed.arn] = {"notice": {"status": "succeeded", "job_id": "job-a", "output": "o"}}
+    # WHEN the watchdog sweeps, twice, and a second watchdog sweeps too
+    watchdog.sweep(NOW)
+    watchdog.sweep(NOW)
+    Watchdog(storage, orchestrator, notifier, watchdog._config).sweep(NOW)
+    # THEN exactly one notice went out: the success, saying the watchdog sent it and why
+    (published,) = notifier.published
+    notice = published[2]
+    assert notice["status"] == "succeeded" and notice["output"] == "o" and notice["notified_by"] == "watchdog"
+    assert "ended FAILED (SNS.NotFoundException: why)" in notice["watchdog_reason"]
+    assert storage.json(WORK, layout.notice_key("job-a"))["published"] is True
+
+
+def test_jobs_that_ended_with_their_own_notice_or_are_not_jobs_are_left_alone() -> None:
+    watchdog, _storage, orchestrator, notifier = setup(
+        ("job-ok", execution("job-ok", "SUCCEEDED")), ("job-failed", execution("job-failed", "FAILED", "JobFailed"))
+    )
+    stranger = execution("not-a-job", "ABORTED")
+    orchestrator.states[stranger.arn] = stranger
+    assert watchdog.sweep(NOW) == []
+    assert notifier.published == [] and orchestrator.stopped == []
+
+
+def test_a_job_whose_segments_were_never_dispatched_is_stopped_and_told_why() -> None:
+    # GIVEN a running job whose Map Run dispatched nothing for longer than the grace
+    stuck = execution("job-stuck", "RUNNING", started_s_ago=200)
+    watchdog, _storage, orchestrator, notifier = setup(("job-stuck", stuck))
+    orchestrator.map_progress[stuck.arn] = Progress(total=4, pending=4)
+    # WHEN the watchdog sweeps
+    (closed,) = watchdog.sweep(NOW)
+    # THEN the execution was stopped and the user got a failure notice naming the cause
+    assert orchestrator.stopped == [(stuck.arn, "JobNeverDispatched")]
+    (published,) = notifier.published
+    assert published[2]["status"] == "failed" and published[2]["error"] == "JobNeverDispatched"
+    assert published[2]["manifest"]["key"] and closed.job_id == "job-stuck"
+    # AND the aborted execution that follows gets no second notice
+    assert watchdog.sweep(NOW + timedelta(minutes=5)) == [] and len(notifier.published) == 1
+
+
+def test_a_rendering_job_is_not_touched() -> None:
+    busy = execution("job-busy", "RUNNING", started_s_ago=5000)
+    watchdog, storage, orchestrator, notifier = setup(("job-busy", busy))
+    orchestrator.map_progress[busy.arn] = Progress(total=4, running=2, succeeded=2)
+    storage.put_bytes(WORK, layout.segment_record_key("job-busy", 1), b"{}")
+    assert watchdog.sweep(NOW) == [] and notifier.published == []
+
+
+def test_a_claim_left_by_a_sweep_that_died_is_finished_later() -> None:
+    # GIVEN a claim written by a sweep that died before publishing
+    timed_out = execution("job-t", "TIMED_OUT")
+    watchdog, storage, _orchestrator, notifier = setup(("job-t", timed_out))
+    storage.put_json(WORK, layout.notice_key("job-t"), {"claimed_at": NOW.isoformat(), "published": False})
+    # WHEN a sweep comes soon after, and another after the reclaim time
+    watchdog.sweep(NOW + timedelta(seconds=10))
+    assert notifier.published == []
+    watchdog.sweep(NOW + timedelta(seconds=200))
+    # THEN the notice goes out once
+    (published,) = notifier.published
+    assert published[2]["status"] == "failed" and "ended TIMED_OUT" in published[2]["reason"]
