@@ -29,13 +29,13 @@ from fusionfleet.aws import AwsTarget
 from fusionfleet.identity import job_id
 from fusionfleet.local.paths import LocalPaths
 from fusionfleet.local.supervisor import LocalStack, UpOptions
+from fusionfleet.manifest import PRIORITIES
 from fusionfleet.plan import plan_segments
 from fusionfleet.samples import grace_hopper_path, write_video
 from fusionfleet.stack import StackResources
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-PRIORITIES = ("high", "normal", "low")
 # Bad jobs and the reason their failure notice must give.
 BAD_JOBS = {
     "not-a-video": "is not a video in an accepted container",
