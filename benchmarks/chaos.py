@@ -440,7 +440,7 @@ def main() -> int:
     os.environ.setdefault("FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS", "30")
     options = UpOptions(workers=2, port=args.port, stack="fusionfleet-chaos", default_engine="copy",
                         visibility_s=15, faults_file=faults_file)  # fmt: skip
-    paths = LocalPaths.discover(state_dir)
+    paths = LocalPaths.discover(state_dir, env=os.environ)
     stack = LocalStack(paths, say=lambda line: print(f"  {line}"))
     config = ChaosConfig(jobs=args.jobs, bad_jobs=args.bad_jobs, time_limit_s=args.time_limit, seed=args.seed)
     try:
