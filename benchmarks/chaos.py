@@ -32,11 +32,11 @@ from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet.aws import AwsTarget
 from fusionfleet.identity import job_id
+from fusionfleet.manifest import PRIORITIES
 from fusionfleet.plan import plan_segments
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-PRIORITIES = ("high", "normal", "low")
 # Bad jobs and the reason their failure notice must give.
 BAD_JOBS = {
     "not-a-video": "is not a video in an accepted container",
@@ -566,7 +566,7 @@ def main() -> int:
     os.environ.setdefault("FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS", "30")
     options = UpOptions(workers=2, port=args.port, stack="fusionfleet-chaos", default_engine="copy",
                         visibility_s=15, faults_file=faults_file)  # fmt: skip
-    paths = LocalPaths.discover(state_dir)
+    paths = LocalPaths.discover(state_dir, env=os.environ)
     stack = LocalStack(paths, say=lambda line: print(f"  {line}"))
     config = ChaosConfig(jobs=args.jobs, bad_jobs=args.bad_jobs, time_limit_s=args.time_limit, seed=args.seed)
     result_name = "chaos.json"

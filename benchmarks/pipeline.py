@@ -222,7 +222,7 @@ def main() -> int:
     args = parser.parse_args()
     media = ROOT / ".fusionfleet" / "bench-media"
     media.mkdir(parents=True, exist_ok=True)
-    paths = LocalPaths.discover(ROOT / ".fusionfleet" / "bench")
+    paths = LocalPaths.discover(ROOT / ".fusionfleet" / "bench", env=os.environ)
     stack = LocalStack(paths, say=lambda line: print(f"  {line}"))
     results: dict[str, Any] = {
         "benchmark": "pipeline",

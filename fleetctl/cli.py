@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _client(args: argparse.Namespace) -> Client:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack)
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
     resources = conn.resources()
     return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
 
@@ -169,7 +169,7 @@ def cmd_local(args: argparse.Namespace) -> int:
     from fleetctl.local.paths import LocalPaths
     from fleetctl.local.supervisor import LocalStack
 
-    stack = LocalStack(LocalPaths.discover(args.state_dir), say)
+    stack = LocalStack(LocalPaths.discover(args.state_dir, env=os.environ), say)
     if args.local_command == "up":
         state = stack.up(
             UpOptions(

@@ -1,11 +1,12 @@
 """Which AWS (or LocalStack) and which stack the client talks to.
 
 Precedence: command-line flag > environment variable > a running local stack's state file > AWS.
+The entry point (the CLI, a script) hands in the environment; nothing here reads it.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,11 +14,17 @@ from fleetctl.local.paths import ENV_LOCAL_DIR
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources, load_stack
 from fusionfleet.aws import AwsTarget
+from fusionfleet.errors import FusionFleetError
 
 ENV_ENDPOINT = "FUSIONFLEET_ENDPOINT_URL"
 ENV_STACK = "FUSIONFLEET_STACK"
 ENV_REGION = "AWS_REGION"
+ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 DEFAULT_STACK = "fusionfleet"
+
+
+class ConnectionUnresolved(FusionFleetError):
+    """Not enough is known to reach a stack (no region); the reason says what to pass or set."""
 
 
 @dataclass(frozen=True)
@@ -29,14 +36,14 @@ class Connection:
         return load_stack(self.aws.client("cloudformation"), self.stack_name)
 
 
-def _local_state(state_dir: Path | None) -> LocalState | None:
+def _local_state(state_dir: Path | None, env: Mapping[str, str]) -> LocalState | None:
     candidates = [state_dir] if state_dir else []
-    if os.environ.get(ENV_LOCAL_DIR):
-        candidates.append(Path(os.environ[ENV_LOCAL_DIR]))
+    if env.get(ENV_LOCAL_DIR):
+        candidates.append(Path(env[ENV_LOCAL_DIR]))
     try:
         from fleetctl.local.paths import LocalPaths
 
-        candidates.append(LocalPaths.discover().state_dir)
+        candidates.append(LocalPaths.discover(env=env).state_dir)
     except FileNotFoundError:
         pass
     for directory in candidates:
@@ -51,16 +58,18 @@ def resolve(
     region: str | None = None,
     stack: str | None = None,
     state_dir: Path | None = None,
+    *,
+    env: Mapping[str, str],
 ) -> Connection:
-    endpoint = endpoint_url or os.environ.get(ENV_ENDPOINT)
-    stack_name = stack or os.environ.get(ENV_STACK)
-    chosen_region = region or os.environ.get(ENV_REGION) or os.environ.get("AWS_DEFAULT_REGION")
+    endpoint = endpoint_url or env.get(ENV_ENDPOINT)
+    stack_name = stack or env.get(ENV_STACK)
+    chosen_region = region or env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION)
     if endpoint is None:
-        local = _local_state(state_dir)
+        local = _local_state(state_dir, env)
         if local is not None:
             endpoint = local.endpoint
             stack_name = stack_name or local.stack
             chosen_region = chosen_region or local.region
     if not chosen_region:
-        raise SystemExit(f"no AWS region: pass --region or set {ENV_REGION}")
+        raise ConnectionUnresolved(f"no AWS region: pass --region or set {ENV_REGION}")
     return Connection(AwsTarget(region=chosen_region, endpoint_url=endpoint), stack_name or DEFAULT_STACK)

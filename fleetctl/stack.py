@@ -8,8 +8,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fusionfleet.errors import FusionFleetError
+from fusionfleet.manifest import PRIORITIES
 
-PRIORITY_ORDER = ("high", "normal", "low")
+PRIORITY_ORDER = PRIORITIES
 
 
 @dataclass(frozen=True)

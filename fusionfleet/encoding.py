@@ -1,4 +1,8 @@
-"""The per-job encoder settings, fixed at planning so every segment concatenates by stream copy."""
+"""The per-job encoder settings, fixed at planning so every segment concatenates by stream copy.
+
+Built from a validated manifest's options and the probed video: which options the fleet takes is
+decided once, in the manifest's validation pass (fusionfleet.manifest), before any media is read.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,9 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
-from fusionfleet.errors import JobRejected
+from fusionfleet.manifest import FLEET_ENCODERS, check_encoder_options
 
-# Encoders every worker of the fleet has (the static FFmpeg build in imageio-ffmpeg).
-# NVENC is left out on purpose: a job must not mix encoders, and CPU workers cannot produce it.
-SUPPORTED_ENCODERS = {"libx264": ("high", "yuv420p"), "libx265": ("main", "yuv420p")}
-PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+DEFAULT_ENCODER = "libx264"
 DEFAULT_QUALITY = 80
 DEFAULT_PRESET = "veryfast"
 CHUNK_SECONDS = 2.0
@@ -78,26 +79,19 @@ def encoder_settings(
     max_segment_frames: int,
     threads: int = 2,
 ) -> EncoderSettings:
-    """The settings for one job, from the displayed picture size, the rate and the job's options."""
-    codec = str(options.get("output_video_encoder", "libx264"))
-    if codec not in SUPPORTED_ENCODERS:
-        raise JobRejected(
-            f"options.output_video_encoder: {codec!r} is not available on this fleet "
-            f"(supported: {', '.join(sorted(SUPPORTED_ENCODERS))})"
-        )
+    """The settings for one job, from the displayed picture size, the rate and the job's options.
+
+    The options are a validated manifest's; any other caller (the single-machine `swap`) gets the
+    manifest's JobRejected, with every encoder problem, for options the fleet does not take.
+    """
+    check_encoder_options(options)
+    codec = str(options.get("output_video_encoder", DEFAULT_ENCODER))
     preset = str(options.get("output_video_preset", DEFAULT_PRESET))
-    if preset not in PRESETS:
-        raise JobRejected(f"options.output_video_preset: {preset!r} is not one of {', '.join(PRESETS)}")
-    if options.get("output_video_fps") is not None:
-        raise JobRejected(
-            "options.output_video_fps is not supported: FusionFleet keeps the source's frames and timing "
-            "so the merged video is frame-exact against it"
-        )
     quality = int(options.get("output_video_quality", DEFAULT_QUALITY))
     scale = float(options.get("output_video_scale", 1.0))
     if scale != 1.0:
         width, height = max(2, round(width * scale)), max(2, round(height * scale))
-    profile, pix_fmt = SUPPORTED_ENCODERS[codec]
+    profile, pix_fmt = FLEET_ENCODERS[codec]
     chunk = max(1, min(max_segment_frames, round(float(fps) * CHUNK_SECONDS)))
     return EncoderSettings(
         codec=codec,

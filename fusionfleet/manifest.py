@@ -1,14 +1,18 @@
 """The job manifest (version 1): parsing and validation into a frozen model.
 
-Every problem is reported at once, each as one sentence naming the field, so a user fixes a
-manifest in one go. Unknown fields and options are errors, never silently ignored.
+One pass checks everything a manifest says before any media is looked at: its fields, its keys,
+its FaceFusion options and the fleet's rules for the output encoder. Every problem is reported at
+once, each as one sentence naming the field, so a user fixes a manifest in one go. Unknown fields
+and options are errors, never silently ignored.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -16,14 +20,23 @@ from fusionfleet import layout
 from fusionfleet.errors import JobRejected
 from fusionfleet.options import OptionsError, validate_options
 
-ENGINE_NAMES = ("classic", "copy", "facefusion")
-PRIORITIES = ("high", "normal", "low")
-QUALITIES = ("realtime", "balanced", "cinema")
+# The names a manifest may use, defined here only; everything else imports them.
+EngineName = Literal["classic", "copy", "facefusion"]
+Priority = Literal["high", "normal", "low"]  # also the order in which workers ask the render queues
+Quality = Literal["realtime", "balanced", "cinema"]  # the built-in engine's presets
+ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
+PRIORITIES: tuple[Priority, ...] = get_args(Priority)
+QUALITIES: tuple[Quality, ...] = get_args(Quality)
 MAX_MANIFEST_BYTES = 64 * 1024
 MAX_SOURCES = 16
 
-Priority = Literal["high", "normal", "low"]
-Quality = Literal["realtime", "balanced", "cinema"]
+# Encoders every worker of the fleet has (the static FFmpeg build in imageio-ffmpeg), with the
+# profile and pixel format each is used with. NVENC is left out on purpose: a job must not mix
+# encoders, and CPU workers cannot produce it.
+FLEET_ENCODERS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {"libx264": ("high", "yuv420p"), "libx265": ("main", "yuv420p")}
+)
+ENCODER_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,46 @@ class Manifest(BaseModel):
         if value is not None and value not in ENGINE_NAMES:
             raise ValueError(f"{value!r} is not one of {', '.join(ENGINE_NAMES)}")
         return value
+
+
+ENCODER_OPTIONS = ("output_video_encoder", "output_video_preset", "output_video_fps")
+
+
+def encoder_option_problems(options: Mapping[str, object]) -> list[str]:
+    """The fleet's rules for the output options, beyond FaceFusion's own: every segment of a job is
+    encoded alike by every worker, and the merged video keeps the target's frames and timing."""
+    problems = []
+    codec = options.get("output_video_encoder")
+    if codec is not None and str(codec) not in FLEET_ENCODERS:
+        problems.append(
+            f"options.output_video_encoder: {codec!r} is not available on this fleet "
+            f"(supported: {', '.join(sorted(FLEET_ENCODERS))})"
+        )
+    preset = options.get("output_video_preset")
+    if preset is not None and str(preset) not in ENCODER_PRESETS:
+        problems.append(f"options.output_video_preset: {preset!r} is not one of {', '.join(ENCODER_PRESETS)}")
+    if options.get("output_video_fps") is not None:
+        problems.append(
+            "options.output_video_fps is not supported: FusionFleet keeps the source's frames and timing "
+            "so the merged video is frame-exact against it"
+        )
+    return problems
+
+
+def _facefusion_accepts(name: str, value: object) -> bool:
+    """Whether FaceFusion's own rules take this option (if not, that problem is reported already)."""
+    try:
+        validate_options({name: value})
+    except OptionsError:
+        return False
+    return True
+
+
+def check_encoder_options(options: Mapping[str, object]) -> None:
+    """Raise JobRejected with every encoder problem, for callers that build settings without a manifest."""
+    problems = encoder_option_problems(options)
+    if problems:
+        raise JobRejected(_summary(problems), tuple(problems))
 
 
 def _describe(error: dict[str, Any]) -> str:
@@ -121,6 +174,13 @@ def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = Non
             options = validate_options(raw_options)
         except OptionsError as error:
             problems.extend(error.problems)
+        # The fleet's rules judge only what FaceFusion takes, so no value is reported twice.
+        taken = {
+            name: raw_options[name]
+            for name in ENCODER_OPTIONS
+            if name in raw_options and _facefusion_accepts(name, raw_options[name])
+        }
+        problems.extend(encoder_option_problems(taken))
     try:
         manifest = Manifest.model_validate(
             {**data, "options": options if isinstance(raw_options, dict) else raw_options}

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from fusionfleet.encoding import EncoderSettings
+from fusionfleet.manifest import Priority, Quality
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.plan import Segment
 
@@ -33,9 +34,9 @@ class JobContext(_Model):
     reference: ObjectRef | None = None
     output: ObjectRef
     work_bucket: str
-    priority: Literal["high", "normal", "low"]
+    priority: Priority
     engine: str
-    quality: str
+    quality: Quality
     options: dict[str, Any]
     video: VideoInfo
     encoder: EncoderSettings

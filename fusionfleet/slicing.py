@@ -117,19 +117,8 @@ class Slicer:
             self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.keys
         )
         refs = self._media_refs(manifest, manifest_ref.bucket)
-        for index, source in enumerate(refs["sources"]):
-            check_image(
-                self.storage.get_bytes(source.bucket, source.key),
-                f"source[{index}] {source.key!r}",
-                self.config.limits,
-            )
         reference = refs["reference"][0] if refs["reference"] else None
-        if reference:
-            check_image(
-                self.storage.get_bytes(reference.bucket, reference.key),
-                f"reference {reference.key!r}",
-                self.config.limits,
-            )
+        self._check_images(refs["sources"], reference)
         target = refs["target"][0]
         video, bytes_read = self._probe(target)
         width, height = video.display_size
@@ -179,6 +168,23 @@ class Slicer:
         if missing:
             raise JobRejected("the manifest names objects that do not exist: " + "; ".join(missing), tuple(missing))
         return refs
+
+    def _check_images(self, sources: list[ObjectRef], reference: ObjectRef | None) -> None:
+        """Decode-check every face image; report all the bad ones together."""
+        named = [(f"source[{index}] {source.key!r}", source) for index, source in enumerate(sources)]
+        if reference:
+            named.append((f"reference {reference.key!r}", reference))
+        refused: list[InputRejected] = []
+        for what, image in named:
+            try:
+                check_image(self.storage.get_bytes(image.bucket, image.key), what, self.config.limits)
+            except InputRejected as rejection:
+                refused.append(rejection)
+        if len(refused) == 1:
+            raise refused[0]
+        if refused:
+            problems = tuple(problem for rejection in refused for problem in rejection.problems)
+            raise InputRejected("; ".join(rejection.reason for rejection in refused), problems)
 
     def _probe(self, target: ObjectRef) -> tuple[VideoInfo, int]:
         reader = RangeReader(

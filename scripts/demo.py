@@ -7,6 +7,7 @@ photo with an audio track, through S3 → slicer → Step Functions → priority
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -50,7 +51,7 @@ def main() -> int:
         return up.returncode
     phases.append(("local stack up", time.monotonic() - began))
 
-    conn = connection.resolve()
+    conn = connection.resolve(env=os.environ)
     client = Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), conn.resources())
     began = time.monotonic()
     submission = client.submit([grace_hopper_path()], target, priority="high", engine=args.engine, say=print)

@@ -1,8 +1,11 @@
-"""Where the local stack keeps its state, logs and LocalStack's environment."""
+"""Where the local stack keeps its state, logs and LocalStack's environment.
+
+The entry point hands in the environment (`discover(env=os.environ)`); nothing here reads it.
+"""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,12 +26,14 @@ def project_root() -> Path:
 class LocalPaths:
     root: Path
     state_dir: Path
+    localstack_python_override: Path | None = None
 
     @classmethod
-    def discover(cls, state_dir: Path | None = None) -> LocalPaths:
+    def discover(cls, state_dir: Path | None = None, *, env: Mapping[str, str]) -> LocalPaths:
         root = project_root()
-        chosen = state_dir or Path(os.environ.get(ENV_LOCAL_DIR) or root / ".fusionfleet" / "local")
-        return cls(root=root, state_dir=chosen)
+        chosen = state_dir or Path(env.get(ENV_LOCAL_DIR) or root / ".fusionfleet" / "local")
+        configured = env.get(ENV_LOCALSTACK_PYTHON)
+        return cls(root=root, state_dir=chosen, localstack_python_override=Path(configured) if configured else None)
 
     @property
     def state_file(self) -> Path:
@@ -52,8 +57,7 @@ class LocalPaths:
 
     @property
     def localstack_python(self) -> Path:
-        configured = os.environ.get(ENV_LOCALSTACK_PYTHON)
-        return Path(configured) if configured else self.root / ".venv-localstack" / "bin" / "python"
+        return self.localstack_python_override or self.root / ".venv-localstack" / "bin" / "python"
 
     @property
     def event_source_runner(self) -> Path:

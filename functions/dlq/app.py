@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -19,9 +20,18 @@ logger = Logger(service="fusionfleet-dead-letters")
 processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel)
 
 
+ENV_REGION = "AWS_REGION"
+ENV_ENDPOINT = "AWS_ENDPOINT_URL"
+
+
+def settings(env: Mapping[str, str]) -> AwsTarget:
+    """Everything the dead-letter handler takes from its environment, read here and nowhere else."""
+    return AwsTarget(region=env[ENV_REGION], endpoint_url=env.get(ENV_ENDPOINT))
+
+
 @cache
 def clients() -> tuple[S3Storage, StepFunctions]:
-    aws = AwsTarget(region=os.environ["AWS_REGION"], endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
+    aws = settings(os.environ)
     return S3Storage(aws.client("s3")), StepFunctions(aws.client("stepfunctions"))
 
 

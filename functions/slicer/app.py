@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -21,22 +22,41 @@ logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)
 
 
+ENV_REGION = "AWS_REGION"
+ENV_ENDPOINT = "AWS_ENDPOINT_URL"
+ENV_WORK_BUCKET = "WORK_BUCKET"
+ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
+ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
+ENV_DEFAULT_ENGINE = "DEFAULT_ENGINE"
+ENV_VISIBILITY = "RENDER_VISIBILITY_SECONDS"
+ENV_MAX_ATTEMPTS = "RENDER_MAX_ATTEMPTS"
+ENV_BACKLOG = "ACCEPTED_BACKLOG_SECONDS"
+ENV_RENDER_CONCURRENCY = "RENDER_CONCURRENCY"
+ENV_ENCODER_THREADS = "ENCODER_THREADS"
+
+
+def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
+    """Everything the slicer takes from its environment, read here and nowhere else."""
+    aws = AwsTarget(region=env[ENV_REGION], endpoint_url=env.get(ENV_ENDPOINT))
+    config = SlicerConfig(
+        work_bucket=env[ENV_WORK_BUCKET],
+        state_machine_arn=env[ENV_STATE_MACHINE],
+        topic_arn=env[ENV_TOPIC],
+        default_engine=env.get(ENV_DEFAULT_ENGINE, "classic"),
+        timeouts=TimeoutPolicy(
+            visibility_s=int(env.get(ENV_VISIBILITY, "120")),
+            max_attempts=int(env.get(ENV_MAX_ATTEMPTS, "3")),
+            accepted_backlog_s=int(env.get(ENV_BACKLOG, "21600")),
+        ),
+        render_concurrency=int(env.get(ENV_RENDER_CONCURRENCY, "1000")),
+        encoder_threads=int(env.get(ENV_ENCODER_THREADS, "2")),
+    )
+    return aws, config
+
+
 @cache
 def slicer() -> Slicer:
-    aws = AwsTarget(region=os.environ["AWS_REGION"], endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
-    config = SlicerConfig(
-        work_bucket=os.environ["WORK_BUCKET"],
-        state_machine_arn=os.environ["STATE_MACHINE_ARN"],
-        topic_arn=os.environ["NOTIFICATION_TOPIC_ARN"],
-        default_engine=os.environ.get("DEFAULT_ENGINE", "classic"),
-        timeouts=TimeoutPolicy(
-            visibility_s=int(os.environ.get("RENDER_VISIBILITY_SECONDS", "120")),
-            max_attempts=int(os.environ.get("RENDER_MAX_ATTEMPTS", "3")),
-            accepted_backlog_s=int(os.environ.get("ACCEPTED_BACKLOG_SECONDS", "21600")),
-        ),
-        render_concurrency=int(os.environ.get("RENDER_CONCURRENCY", "1000")),
-        encoder_threads=int(os.environ.get("ENCODER_THREADS", "2")),
-    )
+    aws, config = settings(os.environ)
     return Slicer(
         S3Storage(aws.client("s3")),
         StepFunctions(aws.client("stepfunctions")),

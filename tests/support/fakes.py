@@ -50,6 +50,8 @@ class FakeStorage:
     def __init__(self) -> None:
         self._objects: dict[tuple[str, str], _Object] = {}
         self.reads: dict[str, int] = {}
+        # Every call as (method, bucket, key or prefix), for tests of what was touched and in which order.
+        self.calls: list[tuple[str, str, str]] = []
 
     def _get(self, bucket: str, key: str) -> _Object:
         found = self._objects.get((bucket, key))
@@ -59,18 +61,22 @@ class FakeStorage:
         return found
 
     def head(self, bucket: str, key: str) -> ObjectInfo:
+        self.calls.append(("head", bucket, key))
         found = self._objects.get((bucket, key))
         if found is None:
             raise ObjectMissing(f"s3://{bucket}/{key} does not exist")
         return ObjectInfo(bucket, key, len(found.data), found.etag, found.last_modified)
 
     def get_bytes(self, bucket: str, key: str) -> bytes:
+        self.calls.append(("get_bytes", bucket, key))
         return self._get(bucket, key).data
 
     def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        self.calls.append(("get_range", bucket, key))
         return self._get(bucket, key).data[start:end] if end > start else b""
 
     def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        self.calls.append(("put_bytes", bucket, key))
         etag = hashlib.md5(data, usedforsecurity=False).hexdigest()
         self._objects[(bucket, key)] = _Object(bytes(data), content_type, etag, datetime.now(UTC))
         return etag
@@ -79,9 +85,11 @@ class FakeStorage:
         return self.put_bytes(bucket, key, path.read_bytes(), content_type)
 
     def download_file(self, bucket: str, key: str, path: Path) -> None:
+        self.calls.append(("download_file", bucket, key))
         path.write_bytes(self._get(bucket, key).data)
 
     def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        self.calls.append(("list_keys", bucket, prefix))
         return sorted(key for (name, key) in self._objects if name == bucket and key.startswith(prefix))
 
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
@@ -100,6 +108,7 @@ class FakeStorage:
         return True
 
     def delete_prefix(self, bucket: str, prefix: str) -> int:
+        self.calls.append(("delete_prefix", bucket, prefix))
         keys = self.list_keys(bucket, prefix)
         for key in keys:
             del self._objects[(bucket, key)]

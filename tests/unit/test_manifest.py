@@ -92,3 +92,37 @@ def test_system_options_are_refused_as_such() -> None:
 def test_oversized_and_non_object_manifests() -> None:
     assert "over the limit" in problems(b" " * 70_000)[0]
     assert problems(b"[1, 2]") == ("the manifest must be a JSON object, not list",)
+
+
+def test_problems_across_fields_keys_options_and_encoder_rules_come_in_one_error() -> None:
+    # GIVEN a manifest wrong in its fields, a key, FaceFusion's options and the fleet's encoder rules
+    raw = manifest(
+        priority="urgent",
+        output="outputs/a.mov",
+        options={
+            "face_swapper_weight": "heavy",
+            "output_video_encoder": "h264_nvenc",
+            "output_video_preset": "medium",
+            "output_video_fps": 30.0,
+        },
+    )
+    # WHEN it is parsed
+    found = problems(raw)
+    # THEN every problem is in the one rejection, each named once
+    text = " | ".join(found)
+    assert "priority: 'urgent' is not one of" in text
+    assert "options.face_swapper_weight" in text
+    assert "options.output_video_encoder: 'h264_nvenc' is not available on this fleet" in text
+    assert "options.output_video_fps is not supported" in text
+    assert len(found) == 4, found
+
+
+def test_a_value_facefusion_refuses_is_not_reported_again_by_the_encoder_rules() -> None:
+    found = problems(manifest(options={"output_video_encoder": "mpeg2", "output_video_fps": "fast"}))
+    assert len(found) == 2, found
+    assert not any("not available on this fleet" in p or "not supported" in p for p in found)
+
+
+def test_the_fleets_encoders_and_presets_pass() -> None:
+    options = {"output_video_encoder": "libx265", "output_video_preset": "slow"}
+    assert parse_manifest(manifest(options=options), KEY).options == options
