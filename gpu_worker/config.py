@@ -55,6 +55,9 @@ class WorkerConfig:
     seconds_per_frame: float
     base_timeout_s: float
     faults_file: Path | None = None
+    # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
+    # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
+    engine_env: tuple[tuple[str, str], ...] = ()
 
     def host(self) -> HostConfig:
         """What the render process (the engine child, or the worker itself when inline) is given."""
@@ -66,6 +69,7 @@ class WorkerConfig:
             cpu_threads=self.cpu_threads,
             preload_engine=self.preload_engine,
             faults_file=self.faults_file,
+            engine_env=self.engine_env,
         )
 
 
@@ -80,6 +84,7 @@ class HostConfig:
     cpu_threads: int = 0
     preload_engine: str | None = None
     faults_file: Path | None = None  # fault injection rules, read again for every task; None: off
+    engine_env: tuple[tuple[str, str], ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,4 +137,5 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         seconds_per_frame=float(env.get(ENV_SECONDS_PER_FRAME, "2.0")),
         base_timeout_s=float(env.get(ENV_BASE_TIMEOUT, "120")),
         faults_file=Path(env[ENV_FAULTS_FILE]) if env.get(ENV_FAULTS_FILE) else None,
+        engine_env=tuple(sorted(env.items())),
     )

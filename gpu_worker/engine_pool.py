@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 
 from gpu_worker.engines.base import Engine
 from gpu_worker.engines.registry import create_engine
@@ -12,14 +13,15 @@ logger = logging.getLogger(__name__)
 
 
 class EnginePool:
-    def __init__(self) -> None:
+    def __init__(self, env: Mapping[str, str]) -> None:
         self._engines: dict[str, Engine] = {}
+        self._env = env
 
     def get(self, name: str) -> Engine:
         engine = self._engines.get(name)
         if engine is None:
             started = time.monotonic()
-            engine = create_engine(name)
+            engine = create_engine(name, self._env)
             engine.prepare()
             logger.info("engine %s loaded in %.2f s", name, time.monotonic() - started)
             self._engines[name] = engine

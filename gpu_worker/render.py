@@ -61,7 +61,7 @@ def build_render_deps(config: HostConfig) -> RenderDeps:
     config.scratch.mkdir(parents=True, exist_ok=True)
     return RenderDeps(
         storage,
-        EnginePool(),
+        EnginePool(dict(config.engine_env)),
         SourceCache(storage, limits),
         limits,
         config.scratch,

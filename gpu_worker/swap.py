@@ -6,11 +6,13 @@ The same engine, frame pipeline, encoder settings and merge checks the workers u
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def swap(args: argparse.Namespace) -> int:
+def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     limits = MediaLimits()
     options = collect_facefusion_options(args)
     engine_name = args.engine or default_engine_name()
@@ -56,7 +58,7 @@ def swap(args: argparse.Namespace) -> int:
     sources = tuple(decode_image(path.read_bytes(), f"source {path.name!r}", limits) for path in args.source)
     reference = decode_image(args.reference.read_bytes(), "reference", limits) if args.reference else None
     began = time.monotonic()
-    engine = create_engine(engine_name)
+    engine = create_engine(engine_name, env)
     engine.prepare()
     load_s = time.monotonic() - began
     workdir = Path(tempfile.mkdtemp(prefix="fusionfleet-swap-"))
@@ -102,7 +104,7 @@ def swap(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return swap(args)
+        return swap(args, os.environ)
     except OptionsError as error:
         print("invalid options: " + "; ".join(error.problems), file=sys.stderr)
         return 2

@@ -17,10 +17,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from fusionfleet.manifest import QUALITIES
+
 Image = npt.NDArray[np.uint8]
 """An H×W×3 uint8 image in BGR channel order (OpenCV's convention)."""
 
-QUALITY_PRESETS = ("realtime", "balanced", "cinema")
+# The built-in engine's presets are the qualities a manifest may name (defined once, in the domain).
+QUALITY_PRESETS = QUALITIES
 
 
 class EngineError(Exception):

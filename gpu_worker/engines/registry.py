@@ -3,43 +3,48 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gpu_worker.engines.base import Engine, EngineUnavailable
 
 
-def _copy() -> Engine:
+def _copy(env: Mapping[str, str]) -> Engine:
     from gpu_worker.engines.copy import CopyEngine
 
     return CopyEngine()
 
 
-def _classic() -> Engine:
+def _classic(env: Mapping[str, str]) -> Engine:
     from gpu_worker.engines.classic.engine import ClassicEngine
 
     return ClassicEngine()
 
 
-def _facefusion() -> Engine:
+def _facefusion(env: Mapping[str, str]) -> Engine:
     from gpu_worker.engines.facefusion import FaceFusionEngine
 
-    return FaceFusionEngine()
+    return FaceFusionEngine(env=env)
 
 
-FACTORIES: dict[str, Callable[[], Engine]] = {"copy": _copy, "classic": _classic, "facefusion": _facefusion}
+# Each factory gets the worker's environment as resolved at its entry point (engines read no os.environ).
+FACTORIES: dict[str, Callable[[Mapping[str, str]], Engine]] = {
+    "copy": _copy,
+    "classic": _classic,
+    "facefusion": _facefusion,
+}
 
 
 def engine_names() -> tuple[str, ...]:
     return tuple(sorted(FACTORIES))
 
 
-def create_engine(name: str) -> Engine:
+def create_engine(name: str, env: Mapping[str, str]) -> Engine:
     """Build (not yet prepare) the engine called `name`, checking it follows the protocol."""
     try:
         factory = FACTORIES[name]
     except KeyError:
         raise EngineUnavailable(f"unknown engine {name!r}; this worker has {', '.join(engine_names())}") from None
-    engine = factory()
+    engine = factory(env)
     if not isinstance(engine, Engine):
         raise TypeError(f"engine {name!r} does not implement the Engine protocol")
     return engine

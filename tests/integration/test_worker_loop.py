@@ -152,7 +152,7 @@ def render_worker(
 ) -> Worker:
     storage = S3Storage(aws.s3)
     deps = RenderDeps(
-        storage, EnginePool(), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker",
+        storage, EnginePool({}), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker",
         faults_file=faults_file,
     )  # fmt: skip
     handler = RenderHandler(InlineRenderer(deps), storage, "test-worker", stopping or threading.Event())
@@ -210,7 +210,7 @@ def test_high_priority_work_is_taken_first(aws: Aws, job: JobContext, tmp_path: 
 def test_a_failing_segment_is_retried_then_failed_with_the_last_error(
     aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(registry.FACTORIES, "failing", FailingEngine)
+    monkeypatch.setitem(registry.FACTORIES, "failing", lambda env: FailingEngine())
     send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="failing")
     orchestrator = recorder(aws)
     # WHEN it fails on every one of its three attempts
@@ -229,7 +229,7 @@ def test_a_failing_segment_is_retried_then_failed_with_the_last_error(
 def test_an_engine_that_drops_a_frame_fails_the_segment(
     aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(registry.FACTORIES, "short", ShortEngine)
+    monkeypatch.setitem(registry.FACTORIES, "short", lambda env: ShortEngine())
     send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="short")
     orchestrator = recorder(aws)
     render_worker(aws, tmp_path, orchestrator, RetryPolicy(max_attempts=1)).run(max_tasks=1)
@@ -373,7 +373,7 @@ def test_a_warm_stop_checkpoints_and_releases_the_segment(aws: Aws, job: JobCont
 def test_a_black_output_fails_the_segment(
     aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(registry.FACTORIES, "black", BlackEngine)
+    monkeypatch.setitem(registry.FACTORIES, "black", lambda env: BlackEngine())
     send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="black")
     orchestrator = recorder(aws)
     render_worker(aws, tmp_path, orchestrator, RetryPolicy(max_attempts=1)).run(max_tasks=1)

@@ -55,9 +55,10 @@ class FaceFusionEngine:
         self,
         settings: EngineSettings | None = None,
         facts: HostFacts | None = None,
-        env: Mapping[str, str] | None = None,
+        *,
+        env: Mapping[str, str],
     ) -> None:
-        self._env = dict(os.environ if env is None else env)
+        self._env = dict(env)
         self._settings = settings
         self._facts = facts
         self._home: Path | None = None

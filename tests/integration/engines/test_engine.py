@@ -41,7 +41,7 @@ def _face_region(points: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 def test_classic_is_registered_and_follows_the_protocol() -> None:
     # GIVEN the engine registry
     # WHEN the classic engine is created by name
-    engine = create_engine("classic")
+    engine = create_engine("classic", {})
 
     # THEN it is the ClassicEngine and satisfies the Engine protocol
     assert "classic" in engine_names()

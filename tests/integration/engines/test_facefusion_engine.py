@@ -562,7 +562,7 @@ def test_prepare_without_ffmpeg_on_path(tmp_path: Path) -> None:
 
 def test_registry_offers_facefusion_next_to_the_others() -> None:
     # GIVEN the registry WHEN asked for facefusion THEN it builds this engine, and keeps the others
-    engine = create_engine("facefusion")
+    engine = create_engine("facefusion", os.environ)
     assert isinstance(engine, FaceFusionEngine) and isinstance(engine, Engine)
     assert {"copy", "classic", "facefusion"} <= set(engine_names())
 
@@ -581,7 +581,7 @@ def _real_home() -> Path | None:
 @pytest.mark.skipif(_real_home() is None, reason="FaceFusion is not installed (it runs in the GPU worker image)")
 def test_real_facefusion_swaps_the_face(tmp_path: Path) -> None:
     # GIVEN the real FaceFusion and 6 frames of the astronaut, the first 2 lead-in
-    engine = FaceFusionEngine()
+    engine = FaceFusionEngine(env=os.environ)
     engine.prepare()
     frames = _frames(6, lead_in=2, width=640, height=360)
     # WHEN Grace Hopper's face is swapped in
