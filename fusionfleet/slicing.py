@@ -41,6 +41,10 @@ class SlicerConfig:
     # task the orchestrator has (LocalStack keeps threads per waiting task); a priority job still
     # overtakes, since its own segments are sent at once.
     render_concurrency: int = 1000
+    # Jobs running at once that the stack accepts; 0: no limit. An emulator has a thread budget
+    # (LocalStack holds about three threads per segment in flight): past it a job is refused with a
+    # notice saying so, rather than accepted and lost.
+    max_running_jobs: int = 0
     encoder_threads: int = 2
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
@@ -79,6 +83,9 @@ class Slicer:
             arn = self.orchestrator.start(self.config.state_machine_arn, job_id, self._execution_input(started))
             logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
             return SliceOutcome("duplicate", job_id, arn)
+        busy = self._busy()
+        if busy:
+            return self._reject(job_id, manifest_ref, JobRejected(busy))
         try:
             context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat())
         except JobRejected as rejection:
@@ -93,6 +100,19 @@ class Slicer:
         )
         logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
         return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
+
+    def _busy(self) -> str | None:
+        """Why the stack takes no new job now, or None."""
+        limit = self.config.max_running_jobs
+        if not limit:
+            return None
+        running = len(self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING"))
+        if running < limit:
+            return None
+        return (
+            f"the stack is running {running} jobs, as many as it accepts at once ({limit}); "
+            "nothing was read or rendered: upload the manifest again when some have finished"
+        )
 
     def _started_context(self, job_id: str) -> JobContext | None:
         try:

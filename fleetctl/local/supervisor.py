@@ -45,6 +45,9 @@ class UpOptions:
     accepted_backlog_s: int = 2 * 3600
     # Segments of one job in flight at once: LocalStack keeps several threads per waiting task.
     render_concurrency: int = 16
+    # About 3 threads per segment in flight, and threads share the machine's 32768 process ids:
+    # 150 jobs × 16 segments × 3 threads stays well inside them.
+    max_running_jobs: int = 150
     watchdog_every_s: float = 10.0
     watchdog_stall_s: int = 2 * 3600 + 1800
     watchdog_dispatch_grace_s: int = 300
@@ -163,6 +166,7 @@ class LocalStack:
                     "RENDER_VISIBILITY_SECONDS": str(options.visibility_s),
                     "ACCEPTED_BACKLOG_SECONDS": str(options.accepted_backlog_s),
                     "RENDER_CONCURRENCY": str(options.render_concurrency),
+                    "MAX_RUNNING_JOBS": str(options.max_running_jobs),
                     "POWERTOOLS_SERVICE_NAME": "fusionfleet-slicer",
                 },
             ),

@@ -32,6 +32,7 @@ ENV_VISIBILITY = "RENDER_VISIBILITY_SECONDS"
 ENV_MAX_ATTEMPTS = "RENDER_MAX_ATTEMPTS"
 ENV_BACKLOG = "ACCEPTED_BACKLOG_SECONDS"
 ENV_RENDER_CONCURRENCY = "RENDER_CONCURRENCY"
+ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
 ENV_ENCODER_THREADS = "ENCODER_THREADS"
 
 
@@ -49,6 +50,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
             accepted_backlog_s=int(env.get(ENV_BACKLOG, "21600")),
         ),
         render_concurrency=int(env.get(ENV_RENDER_CONCURRENCY, "1000")),
+        max_running_jobs=int(env.get(ENV_MAX_RUNNING_JOBS, "0")),
         encoder_threads=int(env.get(ENV_ENCODER_THREADS, "2")),
     )
     return aws, config

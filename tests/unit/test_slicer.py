@@ -9,6 +9,7 @@ import pytest
 
 from fusionfleet import layout
 from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.orchestrator import Execution
 from fusionfleet.slicing import Slicer, SlicerConfig
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK, job_context
@@ -113,3 +114,21 @@ def test_a_rejection_whose_notice_failed_to_publish_is_notified_when_the_event_c
     handler.handle(MEDIA, "jobs/clip.json")
     # THEN the user is told, once
     assert len(notifier.published) == 1
+
+
+def test_a_full_stack_refuses_a_new_job_with_a_notice_before_reading_its_media() -> None:
+    # GIVEN a stack that accepts two running jobs and runs two
+    storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
+    for name in ("a", "b"):
+        arn = f"{MACHINE.replace(':stateMachine:', ':execution:')}:{name}"
+        orchestrator.states[arn] = Execution(arn, "RUNNING")
+    config = SlicerConfig(work_bucket=WORK, state_machine_arn=MACHINE, topic_arn=TOPIC, max_running_jobs=2)
+    handler = Slicer(storage, orchestrator, notifier, config)
+    job_id = put_manifest(storage)
+    # WHEN a third job arrives
+    outcome = handler.handle(MEDIA, "jobs/clip.json")
+    # THEN it is refused, saying why and what to do, nothing started and no media was read
+    assert outcome.status == "rejected" and "running 2 jobs, as many as it accepts at once (2)" in outcome.reason
+    assert orchestrator.starts == [] and storage.reads == {}
+    ((_topic, _subject, notice),) = notifier.published
+    assert notice["job_id"] == job_id and "upload the manifest again" in notice["reason"]
