@@ -171,7 +171,7 @@ class Watchdog:
             return None
         if record is not None and _age_s(record.get("claimed_at"), now) < policy.reclaim_s:
             return None  # another sweep is publishing it right now
-        verdict = judge(self._observe(execution), now, policy)
+        verdict = judge(self._observe(execution, now), now, policy)
         if verdict.action == "none":
             if execution.finished:
                 self._settled.add(execution.arn)
@@ -180,19 +180,16 @@ class Watchdog:
             return None
         return self._close(execution, context, verdict)
 
-    def _observe(self, execution: Execution) -> Observation:
+    def _observe(self, execution: Execution, now: datetime) -> Observation:
+        """Only what the rule needs: a young job's map run and work files are not looked at."""
         described = self._orchestrator.describe(execution.arn)
         progress = last_change = None
-        if described.status == "RUNNING":
+        age = (now - described.started).total_seconds() if described.started else 0.0
+        if described.status == "RUNNING" and age > self._config.policy.dispatch_grace_s:
             progress = self._orchestrator.progress(execution.arn)
-            last_change = self._storage.latest_change(
-                self._config.work_bucket, layout.work_prefix(execution.name) + "segments/"
-            )
-            checkpoints = self._storage.latest_change(
-                self._config.work_bucket, layout.work_prefix(execution.name) + "checkpoints/"
-            )
-            if checkpoints and (last_change is None or checkpoints > last_change):
-                last_change = checkpoints
+        if described.status == "RUNNING" and age > self._config.policy.stall_s:
+            # Segments, their records and chunk checkpoints all land under the job's work prefix.
+            last_change = self._storage.latest_change(self._config.work_bucket, layout.work_prefix(execution.name))
         return Observation(
             job_id=execution.name,
             status=described.status,
@@ -212,9 +209,8 @@ class Watchdog:
             except ExecutionMissing:
                 logger.warning("watchdog: execution %s disappeared", execution.arn)
             after = self._orchestrator.describe(execution.arn)
-            if judge(Observation(job_id, after.status, error=after.error), datetime.now(UTC), self._config.policy) == (
-                Verdict("none")
-            ):
+            ended = Observation(job_id, after.status, error=after.error)
+            if judge(ended, datetime.now(UTC), self._config.policy).action == "none":
                 # It ended by itself, notice and all, while we were deciding: nothing to add.
                 self._mark(job_id, verdict, published_by="state machine")
                 return None
