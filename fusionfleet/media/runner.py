@@ -30,13 +30,21 @@ def _tail(text: str) -> str:
     return text[-STDERR_TAIL:] if text else "(no output)"
 
 
+# ffmpeg runs in a process group of its own: a SIGTERM or Ctrl-C sent to the worker's group (a
+# terminal, `kill -TERM -pgid`, the chaos runs) must reach only the worker, which decides how to
+# stop (a warm stop finishes the chunk in hand), not kill the encoder under it and cost an attempt.
+# Should the worker die outright, the encoder sees its input pipe close and exits by itself.
+OWN_GROUP = 0
+
+
 def run_ffmpeg(args: Sequence[str], timeout_s: float, what: str) -> None:
     argv = [ffmpeg_exe(), *args]
     logger.debug("running %s", argv)
     try:
         completed = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s, check=False,
+            process_group=OWN_GROUP,
+        )  # fmt: skip
     except subprocess.TimeoutExpired as error:
         raise MediaError(f"{what}: ffmpeg did not finish within {timeout_s:.0f} s") from error
     if completed.returncode != 0:
@@ -52,8 +60,9 @@ class FramePipe:
         # Closed in close()/abort(): the pipe outlives this constructor by design.
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
         self._process = subprocess.Popen(
-            [ffmpeg_exe(), *args], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr
-        )
+            [ffmpeg_exe(), *args], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            process_group=OWN_GROUP,
+        )  # fmt: skip
         self.frames_written = 0
 
     def write(self, image: npt.NDArray[np.uint8]) -> None:
