@@ -441,7 +441,8 @@ class Chaos:
         latencies, failed_latencies = [], []
         for fault in self.faults:
             affected = self.jobs.get(fault.job or "")
-            if affected is not None and affected.first_final_at is not None:
+            # A fault after the job's notice (a duplicate event of a finished job) hit no work.
+            if affected is not None and affected.first_final_at is not None and fault.at < affected.first_final_at:
                 latencies.append(affected.first_final_at - fault.at)
                 if affected.notices and affected.notices[0].get("status") == "failed":
                     failed_latencies.append(affected.first_final_at - fault.at)
@@ -473,7 +474,7 @@ class Chaos:
             ],
             "faults": kinds,
             "faults_total": len(self.faults),
-            "faults_that_hit_work": sum(1 for f in self.faults if f.job),
+            "faults_that_hit_work": len(latencies),
             "fault_to_final_notification_s": _spread(latencies),
             "fault_to_final_notification_of_failed_jobs_s": _spread(failed_latencies),
             "jobs_with_more_than_one_final_notice": duplicates,
@@ -524,7 +525,7 @@ def table(report: dict[str, Any]) -> str:
         ("outputs differing from undisturbed", report["outputs_differing_from_undisturbed"], "must be 0 (streams)"),
         ("  byte-identical output files", report["outputs_byte_identical_files"], f"of {report['succeeded']}"),
         ("faults injected", report["faults_total"], json.dumps(report["faults"])),
-        ("  of which hit work", report.get("faults_that_hit_work"), "the others hit idle workers: not timed"),
+        ("  of which hit work", report.get("faults_that_hit_work"), "the others hit idle workers or ended jobs: not timed"),
         (
             "fault → final notification (s)",
             f"{latency['min']} / {latency['median']} / {latency.get('p95')} / {latency['max']}",
