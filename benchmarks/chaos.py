@@ -525,7 +525,7 @@ def table(report: dict[str, Any]) -> str:
         ("outputs differing from undisturbed", report["outputs_differing_from_undisturbed"], "must be 0 (streams)"),
         ("  byte-identical output files", report["outputs_byte_identical_files"], f"of {report['succeeded']}"),
         ("faults injected", report["faults_total"], json.dumps(report["faults"])),
-        ("  of which hit work", report.get("faults_that_hit_work"), "the others hit idle workers or ended jobs: not timed"),
+        ("  of which hit work", report.get("faults_that_hit_work"), "the rest hit idle workers or ended jobs"),
         (
             "fault → final notification (s)",
             f"{latency['min']} / {latency['median']} / {latency.get('p95')} / {latency['max']}",
