@@ -25,7 +25,7 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.messages import JobContext
-from fusionfleet.notify import Notifier
+from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
 from fusionfleet.storage import Storage, get_json, put_json
 
@@ -219,7 +219,7 @@ class Watchdog:
                 self._mark(job_id, verdict, published_by="state machine")
                 return None
         notice = self._notice(execution, context, verdict)
-        self._notifier.publish(self._config.topic_arn, f"FusionFleet job {notice['status']}", notice)
+        self._notifier.publish(self._config.topic_arn, notice_subject(job_id, str(notice["status"])), notice)
         self._mark(job_id, verdict, published_by="watchdog")
         logger.warning("watchdog: job %s ended with a %s notice: %s", job_id, notice["status"], verdict.reason)
         self._settled.add(execution.arn)

@@ -57,7 +57,7 @@ def test_a_missing_and_a_failed_segment_are_both_named_with_their_reasons(
     # THEN one failure names both segments, their frames and why
     assert failure.value.reason == (
         "2 of 2 segments did not render: "
-        "segment 0 (frames 0-49) failed after 3 attempt(s): RuntimeError: the GPU fell off; "
+        "segment 0 (frames 0-49) failed after 3 attempts: RuntimeError: the GPU fell off; "
         "segment 1 (frames 50-99): no result"
     )
 
