@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 # How the state machine ends when it published the notice itself (see render.asl.json).
 NOTIFIED_FAILURE_ERROR = "JobFailed"
 # The states whose output carries the notice the state machine was about to publish.
+# (RenderFailed: executions started before a failed Map went on to the merge's gate.)
 NOTICE_STATES = ("SuccessNotice", "RenderFailed", "MergeFailed")
 WATCHED = ("RUNNING", "FAILED", "TIMED_OUT", "ABORTED")
 

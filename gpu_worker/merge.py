@@ -57,23 +57,29 @@ def load_plan(storage: Storage, job: JobContext) -> list[Segment]:
 
 
 def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[SegmentRecord]:
-    """Every planned segment succeeded with its planned frame count, or SegmentFailed naming each one that did not."""
+    """Every planned segment succeeded with its planned frame count, or SegmentFailed naming each one that did not.
+
+    Segments that failed come first, then those with no result: when a Map stops a job early (AWS
+    stops its other children at the first failure) the cause is not buried under the ones it stopped.
+    """
     records: list[SegmentRecord] = []
-    problems: list[str] = []
+    failed: list[str] = []
+    missing: list[str] = []
     for segment in plan:
+        label = segment_label(segment.index, segment.start_frame, segment.end_frame)
         try:
             record = SegmentRecord.model_validate(
                 get_json(storage, job.work_bucket, layout.segment_record_key(job.job_id, segment.index))
             )
         except ObjectMissing:
-            problems.append(f"{segment_label(segment.index, segment.start_frame, segment.end_frame)}: no result")
+            missing.append(f"{label}: no result")
             continue
         if record.status != "succeeded":
-            label = segment_label(segment.index, segment.start_frame, segment.end_frame)
-            problems.append(segment_failure(label, record.attempt, record.error, record.reason))
+            failed.append(segment_failure(label, record.attempt, record.error, record.reason))
         elif record.frames != segment.frame_count:
-            problems.append(f"segment {segment.index}: {record.frames} frames, planned {segment.frame_count}")
+            failed.append(f"segment {segment.index}: {record.frames} frames, planned {segment.frame_count}")
         records.append(record)
+    problems = failed + missing
     if problems:
         shown = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
         raise SegmentFailed(f"{len(problems)} of {len(plan)} segments did not render: {shown}")

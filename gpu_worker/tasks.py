@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol
 
-from fusionfleet.failures import attempts_text, segment_failure, segment_label
+from fusionfleet.failures import segment_failure, segment_label
 from fusionfleet.messages import MergeResult, MergeTask, RenderTask, SegmentResult
 from fusionfleet.storage import Storage
 from gpu_worker.attempt import Attempt
@@ -84,7 +84,7 @@ class MergeHandler:
 
     def failure_cause(self, task: MergeTask, error: str, reason: str, attempts: int) -> str:
         # The gate's reason already names each segment, its frames, attempts and last error.
-        return f"merge of {task.job.job_id} failed after {attempts_text(attempts)}: {error}: {reason}"
+        return f"merge of {task.job.job_id}: {reason}"
 
     def close(self) -> None:
         return None

@@ -176,3 +176,26 @@ def test_the_slicers_rejection_of_the_longest_job_id_has_a_subject_that_fits() -
     ((_topic, subject, notice),) = notifier.published
     assert len(notice["job_id"]) == 80 and notice["job_id"] in subject
     assert len(subject) <= SUBJECT_LIMIT and subject.endswith(" failed")
+
+
+# ---------------------------------------------------------------- the state machine's notices
+
+
+def test_a_failed_render_still_reaches_the_gate_so_its_notice_names_the_segments() -> None:
+    # GIVEN the state machine
+    states = json.loads(ASL.read_text())["States"]
+    # THEN a Map that fails (AWS stops it at the first failed segment) goes on to the merge, whose gate
+    # names each segment that did not render; the merge's failure becomes the failure notice
+    (render_catch,) = states["RenderSegments"]["Catch"]
+    assert render_catch["ErrorEquals"] == ["States.ALL"] and render_catch["Next"] == "Merge"
+    (merge_catch,) = states["Merge"]["Catch"]
+    assert merge_catch["Next"] == "MergeFailed" and merge_catch["ResultPath"] == "$.failure"
+    notice = states["MergeFailed"]["Parameters"]
+    assert (notice["error.$"], notice["reason.$"]) == ("$.failure.Error", "$.failure.Cause")
+    assert states["MergeFailed"]["Next"] == "NotifyFailure"
+
+
+def test_the_success_notice_keeps_its_fields_and_adds_the_preview_and_the_cost() -> None:
+    notice = json.loads(ASL.read_text())["States"]["SuccessNotice"]["Parameters"]
+    assert {"output.$", "download_url.$", "frames.$", "duration_s.$", "audio_tracks.$", "timings"} <= set(notice)
+    assert (notice["cost.$"], notice["preview.$"]) == ("$.merge.cost", "$.merge.preview")
