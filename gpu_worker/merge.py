@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fusionfleet import layout
 from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
-from fusionfleet.errors import FusionFleetError, MediaError, ObjectMissing, SegmentFailed
+from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.failures import segment_failure, segment_label
 from fusionfleet.media.ffmpeg import merge_argv
 from fusionfleet.media.inspect import MediaSummary, summarize
@@ -194,8 +194,8 @@ def make_preview(storage: Storage, job: JobContext, target: RangeReader, output_
         output_info = probe_video(output, "merged output", MediaLimits(max_bytes=output.size))
         data, (width, height), frames = render_preview(target, job.video, output, output_info)
         storage.put_bytes(job.output.bucket, key, data, "image/jpeg")
-    except (FusionFleetError, OSError, ValueError) as error:
-        logger.warning("job %s: no preview (%s)", job.job_id, getattr(error, "reason", error))
+    except Exception as error:  # a courtesy: whatever went wrong (decoder, S3), the job's video stands
+        logger.warning("job %s: no preview (%s)", job.job_id, getattr(error, "reason", error), exc_info=True)
         return None
     url = storage.presign_get(job.output.bucket, key, DOWNLOAD_URL_SECONDS)
     return Preview(bucket=job.output.bucket, key=key, url=url, width=width, height=height, frames=frames)

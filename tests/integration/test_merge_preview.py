@@ -91,3 +91,19 @@ def test_a_preview_that_cannot_be_made_does_not_fail_the_job(target: Path, tmp_p
     # WHEN the preview is attempted THEN there is none, and nothing is stored
     assert make_preview(storage, job, reader, broken) is None
     assert not storage.exists(MEDIA, "outputs/clip.preview.jpg")
+
+
+class RefusingStorage(FakeStorage):
+    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        if key.endswith(".jpg"):
+            raise RuntimeError("AccessDenied")
+        return super().put_bytes(bucket, key, data, content_type)
+
+
+def test_a_preview_the_bucket_refuses_does_not_fail_the_job(target: Path, output: Path) -> None:
+    storage = RefusingStorage()
+    storage.put_bytes(MEDIA, "inputs/clip.mp4", target.read_bytes(), "video/mp4")
+    _, info = probe(target)
+    job = job_context(video=info, target=ObjectRef(bucket=MEDIA, key="inputs/clip.mp4", size=info.size_bytes))
+    reader = RangeReader(S3RangeSource(storage, MEDIA, "inputs/clip.mp4", info.size_bytes), "target")
+    assert make_preview(storage, job, reader, output) is None
