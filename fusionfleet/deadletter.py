@@ -14,6 +14,7 @@ from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.errors import ObjectMissing, TokenGone
+from fusionfleet.failures import segment_failure, segment_label
 from fusionfleet.messages import SegmentRecord
 from fusionfleet.orchestrator import TaskCallbacks
 from fusionfleet.storage import Storage, get_json, put_json
@@ -51,12 +52,14 @@ def fail_dead_letter(
     segment = task.get("segment")
     if isinstance(segment, dict) and "index" in segment:
         index = int(segment["index"])
+        start, end = segment.get("start_frame"), segment.get("end_frame")
+        label = segment_label(index, *((int(start), int(end)) if start is not None and end is not None else ()))
         what = f"segment {index} of {job_id}"
         record = _last_error(storage, bucket, job_id, index)
         if record is not None and record.status == "failed":
-            reason = f"{what} failed {attempts} times; last error {record.error}: {record.reason}"
+            reason = segment_failure(f"{label} of {job_id}", attempts, record.error, record.reason)
         else:
-            reason = f"{what} was dead-lettered after {attempts} deliveries: its worker died each time"
+            reason = f"{label} of {job_id} was dead-lettered after {attempts} deliveries: its worker died each time"
             put_json(
                 storage,
                 bucket,

@@ -49,6 +49,13 @@ def checkpoint_prefix(job_id: str, index: int) -> str:
     return f"{work_prefix(job_id)}checkpoints/{index:05d}/"
 
 
+def preview_key(output_key: str) -> str:
+    """Beside the output: `outputs/x.mp4` → `outputs/x.preview.jpg`."""
+    stem, dot, extension = output_key.rpartition(".")
+    base = stem if dot and "/" not in extension else output_key
+    return f"{base}.preview.jpg"
+
+
 def manifest_name(manifest_key: str) -> str:
     """`jobs/summer/alice.json` → `summer/alice`."""
     name = manifest_key[len(MANIFEST_PREFIX) :] if manifest_key.startswith(MANIFEST_PREFIX) else manifest_key

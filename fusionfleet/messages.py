@@ -100,6 +100,26 @@ class MergeTimings(_Model):
     merge_started_at: float  # epoch seconds
 
 
+class JobCost(_Model):
+    """What a job cost in GPU time, and an estimate in dollars at the stack's instance price."""
+
+    engine_gpu_s: float  # all segments' engine time, summed: the GPU's working time
+    billed_gpu_s: float  # all segments' worker time (every attempt, downloads and encodes included), summed
+    gpu_hourly_price: float  # dollars per GPU-hour (the stack's GpuHourlyPrice)
+    estimated_usd: float  # billed_gpu_s at that price
+
+
+class Preview(_Model):
+    """A before/after contact sheet (JPEG): one row per sampled frame, the target left, the output right."""
+
+    bucket: str
+    key: str
+    url: str
+    width: int
+    height: int
+    frames: tuple[int, ...]  # the frame numbers shown, top to bottom
+
+
 class MergeResult(_Model):
     """A merge task's output; the state machine reads `$.merge.output`, `$.merge.timings.render_s`, …"""
 
@@ -109,6 +129,8 @@ class MergeResult(_Model):
     duration_s: float
     audio_tracks: int
     timings: MergeTimings
+    cost: JobCost
+    preview: Preview | None = None  # None when the preview could not be made; the job still succeeded
 
 
 def rejection_notice(job_id: str, manifest: ObjectRef, reason: str, problems: tuple[str, ...]) -> dict[str, Any]:

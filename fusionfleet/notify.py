@@ -13,10 +13,28 @@ class Notifier(Protocol):
     def publish(self, topic_arn: str, subject: str, message: dict[str, Any]) -> None: ...
 
 
+SUBJECT_LIMIT = 100  # SNS refuses longer subjects (LocalStack does not; AWS does)
+SUBJECT_PREFIX = "FusionFleet"
+# One short word per final state, so "FusionFleet <job id> <word>" fits with the longest job id (80).
+SUBJECT_WORDS = {"succeeded": "done", "failed": "failed", "cancelled": "cancelled"}
+
+
+def notice_subject(job_id: str, status: str) -> str:
+    """`FusionFleet <job id> done|failed|cancelled`, within SNS's limit whatever the job id.
+
+    The state machine's own subjects (render.asl.json) are written the same way; the job id is also a
+    message attribute, so a subject shortened here loses nothing a subscriber filters on.
+    """
+    word = SUBJECT_WORDS.get(status, status)
+    room = SUBJECT_LIMIT - len(SUBJECT_PREFIX) - len(word) - 2
+    name = job_id if len(job_id) <= room else job_id[: max(0, room - 3)] + "..."
+    return subject_line(f"{SUBJECT_PREFIX} {name} {word}")
+
+
 def subject_line(text: str) -> str:
     """SNS subjects: printable ASCII, at most 100 characters."""
     clean = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in text)
-    return clean[:100]
+    return clean[:SUBJECT_LIMIT]
 
 
 class SnsNotifier:

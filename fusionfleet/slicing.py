@@ -20,7 +20,7 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
-from fusionfleet.notify import Notifier
+from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.plan import SegmentPolicy, plan_segments
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
@@ -229,7 +229,7 @@ class Slicer:
         # Recorded before and after publishing: a publish that fails leaves `notified` false, so the
         # retried event publishes again instead of finding a record and staying silent for ever.
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": False})
-        self.notifier.publish(self.config.topic_arn, f"FusionFleet job {job_id} failed", notice)
+        self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)
 

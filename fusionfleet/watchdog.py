@@ -25,7 +25,7 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.messages import JobContext
-from fusionfleet.notify import Notifier
+from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
 from fusionfleet.storage import Storage, get_json, put_json
 
@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 # How the state machine ends when it published the notice itself (see render.asl.json).
 NOTIFIED_FAILURE_ERROR = "JobFailed"
 # The states whose output carries the notice the state machine was about to publish.
+# (RenderFailed: executions started before a failed Map went on to the merge's gate.)
 NOTICE_STATES = ("SuccessNotice", "RenderFailed", "MergeFailed")
 WATCHED = ("RUNNING", "FAILED", "TIMED_OUT", "ABORTED")
 
@@ -215,7 +216,7 @@ class Watchdog:
                 self._mark(job_id, verdict, published_by="state machine")
                 return None
         notice = self._notice(execution, context, verdict)
-        self._notifier.publish(self._config.topic_arn, f"FusionFleet job {notice['status']}", notice)
+        self._notifier.publish(self._config.topic_arn, notice_subject(job_id, str(notice["status"])), notice)
         self._mark(job_id, verdict, published_by="watchdog")
         logger.warning("watchdog: job %s ended with a %s notice: %s", job_id, notice["status"], verdict.reason)
         self._settled.add(execution.arn)

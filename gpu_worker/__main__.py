@@ -57,7 +57,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
             host_process.start()
         handler = RenderHandler(renderer, storage, settings.name, stop.requested)
     else:
-        handler = MergeHandler(MergeDeps(storage, settings.scratch))
+        handler = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
     # The queue's own redrive policy says how many attempts a message gets: one source of truth.
     attempts = queue.max_receive_count(settings.queue_urls[0]) or 3
     return Worker(

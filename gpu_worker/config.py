@@ -12,6 +12,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
 from gpu_worker.errors import ConfigError
 
 ENV_ROLE = "FUSIONFLEET_ROLE"
@@ -31,6 +32,7 @@ ENV_ENGINE_MAX_GPU_MB = "FUSIONFLEET_ENGINE_MAX_GPU_MB"
 ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
 ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
+ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
 
 ROLES = ("render", "merge")
 
@@ -55,6 +57,7 @@ class WorkerConfig:
     seconds_per_frame: float
     base_timeout_s: float
     faults_file: Path | None = None
+    gpu_hourly_price: float = DEFAULT_GPU_HOURLY_PRICE  # dollars per GPU-hour: the merge prices each job with it
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -137,5 +140,18 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         seconds_per_frame=float(env.get(ENV_SECONDS_PER_FRAME, "2.0")),
         base_timeout_s=float(env.get(ENV_BASE_TIMEOUT, "120")),
         faults_file=Path(env[ENV_FAULTS_FILE]) if env.get(ENV_FAULTS_FILE) else None,
+        gpu_hourly_price=_price(env.get(ENV_GPU_HOURLY_PRICE)),
         engine_env=tuple(sorted(env.items())),
     )
+
+
+def _price(text: str | None) -> float:
+    if not text:
+        return DEFAULT_GPU_HOURLY_PRICE
+    try:
+        price = float(text)
+    except ValueError:
+        raise ConfigError(f"{ENV_GPU_HOURLY_PRICE} is not a number: {text!r}") from None
+    if not price >= 0:
+        raise ConfigError(f"{ENV_GPU_HOURLY_PRICE} must be 0 or more, not {text!r}")
+    return price

@@ -150,7 +150,9 @@ class Worker:
             return
         self.failed += 1
         try:
-            self._orchestrator.task_failure(task.task_token, name, f"{what}: {reason}")
+            self._orchestrator.task_failure(
+                task.task_token, name, self._handler.failure_cause(task, name, reason, attempt)
+            )
         except TokenGone as gone:
             logger.warning("%s: token already gone (%s)", what, gone.reason)
         if retryable(error):

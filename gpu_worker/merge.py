@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fusionfleet import layout
+from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
+from fusionfleet.failures import segment_failure, segment_label
 from fusionfleet.media.ffmpeg import merge_argv
 from fusionfleet.media.inspect import MediaSummary, summarize
-from fusionfleet.media.probe import VideoInfo
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.probe import VideoInfo, probe_video
+from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import (
     JobContext,
@@ -28,11 +31,13 @@ from fusionfleet.messages import (
     MergeTask,
     MergeTimings,
     OutputLocation,
+    Preview,
     SegmentRecord,
 )
 from fusionfleet.plan import Segment
 from fusionfleet.storage import S3RangeSource, Storage, get_json
 from gpu_worker.audio import extract_audio
+from gpu_worker.preview import render_preview
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +49,7 @@ class MergeDeps:
     storage: Storage
     scratch: Path
     download_threads: int = 4
+    gpu_hourly_price: float = DEFAULT_GPU_HOURLY_PRICE  # dollars per GPU-hour, for the notice's cost estimate
 
 
 def load_plan(storage: Storage, job: JobContext) -> list[Segment]:
@@ -51,27 +57,29 @@ def load_plan(storage: Storage, job: JobContext) -> list[Segment]:
 
 
 def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[SegmentRecord]:
-    """Every planned segment succeeded with its planned frame count, or SegmentFailed naming each one that did not."""
+    """Every planned segment succeeded with its planned frame count, or SegmentFailed naming each one that did not.
+
+    Segments that failed come first, then those with no result: when a Map stops a job early (AWS
+    stops its other children at the first failure) the cause is not buried under the ones it stopped.
+    """
     records: list[SegmentRecord] = []
-    problems: list[str] = []
+    failed: list[str] = []
+    missing: list[str] = []
     for segment in plan:
+        label = segment_label(segment.index, segment.start_frame, segment.end_frame)
         try:
             record = SegmentRecord.model_validate(
                 get_json(storage, job.work_bucket, layout.segment_record_key(job.job_id, segment.index))
             )
         except ObjectMissing:
-            problems.append(
-                f"segment {segment.index} (frames {segment.start_frame}-{segment.end_frame - 1}): no result"
-            )
+            missing.append(f"{label}: no result")
             continue
         if record.status != "succeeded":
-            problems.append(
-                f"segment {segment.index} (frames {segment.start_frame}-{segment.end_frame - 1}) failed after "
-                f"{record.attempt} attempt(s): {record.error}: {record.reason}"
-            )
+            failed.append(segment_failure(label, record.attempt, record.error, record.reason))
         elif record.frames != segment.frame_count:
-            problems.append(f"segment {segment.index}: {record.frames} frames, planned {segment.frame_count}")
+            failed.append(f"segment {segment.index}: {record.frames} frames, planned {segment.frame_count}")
         records.append(record)
+    problems = failed + missing
     if problems:
         shown = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
         raise SegmentFailed(f"{len(problems)} of {len(plan)} segments did not render: {shown}")
@@ -148,6 +156,7 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
         )
         deps.storage.upload_file(job.output.bucket, job.output.key, output_path, "video/mp4")
         merge_s = time.monotonic() - started
+        preview = make_preview(deps.storage, job, reader, output_path)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     url = deps.storage.presign_get(job.output.bucket, job.output.key, DOWNLOAD_URL_SECONDS)
@@ -169,4 +178,24 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
             merge_s=round(merge_s, 3),
             merge_started_at=round(started_at, 3),
         ),
+        cost=job_cost(records, deps.gpu_hourly_price),
+        preview=preview,
     )
+
+
+def make_preview(storage: Storage, job: JobContext, target: RangeReader, output_path: Path) -> Preview | None:
+    """The before/after contact sheet, stored beside the output; None (logged) when it cannot be made.
+
+    A preview is a courtesy: the job's video is already written, so a failure here never fails the job.
+    """
+    key = layout.preview_key(job.output.key)
+    try:
+        output = RangeReader(FileRangeSource(output_path), what="merged output")
+        output_info = probe_video(output, "merged output", MediaLimits(max_bytes=output.size))
+        data, (width, height), frames = render_preview(target, job.video, output, output_info)
+        storage.put_bytes(job.output.bucket, key, data, "image/jpeg")
+    except Exception as error:  # a courtesy: whatever went wrong (decoder, S3), the job's video stands
+        logger.warning("job %s: no preview (%s)", job.job_id, getattr(error, "reason", error), exc_info=True)
+        return None
+    url = storage.presign_get(job.output.bucket, key, DOWNLOAD_URL_SECONDS)
+    return Preview(bucket=job.output.bucket, key=key, url=url, width=width, height=height, frames=frames)

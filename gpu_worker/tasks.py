@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol
 
+from fusionfleet.failures import segment_failure, segment_label
 from fusionfleet.messages import MergeResult, MergeTask, RenderTask, SegmentResult
 from fusionfleet.storage import Storage
 from gpu_worker.attempt import Attempt
@@ -29,6 +30,7 @@ class TaskHandler(Protocol):
     def describe(self, task: Any) -> str: ...
     def execute(self, task: Any, cancel: threading.Event, attempt: Attempt) -> SegmentResult | MergeResult: ...
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
+    def failure_cause(self, task: Any, error: str, reason: str, attempts: int) -> str: ...
     def close(self) -> None: ...
 
 
@@ -53,6 +55,11 @@ class RenderHandler:
     def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
         record_failure(self._storage, task, error, reason, attempt, self._worker)
 
+    def failure_cause(self, task: RenderTask, error: str, reason: str, attempts: int) -> str:
+        segment = task.segment
+        label = f"{segment_label(segment.index, segment.start_frame, segment.end_frame)} of {task.job.job_id}"
+        return segment_failure(label, attempts, error, reason)
+
     def close(self) -> None:
         self._renderer.close()
 
@@ -74,6 +81,10 @@ class MergeHandler:
 
     def record_failure(self, task: MergeTask, error: str, reason: str, attempt: int) -> None:
         return None
+
+    def failure_cause(self, task: MergeTask, error: str, reason: str, attempts: int) -> str:
+        # The gate's reason already names each segment, its frames, attempts and last error.
+        return f"merge of {task.job.job_id}: {reason}"
 
     def close(self) -> None:
         return None

@@ -126,6 +126,19 @@ class Stack:
                 sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
         return found
 
+    def envelopes(self, inbox: str, wait_s: float, count: int = 1) -> list[dict[str, Any]]:
+        """The SNS envelopes themselves (Subject, MessageAttributes, Message), for tests of what SNS is given."""
+        sqs = self.client("sqs")
+        found: list[dict[str, Any]] = []
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and len(found) < count:
+            for message in sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+                "Messages", []
+            ):
+                found.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
+        return found
+
     def logs(self) -> str:
         parts = []
         for log in sorted((self.state_dir / "logs").glob("*.log")):

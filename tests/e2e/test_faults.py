@@ -3,6 +3,7 @@ poison segments, backlogs. Every job ends with exactly one correct output or a f
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -166,6 +167,10 @@ def test_a_poison_segment_fails_the_job_fast_with_its_reason(stack: Stack, clip:
     notice = notice_for(stack, inbox, job, wait_s=120)
     assert notice["status"] == "failed"
     assert "segment 1" in notice["reason"] and "EngineCrashed" in notice["reason"], notice
+    # AND it names the segment's frames and how many attempts it had
+    assert re.search(r"segment 1 \(frames \d+-\d+\)[^;]* failed after 3 attempts: EngineCrashed", notice["reason"]), (
+        notice
+    )
     assert time.monotonic() - began < 90
     # AND nothing is left in any queue (the dead letter was consumed), the manifest is in place
     assert wait_until(lambda: queues_empty(stack), 60)

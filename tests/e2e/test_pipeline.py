@@ -6,7 +6,9 @@ import json
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
+import cv2
 import numpy as np
 import pytest
 
@@ -50,12 +52,18 @@ def test_s3_drop_renders_a_frame_exact_video_and_notifies_once(stack: Stack, ten
     # WHEN the manifest is dropped into jobs/
     etag = s3.put_object(Bucket=bucket, Key="jobs/e2e drop.json", Body=body)["ETag"]
     job = job_id(bucket, "jobs/e2e drop.json", etag)
-    # THEN a success notification arrives, naming the job and the output
-    (notice,) = stack.notifications(inbox, wait_s=240)
+    # THEN a success notification arrives, naming the job and the output, under a subject SNS accepts
+    (envelope,) = stack.envelopes(inbox, wait_s=240)
+    notice = json.loads(envelope["Message"])
     assert notice["status"] == "succeeded", (notice, stack.logs())
+    assert envelope["Subject"] == f"FusionFleet {job} done" and len(envelope["Subject"]) <= 100
     assert notice["job_id"] == job and notice["frames"] == 250
     assert notice["output"]["key"] == "outputs/e2e drop.mp4"
     assert set(notice["timings"]) >= {"submitted_at", "started_at", "finished_at", "render_s", "merge_s"}
+    # AND it carries a before/after preview beside the output: 2 columns (target, output) × 4 rows of frames
+    check_preview(notice["preview"], bucket, "outputs/e2e drop.preview.jpg", cell=(320, 240), rows=4)
+    # AND the job's cost: engine and billed GPU-seconds, and their price at the local default
+    check_cost(notice)
     with urllib.request.urlopen(notice["download_url"], timeout=30) as response:
         downloaded = response.read()
     output = tmp_path / "out.mp4"
@@ -103,6 +111,27 @@ def test_s3_drop_renders_a_frame_exact_video_and_notifies_once(stack: Stack, ten
     listing = s3.list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=layout.work_prefix(job) + "segments/")
     segments = sorted(item["Key"] for item in listing["Contents"] if item["Key"].endswith(".mp4"))
     assert segments == [layout.segment_key(job, i) for i in range(2)]
+
+
+def check_preview(preview: dict[str, Any], bucket: str, key: str, cell: tuple[int, int], rows: int) -> None:
+    assert (preview["bucket"], preview["key"]) == (bucket, key)
+    with urllib.request.urlopen(preview["url"], timeout=30) as response:
+        data = response.read()
+        assert response.headers["Content-Type"] == "image/jpeg"
+    sheet = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert data[:3] == b"\xff\xd8\xff" and sheet is not None, "the preview is not a JPEG"
+    width, height = 2 * cell[0], rows * cell[1]
+    assert sheet.shape == (height, width, 3) and (preview["width"], preview["height"]) == (width, height)
+    assert len(preview["frames"]) == rows and preview["frames"] == sorted(preview["frames"])
+
+
+def check_cost(notice: dict[str, Any]) -> None:
+    cost = notice["cost"]
+    assert 0 <= cost["engine_gpu_s"] <= cost["billed_gpu_s"] and cost["billed_gpu_s"] > 0, cost
+    # the billed time is the workers' time the timings report, and the estimate prices it
+    assert cost["billed_gpu_s"] == pytest.approx(notice["timings"]["worker_s"], abs=0.01)
+    assert cost["gpu_hourly_price"] == pytest.approx(1.006)
+    assert cost["estimated_usd"] == pytest.approx(cost["billed_gpu_s"] / 3600 * 1.006, rel=1e-3, abs=1e-6)
 
 
 def test_submit_wait_downloads_the_result_and_prints_the_job_id(stack: Stack, tmp_path: Path) -> None:

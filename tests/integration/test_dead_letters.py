@@ -48,9 +48,11 @@ def test_the_last_recorded_error_is_the_reason(aws: Aws) -> None:
     record = SegmentRecord(job_id="job-1", index=2, status="failed", error="EngineCrashed", reason="died (signal 9)")
     put_json(storage, "work", layout.segment_record_key("job-1", 2), record.model_dump())
     tokens = Tokens(closed=True)
-    outcome = fail_dead_letter(body({"index": 2}), 3, storage, tokens)  # type: ignore[arg-type]
+    outcome = fail_dead_letter(body({"index": 2, "start_frame": 100, "end_frame": 150}), 3, storage, tokens)  # type: ignore[arg-type]
     assert outcome is not None and outcome.already_closed
-    assert tokens.failures[0][2] == "segment 2 of job-1 failed 3 times; last error EngineCrashed: died (signal 9)"
+    assert tokens.failures[0][2] == (
+        "segment 2 (frames 100-149) of job-1 failed after 3 attempts: EngineCrashed: died (signal 9)"
+    )
 
 
 def test_merge_dead_letters_and_garbage(aws: Aws) -> None:

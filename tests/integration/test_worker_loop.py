@@ -219,7 +219,12 @@ def test_a_failing_segment_is_retried_then_failed_with_the_last_error(
     reports = [c for c in orchestrator.calls if c[0] != "heartbeat"]
     assert len(reports) == 1 and reports[0][0] == "failure"
     error, cause = reports[0][2]
-    assert error == "RuntimeError" and "the GPU fell off" in cause and "segment 0" in cause
+    first = plan(aws, job)[0]
+    assert error == "RuntimeError"
+    assert cause == (
+        f"segment 0 (frames {first['start_frame']}-{first['end_frame'] - 1}) of {job.job_id} "
+        "failed after 3 attempts: RuntimeError: the GPU fell off"
+    )
     record = json.loads(
         aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.segment_record_key(job.job_id, 0))["Body"].read()
     )

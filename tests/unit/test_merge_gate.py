@@ -57,7 +57,7 @@ def test_a_missing_and_a_failed_segment_are_both_named_with_their_reasons(
     # THEN one failure names both segments, their frames and why
     assert failure.value.reason == (
         "2 of 2 segments did not render: "
-        "segment 0 (frames 0-49) failed after 3 attempt(s): RuntimeError: the GPU fell off; "
+        "segment 0 (frames 0-49) failed after 3 attempts: RuntimeError: the GPU fell off; "
         "segment 1 (frames 50-99): no result"
     )
 
@@ -82,3 +82,25 @@ def test_the_merge_fails_at_the_gate_before_downloading_anything(
     assert layout.segment_key(job.job_id, 0) not in storage.reads
     assert job.target.key not in storage.reads
     assert not storage.exists(job.output.bucket, job.output.key)
+
+
+def test_a_failed_segment_is_named_before_the_ones_a_stopped_job_never_rendered(storage: FakeStorage) -> None:
+    # GIVEN a 30-segment job stopped early (as AWS stops a Map at its first failure): segment 25 failed,
+    # and no other segment left a record
+    context = job_context(frame_count=300)
+    plan = [
+        {"index": i, "start_frame": 10 * i, "end_frame": 10 * i + 10, "start_time_us": 0, "end_time_us": 0}
+        for i in range(30)
+    ]
+    storage.put_json(WORK, layout.plan_key(context.job_id), plan)
+    record(storage, context, 25, status="failed", frames=0, attempt=3, error="EngineCrashed", reason="signal 9")
+    # WHEN the gate checks the plan
+    with pytest.raises(SegmentFailed) as failure:
+        gate(storage, context, load_plan(storage, context))
+    # THEN the failed segment comes first, with its frames, attempts and cause; the rest are summed up
+    assert failure.value.reason.startswith(
+        "30 of 30 segments did not render: "
+        "segment 25 (frames 250-259) failed after 3 attempts: EngineCrashed: signal 9; "
+        "segment 0 (frames 0-9): no result"
+    )
+    assert failure.value.reason.endswith("; and 10 more")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from fusionfleet.messages import MergeResult, MergeTimings, OutputLocation, SegmentResult
+from fusionfleet.messages import JobCost, MergeResult, MergeTimings, OutputLocation, Preview, SegmentResult
 from tests.support.template import ROOT
 
 MERGE = MergeResult(
@@ -15,6 +15,15 @@ MERGE = MergeResult(
     duration_s=4.0,
     audio_tracks=1,
     timings=MergeTimings(render_s=3.25, worker_s=6.5, engine_s=4.125, merge_s=0.75, merge_started_at=1700000000.5),
+    cost=JobCost(engine_gpu_s=4.125, billed_gpu_s=6.5, gpu_hourly_price=1.2, estimated_usd=0.002167),
+    preview=Preview(
+        bucket="media",
+        key="outputs/clip.preview.jpg",
+        url="https://media.fake/outputs/clip.preview.jpg",
+        width=640,
+        height=960,
+        frames=(12, 37, 62, 87),
+    ),
 )
 
 
@@ -42,6 +51,15 @@ def test_a_merge_result_has_the_shape_the_state_machine_reads() -> None:
             "merge_s": 0.75,
             "merge_started_at": 1700000000.5,
         },
+        "cost": {"engine_gpu_s": 4.125, "billed_gpu_s": 6.5, "gpu_hourly_price": 1.2, "estimated_usd": 0.002167},
+        "preview": {
+            "bucket": "media",
+            "key": "outputs/clip.preview.jpg",
+            "url": "https://media.fake/outputs/clip.preview.jpg",
+            "width": 640,
+            "height": 960,
+            "frames": [12, 37, 62, 87],
+        },
     }
     assert MergeResult.model_validate_json(MERGE.model_dump_json()) == MERGE
 
@@ -56,3 +74,12 @@ def test_every_merge_path_in_the_state_machine_exists_in_the_result() -> None:
         for part in path.split("."):
             assert isinstance(value, dict) and part in value, f"$.merge.{path} is not in the merge result"
             value = value[part]
+
+
+def test_a_merge_result_without_a_preview_still_has_the_field_the_state_machine_reads() -> None:
+    # GIVEN a merge whose preview could not be made
+    result = MERGE.model_copy(update={"preview": None})
+    # WHEN it is sent to Step Functions
+    dumped = json.loads(result.model_dump_json())
+    # THEN `$.merge.preview` resolves (to null) rather than failing the SuccessNotice state
+    assert "preview" in dumped and dumped["preview"] is None

@@ -600,3 +600,156 @@ def test_render_service_starts_empty_and_may_replace_every_task_on_deploy() -> N
     assert service["DesiredCount"] == 0
     assert service["CapacityProviderStrategy"][0]["CapacityProvider"] == {"Ref": "GpuCapacityProvider"}
     assert deployment["MinimumHealthyPercent"] == 0
+
+
+# ---------------------------------------------------------------- (e) operations: alarms, dashboard, cost
+
+
+def _alarm(template: Template, name: str) -> dict[str, Any]:
+    resource = template["Resources"][name]
+    assert resource["Type"] == "AWS::CloudWatch::Alarm", name
+    assert resource.get("Condition") == "IsAws", name
+    return dict(resource["Properties"])
+
+
+def _notifies_operators(alarm: dict[str, Any]) -> bool:
+    return alarm["AlarmActions"] == [{"Ref": "OpsTopic"}] and alarm.get("OKActions") == [{"Ref": "OpsTopic"}]
+
+
+def test_operators_have_a_topic_of_their_own_with_an_optional_email() -> None:
+    # GIVEN the template
+    template = _source()
+    # THEN the operators' topic exists on every stage, apart from the job notices' topic
+    assert template["Resources"]["OpsTopic"]["Type"] == "AWS::SNS::Topic"
+    assert "Condition" not in template["Resources"]["OpsTopic"]
+    # AND an e-mail address subscribes to it only when one is given
+    subscription = template["Resources"]["OpsEmailSubscription"]
+    assert subscription["Condition"] == "HasOpsEmail"
+    assert subscription["Properties"]["TopicArn"] == {"Ref": "OpsTopic"}
+    assert subscription["Properties"]["Endpoint"] == {"Ref": "OpsNotificationEmail"}
+    assert template["Parameters"]["OpsNotificationEmail"]["Default"] == ""
+
+
+@pytest.mark.parametrize("queue", ["IngestDeadLetterQueue", "RenderDeadLetterQueue", "MergeDeadLetterQueue"])
+def test_any_dead_letter_alarms_the_operators(queue: str) -> None:
+    alarm = _alarm(_source(), f"{queue}DepthAlarm")
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["Statistic"]) == (
+        "GreaterThanThreshold",
+        0,
+        "Maximum",
+    )
+    assert _notifies_operators(alarm)
+
+
+def test_each_priority_alarms_on_its_oldest_message_before_the_accepted_backlog_runs_out() -> None:
+    # GIVEN the age alarms of the three render queues
+    template = _source()
+    thresholds = []
+    for queue in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow"):
+        alarm = _alarm(template, f"{queue}AgeAlarm")
+        assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateAgeOfOldestMessage")
+        assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}]
+        assert alarm["ComparisonOperator"] == "GreaterThanThreshold" and _notifies_operators(alarm)
+        thresholds.append(alarm["Threshold"] + alarm["Period"] * alarm["EvaluationPeriods"])
+    # THEN a higher priority alarms sooner, and even the lowest well before its segments' tokens time out
+    backlog = int(template["Parameters"]["AcceptedBacklogSeconds"]["Default"])
+    assert thresholds == sorted(thresholds) and thresholds[-1] <= backlog * 0.6
+
+
+@pytest.mark.parametrize("metric", ["ExecutionsFailed", "ExecutionsTimedOut"])
+def test_failed_and_timed_out_jobs_alarm_the_operators(metric: str) -> None:
+    alarm = _alarm(_source(), f"Render{metric}Alarm")
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/States", metric, "Sum")
+    assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": "RenderStateMachine"}}]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+    assert _notifies_operators(alarm)
+
+
+@pytest.mark.parametrize(("service", "minutes"), [("RenderService", 15), ("MergeService", 5)])
+def test_a_service_short_of_its_desired_workers_alarms_after_a_start_up_allowance(service: str, minutes: int) -> None:
+    # GIVEN the service's workers-short alarm
+    alarm = _alarm(_source(), f"{service.removesuffix('Service')}WorkersShortAlarm")
+    by_id = {metric["Id"]: metric for metric in alarm["Metrics"]}
+    # THEN it compares desired with running tasks of that service (Container Insights)
+    for name, metric_name in (("desired", "DesiredTaskCount"), ("running", "RunningTaskCount")):
+        metric = by_id[name]["MetricStat"]["Metric"]
+        assert (metric["Namespace"], metric["MetricName"]) == ("ECS/ContainerInsights", metric_name)
+        assert {"Name": "ServiceName", "Value": {"Fn::GetAtt": [service, "Name"]}} in metric["Dimensions"]
+    (returned,) = [metric for metric in alarm["Metrics"] if metric.get("ReturnData", True)]
+    assert returned["Expression"].replace(" ", "") == "FILL(desired,0)-FILL(running,0)"
+    # AND only a shortfall that outlasts starting a worker counts
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+    assert alarm["DatapointsToAlarm"] == alarm["EvaluationPeriods"] >= minutes
+    assert _notifies_operators(alarm)
+
+
+def test_every_job_the_watchdog_closes_is_counted_and_alarms_the_operators() -> None:
+    # GIVEN what the watchdog Lambda logs for each job it closes
+    handler = ast.parse((ROOT / "functions" / "watchdog" / "app.py").read_text())
+    logged = {
+        node.args[0].value
+        for node in ast.walk(handler)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "warning"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+    template = _source()
+    metric_filter = template["Resources"]["WatchdogActionsMetricFilter"]
+    assert metric_filter["Condition"] == "IsAws"
+    filter_properties = metric_filter["Properties"]
+    # THEN a metric filter on its log group matches that line (Powertools logs it as JSON "message")
+    assert filter_properties["LogGroupName"] == {"Ref": "WatchdogLogGroup"}
+    match = re.fullmatch(r'\{ \$\.message = "([^"]+)" \}', filter_properties["FilterPattern"])
+    assert match and match.group(1) in logged
+    (transformation,) = filter_properties["MetricTransformations"]
+    # AND the alarm watches that metric, on any action
+    alarm = _alarm(template, "WatchdogActionsAlarm")
+    assert (alarm["Namespace"], alarm["MetricName"]) == (
+        transformation["MetricNamespace"],
+        transformation["MetricName"],
+    )
+    assert (alarm["Statistic"], alarm["ComparisonOperator"], alarm["Threshold"]) == ("Sum", "GreaterThanThreshold", 0)
+    assert _notifies_operators(alarm)
+
+
+def test_the_dashboard_is_valid_json_and_shows_every_alarm() -> None:
+    # GIVEN the dashboard and every alarm that notifies the operators
+    template = _source()
+    dashboard = template["Resources"]["OperationsDashboard"]
+    assert dashboard["Condition"] == "IsAws"
+    body, variables = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
+    alarms = {
+        name
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::CloudWatch::Alarm"
+        and resource["Properties"].get("AlarmActions") == [{"Ref": "OpsTopic"}]
+    }
+    assert len(alarms) == 11
+    # WHEN its substitutions are filled in
+    names = set(_SUB_NAME.findall(body))
+    assert {f"{alarm}.Arn" for alarm in alarms} <= names
+    assert names - set(variables) - {f"{a}.Arn" for a in alarms} <= {
+        "AWS::Region",
+        "AWS::StackName",
+        "RenderStateMachine",
+        "RenderCluster",
+    }
+    filled = _SUB_NAME.sub("x", body)
+    # THEN it is one JSON document with an alarm widget listing them all and a graph for each concern
+    widgets = json.loads(filled)["widgets"]
+    assert len(widgets[0]["properties"]["alarms"]) == len(alarms)
+    titles = " ".join(widget["properties"].get("title", "") for widget in widgets)
+    for concern in ("Dead-letter", "Oldest waiting", "executions", "running vs desired", "watchdog"):
+        assert concern in titles
+
+
+def test_the_merge_prices_jobs_at_the_stacks_gpu_price() -> None:
+    template = _source()
+    merge = properties(template, "MergeTaskDefinition")["ContainerDefinitions"][0]
+    env = {item["Name"]: item["Value"] for item in merge["Environment"]}
+    assert env["FUSIONFLEET_GPU_HOURLY_PRICE"] == {"Ref": "GpuHourlyPrice"}
+    assert float(template["Parameters"]["GpuHourlyPrice"]["Default"]) > 0

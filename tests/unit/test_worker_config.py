@@ -55,3 +55,13 @@ def test_the_entry_point_reports_a_config_error_and_exits_2(
         monkeypatch.delenv(name, raising=False)
     assert main(["--region", "eu-west-1"]) == 2
     assert "no queue: pass --queue-url or set FUSIONFLEET_QUEUE_URLS" in capsys.readouterr().err
+
+
+def test_the_gpu_price_comes_from_the_environment_with_a_default_and_is_checked() -> None:
+    # GIVEN no price, a price, and two bad ones
+    assert config.resolve(parse(), dict(ENV)).gpu_hourly_price == pytest.approx(1.006)
+    assert config.resolve(parse(), {**ENV, config.ENV_GPU_HOURLY_PRICE: "0.526"}).gpu_hourly_price == 0.526
+    for bad in ("cheap", "-1", "nan"):
+        # THEN a bad price stops the worker at start with the variable's name
+        with pytest.raises(ConfigError, match=config.ENV_GPU_HOURLY_PRICE):
+            config.resolve(parse(), {**ENV, config.ENV_GPU_HOURLY_PRICE: bad})

@@ -57,8 +57,15 @@ class ScriptedHandler:
     def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
         self.recorded.append((task.task_token, error, reason, attempt))
 
+    def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
+        return f"step {task.task_token} failed after {attempts}: {error}: {reason}"
+
     def close(self) -> None:
         return None
+
+
+FELL_OVER = "step t failed after 3: SegmentFailed: the encoder fell over"
+NO_FACE = "step t failed after 1: InputRejected: no face in source[0]"
 
 
 def worker(
@@ -99,7 +106,9 @@ def test_a_failed_attempt_is_retried_after_the_policy_delay_and_the_last_one_fai
     queue.clock.advance(10)
     assert take_one(subject)
     # THEN only now is the token failed, with the reason, and the message made visible for its DLQ
-    assert orchestrator.reports() == [("failure", "t", ("SegmentFailed", "step t: the encoder fell over"))]
+    assert orchestrator.reports() == [
+        ("failure", "t", ("SegmentFailed", "step t failed after 3: SegmentFailed: the encoder fell over"))
+    ]
     assert queue.visibility_changes[-1] == (message_id, 0)
     assert [attempt.number for attempt in handler.attempts] == [1, 2, 3]
     assert subject.failed == 1 and queue.deleted == []
@@ -115,7 +124,9 @@ def test_bad_input_fails_the_token_at_once_and_drops_the_message() -> None:
     # WHEN its first attempt is rejected
     assert take_one(worker(handler, queue, orchestrator))
     # THEN the token fails on the first attempt and the message is deleted, not retried
-    assert orchestrator.reports() == [("failure", "t", ("InputRejected", "step t: no face in source[0]"))]
+    assert orchestrator.reports() == [
+        ("failure", "t", ("InputRejected", "step t failed after 1: InputRejected: no face in source[0]"))
+    ]
     assert queue.deleted == [message_id] and queue.visibility_changes == []
 
 
