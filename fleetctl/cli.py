@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--watchdog-dispatch-grace-seconds", type=int, default=UpOptions.watchdog_dispatch_grace_s,
         help="a running job none of whose segments was dispatched this long after it started is stopped",
     )  # fmt: skip
+    up.add_argument(
+        "--dashboard-port", type=int,
+        help="the dashboard's port on 127.0.0.1 (default: the running dashboard's, else a free one)",
+    )  # fmt: skip
     up.add_argument("--faults-file", type=Path, help="inject faults into the workers (chaos runs and fault tests)")
     up.add_argument("--state-dir", type=Path, help="where the local stack keeps state and logs")
     for name in ("down", "status"):
@@ -184,6 +188,7 @@ def cmd_local(args: argparse.Namespace) -> int:
                 watchdog_stall_s=args.watchdog_stall_seconds,
                 watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
                 faults_file=args.faults_file,
+                dashboard_port=args.dashboard_port,
             )
         )
         print(state.endpoint, flush=True)

@@ -166,17 +166,20 @@ function renderJob(detail) {
   $("seg-total").textContent = String(detail.segments.length);
   $("segments").replaceChildren(...detail.segments.map(segmentCell));
 
-  const timings = Object.entries(detail.timings || {}).flatMap(([key, value]) => [
-    el("dt", {}, key.replace(/_/g, " ")),
-    el("dd", {}, typeof value === "object" && value !== null ? JSON.stringify(value) : number(value)),
-  ]);
+  const timings = Object.entries(detail.timings || {}).flatMap(([key, value]) => {
+    const seconds = key.endsWith("_s") && typeof value === "number";
+    const label = (seconds ? key.slice(0, -2) : key).replace(/_/g, " ");
+    const text = typeof value === "object" && value !== null ? JSON.stringify(value) : number(value, seconds ? "s" : "");
+    return [el("dt", {}, label), el("dd", {}, text)];
+  });
   $("timings").replaceChildren(...(timings.length ? timings : [el("dd", { className: "empty" }, "not yet")]));
 
   const preview = $("preview");
   if (detail.preview_url) {
-    const src = `${detail.preview_url}?v=${done}`; // a new frame at most once per finished segment
+    // While the job runs each poll asks for the latest frame; an ended job's frame no longer changes.
+    const version = CANCELLABLE.has(summary.state) ? String(Date.now()) : summary.state;
+    const src = `${detail.preview_url}?v=${version}`;
     if (preview.getAttribute("src") !== src) preview.setAttribute("src", src);
-    $("preview-box").hidden = false;
   } else {
     preview.removeAttribute("src");
     $("preview-box").hidden = true;
@@ -265,5 +268,8 @@ document.addEventListener("DOMContentLoaded", () => {
   $("retry").addEventListener("click", () => act("retry"));
   $("state-filter").addEventListener("change", refresh);
   window.addEventListener("popstate", refresh);
+  // A frame that cannot be shown (none written yet, a broken file) hides the box until the next one.
+  $("preview").addEventListener("error", () => ($("preview-box").hidden = true));
+  $("preview").addEventListener("load", () => ($("preview-box").hidden = false));
   refresh();
 });
