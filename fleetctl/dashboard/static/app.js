@@ -216,7 +216,7 @@ async function refresh() {
   const state = $("state-filter").value;
   const jobId = selectedJob();
   try {
-    const query = new URLSearchParams({ limit: "50" });
+    const query = new URLSearchParams({ limit: "25" });
     if (state) query.set("state", state);
     const [jobs, workers] = await Promise.all([getJson(`/api/jobs?${query}`), getJson("/api/workers")]);
     renderJobs(jobs);
