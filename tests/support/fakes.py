@@ -233,8 +233,11 @@ class FakeOrchestrator:
     ("heartbeat", token, None) in order; `executions` maps execution ARNs to their input.
     """
 
-    def __init__(self, gone: set[str] | None = None) -> None:
+    def __init__(self, gone: set[str] | None = None, gone_after: dict[str, int] | None = None) -> None:
         self.gone = set(gone or ())
+        # Tokens that close after this many heartbeats (the one a worker sends when it takes the task
+        # counts): a job stopped while its segment renders.
+        self.gone_after = dict(gone_after or {})
         self.calls: list[tuple[str, str, Any]] = []
         self.executions: dict[str, dict[str, Any]] = {}
         self.starts: list[str] = []
@@ -275,6 +278,12 @@ class FakeOrchestrator:
         return self.state_outputs.get(execution_arn)
 
     def _callback(self, kind: str, token: str, detail: Any) -> None:
+        if token in self.gone_after and kind == "heartbeat":
+            self.gone_after[token] -= 1
+            if self.gone_after[token] < 0:
+                self.gone.add(token)
+        elif token in self.gone_after and self.gone_after[token] <= 0:
+            self.gone.add(token)
         self.calls.append((kind, token, detail))
         if token in self.gone:
             raise TokenGone(f"TaskTimedOut: token {token} is gone")
