@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import cv2
 
@@ -201,9 +202,10 @@ PREVIEW_QUALITY = 80
 def preview_jpeg(image: Image, width: int = PREVIEW_WIDTH) -> bytes:
     """One frame as a small JPEG (at most `width` pixels wide), for the dashboard's preview."""
     height, current = image.shape[:2]
+    small: Any = image
     if current > width:
-        image = cv2.resize(image, (width, max(1, round(height * width / current))), interpolation=cv2.INTER_AREA)
-    ok, encoded = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, PREVIEW_QUALITY])
+        small = cv2.resize(image, (width, max(1, round(height * width / current))), interpolation=cv2.INTER_AREA)
+    ok, encoded = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, PREVIEW_QUALITY])
     if not ok:
         raise MediaError("the preview frame could not be encoded as JPEG")
     return bytes(encoded.tobytes())

@@ -78,7 +78,9 @@ class RenderHandler:
             else:
                 self._record_attempt(task.job.work_bucket, began, status="failed", error=name, reason=reason)
             raise
-        self._record_attempt(task.job.work_bucket, began, status="succeeded", engine_s=result.engine_s, frames=result.frames)
+        self._record_attempt(
+            task.job.work_bucket, began, status="succeeded", engine_s=result.engine_s, frames=result.frames
+        )
         return result
 
     def _record_attempt(self, bucket: str, began: SegmentAttempt, **ended: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -255,11 +255,13 @@ class FakeOrchestrator:
         return arn
 
     def describe(self, execution_arn: str) -> Execution:
+        payload = self.executions.get(execution_arn)
         if execution_arn in self.states:
-            return self.states[execution_arn]
-        if execution_arn not in self.executions:
+            found = self.states[execution_arn]
+            return found if found.input is not None or payload is None else replace(found, input=payload)
+        if payload is None:
             raise ExecutionMissing(execution_arn)
-        return Execution(arn=execution_arn, status="RUNNING")
+        return Execution(arn=execution_arn, status="RUNNING", input=payload)
 
     def progress(self, execution_arn: str) -> Progress | None:
         return self.map_progress.get(execution_arn)
@@ -271,7 +273,7 @@ class FakeOrchestrator:
         self.stopped.append((execution_arn, error))
         running = self.describe(execution_arn)
         self.states[execution_arn] = Execution(
-            execution_arn, "ABORTED", running.started, datetime.now(UTC), error=error, cause=cause
+            execution_arn, "ABORTED", running.started, datetime.now(UTC), error=error, cause=cause, input=running.input
         )
 
     def state_output(self, execution_arn: str, state_names: tuple[str, ...]) -> dict[str, Any] | None:
