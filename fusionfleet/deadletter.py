@@ -57,6 +57,8 @@ def fail_dead_letter(
             reason = f"{what} failed {attempts} times; last error {record.error}: {record.reason}"
         else:
             reason = f"{what} was dead-lettered after {attempts} deliveries: its worker died each time"
+        if record is None:
+            # Never over a success: a retry of the job may have rendered the segment since.
             put_json(
                 storage,
                 bucket,

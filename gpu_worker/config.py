@@ -31,6 +31,8 @@ ENV_ENGINE_MAX_GPU_MB = "FUSIONFLEET_ENGINE_MAX_GPU_MB"
 ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
 ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
+ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
+ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 
 ROLES = ("render", "merge")
 
@@ -55,6 +57,9 @@ class WorkerConfig:
     seconds_per_frame: float
     base_timeout_s: float
     faults_file: Path | None = None
+    # Where the worker's presence record goes (work/_workers/<name>.json); None: no record.
+    work_bucket: str | None = None
+    beat_s: float = 5.0
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -137,5 +142,7 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         seconds_per_frame=float(env.get(ENV_SECONDS_PER_FRAME, "2.0")),
         base_timeout_s=float(env.get(ENV_BASE_TIMEOUT, "120")),
         faults_file=Path(env[ENV_FAULTS_FILE]) if env.get(ENV_FAULTS_FILE) else None,
+        work_bucket=env.get(ENV_WORK_BUCKET) or None,
+        beat_s=float(env.get(ENV_BEAT, "5")),
         engine_env=tuple(sorted(env.items())),
     )

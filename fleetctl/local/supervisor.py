@@ -155,7 +155,11 @@ class LocalStack:
         resources = StackResources.from_outputs(state.outputs)
         state.processes = [p for p in state.processes if p.role == "localstack" or p.alive()]
         python = sys.executable
-        env = {**_aws_env(state), "FUSIONFLEET_SCRATCH": str(self.paths.scratch)}
+        env = {
+            **_aws_env(state),
+            "FUSIONFLEET_SCRATCH": str(self.paths.scratch),
+            "FUSIONFLEET_WORK_BUCKET": resources.work_bucket,
+        }
         if options.faults_file is not None:
             env["FUSIONFLEET_FAULTS_FILE"] = str(options.faults_file.resolve())
         wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
