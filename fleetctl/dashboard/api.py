@@ -7,7 +7,8 @@
     POST /api/jobs/{id}/cancel          {"message": ...}
     POST /api/jobs/{id}/retry           {"message": ...}
 
-Unknown jobs are 404, a known path with the wrong method 405, a bad query 400. A POST must say
+Unknown jobs are 404, a known path with the wrong method 405, a bad query 400, an action the job's
+state does not allow 409 (with the reason), a stack that does not answer 502. A POST must say
 `Content-Type: application/json` (415 otherwise): a plain HTML form on another site cannot send that
 without the browser asking first, so no page but the dashboard's own can press its buttons.
 """
@@ -25,7 +26,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from fleetctl.dashboard.source import DashboardSource, JobNotFound
+from fleetctl.dashboard.source import DashboardSource, JobNotFound, OperationRefused
 from fusionfleet.errors import FusionFleetError
 
 logger = logging.getLogger(__name__)
@@ -134,9 +135,11 @@ def handle(source: DashboardSource, method: str, path: str, query: str, content_
         return error(400, str(problem))
     except JobNotFound:
         return error(404, f"no job {found.job_id}")
+    except OperationRefused as problem:
+        # An action the job's state does not allow (cancelling an ended job), or a query naming no state.
+        return error(409 if method == "POST" else 400, problem.reason)
     except FusionFleetError as problem:
-        # An action the job's state does not allow (retrying a running job) or a stack that refused it.
-        return error(409 if method == "POST" else 502, problem.reason)
+        return error(502, problem.reason)
     except Exception as problem:  # a failed call to the stack must not take the dashboard down
         logger.exception("%s %s failed", method, path)
         return error(502, f"the stack did not answer: {type(problem).__name__}: {problem}")
@@ -151,7 +154,7 @@ def _serve(source: DashboardSource, found: Route, query: str, now: datetime) -> 
         return json_response(200, {"now": now, "workers": source.workers()})
     if found.name == "job":
         detail = source.job(job_id)
-        preview = f"/api/jobs/{job_id}/preview.jpg" if getattr(detail, "preview_key", None) else None
+        preview = f"/api/jobs/{job_id}/preview.jpg" if detail.preview_key else None
         return json_response(200, {"now": now, **plain(detail), "preview_url": preview})
     if found.name == "preview":
         image = source.preview(job_id)

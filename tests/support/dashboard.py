@@ -1,80 +1,22 @@
 """An in-memory `DashboardSource` for the dashboard's tests: jobs, workers and previews held in dicts.
 
 The records are the frozen dataclasses `fleetctl.operations` returns; `cancel` and `retry` follow its
-rules closely enough for the API (an ended job is not cancelled again, only failed or cancelled jobs
-are retried), and every call is recorded.
+rules closely enough for the API (only a running job is cancelled, only failed or cancelled jobs are
+retried, anything else is `OperationRefused`), and every call is recorded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from fleetctl.dashboard.source import JobNotFound
-from fusionfleet.errors import FusionFleetError
+from fleetctl.operations import JOB_STATES, AttemptRecord, JobDetail, JobSummary, SegmentView, WorkerView
+from fusionfleet.errors import JobNotFound, OperationRefused
 
 NOW = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
 JPEG_BYTES = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00fake-frame\xff\xd9"
 
 
-@dataclass(frozen=True)
-class JobSummary:
-    job_id: str
-    name: str
-    state: str
-    priority: str
-    segments_done: int
-    segments_failed: int
-    segments_total: int
-    submitted_at: datetime | None
-    output: str | None
-    reason: str
-
-
-@dataclass(frozen=True)
-class AttemptRecord:
-    segment: int
-    attempt: int
-    worker: str
-    status: str
-    started_at: float
-    finished_at: float
-    engine_s: float | None
-    error: str | None
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class SegmentView:
-    index: int
-    start_frame: int
-    end_frame: int
-    state: str
-    worker: str | None
-    attempt: int
-
-
-@dataclass(frozen=True)
-class JobDetail:
-    summary: JobSummary
-    segments: list[SegmentView]
-    attempts: list[AttemptRecord]
-    timings: dict[str, float]
-    preview_key: str | None
-
-
-@dataclass(frozen=True)
-class WorkerView:
-    name: str
-    role: str
-    engine: str
-    current: str | None
-    segments_done: int
-    last_heartbeat: datetime
-    lost: bool
-
-
-ENDED = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "REJECTED", "TIMED_OUT", "ABORTED"})
 RETRYABLE = frozenset({"FAILED", "CANCELLED", "TIMED_OUT", "ABORTED"})
 
 
@@ -89,14 +31,14 @@ def sample_job(
     frames = 48
     segments = [
         SegmentView(
-            i, i * frames, (i + 1) * frames - 1, s, "worker-1" if s != "pending" else None, 2 if s == "running" else 1
+            i, i * frames, (i + 1) * frames - 1, s, "worker-1" if s != "pending" else "", 2 if s == "running" else 1
         )
         for i, s in enumerate(states)
     ]
     started = NOW.timestamp() - age_s
     attempts = [
         AttemptRecord(i, 1, "worker-1", "succeeded" if s == "done" else "failed", started + i, started + i + 4.5, 3.25,
-                      None if s == "done" else "SegmentFailed", None if s == "done" else "engine <b>crashed</b>")
+                      "" if s == "done" else "SegmentFailed", "" if s == "done" else "engine <b>crashed</b>")
         for i, s in enumerate(states) if s in ("done", "failed")
     ]  # fmt: skip
     summary = JobSummary(
@@ -138,6 +80,8 @@ class FakeDashboardSource:
 
     def list_jobs(self, state: str | None = None, limit: int = 20) -> list[JobSummary]:
         self._check("list_jobs", str(state), str(limit))
+        if state is not None and state not in JOB_STATES:
+            raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JOB_STATES)}")
         summaries = sorted((job.summary for job in self.jobs.values()), key=lambda s: s.submitted_at or NOW)
         return [s for s in reversed(summaries) if state is None or s.state == state][:limit]
 
@@ -152,8 +96,8 @@ class FakeDashboardSource:
     def cancel(self, job_id: str) -> str:
         self._check("cancel", job_id)
         job = self._get(job_id)
-        if job.summary.state in ENDED:
-            return f"job {job_id} already ended ({job.summary.state}); nothing changed"
+        if job.summary.state != "RUNNING":
+            raise OperationRefused(f"job {job_id} is {job.summary.state}: it has ended, nothing to cancel")
         self.jobs[job_id] = replace(job, summary=replace(job.summary, state="CANCELLED"))
         return f"job {job_id} cancelled"
 
@@ -161,7 +105,7 @@ class FakeDashboardSource:
         self._check("retry", job_id)
         job = self._get(job_id)
         if job.summary.state not in RETRYABLE:
-            raise FusionFleetError(f"job {job_id} is {job.summary.state}: only failed or cancelled jobs are retried")
+            raise OperationRefused(f"job {job_id} is {job.summary.state}: only failed or cancelled jobs are retried")
         self.jobs[job_id] = replace(job, summary=replace(job.summary, state="RUNNING"))
         return f"job {job_id} runs again"
 

@@ -17,7 +17,8 @@ import pytest
 
 from fleetctl.dashboard import DashboardServer
 from fleetctl.dashboard.api import plain, route
-from tests.support.dashboard import JPEG_BYTES, NOW, FakeDashboardSource, WorkerView, sample_job
+from fleetctl.operations import WorkerView
+from tests.support.dashboard import JPEG_BYTES, NOW, FakeDashboardSource, sample_job
 
 pytestmark = pytest.mark.timeout(30)
 STATIC = Path(__file__).resolve().parents[2] / "fleetctl" / "dashboard" / "static"
@@ -65,7 +66,7 @@ def _source(broken: bool = False) -> FakeDashboardSource:
             sample_job(DONE_ID, "SUCCEEDED", ("done",) * 3, age_s=3600),
         ],
         workers=[
-            WorkerView("worker-1", "render", "classic", f"{RUNNING_ID}/2", 7, heartbeat, False),
+            WorkerView("worker-1", "render", "classic", f"{RUNNING_ID}:2", 7, heartbeat, False),
             WorkerView("worker-2", "render", "classic", None, 3, NOW - timedelta(minutes=5), True),
         ],
         broken=broken,
@@ -166,6 +167,12 @@ def test_the_job_list_is_filtered_by_state_and_limited(served: Served) -> None:
     assert len(served.request("/api/jobs?limit=1").json()["jobs"]) == 1
 
 
+def test_a_state_that_is_no_job_state_is_a_400_naming_the_states(served: Served) -> None:
+    reply = served.request("/api/jobs?state=DREAMING")
+    assert reply.status == 400
+    assert "RUNNING" in reply.json()["error"]
+
+
 @pytest.mark.parametrize(
     "query", ["limit=0", "limit=201", "limit=ten", "limit=-1", "state=RUNNING;DROP", "state=" + "A" * 30]
 )
@@ -183,7 +190,7 @@ def test_a_job_shows_its_segments_attempts_timings_and_preview(served: Served) -
     # THEN its summary, each segment with state, worker and attempt, its attempts and timings are there
     assert data["summary"]["job_id"] == RUNNING_ID
     assert [(s["index"], s["state"], s["worker"], s["attempt"]) for s in data["segments"]] == [
-        (0, "done", "worker-1", 1), (1, "done", "worker-1", 1), (2, "running", "worker-1", 2), (3, "pending", None, 1),
+        (0, "done", "worker-1", 1), (1, "done", "worker-1", 1), (2, "running", "worker-1", 2), (3, "pending", "", 1),
     ]  # fmt: skip
     assert (data["segments"][1]["start_frame"], data["segments"][1]["end_frame"]) == (48, 95)
     assert [(a["segment"], a["status"], a["engine_s"]) for a in data["attempts"]] == [
@@ -207,7 +214,7 @@ def test_workers_show_their_heartbeat_and_the_lost_ones(served: Served) -> None:
     # WHEN the workers are fetched THEN each has its role, current segment, count and heartbeat
     workers = served.request("/api/workers").json()["workers"]
     assert [(w["name"], w["current"], w["segments_done"], w["lost"]) for w in workers] == [
-        ("worker-1", f"{RUNNING_ID}/2", 7, False), ("worker-2", None, 3, True),
+        ("worker-1", f"{RUNNING_ID}:2", 7, False), ("worker-2", None, 3, True),
     ]  # fmt: skip
     assert datetime.fromisoformat(workers[0]["last_heartbeat"]) == NOW - timedelta(seconds=3)
 
@@ -237,9 +244,10 @@ def test_cancel_stops_a_running_job_and_says_so(served: Served) -> None:
     assert reply.status == 200
     assert reply.json() == {"job_id": RUNNING_ID, "action": "cancel", "message": f"job {RUNNING_ID} cancelled"}
     assert served.source.jobs[RUNNING_ID].summary.state == "CANCELLED"
-    # AND cancelling it again says it already ended, changing nothing
+    # AND cancelling it again is refused with the reason (409), changing nothing
     again = served.request(f"/api/jobs/{RUNNING_ID}/cancel", "POST")
-    assert again.status == 200 and "already ended" in again.json()["message"]
+    assert again.status == 409 and "it has ended" in again.json()["error"]
+    assert served.source.jobs[RUNNING_ID].summary.state == "CANCELLED"
 
 
 def test_retry_runs_a_failed_job_again_and_refuses_a_running_one(served: Served) -> None:
