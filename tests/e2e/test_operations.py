@@ -72,7 +72,7 @@ def test_a_cancelled_job_renders_nothing_more_empties_its_queues_and_ends_cancel
         lambda: sum(f"of {job}: attempt 1" in stack.worker_log(p.name) for p in stack.state().by_role("worker")) >= 2,
         60,
     ), stack.logs()
-    running = stack.cli("list", "--state", "RUNNING")
+    running = stack.cli("list", "--state", "RUNNING", "--limit", "100")
     assert job in running.stdout, running.stdout + running.stderr
     # WHEN an operator cancels it
     cancelled_at = time.time()
@@ -94,7 +94,7 @@ def test_a_cancelled_job_renders_nothing_more_empties_its_queues_and_ends_cancel
     assert notices_within(stack, inbox, job, wait_s=25) == []
     status = stack.cli("status", job)
     assert "CANCELLED" in status.stdout and status.returncode != 0, status.stdout
-    assert job in stack.cli("list", "--state", "CANCELLED").stdout
+    assert job in stack.cli("list", "--state", "CANCELLED", "--limit", "100").stdout
     # AND cancelling it again says it has ended and changes nothing
     again = stack.cli("cancel", job)
     assert again.returncode != 0 and "has ended" in again.stderr, again.stderr
@@ -137,7 +137,7 @@ def test_a_failed_job_retried_renders_only_its_missing_segments_and_succeeds_wit
     assert logs.returncode == 0 and len(lines) == 1 + 4, logs.stdout
     assert [line.split()[3] for line in lines[1:]] == ["failed", "failed", "failed", "succeeded"], logs.stdout
     assert "EngineCrashed" in lines[1]
-    assert job in stack.cli("list", "--state", "SUCCEEDED").stdout
+    assert job in stack.cli("list", "--state", "SUCCEEDED", "--limit", "100").stdout
     # AND a succeeded job is not retried again, an unknown one is not found
     again = stack.cli("retry", job)
     assert again.returncode != 0 and "nothing to retry" in again.stderr, again.stderr
