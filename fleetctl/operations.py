@@ -55,6 +55,7 @@ CANCEL_REASON = "cancelled by an operator"
 # A cancel that claimed the notice and died before publishing is finished by another after this.
 RECLAIM_S = 120.0
 DEFAULT_LOST_AFTER_S = 30.0
+FORGET_AFTER_S = 24 * 3600.0
 
 _SEGMENT_FILE = re.compile(r"/segments/(\d{5})\.(mp4|json)$")
 _ATTEMPT_FILE = re.compile(r"/segments/(\d{5})\.attempts/r(\d{3})-(\d{3})\.json$")
@@ -180,6 +181,8 @@ class Operations:
     resources: StackResources
     lost_after_s: float = DEFAULT_LOST_AFTER_S
     clock: Callable[[], float] = field(default=time.time)
+    # Workers lost for longer than this (replaced hosts, old ECS tasks) are no longer listed.
+    forget_after_s: float = FORGET_AFTER_S
 
     # ------------------------------------------------------------------ reading
     def list_jobs(self, state: str | None = None, limit: int = 20) -> list[JobSummary]:
@@ -228,7 +231,10 @@ class Operations:
         return [record for record in records if segment is None or record.segment == segment]
 
     def workers(self) -> list[WorkerView]:
-        """Every worker with a presence record; one whose last beat is older than `lost_after_s` is lost."""
+        """Every worker with a presence record; one whose last beat is older than `lost_after_s` is lost.
+
+        Alive workers first, then lost ones; a worker lost for more than `forget_after_s` is left out.
+        """
         now = self.clock()
         views = []
         for key in self.storage.list_keys(self.resources.work_bucket, layout.WORKERS_PREFIX):
@@ -238,6 +244,8 @@ class Operations:
                 continue  # it exited cleanly between the listing and the read
             except ValueError:
                 continue  # not a presence record
+            if now - beat.last_beat > self.forget_after_s:
+                continue
             views.append(
                 WorkerView(
                     name=beat.name,

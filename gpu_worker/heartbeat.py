@@ -85,12 +85,12 @@ class Keeper:
     def _run(self) -> None:
         next_beat = time.monotonic() + self._policy.interval_s()
         while not self._stop.wait(self._policy.tick_s()):
+            if self._job_cancelled():
+                self._lose(LostHold(HoldLoss.JOB_CANCELLED, "the cancel marker is set"))
+                return
+            if time.monotonic() < next_beat:
+                continue
             try:
-                if self._cancelled is not None and self._cancelled():
-                    self._lose(LostHold(HoldLoss.JOB_CANCELLED, "the cancel marker is set"))
-                    return
-                if time.monotonic() < next_beat:
-                    continue
                 next_beat = time.monotonic() + self._policy.interval_s()
                 self._queue.change_visibility(self._message, self._policy.visibility_s)
                 if self._token:
@@ -104,6 +104,16 @@ class Keeper:
             except Exception:
                 # A transient API error: try again at the next beat, the visibility still has slack.
                 logger.exception("heartbeat for message %s failed", self._message.message_id)
+
+    def _job_cancelled(self) -> bool:
+        """The probe's own errors never cost a beat: the hold matters more than a prompt cancel."""
+        if self._cancelled is None:
+            return False
+        try:
+            return self._cancelled()
+        except Exception:
+            logger.warning("cancel check for message %s failed", self._message.message_id, exc_info=True)
+            return False
 
     def _lose(self, hold: LostHold) -> None:
         self.lost_hold = hold

@@ -259,7 +259,7 @@ def test_retry_of_a_running_or_succeeded_job_is_refused(status: str, why: str) -
 def test_a_worker_that_stopped_beating_is_lost_after_the_lapse() -> None:
     # GIVEN two workers' presence records, one beating now, one silent for a minute
     farm = Farm()
-    for name, ago, current in (("worker-1", 2, "job-a:3"), ("worker-2", 60, None)):
+    for name, ago, current in (("worker-1", 2, "job-a:3"), ("worker-2", 60, None), ("gone-long-ago", 90000, None)):
         beat = WorkerBeat(name=name, role="render", engine="copy", current=current, segments_done=7,
                           last_beat=farm.clock() - ago)  # fmt: skip
         farm.storage.put_bytes(WORK, layout.worker_key(name), beat.model_dump_json().encode())

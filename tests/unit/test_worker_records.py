@@ -14,7 +14,7 @@ from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
 from fusionfleet.plan import Segment
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Released
-from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
 from gpu_worker.loop import Worker
 from gpu_worker.presence import Presence
 from gpu_worker.render import preview_jpeg, write_preview
@@ -123,3 +123,18 @@ def test_the_preview_is_one_small_jpeg_of_the_latest_frame() -> None:
     assert image is not None
     assert data[:2] == b"\xff\xd8" and image.shape == (180, 320, 3) and image[90, 160, 2] > 200
     assert len(preview_jpeg(frame)) < 20_000
+
+
+def test_a_failing_cancel_check_never_costs_the_message_its_heartbeat() -> None:
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE)
+    queue.send(QUEUE, task().model_dump_json())
+    (message,) = queue.receive(QUEUE, wait_s=0, visibility_s=1)
+
+    def broken() -> bool:
+        raise OSError("S3 is down")
+
+    with Keeper(queue, orchestrator, message, "t", HeartbeatPolicy(visibility_s=1, cancel_check_s=0.2), broken) as kept:
+        time.sleep(1.5)
+    assert not kept.lost.is_set() and ("heartbeat", "t", None) in orchestrator.calls
+    assert queue.visibility_changes
