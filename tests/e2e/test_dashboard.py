@@ -93,9 +93,11 @@ def test_a_submitted_job_appears_with_its_segments_and_moves_to_done(
     finished = wait_until(look, timeout_s=300, poll_s=1)
     # THEN the job appeared with its five segments and ended with every one done
     assert finished, f"{seen[-3:]}\n{stack.logs()}"
-    with_segments = [view for view in seen if view.segment_states]
+    # (before the slicer has taken it the page says the job is not found: no job is shown)
+    shown = [view for view in seen if view.job_id]
+    assert all(view.job_id == job for view in shown), shown
+    with_segments = [view for view in shown if view.segment_states]
     assert with_segments and all(len(view.segment_states) == 5 for view in with_segments), seen
-    assert all(view.job_id == job for view in seen)
     last = seen[-1]
     assert last.segment_states == ("done",) * 5
     # AND the job list shows it as succeeded, and the workers are there and alive
@@ -110,6 +112,10 @@ def test_a_submitted_job_appears_with_its_segments_and_moves_to_done(
         detail = json.loads(response.read())
     assert detail["summary"]["state"] == "SUCCEEDED"
     assert [segment["state"] for segment in detail["segments"]] == ["done"] * 5
+    # AND the latest swapped frame is there as a JPEG
+    assert detail["preview_url"] == f"/api/jobs/{job}/preview.jpg"
+    with urllib.request.urlopen(f"{url}{detail['preview_url'][1:]}", timeout=30) as response:
+        assert response.headers["Content-Type"] == "image/jpeg" and response.read()[:2] == b"\xff\xd8"
     # AND a screenshot of the finished job is a PNG
     final = screenshot(page, tmp_path / "dashboard-done.png")
     for path in [*shots, final]:

@@ -6,6 +6,7 @@ const POLL_MS = 2000;
 const CANCELLABLE = new Set(["PENDING", "RUNNING"]);
 const RETRYABLE = new Set(["FAILED", "CANCELLED", "TIMED_OUT", "ABORTED"]);
 const SEGMENT_STATES = new Set(["pending", "running", "done", "failed"]);
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
 
 const $ = (id) => document.getElementById(id);
 
@@ -169,7 +170,10 @@ function renderJob(detail) {
   const timings = Object.entries(detail.timings || {}).flatMap(([key, value]) => {
     const seconds = key.endsWith("_s") && typeof value === "number";
     const label = (seconds ? key.slice(0, -2) : key).replace(/_/g, " ");
-    const text = typeof value === "object" && value !== null ? JSON.stringify(value) : number(value, seconds ? "s" : "");
+    let text = typeof value === "object" && value !== null ? JSON.stringify(value) : number(value, seconds ? "s" : "");
+    if (typeof value === "string" && ISO_TIME.test(value)) {
+      text = `${new Date(Date.parse(value)).toISOString().slice(11, 19)} UTC`;
+    }
     return [el("dt", {}, label), el("dd", {}, text)];
   });
   $("timings").replaceChildren(...(timings.length ? timings : [el("dd", { className: "empty" }, "not yet")]));
