@@ -5,13 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fleetctl import connection
 from fleetctl.client import Client, JobStatus
 from fleetctl.local.supervisor import UpOptions
+from fleetctl.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
+from fleetctl.tables import duration, table
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
+from fusionfleet.notify import SnsNotifier
 from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.options import OptionsError
 from fusionfleet.orchestrator import StepFunctions
@@ -67,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--watchdog-dispatch-grace-seconds", type=int, default=UpOptions.watchdog_dispatch_grace_s,
         help="a running job none of whose segments was dispatched this long after it started is stopped",
     )  # fmt: skip
+    up.add_argument(
+        "--dashboard-port", type=int,
+        help="the dashboard's port on 127.0.0.1 (default: the running dashboard's, else a free one)",
+    )  # fmt: skip
     up.add_argument("--faults-file", type=Path, help="inject faults into the workers (chaos runs and fault tests)")
     up.add_argument("--state-dir", type=Path, help="where the local stack keeps state and logs")
     for name in ("down", "status"):
@@ -91,6 +100,31 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("job_id")
     _add_connection(status)
 
+    listing = commands.add_parser("list", help="recent jobs: state, priority, segments done/total, age, output")
+    listing.add_argument("--state", choices=JOB_STATES, help="only jobs in this state")
+    listing.add_argument("--limit", type=int, default=20, help="at most this many jobs, newest first (default 20)")
+    _add_connection(listing)
+
+    cancel = commands.add_parser("cancel", help="stop a running job; it ends CANCELLED with a notice")
+    cancel.add_argument("job_id")
+    _add_connection(cancel)
+
+    retry = commands.add_parser("retry", help="run a failed or cancelled job again, only its missing segments")
+    retry.add_argument("job_id")
+    _add_connection(retry)
+
+    logs = commands.add_parser("logs", help="what each attempt of each segment did")
+    logs.add_argument("job_id")
+    logs.add_argument("--segment", type=int, help="only this segment")
+    _add_connection(logs)
+
+    workers = commands.add_parser("workers", help="the workers, their current segment and last heartbeat")
+    workers.add_argument(
+        "--lost-after", type=float, default=DEFAULT_LOST_AFTER_S,
+        help=f"a worker silent this many seconds is shown as lost (default {DEFAULT_LOST_AFTER_S:.0f})",
+    )  # fmt: skip
+    _add_connection(workers)
+
     commands.add_parser(
         "swap", help="render one video on this machine (no cloud); see `fusionfleet swap --help`", add_help=False
     )
@@ -101,6 +135,99 @@ def _client(args: argparse.Namespace) -> Client:
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
     resources = conn.resources()
     return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
+
+
+def _operations(args: argparse.Namespace, lost_after_s: float = DEFAULT_LOST_AFTER_S) -> Operations:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    return Operations(
+        S3Storage(conn.aws.client("s3")),
+        StepFunctions(conn.aws.client("stepfunctions")),
+        SnsNotifier(conn.aws.client("sns")),
+        conn.resources(),
+        lost_after_s=lost_after_s,
+    )
+
+
+def _age(when: datetime | None, now: float) -> str:
+    return duration(now - when.timestamp()) if when else "-"
+
+
+def _segments(job: JobSummary) -> str:
+    if not job.segments_total:
+        return "-"
+    return f"{job.segments_done}/{job.segments_total}" + (
+        f" ({job.segments_failed} failed)" if job.segments_failed else ""
+    )
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    jobs = _operations(args).list_jobs(args.state, args.limit)
+    if not jobs:
+        say("no jobs" + (f" in state {args.state}" if args.state else ""))
+        return 0
+    now = time.time()
+    rows = [
+        (
+            job.job_id,
+            job.state,
+            job.priority or "-",
+            _segments(job),
+            _age(job.submitted_at, now),
+            job.output or job.reason,
+        )
+        for job in jobs
+    ]
+    print("\n".join(table(("JOB", "STATE", "PRIORITY", "SEGMENTS", "AGE", "OUTPUT / REASON"), rows)))
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    print(_operations(args).cancel(args.job_id))
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    print(_operations(args).retry(args.job_id))
+    return 0
+
+
+def _clock(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S") if epoch else "-"
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    attempts = _operations(args).logs(args.job_id, args.segment)
+    if not attempts:
+        say("no attempts recorded" + (f" for segment {args.segment}" if args.segment is not None else "") + " yet")
+        return 0
+    rows = [
+        (
+            item.segment, item.attempt, item.worker or "-", item.status, _clock(item.started_at),
+            _clock(item.finished_at), f"{item.finished_at - item.started_at:.1f}s" if item.finished_at else "-",
+            f"{item.engine_s:.2f}s", ": ".join(part for part in (item.error, item.reason) if part),
+        )
+        for item in attempts
+    ]  # fmt: skip
+    headers = ("SEGMENT", "ATTEMPT", "WORKER", "STATUS", "STARTED", "FINISHED", "TOOK", "ENGINE", "ERROR")
+    print("\n".join(table(headers, rows, right=(0, 1, 6, 7))))
+    return 0
+
+
+def cmd_workers(args: argparse.Namespace) -> int:
+    workers = _operations(args, args.lost_after).workers()
+    if not workers:
+        say("no workers have a presence record")
+        return 0
+    now = time.time()
+    rows = [
+        (
+            worker.name, worker.role, worker.engine or "-", worker.current or "-", worker.segments_done,
+            f"{_age(worker.last_heartbeat, now)} ago", "LOST" if worker.lost else "alive",
+        )
+        for worker in workers
+    ]  # fmt: skip
+    print("\n".join(table(("NAME", "ROLE", "ENGINE", "CURRENT", "DONE", "LAST BEAT", "STATE"), rows, right=(4,))))
+    return 0
 
 
 def _describe(status: JobStatus) -> str:
@@ -140,6 +267,9 @@ def _report(client: Client, status: JobStatus, destination: Path) -> int:
     if status.state == "REJECTED":
         say(f"rejected: {status.reason}")
         return EXIT_REJECTED
+    if status.state == "CANCELLED":
+        say(f"cancelled: {status.reason}")
+        return EXIT_FAILED
     if status.state == "WAIT_TIMEOUT":
         say(f"gave up waiting: {status.reason}")
         return EXIT_TIMEOUT
@@ -162,7 +292,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"download  {status.output.get('download_url', '')}")
     if status.reason:
         print(f"reason    {status.reason}")
-    return 0 if status.state not in ("FAILED", "REJECTED", "TIMED_OUT", "ABORTED") else EXIT_FAILED
+    return 0 if status.state not in ("FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED") else EXIT_FAILED
 
 
 def cmd_local(args: argparse.Namespace) -> int:
@@ -184,6 +314,7 @@ def cmd_local(args: argparse.Namespace) -> int:
                 watchdog_stall_s=args.watchdog_stall_seconds,
                 watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
                 faults_file=args.faults_file,
+                dashboard_port=args.dashboard_port,
             )
         )
         print(state.endpoint, flush=True)
@@ -193,6 +324,9 @@ def cmd_local(args: argparse.Namespace) -> int:
         return 0
     print("\n".join(stack.status()))
     return 0
+
+
+COMMANDS = {"list": cmd_list, "cancel": cmd_cancel, "retry": cmd_retry, "logs": cmd_logs, "workers": cmd_workers}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_submit(args)
         if args.command == "status":
             return cmd_status(args)
+        if args.command in COMMANDS:
+            return COMMANDS[args.command](args)
         return cmd_local(args)
     except OptionsError as error:
         say("invalid options: " + "; ".join(error.problems))

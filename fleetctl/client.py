@@ -11,11 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fleetctl.operations import CANCEL_REASON, job_state
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, ObjectMissing
 from fusionfleet.identity import job_id as derive_job_id
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
+from fusionfleet.runs import current_run, execution_name, is_cancelled
 from fusionfleet.storage import Storage, get_json
 
 _CONTENT_TYPES = {
@@ -40,7 +42,7 @@ class Submission:
 @dataclass(frozen=True)
 class JobStatus:
     job_id: str
-    state: str  # PENDING | RUNNING | SUCCEEDED | FAILED | REJECTED | TIMED_OUT | ABORTED
+    state: str  # PENDING | RUNNING | SUCCEEDED | FAILED | REJECTED | CANCELLED | TIMED_OUT | ABORTED
     progress: Progress | None = None
     output: dict[str, Any] | None = None
     reason: str = ""
@@ -139,18 +141,23 @@ class Client:
             rejection = None
         if rejection is not None:
             return JobStatus(job_id, "REJECTED", reason=str(rejection.get("reason", "")))
-        arn = execution_arn(self._resources.state_machine_arn, job_id)
+        # The job's current run: its first execution, or the latest retry's (fusionfleet.runs).
+        run = current_run(self._storage, self._resources.work_bucket, job_id).run
+        arn = execution_arn(self._resources.state_machine_arn, execution_name(job_id, run))
         try:
             execution = self._orchestrator.describe(arn)
         except ExecutionMissing:
             return JobStatus(job_id, "PENDING")
-        progress = self._orchestrator.progress(arn)
+        progress = _whole_job(self._orchestrator.progress(arn), execution) if run else self._orchestrator.progress(arn)
         if execution.status == "SUCCEEDED":
             return JobStatus(job_id, "SUCCEEDED", progress, execution.output, execution=execution)
         if execution.finished:
-            return JobStatus(
-                job_id, execution.status, progress, reason=execution.cause or execution.error or "", execution=execution
+            cancelled = execution.status == "ABORTED" and is_cancelled(
+                self._storage, self._resources.work_bucket, job_id
             )
+            state = job_state(execution.status, rejected=False, cancelled=cancelled)
+            reason = CANCEL_REASON if state == "CANCELLED" else execution.cause or execution.error or ""
+            return JobStatus(job_id, state, progress, reason=reason, execution=execution)
         return JobStatus(job_id, "RUNNING", progress, execution=execution)
 
     def wait(
@@ -176,3 +183,18 @@ class Client:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._storage.download_file(output["bucket"], output["key"], path)
         return path
+
+
+def _whole_job(progress: Progress | None, execution: Execution) -> Progress | None:
+    """A retry's Map Run covers only the segments it renders: the others were done before it."""
+    total = int((execution.input or {}).get("job", {}).get("segment_count", 0))
+    if progress is None or total <= progress.total:
+        return progress
+    before = total - progress.total
+    return Progress(
+        total=total,
+        succeeded=progress.succeeded + before,
+        failed=progress.failed,
+        running=progress.running,
+        pending=progress.pending,
+    )

@@ -60,6 +60,8 @@ def fail_dead_letter(
             reason = segment_failure(f"{label} of {job_id}", attempts, record.error, record.reason)
         else:
             reason = f"{label} of {job_id} was dead-lettered after {attempts} deliveries: its worker died each time"
+        if record is None:
+            # Never over a success: a retry of the job may have rendered the segment since.
             put_json(
                 storage,
                 bucket,

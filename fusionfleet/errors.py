@@ -35,3 +35,14 @@ class TokenGone(FusionFleetError):
 
 class SegmentFailed(FusionFleetError):
     """One segment could not be rendered or failed its integrity check."""
+
+
+class JobNotFound(FusionFleetError):
+    """No job has this id: no job record and no rejection in the work bucket."""
+
+
+class OperationRefused(FusionFleetError):
+    """An operator's action does not apply to the job as it is (cancel an ended job, retry a running one).
+
+    Nothing was changed; the reason says why and what would work.
+    """

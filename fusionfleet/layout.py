@@ -56,6 +56,55 @@ def preview_key(output_key: str) -> str:
     return f"{base}.preview.jpg"
 
 
+def segments_prefix(job_id: str) -> str:
+    return f"{work_prefix(job_id)}segments/"
+
+
+def attempts_prefix(job_id: str, index: int) -> str:
+    """Beside each segment's record: one record per attempt (success, failure, release), for `logs`."""
+    return f"{segments_prefix(job_id)}{index:05d}.attempts/"
+
+
+def attempt_record_key(job_id: str, index: int, run: int, attempt: int) -> str:
+    """Attempt `attempt` (the delivery's receive count) of run `run` (0, then each retry) of a segment."""
+    return f"{attempts_prefix(job_id, index)}r{run:03d}-{attempt:03d}.json"
+
+
+def run_key(job_id: str) -> str:
+    """The job's current run (0 until it is retried): which execution is the job's now."""
+    return f"{work_prefix(job_id)}run.json"
+
+
+def run_plan_key(job_id: str, run: int) -> str:
+    """A retry's plan: only the segments that had no valid output. Run 0 uses the job's plan."""
+    return plan_key(job_id) if run == 0 else f"{work_prefix(job_id)}plans/r{run:03d}.json"
+
+
+def cancel_key(job_id: str) -> str:
+    """Written when an operator cancels a job; workers check it and drop the job's segments."""
+    return f"{work_prefix(job_id)}cancelled.json"
+
+
+def frame_preview_key(job_id: str) -> str:
+    """A small JPEG of the latest rendered frame, for the dashboard."""
+    return f"{work_prefix(job_id)}preview.jpg"
+
+
+# Records that are not jobs live under names a job id never has (job ids start with [a-z0-9]).
+WORKERS_PREFIX = f"{WORK_PREFIX}_workers/"
+REJECTED_INDEX_PREFIX = f"{WORK_PREFIX}_rejected/"
+
+
+def worker_key(name: str) -> str:
+    """A worker's presence record: role, engine, current segment, last beat."""
+    return f"{WORKERS_PREFIX}{name}.json"
+
+
+def rejected_index_key(job_id: str) -> str:
+    """One small record per rejected job, so rejected jobs can be listed without listing every job's files."""
+    return f"{REJECTED_INDEX_PREFIX}{job_id}.json"
+
+
 def manifest_name(manifest_key: str) -> str:
     """`jobs/summer/alice.json` → `summer/alice`."""
     name = manifest_key[len(MANIFEST_PREFIX) :] if manifest_key.startswith(MANIFEST_PREFIX) else manifest_key

@@ -43,6 +43,7 @@ class JobContext(_Model):
     segment_count: int
     frame_count: int
     submitted_at: str
+    run: int = 0  # 0, then 1, 2, … for each retry (fusionfleet.runs)
 
 
 class RenderTask(_Model):
@@ -75,6 +76,43 @@ class SegmentRecord(_Model):
     total_s: float = 0.0
     started_at: float = 0.0
     finished_at: float = 0.0
+
+
+class SegmentAttempt(_Model):
+    """One attempt at a segment, as the worker that made it saw it: `fusionfleet logs` reads these.
+
+    Written when the attempt starts (`running`) and again when it ends (`succeeded`, `failed`,
+    `released` on a warm stop, `cancelled` when the job was cancelled or the hold lost).
+    """
+
+    job_id: str
+    index: int
+    run: int = 0
+    attempt: int = 1
+    worker: str = ""
+    status: Literal["running", "succeeded", "failed", "released", "cancelled"]
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    queued_s: float = 0.0
+    engine_s: float = 0.0
+    frames: int = 0
+    error: str = ""
+    reason: str = ""
+
+
+class WorkerBeat(_Model):
+    """A worker's presence record (`work/_workers/<name>.json`), refreshed every few seconds."""
+
+    name: str
+    role: str
+    engine: str = ""
+    current: str | None = None  # `<job_id>:<segment index>` or `<job_id>:merge` while it works
+    segments_done: int = 0
+    segments_failed: int = 0
+    started_at: float = 0.0
+    last_beat: float = 0.0
+    host: str = ""
+    pid: int = 0
 
 
 class SegmentResult(_Model):

@@ -29,6 +29,7 @@ class Execution:
     output: dict[str, Any] | None = None
     error: str | None = None
     cause: str | None = None
+    input: dict[str, Any] | None = None  # from describe only
 
     @property
     def finished(self) -> bool:
@@ -100,6 +101,7 @@ class StepFunctions:
                 raise ExecutionMissing(execution_arn) from error
             raise
         output = response.get("output")
+        payload = response.get("input")
         return Execution(
             arn=execution_arn,
             status=response["status"],
@@ -108,6 +110,7 @@ class StepFunctions:
             output=json.loads(output) if output else None,
             error=response.get("error"),
             cause=response.get("cause"),
+            input=json.loads(payload) if payload else None,
         )
 
     def progress(self, execution_arn: str) -> Progress | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fusionfleet import layout
@@ -229,6 +230,12 @@ class Slicer:
         # Recorded before and after publishing: a publish that fails leaves `notified` false, so the
         # retried event publishes again instead of finding a record and staying silent for ever.
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": False})
+        put_json(
+            self.storage,
+            self.config.work_bucket,
+            layout.rejected_index_key(job_id),
+            {"job_id": job_id, "manifest": manifest_ref.key, "rejected_at": datetime.now(UTC).isoformat()},
+        )
         self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)

@@ -12,6 +12,11 @@ that says what happened.
 Exactly one: a notice record is created with a conditional write before publishing, so two sweeps
 (or two watchdogs) never both publish; a sweep that died between claiming and publishing is
 finished by a later one once the claim is older than `reclaim_s`.
+
+A retried job has one execution per run (`fusionfleet.runs`): only its current run is watched, and
+the retry removes the old notice record so the new run gets its own notice. A job cancelled by an
+operator has its notice record written (published) by the cancel, so its ABORTED execution is left
+alone.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from fusionfleet.errors import ObjectMissing
 from fusionfleet.messages import JobContext
 from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
+from fusionfleet.runs import current_run, parse_execution_name
 from fusionfleet.storage import Storage, get_json, put_json
 
 logger = logging.getLogger(__name__)
@@ -161,9 +167,19 @@ class Watchdog:
         if execution.stopped and (now - execution.stopped).total_seconds() > policy.horizon_s:
             self._settled.add(execution.arn)
             return None
-        context = self._context(execution.name)
+        job_id, run = parse_execution_name(execution.name)
+        context = self._context(job_id)
+        if context is None and run > 0:
+            # A retry of a job whose id was cut to fit the run suffix: the input names the job.
+            described = self._orchestrator.describe(execution.arn).input or {}
+            job_id = str(described.get("job", {}).get("job_id", job_id))
+            context = self._context(job_id)
         if context is None:
             # Not a job of ours (a Map Run's child execution, or another tool's): nothing to watch.
+            self._settled.add(execution.arn)
+            return None
+        if run < current_run(self._storage, self._config.work_bucket, context.job_id).run:
+            # An earlier run of a retried job: its successor is the one that owes the notice.
             self._settled.add(execution.arn)
             return None
         record = self._record(context.job_id)
@@ -172,7 +188,7 @@ class Watchdog:
             return None
         if record is not None and _age_s(record.get("claimed_at"), now) < policy.reclaim_s:
             return None  # another sweep is publishing it right now
-        verdict = judge(self._observe(execution, now), now, policy)
+        verdict = judge(self._observe(execution, context.job_id, now), now, policy)
         if verdict.action == "none":
             if execution.finished:
                 self._settled.add(execution.arn)
@@ -181,7 +197,7 @@ class Watchdog:
             return None
         return self._close(execution, context, verdict)
 
-    def _observe(self, execution: Execution, now: datetime) -> Observation:
+    def _observe(self, execution: Execution, job_id: str, now: datetime) -> Observation:
         """Only what the rule needs: a young job's map run and work files are not looked at."""
         described = self._orchestrator.describe(execution.arn)
         progress = last_change = None
@@ -190,9 +206,9 @@ class Watchdog:
             progress = self._orchestrator.progress(execution.arn)
         if described.status == "RUNNING" and age > self._config.policy.stall_s:
             # Segments, their records and chunk checkpoints all land under the job's work prefix.
-            last_change = self._storage.latest_change(self._config.work_bucket, layout.work_prefix(execution.name))
+            last_change = self._storage.latest_change(self._config.work_bucket, layout.work_prefix(job_id))
         return Observation(
-            job_id=execution.name,
+            job_id=job_id,
             status=described.status,
             started=described.started,
             stopped=described.stopped,

@@ -20,6 +20,7 @@ from gpu_worker.errors import ConfigError
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
+from gpu_worker.presence import Presence
 from gpu_worker.render import InlineRenderer, build_render_deps
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
@@ -60,6 +61,12 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
         handler = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
     # The queue's own redrive policy says how many attempts a message gets: one source of truth.
     attempts = queue.max_receive_count(settings.queue_urls[0]) or 3
+    presence = None
+    if settings.work_bucket:
+        presence = Presence(
+            storage, settings.work_bucket, settings.name, settings.role,
+            engine=settings.preload_engine or ("ffmpeg" if settings.role == "merge" else ""), every_s=settings.beat_s,
+        )  # fmt: skip
     return Worker(
         name=settings.name,
         queue_urls=settings.queue_urls,
@@ -70,6 +77,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
         heartbeat=HeartbeatPolicy(visibility_s=settings.visibility_s),
         stop=stop,
         idle_wait_s=settings.idle_wait_s,
+        presence=presence,
     )
 
 

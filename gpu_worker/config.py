@@ -33,6 +33,8 @@ ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
 ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
 ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
+ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
+ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 
 ROLES = ("render", "merge")
 
@@ -58,6 +60,9 @@ class WorkerConfig:
     base_timeout_s: float
     faults_file: Path | None = None
     gpu_hourly_price: float = DEFAULT_GPU_HOURLY_PRICE  # dollars per GPU-hour: the merge prices each job with it
+    # Where the worker's presence record goes (work/_workers/<name>.json); None: no record.
+    work_bucket: str | None = None
+    beat_s: float = 5.0
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -141,6 +146,8 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         base_timeout_s=float(env.get(ENV_BASE_TIMEOUT, "120")),
         faults_file=Path(env[ENV_FAULTS_FILE]) if env.get(ENV_FAULTS_FILE) else None,
         gpu_hourly_price=_price(env.get(ENV_GPU_HOURLY_PRICE)),
+        work_bucket=env.get(ENV_WORK_BUCKET) or None,
+        beat_s=float(env.get(ENV_BEAT, "5")),
         engine_env=tuple(sorted(env.items())),
     )
 

@@ -62,6 +62,7 @@ def render_range(
     drain: threading.Event | None = None,
     timeout_s: float = 3600,
     decode_threads: int = 0,
+    on_preview: Callable[[Image], None] | None = None,
 ) -> RangeStats:
     """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files."""
     began = time.monotonic()
@@ -84,6 +85,7 @@ def render_range(
     engine_s = 0.0
     produced = 0
     written = 0
+    last: Image | None = None
     outputs = engine.render(job, frames())
     for chunk_first, chunk_end in chunks:
         path = workdir / f"{chunk_first:07d}-{chunk_end:07d}.mp4"
@@ -100,12 +102,15 @@ def render_range(
                 if emits[produced]:
                     pipe.write(image)
                     watch.saw_output(image)
+                    last = image
                     written += 1
                     if on_frame:
                         on_frame(written)
                 produced += 1
         if on_chunk:
             on_chunk(path, chunk_first, chunk_end)
+        if on_preview is not None and last is not None:
+            on_preview(last)
         if drain is not None and drain.is_set() and chunk_end < end:
             raise Drained(chunk_end)
     if next(outputs, None) is not None:

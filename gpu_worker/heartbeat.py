@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
@@ -24,9 +26,16 @@ class HeartbeatPolicy:
     visibility_s: int = 120
     # Extend when a third of the visibility is left: two chances before the message reappears.
     fraction: float = 1 / 3
+    # How often the job's cancel marker is looked at while a segment renders: a cancelled job's
+    # worker stops within this, not at the next beat minutes later.
+    cancel_check_s: float = 2.0
 
     def interval_s(self) -> float:
         return max(1.0, self.visibility_s * self.fraction)
+
+    def tick_s(self) -> float:
+        """How often the keeper wakes: for the next beat or the next cancel check, whichever comes first."""
+        return min(self.interval_s(), max(0.2, self.cancel_check_s))
 
 
 class HoldLoss(Enum):
@@ -34,6 +43,7 @@ class HoldLoss(Enum):
 
     TOKEN_GONE = "the task token is gone"  # final: the job moved on or timed out; drop the message
     REDELIVERED = "the message was redelivered"  # another worker holds it now; leave it alone
+    JOB_CANCELLED = "the job was cancelled"  # final: an operator cancelled it; drop the message
 
 
 @dataclass(frozen=True)
@@ -59,20 +69,29 @@ class Keeper:
         message: QueueMessage,
         token: str | None,
         policy: HeartbeatPolicy,
+        cancelled: Callable[[], bool] | None = None,
     ) -> None:
         self._queue = queue
         self._orchestrator = orchestrator
         self._message = message
         self._token = token
         self._policy = policy
+        self._cancelled = cancelled
         self._stop = threading.Event()
         self.lost = threading.Event()
         self.lost_hold: LostHold | None = None
         self._thread = threading.Thread(target=self._run, name=f"keeper-{message.message_id[:8]}", daemon=True)
 
     def _run(self) -> None:
-        while not self._stop.wait(self._policy.interval_s()):
+        next_beat = time.monotonic() + self._policy.interval_s()
+        while not self._stop.wait(self._policy.tick_s()):
+            if self._job_cancelled():
+                self._lose(LostHold(HoldLoss.JOB_CANCELLED, "the cancel marker is set"))
+                return
+            if time.monotonic() < next_beat:
+                continue
             try:
+                next_beat = time.monotonic() + self._policy.interval_s()
                 self._queue.change_visibility(self._message, self._policy.visibility_s)
                 if self._token:
                     self._orchestrator.heartbeat(self._token)
@@ -85,6 +104,16 @@ class Keeper:
             except Exception:
                 # A transient API error: try again at the next beat, the visibility still has slack.
                 logger.exception("heartbeat for message %s failed", self._message.message_id)
+
+    def _job_cancelled(self) -> bool:
+        """The probe's own errors never cost a beat: the hold matters more than a prompt cancel."""
+        if self._cancelled is None:
+            return False
+        try:
+            return self._cancelled()
+        except Exception:
+            logger.warning("cancel check for message %s failed", self._message.message_id, exc_info=True)
+            return False
 
     def _lose(self, hold: LostHold) -> None:
         self.lost_hold = hold

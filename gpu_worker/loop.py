@@ -21,6 +21,7 @@ from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Cancelled, Released
 from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
+from gpu_worker.presence import Presence
 from gpu_worker.retry import RetryPolicy, describe, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
 from gpu_worker.tasks import TaskHandler
@@ -40,6 +41,7 @@ class Worker:
         heartbeat: HeartbeatPolicy,
         stop: StopSignal,
         idle_wait_s: int = 2,
+        presence: Presence | None = None,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -52,6 +54,7 @@ class Worker:
         self._heartbeat = heartbeat
         self._stop = stop
         self._idle_wait_s = idle_wait_s
+        self._presence = presence
         self.completed = 0
         self.failed = 0
         self.cold_stopped = False
@@ -61,6 +64,8 @@ class Worker:
         logger.info("worker %s (%s) started on %s", self.name, self._handler.role, ", ".join(self._queue_urls))
         handled = 0
         why = "stop requested"
+        if self._presence is not None:
+            self._presence.start()
         try:
             while not self._stop.requested.is_set():
                 if max_tasks is not None and handled >= max_tasks:
@@ -76,6 +81,8 @@ class Worker:
             self.cold_stopped = True
         finally:
             self._handler.close()
+            if self._presence is not None:
+                self._presence.close()
             logger.info(
                 "worker %s stopped (%s) after %s tasks: %s completed, %s failed",
                 self.name,
@@ -105,28 +112,81 @@ class Worker:
             return
         what = self._handler.describe(task)
         attempt = Attempt.of(message)
+        if self._gone_at_take(message, task, what):
+            return
         logger.info("%s: attempt %s", what, attempt.number)
-        keeper = Keeper(self._queue, self._orchestrator, message, task.task_token, self._heartbeat)
+        self._begin(task)
+        keeper = Keeper(
+            self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
+            cancelled=lambda: self._handler.cancelled(task),
+        )  # fmt: skip
         try:
             with keeper:
                 output = self._handler.execute(task, keeper.lost, attempt)
         except ColdStop:
+            self._end(None)
             self._release(message, what)
             raise
         except Cancelled:
+            self._end(None)
             self._after_lost_hold(message, what, keeper.lost_hold)
             return
         except Released as released:
+            self._end(None)
             logger.info("%s", released)
             self._release(message, what)
             return
         except Exception as error:
             if keeper.lost.is_set():
+                self._end(None)
                 self._after_lost_hold(message, what, keeper.lost_hold)
                 return
+            self._end(False)
             self._fail(message, task, what, error)
             return
         self._succeed(message, task.task_token, what, output)
+        self._end(True)
+
+    def _gone_at_take(self, message: QueueMessage, task: Any, what: str) -> bool:
+        """A task of a cancelled job, or whose token is gone (its execution stopped), is dropped unrendered.
+
+        Checked when the message is taken, before any work: a cancelled job's queued segments then
+        leave the queues as fast as workers can receive them.
+        """
+        try:
+            if self._handler.cancelled(task):
+                logger.warning("%s: its job was cancelled; dropping the message unrendered", what)
+                self._delete(message)
+                return True
+        except Exception:
+            logger.warning("%s: the cancel marker could not be read", what, exc_info=True)
+        try:
+            self._orchestrator.heartbeat(task.task_token)
+        except TokenGone as error:
+            logger.warning("%s: its token is gone (%s); dropping the message unrendered", what, error.reason)
+            self._delete(message)
+            return True
+        except Exception:
+            # A transient API error: the keeper beats again soon, and a gone token is found then.
+            logger.warning("%s: the first heartbeat failed", what, exc_info=True)
+        return False
+
+    def _begin(self, task: Any) -> None:
+        if self._presence is None:
+            return
+        segment = getattr(task, "segment", None)
+        job = getattr(task, "job", None)
+        job_id = getattr(job, "job_id", "?")
+        engine = getattr(job, "engine", None) if segment is not None else None
+        self._presence.begin(f"{job_id}:{segment.index if segment is not None else 'merge'}", engine)
+
+    def _end(self, succeeded: bool | None) -> None:
+        if self._presence is None:
+            return
+        if succeeded is None:
+            self._presence.idle()
+        else:
+            self._presence.end(succeeded)
 
     def _succeed(self, message: QueueMessage, token: str, what: str, output: SegmentResult | MergeResult) -> None:
         try:
@@ -165,6 +225,9 @@ class Worker:
         detail = hold.detail if hold is not None else "no reason recorded"
         if hold is not None and hold.loss is HoldLoss.TOKEN_GONE:
             logger.warning("%s: abandoned, its token is gone (%s)", what, detail)
+            self._delete(message)
+        elif hold is not None and hold.loss is HoldLoss.JOB_CANCELLED:
+            logger.warning("%s: stopped, its job was cancelled (%s)", what, detail)
             self._delete(message)
         else:
             logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import cv2
 
@@ -27,7 +28,7 @@ from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.config import HostConfig
 from gpu_worker.engine_pool import EnginePool
-from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable
+from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Image
 from gpu_worker.errors import Drained, Released
 from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
@@ -154,6 +155,7 @@ def render_segment(
             stats = render_range(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
                 on_chunk=checkpoints.save, drain=drain, decode_threads=deps.cpu_threads,
+                on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image),
             )  # fmt: skip
             engine_s = stats.engine_s
         parts = [workdir / f"{first:07d}-{end:07d}.mp4" for first, end in grid]
@@ -191,6 +193,30 @@ def render_segment(
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+PREVIEW_WIDTH = 320
+PREVIEW_QUALITY = 80
+
+
+def preview_jpeg(image: Image, width: int = PREVIEW_WIDTH) -> bytes:
+    """One frame as a small JPEG (at most `width` pixels wide), for the dashboard's preview."""
+    height, current = image.shape[:2]
+    small: Any = image
+    if current > width:
+        small = cv2.resize(image, (width, max(1, round(height * width / current))), interpolation=cv2.INTER_AREA)
+    ok, encoded = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, PREVIEW_QUALITY])
+    if not ok:
+        raise MediaError("the preview frame could not be encoded as JPEG")
+    return bytes(encoded.tobytes())
+
+
+def write_preview(storage: Storage, bucket: str, job_id: str, image: Image) -> None:
+    """The job's latest rendered frame, overwritten after each chunk; a failure never fails the render."""
+    try:
+        storage.put_bytes(bucket, layout.frame_preview_key(job_id), preview_jpeg(image), "image/jpeg")
+    except Exception:
+        logger.warning("preview of %s not written", job_id, exc_info=True)
 
 
 def _join(parts: list[Path], workdir: Path, what: str) -> Path:

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import Any, Protocol
 
+from fusionfleet import layout
 from fusionfleet.failures import segment_failure, segment_label
-from fusionfleet.messages import MergeResult, MergeTask, RenderTask, SegmentResult
+from fusionfleet.messages import MergeResult, MergeTask, RenderTask, SegmentAttempt, SegmentResult
+from fusionfleet.runs import is_cancelled
 from fusionfleet.storage import Storage
 from gpu_worker.attempt import Attempt
+from gpu_worker.errors import Cancelled, Released
 from gpu_worker.merge import MergeDeps, merge_job
 from gpu_worker.render import record_failure
+from gpu_worker.retry import describe
+
+logger = logging.getLogger(__name__)
 
 
 class Renderer(Protocol):
@@ -29,6 +37,7 @@ class TaskHandler(Protocol):
     def parse(self, body: str) -> Any: ...
     def describe(self, task: Any) -> str: ...
     def execute(self, task: Any, cancel: threading.Event, attempt: Attempt) -> SegmentResult | MergeResult: ...
+    def cancelled(self, task: Any) -> bool: ...
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
     def failure_cause(self, task: Any, error: str, reason: str, attempts: int) -> str: ...
     def close(self) -> None: ...
@@ -50,7 +59,43 @@ class RenderHandler:
         return f"segment {task.segment.index} of {task.job.job_id}"
 
     def execute(self, task: RenderTask, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
-        return self._renderer.render(task, attempt, cancel, self._stopping)
+        """Render, with a record of the attempt at its start and at its end (what `fusionfleet logs` shows)."""
+        began = SegmentAttempt(
+            job_id=task.job.job_id, index=task.segment.index, run=task.job.run, attempt=attempt.number,
+            worker=self._worker, status="running", started_at=round(time.time(), 3), queued_s=attempt.queued_s,
+        )  # fmt: skip
+        self._record_attempt(task.job.work_bucket, began)
+        try:
+            result = self._renderer.render(task, attempt, cancel, self._stopping)
+        except Released as released:
+            self._record_attempt(task.job.work_bucket, began, status="released", reason=str(released))
+            raise
+        except Cancelled as cancelled:
+            self._record_attempt(task.job.work_bucket, began, status="cancelled", reason=str(cancelled))
+            raise
+        except Exception as error:
+            name, reason = describe(error)
+            if cancel.is_set():
+                self._record_attempt(task.job.work_bucket, began, status="cancelled", error=name, reason=reason)
+            else:
+                self._record_attempt(task.job.work_bucket, began, status="failed", error=name, reason=reason)
+            raise
+        self._record_attempt(
+            task.job.work_bucket, began, status="succeeded", engine_s=result.engine_s, frames=result.frames
+        )
+        return result
+
+    def _record_attempt(self, bucket: str, began: SegmentAttempt, **ended: Any) -> None:
+        record = began.model_copy(update={**ended, "finished_at": round(time.time(), 3)} if ended else {})
+        key = layout.attempt_record_key(record.job_id, record.index, record.run, record.attempt)
+        try:
+            self._storage.put_bytes(bucket, key, record.model_dump_json().encode(), "application/json")
+        except Exception:
+            # The log of attempts is for people; it never fails a segment.
+            logger.warning("attempt record %s not written", key, exc_info=True)
+
+    def cancelled(self, task: RenderTask) -> bool:
+        return is_cancelled(self._storage, task.job.work_bucket, task.job.job_id)
 
     def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
         record_failure(self._storage, task, error, reason, attempt, self._worker)
@@ -78,6 +123,9 @@ class MergeHandler:
 
     def execute(self, task: MergeTask, cancel: threading.Event, attempt: Attempt) -> MergeResult:
         return merge_job(task, self._deps)
+
+    def cancelled(self, task: MergeTask) -> bool:
+        return is_cancelled(self._deps.storage, task.job.work_bucket, task.job.job_id)
 
     def record_failure(self, task: MergeTask, error: str, reason: str, attempt: int) -> None:
         return None

@@ -39,6 +39,7 @@ class LocalState:
     stack: str
     outputs: dict[str, str] = field(default_factory=dict)
     processes: list[ManagedProcess] = field(default_factory=list)
+    dashboard_url: str | None = None
 
     @property
     def endpoint(self) -> str:
@@ -64,4 +65,5 @@ class LocalState:
             stack=data["stack"],
             outputs=dict(data.get("outputs", {})),
             processes=[ManagedProcess(**item) for item in data.get("processes", [])],
+            dashboard_url=data.get("dashboard_url"),
         )

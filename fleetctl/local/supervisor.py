@@ -10,9 +10,12 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,7 @@ DEFAULT_PORT = 4566
 DEFAULT_STACK = "fusionfleet"
 DEFAULT_REGION = "us-east-1"
 STOP_GRACE_S = 30.0
+DASHBOARD_READY_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class UpOptions:
     watchdog_stall_s: int = 2 * 3600 + 1800
     watchdog_dispatch_grace_s: int = 300
     faults_file: Path | None = None
+    # The dashboard's port on 127.0.0.1; None keeps the running one, or takes a free one.
+    dashboard_port: int | None = None
     stage_parameters: tuple[tuple[str, str], ...] = ()
 
 
@@ -149,7 +155,11 @@ class LocalStack:
         resources = StackResources.from_outputs(state.outputs)
         state.processes = [p for p in state.processes if p.role == "localstack" or p.alive()]
         python = sys.executable
-        env = {**_aws_env(state), "FUSIONFLEET_SCRATCH": str(self.paths.scratch)}
+        env = {
+            **_aws_env(state),
+            "FUSIONFLEET_SCRATCH": str(self.paths.scratch),
+            "FUSIONFLEET_WORK_BUCKET": resources.work_bucket,
+        }
         if options.faults_file is not None:
             env["FUSIONFLEET_FAULTS_FILE"] = str(options.faults_file.resolve())
         wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
@@ -238,6 +248,34 @@ class LocalStack:
             raise RuntimeError(
                 "processes exited at start: " + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
             )
+        self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1"})
+
+    def _ensure_dashboard(self, state: LocalState, options: UpOptions, env: dict[str, str]) -> None:
+        """The `dashboard` process: the web page and its API, on 127.0.0.1, its URL kept in the state."""
+        running = [p for p in state.by_role("dashboard") if p.alive()]
+        wanted = options.dashboard_port
+        if running and state.dashboard_url and (wanted is None or state.dashboard_url == _dashboard_url(wanted)):
+            return
+        for process in state.by_role("dashboard"):
+            if process.alive():
+                self._say(f"stopping dashboard (pid {process.pid}) to move it to port {wanted}")
+                _terminate([process], STOP_GRACE_S)
+            state.processes.remove(process)
+        previous = int(state.dashboard_url.rstrip("/").rsplit(":", 1)[1]) if state.dashboard_url else None
+        port = wanted or (previous if previous and not localstack.port_in_use(previous) else _free_port())
+        if localstack.port_in_use(port):
+            raise RuntimeError(f"the dashboard's port {port} is in use; choose another with --dashboard-port")
+        argv = [
+            sys.executable, "-m", "fleetctl.dashboard", "--port", str(port),
+            "--endpoint-url", state.endpoint, "--region", state.region, "--stack", state.stack,
+        ]  # fmt: skip
+        log = self.paths.logs / "dashboard.log"
+        process = ManagedProcess("dashboard", "dashboard", _spawn(argv, env, log, self.paths.root), str(log))
+        state.processes.append(process)
+        state.dashboard_url = _dashboard_url(port)
+        state.save(self.paths.state_file)
+        _wait_answering(state.dashboard_url, process, DASHBOARD_READY_S)
+        self._say(f"started dashboard on {state.dashboard_url} (pid {process.pid}, log {log})")
 
     def respawn(self, options: UpOptions) -> LocalState:
         """Start the processes that died (as ECS replaces tasks), without redeploying anything."""
@@ -276,7 +314,10 @@ class LocalStack:
         state = self.load()
         if state is None:
             return ["no local stack is running (fusionfleet local up starts one)"]
-        lines = [f"endpoint {state.endpoint}  stack {state.stack}  region {state.region}", ""]
+        lines = [f"endpoint {state.endpoint}  stack {state.stack}  region {state.region}"]
+        if state.dashboard_url:
+            lines.append(f"dashboard {state.dashboard_url}")
+        lines.append("")
         lines.append(f"{'ROLE':<11} {'NAME':<10} {'PID':>8}  STATE")
         for process in state.processes:
             lines.append(
@@ -305,6 +346,33 @@ def _terminate(processes: list[ManagedProcess], grace_s: float) -> None:
     for process in alive:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def _dashboard_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_answering(url: str, process: ManagedProcess, timeout_s: float) -> None:
+    """Until the page is served: the process imports boto3 and reads the stack's outputs first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        if not process.alive():
+            raise RuntimeError(f"the dashboard exited at start: {_tail(Path(process.log))}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the dashboard did not answer on {url} within {timeout_s:.0f} s")
+        time.sleep(0.3)
 
 
 def _tail(log: Path, lines: int = 15) -> str:

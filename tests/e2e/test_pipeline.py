@@ -180,9 +180,11 @@ def test_a_target_that_is_not_a_video_fails_promptly_and_loses_nothing(stack: St
 def test_local_status_lists_every_process_and_up_is_idempotent(stack: Stack) -> None:
     status = stack.cli("local", "status", "--state-dir", str(stack.state_dir))
     assert status.returncode == 0
-    for role in ("localstack", "slicer", "dlq", "merge", "worker"):
+    for role in ("localstack", "slicer", "watchdog", "dlq", "merge", "worker", "dashboard"):
         assert role in status.stdout
-    assert status.stdout.count("running") == 7 and "render-high" in status.stdout and "dlq-render" in status.stdout
+    # LocalStack, the slicer, the watchdog, two dead-letter runners, the merge worker, two render workers
+    # and the dashboard.
+    assert status.stdout.count("running") == 9 and "render-high" in status.stdout and "dlq-render" in status.stdout
     before = status.stdout
     port = stack.endpoint.rsplit(":", 1)[1]
     again = stack.cli(
@@ -195,5 +197,5 @@ def test_local_status_lists_every_process_and_up_is_idempotent(stack: Stack) -> 
 
 
 def process_pids(status: str) -> list[str]:
-    roles = {"localstack", "slicer", "dlq", "merge", "worker"}
+    roles = {"localstack", "slicer", "watchdog", "dlq", "merge", "worker", "dashboard"}
     return sorted(line.split()[2] for line in status.splitlines() if line.split()[:1] and line.split()[0] in roles)

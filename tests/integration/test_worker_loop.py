@@ -195,6 +195,13 @@ def test_a_segment_is_rendered_checked_uploaded_reported_then_deleted(
         aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.segment_record_key(job.job_id, 0))["Body"].read()
     )
     assert record["status"] == "succeeded" and record["frames"] == first["end_frame"] - first["start_frame"]
+    # AND its attempt is recorded beside it, and the job's latest frame is there as a JPEG preview
+    attempt = json.loads(
+        aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.attempt_record_key(job.job_id, 0, 0, 1))["Body"].read()
+    )
+    assert attempt["status"] == "succeeded" and attempt["worker"] == "test-worker" and attempt["engine_s"] >= 0
+    preview = aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.frame_preview_key(job.job_id))
+    assert preview["Body"].read()[:2] == b"\xff\xd8" and preview["ContentType"] == "image/jpeg"
 
 
 def test_high_priority_work_is_taken_first(aws: Aws, job: JobContext, tmp_path: Path) -> None:
@@ -255,7 +262,7 @@ def test_a_gone_token_is_final(aws: Aws, job: JobContext, tmp_path: Path) -> Non
     send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "stale")
     orchestrator = RecordingOrchestrator(SqsQueue(aws.sqs), list(aws.queues.values()), gone=True)
     render_worker(aws, tmp_path, orchestrator).run(max_tasks=1)
-    assert [c[0] for c in orchestrator.calls] == ["success"]
+    assert [c[0] for c in orchestrator.calls if c[0] != "heartbeat"] == ["success"]
     assert all_empty(aws)
 
 

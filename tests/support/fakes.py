@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -233,8 +233,11 @@ class FakeOrchestrator:
     ("heartbeat", token, None) in order; `executions` maps execution ARNs to their input.
     """
 
-    def __init__(self, gone: set[str] | None = None) -> None:
+    def __init__(self, gone: set[str] | None = None, gone_after: dict[str, int] | None = None) -> None:
         self.gone = set(gone or ())
+        # Tokens that close after this many heartbeats (the one a worker sends when it takes the task
+        # counts): a job stopped while its segment renders.
+        self.gone_after = dict(gone_after or {})
         self.calls: list[tuple[str, str, Any]] = []
         self.executions: dict[str, dict[str, Any]] = {}
         self.starts: list[str] = []
@@ -252,11 +255,13 @@ class FakeOrchestrator:
         return arn
 
     def describe(self, execution_arn: str) -> Execution:
+        payload = self.executions.get(execution_arn)
         if execution_arn in self.states:
-            return self.states[execution_arn]
-        if execution_arn not in self.executions:
+            found = self.states[execution_arn]
+            return found if found.input is not None or payload is None else replace(found, input=payload)
+        if payload is None:
             raise ExecutionMissing(execution_arn)
-        return Execution(arn=execution_arn, status="RUNNING")
+        return Execution(arn=execution_arn, status="RUNNING", input=payload)
 
     def progress(self, execution_arn: str) -> Progress | None:
         return self.map_progress.get(execution_arn)
@@ -268,13 +273,19 @@ class FakeOrchestrator:
         self.stopped.append((execution_arn, error))
         running = self.describe(execution_arn)
         self.states[execution_arn] = Execution(
-            execution_arn, "ABORTED", running.started, datetime.now(UTC), error=error, cause=cause
+            execution_arn, "ABORTED", running.started, datetime.now(UTC), error=error, cause=cause, input=running.input
         )
 
     def state_output(self, execution_arn: str, state_names: tuple[str, ...]) -> dict[str, Any] | None:
         return self.state_outputs.get(execution_arn)
 
     def _callback(self, kind: str, token: str, detail: Any) -> None:
+        if token in self.gone_after and kind == "heartbeat":
+            self.gone_after[token] -= 1
+            if self.gone_after[token] < 0:
+                self.gone.add(token)
+        elif token in self.gone_after and self.gone_after[token] <= 0:
+            self.gone.add(token)
         self.calls.append((kind, token, detail))
         if token in self.gone:
             raise TokenGone(f"TaskTimedOut: token {token} is gone")

@@ -54,6 +54,9 @@ class ScriptedHandler:
             raise Cancelled("cancelled")
         return SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=1.5)
 
+    def cancelled(self, task: Step) -> bool:
+        return task.outcome == "cancelled"
+
     def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
         self.recorded.append((task.task_token, error, reason, attempt))
 
@@ -131,7 +134,7 @@ def test_bad_input_fails_the_token_at_once_and_drops_the_message() -> None:
 
 
 def test_the_last_failure_with_a_gone_token_still_sends_the_message_to_its_dlq() -> None:
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone_after={"t": 1}), ScriptedHandler()
     queue.create(QUEUE, max_receive_count=1)
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="fail").model_dump_json())
     subject = Worker(
@@ -145,7 +148,7 @@ def test_the_last_failure_with_a_gone_token_still_sends_the_message_to_its_dlq()
 
 def test_a_result_for_a_gone_token_is_dropped_with_its_message() -> None:
     # GIVEN a task whose token timed out while it rendered
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone_after={"t": 1}), ScriptedHandler()
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
     subject = worker(handler, queue, orchestrator)
@@ -170,15 +173,35 @@ def test_the_attempt_carries_the_time_the_task_waited_in_the_queue() -> None:
 
 def test_a_task_whose_token_is_gone_is_abandoned_and_deleted() -> None:
     # GIVEN a long task whose token is closed while it runs (the heartbeat finds out)
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone_after={"t": 1}), ScriptedHandler()
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="wait").model_dump_json())
     # WHEN the keeper's first beat fails
     assert take_one(worker(handler, queue, orchestrator, visibility_s=1))
     # THEN the work was cancelled, nothing reported, and the message deleted for good
-    assert orchestrator.reports() == [] and [call[0] for call in orchestrator.calls] == ["heartbeat"]
-    assert queue.deleted == [message_id]
+    assert orchestrator.reports() == [] and [call[0] for call in orchestrator.calls] == ["heartbeat", "heartbeat"]
+    assert queue.deleted == [message_id] and len(handler.attempts) == 1
     assert handler.recorded == []
+
+
+def test_a_task_whose_token_is_already_gone_when_taken_is_dropped_unrendered() -> None:
+    # GIVEN a queued task of a job whose execution was stopped (cancelled)
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    # WHEN a worker takes it
+    assert take_one(worker(handler, queue, orchestrator))
+    # THEN the heartbeat it sends at once finds the token gone: nothing rendered, the message deleted
+    assert handler.attempts == [] and orchestrator.reports() == []
+    assert [call[0] for call in orchestrator.calls] == ["heartbeat"] and queue.deleted == [message_id]
+
+
+def test_a_task_of_a_cancelled_job_is_dropped_unrendered_even_with_a_live_token() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="cancelled").model_dump_json())
+    assert take_one(worker(handler, queue, orchestrator))
+    assert handler.attempts == [] and orchestrator.calls == [] and queue.deleted == [message_id]
 
 
 def test_a_task_redelivered_elsewhere_is_abandoned_and_left_to_the_other_worker() -> None:
@@ -195,5 +218,5 @@ def test_a_task_redelivered_elsewhere_is_abandoned_and_left_to_the_other_worker(
     # WHEN the keeper's first visibility extension finds its receipt stale
     assert take_one(worker(handler, queue, orchestrator, visibility_s=1))
     # THEN the work was cancelled and the message left alone: the other worker holds it
-    assert orchestrator.calls == [] and queue.deleted == []
+    assert orchestrator.reports() == [] and queue.deleted == []
     assert queue.depth(QUEUE).in_flight == 1

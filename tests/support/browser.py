@@ -1,0 +1,79 @@
+"""Headless Chromium (Debian's `chromium` package) for browser tests: the DOM after the page's scripts ran,
+and screenshots. Each call is a fresh browser with a throwaway profile, bounded by a timeout."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+)  # fmt: skip
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _run(url: str, action: list[str], budget_ms: int, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    browser = chromium()
+    if browser is None:
+        raise FileNotFoundError("chromium is not installed (apt-get install -y chromium)")
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        return subprocess.run(
+            [browser, *FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}", *action, url],
+            capture_output=True, text=True, timeout=timeout_s, check=True,
+        )  # fmt: skip
+
+
+def dump_dom(url: str, budget_ms: int = 4000, timeout_s: float = 90) -> str:
+    """The document once the page's scripts ran for `budget_ms` of virtual time (fetches included)."""
+    return _run(url, ["--dump-dom"], budget_ms, timeout_s).stdout
+
+
+def screenshot(url: str, path: Path, size: tuple[int, int] = (1400, 900), budget_ms: int = 4000) -> Path:
+    _run(url, [f"--window-size={size[0]},{size[1]}", f"--screenshot={path}"], budget_ms, 90)
+    return path
+
+
+@dataclass
+class Element:
+    tag: str
+    attrs: dict[str, str]
+    text: str = ""
+
+
+class Elements(HTMLParser):
+    """Every element with its attributes and the text directly inside it, in document order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[Element] = []
+        self._open: list[Element] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, {name: value or "" for name, value in attrs})
+        self.found.append(element)
+        if tag not in ("meta", "link", "img", "br", "input"):
+            self._open.append(element)
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open:
+            if self._open.pop().tag == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        if self._open:
+            self._open[-1].text += data
+
+
+def elements(html: str) -> list[Element]:
+    parser = Elements()
+    parser.feed(html)
+    parser.close()
+    return parser.found

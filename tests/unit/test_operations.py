@@ -1,0 +1,281 @@
+"""Operations against the in-memory fakes: list, job detail, logs, workers, cancel and retry."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from fleetctl.operations import JobNotFound, OperationRefused, Operations
+from fleetctl.stack import StackResources
+from fleetctl.tables import duration, table
+from fusionfleet import layout
+from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
+from fusionfleet.orchestrator import Execution, execution_arn
+from fusionfleet.plan import Segment
+from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from tests.support.fakes import Clock, FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import MEDIA, WORK, job_context
+
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
+RESOURCES = StackResources(
+    stage="local", media_bucket=MEDIA, work_bucket=WORK, ingest_queue_url="q/ingest", ingest_dlq_url="q/ingest-dlq",
+    render_queue_urls=("q/high", "q/normal", "q/low"), render_dlq_url="q/render-dlq", merge_queue_url="q/merge",
+    merge_dlq_url="q/merge-dlq", topic_arn="topic", state_machine_arn=MACHINE,
+)  # fmt: skip
+NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
+
+
+class Farm:
+    def __init__(self) -> None:
+        self.storage, self.orchestrator, self.notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
+        self.clock = Clock(NOW.timestamp())
+        self.ops = Operations(self.storage, self.orchestrator, self.notifier, RESOURCES, clock=self.clock)
+
+    def job(
+        self,
+        job_id: str,
+        status: str,
+        minutes_ago: float = 10,
+        segments: int = 4,
+        done: tuple[int, ...] = (),
+        failed: tuple[int, ...] = (),
+        error: str | None = None,
+    ) -> str:
+        submitted = NOW - timedelta(minutes=minutes_ago)
+        context = job_context(
+            job_id, frame_count=segments * 25, segment_count=segments, submitted_at=submitted.isoformat()
+        )
+        self.storage.put_json(WORK, layout.job_key(job_id), context.model_dump(mode="json"))
+        plan = [Segment(i, i * 25, (i + 1) * 25, i * 1_000_000, (i + 1) * 1_000_000) for i in range(segments)]
+        self.storage.put_json(WORK, layout.plan_key(job_id), [segment.to_dict() for segment in plan])
+        for index in done:
+            self.segment_done(job_id, index)
+        for index in failed:
+            record = SegmentRecord(job_id=job_id, index=index, status="failed", error="EngineCrashed", reason="boom")
+            self.storage.put_json(WORK, layout.segment_record_key(job_id, index), record.model_dump())
+        arn = execution_arn(MACHINE, job_id)
+        stopped = None if status == "RUNNING" else submitted + timedelta(minutes=1)
+        self.orchestrator.states[arn] = Execution(
+            arn, status, submitted, stopped, error=error, cause="why" if error else None,
+            input={"job": context.model_dump(mode="json"), "plan": {"bucket": WORK, "key": layout.plan_key(job_id)},
+                   "limits": {"render_heartbeat_s": 100}},
+        )  # fmt: skip
+        return arn
+
+    def segment_done(self, job_id: str, index: int) -> None:
+        self.storage.put_bytes(WORK, layout.segment_key(job_id, index), b"mp4")
+        record = SegmentRecord(job_id=job_id, index=index, status="succeeded", frames=25, worker="w1", attempt=1)
+        self.storage.put_json(WORK, layout.segment_record_key(job_id, index), record.model_dump())
+
+    def attempt(self, job_id: str, index: int, attempt: int, status: str, run: int = 0, worker: str = "w1") -> None:
+        record = SegmentAttempt(
+            job_id=job_id, index=index, run=run, attempt=attempt, worker=worker, status=status,  # type: ignore[arg-type]
+            started_at=NOW.timestamp() + attempt, finished_at=0.0 if status == "running" else NOW.timestamp() + 9,
+            engine_s=1.5 if status == "succeeded" else 0.0, error="EngineCrashed" if status == "failed" else "",
+        )  # fmt: skip
+        self.storage.put_json(WORK, layout.attempt_record_key(job_id, index, run, attempt), record.model_dump())
+
+
+def test_list_shows_jobs_newest_first_filters_by_state_and_keeps_to_the_limit() -> None:
+    # GIVEN jobs in several states, submitted at different times, and a rejected one
+    farm = Farm()
+    farm.job("old-ok", "SUCCEEDED", minutes_ago=60, done=(0, 1, 2, 3))
+    farm.job("mid-failed", "FAILED", minutes_ago=30, done=(0,), failed=(1,), error="JobFailed")
+    farm.job("new-running", "RUNNING", minutes_ago=1, done=(0, 1))
+    farm.storage.put_json(
+        WORK, layout.rejection_key("bad-one"), {"reason": "no target", "manifest": {"key": "jobs/bad.json"}}
+    )
+    farm.storage.put_json(
+        WORK, layout.rejected_index_key("bad-one"), {"rejected_at": (NOW - timedelta(minutes=5)).isoformat()}
+    )
+    # WHEN listing
+    jobs = farm.ops.list_jobs()
+    # THEN newest first, with each job's state and progress
+    assert [job.job_id for job in jobs] == ["new-running", "bad-one", "mid-failed", "old-ok"]
+    running, rejected, failed, succeeded = jobs
+    assert (running.state, running.segments_done, running.segments_total, running.output) == ("RUNNING", 2, 4, None)
+    assert rejected.state == "REJECTED" and rejected.reason == "no target" and rejected.name == "bad"
+    assert (failed.state, failed.segments_done, failed.segments_failed, failed.reason) == ("FAILED", 1, 1, "why")
+    assert succeeded.output == "s3://media/outputs/clip.mp4" and succeeded.priority == "normal"
+    assert succeeded.submitted_at == NOW - timedelta(minutes=60)
+    # AND a state filter and a limit keep to what was asked
+    assert [job.job_id for job in farm.ops.list_jobs(state="FAILED")] == ["mid-failed"]
+    assert [job.job_id for job in farm.ops.list_jobs(limit=2)] == ["new-running", "bad-one"]
+    with pytest.raises(OperationRefused):
+        farm.ops.list_jobs(state="DONE")
+
+
+def test_a_job_shows_its_segment_grid_attempts_timings_and_preview() -> None:
+    # GIVEN a running job: segment 0 done, 1 failed once and running again, 2 never started, 3 failed for good
+    farm = Farm()
+    farm.job("grid", "RUNNING", done=(0,), failed=(3,))
+    farm.attempt("grid", 0, 1, "succeeded")
+    farm.attempt("grid", 1, 1, "failed")
+    farm.attempt("grid", 1, 2, "running", worker="w2")
+    farm.attempt("grid", 3, 1, "failed")
+    farm.storage.put_bytes(WORK, layout.frame_preview_key("grid"), b"\xff\xd8jpeg")
+    # WHEN its detail is asked for
+    detail = farm.ops.job("grid")
+    # THEN each segment has its state, worker and attempt
+    assert [(s.index, s.state, s.worker, s.attempt) for s in detail.segments] == [
+        (0, "done", "w1", 1), (1, "running", "w2", 2), (2, "pending", "", 0), (3, "failed", "w1", 1),
+    ]  # fmt: skip
+    assert (detail.segments[1].start_frame, detail.segments[1].end_frame) == (25, 50)
+    assert [(a.segment, a.attempt, a.status) for a in detail.attempts] == [
+        (0, 1, "succeeded"), (1, 1, "failed"), (1, 2, "running"), (3, 1, "failed"),
+    ]  # fmt: skip
+    assert detail.timings["engine_s"] == 1.5 and detail.timings["attempts"] == 4
+    assert detail.preview_key == layout.frame_preview_key("grid") and farm.ops.preview("grid") == b"\xff\xd8jpeg"
+    assert detail.summary.state == "RUNNING" and detail.summary.segments_done == 1
+
+
+def test_unknown_jobs_are_job_not_found_everywhere() -> None:
+    farm = Farm()
+    for action in (farm.ops.job, farm.ops.logs, farm.ops.cancel, farm.ops.retry, farm.ops.preview):
+        with pytest.raises(JobNotFound):
+            action("nope-0123456789abcdef")
+
+
+def test_logs_list_every_attempt_across_runs_and_one_segment_on_request() -> None:
+    # GIVEN a segment that failed three times, then succeeded in the job's retry
+    farm = Farm()
+    farm.job("logged", "FAILED", done=(0,), error="JobFailed")
+    farm.attempt("logged", 0, 1, "succeeded")
+    for number in (1, 2, 3):
+        farm.attempt("logged", 1, number, "failed")
+    farm.attempt("logged", 1, 1, "succeeded", run=1, worker="w9")
+    # WHEN the logs are read
+    every = farm.ops.logs("logged")
+    one = farm.ops.logs("logged", segment=1)
+    # THEN the retry's attempt follows the first run's three, numbered on
+    assert [(a.segment, a.attempt, a.status, a.worker) for a in one] == [
+        (1, 1, "failed", "w1"), (1, 2, "failed", "w1"), (1, 3, "failed", "w1"), (1, 4, "succeeded", "w9"),
+    ]  # fmt: skip
+    assert len(every) == 5 and every[0].segment == 0 and every[1].error == "EngineCrashed"
+
+
+def test_logs_fall_back_to_the_segment_record_when_no_attempt_was_recorded() -> None:
+    farm = Farm()
+    farm.job("older", "SUCCEEDED", done=(0, 1, 2, 3))
+    (only,) = farm.ops.logs("older", segment=2)
+    assert (only.segment, only.attempt, only.status, only.worker) == (2, 1, "succeeded", "w1")
+
+
+def test_cancel_stops_a_running_job_with_one_cancelled_notice_that_the_watchdog_does_not_repeat() -> None:
+    # GIVEN a running job
+    farm = Farm()
+    arn = farm.job("busy", "RUNNING", done=(0,))
+    # WHEN an operator cancels it
+    message = farm.ops.cancel("busy")
+    # THEN the execution was stopped, the marker written, one notice published saying cancelled
+    assert farm.orchestrator.stopped == [(arn, "JobCancelled")]
+    assert farm.storage.exists(WORK, layout.cancel_key("busy"))
+    ((topic, subject, notice),) = farm.notifier.published
+    assert topic == "topic" and subject == "FusionFleet job busy cancelled"
+    assert notice["status"] == "cancelled" and notice["job_id"] == "busy" and notice["segments_done"] == 1
+    assert farm.storage.json(WORK, layout.notice_key("busy"))["published"] is True
+    assert "cancelled" in message and "1 of 4" in message
+    # AND the job reads CANCELLED
+    assert farm.ops.job("busy").summary.state == "CANCELLED"
+    assert [job.job_id for job in farm.ops.list_jobs(state="CANCELLED")] == ["busy"]
+    # AND the watchdog, seeing an ABORTED execution, publishes nothing more
+    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    assert Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep() == []
+    assert len(farm.notifier.published) == 1
+
+
+@pytest.mark.parametrize("status", ["SUCCEEDED", "FAILED", "ABORTED"])
+def test_cancelling_an_ended_job_says_so_and_changes_nothing(status: str) -> None:
+    farm = Farm()
+    farm.job("ended", status, done=(0, 1, 2, 3), error="JobFailed" if status == "FAILED" else None)
+    before = dict(farm.storage._objects)
+    with pytest.raises(OperationRefused, match="has ended, nothing to cancel"):
+        farm.ops.cancel("ended")
+    assert farm.orchestrator.stopped == [] and farm.notifier.published == []
+    assert farm.storage._objects == before
+
+
+def test_retry_renders_only_the_segments_without_valid_output() -> None:
+    # GIVEN a failed job: 0 and 1 valid, 2 failed, 3 recorded as succeeded but its object gone
+    farm = Farm()
+    farm.job("broken", "FAILED", done=(0, 1, 3), failed=(2,), error="JobFailed")
+    farm.storage.delete_prefix(WORK, layout.segment_key("broken", 3))
+    # WHEN it is retried
+    message = farm.ops.retry("broken")
+    # THEN a second run starts, named after the job, with a plan of only the missing segments
+    arn = execution_arn(MACHINE, "broken--r1")
+    payload = farm.orchestrator.executions[arn]
+    assert payload["job"]["run"] == 1 and payload["job"]["job_id"] == "broken"
+    assert payload["plan"] == {"bucket": WORK, "key": layout.run_plan_key("broken", 1)}
+    assert payload["limits"] == {"render_heartbeat_s": 100}
+    assert [item["index"] for item in farm.storage.json(WORK, layout.run_plan_key("broken", 1))] == [2, 3]
+    # AND the job's own plan (the merge gate's) is untouched, and the job is running again
+    assert len(farm.storage.json(WORK, layout.plan_key("broken"))) == 4
+    assert farm.storage.json(WORK, layout.run_key("broken"))["segments"] == [2, 3]
+    assert farm.ops.job("broken").summary.state == "RUNNING"
+    assert "run 1" in message and "2 of 4" in message
+
+
+def test_a_cancelled_job_retried_starts_clean_and_the_watchdog_leaves_its_old_run_alone() -> None:
+    # GIVEN a cancelled job
+    farm = Farm()
+    old = farm.job("again", "RUNNING", done=(0,))
+    farm.ops.cancel("again")
+    # WHEN it is retried
+    farm.ops.retry("again")
+    # THEN the cancel marker and the old notice record are gone
+    assert not farm.storage.exists(WORK, layout.cancel_key("again"))
+    assert not farm.storage.exists(WORK, layout.notice_key("again"))
+    # AND the watchdog does not notify the old run's ABORTED execution a second time
+    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    assert Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep() == []
+    assert len(farm.notifier.published) == 1 and farm.orchestrator.describe(old).status == "ABORTED"
+    # AND a second retry while the first runs is refused
+    with pytest.raises(OperationRefused, match="still running"):
+        farm.ops.retry("again")
+
+
+def test_the_watchdog_notifies_a_retry_run_that_ended_without_a_notice() -> None:
+    farm = Farm()
+    farm.job("rerun", "FAILED", done=(0,), error="JobFailed")
+    farm.ops.retry("rerun")
+    arn = execution_arn(MACHINE, "rerun--r1")
+    farm.orchestrator.states[arn] = Execution(arn, "TIMED_OUT", NOW, NOW + timedelta(seconds=5))
+    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    (closed,) = Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep(NOW + timedelta(seconds=10))
+    assert closed.job_id == "rerun" and farm.notifier.published[0][2]["job_id"] == "rerun"
+
+
+@pytest.mark.parametrize(("status", "why"), [("RUNNING", "still running"), ("SUCCEEDED", "nothing to retry")])
+def test_retry_of_a_running_or_succeeded_job_is_refused(status: str, why: str) -> None:
+    farm = Farm()
+    farm.job("fine", status, done=(0, 1, 2, 3))
+    with pytest.raises(OperationRefused, match=why):
+        farm.ops.retry("fine")
+    assert farm.orchestrator.starts == []
+
+
+def test_a_worker_that_stopped_beating_is_lost_after_the_lapse() -> None:
+    # GIVEN two workers' presence records, one beating now, one silent for a minute
+    farm = Farm()
+    for name, ago, current in (("worker-1", 2, "job-a:3"), ("worker-2", 60, None), ("gone-long-ago", 90000, None)):
+        beat = WorkerBeat(name=name, role="render", engine="copy", current=current, segments_done=7,
+                          last_beat=farm.clock() - ago)  # fmt: skip
+        farm.storage.put_bytes(WORK, layout.worker_key(name), beat.model_dump_json().encode())
+    # WHEN the workers are listed with a 30 s lapse
+    views = farm.ops.workers()
+    # THEN the silent one is lost, the other alive with its current segment
+    assert [(v.name, v.lost, v.current, v.segments_done) for v in views] == [
+        ("worker-1", False, "job-a:3", 7), ("worker-2", True, None, 7),
+    ]  # fmt: skip
+    assert views[0].last_heartbeat == datetime.fromtimestamp(farm.clock() - 2, UTC)
+    # AND a longer lapse counts it alive again
+    patient = Operations(farm.storage, farm.orchestrator, farm.notifier, RESOURCES, lost_after_s=120, clock=farm.clock)
+    assert not any(view.lost for view in patient.workers())
+
+
+def test_tables_align_columns_and_durations_read_at_a_glance() -> None:
+    lines = table(("JOB", "N", "WHY"), [("a", 1, "x"), ("long-name", 12, "a long reason")], right=(1,))
+    assert lines == ["JOB         N  WHY", "a           1  x", "long-name  12  a long reason"]
+    assert [duration(s) for s in (5, 65, 3700, 90000)] == ["5s", "1m05s", "1h01m", "1d01h"]

@@ -1,0 +1,140 @@
+"""What workers write for operators: attempt records, presence, the preview frame; and a cancel seen mid-task."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import cv2
+import numpy as np
+
+from fusionfleet import layout
+from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
+from fusionfleet.plan import Segment
+from gpu_worker.attempt import Attempt
+from gpu_worker.errors import Released
+from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
+from gpu_worker.loop import Worker
+from gpu_worker.presence import Presence
+from gpu_worker.render import preview_jpeg, write_preview
+from gpu_worker.retry import RetryPolicy
+from gpu_worker.stopping import StopSignal
+from gpu_worker.tasks import RenderHandler
+from tests.support.fakes import Clock, FakeOrchestrator, FakeQueue, FakeStorage
+from tests.support.jobs import WORK, job_context
+
+QUEUE = "https://sqs.fake/render-high"
+JOB = "clip-0123456789abcdef"
+
+
+class ScriptedRenderer:
+    """Renders instantly, releases, or waits until cancelled, as the test says."""
+
+    def __init__(self, outcome: str = "ok") -> None:
+        self.outcome = outcome
+        self.rendered = 0
+
+    def render(
+        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> SegmentResult:
+        if self.outcome == "release":
+            raise Released("checkpointed before frame 50")
+        if self.outcome == "wait":
+            if not cancel.wait(10):
+                raise AssertionError("the cancel was not noticed")
+            raise RuntimeError("interrupted")
+        self.rendered += 1
+        return SegmentResult(index=task.segment.index, key="k", frames=25, engine_s=0.75)
+
+    def close(self) -> None:
+        return None
+
+
+def task(index: int = 1, run: int = 0) -> RenderTask:
+    return RenderTask(
+        task_token="t", job=job_context(JOB, run=run), segment=Segment(index, 25, 50, 1_000_000, 2_000_000)
+    )
+
+
+def test_each_attempt_is_recorded_beside_the_segment_and_kept_across_attempts() -> None:
+    storage = FakeStorage()
+    handler = RenderHandler(ScriptedRenderer(), storage, "worker-7", threading.Event())
+    handler.execute(task(run=1), threading.Event(), Attempt(number=2, sent_at=100.0, received_at=104.0))
+    record = storage.json(WORK, layout.attempt_record_key(JOB, 1, 1, 2))
+    assert record["status"] == "succeeded" and record["worker"] == "worker-7" and record["engine_s"] == 0.75
+    assert record["queued_s"] == 4.0 and record["finished_at"] >= record["started_at"] > 0
+    # AND a release is recorded as such, under its own attempt
+    releasing = RenderHandler(ScriptedRenderer("release"), storage, "worker-8", threading.Event())
+    with contextlib.suppress(Released):
+        releasing.execute(task(run=1), threading.Event(), Attempt(number=3))
+    assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 1, 3))["status"] == "released"
+    assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 1, 2))["status"] == "succeeded"
+
+
+def test_a_job_cancelled_while_its_segment_renders_is_stopped_within_seconds_and_dropped() -> None:
+    # GIVEN a worker rendering a segment that only ends when cancelled
+    storage, queue, orchestrator = FakeStorage(), FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, task().model_dump_json())
+    handler = RenderHandler(ScriptedRenderer("wait"), storage, "w", threading.Event())
+    worker = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
+        HeartbeatPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+    # WHEN the job's cancel marker appears while it renders (the token still beats fine)
+    timer = threading.Timer(0.5, lambda: storage.put_json(WORK, layout.cancel_key(JOB), {"cancelled_at": "now"}))
+    timer.start()
+    began = time.monotonic()
+    message = worker.dequeue()
+    assert message is not None
+    worker.execute(message)
+    # THEN the worker stopped within seconds, reported nothing, and deleted the message for good
+    assert time.monotonic() - began < 5
+    assert orchestrator.reports() == [] and queue.deleted == [message_id]
+    assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 0, 1))["status"] == "cancelled"
+
+
+def test_presence_is_written_at_start_updated_per_task_and_removed_on_a_clean_exit() -> None:
+    storage, clock = FakeStorage(), Clock(1000.0)
+    presence = Presence(storage, WORK, "worker-3", "render", engine="copy", every_s=0.05, clock=clock)
+    presence.start()
+    key = layout.worker_key("worker-3")
+    assert WorkerBeat.model_validate(storage.json(WORK, key)).last_beat == 1000.0
+    presence.begin(f"{JOB}:4", "classic")
+    beat = WorkerBeat.model_validate(storage.json(WORK, key))
+    assert (beat.current, beat.engine, beat.role) == (f"{JOB}:4", "classic", "render")
+    presence.end(succeeded=True)
+    clock.advance(7)
+    time.sleep(0.2)  # the thread beats on its own
+    beat = WorkerBeat.model_validate(storage.json(WORK, key))
+    assert beat.current is None and beat.segments_done == 1 and beat.last_beat == 1007.0
+    presence.close()
+    assert not storage.exists(WORK, key)
+
+
+def test_the_preview_is_one_small_jpeg_of_the_latest_frame() -> None:
+    storage = FakeStorage()
+    frame = np.zeros((720, 1280, 3), dtype=np.uint8)
+    frame[:, :, 2] = 255  # red in BGR
+    write_preview(storage, WORK, JOB, frame)
+    data = storage.get_bytes(WORK, layout.frame_preview_key(JOB))
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None
+    assert data[:2] == b"\xff\xd8" and image.shape == (180, 320, 3) and image[90, 160, 2] > 200
+    assert len(preview_jpeg(frame)) < 20_000
+
+
+def test_a_failing_cancel_check_never_costs_the_message_its_heartbeat() -> None:
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE)
+    queue.send(QUEUE, task().model_dump_json())
+    (message,) = queue.receive(QUEUE, wait_s=0, visibility_s=1)
+
+    def broken() -> bool:
+        raise OSError("S3 is down")
+
+    with Keeper(queue, orchestrator, message, "t", HeartbeatPolicy(visibility_s=1, cancel_check_s=0.2), broken) as kept:
+        time.sleep(1.5)
+    assert not kept.lost.is_set() and ("heartbeat", "t", None) in orchestrator.calls
+    assert queue.visibility_changes
