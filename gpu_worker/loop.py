@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ class Worker:
         stop: StopSignal,
         idle_wait_s: int = 2,
         presence: Presence | None = None,
+        take_recheck_s: float = 1.0,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -55,6 +57,7 @@ class Worker:
         self._stop = stop
         self._idle_wait_s = idle_wait_s
         self._presence = presence
+        self._take_recheck_s = take_recheck_s
         self.completed = 0
         self.failed = 0
         self.cold_stopped = False
@@ -156,7 +159,13 @@ class Worker:
         execution RUNNING until each of its waiting tasks is woken, and a heartbeat is what wakes one.
         """
         try:
-            self._orchestrator.heartbeat(task.task_token)
+            try:
+                self._orchestrator.heartbeat(task.task_token)
+            except TokenGone:
+                # LocalStack registers a task's token just after sending its message: a worker that
+                # takes it at once may be told the token is invalid. Gone twice is gone.
+                time.sleep(self._take_recheck_s)
+                self._orchestrator.heartbeat(task.task_token)
         except TokenGone as error:
             logger.warning("%s: its token is gone (%s); dropping the message unrendered", what, error.reason)
             self._delete(message)
