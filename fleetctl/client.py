@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fleetctl.operations import CANCEL_REASON, job_state
+from fleetctl.operations import CANCEL_REASON
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, ObjectMissing
@@ -149,15 +149,16 @@ class Client:
         except ExecutionMissing:
             return JobStatus(job_id, "PENDING")
         progress = _whole_job(self._orchestrator.progress(arn), execution) if run else self._orchestrator.progress(arn)
+        if execution.status in ("RUNNING", "ABORTED") and is_cancelled(
+            self._storage, self._resources.work_bucket, job_id
+        ):
+            return JobStatus(job_id, "CANCELLED", progress, reason=CANCEL_REASON, execution=execution)
         if execution.status == "SUCCEEDED":
             return JobStatus(job_id, "SUCCEEDED", progress, execution.output, execution=execution)
         if execution.finished:
-            cancelled = execution.status == "ABORTED" and is_cancelled(
-                self._storage, self._resources.work_bucket, job_id
+            return JobStatus(
+                job_id, execution.status, progress, reason=execution.cause or execution.error or "", execution=execution
             )
-            state = job_state(execution.status, rejected=False, cancelled=cancelled)
-            reason = CANCEL_REASON if state == "CANCELLED" else execution.cause or execution.error or ""
-            return JobStatus(job_id, state, progress, reason=reason, execution=execution)
         return JobStatus(job_id, "RUNNING", progress, execution=execution)
 
     def wait(

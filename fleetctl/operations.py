@@ -122,7 +122,9 @@ def job_state(execution_status: str | None, rejected: bool, cancelled: bool) -> 
     """A job's state from its current run's execution, its rejection record and its cancel marker. Pure."""
     if execution_status is None:
         return "REJECTED" if rejected else "PENDING"
-    if execution_status == "ABORTED" and cancelled:
+    # The marker is written once the execution was told to stop; some engines (LocalStack) report
+    # it RUNNING until its waiting tasks have noticed.
+    if execution_status in ("ABORTED", "RUNNING") and cancelled:
         return "CANCELLED"
     return execution_status
 
@@ -283,13 +285,15 @@ class Operations:
             )
         bucket = self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
-        # The marker first: workers drop the job's queued segments and stop the one they render.
-        put_json(
-            self.storage, bucket, layout.cancel_key(job_id), {"cancelled_at": now.isoformat(), "run": facts.run.run}
-        )
+        # The notice is claimed first, so the watchdog never notifies the stopped execution itself.
         if not self._claim_notice(job_id, now):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
         self._stop(facts.execution.arn)
+        # Then the marker: workers drop the job's queued segments and stop the one they render. After
+        # the stop, so each task they drop gets its heartbeat once its execution is stopping.
+        put_json(
+            self.storage, bucket, layout.cancel_key(job_id), {"cancelled_at": now.isoformat(), "run": facts.run.run}
+        )
         after = self.orchestrator.describe(facts.execution.arn)
         if after.status == "SUCCEEDED" or (after.status == "FAILED" and after.error == NOTIFIED_FAILURE_ERROR):
             # It ended by itself, with its own notice, before the stop: nothing was cancelled.
@@ -321,6 +325,10 @@ class Operations:
         state = facts.state
         if state not in RETRYABLE or facts.context is None:
             raise OperationRefused(f"job {job_id} is {state}: {_why_not_retry(state)}")
+        if facts.execution is not None and facts.execution.status == "RUNNING":
+            raise OperationRefused(
+                f"job {job_id} is cancelled but its execution is still stopping; retry it in a moment"
+            )
         first = facts.first_input or self._first_input(job_id)
         if not first or "job" not in first:
             raise OperationRefused(f"job {job_id}: its first run's input is not available, so it cannot be retried")
@@ -381,7 +389,7 @@ class Operations:
                 execution = None
         cancelled = (
             execution is not None
-            and execution.status == "ABORTED"
+            and execution.status in ("ABORTED", "RUNNING")
             and is_cancelled(self.storage, self.resources.work_bucket, job_id)
         )
         first_input = execution.input if execution is not None and run.run == 0 else None
@@ -636,9 +644,10 @@ def _numbered(stored: list[SegmentAttempt]) -> list[AttemptRecord]:
 
 
 def _could_be(hint: str, state: str) -> bool:
-    """Whether a job whose newest run's execution is `hint` can be in `state` (ABORTED may be CANCELLED)."""
-    if hint == "ABORTED":
-        return state in ("ABORTED", "CANCELLED")
+    """Whether a job whose newest run's execution is `hint` can be in `state` (a cancelled job's execution
+    is ABORTED, or still RUNNING while it stops)."""
+    if state == "CANCELLED":
+        return hint in ("ABORTED", "RUNNING")
     return hint == state
 
 

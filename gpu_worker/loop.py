@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ class Worker:
         stop: StopSignal,
         idle_wait_s: int = 2,
         presence: Presence | None = None,
+        take_recheck_s: float = 1.0,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -55,6 +57,7 @@ class Worker:
         self._stop = stop
         self._idle_wait_s = idle_wait_s
         self._presence = presence
+        self._take_recheck_s = take_recheck_s
         self.completed = 0
         self.failed = 0
         self.cold_stopped = False
@@ -151,17 +154,18 @@ class Worker:
         """A task of a cancelled job, or whose token is gone (its execution stopped), is dropped unrendered.
 
         Checked when the message is taken, before any work: a cancelled job's queued segments then
-        leave the queues as fast as workers can receive them.
+        leave the queues as fast as workers can receive them. The heartbeat comes first: on AWS a
+        stopped execution's token answers it with TaskTimedOut/InvalidToken; LocalStack keeps a stopped
+        execution RUNNING until each of its waiting tasks is woken, and a heartbeat is what wakes one.
         """
         try:
-            if self._handler.cancelled(task):
-                logger.warning("%s: its job was cancelled; dropping the message unrendered", what)
-                self._delete(message)
-                return True
-        except Exception:
-            logger.warning("%s: the cancel marker could not be read", what, exc_info=True)
-        try:
-            self._orchestrator.heartbeat(task.task_token)
+            try:
+                self._orchestrator.heartbeat(task.task_token)
+            except TokenGone:
+                # LocalStack registers a task's token just after sending its message: a worker that
+                # takes it at once may be told the token is invalid. Gone twice is gone.
+                time.sleep(self._take_recheck_s)
+                self._orchestrator.heartbeat(task.task_token)
         except TokenGone as error:
             logger.warning("%s: its token is gone (%s); dropping the message unrendered", what, error.reason)
             self._delete(message)
@@ -169,7 +173,22 @@ class Worker:
         except Exception:
             # A transient API error: the keeper beats again soon, and a gone token is found then.
             logger.warning("%s: the first heartbeat failed", what, exc_info=True)
-        return False
+        try:
+            cancelled = self._handler.cancelled(task)
+        except Exception:
+            logger.warning("%s: the cancel marker could not be read", what, exc_info=True)
+            cancelled = False
+        if cancelled:
+            logger.warning("%s: its job was cancelled; dropping the message unrendered", what)
+            self._wake(task.task_token)
+            self._delete(message)
+        return cancelled
+
+    def _wake(self, token: str | None) -> None:
+        """One more heartbeat for a cancelled job's task, so a stopped execution sees it is stopped."""
+        if token:
+            with contextlib.suppress(Exception):
+                self._orchestrator.heartbeat(token)
 
     def _begin(self, task: Any) -> None:
         if self._presence is None:
@@ -228,6 +247,7 @@ class Worker:
             self._delete(message)
         elif hold is not None and hold.loss is HoldLoss.JOB_CANCELLED:
             logger.warning("%s: stopped, its job was cancelled (%s)", what, detail)
+            self._wake(_token_of(message.body))
             self._delete(message)
         else:
             logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fusionfleet import layout
+from fusionfleet.orchestrator import execution_arn
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import drop_job, notice_for, queues_empty, record, stamps_of, wait_until
 from tests.support.media import write_video
@@ -94,6 +95,10 @@ def test_a_cancelled_job_renders_nothing_more_empties_its_queues_and_ends_cancel
     assert notices_within(stack, inbox, job, wait_s=25) == []
     status = stack.cli("status", job)
     assert "CANCELLED" in status.stdout and status.returncode != 0, status.stdout
+    # AND the execution itself ends ABORTED (LocalStack ends a stopped one once its waiting tasks are woken)
+    sfn = stack.client("stepfunctions")
+    arn = execution_arn(stack.resources.state_machine_arn, job)
+    assert wait_until(lambda: sfn.describe_execution(executionArn=arn)["status"] == "ABORTED", 60, poll_s=2)
     assert job in stack.cli("list", "--state", "CANCELLED", "--limit", "100").stdout
     # AND cancelling it again says it has ended and changes nothing
     again = stack.cli("cancel", job)

@@ -279,3 +279,20 @@ def test_tables_align_columns_and_durations_read_at_a_glance() -> None:
     lines = table(("JOB", "N", "WHY"), [("a", 1, "x"), ("long-name", 12, "a long reason")], right=(1,))
     assert lines == ["JOB         N  WHY", "a           1  x", "long-name  12  a long reason"]
     assert [duration(s) for s in (5, 65, 3700, 90000)] == ["5s", "1m05s", "1h01m", "1d01h"]
+
+
+def test_a_cancelled_job_whose_execution_is_still_stopping_reads_cancelled_and_is_not_retried_yet() -> None:
+    # GIVEN an orchestrator that reports a stopped execution RUNNING until its waiting tasks notice (LocalStack)
+    farm = Farm()
+    arn = farm.job("slow-stop", "RUNNING", done=(0,))
+    running = farm.orchestrator.states[arn]
+    farm.ops.cancel("slow-stop")
+    farm.orchestrator.states[arn] = running
+    # THEN the job already reads CANCELLED, a second cancel is refused, and a retry waits for the stop
+    assert farm.ops.job("slow-stop").summary.state == "CANCELLED"
+    assert [job.job_id for job in farm.ops.list_jobs(state="CANCELLED")] == ["slow-stop"]
+    with pytest.raises(OperationRefused, match="nothing to cancel"):
+        farm.ops.cancel("slow-stop")
+    with pytest.raises(OperationRefused, match="still stopping"):
+        farm.ops.retry("slow-stop")
+    assert len(farm.notifier.published) == 1

@@ -191,9 +191,32 @@ def test_a_task_whose_token_is_already_gone_when_taken_is_dropped_unrendered() -
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
     # WHEN a worker takes it
     assert take_one(worker(handler, queue, orchestrator))
-    # THEN the heartbeat it sends at once finds the token gone: nothing rendered, the message deleted
+    # THEN the heartbeat it sends at once (and once more a moment later) finds the token gone: nothing
+    # rendered, the message deleted
     assert handler.attempts == [] and orchestrator.reports() == []
-    assert [call[0] for call in orchestrator.calls] == ["heartbeat"] and queue.deleted == [message_id]
+    assert [call[0] for call in orchestrator.calls] == ["heartbeat", "heartbeat"] and queue.deleted == [message_id]
+
+
+def test_a_token_not_yet_registered_when_taken_is_checked_again_before_it_counts_as_gone() -> None:
+    # GIVEN a token the orchestrator does not know for its first heartbeat (LocalStack registers it late)
+    queue, handler = FakeQueue(), ScriptedHandler()
+    orchestrator = FakeOrchestrator(gone={"t"})
+    queue.create(QUEUE)
+    queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    subject = worker(handler, queue, orchestrator)
+    original = orchestrator.heartbeat
+
+    def late(token: str) -> None:
+        try:
+            original(token)
+        finally:
+            orchestrator.gone.discard(token)
+
+    orchestrator.heartbeat = late  # type: ignore[method-assign]
+    # WHEN a worker takes it
+    assert take_one(subject)
+    # THEN the second heartbeat finds it, and the segment is rendered and reported
+    assert len(handler.attempts) == 1 and [call[0] for call in orchestrator.reports()] == ["success"]
 
 
 def test_a_task_of_a_cancelled_job_is_dropped_unrendered_even_with_a_live_token() -> None:
@@ -201,7 +224,9 @@ def test_a_task_of_a_cancelled_job_is_dropped_unrendered_even_with_a_live_token(
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="cancelled").model_dump_json())
     assert take_one(worker(handler, queue, orchestrator))
-    assert handler.attempts == [] and orchestrator.calls == [] and queue.deleted == [message_id]
+    # (its token gets a heartbeat at take and one more as it is dropped: a stopping execution needs them)
+    assert handler.attempts == [] and orchestrator.reports() == [] and queue.deleted == [message_id]
+    assert [call[0] for call in orchestrator.calls] == ["heartbeat", "heartbeat"]
 
 
 def test_a_task_redelivered_elsewhere_is_abandoned_and_left_to_the_other_worker() -> None:
