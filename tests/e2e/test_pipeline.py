@@ -198,4 +198,6 @@ def test_local_status_lists_every_process_and_up_is_idempotent(stack: Stack) -> 
 
 def process_pids(status: str) -> list[str]:
     roles = {"localstack", "slicer", "watchdog", "dlq", "merge", "worker", "dashboard"}
-    return sorted(line.split()[2] for line in status.splitlines() if line.split()[:1] and line.split()[0] in roles)
+    # Rows of the process table only (ROLE NAME PID STATE); `dashboard <url>` is a line of its own.
+    rows = [line.split() for line in status.splitlines()]
+    return sorted(row[2] for row in rows if len(row) == 4 and row[0] in roles and row[3] in ("running", "dead"))
