@@ -11,6 +11,10 @@ MANIFEST_SUFFIX = ".json"
 OUTPUT_PREFIX = "outputs/"
 WORK_PREFIX = "work/"
 INPUT_PREFIX = "inputs/"
+# Tenant T's inputs, manifests and outputs live under `tenants/T/` (`tenants/T/jobs/…`, …). A plain
+# `jobs/` drop is the single-tenant deployment and may name nothing under `tenants/`.
+TENANTS_PREFIX = "tenants/"
+TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 
 def work_prefix(job_id: str) -> str:
@@ -105,22 +109,61 @@ def rejected_index_key(job_id: str) -> str:
     return f"{REJECTED_INDEX_PREFIX}{job_id}.json"
 
 
+def tenant_prefix(tenant: str) -> str:
+    """`acme` → `tenants/acme/`: everything of one tenant's, and nothing of anyone else's."""
+    return f"{TENANTS_PREFIX}{tenant}/"
+
+
+def tenant_manifest_prefix(tenant: str) -> str:
+    return f"{tenant_prefix(tenant)}{MANIFEST_PREFIX}"
+
+
+def tenant_output_prefix(tenant: str) -> str:
+    return f"{tenant_prefix(tenant)}{OUTPUT_PREFIX}"
+
+
+def tenant_input_prefix(tenant: str) -> str:
+    return f"{tenant_prefix(tenant)}{INPUT_PREFIX}"
+
+
+def is_tenant_name(name: str) -> bool:
+    return bool(TENANT_NAME.match(name))
+
+
+def tenant_of(key: str) -> str | None:
+    """The tenant whose prefix `key` is under (`tenants/acme/jobs/a.json` → `acme`), or None."""
+    if not key.startswith(TENANTS_PREFIX):
+        return None
+    tenant, slash, _ = key[len(TENANTS_PREFIX) :].partition("/")
+    return tenant if slash and is_tenant_name(tenant) else None
+
+
+def manifest_prefix_of(manifest_key: str) -> str:
+    """The drop prefix a manifest key is under: `jobs/` or `tenants/T/jobs/`."""
+    tenant = tenant_of(manifest_key)
+    return tenant_manifest_prefix(tenant) if tenant else MANIFEST_PREFIX
+
+
 def manifest_name(manifest_key: str) -> str:
-    """`jobs/summer/alice.json` → `summer/alice`."""
-    name = manifest_key[len(MANIFEST_PREFIX) :] if manifest_key.startswith(MANIFEST_PREFIX) else manifest_key
+    """`jobs/summer/alice.json` → `summer/alice`; `tenants/acme/jobs/alice.json` → `alice`."""
+    prefix = manifest_prefix_of(manifest_key)
+    name = manifest_key[len(prefix) :] if manifest_key.startswith(prefix) else manifest_key
     return name[: -len(MANIFEST_SUFFIX)] if name.endswith(MANIFEST_SUFFIX) else name
 
 
 def default_output_key(manifest_key: str) -> str:
-    return f"{OUTPUT_PREFIX}{manifest_name(manifest_key)}.mp4"
+    """Beside the drop it came from: `outputs/…` for `jobs/…`, `tenants/T/outputs/…` for a tenant's."""
+    tenant = tenant_of(manifest_key)
+    prefix = tenant_output_prefix(tenant) if tenant else OUTPUT_PREFIX
+    return f"{prefix}{manifest_name(manifest_key)}.mp4"
 
 
 def is_manifest_key(key: str) -> bool:
-    return (
-        key.startswith(MANIFEST_PREFIX)
-        and key.endswith(MANIFEST_SUFFIX)
-        and len(key) > len(MANIFEST_PREFIX + MANIFEST_SUFFIX)
-    )
+    """`jobs/<name>.json`, or `tenants/<tenant>/jobs/<name>.json` for a valid tenant name."""
+    if key.startswith(TENANTS_PREFIX) and tenant_of(key) is None:
+        return False
+    prefix = manifest_prefix_of(key)
+    return key.startswith(prefix) and key.endswith(MANIFEST_SUFFIX) and len(key) > len(prefix + MANIFEST_SUFFIX)
 
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")

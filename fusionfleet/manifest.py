@@ -41,11 +41,25 @@ ENCODER_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medi
 
 @dataclass(frozen=True)
 class KeyPolicy:
-    """Which keys a manifest may name. Inputs anywhere but the reserved prefixes; outputs under outputs/."""
+    """Which keys a manifest may name. Inputs anywhere but the reserved prefixes; outputs under outputs/.
+
+    The default is the single-tenant drop (`jobs/`): it may name nothing under `tenants/`.
+    """
 
     input_prefixes: tuple[str, ...] = ()
     output_prefixes: tuple[str, ...] = (layout.OUTPUT_PREFIX,)
-    reserved_prefixes: tuple[str, ...] = (layout.MANIFEST_PREFIX, layout.WORK_PREFIX)
+    reserved_prefixes: tuple[str, ...] = (layout.MANIFEST_PREFIX, layout.WORK_PREFIX, layout.TENANTS_PREFIX)
+
+    def for_manifest(self, manifest_key: str) -> KeyPolicy:
+        """A tenant's manifest may name only its own tenant's keys, and write only its own outputs."""
+        tenant = layout.tenant_of(manifest_key)
+        if tenant is None:
+            return self
+        return KeyPolicy(
+            input_prefixes=(layout.tenant_prefix(tenant),),
+            output_prefixes=(layout.tenant_output_prefix(tenant),),
+            reserved_prefixes=(layout.tenant_manifest_prefix(tenant), layout.WORK_PREFIX),
+        )
 
 
 class Manifest(BaseModel):
@@ -153,7 +167,7 @@ def _key_problems(manifest: Manifest, policy: KeyPolicy) -> list[str]:
 
 def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = None) -> Manifest:
     """Validate a manifest's bytes; the result has `output` filled in and options normalised."""
-    policy = policy or KeyPolicy()
+    policy = (policy or KeyPolicy()).for_manifest(manifest_key)
     if len(raw) > MAX_MANIFEST_BYTES:
         raise JobRejected(f"the manifest is {len(raw)} bytes, over the limit of {MAX_MANIFEST_BYTES}")
     try:

@@ -28,3 +28,15 @@ def test_keys() -> None:
     assert layout.default_output_key("jobs/team/a b.json") == "outputs/team/a b.mp4"
     assert layout.is_manifest_key("jobs/a.json") and not layout.is_manifest_key("jobs/.json")
     assert not layout.is_manifest_key("inputs/a.json")
+
+
+def test_tenant_keys_have_their_own_drop_and_outputs() -> None:
+    assert layout.is_manifest_key("tenants/acme/jobs/a.json")
+    assert not layout.is_manifest_key("tenants/acme/jobs/.json")
+    assert not layout.is_manifest_key("tenants/Not_A_Tenant/jobs/a.json")
+    assert not layout.is_manifest_key("tenants/acme/inputs/a.json")
+    assert layout.tenant_of("tenants/acme/jobs/a.json") == "acme"
+    assert layout.tenant_of("jobs/a.json") is None
+    assert layout.manifest_name("tenants/acme/jobs/team/a.json") == "team/a"
+    assert layout.default_output_key("tenants/acme/jobs/team/a.json") == "tenants/acme/outputs/team/a.mp4"
+    assert layout.default_output_key("jobs/a.json") == "outputs/a.mp4"

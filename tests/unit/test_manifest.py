@@ -126,3 +126,29 @@ def test_a_value_facefusion_refuses_is_not_reported_again_by_the_encoder_rules()
 def test_the_fleets_encoders_and_presets_pass() -> None:
     options = {"output_video_encoder": "libx265", "output_video_preset": "slow"}
     assert parse_manifest(manifest(options=options), KEY).options == options
+
+
+def test_a_tenants_manifest_may_name_only_its_own_tenants_keys() -> None:
+    raw = json.dumps({"source": "tenants/bob/inputs/face.png", "target": "tenants/acme/inputs/clip.mp4"}).encode()
+    with pytest.raises(JobRejected) as refused:
+        parse_manifest(raw, "tenants/acme/jobs/a.json")
+    assert refused.value.problems == (
+        "source[0]: key 'tenants/bob/inputs/face.png' is outside the allowed prefixes (tenants/acme/)",
+    )
+
+
+def test_a_tenants_output_goes_only_under_its_own_outputs() -> None:
+    base = {"source": "tenants/acme/inputs/face.png", "target": "tenants/acme/inputs/clip.mp4"}
+    manifest = parse_manifest(json.dumps(base).encode(), "tenants/acme/jobs/a.json")
+    assert manifest.output == "tenants/acme/outputs/a.mp4"
+    for output in ("outputs/a.mp4", "tenants/bob/outputs/a.mp4", "tenants/acme/inputs/a.mp4"):
+        with pytest.raises(JobRejected, match="output: key"):
+            parse_manifest(json.dumps({**base, "output": output}).encode(), "tenants/acme/jobs/a.json")
+    with pytest.raises(JobRejected, match="tenants/acme/jobs/"):
+        parse_manifest(json.dumps({**base, "target": "tenants/acme/jobs/b.json"}).encode(), "tenants/acme/jobs/a.json")
+
+
+def test_a_single_tenant_manifest_may_not_reach_into_tenants() -> None:
+    raw = json.dumps({"source": "face.png", "target": "tenants/acme/inputs/clip.mp4"}).encode()
+    with pytest.raises(JobRejected, match="reserved prefix"):
+        parse_manifest(raw, "jobs/a.json")
