@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 
-from fusionfleet.layout import manifest_name, slug
+from fusionfleet.layout import manifest_name, slug, tenant_of
 
 JOB_ID_HASH_CHARS = 16
+JOB_ID_CHARS = 80  # a Step Functions execution name's limit
+# Separates a tenant's name from the rest of its job ids: neither tenant names nor slugs contain it.
+TENANT_SEPARATOR = "_"
 
 
 def job_id(bucket: str, key: str, etag: str) -> str:
@@ -14,6 +17,16 @@ def job_id(bucket: str, key: str, etag: str) -> str:
 
     The ETag (not the version) is used so that uploading the same manifest again is the same job,
     while a changed manifest under the same key is a new one.
+    A tenant's job ids start with `<tenant>_`, so its jobs are found (and counted) by name alone.
     """
     digest = hashlib.sha256(f"{bucket}\n{key}\n{etag.strip(chr(34))}".encode()).hexdigest()
-    return f"{slug(manifest_name(key), 80 - JOB_ID_HASH_CHARS - 1)}-{digest[:JOB_ID_HASH_CHARS]}"
+    tenant = tenant_of(key)
+    head = f"{tenant}{TENANT_SEPARATOR}" if tenant else ""
+    room = JOB_ID_CHARS - len(head) - JOB_ID_HASH_CHARS - 1
+    return f"{head}{slug(manifest_name(key), room)}-{digest[:JOB_ID_HASH_CHARS]}"
+
+
+def tenant_of_job(job_id: str) -> str | None:
+    """`acme_alice-…` → `acme`; None for a single-tenant job."""
+    tenant, separator, _ = job_id.partition(TENANT_SEPARATOR)
+    return tenant if separator else None

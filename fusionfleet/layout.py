@@ -14,7 +14,7 @@ INPUT_PREFIX = "inputs/"
 # Tenant T's inputs, manifests and outputs live under `tenants/T/` (`tenants/T/jobs/…`, …). A plain
 # `jobs/` drop is the single-tenant deployment and may name nothing under `tenants/`.
 TENANTS_PREFIX = "tenants/"
-TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+TENANT_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")  # short: it heads every job id of the tenant
 
 
 def work_prefix(job_id: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 
 from fusionfleet import layout
-from fusionfleet.identity import job_id
+from fusionfleet.identity import job_id, tenant_of_job
 
 
 def test_job_id_is_a_valid_execution_name_and_stable() -> None:
@@ -40,3 +40,11 @@ def test_tenant_keys_have_their_own_drop_and_outputs() -> None:
     assert layout.manifest_name("tenants/acme/jobs/team/a.json") == "team/a"
     assert layout.default_output_key("tenants/acme/jobs/team/a.json") == "tenants/acme/outputs/team/a.mp4"
     assert layout.default_output_key("jobs/a.json") == "outputs/a.mp4"
+
+
+def test_a_tenants_job_ids_carry_the_tenant_and_fit_an_execution_name() -> None:
+    tenant = "a" * 32
+    job = job_id("bucket", f"tenants/{tenant}/jobs/{'x' * 300}.json", '"etag"')
+    assert len(job) <= 80 and job.startswith(f"{tenant}_x")
+    assert tenant_of_job(job) == tenant
+    assert tenant_of_job(job_id("bucket", "jobs/a_b.json", '"etag"')) is None
