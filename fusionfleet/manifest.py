@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fusionfleet import layout
+from fusionfleet.audio_settings import audio_option_problems
 from fusionfleet.errors import JobRejected
 from fusionfleet.options import OptionsError, validate_options
 
@@ -89,7 +90,17 @@ class Manifest(BaseModel):
         return value
 
 
-ENCODER_OPTIONS = ("output_video_encoder", "output_video_preset", "output_video_fps")
+# FaceFusion options no engine of the fleet applies, with the reason a user is told.
+REFUSED_OPTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "output_video_fps": "FusionFleet keeps the source's frames and timing so the merged video is frame-exact "
+        "against it",
+        "output_image_quality": "it applies to image targets; FusionFleet renders videos",
+        "output_image_scale": "it applies to image targets; FusionFleet renders videos",
+    }
+)
+# The options the fleet's own rules judge (beyond FaceFusion's).
+ENCODER_OPTIONS = ("output_video_encoder", "output_video_preset", "output_audio_encoder", *REFUSED_OPTIONS)
 
 
 def encoder_option_problems(options: Mapping[str, object]) -> list[str]:
@@ -105,11 +116,10 @@ def encoder_option_problems(options: Mapping[str, object]) -> list[str]:
     preset = options.get("output_video_preset")
     if preset is not None and str(preset) not in ENCODER_PRESETS:
         problems.append(f"options.output_video_preset: {preset!r} is not one of {', '.join(ENCODER_PRESETS)}")
-    if options.get("output_video_fps") is not None:
-        problems.append(
-            "options.output_video_fps is not supported: FusionFleet keeps the source's frames and timing "
-            "so the merged video is frame-exact against it"
-        )
+    problems.extend(audio_option_problems(options))
+    problems.extend(
+        f"options.{name} is not supported: {why}" for name, why in REFUSED_OPTIONS.items() if name in options
+    )
     return problems
 
 
@@ -208,6 +218,11 @@ def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = Non
     if manifest.output is None:
         manifest = manifest.model_copy(update={"output": layout.default_output_key(manifest_key)})
     return manifest
+
+
+def invalid_manifest(problems: list[str]) -> JobRejected:
+    """The rejection for a manifest with these problems, every one of them listed."""
+    return JobRejected(_summary(problems), tuple(problems))
 
 
 def _summary(problems: list[str]) -> str:

@@ -22,6 +22,7 @@ from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
 from fusionfleet.notify import Notifier, notice_subject
+from fusionfleet.option_support import check_engine_options
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.plan import SegmentPolicy, plan_segments
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
@@ -137,6 +138,8 @@ class Slicer:
         manifest = parse_manifest(
             self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.keys
         )
+        engine = manifest.engine or self.config.default_engine
+        check_engine_options(engine, manifest.options)
         refs = self._media_refs(manifest, manifest_ref.bucket)
         reference = refs["reference"][0] if refs["reference"] else None
         self._check_images(refs["sources"], reference)
@@ -158,7 +161,7 @@ class Slicer:
             output=ObjectRef(bucket=manifest_ref.bucket, key=manifest.output),
             work_bucket=self.config.work_bucket,
             priority=manifest.priority,
-            engine=manifest.engine or self.config.default_engine,
+            engine=engine,
             quality=manifest.quality,
             options=manifest.options,
             video=video,

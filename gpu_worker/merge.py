@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fusionfleet import layout
+from fusionfleet.audio_settings import AudioSettings, audio_settings
 from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.failures import segment_failure, segment_label
@@ -86,14 +87,22 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
     return records
 
 
-def assemble(parts: list[Path], audio: Path | None, video: VideoInfo, output: Path, what: str) -> MediaSummary:
-    """Concatenate `parts` (same folder) by stream copy, mux the source's audio once, check against the source."""
+def assemble(
+    parts: list[Path],
+    audio: Path | None,
+    video: VideoInfo,
+    output: Path,
+    what: str,
+    audio_encoding: AudioSettings | None = None,
+) -> MediaSummary:
+    """Concatenate `parts` (same folder) by stream copy, mux the source's audio once (copied, or encoded as
+    the job's audio options say), check against the source."""
     workdir = parts[0].parent
     segment_list = workdir / "segments.txt"
     segment_list.write_text("".join(f"file '{part.name}'\n" for part in parts))
     offset = (min(track.start_s for track in video.audio) - video.start_s) if audio else 0.0
     run_ffmpeg(
-        merge_argv(segment_list, audio, [t.codec for t in video.audio], offset, output),
+        merge_argv(segment_list, audio, [t.codec for t in video.audio], offset, output, audio_encoding),
         timeout_s=max(300.0, video.frame_count / 50),
         what=f"merge of {what}",
     )
@@ -152,7 +161,12 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
             has_audio = audio.result()
         output_path = workdir / "output.mp4"
         summary = assemble(
-            [workdir / name for name in names], audio_path if has_audio else None, job.video, output_path, job.job_id
+            [workdir / name for name in names],
+            audio_path if has_audio else None,
+            job.video,
+            output_path,
+            job.job_id,
+            audio_settings(job.options),
         )
         deps.storage.upload_file(job.output.bucket, job.output.key, output_path, "video/mp4")
         merge_s = time.monotonic() - started

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from fusionfleet.audio_settings import audio_settings
 from fusionfleet.encoding import encoder_settings
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.manifest import QUALITIES
@@ -23,6 +24,7 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
+from fusionfleet.option_support import check_engine_options
 from fusionfleet.options import OptionsError
 from fusionfleet.progress import ProgressLine, bar
 from gpu_worker.audio import extract_audio
@@ -51,6 +53,7 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     limits = MediaLimits()
     options = collect_facefusion_options(args)
     engine_name = args.engine or default_engine_name()
+    check_engine_options(engine_name, options)
     reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
     video = probe_video(reader, f"target {args.target.name!r}", limits)
     width, height = video.display_size
@@ -87,7 +90,9 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         audio = workdir / "audio.mka"
         has_audio = extract_audio(audio_reader, video, audio, args.target.name)
         merged = workdir / "output.mp4"
-        summary = assemble([part], audio if has_audio else None, video, merged, args.target.name)
+        summary = assemble(
+            [part], audio if has_audio else None, video, merged, args.target.name, audio_settings(options)
+        )
         shutil.move(str(merged), args.output)
     finally:
         engine.close()

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 
+from fusionfleet.audio_settings import AudioSettings, audio_encode_args
 from fusionfleet.encoding import EncoderSettings
 
 # Audio codecs the MP4 muxer takes as they are; anything else is re-encoded to AAC once.
@@ -99,8 +100,11 @@ def concat_argv(segment_list: Path, output: Path) -> list[str]:
     )
 
 
-def audio_codec_args(codecs: Sequence[str]) -> list[str]:
-    """Copy audio the MP4 muxer accepts; re-encode the rest to AAC (all tracks the same way)."""
+def audio_codec_args(codecs: Sequence[str], settings: AudioSettings | None = None) -> list[str]:
+    """The job's audio settings when it has any; else copy audio the MP4 muxer accepts and re-encode
+    the rest to AAC (all tracks the same way)."""
+    if settings is not None:
+        return audio_encode_args(settings)
     if all(codec in MP4_AUDIO_CODECS for codec in codecs):
         return ["-c:a", "copy"]
     return ["-c:a", "aac", "-b:a", "192k"]
@@ -112,6 +116,7 @@ def merge_argv(
     audio_codecs: Sequence[str],
     audio_offset_s: float,
     output: Path,
+    audio_settings: AudioSettings | None = None,
 ) -> list[str]:
     """Concatenate the segments by stream copy and mux the original audio once over the timeline."""
     inputs = concat_input(segment_list)
@@ -120,7 +125,7 @@ def merge_argv(
     if audio is not None:
         inputs += file_input(audio, "matroska", audio_offset_s)
         maps += ["-map", "1:a"]
-        codec += audio_codec_args(audio_codecs)
+        codec += audio_codec_args(audio_codecs, audio_settings)
     return list(
         chain(
             global_args(),

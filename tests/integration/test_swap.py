@@ -59,3 +59,43 @@ def test_swap_refuses_bad_options_and_inputs_clearly(tmp_path: Path) -> None:
         "--source", str(grace_hopper_path()), "--target", str(notes), "--output", "o.mp4", "--engine", "copy"
     )
     assert bad_input.returncode == 1 and "is not a video in an accepted container" in bad_input.stderr
+
+
+def _audio_of(path: Path) -> tuple[str, np.ndarray]:
+    """The first audio track's codec and its decoded samples, read with PyAV (not the merge's ffmpeg)."""
+    import av
+
+    with av.open(str(path)) as container:
+        stream = container.streams.audio[0]
+        samples = [frame.to_ndarray() for frame in container.decode(stream)]
+        return stream.codec_context.name, np.concatenate(samples, axis=1)
+
+
+def test_audio_options_are_applied_as_facefusion_applies_them(clip: Path, tmp_path: Path) -> None:
+    # GIVEN the clip, whose AAC sine tone is audible
+    _, original = _audio_of(clip)
+    assert np.abs(original).max() > 0.05
+    # WHEN it is swapped with FaceFusion's audio options: Opus, and volume 0
+    output = tmp_path / "muted.mp4"
+    result = swap(
+        "--source", str(grace_hopper_path()), "--target", str(clip), "--output", str(output), "--engine", "copy",
+        "--output-audio-encoder", "libopus", "--output-audio-quality", "50", "--output-audio-volume", "0",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    # THEN the track is Opus, as long as the source's, and silent (FaceFusion's volume 0 mutes)
+    codec, samples = _audio_of(output)
+    info, frames = decode_all(output)
+    assert codec == "opus" and len(frames) == 100
+    assert abs(info.audio[0].duration_s - 4.0) < 0.05
+    assert np.abs(samples).max() == 0
+
+
+def test_an_option_the_engine_would_ignore_is_refused_before_anything_renders(clip: Path, tmp_path: Path) -> None:
+    output = tmp_path / "out.mp4"
+    result = swap(
+        "--source", str(grace_hopper_path()), "--target", str(clip), "--output", str(output), "--engine", "copy",
+        "--face-enhancer-model", "gfpgan_1.4",
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "options.face_enhancer_model: the copy engine does not apply it" in result.stderr
+    assert not output.exists()

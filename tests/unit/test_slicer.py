@@ -132,3 +132,17 @@ def test_a_full_stack_refuses_a_new_job_with_a_notice_before_reading_its_media()
     assert orchestrator.starts == [] and storage.reads == {}
     ((_topic, _subject, notice),) = notifier.published
     assert notice["job_id"] == job_id and "upload the manifest again" in notice["reason"]
+
+
+def test_an_option_the_default_engine_would_ignore_is_refused_before_any_media_is_read() -> None:
+    # GIVEN a manifest with FaceFusion's face enhancer, on a stack whose default engine is the built-in one
+    handler, storage, orchestrator, notifier = slicer()
+    manifest = {**MANIFEST, "options": {"face_enhancer_model": "gfpgan_1.4"}}
+    etag = storage.put_bytes(MEDIA, "jobs/clip.json", json.dumps(manifest).encode(), "application/json")
+    # WHEN it is handled
+    outcome = handler.handle(MEDIA, "jobs/clip.json")
+    # THEN it is rejected naming the option and the engine; no media was read and nothing started
+    assert outcome.status == "rejected" and outcome.job_id == derive_job_id(MEDIA, "jobs/clip.json", etag)
+    assert "options.face_enhancer_model: the classic engine does not apply it" in outcome.reason
+    assert set(storage.reads) == {"jobs/clip.json"} and orchestrator.starts == []
+    assert len(notifier.published) == 1

@@ -1,0 +1,81 @@
+"""Which of FaceFusion's options each engine honours; a job naming one its engine would ignore is refused.
+
+Every option a manifest may name is FaceFusion 3.8.1's. The `facefusion` engine hands them to
+FaceFusion; the built-in engines implement a few of them with FaceFusion's meaning; the fleet's
+encoder and merge apply the output ones for every engine. Anything else would be silently
+ignored, so it is refused at validation with the engine's name and what it does honour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from fusionfleet.audio_settings import AUDIO_OPTIONS
+from fusionfleet.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
+from fusionfleet.option_catalogue import CATALOGUE
+
+# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.encoding) and the
+# merge's audio (fusionfleet.audio_settings).
+FLEET_OPTIONS = frozenset(
+    {"output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale", *AUDIO_OPTIONS}
+)
+
+# What each engine implements beyond the fleet's options. The built-in engine's selector follows
+# FaceFusion's selector semantics for these names (gpu_worker/engines/classic/selector.py).
+ENGINE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "classic": frozenset(
+            {
+                "processors",
+                "face_selector_mode",
+                "face_selector_order",
+                "reference_face_position",
+                "reference_face_distance",
+                "face_swapper_weight",
+            }
+        ),
+        "copy": frozenset(),
+        "facefusion": frozenset(CATALOGUE) - FLEET_OPTIONS - frozenset(REFUSED_OPTIONS),
+    }
+)
+assert set(ENGINE_OPTIONS) == set(ENGINE_NAMES), "every engine states the options it honours"
+
+# A built-in engine swaps faces and does nothing else FaceFusion's processors do.
+BUILT_IN_PROCESSORS = ("face_swapper",)
+
+
+def honoured(engine: str) -> frozenset[str]:
+    return ENGINE_OPTIONS.get(engine, frozenset()) | FLEET_OPTIONS
+
+
+def unsupported_option_problems(engine: str, options: Mapping[str, object]) -> list[str]:
+    """One sentence per option the job's engine would not apply (options already validated; those refused
+    for every engine are the manifest's to report)."""
+    problems = []
+    uses = sorted(ENGINE_OPTIONS.get(engine, frozenset()))
+    for name, value in options.items():
+        if name in REFUSED_OPTIONS:
+            continue
+        if name not in honoured(engine):
+            also = f"; it uses {', '.join(uses)}" if uses else ""
+            problems.append(
+                f"options.{name}: the {engine} engine does not apply it{also} (and the output options); "
+                "use the facefusion engine, or leave it out"
+            )
+        elif name == "processors" and engine != "facefusion":
+            extra = [str(p) for p in (value if isinstance(value, list | tuple) else [value])]
+            extra = [p for p in extra if p not in BUILT_IN_PROCESSORS]
+            if extra:
+                problems.append(
+                    f"options.processors: the {engine} engine runs only face_swapper, not {', '.join(extra)}; "
+                    "use the facefusion engine for the others"
+                )
+    return problems
+
+
+def check_engine_options(engine: str, options: Mapping[str, object]) -> None:
+    """Raise JobRejected naming every option the job's engine would not apply."""
+    problems = unsupported_option_problems(engine, options)
+    if problems:
+        raise invalid_manifest(problems)
