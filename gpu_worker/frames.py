@@ -21,7 +21,7 @@ from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import FramePipe
-from gpu_worker.engines.base import Engine, EngineJob, Frame, Image
+from gpu_worker.engines.base import Engine, EngineJob, Frame, Image, ReportsSelection
 from gpu_worker.errors import Cancelled, Drained
 from gpu_worker.integrity import IntegrityWatch
 
@@ -79,7 +79,7 @@ def render_range(
             emit = index >= start
             emits.append(emit)
             if emit:
-                watch.saw_input(image)
+                watch.saw_input(image, index)
             yield Frame(index=index, image=image, emit=emit)
 
     engine_s = 0.0
@@ -115,7 +115,7 @@ def render_range(
             raise Drained(chunk_end)
     if next(outputs, None) is not None:
         raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
-    watch.check(what)
+    watch.check(what, engine.selected_frames() if isinstance(engine, ReportsSelection) else None)
     return RangeStats(frames=written, engine_s=engine_s, wall_s=time.monotonic() - began)
 
 

@@ -1,4 +1,8 @@
-"""Catch an engine that produces something plausible but wrong: black or frozen output."""
+"""Catch an engine that produces something plausible but wrong: black, stray black, frozen or unchanged output.
+
+FaceFusion, for one, replaces a frame it cannot read with a black one and exits 0; an engine can also
+choose faces and then change nothing. Each is a failed segment with the reason, not a quiet bad output.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,11 @@ from gpu_worker.engines.base import Image
 
 # A frame this dark on average is black; sampled on a coarse grid, so the check costs little.
 BLACK_MEAN = 4.0
+# An input frame this bright is plainly not black: its output going black is the engine's doing.
+LIT_MEAN = 16.0
 SAMPLE_STEP = 8
+# Frames named in a failure reason; the count says how many more there were.
+SHOWN_FRAMES = 5
 
 
 def _fingerprint(image: Image) -> tuple[float, bytes]:
@@ -26,14 +34,17 @@ class IntegrityWatch:
     def __init__(self) -> None:
         self._inputs: list[tuple[float, bytes]] = []
         self._outputs: list[tuple[float, bytes]] = []
+        self._indices: list[int] = []
 
-    def saw_input(self, image: Image) -> None:
+    def saw_input(self, image: Image, index: int | None = None) -> None:
         self._inputs.append(_fingerprint(image))
+        self._indices.append(len(self._indices) if index is None else index)
 
     def saw_output(self, image: Image) -> None:
         self._outputs.append(_fingerprint(image))
 
-    def check(self, what: str) -> None:
+    def check(self, what: str, selected: frozenset[int] | None = None) -> None:
+        """`selected`: the frames the engine chose faces to swap in, when it reports them."""
         if not self._outputs:
             return
         black_out = all(mean < BLACK_MEAN for mean, _ in self._outputs)
@@ -42,3 +53,22 @@ class IntegrityWatch:
         frozen_out = len({digest for _, digest in self._outputs}) == 1
         if len(self._outputs) > 1 and frozen_out and len({digest for _, digest in self._inputs}) > 1:
             raise SegmentFailed(f"{what}: the engine's output is one frozen picture where the input moves")
+        pairs = list(zip(self._indices, self._inputs, self._outputs, strict=False))
+        stray = [index for index, (in_mean, _), (out_mean, _) in pairs if out_mean < BLACK_MEAN <= LIT_MEAN <= in_mean]
+        if stray:
+            raise SegmentFailed(
+                f"{what}: the engine's output has {len(stray)} black frame(s) where the input is not black "
+                f"(frame {_listed(stray)})"
+            )
+        if selected:
+            changed = [index for index, (_, before), (_, after) in pairs if index in selected and before != after]
+            if not changed:
+                raise SegmentFailed(
+                    f"{what}: the engine chose faces to swap in {len(selected)} frame(s) "
+                    f"(frame {_listed(sorted(selected))}) but changed none of them"
+                )
+
+
+def _listed(indices: list[int]) -> str:
+    shown = ", ".join(str(index) for index in indices[:SHOWN_FRAMES])
+    return shown + (f" and {len(indices) - SHOWN_FRAMES} more" if len(indices) > SHOWN_FRAMES else "")

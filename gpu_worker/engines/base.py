@@ -83,3 +83,11 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Release models, subprocesses and temporary files."""
+
+
+@runtime_checkable
+class ReportsSelection(Protocol):
+    """An engine that knows which frames it chose faces to swap in, so a swap that changed nothing is caught."""
+
+    def selected_frames(self) -> frozenset[int]:
+        """Indices of the emitted frames of the last `render()` in which it chose at least one face to swap."""

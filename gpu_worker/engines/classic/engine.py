@@ -72,6 +72,7 @@ class ClassicEngine:
         self._models: DlibModels | None = None
         self._identities: OrderedDict[tuple[object, ...], ident.SourceIdentity] = OrderedDict()
         self._references: dict[tuple[object, ...], Descriptor] = {}
+        self._selected: set[int] = set()
 
     def prepare(self) -> None:
         self._models = load_models()
@@ -120,6 +121,9 @@ class ClassicEngine:
         if settings.selector.mode == "reference":
             self.reference_from_image(job, settings.selector)
 
+    def selected_frames(self) -> frozenset[int]:
+        return frozenset(self._selected)
+
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         settings = job_settings(job)
         source = self.identity(job, settings.preset)
@@ -130,6 +134,7 @@ class ClassicEngine:
         descriptors: dict[int, Descriptor] = {}
         colour_state: dict[int, LabStats | None] = {}
         first_track_ids: set[int] | None = None
+        self._selected = set()
         for frame in frames:
             image = frame.image
             if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
@@ -152,6 +157,8 @@ class ClassicEngine:
             if not chosen:
                 yield image
                 continue
+            if frame.emit:
+                self._selected.add(frame.index)
             out = image
             for face in (f for f in faces if f.track_id in chosen):
                 fade = 1.0 if face.track_id in first_track_ids else min(1.0, (face.age + 1) / FADE_IN_FRAMES)

@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
+from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image, ReportsSelection
 from gpu_worker.engines.classic import identity as ident
 from gpu_worker.engines.classic import landmarks as lm
 from gpu_worker.engines.classic import warp
@@ -179,6 +179,9 @@ def test_one_output_per_frame_in_order_with_faces_entering_and_leaving(
         assert np.array_equal(outputs[index], images[index])
     swapped = [not np.array_equal(outputs[i], images[i]) for i in range(4, 10)]
     assert all(swapped[1:]), swapped
+    # AND it reports the emitted frames it chose a face in, for the worker's integrity check
+    assert isinstance(engine, ReportsSelection)
+    assert engine.selected_frames() == frozenset(range(4, 10))
 
 
 def test_reference_mode_swaps_only_the_reference_person(
