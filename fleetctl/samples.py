@@ -9,7 +9,7 @@ Needs the `dev` extra (matplotlib, scikit-image, OpenCV).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +111,27 @@ def astronaut_frames(
         yield frame
 
 
+def cut_shot_frames(count: int, cut: int, width: int = 960, height: int = 540) -> Iterator[Image]:
+    """The moving astronaut alone until frame `cut`, then a cut to two people: Grace Hopper, larger, on
+    the left, and the astronaut, smaller, on the right (FaceFusion's reference-mode case: a reference
+    taken after the cut would be someone else)."""
+    import cv2
+
+    grace = grace_hopper()
+    grace_width = round(grace.shape[1] * height / grace.shape[0])
+    left = cv2.resize(grace, (grace_width, height), interpolation=cv2.INTER_AREA)
+    side = min(width - grace_width, height)
+    photo = cv2.resize(astronaut(), (side, side), interpolation=cv2.INTER_AREA)
+    for index, whole in enumerate(astronaut_frames(count, width, height)):
+        if index < cut:
+            yield whole
+            continue
+        frame = np.full((height, width, 3), 40, np.uint8)
+        frame[:, :grace_width] = left
+        frame[height - side :, width - side :] = photo
+        yield frame
+
+
 def write_video(
     path: Path,
     seconds: float = 10.0,
@@ -120,8 +141,9 @@ def write_video(
     audio: bool = True,
     with_stamp: bool = False,
     crf: int = 18,
+    frames: Iterable[Image] | None = None,
 ) -> Path:
-    """Encode the moving astronaut shot (H.264, optional 440 Hz stereo AAC track) to an MP4 file."""
+    """Encode the moving astronaut shot (or `frames`; H.264, optional 440 Hz stereo AAC track) to an MP4 file."""
     from fusionfleet.media.runner import FramePipe
 
     count = round(seconds * fps)
@@ -136,6 +158,6 @@ def write_video(
     args += ["-c:v", "libx264", "-preset", "veryfast", "-crf", str(crf), "-pix_fmt", "yuv420p", "-g", str(fps * 2)]
     args += ["-movflags", "+faststart", "-f", "mp4", str(path)]
     with FramePipe(args, f"sample video {path.name}", timeout_s=600) as pipe:
-        for frame in astronaut_frames(count, width, height, fps, with_stamp=with_stamp):
+        for frame in frames if frames is not None else astronaut_frames(count, width, height, fps, with_stamp):
             pipe.write(frame)
     return path

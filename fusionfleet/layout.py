@@ -40,6 +40,11 @@ def notice_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}notice.json"
 
 
+def reference_frame_key(job_id: str) -> str:
+    """The frame the job's reference face comes from, decoded once by the slicer (fusionfleet.reference)."""
+    return f"{work_prefix(job_id)}reference-frame.png"
+
+
 def segment_key(job_id: str, index: int) -> str:
     return f"{work_prefix(job_id)}segments/{index:05d}.mp4"
 

@@ -32,6 +32,9 @@ class JobContext(_Model):
     sources: tuple[ObjectRef, ...]
     target: ObjectRef
     reference: ObjectRef | None = None
+    # Without a reference image in reference mode: frame `reference_frame_number` of the whole target,
+    # decoded once by the slicer, so every segment swaps the same person (fusionfleet.reference).
+    reference_frame: ObjectRef | None = None
     output: ObjectRef
     work_bucket: str
     priority: Priority

@@ -32,6 +32,7 @@ ENGINE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType(
                 "face_selector_order",
                 "reference_face_position",
                 "reference_face_distance",
+                "reference_frame_number",  # job-level: fusionfleet.reference
                 "face_swapper_weight",
             }
         ),
@@ -43,6 +44,11 @@ assert set(ENGINE_OPTIONS) == set(ENGINE_NAMES), "every engine states the option
 
 # A built-in engine swaps faces and does nothing else FaceFusion's processors do.
 BUILT_IN_PROCESSORS = ("face_swapper",)
+
+
+def selects_faces(engine: str) -> bool:
+    """Whether the engine follows FaceFusion's face selector (and so needs the job's reference frame)."""
+    return "face_selector_mode" in ENGINE_OPTIONS.get(engine, frozenset())
 
 
 def honoured(engine: str) -> frozenset[str]:

@@ -13,18 +13,20 @@ from typing import Any, Literal
 
 from fusionfleet import layout
 from fusionfleet.encoding import encoder_settings
-from fusionfleet.errors import InputRejected, JobRejected, ObjectMissing
+from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
 from fusionfleet.identity import job_id as derive_job_id
-from fusionfleet.manifest import KeyPolicy, Manifest, parse_manifest
+from fusionfleet.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.still import encode_png, frame_at
 from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
 from fusionfleet.notify import Notifier, notice_subject
-from fusionfleet.option_support import check_engine_options
+from fusionfleet.option_support import check_engine_options, selects_faces
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.plan import SegmentPolicy, plan_segments
+from fusionfleet.reference import reference_frame_problem, reference_frame_wanted
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
 from fusionfleet.timeouts import TimeoutPolicy, job_timeouts
 
@@ -145,6 +147,7 @@ class Slicer:
         self._check_images(refs["sources"], reference)
         target = refs["target"][0]
         video, bytes_read = self._probe(target)
+        reference_frame = self._reference_frame(job_id, manifest, target, video) if selects_faces(engine) else None
         width, height = video.display_size
         plan = plan_segments(video.frame_count, video.fps, self.config.segments)
         settings = encoder_settings(
@@ -158,6 +161,7 @@ class Slicer:
             sources=tuple(refs["sources"]),
             target=target,
             reference=reference,
+            reference_frame=reference_frame,
             output=ObjectRef(bucket=manifest_ref.bucket, key=manifest.output),
             work_bucket=self.config.work_bucket,
             priority=manifest.priority,
@@ -209,6 +213,30 @@ class Slicer:
         if refused:
             problems = tuple(problem for rejection in refused for problem in rejection.problems)
             raise InputRejected("; ".join(rejection.reason for rejection in refused), problems)
+
+    def _reference_frame(
+        self, job_id: str, manifest: Manifest, target: ObjectRef, video: VideoInfo
+    ) -> ObjectRef | None:
+        """Decode the job's reference frame once and store it beside the job (None when the job needs none)."""
+        index = reference_frame_wanted(manifest.options, manifest.reference is not None)
+        if index is None:
+            return None
+        problem = reference_frame_problem(index, video.frame_count)
+        if problem:
+            raise invalid_manifest([problem])
+        reader = RangeReader(
+            S3RangeSource(self.storage, target.bucket, target.key, target.size),
+            what=f"target {target.key!r}",
+            deadline_s=self.config.limits.probe_timeout_s,
+        )
+        try:
+            image = frame_at(reader, video, index, f"target {target.key!r}")
+        except MediaError as error:
+            raise InputRejected(f"the reference frame {index} could not be decoded: {error.reason}") from error
+        key = layout.reference_frame_key(job_id)
+        data = encode_png(image)
+        etag = self.storage.put_bytes(self.config.work_bucket, key, data, "image/png")
+        return ObjectRef(bucket=self.config.work_bucket, key=key, etag=etag, size=len(data))
 
     def _probe(self, target: ObjectRef) -> tuple[VideoInfo, int]:
         reader = RangeReader(

@@ -114,6 +114,7 @@ def render_segment(
     if faults:
         engine = FaultyEngine(engine, faults, segment.start_frame)
     sources, reference = deps.sources.get(job)
+    reference_is_frame = job.reference is None and job.reference_frame is not None
     workdir = Path(tempfile.mkdtemp(prefix=f"{job.job_id[:40]}-{segment.index:05d}-", dir=deps.scratch))
     what = f"segment {segment.index} of {job.job_id}"
     try:
@@ -123,6 +124,7 @@ def render_segment(
             options=MappingProxyType(dict(job.options)),
             quality=job.quality,
             reference=reference,
+            reference_is_frame=reference_is_frame,
             fps=float(job.video.fps),
             work_dir=workdir,
         )

@@ -39,7 +39,14 @@ class SourceCache:
         cached = self._jobs.get(job.job_id)
         if cached is None:
             sources = tuple(self._fetch(ref, f"source[{i}] {ref.key!r}") for i, ref in enumerate(job.sources))
-            reference = self._fetch(job.reference, f"reference {job.reference.key!r}") if job.reference else None
+            # A reference image, or the job's reference frame (decoded once by the slicer): the engines
+            # take the reference face from either the same way.
+            if job.reference is not None:
+                reference: Image | None = self._fetch(job.reference, f"reference {job.reference.key!r}")
+            elif job.reference_frame is not None:
+                reference = self._fetch(job.reference_frame, "the job's reference frame")
+            else:
+                reference = None
             cached = (sources, reference)
             self._jobs[job.job_id] = cached
             while len(self._jobs) > self._size:

@@ -19,14 +19,16 @@ from types import MappingProxyType
 from fusionfleet.audio_settings import audio_settings
 from fusionfleet.encoding import encoder_settings
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.manifest import QUALITIES
+from fusionfleet.manifest import QUALITIES, invalid_manifest
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.still import frame_at
 from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
-from fusionfleet.option_support import check_engine_options
+from fusionfleet.option_support import check_engine_options, selects_faces
 from fusionfleet.options import OptionsError
 from fusionfleet.progress import ProgressLine, bar
+from fusionfleet.reference import reference_frame_problem, reference_frame_wanted
 from gpu_worker.audio import extract_audio
 from gpu_worker.engines.base import EngineError, EngineJob
 from gpu_worker.engines.registry import create_engine, default_engine_name, engine_names
@@ -60,6 +62,14 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     settings = encoder_settings(width, height, video.fps, options, max(1, round(float(video.fps) * GOP_SECONDS)))
     sources = tuple(decode_image(path.read_bytes(), f"source {path.name!r}", limits) for path in args.source)
     reference = decode_image(args.reference.read_bytes(), "reference", limits) if args.reference else None
+    wanted = reference_frame_wanted(options, reference is not None) if selects_faces(engine_name) else None
+    if wanted is not None:
+        # As on the fleet (and in FaceFusion): the reference face comes from that frame of the whole video.
+        problem = reference_frame_problem(wanted, video.frame_count)
+        if problem:
+            raise invalid_manifest([problem])
+        frame_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
+        reference = frame_at(frame_reader, video, wanted, f"target {args.target.name!r}")
     began = time.monotonic()
     engine = create_engine(engine_name, env)
     engine.prepare()
@@ -68,7 +78,7 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         job = EngineJob(
             job_id="swap", sources=sources, options=MappingProxyType(options), quality=args.quality,
-            reference=reference, fps=float(video.fps), work_dir=workdir,
+            reference=reference, reference_is_frame=wanted is not None, fps=float(video.fps), work_dir=workdir,
         )  # fmt: skip
         engine.validate(job)
         line = ProgressLine()

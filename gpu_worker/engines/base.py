@@ -61,6 +61,10 @@ class EngineJob:
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     quality: str = "balanced"
     reference: Image | None = None
+    # True when `reference` is the target's reference frame (FaceFusion's reference_frame_number, decoded
+    # once per job), not a user's reference image: a frame without a face then means nobody is swapped,
+    # as in FaceFusion, rather than a refused input.
+    reference_is_frame: bool = False
     fps: float = 25.0
     work_dir: Path = Path("/tmp")
 

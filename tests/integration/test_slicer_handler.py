@@ -7,9 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import cv2
+import numpy as np
 import pytest
 
-from fleetctl.samples import grace_hopper_path
+from fleetctl.samples import grace_hopper_path, read_stamp
 from functions.slicer import app
 from fusionfleet import layout
 from fusionfleet.identity import job_id
@@ -204,6 +206,10 @@ def test_hostile_targets_are_refused_without_opening_what_they_name(
         ({**MANIFEST, "engine": "deepfake9000"}, "engine: 'deepfake9000' is not one of"),
         ({**MANIFEST, "options": {"execution_providers": ["cuda"]}}, "set by the worker"),
         (
+            {**MANIFEST, "engine": "classic", "options": {"reference_frame_number": 100}},
+            "options.reference_frame_number: 100 is past the target's last frame (99)",
+        ),
+        (
             {**MANIFEST, "source": ["inputs/gone.jpg", "inputs/also-gone.jpg"]},
             "s3://media/inputs/gone.jpg does not exist; source: s3://media/inputs/also-gone.jpg",
         ),
@@ -233,3 +239,43 @@ def test_a_rejected_manifest_uploaded_again_once_its_media_exists_starts(slicer_
     # THEN the job starts and the stale rejection is gone
     assert [e["name"] for e in aws.executions()] == [job]
     assert aws.s3.list_objects_v2(Bucket=aws.work_bucket, Prefix=layout.rejection_key(job)).get("KeyCount") == 0
+
+
+def test_the_reference_frame_is_decoded_once_per_job_and_travels_with_every_segment(
+    slicer_env: Aws, clip: Path
+) -> None:
+    # GIVEN a reference-mode job (FaceFusion's default) without a reference image, naming frame 37
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    job = put_manifest(aws, "jobs/r.json", {**MANIFEST, "engine": "classic", "options": {"reference_frame_number": 37}})
+    # WHEN the slicer starts it
+    invoke(s3_event(aws.media_bucket, "jobs/r.json"))
+    # THEN the job carries frame 37 of the whole target, stored losslessly beside the job
+    (execution,) = aws.executions()
+    payload = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+    ref = payload["job"]["reference_frame"]
+    assert ref["bucket"] == aws.work_bucket and ref["key"] == layout.reference_frame_key(job)
+    png = aws.s3.get_object(Bucket=aws.work_bucket, Key=ref["key"])["Body"].read()
+    stored = np.asarray(cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR), dtype=np.uint8)
+    capture = cv2.VideoCapture(str(clip))  # OpenCV's own decoder as the judge
+    capture.set(cv2.CAP_PROP_POS_FRAMES, 37)
+    ok, expected = capture.read()
+    assert ok and stored.shape == expected.shape
+    assert read_stamp(stored) == 37 and np.abs(stored.astype(int) - expected).mean() < 1.0
+
+
+def test_a_job_with_a_reference_image_another_mode_or_no_selector_needs_no_reference_frame(
+    slicer_env: Aws, clip: Path
+) -> None:
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    put_manifest(aws, "jobs/one.json", {**MANIFEST, "engine": "classic", "options": {"face_selector_mode": "one"}})
+    put_manifest(aws, "jobs/image.json", {**MANIFEST, "engine": "classic", "reference": "inputs/face.jpg"})
+    put_manifest(aws, "jobs/copy.json", MANIFEST)  # an engine without a face selector
+    invoke(*(s3_event(aws.media_bucket, f"jobs/{name}.json") for name in ("one", "image", "copy")))
+    assert len(aws.executions()) == 3
+    for execution in aws.executions():
+        payload = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+        assert payload["job"]["reference_frame"] is None

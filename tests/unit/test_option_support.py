@@ -18,7 +18,7 @@ from fusionfleet.options import to_cli_args, validate_options
 ROOT = Path(__file__).resolve().parents[2]
 # Where each kind of option is applied; a name claimed as applied must appear in that code.
 APPLIED_BY = {
-    "classic": [ROOT / "gpu_worker/engines/classic"],
+    "classic": [ROOT / "gpu_worker/engines/classic", ROOT / "fusionfleet/reference.py"],
     "fleet": [ROOT / "fusionfleet/encoding.py", ROOT / "fusionfleet/audio_settings.py"],
 }
 

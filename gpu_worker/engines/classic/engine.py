@@ -108,6 +108,8 @@ class ClassicEngine:
         records = [FaceRecord(i, f.box, f.score) for i, f in enumerate(faces)]
         chosen = face_at(records, options.order, options.reference_position)
         if chosen is None:
+            if job.reference_is_frame:
+                return None  # FaceFusion: no reference face, nobody matches it
             raise EngineError("the reference image has no detectable face")
         descriptor = ident.describe(self.models, job.reference, faces[chosen.key].points)
         self._references[key] = descriptor
@@ -150,7 +152,9 @@ class ClassicEngine:
                     # A re-found track may be someone else (a cut to another person at that place).
                     if face.track_id not in descriptors or face.refreshed:
                         descriptors[face.track_id] = ident.describe(self.models, image, face.landmarks)
-                if reference is None and frame.emit and faces:
+                # Only without any reference picture (an engine used on its own): the fleet and `swap`
+                # always give one, so every segment matches the same person.
+                if reference is None and job.reference is None and frame.emit and faces:
                     reference = self._reference_from_frame(faces, descriptors, settings.selector)
             records = [FaceRecord(f.track_id, f.box, f.score, descriptors.get(f.track_id)) for f in faces]
             chosen = {record.key for record in select_faces(records, settings.selector, reference)}
