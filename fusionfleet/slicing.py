@@ -25,6 +25,7 @@ from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.plan import SegmentPolicy, plan_segments
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
+from fusionfleet.tenants import TenantLimits, notice_tenant
 from fusionfleet.timeouts import TimeoutPolicy, job_timeouts
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ class SlicerConfig:
     # (LocalStack holds about three threads per segment in flight): past it a job is refused with a
     # notice saying so, rather than accepted and lost.
     max_running_jobs: int = 0
+    # Per tenant (`tenants/T/jobs/` drops): jobs at once, and segments in flight shared among them.
+    tenants: TenantLimits = field(default_factory=TenantLimits)
     encoder_threads: int = 2
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
@@ -70,7 +73,7 @@ class Slicer:
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
         if not layout.is_manifest_key(key):
-            return SliceOutcome("ignored", reason=f"{key} is not a manifest (jobs/*.json)")
+            return SliceOutcome("ignored", reason=f"{key} is not a manifest (jobs/*.json or tenants/*/jobs/*.json)")
         try:
             info = self.storage.head(bucket, key)
         except ObjectMissing:
@@ -84,7 +87,7 @@ class Slicer:
             arn = self.orchestrator.start(self.config.state_machine_arn, job_id, self._execution_input(started))
             logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
             return SliceOutcome("duplicate", job_id, arn)
-        busy = self._busy()
+        busy = self._busy(layout.tenant_of(key))
         if busy:
             return self._reject(job_id, manifest_ref, JobRejected(busy))
         try:
@@ -102,13 +105,17 @@ class Slicer:
         logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
         return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
 
-    def _busy(self) -> str | None:
-        """Why the stack takes no new job now, or None."""
+    def _busy(self, tenant: str | None) -> str | None:
+        """Why the stack, or this job's tenant, takes no new job now, or None."""
         limit = self.config.max_running_jobs
-        if not limit:
+        tenant_limited = tenant is not None and bool(self.config.tenants.max_running_jobs)
+        if not limit and not tenant_limited:
             return None
-        running = len(self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING"))
-        if running < limit:
+        executions = self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING")
+        if tenant is not None and (why := self.config.tenants.busy(tenant, (e.name for e in executions))):
+            return why
+        running = len(executions)
+        if not limit or running < limit:
             return None
         return (
             f"the stack is running {running} jobs, as many as it accepts at once ({limit}); "
@@ -123,13 +130,18 @@ class Slicer:
 
     def _execution_input(self, context: JobContext) -> dict[str, Any]:
         """Deterministic for a given manifest, so a duplicate event's StartExecution matches."""
+        concurrency = self.config.render_concurrency
+        if context.tenant is not None:
+            concurrency = self.config.tenants.render_concurrency(concurrency)
         return {
             "job": context.model_dump(mode="json"),
             "plan": {"bucket": self.config.work_bucket, "key": layout.plan_key(context.job_id)},
             "limits": {
                 **job_timeouts(context.frame_count, _longest_segment(context), self.config.timeouts).as_limits(),
-                "render_concurrency": self.config.render_concurrency,
+                "render_concurrency": concurrency,
             },
+            # The notices' `tenant` attribute (the state machine cannot turn a null into "-" itself).
+            "tenant": notice_tenant(context.tenant),
         }
 
     def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str) -> tuple[JobContext, int]:
@@ -151,6 +163,7 @@ class Slicer:
         assert manifest.output is not None
         context = JobContext(
             job_id=job_id,
+            tenant=layout.tenant_of(manifest_ref.key),
             manifest=manifest_ref,
             sources=tuple(refs["sources"]),
             target=target,
@@ -217,7 +230,9 @@ class Slicer:
 
     def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected) -> SliceOutcome:
         record_key = layout.rejection_key(job_id)
-        notice = rejection_notice(job_id, manifest_ref, rejection.reason, rejection.problems)
+        notice = rejection_notice(
+            job_id, manifest_ref, rejection.reason, rejection.problems, layout.tenant_of(manifest_ref.key)
+        )
         kind = "input" if isinstance(rejection, InputRejected) else "manifest"
         logger.warning("job %s rejected (%s): %s", job_id, kind, rejection.reason)
         try:
