@@ -22,6 +22,7 @@ from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.tenants import TenantLimits
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.template import ROOT, load_template
+from tests.unit.test_operations import Farm
 
 MEDIA, WORK = "media", "work"
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
@@ -313,3 +314,21 @@ def test_every_notice_the_state_machine_publishes_carries_the_tenant_from_the_ex
     for tenant in ("acme", None):
         outcome = slicer.handle(MEDIA, drop(storage, clip, tenant))
         assert isinstance(orchestrator.executions[outcome.execution_arn]["tenant"], str)
+
+
+def test_list_keeps_to_one_tenants_jobs_and_its_limit_counts_only_them() -> None:
+    # GIVEN jobs of acme, of globex and of the plain jobs/ drop
+    farm = Farm()
+    farm.job("acme_a-0123456789abcdef", "SUCCEEDED", minutes_ago=30)
+    farm.job("globex_b-0123456789abcdef", "RUNNING", minutes_ago=20)
+    farm.job("acme_c-0123456789abcdef", "RUNNING", minutes_ago=10)
+    farm.job("plain-0123456789abcdef", "RUNNING", minutes_ago=5)
+    # WHEN each tenant's jobs are listed
+    ids = {tenant: [job.job_id for job in farm.ops.list_jobs(tenant=tenant)] for tenant in ("acme", "globex", "-")}
+    # THEN each sees only its own, newest first, and the limit counts only those
+    assert ids == {
+        "acme": ["acme_c-0123456789abcdef", "acme_a-0123456789abcdef"],
+        "globex": ["globex_b-0123456789abcdef"],
+        "-": ["plain-0123456789abcdef"],
+    }
+    assert [job.job_id for job in farm.ops.list_jobs(limit=1, tenant="acme")] == ["acme_c-0123456789abcdef"]
