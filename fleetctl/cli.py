@@ -205,6 +205,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_subscribe(args: argparse.Namespace) -> int:
+    check_tenant(args.tenant)  # before reaching for the stack
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
     option = next(name for name in PROTOCOLS if getattr(args, name))
     found = subscribe(
