@@ -72,7 +72,8 @@ class Slicer:
     config: SlicerConfig
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
-        if not layout.is_manifest_key(key):
+        misnamed = _misnamed_tenant(key)
+        if not layout.is_manifest_key(key) and misnamed is None:
             return SliceOutcome("ignored", reason=f"{key} is not a manifest (jobs/*.json or tenants/*/jobs/*.json)")
         try:
             info = self.storage.head(bucket, key)
@@ -81,6 +82,16 @@ class Slicer:
             return SliceOutcome("ignored", reason=f"s3://{bucket}/{key} no longer exists")
         job_id = derive_job_id(bucket, key, info.etag)
         manifest_ref = ObjectRef(bucket=bucket, key=key, etag=info.etag, size=info.size)
+        if misnamed is not None:
+            # Refused, not ignored: whoever dropped it would otherwise wait for ever (the operators hear).
+            return self._reject(
+                job_id,
+                manifest_ref,
+                JobRejected(
+                    f"{misnamed!r} in {key!r} is not a tenant name: tenant names are 1 to 32 characters of a-z, "
+                    "0-9 and '-', starting with a letter or digit; nothing was read or rendered"
+                ),
+            )
         started = self._started_context(job_id)
         if started is not None:
             # A duplicate event, or the same manifest uploaded again: the same job, not a new one.
@@ -254,6 +265,16 @@ class Slicer:
         self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)
+
+
+def _misnamed_tenant(key: str) -> str | None:
+    """The tenant part of `tenants/<x>/jobs/<name>.json` when <x> is no valid tenant name, else None."""
+    if not key.startswith(layout.TENANTS_PREFIX) or not key.endswith(layout.MANIFEST_SUFFIX):
+        return None
+    tenant, _, rest = key[len(layout.TENANTS_PREFIX) :].partition("/")
+    if not rest.startswith(layout.MANIFEST_PREFIX) or layout.is_tenant_name(tenant):
+        return None
+    return tenant
 
 
 def _longest_segment(context: JobContext) -> int:

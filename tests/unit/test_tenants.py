@@ -332,3 +332,19 @@ def test_list_keeps_to_one_tenants_jobs_and_its_limit_counts_only_them() -> None
         "-": ["plain-0123456789abcdef"],
     }
     assert [job.job_id for job in farm.ops.list_jobs(limit=1, tenant="acme")] == ["acme_c-0123456789abcdef"]
+
+
+def test_a_manifest_under_a_name_that_is_no_tenant_is_refused_not_ignored() -> None:
+    # GIVEN a manifest dropped under tenants/Acme Corp/jobs/ (capitals and a space: no tenant name)
+    slicer, storage, orchestrator = make_slicer()
+    key = "tenants/Acme Corp/jobs/clip.json"
+    storage.put_bytes(MEDIA, key, b'{"version": 1}')
+    # WHEN it is handled
+    outcome = slicer.handle(MEDIA, key)
+    # THEN it is rejected with a notice saying what a tenant name is, and nothing was read or started
+    assert outcome.status == "rejected" and "'Acme Corp'" in outcome.reason and "is not a tenant name" in outcome.reason
+    assert storage.reads == {} and orchestrator.starts == []
+    (notice,) = notices(slicer)
+    assert notice["tenant"] == "-" and storage.exists(MEDIA, key)
+    # AND other .json files under tenants/ are still ignored
+    assert slicer.handle(MEDIA, "tenants/Acme Corp/inputs/a.json").status == "ignored"
