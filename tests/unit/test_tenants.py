@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ from fusionfleet.notify import notice_attributes
 from fusionfleet.orchestrator import Execution, execution_arn
 from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.tenants import TenantLimits
+from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import job_context
 from tests.support.template import ROOT, load_template
 from tests.unit.test_operations import Farm
 
@@ -348,3 +351,20 @@ def test_a_manifest_under_a_name_that_is_no_tenant_is_refused_not_ignored() -> N
     assert notice["tenant"] == "-" and storage.exists(MEDIA, key)
     # AND other .json files under tenants/ are still ignored
     assert slicer.handle(MEDIA, "tenants/Acme Corp/inputs/a.json").status == "ignored"
+
+
+def test_the_watchdogs_own_notice_is_marked_with_the_jobs_tenant() -> None:
+    # GIVEN an acme job whose execution timed out without a notice
+    job = "acme_clip-0123456789abcdef"
+    storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
+    storage.put_json(WORK, layout.job_key(job), job_context(job, tenant="acme").model_dump(mode="json"))
+    arn = execution_arn(MACHINE, job)
+    now = datetime.now(UTC)
+    orchestrator.states[arn] = Execution(arn, "TIMED_OUT", now - timedelta(hours=1), now - timedelta(seconds=5))
+    config = WatchdogConfig(WORK, MACHINE, TOPIC, WatchdogPolicy(stall_s=600, dispatch_grace_s=120))
+    # WHEN the watchdog closes it
+    Watchdog(storage, orchestrator, notifier, config).sweep(now)
+    # THEN its failure notice is acme's
+    ((_topic, _subject, notice),) = notifier.published
+    assert notice["status"] == "failed" and notice["tenant"] == "acme"
+    assert notice_attributes(notice)["tenant"] == "acme"
