@@ -13,8 +13,10 @@ from fleetctl import connection
 from fleetctl.client import Client, JobStatus
 from fleetctl.local.supervisor import UpOptions
 from fleetctl.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
+from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.tables import duration, table
-from fusionfleet.errors import FusionFleetError
+from fusionfleet.errors import FusionFleetError, JobNotFound
+from fusionfleet.identity import tenant_of_job
 from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
@@ -22,6 +24,7 @@ from fusionfleet.options import OptionsError
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.progress import ProgressLine, bar
 from fusionfleet.storage import S3Storage
+from fusionfleet.tenants import notice_tenant
 
 EXIT_FAILED = 1
 EXIT_REJECTED = 2
@@ -62,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="segments of one job in flight at once",
     )  # fmt: skip
     up.add_argument(
+        "--tenant-max-running-jobs", type=int, default=UpOptions.tenant_max_running_jobs,
+        help="jobs one tenant runs at once (0: no limit)",
+    )  # fmt: skip
+    up.add_argument(
+        "--tenant-max-segments", type=int, default=UpOptions.tenant_max_segments,
+        help="segments one tenant has in flight, shared among its jobs (0: no limit)",
+    )  # fmt: skip
+    up.add_argument(
         "--watchdog-every", type=float, default=UpOptions.watchdog_every_s, help="seconds between watchdog sweeps"
     )
     up.add_argument(
@@ -90,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--quality", choices=QUALITIES, help="built-in engine preset")
     submit.add_argument("--reference", type=Path, help="reference face image for --face-selector-mode reference")
     submit.add_argument("--name", help="job name (default: target name + time)")
+    submit.add_argument("--tenant", help="submit as this tenant: everything goes under tenants/TENANT/")
     submit.add_argument("--output", type=Path, help="with --wait: where to download the result")
     submit.add_argument("--wait", action="store_true", help="follow the job and download the result")
     submit.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits (default 3600)")
@@ -98,11 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="state, segments done/failed/total, output location")
     status.add_argument("job_id")
+    status.add_argument("--tenant", help="only if the job is this tenant's")
     _add_connection(status)
 
     listing = commands.add_parser("list", help="recent jobs: state, priority, segments done/total, age, output")
     listing.add_argument("--state", choices=JOB_STATES, help="only jobs in this state")
     listing.add_argument("--limit", type=int, default=20, help="at most this many jobs, newest first (default 20)")
+    listing.add_argument("--tenant", help="only this tenant's jobs ('-': only single-tenant jobs)")
     _add_connection(listing)
 
     cancel = commands.add_parser("cancel", help="stop a running job; it ends CANCELLED with a notice")
@@ -124,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"a worker silent this many seconds is shown as lost (default {DEFAULT_LOST_AFTER_S:.0f})",
     )  # fmt: skip
     _add_connection(workers)
+
+    subscribe = commands.add_parser("subscribe", help="send one tenant's job notices (and no one else's) somewhere")
+    subscribe.add_argument("--tenant", required=True, help="the tenant ('-': the single-tenant jobs/ drops)")
+    where = subscribe.add_mutually_exclusive_group(required=True)
+    where.add_argument("--email", help="an e-mail address (it must confirm the subscription)")
+    where.add_argument("--queue-arn", help="an SQS queue's ARN (its policy must let the topic send)")
+    where.add_argument("--url", help="an https:// endpoint (it must confirm the subscription)")
+    _add_connection(subscribe)
 
     commands.add_parser(
         "swap", help="render one video on this machine (no cloud); see `fusionfleet swap --help`", add_help=False
@@ -161,9 +183,10 @@ def _segments(job: JobSummary) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    jobs = _operations(args).list_jobs(args.state, args.limit)
+    tenant = check_tenant(args.tenant) if args.tenant else None
+    jobs = _operations(args).list_jobs(args.state, args.limit, tenant)
     if not jobs:
-        say("no jobs" + (f" in state {args.state}" if args.state else ""))
+        say("no jobs" + (f" in state {args.state}" if args.state else "") + (f" of tenant {tenant}" if tenant else ""))
         return 0
     now = time.time()
     rows = [
@@ -178,6 +201,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         for job in jobs
     ]
     print("\n".join(table(("JOB", "STATE", "PRIORITY", "SEGMENTS", "AGE", "OUTPUT / REASON"), rows)))
+    return 0
+
+
+def cmd_subscribe(args: argparse.Namespace) -> int:
+    check_tenant(args.tenant)  # before reaching for the stack
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    option = next(name for name in PROTOCOLS if getattr(args, name))
+    found = subscribe(
+        conn.aws.client("sns"), conn.resources().topic_arn, args.tenant, PROTOCOLS[option], getattr(args, option)
+    )
+    say(f"{found.endpoint} now receives the notices of tenant {found.tenant}")
+    print(found.arn)
     return 0
 
 
@@ -244,8 +279,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     options = collect_facefusion_options(args)
     client = _client(args)
     submission = client.submit(
-        args.source, args.target, args.priority, args.engine, args.quality, args.reference, options, args.name, say
-    )
+        args.source, args.target, args.priority, args.engine, args.quality, args.reference, options, args.name, say,
+        tenant=args.tenant,
+    )  # fmt: skip
     say(f"job {submission.job_id}")
     code = 0
     if args.wait:
@@ -278,6 +314,9 @@ def _report(client: Client, status: JobStatus, destination: Path) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.tenant and notice_tenant(tenant_of_job(args.job_id)) != check_tenant(args.tenant):
+        # As if it did not exist: a tenant learns nothing about other tenants' jobs.
+        raise JobNotFound(f"no job {args.job_id!r} of tenant {args.tenant}")
     status = _client(args).status(args.job_id)
     print(f"job       {status.job_id}")
     print(f"state     {status.state}")
@@ -310,6 +349,8 @@ def cmd_local(args: argparse.Namespace) -> int:
                 visibility_s=args.visibility_seconds,
                 accepted_backlog_s=args.accepted_backlog_seconds,
                 render_concurrency=args.render_concurrency,
+                tenant_max_running_jobs=args.tenant_max_running_jobs,
+                tenant_max_segments=args.tenant_max_segments,
                 watchdog_every_s=args.watchdog_every,
                 watchdog_stall_s=args.watchdog_stall_seconds,
                 watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
@@ -326,7 +367,14 @@ def cmd_local(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"list": cmd_list, "cancel": cmd_cancel, "retry": cmd_retry, "logs": cmd_logs, "workers": cmd_workers}
+COMMANDS = {
+    "subscribe": cmd_subscribe,
+    "list": cmd_list,
+    "cancel": cmd_cancel,
+    "retry": cmd_retry,
+    "logs": cmd_logs,
+    "workers": cmd_workers,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

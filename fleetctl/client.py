@@ -19,6 +19,7 @@ from fusionfleet.identity import job_id as derive_job_id
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
 from fusionfleet.runs import current_run, execution_name, is_cancelled
 from fusionfleet.storage import Storage, get_json
+from fusionfleet.tenants import check_tenant_name
 
 _CONTENT_TYPES = {
     ".jpg": "image/jpeg",
@@ -104,16 +105,23 @@ class Client:
         options: dict[str, Any] | None = None,
         name: str | None = None,
         say: Callable[[str], None] = lambda _line: None,
+        tenant: str | None = None,
     ) -> Submission:
-        """Upload the media under inputs/<name>/, then the manifest: the manifest is the trigger."""
+        """Upload the media under inputs/<name>/, then the manifest: the manifest is the trigger.
+
+        For a tenant, all three go under `tenants/<tenant>/` (inputs/, jobs/, outputs/).
+        """
+        if tenant is not None:
+            check_tenant_name(tenant)
         for path in [*sources, target, *([reference] if reference else [])]:
             if not path.is_file():
                 raise FusionFleetError(f"{path} is not a file")
         name = name or job_name(target)
         bucket = self._resources.media_bucket
+        home = layout.tenant_prefix(tenant) if tenant else ""
 
         def upload(path: Path, slot: str) -> str:
-            key = f"{layout.INPUT_PREFIX}{name}/{slot}{path.suffix.lower()}"
+            key = f"{home}{layout.INPUT_PREFIX}{name}/{slot}{path.suffix.lower()}"
             say(f"uploading {path} → s3://{bucket}/{key}")
             self._storage.upload_file(
                 bucket, key, path, _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
@@ -123,8 +131,8 @@ class Client:
         source_keys = [upload(path, f"source-{i}") for i, path in enumerate(sources)]
         target_key = upload(target, "target")
         reference_key = upload(reference, "reference") if reference else None
-        manifest_key = f"{layout.MANIFEST_PREFIX}{name}{layout.MANIFEST_SUFFIX}"
-        output_key = f"{layout.OUTPUT_PREFIX}{name}.mp4"
+        manifest_key = f"{home}{layout.MANIFEST_PREFIX}{name}{layout.MANIFEST_SUFFIX}"
+        output_key = layout.default_output_key(manifest_key)
         manifest = build_manifest(
             source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}
         )

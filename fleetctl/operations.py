@@ -19,6 +19,7 @@ from typing import Any
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
+from fusionfleet.identity import tenant_of_job
 from fusionfleet.messages import JobContext, SegmentAttempt, SegmentRecord, WorkerBeat
 from fusionfleet.notify import Notifier
 from fusionfleet.orchestrator import TERMINAL, Execution, ExecutionMissing, Orchestrator, execution_arn
@@ -32,6 +33,7 @@ from fusionfleet.runs import (
     parse_execution_name,
 )
 from fusionfleet.storage import Storage, get_json, put_json
+from fusionfleet.tenants import notice_tenant
 from fusionfleet.watchdog import NOTIFIED_FAILURE_ERROR
 
 __all__ = [
@@ -187,8 +189,8 @@ class Operations:
     forget_after_s: float = FORGET_AFTER_S
 
     # ------------------------------------------------------------------ reading
-    def list_jobs(self, state: str | None = None, limit: int = 20) -> list[JobSummary]:
-        """Recent jobs, newest first; `state` keeps only jobs in that state."""
+    def list_jobs(self, state: str | None = None, limit: int = 20, tenant: str | None = None) -> list[JobSummary]:
+        """Recent jobs, newest first; `state` keeps only jobs in that state, `tenant` only its jobs ("-": none's)."""
         if state is not None and state not in JOB_STATES:
             raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JOB_STATES)}")
         candidates = self._candidates()
@@ -197,6 +199,8 @@ class Operations:
             if len(summaries) >= limit:
                 break
             if state is not None and not _could_be(hint, state):
+                continue
+            if tenant is not None and notice_tenant(tenant_of_job(job_id)) != tenant:
                 continue
             try:
                 summary = self._summary(self._facts(job_id))
@@ -305,6 +309,7 @@ class Operations:
             "status": "cancelled",
             "stage": "cancel",
             "job_id": job_id,
+            "tenant": notice_tenant(facts.context.tenant),
             "manifest": facts.context.manifest.model_dump(),
             "error": CANCEL_ERROR,
             "reason": CANCEL_REASON,

@@ -11,6 +11,7 @@ from fusionfleet.encoding import EncoderSettings
 from fusionfleet.manifest import Priority, Quality
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.plan import Segment
+from fusionfleet.tenants import notice_tenant
 
 
 class _Model(BaseModel):
@@ -47,6 +48,7 @@ class JobContext(_Model):
     frame_count: int
     submitted_at: str
     run: int = 0  # 0, then 1, 2, … for each retry (fusionfleet.runs)
+    tenant: str | None = None  # the T of a `tenants/T/jobs/` manifest; None for a single-tenant `jobs/` drop
 
 
 class RenderTask(_Model):
@@ -174,11 +176,14 @@ class MergeResult(_Model):
     preview: Preview | None = None  # None when the preview could not be made; the job still succeeded
 
 
-def rejection_notice(job_id: str, manifest: ObjectRef, reason: str, problems: tuple[str, ...]) -> dict[str, Any]:
+def rejection_notice(
+    job_id: str, manifest: ObjectRef, reason: str, problems: tuple[str, ...], tenant: str | None = None
+) -> dict[str, Any]:
     return {
         "status": "failed",
         "stage": "validation",
         "job_id": job_id,
+        "tenant": notice_tenant(tenant),
         "manifest": manifest.model_dump(),
         "error": "JobRejected",
         "reason": reason,

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fusionfleet.identity import tenant_of_job
+from fusionfleet.tenants import notice_tenant
+
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
 
@@ -37,6 +40,26 @@ def subject_line(text: str) -> str:
     return clean[:SUBJECT_LIMIT]
 
 
+TENANT_ATTRIBUTE = "tenant"
+
+
+def notice_attributes(message: dict[str, Any]) -> dict[str, str]:
+    """The SNS message attributes of a notice, which subscribers filter on without parsing the body.
+
+    Every notice carries `tenant` (its tenant, or "-" for a single-tenant job): a tenant's subscription
+    filters on it, so a notice reaches only its own tenant. Taken from the notice, else from the job id.
+    """
+    attributes = {name: str(message[name]) for name in ("status", "job_id", "stage") if message.get(name)}
+    tenant = message.get(TENANT_ATTRIBUTE) or notice_tenant(tenant_of_job(str(message.get("job_id", ""))))
+    attributes[TENANT_ATTRIBUTE] = str(tenant)
+    return attributes
+
+
+def tenant_filter_policy(tenant: str) -> dict[str, list[str]]:
+    """The subscription filter policy that lets through only `tenant`'s notices."""
+    return {TENANT_ATTRIBUTE: [tenant]}
+
+
 class SnsNotifier:
     def __init__(self, client: SNSClient) -> None:
         self._sns = client
@@ -44,9 +67,7 @@ class SnsNotifier:
     def publish(self, topic_arn: str, subject: str, message: dict[str, Any]) -> None:
         # Attributes let subscribers filter (e.g. only failures, only one job) without parsing.
         attributes = {
-            name: {"DataType": "String", "StringValue": str(message[name])}
-            for name in ("status", "job_id", "stage")
-            if message.get(name)
+            name: {"DataType": "String", "StringValue": value} for name, value in notice_attributes(message).items()
         }
         self._sns.publish(
             TopicArn=topic_arn,

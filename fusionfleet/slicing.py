@@ -28,6 +28,7 @@ from fusionfleet.orchestrator import Orchestrator
 from fusionfleet.plan import SegmentPolicy, plan_segments
 from fusionfleet.reference import reference_frame_problem, reference_frame_wanted
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
+from fusionfleet.tenants import TenantLimits, notice_tenant
 from fusionfleet.timeouts import TimeoutPolicy, job_timeouts
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,8 @@ class SlicerConfig:
     # (LocalStack holds about three threads per segment in flight): past it a job is refused with a
     # notice saying so, rather than accepted and lost.
     max_running_jobs: int = 0
+    # Per tenant (`tenants/T/jobs/` drops): jobs at once, and segments in flight shared among them.
+    tenants: TenantLimits = field(default_factory=TenantLimits)
     encoder_threads: int = 2
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
@@ -72,8 +75,9 @@ class Slicer:
     config: SlicerConfig
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
-        if not layout.is_manifest_key(key):
-            return SliceOutcome("ignored", reason=f"{key} is not a manifest (jobs/*.json)")
+        misnamed = _misnamed_tenant(key)
+        if not layout.is_manifest_key(key) and misnamed is None:
+            return SliceOutcome("ignored", reason=f"{key} is not a manifest (jobs/*.json or tenants/*/jobs/*.json)")
         try:
             info = self.storage.head(bucket, key)
         except ObjectMissing:
@@ -81,13 +85,23 @@ class Slicer:
             return SliceOutcome("ignored", reason=f"s3://{bucket}/{key} no longer exists")
         job_id = derive_job_id(bucket, key, info.etag)
         manifest_ref = ObjectRef(bucket=bucket, key=key, etag=info.etag, size=info.size)
+        if misnamed is not None:
+            # Refused, not ignored: whoever dropped it would otherwise wait for ever (the operators hear).
+            return self._reject(
+                job_id,
+                manifest_ref,
+                JobRejected(
+                    f"{misnamed!r} in {key!r} is not a tenant name: tenant names are 1 to 32 characters of a-z, "
+                    "0-9 and '-', starting with a letter or digit; nothing was read or rendered"
+                ),
+            )
         started = self._started_context(job_id)
         if started is not None:
             # A duplicate event, or the same manifest uploaded again: the same job, not a new one.
             arn = self.orchestrator.start(self.config.state_machine_arn, job_id, self._execution_input(started))
             logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
             return SliceOutcome("duplicate", job_id, arn)
-        busy = self._busy()
+        busy = self._busy(layout.tenant_of(key))
         if busy:
             return self._reject(job_id, manifest_ref, JobRejected(busy))
         try:
@@ -105,13 +119,17 @@ class Slicer:
         logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
         return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
 
-    def _busy(self) -> str | None:
-        """Why the stack takes no new job now, or None."""
+    def _busy(self, tenant: str | None) -> str | None:
+        """Why the stack, or this job's tenant, takes no new job now, or None."""
         limit = self.config.max_running_jobs
-        if not limit:
+        tenant_limited = tenant is not None and bool(self.config.tenants.max_running_jobs)
+        if not limit and not tenant_limited:
             return None
-        running = len(self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING"))
-        if running < limit:
+        executions = self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING")
+        if tenant is not None and (why := self.config.tenants.busy(tenant, (e.name for e in executions))):
+            return why
+        running = len(executions)
+        if not limit or running < limit:
             return None
         return (
             f"the stack is running {running} jobs, as many as it accepts at once ({limit}); "
@@ -126,13 +144,18 @@ class Slicer:
 
     def _execution_input(self, context: JobContext) -> dict[str, Any]:
         """Deterministic for a given manifest, so a duplicate event's StartExecution matches."""
+        concurrency = self.config.render_concurrency
+        if context.tenant is not None:
+            concurrency = self.config.tenants.render_concurrency(concurrency)
         return {
             "job": context.model_dump(mode="json"),
             "plan": {"bucket": self.config.work_bucket, "key": layout.plan_key(context.job_id)},
             "limits": {
                 **job_timeouts(context.frame_count, _longest_segment(context), self.config.timeouts).as_limits(),
-                "render_concurrency": self.config.render_concurrency,
+                "render_concurrency": concurrency,
             },
+            # The notices' `tenant` attribute (the state machine cannot turn a null into "-" itself).
+            "tenant": notice_tenant(context.tenant),
         }
 
     def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str) -> tuple[JobContext, int]:
@@ -157,6 +180,7 @@ class Slicer:
         assert manifest.output is not None
         context = JobContext(
             job_id=job_id,
+            tenant=layout.tenant_of(manifest_ref.key),
             manifest=manifest_ref,
             sources=tuple(refs["sources"]),
             target=target,
@@ -248,7 +272,9 @@ class Slicer:
 
     def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected) -> SliceOutcome:
         record_key = layout.rejection_key(job_id)
-        notice = rejection_notice(job_id, manifest_ref, rejection.reason, rejection.problems)
+        notice = rejection_notice(
+            job_id, manifest_ref, rejection.reason, rejection.problems, layout.tenant_of(manifest_ref.key)
+        )
         kind = "input" if isinstance(rejection, InputRejected) else "manifest"
         logger.warning("job %s rejected (%s): %s", job_id, kind, rejection.reason)
         try:
@@ -270,6 +296,16 @@ class Slicer:
         self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)
+
+
+def _misnamed_tenant(key: str) -> str | None:
+    """The tenant part of `tenants/<x>/jobs/<name>.json` when <x> is no valid tenant name, else None."""
+    if not key.startswith(layout.TENANTS_PREFIX) or not key.endswith(layout.MANIFEST_SUFFIX):
+        return None
+    tenant, _, rest = key[len(layout.TENANTS_PREFIX) :].partition("/")
+    if not rest.startswith(layout.MANIFEST_PREFIX) or layout.is_tenant_name(tenant):
+        return None
+    return tenant
 
 
 def _longest_segment(context: JobContext) -> int:

@@ -34,6 +34,7 @@ from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
 from fusionfleet.runs import current_run, parse_execution_name
 from fusionfleet.storage import Storage, get_json, put_json
+from fusionfleet.tenants import notice_tenant
 
 logger = logging.getLogger(__name__)
 
@@ -248,6 +249,7 @@ class Watchdog:
             "status": "failed",
             "stage": "watchdog",
             "job_id": context.job_id,
+            "tenant": notice_tenant(context.tenant),
             "manifest": context.manifest.model_dump(),
             "error": verdict.error,
             "reason": verdict.reason,

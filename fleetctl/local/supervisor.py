@@ -52,6 +52,9 @@ class UpOptions:
     # About 3 threads per segment in flight, and threads share the machine's 32768 process ids:
     # 150 jobs × 16 segments × 3 threads stays well inside them.
     max_running_jobs: int = 150
+    # Per tenant: jobs at once, and segments in flight shared among them (8 each).
+    tenant_max_running_jobs: int = 8
+    tenant_max_segments: int = 64
     watchdog_every_s: float = 10.0
     watchdog_stall_s: int = 2 * 3600 + 1800
     watchdog_dispatch_grace_s: int = 300
@@ -177,6 +180,8 @@ class LocalStack:
                     "ACCEPTED_BACKLOG_SECONDS": str(options.accepted_backlog_s),
                     "RENDER_CONCURRENCY": str(options.render_concurrency),
                     "MAX_RUNNING_JOBS": str(options.max_running_jobs),
+                    "TENANT_MAX_RUNNING_JOBS": str(options.tenant_max_running_jobs),
+                    "TENANT_MAX_SEGMENTS": str(options.tenant_max_segments),
                     "POWERTOOLS_SERVICE_NAME": "fusionfleet-slicer",
                 },
             ),

@@ -16,6 +16,7 @@ from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.storage import S3Storage
+from fusionfleet.tenants import TenantLimits
 from fusionfleet.timeouts import TimeoutPolicy
 
 logger = Logger(service="fusionfleet-slicer")
@@ -34,6 +35,8 @@ ENV_BACKLOG = "ACCEPTED_BACKLOG_SECONDS"
 ENV_RENDER_CONCURRENCY = "RENDER_CONCURRENCY"
 ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
 ENV_ENCODER_THREADS = "ENCODER_THREADS"
+ENV_TENANT_MAX_RUNNING_JOBS = "TENANT_MAX_RUNNING_JOBS"
+ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
@@ -51,6 +54,10 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
         ),
         render_concurrency=int(env.get(ENV_RENDER_CONCURRENCY, "1000")),
         max_running_jobs=int(env.get(ENV_MAX_RUNNING_JOBS, "0")),
+        tenants=TenantLimits(
+            max_running_jobs=int(env.get(ENV_TENANT_MAX_RUNNING_JOBS, "0")),
+            max_segments=int(env.get(ENV_TENANT_MAX_SEGMENTS, "0")),
+        ),
         encoder_threads=int(env.get(ENV_ENCODER_THREADS, "2")),
     )
     return aws, config
