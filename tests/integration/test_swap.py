@@ -35,30 +35,25 @@ def test_swap_renders_a_frame_exact_video_with_its_audio(clip: Path, tmp_path: P
 
 def test_swap_with_the_built_in_engine_changes_the_face_only(tmp_path: Path) -> None:
     target = write_video(tmp_path / "astronaut.mp4", seconds=1, fps=25, width=640, height=360)
-    output = tmp_path / "out.mp4"
-    result = swap(
-        "--source", str(grace_hopper_path()), "--target", str(target), "--output", str(output),
-        "--engine", "classic", "--quality", "realtime", "--face-selector-mode", "one",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    (_, source_frames), (_, frames) = decode_all(target), decode_all(output)
-    assert len(frames) == 25
-    difference = np.abs(frames[12].astype(np.int16) - source_frames[12]).mean(axis=2)
-    # The face region changed far more than the frame's edges, which differ only by re-encoding.
-    edges = max(difference[:, :60].mean(), difference[:, -60:].mean())
-    assert difference[80:200, 200:400].mean() > max(5.0, 3 * edges)
-
-
-def test_swap_refuses_bad_options_and_inputs_clearly(tmp_path: Path) -> None:
-    notes = tmp_path / "notes.mp4"
-    notes.write_text("not a video")
-    bad_option = swap("--source", str(grace_hopper_path()), "--target", str(notes), "--output", "o.mp4",
-                      "--face-selector-mode", "several")  # fmt: skip
-    assert bad_option.returncode == 2 and "--face-selector-mode: 'several' is not one of" in bad_option.stderr
-    bad_input = swap(
-        "--source", str(grace_hopper_path()), "--target", str(notes), "--output", "o.mp4", "--engine", "copy"
-    )
-    assert bad_input.returncode == 1 and "is not a video in an accepted container" in bad_input.stderr
+    outputs = {}
+    for engine in ("classic", "copy"):
+        outputs[engine] = tmp_path / f"{engine}.mp4"
+        result = swap(
+            "--source", str(grace_hopper_path()), "--target", str(target), "--output", str(outputs[engine]),
+            "--engine", engine, "--quality", "realtime", "--face-selector-mode", "one",
+        ) if engine == "classic" else swap(
+            "--source", str(grace_hopper_path()), "--target", str(target), "--output", str(outputs[engine]),
+            "--engine", engine,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    (_, frames), (_, copied) = decode_all(outputs["classic"]), decode_all(outputs["copy"])
+    assert len(frames) == len(copied) == 25
+    # Against the same frames encoded without a swap (the copy engine), the frame's edges do not change
+    # beyond encoder noise, and the face region changed far more.
+    difference = np.abs(frames[12].astype(np.int16) - copied[12]).mean(axis=2)
+    edges = max(difference[:, :60].mean(), difference[:, -60:].mean(), difference[:40].mean(), difference[-40:].mean())
+    assert edges < 0.1, edges
+    assert difference[80:200, 200:400].mean() > max(5.0, 10 * edges)
 
 
 def _audio_of(path: Path) -> tuple[str, np.ndarray]:
