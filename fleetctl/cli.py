@@ -12,7 +12,7 @@ from pathlib import Path
 from fleetctl import connection
 from fleetctl.client import Client, JobStatus
 from fleetctl.local.supervisor import UpOptions
-from fleetctl.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
+from fusionfleet.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
 from fleetctl.tables import duration, table
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fleetctl.operations import CANCEL_REASON
+from fusionfleet.operations import CANCEL_REASON
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, ObjectMissing

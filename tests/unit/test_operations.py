@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fleetctl.operations import JobNotFound, OperationRefused, Operations
+from fusionfleet.operations import JobNotFound, OperationRefused, Operations
 from fleetctl.stack import StackResources
 from fleetctl.tables import duration, table
 from fusionfleet import layout
