@@ -12,11 +12,11 @@ from pathlib import Path
 from fleetctl import connection
 from fleetctl.client import Client, JobStatus
 from fleetctl.local.supervisor import UpOptions
-from fusionfleet.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
 from fleetctl.tables import duration, table
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
 from fusionfleet.notify import SnsNotifier
+from fusionfleet.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
 from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.options import OptionsError
 from fusionfleet.orchestrator import StepFunctions

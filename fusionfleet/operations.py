@@ -35,8 +35,8 @@ from fusionfleet.watchdog import NOTIFIED_FAILURE_ERROR
 
 __all__ = [
     "JOB_STATES",
-    "FarmResources",
     "AttemptRecord",
+    "FarmResources",
     "JobDetail",
     "JobNotFound",
     "JobSummary",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from fusionfleet.operations import JobDetail, JobSummary, WorkerView
 from fusionfleet.errors import JobNotFound, OperationRefused
+from fusionfleet.operations import JobDetail, JobSummary, WorkerView
 
 __all__ = ["DashboardSource", "JobNotFound", "OperationRefused"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from fusionfleet.operations import JOB_STATES, AttemptRecord, JobDetail, JobSummary, SegmentView, WorkerView
 from fusionfleet.errors import JobNotFound, OperationRefused
+from fusionfleet.operations import JOB_STATES, AttemptRecord, JobDetail, JobSummary, SegmentView, WorkerView
 
 NOW = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
 JPEG_BYTES = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00fake-frame\xff\xd9"
