@@ -8,6 +8,8 @@ comes back through the job's `download_url`.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +19,7 @@ from typing import Any
 import pytest
 
 from fleetctl.samples import grace_hopper_path
-from tests.e2e.conftest import Stack
+from tests.e2e.conftest import ROOT, Stack
 from tests.support.media import decode_all, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -100,3 +102,22 @@ def test_a_tenant_submits_follows_and_downloads_a_job_through_the_api(stack: Sta
     assert job in [item["job_id"] for item in _call(api, acme, "GET", "/jobs")[1]["jobs"]]
     # AND without a valid token there is nothing at all
     assert _call(api, acme + "x", "GET", "/jobs")[0] == 401
+
+
+def test_submit_goes_through_the_api_with_a_token_from_the_environment(stack: Stack, tmp_path: Path) -> None:
+    # GIVEN the API's URL and a token in the variables `submit` reads
+    api, token = _api_url(stack), _token(stack, "acme")
+    clip = write_video(tmp_path / "clip.mp4", seconds=2, fps=25, width=320, height=240)
+    result_path = tmp_path / "out" / "result.mp4"
+    env = {**stack.env(), "FUSIONFLEET_API_URL": api, "FUSIONFLEET_TOKEN": token}
+    # WHEN a job is submitted and waited for
+    result = subprocess.run(
+        [sys.executable, "-m", "fleetctl.cli", "submit", "--source", str(grace_hopper_path()), "--target", str(clip),
+         "--engine", "copy", "--wait", "--timeout", "300", "--output", str(result_path)],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=400, check=False,
+    )  # fmt: skip
+    # THEN it succeeds, prints the API's job id last, and the result is downloaded frame for frame
+    assert result.returncode == 0, (result.stderr, stack.logs())
+    job = result.stdout.splitlines()[-1]
+    assert _call(api, token, "GET", f"/jobs/{job}")[1]["state"] == "SUCCEEDED"
+    assert len(decode_all(result_path)[1]) == 50
