@@ -193,7 +193,7 @@ class TenantJobs:
             return JobView(job_id, "PENDING", created_at=created_at)  # the slicer has not taken it yet
         return self._view(job_id, summary, created_at)
 
-    def list(self, tenant: str, limit: int = DEFAULT_LIST_LIMIT) -> list[JobView]:
+    def list_jobs(self, tenant: str, limit: int = DEFAULT_LIST_LIMIT) -> list[JobView]:
         """The caller's jobs, newest first: those the API issued and manifests dropped under its prefix."""
         ids = {key[len(layout.api_jobs_prefix(tenant)) :].removesuffix(".json")
                for key in self.storage.list_keys(self.work_bucket, layout.api_jobs_prefix(tenant))}  # fmt: skip

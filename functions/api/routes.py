@@ -105,7 +105,7 @@ def _serve(request: ApiRequest, jobs: TenantJobs, tenant: str, job_id: str | Non
         limit = _limit(request.query)
         if isinstance(limit, ApiResponse):
             return limit
-        return ApiResponse(200, {"jobs": [view.to_dict() for view in jobs.list(tenant, limit)]})
+        return ApiResponse(200, {"jobs": [view.to_dict() for view in jobs.list_jobs(tenant, limit)]})
     if action == "start":
         logger.info("tenant %s starts job %s", tenant, job_id)
         return ApiResponse(202, jobs.start(tenant, job_id).to_dict())
