@@ -10,15 +10,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fleetctl import connection
-from fleetctl.client import Client, JobStatus
+from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download
+from fleetctl.client import Client, JobStatus, build_manifest
 from fleetctl.local.supervisor import UpOptions
-from fleetctl.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.tables import duration, table
 from fusionfleet.errors import FusionFleetError, JobNotFound
 from fusionfleet.identity import tenant_of_job
 from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
 from fusionfleet.notify import SnsNotifier
+from fusionfleet.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
 from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.options import OptionsError
 from fusionfleet.orchestrator import StepFunctions
@@ -87,11 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--dashboard-port", type=int,
         help="the dashboard's port on 127.0.0.1 (default: the running dashboard's, else a free one)",
     )  # fmt: skip
+    up.add_argument(
+        "--api-port", type=int, help="the HTTP API's port on 127.0.0.1 (default: the running API's, else a free one)"
+    )
     up.add_argument("--faults-file", type=Path, help="inject faults into the workers (chaos runs and fault tests)")
     up.add_argument("--state-dir", type=Path, help="where the local stack keeps state and logs")
     for name in ("down", "status"):
         sub = local.add_parser(name, help=f"{name} the local stack")
         sub.add_argument("--state-dir", type=Path)
+    token = local.add_parser("token", help="print a token the local HTTP API accepts (alone on stdout)")
+    token.add_argument("--tenant", required=True, help="the tenant the token is for")
+    token.add_argument("--ttl", type=int, default=3600, help="seconds the token is valid (default 3600)")
+    token.add_argument("--state-dir", type=Path)
 
     submit = commands.add_parser("submit", help="upload media and a manifest; prints the job id")
     submit.add_argument("--source", action="append", required=True, type=Path, help="face image (repeat for several)")
@@ -105,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--output", type=Path, help="with --wait: where to download the result")
     submit.add_argument("--wait", action="store_true", help="follow the job and download the result")
     submit.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits (default 3600)")
+    submit.add_argument("--api", help=f"submit through the HTTP API at this URL; env {ENV_API_URL}")
+    submit.add_argument("--token", help=f"bearer token for --api; env {ENV_TOKEN}")
     _add_connection(submit)
     add_facefusion_options(submit)
 
@@ -275,7 +285,65 @@ def _describe(status: JobStatus) -> str:
     )
 
 
+def cmd_submit_api(args: argparse.Namespace, base_url: str, token: str) -> int:
+    """`submit --api`: the job goes through the HTTP API; files are named by their role, as `submit` does."""
+    for path in [*args.source, args.target, *([args.reference] if args.reference else [])]:
+        if not path.is_file():
+            raise FusionFleetError(f"{path} is not a file")
+    files = {f"source-{i}{path.suffix.lower()}": path for i, path in enumerate(args.source)}
+    files[f"target{args.target.suffix.lower()}"] = args.target
+    reference = f"reference{args.reference.suffix.lower()}" if args.reference else None
+    if args.reference:
+        files[str(reference)] = args.reference
+    body = build_manifest(
+        [name for name in files if name.startswith("source-")], f"target{args.target.suffix.lower()}", "",
+        args.priority, args.engine, args.quality, reference, collect_facefusion_options(args),
+    )  # fmt: skip
+    del body["output"]  # the API places the output under the tenant's prefix
+    client = ApiClient(base_url, token)
+    job_id = client.submit(files, body, say)
+    say(f"job {job_id}")
+    code = 0
+    if args.wait:
+        line = ProgressLine()
+        status = client.wait(job_id, args.timeout, lambda s: line.show(_describe_api(s)))
+        line.done()
+        code = _report_api(status, args.output or Path.cwd() / f"{args.name or job_id}.mp4")
+    print(job_id, flush=True)
+    return code
+
+
+def _describe_api(status: dict[str, object]) -> str:
+    segments = status.get("segments")
+    if not isinstance(segments, dict) or not segments.get("total"):
+        return str(status["state"])
+    done, total = int(segments["done"]), int(segments["total"])
+    return f"{status['state']} {bar(done, total)} {done}/{total} segments"
+
+
+def _report_api(status: dict[str, object], destination: Path) -> int:
+    state = str(status["state"])
+    if state == "SUCCEEDED" and status.get("download_url"):
+        say(f"succeeded → {download(str(status['download_url']), destination)}")
+        return 0
+    reason = str(status.get("reason", ""))
+    if state == "REJECTED":
+        say(f"rejected: {reason}")
+        return EXIT_REJECTED
+    if state in ("FAILED", "CANCELLED"):
+        say(f"{state.lower()}: {reason}")
+        return EXIT_FAILED
+    say(f"gave up waiting: still {state}")
+    return EXIT_TIMEOUT
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
+    api_url = args.api or os.environ.get(ENV_API_URL)
+    if api_url:
+        token = args.token or os.environ.get(ENV_TOKEN)
+        if not token:
+            raise FusionFleetError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
+        return cmd_submit_api(args, api_url, token)
     options = collect_facefusion_options(args)
     client = _client(args)
     submission = client.submit(
@@ -356,12 +424,16 @@ def cmd_local(args: argparse.Namespace) -> int:
                 watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
                 faults_file=args.faults_file,
                 dashboard_port=args.dashboard_port,
+                api_port=args.api_port,
             )
         )
         print(state.endpoint, flush=True)
         return 0
     if args.local_command == "down":
         stack.down()
+        return 0
+    if args.local_command == "token":
+        print(stack.token(args.tenant, args.ttl), flush=True)
         return 0
     print("\n".join(stack.status()))
     return 0
@@ -394,10 +466,13 @@ def main(argv: list[str] | None = None) -> int:
     except OptionsError as error:
         say("invalid options: " + "; ".join(error.problems))
         return EXIT_REJECTED
+    except ApiError as error:
+        say(f"error: {error.reason}")
+        return EXIT_REJECTED if error.status == 400 else EXIT_FAILED
     except FusionFleetError as error:
         say(f"error: {error.reason}")
         return EXIT_FAILED
-    except (RuntimeError, TimeoutError, FileNotFoundError) as error:
+    except (RuntimeError, TimeoutError, FileNotFoundError, ValueError) as error:
         say(f"error: {error}")
         return EXIT_FAILED
 

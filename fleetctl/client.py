@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fleetctl.operations import CANCEL_REASON
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, ObjectMissing
 from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.operations import CANCEL_REASON
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
 from fusionfleet.runs import current_run, execution_name, is_cancelled
 from fusionfleet.storage import Storage, get_json

@@ -102,6 +102,7 @@ def frame_preview_key(job_id: str) -> str:
 # Records that are not jobs live under names a job id never has (job ids start with [a-z0-9]).
 WORKERS_PREFIX = f"{WORK_PREFIX}_workers/"
 REJECTED_INDEX_PREFIX = f"{WORK_PREFIX}_rejected/"
+API_PREFIX = f"{WORK_PREFIX}_api/"
 
 
 def worker_key(name: str) -> str:
@@ -112,6 +113,15 @@ def worker_key(name: str) -> str:
 def rejected_index_key(job_id: str) -> str:
     """One small record per rejected job, so rejected jobs can be listed without listing every job's files."""
     return f"{REJECTED_INDEX_PREFIX}{job_id}.json"
+
+
+def api_jobs_prefix(tenant: str) -> str:
+    """The HTTP API's records of a tenant's jobs, one per job it issued (the body kept until start)."""
+    return f"{API_PREFIX}{tenant}/"
+
+
+def api_job_key(tenant: str, api_job_id: str) -> str:
+    return f"{api_jobs_prefix(tenant)}{api_job_id}.json"
 
 
 def tenant_prefix(tenant: str) -> str:
@@ -129,6 +139,16 @@ def tenant_output_prefix(tenant: str) -> str:
 
 def tenant_input_prefix(tenant: str) -> str:
     return f"{tenant_prefix(tenant)}{INPUT_PREFIX}"
+
+
+def tenant_manifest_key(tenant: str, name: str) -> str:
+    """`tenants/<tenant>/jobs/<name>.json`: the trigger, as a drop into the bucket would write it."""
+    return f"{tenant_manifest_prefix(tenant)}{name}{MANIFEST_SUFFIX}"
+
+
+def tenant_upload_key(tenant: str, api_job_id: str, file_name: str) -> str:
+    """Where the HTTP API has a tenant upload one file of one job: `tenants/T/inputs/<job>/<name>`."""
+    return f"{tenant_input_prefix(tenant)}{api_job_id}/{file_name}"
 
 
 def is_tenant_name(name: str) -> bool:

@@ -38,6 +38,7 @@ class Storage(Protocol):
     def latest_change(self, bucket: str, prefix: str) -> datetime | None: ...
     def create(self, bucket: str, key: str, data: bytes, content_type: str = ...) -> bool: ...
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str: ...
+    def presign_put(self, bucket: str, key: str, expires_s: int) -> str: ...
     def delete_prefix(self, bucket: str, prefix: str) -> int: ...
 
 
@@ -160,6 +161,12 @@ class S3Storage:
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return str(
             self._s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_s)
+        )
+
+    def presign_put(self, bucket: str, key: str, expires_s: int) -> str:
+        """A URL that writes exactly this key until it expires: the signature covers bucket, key and method."""
+        return str(
+            self._s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_s)
         )
 
     def delete_prefix(self, bucket: str, prefix: str) -> int:

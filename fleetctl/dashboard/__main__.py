@@ -16,8 +16,8 @@ from types import FrameType
 
 from fleetctl import connection
 from fleetctl.dashboard.server import DashboardServer
-from fleetctl.operations import Operations
 from fusionfleet.notify import SnsNotifier
+from fusionfleet.operations import Operations
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.storage import S3Storage
 

@@ -40,6 +40,7 @@ class LocalState:
     outputs: dict[str, str] = field(default_factory=dict)
     processes: list[ManagedProcess] = field(default_factory=list)
     dashboard_url: str | None = None
+    api_url: str | None = None
 
     @property
     def endpoint(self) -> str:
@@ -66,4 +67,5 @@ class LocalState:
             outputs=dict(data.get("outputs", {})),
             processes=[ManagedProcess(**item) for item in data.get("processes", [])],
             dashboard_url=data.get("dashboard_url"),
+            api_url=data.get("api_url"),
         )

@@ -24,8 +24,10 @@ from fleetctl.local import localstack
 from fleetctl.local.deploy import deploy_stack, package
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.state import LocalState, ManagedProcess
+from fleetctl.local.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, TENANT_CLAIM, KeyFiles, mint
 from fleetctl.stack import StackResources
 from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
+from fusionfleet.layout import is_tenant_name
 from fusionfleet.queues import SqsQueue
 
 logger = logging.getLogger(__name__)
@@ -35,6 +37,7 @@ DEFAULT_STACK = "fusionfleet"
 DEFAULT_REGION = "us-east-1"
 STOP_GRACE_S = 30.0
 DASHBOARD_READY_S = 60.0
+API_READY_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class UpOptions:
     faults_file: Path | None = None
     # The dashboard's port on 127.0.0.1; None keeps the running one, or takes a free one.
     dashboard_port: int | None = None
+    # The HTTP API's port on 127.0.0.1; None keeps the running one, or takes a free one.
+    api_port: int | None = None
     stage_parameters: tuple[tuple[str, str], ...] = ()
 
 
@@ -254,6 +259,7 @@ class LocalStack:
                 "processes exited at start: " + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
             )
         self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1"})
+        self._ensure_api(state, options, {**env, "PYTHONUNBUFFERED": "1"}, resources)
 
     def _ensure_dashboard(self, state: LocalState, options: UpOptions, env: dict[str, str]) -> None:
         """The `dashboard` process: the web page and its API, on 127.0.0.1, its URL kept in the state."""
@@ -281,6 +287,64 @@ class LocalStack:
         state.save(self.paths.state_file)
         _wait_answering(state.dashboard_url, process, DASHBOARD_READY_S)
         self._say(f"started dashboard on {state.dashboard_url} (pid {process.pid}, log {log})")
+
+    def _ensure_api(
+        self, state: LocalState, options: UpOptions, env: dict[str, str], resources: StackResources
+    ) -> None:
+        """The `api` process: the HTTP API's handler behind a JWT check, as API Gateway serves it on AWS.
+
+        Tokens are verified against a key pair made once in the state directory (`local token` signs
+        with it), so tokens stay valid across `local up`.
+        """
+        keys = KeyFiles.under(self.paths.state_dir).ensure()
+        running = [p for p in state.by_role("api") if p.alive()]
+        wanted = options.api_port
+        if running and state.api_url and (wanted is None or state.api_url == _api_url(wanted)):
+            return
+        for process in state.by_role("api"):
+            if process.alive():
+                self._say(f"stopping api (pid {process.pid}) to move it to port {wanted}")
+                _terminate([process], STOP_GRACE_S)
+            state.processes.remove(process)
+        previous = int(state.api_url.rsplit(":", 1)[1]) if state.api_url else None
+        port = wanted or (previous if previous and not localstack.port_in_use(previous) else _free_port())
+        if localstack.port_in_use(port):
+            raise RuntimeError(f"the API's port {port} is in use; choose another with --api-port")
+        argv = [
+            sys.executable, "-m", "infra.local.api_gateway", "--name", "api", "--port", str(port),
+            "--handler", "functions.api.app.handler", "--public-key", str(keys.public),
+            "--issuer", LOCAL_ISSUER, "--audience", LOCAL_AUDIENCE,
+        ]  # fmt: skip
+        api_env = {
+            **env,
+            "MEDIA_BUCKET": resources.media_bucket,
+            "WORK_BUCKET": resources.work_bucket,
+            "STATE_MACHINE_ARN": resources.state_machine_arn,
+            "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
+            "TENANT_CLAIM": TENANT_CLAIM,
+            "POWERTOOLS_SERVICE_NAME": "fusionfleet-api",
+        }
+        log = self.paths.logs / "api.log"
+        process = ManagedProcess("api", "api", _spawn(argv, api_env, log, self.paths.root), str(log))
+        state.processes.append(process)
+        state.api_url = _api_url(port)
+        state.save(self.paths.state_file)
+        # Any answer will do (an unauthenticated request is 401): the server is up.
+        _wait_answering(state.api_url + "/jobs", process, API_READY_S, any_status=True)
+        self._say(f"started api on {state.api_url} (pid {process.pid}, log {log})")
+
+    def token(self, tenant: str, ttl_s: int) -> str:
+        """A token for `tenant` that the local API accepts, signed with the key `local up` made."""
+        if not is_tenant_name(tenant):
+            raise ValueError(
+                f"{tenant!r} is not a tenant name: 1-32 of a-z, 0-9 and '-', starting with a letter or digit"
+            )
+        if ttl_s <= 0:
+            raise ValueError(f"--ttl must be a positive number of seconds, not {ttl_s}")
+        keys = KeyFiles.under(self.paths.state_dir)
+        if not keys.private.is_file():
+            raise RuntimeError(f"no local API key in {self.paths.state_dir}: start the stack with fusionfleet local up")
+        return mint(keys.private.read_bytes(), tenant, ttl_s)
 
     def respawn(self, options: UpOptions) -> LocalState:
         """Start the processes that died (as ECS replaces tasks), without redeploying anything."""
@@ -322,6 +386,8 @@ class LocalStack:
         lines = [f"endpoint {state.endpoint}  stack {state.stack}  region {state.region}"]
         if state.dashboard_url:
             lines.append(f"dashboard {state.dashboard_url}")
+        if state.api_url:
+            lines.append(f"api {state.api_url}")
         lines.append("")
         lines.append(f"{'ROLE':<11} {'NAME':<10} {'PID':>8}  STATE")
         for process in state.processes:
@@ -357,13 +423,17 @@ def _dashboard_url(port: int) -> str:
     return f"http://127.0.0.1:{port}/"
 
 
+def _api_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
 
-def _wait_answering(url: str, process: ManagedProcess, timeout_s: float) -> None:
+def _wait_answering(url: str, process: ManagedProcess, timeout_s: float, any_status: bool = False) -> None:
     """Until the page is served: the process imports boto3 and reads the stack's outputs first."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -371,12 +441,15 @@ def _wait_answering(url: str, process: ManagedProcess, timeout_s: float) -> None
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
                     return
+        except urllib.error.HTTPError:
+            if any_status:
+                return
         except (urllib.error.URLError, OSError):
             pass
         if not process.alive():
-            raise RuntimeError(f"the dashboard exited at start: {_tail(Path(process.log))}")
+            raise RuntimeError(f"the {process.name} exited at start: {_tail(Path(process.log))}")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the dashboard did not answer on {url} within {timeout_s:.0f} s")
+            raise RuntimeError(f"the {process.name} did not answer on {url} within {timeout_s:.0f} s")
         time.sleep(0.3)
 
 

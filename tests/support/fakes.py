@@ -95,6 +95,9 @@ class FakeStorage:
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return f"https://{bucket}.fake/{key}?expires={expires_s}"
 
+    def presign_put(self, bucket: str, key: str, expires_s: int) -> str:
+        return f"https://{bucket}.fake/{key}?method=PUT&expires={expires_s}"
+
     def latest_change(self, bucket: str, prefix: str) -> datetime | None:
         times = [
             o.last_modified for (name, key), o in self._objects.items() if name == bucket and key.startswith(prefix)

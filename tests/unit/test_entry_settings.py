@@ -47,3 +47,13 @@ def test_the_watchdog_settings_come_from_the_mapping_it_is_given() -> None:
     aws, config = watchdog_app.settings({**SLICER_ENV, "WATCHDOG_STALL_SECONDS": "900"})
     assert aws.region == "eu-west-1" and config.work_bucket == "work" and config.policy.stall_s == 900
     assert config.policy.dispatch_grace_s == 300
+
+
+def test_the_api_settings_come_from_the_mapping_it_is_given() -> None:
+    from functions.api import app as api_app
+
+    env = {**SLICER_ENV, "MEDIA_BUCKET": "media", "TENANT_CLAIM": "custom:tenant", "UPLOAD_URL_SECONDS": "120"}
+    aws, config = api_app.settings(env)
+    assert (aws.region, config.media_bucket, config.work_bucket) == ("eu-west-1", "media", "work")
+    assert (config.tenant_claim, config.upload_url_s, config.download_url_s) == ("custom:tenant", 120, 900)
+    assert api_app.settings({**env, "TENANT_CLAIM": ""})[1].tenant_claim == "tenant"

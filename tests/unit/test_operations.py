@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fleetctl.operations import JobNotFound, OperationRefused, Operations
 from fleetctl.stack import StackResources
 from fleetctl.tables import duration, table
 from fusionfleet import layout
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
+from fusionfleet.operations import JobNotFound, OperationRefused, Operations
 from fusionfleet.orchestrator import Execution, execution_arn
 from fusionfleet.plan import Segment
 from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy

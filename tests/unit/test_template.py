@@ -355,9 +355,9 @@ def test_aws_only_parameters_need_no_value_for_a_local_deploy() -> None:
     # (an SSM-typed parameter is resolved for every stage, and the local stack runs no SSM)
     assert without_default == []
     assert resolved_by_cloudformation == []
-    # AND an AWS stage must supply the network and the image (the Rules section says so)
+    # AND an AWS stage must supply the network, the image and the API's token issuer (the Rules section says so)
     assertions = json.dumps(_source()["Rules"])
-    for required in ("VpcId", "SubnetIds", "WorkerImage"):
+    for required in ("VpcId", "SubnetIds", "WorkerImage", "ApiJwtIssuer", "ApiJwtAudience"):
         assert f'"Ref": "{required}"' in assertions
 
 

@@ -1,6 +1,6 @@
 """Operating the farm: see the jobs and workers, and steer them (cancel, retry).
 
-The one place the CLI and the dashboard get their data and actions from. Everything comes from
+The one place the CLI, the dashboard and the tenant API get their data and actions from. Everything comes from
 what the farm already keeps (no database of our own): Step Functions executions (one per run of a
 job, `fusionfleet.runs`), the records in the work bucket (job, plan, segment and attempt records,
 the cancel marker, the notice record, the workers' presence records).
@@ -14,9 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
-from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
 from fusionfleet.identity import tenant_of_job
@@ -39,6 +38,7 @@ from fusionfleet.watchdog import NOTIFIED_FAILURE_ERROR
 __all__ = [
     "JOB_STATES",
     "AttemptRecord",
+    "FarmResources",
     "JobDetail",
     "JobNotFound",
     "JobSummary",
@@ -61,6 +61,17 @@ FORGET_AFTER_S = 24 * 3600.0
 
 _SEGMENT_FILE = re.compile(r"/segments/(\d{5})\.(mp4|json)$")
 _ATTEMPT_FILE = re.compile(r"/segments/(\d{5})\.attempts/r(\d{3})-(\d{3})\.json$")
+
+
+class FarmResources(Protocol):
+    """What operations need of a stack: the CLI's `StackResources`, or a Lambda's settings."""
+
+    @property
+    def work_bucket(self) -> str: ...
+    @property
+    def state_machine_arn(self) -> str: ...
+    @property
+    def topic_arn(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -182,7 +193,7 @@ class Operations:
     storage: Storage
     orchestrator: Orchestrator
     notifier: Notifier
-    resources: StackResources
+    resources: FarmResources
     lost_after_s: float = DEFAULT_LOST_AFTER_S
     clock: Callable[[], float] = field(default=time.time)
     # Workers lost for longer than this (replaced hosts, old ECS tasks) are no longer listed.
@@ -209,6 +220,10 @@ class Operations:
             if state is None or summary.state == state:
                 summaries.append(summary)
         return summaries
+
+    def summary(self, job_id: str) -> JobSummary:
+        """One job's state and segment counts, without its plan and attempt records."""
+        return self._summary(self._facts(job_id))
 
     def job(self, job_id: str) -> JobDetail:
         facts = self._facts(job_id)

@@ -1,0 +1,105 @@
+"""Submitting and following jobs through the HTTP API (a bearer token, no AWS credentials).
+
+The same steps any client takes: `POST /jobs` with the job's fields and file names, a PUT of each
+file to its presigned URL, `POST /jobs/{id}/start`, then `GET /jobs/{id}` until the job ends, and
+the result fetched from its `download_url`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fusionfleet.errors import FusionFleetError
+
+ENV_API_URL = "FUSIONFLEET_API_URL"
+ENV_TOKEN = "FUSIONFLEET_TOKEN"
+FINAL_STATES = ("SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")
+
+
+class ApiError(FusionFleetError):
+    """The API refused a request; `status` is its HTTP status, the reason its message (and problems)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    base_url: str
+    token: str
+    timeout_s: float = 60.0
+
+    def call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base_url.rstrip("/") + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                answer: dict[str, Any] = json.loads(response.read() or b"{}")
+                return answer
+        except urllib.error.HTTPError as error:
+            raise ApiError(error.code, f"{method} {path}: {error.code} {_message(error.read())}") from error
+        except urllib.error.URLError as error:
+            raise ApiError(0, f"the API at {self.base_url} does not answer: {error.reason}") from error
+
+    def submit(self, files: dict[str, Path], body: dict[str, Any], say: Callable[[str], None]) -> str:
+        """Create the job, upload each named file to its URL, start it; returns the API's job id."""
+        created = self.call("POST", "/jobs", body)
+        for upload in created["uploads"]:
+            path = files[upload["name"]]
+            say(f"uploading {path} → {upload['key']}")
+            put(upload["url"], path, self.timeout_s)
+        self.call("POST", f"/jobs/{created['job_id']}/start")
+        return str(created["job_id"])
+
+    def wait(
+        self, job_id: str, timeout_s: float, on_update: Callable[[dict[str, Any]], None], poll_s: float = 1.0
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            status = self.call("GET", f"/jobs/{job_id}")
+            on_update(status)
+            if status["state"] in FINAL_STATES or time.monotonic() > deadline:
+                return status
+            time.sleep(poll_s)
+
+
+def put(url: str, path: Path, timeout_s: float) -> None:
+    with path.open("rb") as body:
+        request = urllib.request.Request(url, data=body, method="PUT")
+        request.add_header("Content-Length", str(path.stat().st_size))
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s):
+                pass
+        except urllib.error.HTTPError as error:
+            raise ApiError(error.code, f"upload of {path} refused: {error.code} {_message(error.read())}") from error
+
+
+def download(url: str, path: Path, timeout_s: float = 600.0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with urllib.request.urlopen(url, timeout=timeout_s) as response, path.open("wb") as out:
+        shutil.copyfileobj(response, out)
+    return path
+
+
+def _message(raw: bytes) -> str:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")[:500]
+    if not isinstance(value, dict):
+        return str(value)[:500]
+    text = str(value.get("error") or value.get("message") or value)
+    problems = value.get("problems")
+    return text + (": " + "; ".join(map(str, problems)) if isinstance(problems, list) else "")

@@ -1,0 +1,258 @@
+"""A tenant's jobs through the HTTP API: create (validate, hand out upload URLs), start, status, list, cancel.
+
+The API adds no store of its own to the farm's: between `POST /jobs` and `start` the validated body
+waits in a small record (`work/_api/<tenant>/<id>.json`); `start` writes the manifest under the
+tenant's `jobs/` prefix, the same trigger as a drop into the bucket; the pipeline's job is then found
+from the manifest object (its ETag gives the job id, `fusionfleet.identity`) and read through
+`Operations`, as the CLI and the dashboard read it. Every key is built from the caller's tenant, so
+another tenant's job is simply not found.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from fusionfleet import layout
+from fusionfleet.errors import FusionFleetError, JobNotFound, JobRejected, ObjectMissing, OperationRefused
+from fusionfleet.identity import job_id as pipeline_job_id
+from fusionfleet.manifest import parse_manifest
+from fusionfleet.operations import JobSummary, Operations
+from fusionfleet.storage import Storage, get_json, put_json
+
+# What the API reports; the pipeline's TIMED_OUT and ABORTED (stopped by the watchdog) are failures.
+API_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")
+_AS_API_STATE = {"TIMED_OUT": "FAILED", "ABORTED": "FAILED"}
+# Ids the API issues are `YYYYMMDD-HHMMSS-<8 hex>`; a manifest dropped by hand under the tenant's
+# `jobs/` prefix is reachable by its name too, when the name is one path segment.
+JOB_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+# The fields of a body that name files: a plain name is uploaded through the API, a key (with '/')
+# names an object the tenant already has (checked by the manifest's own key rules).
+_FILE_FIELDS = ("source", "target", "reference")
+DEFAULT_LIST_LIMIT = 50
+
+
+class BadBody(FusionFleetError):
+    """The body of a request cannot make a job; `problems` lists every reason."""
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        super().__init__("the job is invalid: " + "; ".join(problems))
+        self.problems = problems
+
+
+class NotStarted(OperationRefused):
+    """The job's files are not all uploaded, or it was started already."""
+
+
+@dataclass(frozen=True)
+class Upload:
+    name: str
+    key: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Created:
+    job_id: str
+    uploads: tuple[Upload, ...]
+    expires_in: int
+
+
+@dataclass(frozen=True)
+class JobView:
+    job_id: str
+    state: str  # one of API_STATES
+    done: int = 0
+    failed: int = 0
+    total: int = 0
+    reason: str = ""
+    download_url: str | None = None
+    created_at: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        view: dict[str, Any] = {
+            "job_id": self.job_id,
+            "state": self.state,
+            "segments": {"done": self.done, "failed": self.failed, "total": self.total},
+        }
+        if self.reason:
+            view["reason"] = self.reason
+        if self.download_url:
+            view["download_url"] = self.download_url
+        if self.created_at:
+            view["created_at"] = self.created_at
+        return view
+
+
+def new_job_id(now: datetime) -> str:
+    """Time-ordered (listings sort by it) and unguessable; also a valid manifest name."""
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+
+
+def manifest_for(body: Any, tenant: str, job_id: str) -> tuple[bytes, tuple[tuple[str, str], ...]]:
+    """The manifest a body describes, with plain file names turned into the job's upload keys.
+
+    Returns the manifest's bytes and the (name, key) of each file to upload. Entries that are not
+    strings are left as they are, so the manifest's validation names them.
+    """
+    if not isinstance(body, dict):
+        raise BadBody((f"the body must be a JSON object, not {type(body).__name__}",))
+    uploads: dict[str, str] = {}
+
+    def place(value: Any) -> Any:
+        if not isinstance(value, str) or "/" in value:
+            return value
+        key = layout.tenant_upload_key(tenant, job_id, value)
+        uploads.setdefault(value, key)
+        return key
+
+    manifest = dict(body)
+    for name in _FILE_FIELDS:
+        if name not in manifest:
+            continue
+        value = manifest[name]
+        manifest[name] = [place(item) for item in value] if isinstance(value, list) else place(value)
+    output = manifest.get("output")
+    if isinstance(output, str) and "/" not in output:
+        manifest["output"] = f"{layout.tenant_output_prefix(tenant)}{job_id}/{output}"
+    return json.dumps(manifest).encode(), tuple(uploads.items())
+
+
+@dataclass
+class TenantJobs:
+    storage: Storage
+    operations: Operations
+    media_bucket: str
+    work_bucket: str
+    upload_url_s: int = 300
+    download_url_s: int = 900
+    clock: Callable[[], float] = field(default=time.time)
+
+    # ------------------------------------------------------------------ create and start
+    def create(self, tenant: str, raw: bytes) -> Created:
+        """Validate a body as a dropped manifest would be; keep it; hand out one upload URL per file."""
+        now = datetime.fromtimestamp(self.clock(), UTC)
+        job_id = new_job_id(now)
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise BadBody((f"the body is not JSON: {error}",)) from error
+        manifest_bytes, files = manifest_for(body, tenant, job_id)
+        manifest_key = layout.tenant_manifest_key(tenant, job_id)
+        try:
+            parse_manifest(manifest_bytes, manifest_key)
+        except JobRejected as rejected:
+            raise BadBody(rejected.problems) from rejected
+        record = {
+            "job_id": job_id,
+            "created_at": now.isoformat(),
+            # As sent (keys placed): the slicer validates exactly what was validated here.
+            "manifest": json.loads(manifest_bytes),
+            "uploads": [{"name": name, "key": key} for name, key in files],
+        }
+        put_json(self.storage, self.work_bucket, layout.api_job_key(tenant, job_id), record)
+        uploads = tuple(
+            Upload(name, key, self.storage.presign_put(self.media_bucket, key, self.upload_url_s))
+            for name, key in files
+        )
+        return Created(job_id, uploads, self.upload_url_s)
+
+    def start(self, tenant: str, job_id: str) -> JobView:
+        """Write the manifest: from here on the job runs as any dropped manifest does."""
+        record = self._record(tenant, job_id)
+        if record is None:
+            raise JobNotFound(f"no job {job_id}")
+        missing = [item["name"] for item in record.get("uploads", []) if not self._exists(item["key"])]
+        if missing:
+            raise NotStarted(f"job {job_id} cannot start: not uploaded yet: {', '.join(missing)}")
+        body = json.dumps(record["manifest"], indent=2).encode()
+        # A conditional create: starting twice (a retried request) writes one manifest, one job.
+        if not self.storage.create(self.media_bucket, layout.tenant_manifest_key(tenant, job_id), body):
+            raise NotStarted(f"job {job_id} was started already")
+        return JobView(job_id, "PENDING", created_at=record.get("created_at"))
+
+    # ------------------------------------------------------------------ reading
+    def status(self, tenant: str, job_id: str) -> JobView:
+        created_at = (self._record(tenant, job_id) or {}).get("created_at")
+        pipeline = self._pipeline_job(tenant, job_id)
+        if pipeline is None:
+            if created_at is None:
+                raise JobNotFound(f"no job {job_id}")
+            return JobView(
+                job_id, "PENDING", reason="waiting for its files and POST /jobs/{id}/start", created_at=created_at
+            )
+        try:
+            summary = self.operations.summary(pipeline)
+        except JobNotFound:
+            return JobView(job_id, "PENDING", created_at=created_at)  # the slicer has not taken it yet
+        return self._view(job_id, summary, created_at)
+
+    def list_jobs(self, tenant: str, limit: int = DEFAULT_LIST_LIMIT) -> list[JobView]:
+        """The caller's jobs, newest first: those the API issued and manifests dropped under its prefix."""
+        ids = {key[len(layout.api_jobs_prefix(tenant)) :].removesuffix(".json")
+               for key in self.storage.list_keys(self.work_bucket, layout.api_jobs_prefix(tenant))}  # fmt: skip
+        prefix = layout.tenant_manifest_prefix(tenant)
+        for key in self.storage.list_keys(self.media_bucket, prefix):
+            name = key[len(prefix) :].removesuffix(layout.MANIFEST_SUFFIX)
+            if key.endswith(layout.MANIFEST_SUFFIX) and JOB_ID.fullmatch(name):
+                ids.add(name)
+        views = []
+        for job_id in sorted((i for i in ids if JOB_ID.fullmatch(i)), reverse=True)[:limit]:
+            try:
+                views.append(self.status(tenant, job_id))
+            except JobNotFound:
+                continue  # removed between the listing and the read
+        return views
+
+    # ------------------------------------------------------------------ actions
+    def cancel(self, tenant: str, job_id: str) -> str:
+        pipeline = self._pipeline_job(tenant, job_id)
+        if pipeline is None:
+            if self._record(tenant, job_id) is None:
+                raise JobNotFound(f"no job {job_id}")
+            raise OperationRefused(f"job {job_id} has not been started, nothing to cancel")
+        try:
+            return self.operations.cancel(pipeline).replace(pipeline, job_id)
+        except JobNotFound as error:
+            raise OperationRefused(f"job {job_id} has not started running yet; cancel it in a moment") from error
+
+    # ------------------------------------------------------------------ internals
+    def _view(self, job_id: str, summary: JobSummary, created_at: str | None) -> JobView:
+        state = _AS_API_STATE.get(summary.state, summary.state)
+        url = None
+        if state == "SUCCEEDED" and summary.output:
+            bucket, _, key = summary.output.removeprefix("s3://").partition("/")
+            url = self.storage.presign_get(bucket, key, self.download_url_s)
+        return JobView(
+            job_id, state, summary.segments_done, summary.segments_failed, summary.segments_total,
+            summary.reason, url, created_at,
+        )  # fmt: skip
+
+    def _pipeline_job(self, tenant: str, job_id: str) -> str | None:
+        """The pipeline's job id for the manifest of this job, or None before it was started."""
+        key = layout.tenant_manifest_key(tenant, job_id)
+        try:
+            info = self.storage.head(self.media_bucket, key)
+        except ObjectMissing:
+            return None
+        return pipeline_job_id(self.media_bucket, key, info.etag)
+
+    def _record(self, tenant: str, job_id: str) -> dict[str, Any] | None:
+        try:
+            record = get_json(self.storage, self.work_bucket, layout.api_job_key(tenant, job_id))
+        except ObjectMissing:
+            return None
+        return record if isinstance(record, dict) else None
+
+    def _exists(self, key: str) -> bool:
+        try:
+            self.storage.head(self.media_bucket, key)
+        except ObjectMissing:
+            return False
+        return True

@@ -1,0 +1,123 @@
+"""The HTTP API's routes: one function from an authenticated request to a response.
+
+    POST /jobs                   201 {"job_id", "uploads": [{"name", "key", "url"}], "expires_in"}
+    POST /jobs/{job_id}/start    202 {"job_id", "state": "PENDING", ...}
+    GET  /jobs/{job_id}          200 {"job_id", "state", "segments": {"done", "failed", "total"}, "reason"?,
+                                      "download_url"?}
+    GET  /jobs                   200 {"jobs": [...]}   (the caller's own, newest first; ?limit=1..200)
+    POST /jobs/{job_id}/cancel   202 {"job_id", "message"}
+
+The token was verified before this runs (API Gateway's JWT authorizer, or the local gateway): here
+its claims only name the tenant. A token without a valid tenant claim is 403; an unknown job, or
+another tenant's, is 404 (ids do not reveal whether they exist); a bad body is 400 with every
+problem; an action the job's state does not allow is 409.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+from functions.api.jobs import DEFAULT_LIST_LIMIT, JOB_ID, BadBody, TenantJobs
+from fusionfleet import layout
+from fusionfleet.errors import JobNotFound, OperationRefused
+
+logger = logging.getLogger(__name__)
+
+MAX_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    method: str
+    path: str
+    claims: Mapping[str, Any]
+    body: bytes = b""
+    query: str = ""
+
+
+@dataclass(frozen=True)
+class ApiResponse:
+    status: int
+    body: dict[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def encoded(self) -> bytes:
+        return json.dumps(self.body, separators=(",", ":")).encode()
+
+
+def error(status: int, message: str, **extra: Any) -> ApiResponse:
+    return ApiResponse(status, {"error": message, **extra})
+
+
+def tenant_of(claims: Mapping[str, Any], claim: str) -> str | None:
+    value = claims.get(claim)
+    return value if isinstance(value, str) and layout.is_tenant_name(value) else None
+
+
+def handle(request: ApiRequest, jobs: TenantJobs, tenant_claim: str = "tenant") -> ApiResponse:
+    tenant = tenant_of(request.claims, tenant_claim)
+    if tenant is None:
+        return error(403, f"the token has no valid {tenant_claim!r} claim (lowercase letters, digits and '-')")
+    parts = request.path.rstrip("/").split("/")[1:] if request.path != "/" else []
+    if not parts or parts[0] != "jobs" or len(parts) > 3:
+        return error(404, f"no such resource: {request.path[:200]}")
+    job_id = parts[1] if len(parts) > 1 else None
+    action = parts[2] if len(parts) > 2 else None
+    allowed = _allowed(job_id, action)
+    if not allowed:
+        return error(404, f"no such resource: {request.path[:200]}")
+    if request.method not in allowed:
+        return ApiResponse(
+            405, {"error": f"{request.method} is not allowed here"}, {"Allow": ", ".join(sorted(allowed))}
+        )
+    if job_id is not None and not JOB_ID.fullmatch(job_id):
+        return error(404, f"no job {job_id[:80]}")
+    try:
+        return _serve(request, jobs, tenant, job_id, action)
+    except BadBody as bad:
+        return error(400, "the job is invalid", problems=list(bad.problems))
+    except JobNotFound:
+        return error(404, f"no job {job_id}")
+    except OperationRefused as refused:
+        return error(409, refused.reason)
+
+
+def _allowed(job_id: str | None, action: str | None) -> frozenset[str]:
+    if job_id is None:
+        return frozenset({"GET", "POST"})
+    if action is None:
+        return frozenset({"GET"})
+    return frozenset({"POST"}) if action in ("start", "cancel") else frozenset()
+
+
+def _serve(request: ApiRequest, jobs: TenantJobs, tenant: str, job_id: str | None, action: str | None) -> ApiResponse:
+    if job_id is None and request.method == "POST":
+        created = jobs.create(tenant, request.body)
+        uploads = [{"name": u.name, "key": u.key, "url": u.url} for u in created.uploads]
+        logger.info("tenant %s created job %s", tenant, created.job_id)
+        return ApiResponse(201, {"job_id": created.job_id, "uploads": uploads, "expires_in": created.expires_in})
+    if job_id is None:
+        limit = _limit(request.query)
+        if isinstance(limit, ApiResponse):
+            return limit
+        return ApiResponse(200, {"jobs": [view.to_dict() for view in jobs.list_jobs(tenant, limit)]})
+    if action == "start":
+        logger.info("tenant %s starts job %s", tenant, job_id)
+        return ApiResponse(202, jobs.start(tenant, job_id).to_dict())
+    if action == "cancel":
+        return ApiResponse(202, {"job_id": job_id, "message": jobs.cancel(tenant, job_id)})
+    return ApiResponse(200, jobs.status(tenant, job_id).to_dict())
+
+
+def _limit(query: str) -> int | ApiResponse:
+    raw = (parse_qs(query).get("limit") or [""])[-1].strip()
+    if not raw:
+        return DEFAULT_LIST_LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        return error(400, f"limit must be a whole number from 1 to {MAX_LIMIT}, not {raw[:40]!r}")
+    return int(raw)

@@ -1,0 +1,104 @@
+"""The API's view of a running pipeline: states, segment counts, the download link and cancel.
+
+The pipeline is played by the in-memory fakes: once the API has written a tenant's manifest, the test
+writes what the slicer would (the job record under the job id derived from the manifest object) and
+sets the execution's state, then reads it back through the API's routes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from functions.api.app import ApiSettings
+from functions.api.jobs import TenantJobs
+from functions.api.routes import ApiRequest, ApiResponse, handle
+from fusionfleet import layout
+from fusionfleet.identity import job_id as pipeline_job_id
+from fusionfleet.messages import ObjectRef
+from fusionfleet.operations import Operations
+from fusionfleet.orchestrator import Execution, execution_arn
+from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import MEDIA, WORK, job_context
+
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
+
+
+class Farm:
+    def __init__(self) -> None:
+        self.storage, self.orchestrator, self.notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
+        settings = ApiSettings(MEDIA, WORK, MACHINE, "topic")
+        self.jobs = TenantJobs(
+            self.storage, Operations(self.storage, self.orchestrator, self.notifier, settings), MEDIA, WORK
+        )
+
+    def call(self, method: str, path: str, body: object = None, tenant: str = "acme") -> ApiResponse:
+        raw = b"" if body is None else json.dumps(body).encode()
+        return handle(ApiRequest(method, path, {"tenant": tenant}, raw), self.jobs)
+
+    def started(self) -> tuple[str, str]:
+        """A job of acme's, created, uploaded and started: (API job id, pipeline job id)."""
+        created = self.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4"}).body
+        for upload in created["uploads"]:
+            self.storage.put_bytes(MEDIA, upload["key"], b"media")
+        api_id = created["job_id"]
+        assert self.call("POST", f"/jobs/{api_id}/start").status == 202
+        key = layout.tenant_manifest_key("acme", api_id)
+        return api_id, pipeline_job_id(MEDIA, key, self.storage.head(MEDIA, key).etag)
+
+    def sliced(self, job: str, status: str, done: int = 0, error: str | None = None) -> None:
+        output = ObjectRef(bucket=MEDIA, key=f"tenants/acme/outputs/{job}.mp4")
+        context = job_context(job, segment_count=4, output=output)
+        self.storage.put_json(WORK, layout.job_key(job), context.model_dump(mode="json"))
+        for index in range(done):
+            self.storage.put_bytes(WORK, layout.segment_key(job, index), b"mp4")
+            self.storage.put_json(WORK, layout.segment_record_key(job, index), {"status": "succeeded"})
+        arn = execution_arn(MACHINE, job)
+        self.orchestrator.states[arn] = Execution(
+            arn, status, error=error, cause="the job ran out of time" if error else None,
+            input={"job": context.model_dump(mode="json")},
+        )  # fmt: skip
+
+
+def test_a_started_job_reads_pending_then_running_with_its_segments() -> None:
+    farm = Farm()
+    api_id, job = farm.started()
+    assert farm.call("GET", f"/jobs/{api_id}").body["state"] == "PENDING"
+    farm.sliced(job, "RUNNING", done=1)
+    assert farm.call("GET", f"/jobs/{api_id}").body == {
+        "job_id": api_id, "state": "RUNNING", "segments": {"done": 1, "failed": 0, "total": 4},
+        "created_at": farm.call("GET", f"/jobs/{api_id}").body["created_at"],
+    }  # fmt: skip
+
+
+def test_a_succeeded_job_has_a_short_lived_download_url_for_its_output() -> None:
+    farm = Farm()
+    api_id, job = farm.started()
+    farm.sliced(job, "SUCCEEDED", done=4)
+    view = farm.call("GET", f"/jobs/{api_id}").body
+    assert view["state"] == "SUCCEEDED" and view["segments"]["done"] == 4
+    assert view["download_url"] == f"https://{MEDIA}.fake/tenants/acme/outputs/{job}.mp4?expires=900"
+
+
+def test_a_timed_out_job_reads_failed_with_its_reason() -> None:
+    farm = Farm()
+    api_id, job = farm.started()
+    farm.sliced(job, "TIMED_OUT", error="States.Timeout")
+    view = farm.call("GET", f"/jobs/{api_id}").body
+    assert (view["state"], view["reason"]) == ("FAILED", "the job ran out of time")
+    assert "download_url" not in view
+
+
+def test_cancel_stops_the_tenants_running_job_and_it_reads_cancelled() -> None:
+    farm = Farm()
+    api_id, job = farm.started()
+    farm.sliced(job, "RUNNING", done=1)
+    # another tenant cannot
+    assert farm.call("POST", f"/jobs/{api_id}/cancel", tenant="globex").status == 404
+    answer = farm.call("POST", f"/jobs/{api_id}/cancel")
+    assert answer.status == 202, answer.body
+    assert api_id in answer.body["message"] and job not in answer.body["message"]
+    assert farm.orchestrator.stopped == [(execution_arn(MACHINE, job), "JobCancelled")]
+    assert [message["status"] for _topic, _subject, message in farm.notifier.published] == ["cancelled"]
+    assert farm.call("GET", f"/jobs/{api_id}").body["state"] == "CANCELLED"
+    # AND a second cancel is refused: the job is no longer running
+    assert farm.call("POST", f"/jobs/{api_id}/cancel").status == 409
