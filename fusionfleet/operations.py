@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from fusionfleet import layout
+from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
 from fusionfleet.identity import tenant_of_job
 from fusionfleet.messages import JobContext, SegmentAttempt, SegmentRecord, WorkerBeat
@@ -118,6 +119,9 @@ class JobDetail:
     attempts: list[AttemptRecord]
     timings: dict[str, Any]
     preview_key: str | None
+    # GPU-seconds and dollars: the merge's figure once the job succeeded, else what its attempts so far
+    # have used (failed attempts are billed too) at the default price; `final` says which.
+    cost: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +244,7 @@ class Operations:
             attempts=_numbered(stored),
             timings=self._timings(facts, stored),
             preview_key=self._preview(job_id),
+            cost=self._cost(facts, stored),
         )
 
     def logs(self, job_id: str, segment: int | None = None) -> list[AttemptRecord]:
@@ -570,6 +575,23 @@ class Operations:
         timings["attempts"] = len(stored)
         timings["run"] = facts.run.run
         return timings
+
+    def _cost(self, facts: _Facts, stored: list[SegmentAttempt]) -> dict[str, Any] | None:
+        execution = facts.execution
+        if execution is not None and execution.output and isinstance(execution.output.get("cost"), dict):
+            return {**execution.output["cost"], "final": True}
+        ended = [record for record in stored if record.finished_at]
+        if not ended:
+            return None
+        engine_s = sum(record.engine_s for record in ended if record.status == "succeeded")
+        billed_s = sum(record.finished_at - record.started_at for record in ended)
+        return {
+            "engine_gpu_s": round(engine_s, 3),
+            "billed_gpu_s": round(billed_s, 3),
+            "gpu_hourly_price": DEFAULT_GPU_HOURLY_PRICE,
+            "estimated_usd": round(billed_s / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6),
+            "final": False,
+        }
 
     def _preview(self, job_id: str) -> str | None:
         try:

@@ -27,6 +27,7 @@ class JobView:
     segment_states: tuple[str, ...]
     listed: dict[str, str]  # the job list: job id → state
     workers: dict[str, bool]  # worker name → shown as lost
+    cost: str  # the job's cost estimate as the page shows it
 
     @property
     def done(self) -> int:
@@ -46,6 +47,7 @@ class JobView:
                     and "data-job-id" in e.attrs},
             workers={e.attrs["data-worker"]: e.attrs["data-lost"] == "true" for e in found if e.tag == "tr"
                      and "data-worker" in e.attrs},
+            cost=next((e.text for e in found if e.attrs.get("id") == "cost-usd"), ""),
         )  # fmt: skip
 
 
@@ -112,6 +114,10 @@ def test_a_submitted_job_appears_with_its_segments_and_moves_to_done(
         detail = json.loads(response.read())
     assert detail["summary"]["state"] == "SUCCEEDED"
     assert [segment["state"] for segment in detail["segments"]] == ["done"] * 5
+    # AND the page shows the job's cost: the merge's figure, in dollars at the stack's GPU price
+    assert detail["cost"]["final"] is True and detail["cost"]["billed_gpu_s"] > 0
+    price = detail["cost"]["gpu_hourly_price"]
+    assert last.cost == f"${detail['cost']['estimated_usd']:.4f} at ${price}/GPU-hour", last.cost
     # AND the latest swapped frame is there as a JPEG
     assert detail["preview_url"] == f"/api/jobs/{job}/preview.jpg"
     with urllib.request.urlopen(f"{url}{detail['preview_url'][1:]}", timeout=30) as response:

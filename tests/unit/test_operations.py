@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from fleetctl.stack import StackResources
 from fleetctl.tables import duration, table
 from fusionfleet import layout
+from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
 from fusionfleet.operations import JobNotFound, OperationRefused, Operations
 from fusionfleet.orchestrator import Execution, execution_arn
@@ -128,6 +130,23 @@ def test_a_job_shows_its_segment_grid_attempts_timings_and_preview() -> None:
     assert detail.timings["engine_s"] == 1.5 and detail.timings["attempts"] == 4
     assert detail.preview_key == layout.frame_preview_key("grid") and farm.ops.preview("grid") == b"\xff\xd8jpeg"
     assert detail.summary.state == "RUNNING" and detail.summary.segments_done == 1
+    # AND its cost so far: engine time of the attempt that succeeded, billed time of every ended attempt
+    # (8 s each, three of them: a failed attempt is billed too), at the default price, not final
+    assert detail.cost == {
+        "engine_gpu_s": 1.5, "billed_gpu_s": 24.0, "gpu_hourly_price": DEFAULT_GPU_HOURLY_PRICE,
+        "estimated_usd": round(24.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6), "final": False,
+    }  # fmt: skip
+
+
+def test_a_succeeded_jobs_cost_is_the_merges_figure() -> None:
+    farm = Farm()
+    arn = farm.job("paid", "SUCCEEDED", done=(0, 1, 2, 3))
+    cost = {"engine_gpu_s": 4.0, "billed_gpu_s": 9.0, "gpu_hourly_price": 2.0, "estimated_usd": 0.005}
+    farm.orchestrator.states[arn] = replace(farm.orchestrator.states[arn], output={"cost": cost})
+    assert farm.ops.job("paid").cost == {**cost, "final": True}
+    # and a job no attempt of which has ended has no cost yet
+    farm.job("fresh", "RUNNING")
+    assert farm.ops.job("fresh").cost is None
 
 
 def test_unknown_jobs_are_job_not_found_everywhere() -> None:

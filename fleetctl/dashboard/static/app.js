@@ -178,6 +178,20 @@ function renderJob(detail) {
   });
   $("timings").replaceChildren(...(timings.length ? timings : [el("dd", { className: "empty" }, "not yet")]));
 
+  // The merge's figure once the job succeeded; before that, what its attempts have used so far.
+  const cost = detail.cost;
+  $("cost-title").textContent = cost && !cost.final ? "Cost so far" : "Cost";
+  $("cost").replaceChildren(
+    ...(cost
+      ? [
+          el("dt", {}, "GPU engine"), el("dd", {}, number(cost.engine_gpu_s, "s")),
+          el("dt", {}, "GPU billed"), el("dd", {}, number(cost.billed_gpu_s, "s")),
+          el("dt", {}, "estimate"),
+          el("dd", { id: "cost-usd" }, `$${Number(cost.estimated_usd).toFixed(4)} at $${cost.gpu_hourly_price}/GPU-hour`),
+        ]
+      : [el("dd", { className: "empty" }, "not yet")]),
+  );
+
   const preview = $("preview");
   if (detail.preview_url) {
     // While the job runs each poll asks for the latest frame; an ended job's frame no longer changes.
