@@ -209,8 +209,15 @@ def properties(template: Template, name: str) -> dict[str, Any]:
     return dict(template["Resources"][name]["Properties"])
 
 
-def statements(role: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for policy in role["Properties"].get("Policies", []):
+def statements(role: dict[str, Any], conditions: Conditions | None = None) -> Iterator[dict[str, Any]]:
+    """A role's inline statements; a policy under Fn::If counts when its condition holds (always without conditions)."""
+    for entry in role["Properties"].get("Policies", []):
+        policy = entry
+        if set(entry) == {"Fn::If"}:
+            name, when_true, when_false = entry["Fn::If"]
+            policy = when_true if conditions is None or conditions[name] else when_false
+            if policy == {"Ref": "AWS::NoValue"}:
+                continue
         yield from policy["PolicyDocument"]["Statement"]
 
 
