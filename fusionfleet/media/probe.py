@@ -19,6 +19,10 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.sniff import SNIFF_BYTES, VIDEO_CONTAINERS, sniff_video
 
+# AudioTrack and VideoInfo live in fusionfleet.media.info (no PyAV there); they are re-exported here
+# for the modules that probe and use them together.
+__all__ = ["SAFE_DEMUXER_OPTIONS", "AudioTrack", "VideoInfo", "open_video", "probe_video"]
+
 # No protocol matches "none": a demuxer that tries to open another resource is refused.
 SAFE_DEMUXER_OPTIONS = {"protocol_whitelist": "none", "enable_drefs": "0"}
 
