@@ -20,7 +20,7 @@ from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
 from fusionfleet.messages import JobContext, SegmentAttempt, SegmentRecord, WorkerBeat
-from fusionfleet.notify import Notifier
+from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import TERMINAL, Execution, ExecutionMissing, Orchestrator, execution_arn
 from fusionfleet.plan import Segment
 from fusionfleet.runs import (
@@ -312,7 +312,7 @@ class Operations:
             "segments_total": facts.context.segment_count,
             "cancelled_at": now.isoformat(),
         }
-        self.notifier.publish(self.resources.topic_arn, f"FusionFleet job {job_id} cancelled", notice)
+        self.notifier.publish(self.resources.topic_arn, notice_subject(job_id, "cancelled"), notice)
         self._mark_notice(job_id, published_by="cancel", reason=CANCEL_REASON)
         return (
             f"job {job_id} cancelled: {len(listing.done)} of {facts.context.segment_count} segments had rendered; "

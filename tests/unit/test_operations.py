@@ -172,7 +172,7 @@ def test_cancel_stops_a_running_job_with_one_cancelled_notice_that_the_watchdog_
     assert farm.orchestrator.stopped == [(arn, "JobCancelled")]
     assert farm.storage.exists(WORK, layout.cancel_key("busy"))
     ((topic, subject, notice),) = farm.notifier.published
-    assert topic == "topic" and subject == "FusionFleet job busy cancelled"
+    assert topic == "topic" and subject == "FusionFleet busy cancelled"
     assert notice["status"] == "cancelled" and notice["job_id"] == "busy" and notice["segments_done"] == 1
     assert farm.storage.json(WORK, layout.notice_key("busy"))["published"] is True
     assert "cancelled" in message and "1 of 4" in message
