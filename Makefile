@@ -9,7 +9,15 @@ LSVENV := .venv-localstack
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: all setup venv localstack-env test lint unit e2e demo bench bench-quality chaos soak up down status clean
+# Static checks of the AWS stage, each in a virtual environment of its own (their pins would fight the
+# project's): checkov (tests/unit/test_checkov.py) and the SAM CLI (`sam validate --lint`, `sam build`;
+# tests/unit/test_sam_cli.py). Both install from PyPI and run offline.
+CHECKOV_VERSION := 3.3.30
+SAM_CLI_VERSION := 1.170.0
+CKVENV := .venv-checkov
+SAMVENV := .venv-sam
+
+.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks test lint unit e2e demo bench bench-quality chaos soak up down status clean
 
 all: test
 
@@ -32,6 +40,25 @@ $(LSVENV)/.installed: infra/localstack/requirements.txt
 	$(LSVENV)/bin/python -m pip install --quiet -r infra/localstack/requirements.txt
 	touch $@
 
+checkov-env: $(CKVENV)/.installed-$(CHECKOV_VERSION)
+$(CKVENV)/.installed-$(CHECKOV_VERSION):
+	test -x $(CKVENV)/bin/python || $(PYTHON) -m venv $(CKVENV)
+	$(CKVENV)/bin/python -m pip install --quiet "checkov==$(CHECKOV_VERSION)"
+	touch $@
+
+sam-env: $(SAMVENV)/.installed-$(SAM_CLI_VERSION)
+$(SAMVENV)/.installed-$(SAM_CLI_VERSION):
+	test -x $(SAMVENV)/bin/python || $(PYTHON) -m venv $(SAMVENV)
+	$(SAMVENV)/bin/python -m pip install --quiet "aws-sam-cli==$(SAM_CLI_VERSION)"
+	touch $@
+
+# Everything checked about the AWS stage without AWS: cfn-lint on the raw and the SAM-transformed
+# template for both stages, checkov, sam validate --lint and sam build, IAM against the code.
+aws-checks: venv checkov-env sam-env
+	$(PY) -m pytest tests/unit/test_template.py tests/unit/test_iam.py tests/unit/test_hardening.py \
+		tests/unit/test_state_machine.py tests/unit/test_packages.py tests/unit/test_checkov.py \
+		tests/unit/test_sam_cli.py $(PYTEST_ARGS)
+
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -43,7 +70,7 @@ unit: venv
 e2e: venv localstack-env
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
-test: venv localstack-env lint
+test: venv localstack-env checkov-env sam-env lint
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 demo: venv localstack-env
@@ -65,7 +92,7 @@ status: venv
 	$(VENV)/bin/fusionfleet local status
 
 clean: down
-	rm -rf .fusionfleet .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .fusionfleet .pytest_cache .mypy_cache .ruff_cache .aws-sam
 
 chaos: venv localstack-env
 	$(PY) -m benchmarks.chaos

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fusionfleet.encoding import EncoderSettings
 from fusionfleet.manifest import Priority, Quality
-from fusionfleet.media.probe import VideoInfo
+from fusionfleet.media.info import VideoInfo
 from fusionfleet.plan import Segment
 from fusionfleet.tenants import notice_tenant
 

@@ -8,66 +8,23 @@ reader's deadline.
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
 import av
 
 from fusionfleet.errors import InputRejected
+from fusionfleet.media.info import AudioTrack, VideoInfo
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.sniff import SNIFF_BYTES, VIDEO_CONTAINERS, sniff_video
 
+# AudioTrack and VideoInfo live in fusionfleet.media.info (no PyAV there); they are re-exported here
+# for the modules that probe and use them together.
+__all__ = ["SAFE_DEMUXER_OPTIONS", "AudioTrack", "VideoInfo", "open_video", "probe_video"]
+
 # No protocol matches "none": a demuxer that tries to open another resource is refused.
 SAFE_DEMUXER_OPTIONS = {"protocol_whitelist": "none", "enable_drefs": "0"}
-
-
-@dataclass(frozen=True)
-class AudioTrack:
-    index: int
-    codec: str
-    channels: int
-    sample_rate: int
-    start_s: float
-    duration_s: float
-
-
-@dataclass(frozen=True)
-class VideoInfo:
-    container: str
-    codec: str
-    width: int
-    height: int
-    rotation: int
-    fps_num: int
-    fps_den: int
-    frame_count: int
-    duration_s: float
-    start_s: float
-    variable_frame_rate: bool
-    size_bytes: int
-    audio: tuple[AudioTrack, ...] = ()
-
-    @property
-    def fps(self) -> Fraction:
-        return Fraction(self.fps_num, self.fps_den)
-
-    @property
-    def display_size(self) -> tuple[int, int]:
-        """Width and height as shown, after the rotation the container asks for."""
-        if self.rotation in (90, 270):
-            return self.height, self.width
-        return self.width, self.height
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> VideoInfo:
-        fields = dict(data)
-        fields["audio"] = tuple(AudioTrack(**track) for track in data.get("audio", ()))
-        return cls(**fields)
 
 
 def open_video(reader: RangeReader, demuxer: str, what: str) -> av.container.InputContainer:

@@ -19,7 +19,7 @@ from typing import Any
 
 import boto3
 import pytest
-from cfnlint.api import lint_file
+from cfnlint.api import ManualArgs, lint, lint_file
 from cfnlint.decode import cfn_yaml
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
@@ -209,8 +209,15 @@ def properties(template: Template, name: str) -> dict[str, Any]:
     return dict(template["Resources"][name]["Properties"])
 
 
-def statements(role: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for policy in role["Properties"].get("Policies", []):
+def statements(role: dict[str, Any], conditions: Conditions | None = None) -> Iterator[dict[str, Any]]:
+    """A role's inline statements; a policy under Fn::If counts when its condition holds (always without conditions)."""
+    for entry in role["Properties"].get("Policies", []):
+        policy = entry
+        if set(entry) == {"Fn::If"}:
+            name, when_true, when_false = entry["Fn::If"]
+            policy = when_true if conditions is None or conditions[name] else when_false
+            if policy == {"Ref": "AWS::NoValue"}:
+                continue
         yield from policy["PolicyDocument"]["Statement"]
 
 
@@ -231,6 +238,43 @@ def test_template_passes_cfn_lint_without_errors_or_warnings() -> None:
         f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches if m.rule.severity in ("error", "warning")
     ]
     assert problems == []
+
+
+# W1028 inside the OpenAPI body SAM writes for an HttpApi whose routes' function has the API's own
+# condition: SAM wraps each route in `Fn::If` on that condition, whose false branch cannot be reached in a
+# resource that exists only when it is true. Generated, harmless, and not ours to change.
+SAM_GENERATED_BRANCH = "W1028 Resources/HttpApi/Properties/Body/"
+
+
+@cache
+def _transformed_lint(stage: str) -> tuple[str, ...]:
+    matches = lint(json.dumps(_transform(stage)), config=ManualArgs(regions=[PSEUDO_PARAMETERS["AWS::Region"]]))
+    found = (
+        f"{m.rule.id} {'/'.join(map(str, m.path or []))}: {m.message}"
+        for m in matches
+        if m.rule.severity in ("error", "warning")
+    )
+    return tuple(problem for problem in found if not problem.startswith(SAM_GENERATED_BRANCH))
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_sam_transformed_template_passes_cfn_lint(stage: str) -> None:
+    # GIVEN the template as CloudFormation receives it after the SAM transform for this Stage
+    # WHEN cfn-lint checks it (rules such as E3505, an SQS event source whose queue hides a message
+    # for less than the function's timeout, only see the generated Lambda resources)
+    problems = _transformed_lint(stage)
+    # THEN it reports no error and no warning
+    assert problems == ()
+
+
+def test_transformed_lint_catches_a_dead_letter_queue_shorter_than_its_consumer() -> None:
+    # GIVEN the AWS template with the render dead-letter queue back at SQS's 30 s default
+    template = transform("prod")
+    template["Resources"]["RenderDeadLetterQueue"]["Properties"]["VisibilityTimeout"] = 30
+    # WHEN cfn-lint checks the transformed template
+    matches = lint(json.dumps(template), config=ManualArgs(regions=[PSEUDO_PARAMETERS["AWS::Region"]]))
+    # THEN it names the event source Lambda would refuse (the deploy blocker the raw lint missed)
+    assert "E3505" in {m.rule.id for m in matches}
 
 
 # ---------------------------------------------------------------- (b) SAM transform and stages

@@ -1,0 +1,200 @@
+"""Hardening of the AWS stage, each visible in template.yaml: TLS-only and encrypted buckets, versioned
+outputs, lifecycle rules (work files, uploaded faces), encrypted topics and queues, and the smaller deploy
+blockers (reserved concurrency on new accounts, capacity provider names, the merge image).
+
+Checks run over every resource of a kind (every bucket, topic, queue, function), on the template as
+CloudFormation receives it after the SAM transform, with the AWS stage's conditions evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.test_template import Conditions, Template, existing, parameter_values, references, transform
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "gpu_worker" / "Dockerfile"
+
+
+@cache
+def _aws() -> tuple[Template, Conditions, dict[str, Any]]:
+    template = transform("prod")
+    conditions = Conditions(template, parameter_values(template, "prod"))
+    return template, conditions, existing(template, conditions)
+
+
+def _of_type(kind: str) -> dict[str, Any]:
+    return {n: r for n, r in _aws()[2].items() if r["Type"] == kind}
+
+
+def _if(node: Any, conditions: Conditions) -> Any:
+    """A value with its Fn::If resolved for these conditions (None for AWS::NoValue)."""
+    if isinstance(node, dict) and set(node) == {"Fn::If"}:
+        name, when_true, when_false = node["Fn::If"]
+        return _if(when_true if conditions[name] else when_false, conditions)
+    return None if node == {"Ref": "AWS::NoValue"} else node
+
+
+# ---------------------------------------------------------------- buckets
+
+
+@pytest.mark.parametrize("bucket", sorted(_of_type("AWS::S3::Bucket")))
+def test_every_bucket_is_encrypted_private_and_refuses_plain_http(bucket: str) -> None:
+    _, conditions, present = _aws()
+    properties = present[bucket]["Properties"]
+    assert properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert all(properties["PublicAccessBlockConfiguration"].values())
+    # GIVEN the bucket policies that exist on AWS for this bucket
+    policies = [
+        r["Properties"]["PolicyDocument"]["Statement"]
+        for r in _of_type("AWS::S3::BucketPolicy").values()
+        if bucket in set(references(r["Properties"]["Bucket"], conditions))
+    ]
+    # THEN one denies every request that does not use TLS, on the bucket and on its objects
+    denials = [
+        s
+        for statements in policies
+        for s in statements
+        if s["Effect"] == "Deny"
+        and s["Principal"] == "*"
+        and s["Action"] == "s3:*"
+        and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    ]
+    assert len(denials) == 1, bucket
+    targets = [str(r) for r in denials[0]["Resource"]]
+    assert len(targets) == 2 and any("/*" in t for t in targets), targets
+
+
+def _rules(bucket: str) -> list[dict[str, Any]]:
+    return list(_aws()[2][bucket]["Properties"]["LifecycleConfiguration"]["Rules"])
+
+
+@pytest.mark.parametrize("bucket", sorted(_of_type("AWS::S3::Bucket")))
+def test_every_bucket_cleans_up_half_uploads_and_old_versions(bucket: str) -> None:
+    properties = _aws()[2][bucket]["Properties"]
+    rules = _rules(bucket)
+    assert all(r["Status"] == "Enabled" for r in rules)
+    # THEN abandoned multipart uploads are aborted
+    assert any("AbortIncompleteMultipartUpload" in r for r in rules)
+    # AND where versions are kept, overwritten ones do not stay forever
+    if properties.get("VersioningConfiguration", {}).get("Status") == "Enabled":
+        assert any("NoncurrentVersionExpiration" in r and "Prefix" not in r and "TagFilters" not in r for r in rules)
+
+
+def test_outputs_are_versioned_so_an_overwritten_output_can_be_recovered() -> None:
+    # The manifest names its output key: a second job may write the same key.
+    assert _aws()[2]["MediaBucket"]["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
+
+
+def test_work_files_expire() -> None:
+    (rule,) = [r for r in _rules("WorkBucket") if r.get("Prefix") == "work/"]
+    assert rule["ExpirationInDays"] == {"Ref": "WorkRetentionDays"}
+
+
+def test_uploaded_faces_expire_after_the_retention_setting_with_their_old_versions() -> None:
+    # GIVEN the retention parameter for uploaded media (faces are biometric data)
+    template = _aws()[0]
+    parameter = template["Parameters"]["FaceRetentionDays"]
+    assert parameter["Type"] == "Number" and int(parameter["Default"]) >= 1
+    rules = _rules("MediaBucket")
+    # WHEN the media bucket's lifecycle rules are read
+    by_prefix = {r["Prefix"]: r for r in rules if "Prefix" in r}
+    tagged = [r for r in rules if "TagFilters" in r]
+    # THEN plain inputs/ uploads expire after it, and their overwritten versions within a day
+    assert by_prefix["inputs/"]["ExpirationInDays"] == {"Ref": "FaceRetentionDays"}
+    assert by_prefix["inputs/"]["NoncurrentVersionExpiration"]["NoncurrentDays"] <= 1
+    # AND so do tagged uploads (a tenant's tenants/<tenant>/inputs/: lifecycle prefixes take no wildcards)
+    (rule,) = tagged
+    assert rule["TagFilters"] == [{"Key": "fusionfleet-retention", "Value": "input"}]
+    assert rule["ExpirationInDays"] == {"Ref": "FaceRetentionDays"}
+    assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] <= 1
+    # AND nothing else in the media bucket (outputs, manifests) expires on the face clock
+    on_face_clock = [r for r in rules if r.get("ExpirationInDays") == {"Ref": "FaceRetentionDays"}]
+    assert on_face_clock == [by_prefix["inputs/"], rule]
+
+
+# ---------------------------------------------------------------- topics and queues
+
+
+@pytest.mark.parametrize("topic", sorted(_of_type("AWS::SNS::Topic")))
+def test_every_topic_is_encrypted_with_a_rotated_key_of_the_stack(topic: str) -> None:
+    _, conditions, present = _aws()
+    key = _if(present[topic]["Properties"].get("KmsMasterKeyId"), conditions)
+    assert key is not None, topic
+    (name,) = set(references(key, conditions))
+    assert present[name]["Type"] == "AWS::KMS::Key"
+    assert present[name]["Properties"]["EnableKeyRotation"] is True
+
+
+def test_topics_stay_unencrypted_on_the_local_stack_which_runs_no_kms() -> None:
+    template = transform("local")
+    conditions = Conditions(template, parameter_values(template, "local"))
+    local = existing(template, conditions)
+    topics = [r for r in local.values() if r["Type"] == "AWS::SNS::Topic"]
+    assert topics
+    assert [_if(t["Properties"].get("KmsMasterKeyId"), conditions) for t in topics] == [None] * len(topics)
+    assert not [r for r in local.values() if r["Type"].startswith("AWS::KMS::")]
+
+
+@pytest.mark.parametrize("queue", sorted(_of_type("AWS::SQS::Queue")))
+def test_every_queue_is_encrypted_at_rest(queue: str) -> None:
+    properties = _aws()[2][queue]["Properties"]
+    assert properties.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in properties
+
+
+# ---------------------------------------------------------------- smaller deploy blockers
+
+
+def _reserved(parameters: dict[str, str]) -> dict[str, Any]:
+    template = transform("prod")
+    values = parameter_values(template, "prod") | parameters
+    conditions = Conditions(template, values)
+    reserved: dict[str, Any] = {}
+    for name, resource in existing(template, conditions).items():
+        if resource["Type"] == "AWS::Lambda::Function":
+            value = _if(resource["Properties"].get("ReservedConcurrentExecutions"), conditions)
+            if value is not None:
+                reserved[name] = values[value["Ref"]] if isinstance(value, dict) else value
+    return reserved
+
+
+def test_no_function_reserves_concurrency_by_default() -> None:
+    # A new account has 10 concurrent executions and Lambda keeps 10 unreserved: any reservation fails.
+    assert _reserved({}) == {}
+
+
+def test_a_reservation_can_be_asked_for() -> None:
+    assert _reserved({"SlicerReservedConcurrency": "10"}) == {"SlicerFunction": "10", "WatchdogFunction": 1}
+
+
+@pytest.mark.parametrize("stack", ["aws-render", "ecs-farm", "Fargate1", "fusionfleet"])
+def test_capacity_provider_names_are_valid_for_any_stack_name(stack: str) -> None:
+    for name, resource in _of_type("AWS::ECS::CapacityProvider").items():
+        # GIVEN the name the stack gives its capacity provider (a generated one starts with the stack's)
+        value = resource["Properties"].get("Name")
+        assert isinstance(value, dict) and "Fn::Sub" in value, name
+        rendered = value["Fn::Sub"].replace("${AWS::StackName}", stack)
+        # THEN it never starts with a prefix ECS reserves, and uses only the characters ECS allows
+        assert not re.match(r"(?i)(aws|ecs|fargate)", rendered), rendered
+        assert re.fullmatch(r"[A-Za-z0-9_-]{1,255}", rendered), rendered
+
+
+def test_the_merge_runs_its_own_cpu_image() -> None:
+    # GIVEN the merge task definition, the template's rules and the Dockerfile
+    template = transform("prod")
+    (container,) = template["Resources"]["MergeTaskDefinition"]["Properties"]["ContainerDefinitions"]
+    text = DOCKERFILE.read_text()
+    stages = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", text, re.MULTILINE)
+    # THEN the merge pulls MergeImage, which an AWS stage must set
+    assert container["Image"] == {"Ref": "MergeImage"}
+    assert '"Ref": "MergeImage"' in str(template["Rules"]).replace("'", '"')
+    # AND the Dockerfile's `merge` target is not built on the CUDA image
+    merge_base = next(image for image, name in stages if name == "merge")
+    assert "cuda" not in merge_base.lower() and merge_base not in {"base", "build", "${CUDA_IMAGE}"}
+    # AND the default target (the last stage) is still the GPU render worker
+    assert stages[-1][0] == "base"

@@ -1,0 +1,138 @@
+"""render.asl.json as AWS runs it: every callback task bounded, every subject within SNS's limit,
+transient SQS errors retried, and a Distributed Map whose results cannot outgrow a state's payload.
+
+Each check walks every state of the definition (nested Map processors included), so a state added
+later is held to the same rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fusionfleet.identity import JOB_ID_CHARS
+from fusionfleet.notify import SUBJECT_LIMIT
+
+ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "render.asl.json"
+
+# Errors Step Functions' SQS integration raises for a send that may succeed when tried again
+# (throttling, a service or network fault). A bad message (too large, invalid characters, a queue
+# that does not exist) is none of these and must not be retried.
+TRANSIENT_SQS_ERRORS = {
+    "SQS.SdkClientException",
+    "SQS.AmazonSQSException",
+    "SQS.SqsException",
+    "SQS.KmsThrottledException",
+    "SQS.RequestThrottledException",
+}
+# Error names that would also catch a worker's own verdict (SendTaskFailure) or a token's timeout.
+CATCH_ALLS = {"States.ALL", "States.TaskFailed", "States.Timeout", "States.HeartbeatTimeout"}
+
+
+def _definition() -> dict[str, Any]:
+    return dict(json.loads(ASL.read_text()))
+
+
+def states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(name, state) of every state, nested Map and Parallel states included."""
+    for name, state in definition["States"].items():
+        yield name, state
+        processor = state.get("ItemProcessor") or state.get("Iterator")
+        if processor:
+            yield from states(processor)
+        for branch in state.get("Branches", []):
+            yield from states(branch)
+
+
+def tasks(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: state for name, state in states(definition) if state["Type"] == "Task"}
+
+
+def callback_tasks(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: state for name, state in tasks(definition).items() if state["Resource"].endswith(".waitForTaskToken")}
+
+
+def test_every_task_states_its_timeout_and_every_callback_task_its_heartbeat() -> None:
+    # GIVEN every Task state of the definition
+    definition = _definition()
+    callbacks = callback_tasks(definition)
+    assert len(callbacks) == 4  # three render priorities and the merge
+    # WHEN their timeouts are read (a Task without one times out after 60 s on LocalStack and after
+    # a year on AWS, where a lost worker would then keep a job open for a year)
+    no_timeout = [n for n, s in tasks(definition).items() if not {"TimeoutSeconds", "TimeoutSecondsPath"} & set(s)]
+    no_heartbeat = [n for n, s in callbacks.items() if not {"HeartbeatSeconds", "HeartbeatSecondsPath"} & set(s)]
+    # THEN each states a timeout, and each callback task a heartbeat as well
+    assert no_timeout == []
+    assert no_heartbeat == []
+
+
+_FORMAT = re.compile(r"^States\.Format\('((?:[^'\\]|\\.)*)'((?:\s*,\s*[^,)]+)*)\)$")
+
+
+def longest_subject(expression: str) -> int:
+    """Length of the longest subject a States.Format expression builds, with the longest job id."""
+    match = _FORMAT.match(expression)
+    assert match, f"subject {expression!r} is not a States.Format the test can bound"
+    template, arguments = match.group(1), [a.strip() for a in match.group(2).split(",") if a.strip()]
+    unbounded = [a for a in arguments if a != "$.job.job_id"]
+    assert unbounded == [], f"subject {expression!r} has arguments of unknown length"
+    return len(template.replace("{}", "")) + JOB_ID_CHARS * len(arguments)
+
+
+def test_every_notice_subject_fits_sns_limit_with_the_longest_job_id() -> None:
+    # GIVEN every SNS publish in the definition
+    publishes = {n: s for n, s in tasks(_definition()).items() if s["Resource"].startswith("arn:aws:states:::sns:")}
+    assert publishes
+    lengths: dict[str, int] = {}
+    for name, state in publishes.items():
+        parameters = state["Parameters"]
+        # WHEN the longest subject each can build is measured (job ids reach JOB_ID_CHARS)
+        if "Subject.$" in parameters:
+            lengths[name] = longest_subject(parameters["Subject.$"])
+        else:
+            lengths[name] = len(parameters.get("Subject", ""))
+    # THEN none passes SNS's limit (AWS refuses the publish; LocalStack does not check)
+    assert {n: length for n, length in lengths.items() if length > SUBJECT_LIMIT} == {}
+
+
+def test_the_subject_bound_counts_what_it_should() -> None:
+    # The old subject, "FusionFleet job <id> succeeded", measured 106 with an 80-character id.
+    assert longest_subject("States.Format('FusionFleet job {} succeeded', $.job.job_id)") == 106
+    with pytest.raises(AssertionError):
+        longest_subject("States.Format('FusionFleet {} {}', $.job.job_id, $.job.manifest.target)")
+
+
+def test_every_sqs_send_retries_transient_errors_and_nothing_else() -> None:
+    # GIVEN every task that sends to SQS
+    sends = {n: s for n, s in tasks(_definition()).items() if s["Resource"].startswith("arn:aws:states:::sqs:")}
+    assert len(sends) == 4
+    for name, state in sends.items():
+        # WHEN its retriers are read
+        retried = {error for retrier in state.get("Retry", []) for error in retrier["ErrorEquals"]}
+        # THEN a throttled or failed send is tried again, with backoff
+        assert {"SQS.SdkClientException", "SQS.AmazonSQSException"} <= retried, name
+        assert all(r["MaxAttempts"] >= 2 and r.get("BackoffRate", 1.0) > 1.0 for r in state["Retry"]), name
+        # AND nothing else is: not a bad message, a worker's failure, or a token's timeout
+        assert retried <= TRANSIENT_SQS_ERRORS, name
+        assert not retried & CATCH_ALLS, name
+
+
+def test_the_distributed_map_keeps_no_results() -> None:
+    # GIVEN the Distributed Map of the segments
+    definition = _definition()
+    maps = {n: s for n, s in states(definition) if s["Type"] == "Map"}
+    for name, state in maps.items():
+        # WHEN its result handling is read
+        processor = state["ItemProcessor"]
+        ends = [s for s in processor["States"].values() if s.get("End")]
+        # THEN no ResultWriter (its results are unused, and it needs multipart permissions on AWS)
+        assert "ResultWriter" not in state, name
+        # AND each item's output is empty, so a job of thousands of segments stays within the
+        # 256 KiB a state's result may hold, and the Map's result is discarded
+        assert ends and all("OutputPath" in s and s["OutputPath"] is None for s in ends), name
+        assert state["ResultPath"] is None, name
