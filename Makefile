@@ -4,12 +4,14 @@
 
 PYTHON ?= python3
 PYTHON313 ?= python3.13
+PYTHON312 ?= python3.12
 VENV := .venv
 LSVENV := .venv-localstack
+FFVENV := .venv-facefusion
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: all setup venv localstack-env test lint unit e2e demo bench bench-quality chaos soak up down status clean
+.PHONY: all setup venv localstack-env facefusion-env test lint unit e2e demo bench bench-quality chaos soak up down status clean
 
 all: test
 
@@ -30,6 +32,17 @@ $(LSVENV)/.installed: infra/localstack/requirements.txt
 		{ echo "LocalStack 2026.3.0 needs Python 3.13 as '$(PYTHON313)' (install it, or set PYTHON313=/path/to/python3.13)"; exit 1; }
 	test -x $(LSVENV)/bin/python || $(PYTHON313) -m venv $(LSVENV)
 	$(LSVENV)/bin/python -m pip install --quiet -r infra/localstack/requirements.txt
+	touch $@
+
+# FaceFusion's own dependencies, for the development harness that runs the facefusion engine on a
+# FaceFusion 3.8.1 checkout (FUSIONFLEET_FACEFUSION_SOURCE) with stand-in models; never in .venv.
+facefusion-env: $(FFVENV)/.installed
+$(FFVENV)/.installed: infra/facefusion/requirements.txt
+	@$(PYTHON312) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null || \
+		{ echo "FaceFusion 3.8.1's pins (scipy 1.18) need Python >= 3.12 as '$(PYTHON312)' (set PYTHON312=/path/to/python3.12)"; exit 1; }
+	test -x $(FFVENV)/bin/python || $(PYTHON312) -m venv $(FFVENV)
+	$(FFVENV)/bin/python -m pip install --quiet -r infra/facefusion/requirements.txt
+	$(FFVENV)/bin/python -m pip check
 	touch $@
 
 lint: venv
