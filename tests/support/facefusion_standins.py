@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx  # type: ignore[import-not-found]
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
@@ -195,7 +195,7 @@ def swapper(path: Path) -> None:
 
 def occluder(path: Path) -> None:
     graph = Graph({"input": 4})
-    graph.output("output", graph.tied(np.ones((1, 256, 256)), "input"), 3)
+    graph.output("output", graph.tied(np.ones((1, 256, 256, 1)), "input"), 4)
     graph.save(path)
 
 

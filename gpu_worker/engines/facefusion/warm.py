@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu_worker.engines.base import EngineError, EngineJob, Frame, Image
+from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
 from gpu_worker.engines.facefusion.engine import gather_facts
@@ -102,6 +102,9 @@ class WarmFaceFusionEngine:
     def prepare(self) -> None:
         settings = self._settings or settings_from_env(self._env)
         home = resolve_home(settings)
+        if shutil.which("curl", path=self._env.get("PATH")) is None:
+            # No ffmpeg or ffprobe needed here, but FaceFusion runs curl when it lists its models.
+            raise EngineUnavailable("FaceFusion cannot run on this worker: curl is not on PATH")
         facts = self._facts or gather_facts(settings, home, self._env)
         self._execution = warm_execution_args(facts, settings)
         self._settings, self._facts, self._home = settings, facts, home

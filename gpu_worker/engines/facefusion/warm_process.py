@@ -6,6 +6,8 @@ its last words instead of blocking the engine; `stop()` kills it from another th
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import select
@@ -103,8 +105,6 @@ class WarmProcess:
         return b"".join(chunks)
 
     def receive(self, deadline: _Deadline, what: str) -> tuple[dict[str, Any], bytes]:
-        import json
-
         (size,) = warm_server.HEADER.unpack(self._read(warm_server.HEADER.size, deadline, what))
         header: dict[str, Any] = json.loads(self._read(size, deadline, what))
         payload = self._read(int(header["bytes"]), deadline, what) if header.get("bytes") else b""
@@ -119,10 +119,8 @@ class WarmProcess:
                 except (OSError, ValueError, subprocess.TimeoutExpired):
                     _kill_group(self._process)
             for stream in (self._requests, self._replies):
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
             self._log.close()
 
 

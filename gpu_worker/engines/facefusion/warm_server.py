@@ -94,7 +94,7 @@ class FaceFusion:
             return create(*args, **kwargs)
 
         # Counted, not changed: proof that a warm segment loads no model.
-        inference_manager.create_inference_session = counted  # type: ignore[assignment]
+        inference_manager.create_inference_session = counted
 
     def configure(self, argv: list[str]) -> None:
         """Apply `argv` to FaceFusion's state as its CLI does; Refused with its own message."""
@@ -283,7 +283,7 @@ def main() -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.path.insert(0, os.getcwd())  # FaceFusion's folder: `facefusion` is imported from it
     # FaceFusion's logger.init (basicConfig) then logs through it, so its last words are at hand.
-    sys.stderr = _Tail()  # type: ignore[assignment]
+    sys.stderr = _Tail()
     serve(sys.stdin.buffer, replies)
 
 

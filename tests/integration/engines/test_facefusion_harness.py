@@ -1,0 +1,194 @@
+"""Both FaceFusion engines against FaceFusion 3.8.1's own code, with stand-in models on the CPU.
+
+Needs a FaceFusion checkout (FUSIONFLEET_FACEFUSION_SOURCE) and its environment (`make
+facefusion-env`); skipped with the reason otherwise. The stand-in swapper inverts the face region,
+so a swapped frame is recognisable: 255 - input in the face's middle, the input elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
+from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
+from gpu_worker.engines.facefusion.execution import HostFacts
+from gpu_worker.engines.facefusion.settings import EngineSettings
+from tests.support import facefusion_harness as harness
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(harness.skip_reason() is not None, reason=str(harness.skip_reason())),
+]
+
+CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
+    return harness.prepare(tmp_path_factory.mktemp("facefusion-harness"))
+
+
+def _settings(home: harness.Harness) -> EngineSettings:
+    return EngineSettings(home=home.home, python=home.python)
+
+
+@pytest.fixture(scope="module")
+def warm(home: harness.Harness) -> Iterator[WarmFaceFusionEngine]:
+    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine.prepare()
+    yield engine
+    engine.close()
+
+
+def _job(tmp_path: Path, options: Mapping[str, Any] | None = None, source: Image | None = None) -> EngineJob:
+    return EngineJob(
+        job_id="harness",
+        sources=(harness.face_image() if source is None else source,),
+        options=dict(options or {"face_selector_mode": "one"}),
+        fps=25.0,
+        work_dir=tmp_path / "work",
+    )
+
+
+def _swapped(frame: Frame, image: Image) -> tuple[float, float]:
+    """(distance of the face's middle from 255 - input, distance of the rest from the input)."""
+    ys, xs = harness.face_core()
+    inverted = float(np.abs(image[ys, xs].astype(int) - (255 - frame.image[ys, xs].astype(int))).mean())
+    kept = float(np.abs(harness.outside_face(image).astype(int) - harness.outside_face(frame.image).astype(int)).mean())
+    return inverted, kept
+
+
+def _assert_swapped(frames: list[Frame], images: list[Image]) -> None:
+    assert len(images) == len(frames)
+    for frame, image in zip(frames, images, strict=True):
+        assert image.shape == frame.image.shape
+        inverted, kept = _swapped(frame, image)
+        assert inverted < 1.0 and kept < 1.0, (frame.index, inverted, kept)
+
+
+def test_stand_in_models_are_where_facefusion_looks_with_their_hashes(home: harness.Harness) -> None:
+    # GIVEN the harness WHEN it prepared FaceFusion's folder THEN every model has the CRC-32 FaceFusion checks
+    import zlib
+
+    for name in home.models:
+        model = home.models_dir / name
+        assert model.with_suffix(".hash").read_text() == format(zlib.crc32(model.read_bytes()), "08x")
+    assert "hyperswap_1a_256.onnx" in home.models and "yoloface_8n.onnx" in home.models
+
+
+def test_per_segment_headless_run_swaps_every_frame(home: harness.Harness, tmp_path: Path) -> None:
+    # GIVEN the per-segment engine on FaceFusion's own code and 6 frames, the first 2 lead-in
+    engine = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine.prepare()
+    frames = [Frame(frame.index, frame.image, emit=frame.index >= 2) for frame in harness.clip(6)]
+    # WHEN they are rendered
+    images = list(engine.render(_job(tmp_path), frames))
+    engine.close()
+    # THEN FaceFusion swapped the face in every one of them, in order, and left the rest alone
+    _assert_swapped(frames, images)
+
+
+def test_warm_engine_gives_the_frames_headless_run_gives(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN the same segment through both engines
+    frames = harness.clip(8, start=30)
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    old = list(per_segment.render(_job(tmp_path), frames))
+    per_segment.close()
+    # WHEN the warm engine renders it
+    new = list(warm.render(_job(tmp_path), frames))
+    # THEN the frames are the same (the old path's lossless video round trip changes nothing)
+    _assert_swapped(frames, new)
+    assert len(new) == len(old)
+    for before, after in zip(old, new, strict=True):
+        assert int(np.abs(before.astype(int) - after.astype(int)).max()) <= 1
+
+
+def test_warm_second_segment_loads_no_model(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN a warm engine that rendered one segment of a job
+    job = _job(tmp_path)
+    list(warm.render(job, harness.clip(4)))
+    loaded = warm.stats.session_loads_total
+    # WHEN it renders the next two segments
+    for start in (4, 8):
+        frames = harness.clip(4, start=start)
+        images = list(warm.render(job, frames))
+        _assert_swapped(frames, images)
+        # THEN no inference session was created for them
+        assert warm.stats.session_loads == 0
+    assert warm.stats.session_loads_total == loaded > 0
+
+
+def test_other_options_load_only_their_models(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN a warm engine that rendered with the default face mask
+    list(warm.render(_job(tmp_path), harness.clip(2)))
+    # WHEN a job asks for the occlusion mask too (its options go through FaceFusion's parser)
+    options = {"face_selector_mode": "one", "face_mask_types": ["box", "occlusion"], "face_swapper_weight": 0.7}
+    frames = harness.clip(3)
+    images = list(warm.render(_job(tmp_path, options), frames))
+    # THEN it renders (the stand-in occluder keeps the whole face), loading just FaceFusion's face
+    # masker pool, which holds the occluder and the parser together
+    _assert_swapped(frames, images)
+    assert warm.stats.session_loads == 2
+    # AND back on the first options nothing loads again
+    list(warm.render(_job(tmp_path), harness.clip(2)))
+    assert warm.stats.session_loads == 0
+
+
+def test_refusal_carries_facefusions_reason_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN a source image without a face (the stand-in detector sees none in a dark frame)
+    faceless = np.zeros_like(harness.face_image())
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN either engine renders THEN it fails with FaceFusion's own words
+    for engine in (per_segment, warm):
+        with pytest.raises(EngineError, match="no source face detected"):
+            list(engine.render(_job(tmp_path, source=faceless), harness.clip(3)))
+    per_segment.close()
+    # AND the warm engine renders the next job as before
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+
+
+def test_content_analyser_refuses_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN a target the stand-in content analyser flags (mostly red)
+    frames = [Frame(index, harness.red_image()) for index in range(3)]
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN either engine renders it THEN it is refused, naming FaceFusion's content analyser
+    for engine in (per_segment, warm):
+        with pytest.raises(EngineError, match="content analyser refused"):
+            list(engine.render(_job(tmp_path), frames))
+    per_segment.close()
+
+
+def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Path) -> None:
+    # GIVEN a warm engine whose FaceFusion process was killed between segments
+    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    assert isinstance(engine, Engine)
+    engine.prepare()
+    process = engine._process
+    assert process is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process._process.wait()
+    # WHEN the next segment comes THEN a new process renders it
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(engine.render(_job(tmp_path), frames)))
+    assert engine._process is not None and engine._process.pid != process.pid
+    # AND closing the engine ends its FaceFusion process
+    replacement = engine._process
+    engine.close()
+    assert not replacement.alive()
