@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -42,8 +42,10 @@ class SegmentStats:
 
     session_loads: int = 0
     session_loads_total: int = 0
+    session_models: tuple[str, ...] = ()  # the model files of the sessions this segment created
     sampled: int = 0
     flagged: int = 0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds FaceFusion spent in each step
 
 
 def warm_execution_args(facts: HostFacts, settings: EngineSettings) -> list[str]:
@@ -131,8 +133,9 @@ class WarmFaceFusionEngine:
             return
         if options.get("face_selector_mode", "reference") == "reference" and job.reference is not None:
             reference = job.reference
-        job.work_dir.mkdir(parents=True, exist_ok=True)
-        folder = Path(tempfile.mkdtemp(prefix="facefusion-", dir=job.work_dir))
+        assert self._scratch is not None
+        # The same paths every segment, so a job's argv repeats and FaceFusion parses it once.
+        folder = self._scratch / "inputs"
         try:
             paths = _segment_paths(folder, len(job.sources))
             write_sources((*job.sources, reference), (*paths.sources, paths.target))
@@ -201,8 +204,10 @@ class WarmFaceFusionEngine:
         self.stats = SegmentStats(
             session_loads=int(header["session_loads"]),
             session_loads_total=int(header["session_loads_total"]),
+            session_models=tuple(str(name) for name in header.get("session_models", [])),
             sampled=int(header["sampled"]),
             flagged=int(header["flagged"]),
+            phases={str(name): float(seconds) for name, seconds in header.get("phases", {}).items()},
         )
         if produced != len(sent):
             raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail()))
@@ -224,7 +229,7 @@ class WarmFaceFusionEngine:
 
 def _segment_paths(folder: Path, source_count: int) -> RunPaths:
     for name in ("temp", "jobs"):
-        (folder / name).mkdir()
+        (folder / name).mkdir(parents=True, exist_ok=True)
     (folder / "facefusion.ini").write_text("")
     return RunPaths(
         config=folder / "facefusion.ini",

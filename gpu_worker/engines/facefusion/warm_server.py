@@ -26,6 +26,7 @@ import json
 import os
 import struct
 import sys
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -36,6 +37,8 @@ import numpy as np
 
 HEADER = struct.Struct(">I")
 NEIGHBOURS_DEFAULT = 2  # FaceFusion's --target-frame-amount default
+PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
+FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' worth)
 
 
 def write_message(stream: IO[bytes], header: dict[str, Any], payload: bytes | memoryview = b"") -> None:
@@ -86,12 +89,15 @@ class FaceFusion:
         from facefusion import inference_manager
 
         self.session_loads = 0
+        self.loaded: list[str] = []  # model files, in the order their sessions were created
         self.checked: set[tuple[str, ...]] = set()
+        self.parsed: dict[tuple[str, ...], dict[str, Any]] = {}
         create = inference_manager.create_inference_session
 
-        def counted(*args: Any, **kwargs: Any) -> Any:
+        def counted(model_path: str, *args: Any, **kwargs: Any) -> Any:
             self.session_loads += 1
-            return create(*args, **kwargs)
+            self.loaded.append(os.path.basename(model_path))
+            return create(model_path, *args, **kwargs)
 
         # Counted, not changed: proof that a warm segment loads no model.
         inference_manager.create_inference_session = counted
@@ -103,18 +109,25 @@ class FaceFusion:
         from facefusion.program import create_program
         from facefusion.program_helper import validate_args
 
-        # Processors register their flags from the command line (parse_known_args reads sys.argv).
-        sys.argv = ["facefusion.py", *argv]
-        program = create_program()
-        if not validate_args(program):
-            raise Refused("FaceFusion rejected its own argument defaults (no usable provider or encoder)")
-        errors = io.StringIO()
-        try:
-            with contextlib.redirect_stderr(errors):
-                args = vars(program.parse_args(argv))
-        except SystemExit:
-            lines = [line for line in errors.getvalue().splitlines() if line.strip()]
-            raise Refused(lines[-1] if lines else "FaceFusion refused its arguments") from None
+        key = tuple(argv)
+        args = self.parsed.get(key)
+        if args is None:
+            # Processors register their flags from the command line (parse_known_args reads sys.argv).
+            sys.argv = ["facefusion.py", *argv]
+            program = create_program()
+            if not validate_args(program):
+                raise Refused("FaceFusion rejected its own argument defaults (no usable provider or encoder)")
+            errors = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(errors):
+                    args = vars(program.parse_args(argv))
+            except SystemExit:
+                lines = [line for line in errors.getvalue().splitlines() if line.strip()]
+                raise Refused(lines[-1] if lines else "FaceFusion refused its arguments") from None
+            if len(self.parsed) >= PARSED_LIMIT:
+                self.parsed.clear()
+            self.parsed[key] = args
+        # Every segment starts from FaceFusion's full state for its argv: nothing leaks between jobs.
         apply_args(args, state_manager.init_item)
         logger.init(state_manager.get_item("log_level"))
 
@@ -164,17 +177,33 @@ def render(
 ) -> None:
     """One segment: configure, check, then frames in → frames out, in order."""
     from facefusion import content_analyser, face_store, state_manager
-    from facefusion.vision import create_empty_vision_frame
+    from facefusion.vision import create_empty_vision_frame, read_static_image, read_static_video_frame
     from facefusion.workflows.core import process_temp_frame
 
+    # The engine writes each segment's images to the same paths, and FaceFusion caches images by path.
+    read_static_image.cache_clear()
+    read_static_video_frame.cache_clear()
     loads_before = engine.session_loads
+    clock = time.perf_counter()
+    phases: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phases[name] = round(now - clock, 4)
+        clock = now
+
     engine.configure(header["argv"])
     # The target path is the reference frame, as an image: for an image FaceFusion reads the
     # reference face from the image itself (workflows.core.conditional_get_reference_vision_frame);
     # the frames themselves come from memory.
     state_manager.set_item("workflow_mode", "image-to-image")
+    lap("configure_s")
+    new_options = tuple(header["check_key"]) not in engine.checked
     engine.check(tuple(header["check_key"]))
+    lap("pre_check_s")
     modules = engine.pre_process()
+    lap("pre_process_s")
     send({"op": "ready"})
 
     amount = int(state_manager.get_item("target_frame_amount") or NEIGHBOURS_DEFAULT)
@@ -190,6 +219,10 @@ def render(
     def submit(position: int) -> None:
         frames = neighbours(position)
         pending.append(executor.submit(process_temp_frame, frames, frames[amount].copy(), position))
+        if new_options and position == 0:
+            # FaceFusion creates an inference pool on first use, unlocked: threads that start
+            # together each load the same models. The first frame of new options goes alone.
+            pending[0].result()
 
     def flush(limit: int) -> None:
         nonlocal produced
@@ -218,9 +251,14 @@ def render(
         for last in range(max(0, position - amount), position):
             submit(last)
         flush(0)
+    lap("frames_s")
     for module in modules:
         module.post_process()
-    face_store.clear_faces()  # FaceFusion never clears it in a run; a long-lived process must
+    # FaceFusion keeps every frame's faces for the whole run and never clears them; a long-lived
+    # process must, but not every segment: the job's source faces stay found.
+    if len(face_store.FACE_STORE) > FACE_STORE_LIMIT:
+        face_store.clear_faces()
+    lap("post_process_s")
     send(
         {
             "op": "done",
@@ -229,6 +267,8 @@ def render(
             "flagged": flagged,
             "session_loads": engine.session_loads - loads_before,
             "session_loads_total": engine.session_loads,
+            "session_models": engine.loaded[loads_before:],
+            "phases": phases,
         }
     )
 

@@ -124,7 +124,7 @@ def test_warm_second_segment_loads_no_model(warm: WarmFaceFusionEngine, tmp_path
         images = list(warm.render(job, frames))
         _assert_swapped(frames, images)
         # THEN no inference session was created for them
-        assert warm.stats.session_loads == 0
+        assert warm.stats.session_loads == 0 and warm.stats.session_models == ()
     assert warm.stats.session_loads_total == loaded > 0
 
 
@@ -138,6 +138,7 @@ def test_other_options_load_only_their_models(warm: WarmFaceFusionEngine, tmp_pa
     # THEN it renders (the stand-in occluder keeps the whole face), loading just FaceFusion's face
     # masker pool, which holds the occluder and the parser together
     _assert_swapped(frames, images)
+    assert sorted(warm.stats.session_models) == ["bisenet_resnet_34.onnx", "xseg_1.onnx"]
     assert warm.stats.session_loads == 2
     # AND back on the first options nothing loads again
     list(warm.render(_job(tmp_path), harness.clip(2)))
