@@ -91,7 +91,10 @@ def measure(repeats: int) -> dict[str, Any]:
         start_s = _timed(warm.prepare)
         first_s = _render(warm, job, SHORT)
         first_loads = warm.stats.session_loads
-        warm_short, warm_long, later_loads, overheads = [], [], [], []
+        warm_short: list[float] = []
+        warm_long: list[float] = []
+        later_loads: list[int] = []
+        overheads: list[float] = []
         for _ in range(repeats):
             for frames, times in ((SHORT, warm_short), (LONG, warm_long)):
                 times.append(_render(warm, job, frames))
