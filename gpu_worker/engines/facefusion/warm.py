@@ -99,6 +99,7 @@ class WarmFaceFusionEngine:
         self._execution: list[str] = []
         self._process: WarmProcess | None = None
         self._scratch: Path | None = None
+        self._unfinished = False  # a segment was started and its end not read
         self.stats = SegmentStats()
 
     def prepare(self) -> None:
@@ -127,6 +128,12 @@ class WarmFaceFusionEngine:
             self.prepare()
         settings = self._settings
         assert settings is not None
+        if self._process is not None and self._unfinished:
+            # The last segment ended between its header and its frames: FaceFusion is still in it.
+            # A new process costs a model load; a confused one would cost wrong frames.
+            logger.info("FaceFusion's warm process %s is inside an abandoned segment: replacing it", self._process.pid)
+            self._process.stop(graceful=False)
+            self._process = None
         process = self._process if self._process is not None and self._process.alive() else self._start()
         held, reference, rest = split_reference(frames, options)
         if reference is None:
@@ -142,9 +149,11 @@ class WarmFaceFusionEngine:
             argv = segment_argv(paths, options, self._execution)
             # A segment's length is unknown until its frames are read: the deadline is per frame.
             first = deadline(settings.timeout_base_s)
+            self._unfinished = True
             process.send({"op": "segment", "argv": argv, "check_key": check_key(options, self._execution),
                           "fps": job.fps})  # fmt: skip
             header, _ = process.receive(first, "checking the job")
+            self._unfinished = header["op"] == "ready"
             if header["op"] == "refused":
                 raise EngineError(f"FaceFusion refused the job: {header['reason']}")
             if header["op"] != "ready":
@@ -194,10 +203,17 @@ class WarmFaceFusionEngine:
                     yield np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3)
                     produced += 1
                     continue
+                # Either way FaceFusion has left the segment (after an error it skips what is still sent).
+                self._unfinished = False
                 if header["op"] == "done":
                     break
                 raise EngineError(f"FaceFusion failed after {produced} frames: {header.get('reason', header)}")
         finally:
+            if self._unfinished:
+                # Abandoned by the consumer, or FaceFusion is gone: nothing will read its replies,
+                # so it is stopped now (which also ends the writer) rather than left blocked.
+                process.stop(graceful=False)
+                self._process = None
             writer.join(timeout=settings.timeout_base_s)
         if failure:
             raise failure[0]

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import select
+import signal
 import subprocess
 import threading
 import time
@@ -57,6 +58,7 @@ class WarmProcess:
             stdout=subprocess.PIPE,
             stderr=self._log,
             start_new_session=True,
+            # Dies with the thread that starts it (PR_SET_PDEATHSIG): the engine's own, long-lived one.
             preexec_fn=_prepare_child,  # noqa: PLW1509 - plain libc calls only, see process._prepare_child
         )
         assert self._process.stdin is not None and self._process.stdout is not None
@@ -91,7 +93,7 @@ class WarmProcess:
         while size:
             ready, _, _ = select.select([fd], [], [], max(0.0, deadline.left()))
             if not ready:
-                self.stop()
+                self.stop(graceful=False)
                 raise ServerGone(
                     f"FaceFusion did not answer ({what}) within {deadline.timeout_s:.0f} s and was stopped: "
                     f"{self.log_tail()[-800:]}"
@@ -110,14 +112,21 @@ class WarmProcess:
         payload = self._read(int(header["bytes"]), deadline, what) if header.get("bytes") else b""
         return header, payload
 
-    def stop(self) -> None:
+    def stop(self, graceful: bool = True) -> None:
+        """End the process: asked to, between segments; killed, inside one (or when it will not)."""
         with self._lock:
             if self._process.poll() is None:
-                try:
-                    warm_server.write_message(self._requests, {"op": "stop"})
-                    self._process.wait(timeout=2)
-                except (OSError, ValueError, subprocess.TimeoutExpired):
-                    _kill_group(self._process)
+                if not graceful:
+                    # Nothing in it is worth waiting for: no files of ours, only the GPU to free.
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(self._process.pid, signal.SIGKILL)
+                    self._process.wait()
+                else:
+                    try:
+                        warm_server.write_message(self._requests, {"op": "stop"})
+                        self._process.wait(timeout=2)
+                    except (OSError, ValueError, subprocess.TimeoutExpired):
+                        _kill_group(self._process)
             for stream in (self._requests, self._replies):
                 with contextlib.suppress(OSError):
                     stream.close()

@@ -193,3 +193,34 @@ def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Pat
     replacement = engine._process
     engine.close()
     assert not replacement.alive()
+
+
+def test_segment_abandoned_mid_way_leaves_the_engine_usable(home: harness.Harness, tmp_path: Path) -> None:
+    # GIVEN a warm engine whose consumer stops reading after 2 of 8 frames (a warm stop, a failed encoder)
+    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine.prepare()
+    outputs = engine.render(_job(tmp_path), harness.clip(8))
+    assert [next(outputs).shape for _ in range(2)] == [(240, 320, 3)] * 2
+    outputs.close()
+    # WHEN the next segment comes THEN it gets exactly its own frames, swapped
+    frames = harness.clip(3, start=50)
+    _assert_swapped(frames, list(engine.render(_job(tmp_path), frames)))
+    engine.close()
+
+
+def test_hung_facefusion_is_stopped_with_a_reason_and_replaced(home: harness.Harness, tmp_path: Path) -> None:
+    # GIVEN a warm engine with a 3 s step limit whose FaceFusion process stops answering
+    settings = EngineSettings(home=home.home, python=home.python, timeout_base_s=3.0)
+    engine = WarmFaceFusionEngine(settings, CPU_FACTS, env=home.env)
+    engine.prepare()
+    hung = engine._process
+    assert hung is not None
+    os.kill(hung.pid, signal.SIGSTOP)
+    # WHEN a segment comes THEN it fails, saying FaceFusion did not answer, and the process is gone
+    with pytest.raises(EngineError, match="did not answer"):
+        list(engine.render(_job(tmp_path), harness.clip(2)))
+    assert not hung.alive()
+    # AND the next segment gets a new process
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(engine.render(_job(tmp_path), frames)))
+    engine.close()
