@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +200,7 @@ def test_segment_abandoned_mid_way_leaves_the_engine_usable(home: harness.Harnes
     engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
     engine.prepare()
     outputs = engine.render(_job(tmp_path), harness.clip(8))
+    assert isinstance(outputs, Generator)
     assert [next(outputs).shape for _ in range(2)] == [(240, 320, 3)] * 2
     outputs.close()
     # WHEN the next segment comes THEN it gets exactly its own frames, swapped
