@@ -225,3 +225,49 @@ def test_hung_facefusion_is_stopped_with_a_reason_and_replaced(home: harness.Har
     frames = harness.clip(2)
     _assert_swapped(frames, list(engine.render(_job(tmp_path), frames)))
     engine.close()
+
+
+ENGINE_PROCESS = """
+import os, sys, time
+from pathlib import Path
+from gpu_worker.engines.facefusion.execution import HostFacts
+from gpu_worker.engines.facefusion.settings import EngineSettings
+from gpu_worker.engines.facefusion.warm import WarmFaceFusionEngine
+
+facts = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
+engine = WarmFaceFusionEngine(EngineSettings(home=Path(sys.argv[1]), python=sys.argv[2]), facts, env=os.environ)
+engine.prepare()
+print(engine._process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_facefusion_dies_with_the_engine_process(home: harness.Harness) -> None:
+    # GIVEN an engine process (as the engine host runs one per worker) with its warm FaceFusion
+    import subprocess
+    import sys
+    import time
+
+    engine_process = subprocess.Popen(
+        [sys.executable, "-c", ENGINE_PROCESS, str(home.home), home.python],
+        cwd=harness.REPO, env={**home.env, "PYTHONPATH": str(harness.REPO)}, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert engine_process.stdout is not None
+    facefusion_pid = int(engine_process.stdout.readline())
+    assert _running(facefusion_pid)
+    # WHEN the engine process is killed (the host does so on a hang, and recycles it)
+    engine_process.kill()
+    engine_process.wait()
+    # THEN FaceFusion goes with it: it holds no GPU for a dead engine
+    deadline = time.monotonic() + 10
+    while _running(facefusion_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(facefusion_pid)
