@@ -46,6 +46,7 @@ class SegmentStats:
     sampled: int = 0
     flagged: int = 0
     phases: dict[str, float] = field(default_factory=dict)  # seconds FaceFusion spent in each step
+    pre_checked: bool = False  # its processors' pre-checks ran (new options for this process)
 
 
 def warm_execution_args(facts: HostFacts, settings: EngineSettings) -> list[str]:
@@ -224,6 +225,7 @@ class WarmFaceFusionEngine:
             sampled=int(header["sampled"]),
             flagged=int(header["flagged"]),
             phases={str(name): float(seconds) for name, seconds in header.get("phases", {}).items()},
+            pre_checked=bool(header.get("pre_checked")),
         )
         if produced != len(sent):
             raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail()))

@@ -269,6 +269,7 @@ def render(
             "session_loads_total": engine.session_loads,
             "session_models": engine.loaded[loads_before:],
             "phases": phases,
+            "pre_checked": new_options,
         }
     )
 

@@ -123,8 +123,9 @@ def test_warm_second_segment_loads_no_model(warm: WarmFaceFusionEngine, tmp_path
         frames = harness.clip(4, start=start)
         images = list(warm.render(job, frames))
         _assert_swapped(frames, images)
-        # THEN no inference session was created for them
+        # THEN no inference session was created for them, nor FaceFusion's pre-checks run again
         assert warm.stats.session_loads == 0 and warm.stats.session_models == ()
+        assert not warm.stats.pre_checked
     assert warm.stats.session_loads_total == loaded > 0
 
 
@@ -138,6 +139,7 @@ def test_other_options_load_only_their_models(warm: WarmFaceFusionEngine, tmp_pa
     # THEN it renders (the stand-in occluder keeps the whole face), loading just FaceFusion's face
     # masker pool, which holds the occluder and the parser together
     _assert_swapped(frames, images)
+    assert warm.stats.pre_checked
     assert sorted(warm.stats.session_models) == ["bisenet_resnet_34.onnx", "xseg_1.onnx"]
     assert warm.stats.session_loads == 2
     # AND back on the first options nothing loads again
@@ -271,3 +273,20 @@ def test_facefusion_dies_with_the_engine_process(home: harness.Harness) -> None:
     while _running(facefusion_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _running(facefusion_pid)
+
+
+def test_facefusions_own_parser_refuses_what_it_does_not_take(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN an argv FaceFusion's parser refuses (the engine's own checks would stop it earlier)
+    from gpu_worker.engines.facefusion.warm import _segment_paths, segment_argv
+    from gpu_worker.engines.facefusion.warm_process import deadline
+
+    process = warm._process
+    assert process is not None
+    argv = [*segment_argv(_segment_paths(tmp_path, 1), {}, []), "--face-detector-size", "320x320"]
+    # WHEN the warm process is asked to configure with it
+    process.send({"op": "segment", "argv": argv, "check_key": argv, "fps": 25.0})
+    header, _ = process.receive(deadline(30), "checking")
+    # THEN it refuses with argparse's words from FaceFusion's program, and stays warm
+    assert header["op"] == "refused" and "invalid choice: '320x320'" in header["reason"]
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
