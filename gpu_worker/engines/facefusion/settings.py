@@ -20,6 +20,7 @@ ENV_TIMEOUT_PER_FRAME = "FUSIONFLEET_FACEFUSION_TIMEOUT_PER_FRAME_S"
 ENV_RAW_LIMIT = "FUSIONFLEET_FACEFUSION_RAW_OUTPUT_LIMIT_BYTES"
 ENV_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 ENV_MODE = "FUSIONFLEET_FACEFUSION_MODE"
+ENV_SCRATCH = "FUSIONFLEET_SCRATCH"  # the worker's scratch folder (gpu_worker/config.py reads it too)
 
 # warm: one FaceFusion process per engine, frames in memory (warm.py); per-segment: one
 # `headless-run` per segment (engine.py), kept selectable while both exist.
@@ -47,6 +48,7 @@ class EngineSettings:
     timeout_base_s: float = DEFAULT_TIMEOUT_BASE_S
     timeout_per_frame_s: float = DEFAULT_TIMEOUT_PER_FRAME_S
     raw_output_limit_bytes: int = DEFAULT_RAW_OUTPUT_LIMIT_BYTES
+    scratch: Path | None = None  # where the warm engine keeps its inputs and FaceFusion's log
 
     def timeout_s(self, frames: int) -> float:
         """How long one run over `frames` frames may take before it counts as hung."""
@@ -86,6 +88,7 @@ def settings_from_env(env: Mapping[str, str]) -> EngineSettings:
         timeout_base_s=_float(env, ENV_TIMEOUT_BASE, DEFAULT_TIMEOUT_BASE_S),
         timeout_per_frame_s=_float(env, ENV_TIMEOUT_PER_FRAME, DEFAULT_TIMEOUT_PER_FRAME_S),
         raw_output_limit_bytes=DEFAULT_RAW_OUTPUT_LIMIT_BYTES if raw_limit is None else raw_limit,
+        scratch=Path(env[ENV_SCRATCH]) if env.get(ENV_SCRATCH, "").strip() else None,
     )
 
 

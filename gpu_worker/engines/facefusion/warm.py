@@ -112,7 +112,9 @@ class WarmFaceFusionEngine:
         facts = self._facts or gather_facts(settings, home, self._env)
         self._execution = warm_execution_args(facts, settings)
         self._settings, self._facts, self._home = settings, facts, home
-        self._scratch = Path(tempfile.mkdtemp(prefix="facefusion-warm-"))
+        if settings.scratch is not None:
+            settings.scratch.mkdir(parents=True, exist_ok=True)
+        self._scratch = Path(tempfile.mkdtemp(prefix="facefusion-warm-", dir=settings.scratch))
         self._start()
 
     def _start(self) -> WarmProcess:

@@ -133,3 +133,11 @@ def test_warm_engine_refuses_what_facefusion_cannot_take(tmp_path: Path) -> None
     job = EngineJob(job_id="j", sources=(np.zeros((4, 4, 3), np.uint8),), options={"processors": ["lip_syncer"]})
     with pytest.raises(EngineError, match="lip_syncer needs an audio source"):
         engine.validate(job)
+
+
+def test_scratch_comes_from_the_workers_setting(tmp_path: Path) -> None:
+    # GIVEN the worker's scratch folder in the environment WHEN the settings are read THEN the engine uses it
+    from gpu_worker.engines.facefusion.settings import settings_from_env
+
+    assert settings_from_env({"FUSIONFLEET_SCRATCH": str(tmp_path)}).scratch == tmp_path
+    assert settings_from_env({}).scratch is None
