@@ -113,6 +113,25 @@ def test_warm_engine_gives_the_frames_headless_run_gives(
         assert int(np.abs(before.astype(int) - after.astype(int)).max()) <= 1
 
 
+def test_reference_mode_picks_the_same_face_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN FaceFusion's default selector (reference: the face like the one in the reference frame)
+    # and a segment with 2 lead-in frames, whose first emitted frame is the reference
+    frames = [Frame(frame.index, frame.image, emit=frame.index >= 22) for frame in harness.clip(6, start=20)]
+    options = {"face_selector_mode": "reference", "reference_face_distance": 0.3}
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN both engines render it
+    old = list(per_segment.render(_job(tmp_path, options), frames))
+    per_segment.close()
+    new = list(warm.render(_job(tmp_path, options), frames))
+    # THEN both swapped the face in every frame, alike
+    _assert_swapped(frames, old)
+    _assert_swapped(frames, new)
+    assert max(int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in zip(old, new, strict=True)) <= 1
+
+
 def test_warm_second_segment_loads_no_model(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
     # GIVEN a warm engine that rendered one segment of a job
     job = _job(tmp_path)
