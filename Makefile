@@ -4,8 +4,10 @@
 
 PYTHON ?= python3
 PYTHON313 ?= python3.13
+PYTHON312 ?= python3.12
 VENV := .venv
 LSVENV := .venv-localstack
+FFVENV := .venv-facefusion
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
@@ -17,7 +19,7 @@ SAM_CLI_VERSION := 1.170.0
 CKVENV := .venv-checkov
 SAMVENV := .venv-sam
 
-.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks test lint unit e2e demo bench bench-quality chaos soak up down status clean
+.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality chaos soak up down status clean
 
 all: test
 
@@ -58,6 +60,17 @@ aws-checks: venv checkov-env sam-env
 	$(PY) -m pytest tests/unit/test_template.py tests/unit/test_iam.py tests/unit/test_hardening.py \
 		tests/unit/test_state_machine.py tests/unit/test_packages.py tests/unit/test_checkov.py \
 		tests/unit/test_sam_cli.py $(PYTEST_ARGS)
+
+# FaceFusion's own dependencies, for the development harness that runs the facefusion engine on a
+# FaceFusion 3.8.1 checkout (FUSIONFLEET_FACEFUSION_SOURCE) with stand-in models; never in .venv.
+facefusion-env: $(FFVENV)/.installed
+$(FFVENV)/.installed: infra/facefusion/requirements.txt
+	@$(PYTHON312) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null || \
+		{ echo "FaceFusion 3.8.1's pins (scipy 1.18) need Python >= 3.12 as '$(PYTHON312)' (set PYTHON312=/path/to/python3.12)"; exit 1; }
+	test -x $(FFVENV)/bin/python || $(PYTHON312) -m venv $(FFVENV)
+	$(FFVENV)/bin/python -m pip install --quiet -r infra/facefusion/requirements.txt
+	$(FFVENV)/bin/python -m pip check
+	touch $@
 
 lint: venv
 	$(VENV)/bin/ruff check .

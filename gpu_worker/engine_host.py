@@ -43,7 +43,23 @@ class HostPolicy:
         return self.base_timeout_s + frames * self.seconds_per_frame
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants: an engine may run its model server as a child (warm FaceFusion)."""
+    tree, index = [pid], 0
+    while index < len(tree):
+        for task in Path(f"/proc/{tree[index]}/task").glob("*/children"):
+            with contextlib.suppress(OSError, ValueError):
+                tree.extend(int(child) for child in task.read_text().split())
+        index += 1
+    return tree
+
+
 def rss_mb(pid: int) -> float:
+    """Resident memory of `pid` and its descendants."""
+    return sum(_own_rss_mb(member) for member in process_tree(pid))
+
+
+def _own_rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -54,7 +70,7 @@ def rss_mb(pid: int) -> float:
 
 
 def gpu_mb(pid: int) -> float | None:
-    """GPU memory held by `pid`, where nvidia-smi exists; None elsewhere."""
+    """GPU memory held by `pid` and its descendants, where nvidia-smi exists; None elsewhere."""
     if shutil.which("nvidia-smi") is None:
         return None
     try:
@@ -64,11 +80,21 @@ def gpu_mb(pid: int) -> float | None:
         ).stdout  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
-    for line in out.splitlines():
+    return gpu_memory_of(out, process_tree(pid))
+
+
+def gpu_memory_of(apps_csv: str, pids: list[int]) -> float:
+    """MiB that `pids` hold, from nvidia-smi's `pid, used_memory` lines. Pure."""
+    wanted = {str(pid) for pid in pids}
+    total = 0.0
+    for line in apps_csv.splitlines():
         fields = [field.strip() for field in line.split(",")]
-        if len(fields) == 2 and fields[0] == str(pid):
-            return float(fields[1])
-    return 0.0
+        if len(fields) == 2 and fields[0] in wanted:
+            try:
+                total += float(fields[1])
+            except ValueError:
+                continue
+    return total
 
 
 def recycle_reason(tasks: int, rss: float, gpu: float | None, policy: HostPolicy) -> str | None:

@@ -21,9 +21,9 @@ def _classic(env: Mapping[str, str]) -> Engine:
 
 
 def _facefusion(env: Mapping[str, str]) -> Engine:
-    from gpu_worker.engines.facefusion import FaceFusionEngine
+    from gpu_worker.engines.facefusion import create_facefusion_engine
 
-    return FaceFusionEngine(env=env)
+    return create_facefusion_engine(env)
 
 
 # Each factory gets the worker's environment as resolved at its entry point (engines read no os.environ).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpu_worker.engine_host import HostPolicy, recycle_reason
+from gpu_worker.engine_host import HostPolicy, _own_rss_mb, gpu_memory_of, process_tree, recycle_reason, rss_mb
 
 POLICY = HostPolicy(max_tasks=10, max_rss_mb=1000, max_gpu_mb=2000)
 
@@ -33,3 +33,34 @@ def test_the_task_limit_is_named_first_when_several_apply() -> None:
 def test_a_segment_may_take_longer_the_more_frames_it_has() -> None:
     policy = HostPolicy(base_timeout_s=120, seconds_per_frame=2)
     assert policy.timeout_s(0) == 120 and policy.timeout_s(50) == 220
+
+
+def test_gpu_memory_is_counted_over_the_engines_process_tree() -> None:
+    # GIVEN nvidia-smi's per-process lines, the engine (10) and its FaceFusion child (11) among them
+    apps = "10, 300\n11, 5000\n99, 7000\nbad line\n12, n/a\n"
+    # WHEN the engine's tree is counted THEN its child's memory counts, another process's does not
+    assert gpu_memory_of(apps, [10, 11]) == 5300.0
+    assert gpu_memory_of(apps, [42]) == 0.0
+
+
+def test_the_process_tree_and_its_memory_include_children() -> None:
+    # GIVEN this process with a child that holds 200 MB
+    import os
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; b = bytearray(200 * 2**20); print(flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert child.stdout is not None
+        child.stdout.readline()
+        time.sleep(0.1)
+        # WHEN the tree is walked THEN the child is in it, and its memory in the tree's
+        assert child.pid in process_tree(os.getpid())
+        assert rss_mb(os.getpid()) >= _own_rss_mb(os.getpid()) + 190
+    finally:
+        child.kill()
+        child.wait()

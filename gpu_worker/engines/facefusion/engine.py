@@ -1,4 +1,7 @@
-"""The FaceFusion engine: each segment goes through one `facefusion.py headless-run`.
+"""The per-segment FaceFusion engine: each segment goes through one `facefusion.py headless-run`.
+
+The warm engine (warm.py) is the default; this one stays selectable (FUSIONFLEET_FACEFUSION_MODE=
+per-segment) and the harness tests compare the two frame by frame while both exist.
 
 The frames are written to a lossless video, FaceFusion renders it like any target, and its output
 is decoded back into one image per frame. Anything short of exactly that (no output, missing

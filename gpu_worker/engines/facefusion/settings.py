@@ -19,6 +19,13 @@ ENV_TIMEOUT_BASE = "FUSIONFLEET_FACEFUSION_TIMEOUT_BASE_S"
 ENV_TIMEOUT_PER_FRAME = "FUSIONFLEET_FACEFUSION_TIMEOUT_PER_FRAME_S"
 ENV_RAW_LIMIT = "FUSIONFLEET_FACEFUSION_RAW_OUTPUT_LIMIT_BYTES"
 ENV_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+ENV_MODE = "FUSIONFLEET_FACEFUSION_MODE"
+ENV_SCRATCH = "FUSIONFLEET_SCRATCH"  # the worker's scratch folder (gpu_worker/config.py reads it too)
+
+# warm: one FaceFusion process per engine, frames in memory (warm.py); per-segment: one
+# `headless-run` per segment (engine.py), kept selectable while both exist.
+MODES = ("warm", "per-segment")
+DEFAULT_MODE = "warm"
 
 # Generous for model loading and any GPU the fleet runs, but below the worker's own limit for the
 # whole segment (gpu_worker/engine_host.py HostPolicy: 120 s + 2 s a frame), so a hung FaceFusion
@@ -41,6 +48,7 @@ class EngineSettings:
     timeout_base_s: float = DEFAULT_TIMEOUT_BASE_S
     timeout_per_frame_s: float = DEFAULT_TIMEOUT_PER_FRAME_S
     raw_output_limit_bytes: int = DEFAULT_RAW_OUTPUT_LIMIT_BYTES
+    scratch: Path | None = None  # where the warm engine keeps its inputs and FaceFusion's log
 
     def timeout_s(self, frames: int) -> float:
         """How long one run over `frames` frames may take before it counts as hung."""
@@ -80,7 +88,15 @@ def settings_from_env(env: Mapping[str, str]) -> EngineSettings:
         timeout_base_s=_float(env, ENV_TIMEOUT_BASE, DEFAULT_TIMEOUT_BASE_S),
         timeout_per_frame_s=_float(env, ENV_TIMEOUT_PER_FRAME, DEFAULT_TIMEOUT_PER_FRAME_S),
         raw_output_limit_bytes=DEFAULT_RAW_OUTPUT_LIMIT_BYTES if raw_limit is None else raw_limit,
+        scratch=Path(env[ENV_SCRATCH]) if env.get(ENV_SCRATCH, "").strip() else None,
     )
+
+
+def engine_mode(env: Mapping[str, str]) -> str:
+    mode = env.get(ENV_MODE, "").strip() or DEFAULT_MODE
+    if mode not in MODES:
+        raise EngineUnavailable(f"{ENV_MODE}={mode!r} is not one of {', '.join(MODES)}")
+    return mode
 
 
 def installed_package_home() -> Path | None:

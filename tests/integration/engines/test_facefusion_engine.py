@@ -21,7 +21,7 @@ import pytest
 from fleetctl import samples
 from fusionfleet.options import to_cli_args
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, EngineUnavailable, Frame, Image
-from gpu_worker.engines.facefusion import FaceFusionEngine, failures, settings
+from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine, failures, settings
 from gpu_worker.engines.facefusion.argv import headless_run_argv, output_args, run_paths, trim_args
 from gpu_worker.engines.facefusion.execution import (
     HostFacts,
@@ -561,10 +561,19 @@ def test_prepare_without_ffmpeg_on_path(tmp_path: Path) -> None:
 
 
 def test_registry_offers_facefusion_next_to_the_others() -> None:
-    # GIVEN the registry WHEN asked for facefusion THEN it builds this engine, and keeps the others
-    engine = create_engine("facefusion", os.environ)
-    assert isinstance(engine, FaceFusionEngine) and isinstance(engine, Engine)
+    # GIVEN the registry WHEN asked for facefusion THEN it builds the warm engine, and keeps the others
+    env = {key: value for key, value in os.environ.items() if key != settings.ENV_MODE}
+    engine = create_engine("facefusion", env)
+    assert isinstance(engine, WarmFaceFusionEngine) and isinstance(engine, Engine)
     assert {"copy", "classic", "facefusion"} <= set(engine_names())
+
+
+def test_per_segment_engine_stays_selectable() -> None:
+    # GIVEN the mode set to per-segment WHEN the registry builds facefusion THEN it is headless-run's
+    assert isinstance(create_engine("facefusion", {settings.ENV_MODE: "per-segment"}), FaceFusionEngine)
+    # AND an unknown mode is refused with the choices
+    with pytest.raises(EngineUnavailable, match="warm, per-segment"):
+        create_engine("facefusion", {settings.ENV_MODE: "lukewarm"})
 
 
 # --- the real FaceFusion, where it is installed -----------------------------------------------------

@@ -1,0 +1,261 @@
+"""The warm FaceFusion engine: one FaceFusion process per engine, frames through it in memory.
+
+FaceFusion is imported once (`warm_server.py`, run by FaceFusion's interpreter in its folder), its
+inference sessions stay loaded from segment to segment, and a segment's frames go to it and come
+back over a pipe: no process per segment, no MOV written and decoded, no frame files. Per segment
+only the job's source images and the reference frame are written as images, since FaceFusion reads
+those by path. Everything else the per-segment engine promised holds: FaceFusion's own option
+handling and refusals, exactly one frame back per frame, GPU pinning, a deadline per segment.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
+from gpu_worker.engines.facefusion import failures
+from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
+from gpu_worker.engines.facefusion.engine import gather_facts
+from gpu_worker.engines.facefusion.execution import HostFacts, execution_args, memory_args
+from gpu_worker.engines.facefusion.job_options import check_options, option_args, reference_position
+from gpu_worker.engines.facefusion.media import write_sources
+from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env
+from gpu_worker.engines.facefusion.warm_process import ServerGone, WarmProcess, deadline
+
+logger = logging.getLogger(__name__)
+
+# Sessions stay loaded: FaceFusion's post-processing releases them under strict and moderate.
+WARM_MEMORY_STRATEGY = "tolerant"
+
+
+@dataclass
+class SegmentStats:
+    """What the last segment cost FaceFusion: inference sessions it created, frames analysed."""
+
+    session_loads: int = 0
+    session_loads_total: int = 0
+    session_models: tuple[str, ...] = ()  # the model files of the sessions this segment created
+    sampled: int = 0
+    flagged: int = 0
+    phases: dict[str, float] = field(default_factory=dict)  # seconds FaceFusion spent in each step
+    pre_checked: bool = False  # its processors' pre-checks ran (new options for this process)
+
+
+def warm_execution_args(facts: HostFacts, settings: EngineSettings) -> list[str]:
+    """The per-segment engine's execution flags, with the memory strategy that keeps models."""
+    args = execution_args(facts, settings.worker_index, settings.gpu_device, settings.thread_count)
+    flag = args.index("--video-memory-strategy")
+    return [*args[:flag], *args[flag + 2 :], *memory_args(WARM_MEMORY_STRATEGY)]
+
+
+def segment_argv(paths: RunPaths, options: Mapping[str, object], execution: list[str]) -> list[str]:
+    """FaceFusion's argv for one segment: `headless-run` with the reference frame as its target."""
+    return ["headless-run", *path_args(paths), *option_args(options), *execution, *log_args()]
+
+
+def check_key(options: Mapping[str, object], execution: list[str]) -> list[str]:
+    """What FaceFusion's pre-checks depend on: the options and execution flags, not the paths."""
+    return [*option_args(options), *execution]
+
+
+def split_reference(
+    frames: Iterable[Frame], options: Mapping[str, object]
+) -> tuple[list[Frame], Image | None, Iterator[Frame]]:
+    """The frames up to the reference frame (held back), that frame's image, and the rest.
+
+    The reference is the job's reference frame where the segment has it, else the first frame the
+    segment emits (`job_options.reference_position`); only the frames before it are buffered.
+    """
+    iterator = iter(frames)
+    wanted = options.get("reference_frame_number")
+    held: list[Frame] = []
+    for frame in iterator:
+        held.append(frame)
+        if (isinstance(wanted, int) and frame.index == wanted) or (not isinstance(wanted, int) and frame.emit):
+            return held, frame.image, iterator
+    if not held:
+        return held, None, iterator
+    position = reference_position(options, [frame.index for frame in held], [frame.emit for frame in held])
+    return held, held[position].image, iter(())
+
+
+class WarmFaceFusionEngine:
+    name = "facefusion"
+
+    def __init__(
+        self, settings: EngineSettings | None = None, facts: HostFacts | None = None, *, env: Mapping[str, str]
+    ) -> None:
+        self._env = dict(env)
+        self._settings = settings
+        self._facts = facts
+        self._home: Path | None = None
+        self._execution: list[str] = []
+        self._process: WarmProcess | None = None
+        self._scratch: Path | None = None
+        self._unfinished = False  # a segment was started and its end not read
+        self.stats = SegmentStats()
+
+    def prepare(self) -> None:
+        settings = self._settings or settings_from_env(self._env)
+        home = resolve_home(settings)
+        if shutil.which("curl", path=self._env.get("PATH")) is None:
+            # No ffmpeg or ffprobe needed here, but FaceFusion runs curl when it lists its models.
+            raise EngineUnavailable("FaceFusion cannot run on this worker: curl is not on PATH")
+        facts = self._facts or gather_facts(settings, home, self._env)
+        self._execution = warm_execution_args(facts, settings)
+        self._settings, self._facts, self._home = settings, facts, home
+        if settings.scratch is not None:
+            settings.scratch.mkdir(parents=True, exist_ok=True)
+        self._scratch = Path(tempfile.mkdtemp(prefix="facefusion-warm-", dir=settings.scratch))
+        self._start()
+
+    def _start(self) -> WarmProcess:
+        assert self._settings is not None and self._home is not None and self._scratch is not None
+        self._process = WarmProcess(self._settings.python, self._home, self._env, self._scratch / "facefusion.log")
+        return self._process
+
+    def validate(self, job: EngineJob) -> None:
+        check_options(job)
+
+    def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
+        options = check_options(job)
+        if self._home is None:
+            self.prepare()
+        settings = self._settings
+        assert settings is not None
+        if self._process is not None and self._unfinished:
+            # The last segment ended between its header and its frames: FaceFusion is still in it.
+            # A new process costs a model load; a confused one would cost wrong frames.
+            logger.info("FaceFusion's warm process %s is inside an abandoned segment: replacing it", self._process.pid)
+            self._process.stop(graceful=False)
+            self._process = None
+        process = self._process if self._process is not None and self._process.alive() else self._start()
+        held, reference, rest = split_reference(frames, options)
+        if reference is None:
+            return
+        if options.get("face_selector_mode", "reference") == "reference" and job.reference is not None:
+            reference = job.reference
+        assert self._scratch is not None
+        # The same paths every segment, so a job's argv repeats and FaceFusion parses it once.
+        folder = self._scratch / "inputs"
+        try:
+            paths = _segment_paths(folder, len(job.sources))
+            write_sources((*job.sources, reference), (*paths.sources, paths.target))
+            argv = segment_argv(paths, options, self._execution)
+            # A segment's length is unknown until its frames are read: the deadline is per frame.
+            first = deadline(settings.timeout_base_s)
+            self._unfinished = True
+            process.send({"op": "segment", "argv": argv, "check_key": check_key(options, self._execution),
+                          "fps": job.fps})  # fmt: skip
+            header, _ = process.receive(first, "checking the job")
+            self._unfinished = header["op"] == "ready"
+            if header["op"] == "refused":
+                raise EngineError(f"FaceFusion refused the job: {header['reason']}")
+            if header["op"] != "ready":
+                raise EngineError(f"FaceFusion failed before rendering: {header.get('reason', header)}")
+            yield from self._stream(process, held, rest, settings)
+        except ServerGone:
+            self._process = None
+            raise
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _stream(
+        self, process: WarmProcess, held: list[Frame], rest: Iterator[Frame], settings: EngineSettings
+    ) -> Iterator[Image]:
+        sent: list[int] = []  # frames sent so far; the writer runs ahead of the replies
+        shape: list[tuple[int, ...]] = []
+        failure: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                for frame in [*held, *rest]:
+                    if not shape:
+                        shape.append(frame.image.shape)
+                    elif frame.image.shape != shape[0]:
+                        raise EngineError(
+                            f"frame {frame.index} is {frame.image.shape}; the segment's first was {shape[0]}"
+                        )
+                    height, width = frame.image.shape[:2]
+                    process.send({"op": "frame", "shape": [height, width]}, np.ascontiguousarray(frame.image).tobytes())
+                    sent.append(frame.index)
+            except BaseException as error:  # handed to the reader, which raises it
+                failure.append(error)
+            finally:
+                try:
+                    process.send({"op": "end"})
+                except EngineError as error:
+                    failure.append(error)
+
+        writer = threading.Thread(target=write, name="facefusion-frames", daemon=True)
+        writer.start()
+        produced = 0
+        try:
+            while True:
+                header, payload = process.receive(deadline(settings.timeout_base_s), f"frame {produced}")
+                if header["op"] == "frame":
+                    height, width = header["shape"]
+                    yield np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3)
+                    produced += 1
+                    continue
+                # Either way FaceFusion has left the segment (after an error it skips what is still sent).
+                self._unfinished = False
+                if header["op"] == "done":
+                    break
+                raise EngineError(f"FaceFusion failed after {produced} frames: {header.get('reason', header)}")
+        finally:
+            if self._unfinished:
+                # Abandoned by the consumer, or FaceFusion is gone: nothing will read its replies,
+                # so it is stopped now (which also ends the writer) rather than left blocked.
+                process.stop(graceful=False)
+                self._process = None
+            writer.join(timeout=settings.timeout_base_s)
+        if failure:
+            raise failure[0]
+        self.stats = SegmentStats(
+            session_loads=int(header["session_loads"]),
+            session_loads_total=int(header["session_loads_total"]),
+            session_models=tuple(str(name) for name in header.get("session_models", [])),
+            sampled=int(header["sampled"]),
+            flagged=int(header["flagged"]),
+            phases={str(name): float(seconds) for name, seconds in header.get("phases", {}).items()},
+            pre_checked=bool(header.get("pre_checked")),
+        )
+        if produced != len(sent):
+            raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail()))
+        rate = 100.0 * self.stats.flagged / self.stats.sampled if self.stats.sampled else 0.0
+        if rate > failures.ANALYSER_LIMIT_PERCENT:
+            raise EngineError(
+                f"FaceFusion's content analyser refused the target: it flagged {rate:g} % of the sampled frames "
+                f"(its limit is {failures.ANALYSER_LIMIT_PERCENT:g} %)"
+            )
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+
+def _segment_paths(folder: Path, source_count: int) -> RunPaths:
+    for name in ("temp", "jobs"):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+    (folder / "facefusion.ini").write_text("")
+    return RunPaths(
+        config=folder / "facefusion.ini",
+        temp=folder / "temp",
+        jobs=folder / "jobs",
+        sources=tuple(folder / f"source-{index}.png" for index in range(source_count)),
+        target=folder / "reference.png",
+        output=folder / "output.png",
+    )

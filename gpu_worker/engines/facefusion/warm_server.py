@@ -1,0 +1,332 @@
+"""The warm FaceFusion process: FaceFusion 3.8.1 imported once, segments rendered in memory.
+
+Started once per engine by `warm.WarmFaceFusionEngine` with FaceFusion's interpreter, in FaceFusion's
+folder, as a script (`python warm_server.py`): it imports only the standard library, numpy and
+FaceFusion, never the project, so it runs in FaceFusion's own environment. It reads requests on
+standard input and answers on a private copy of standard output; FaceFusion's console output goes
+to standard error.
+
+Per segment it applies the job's argv the way `facefusion.py headless-run` does (FaceFusion's own
+parser, validation and `apply_args`, so defaults and refusals stay FaceFusion's), runs the
+processors' `pre_check` once per distinct option set and their `pre_process` per segment, then
+renders each frame through `workflows.core.process_temp_frame` on a thread pool of FaceFusion's
+execution thread count. Inference sessions stay in FaceFusion's pool between segments; the video
+memory strategy is `tolerant` so its post-processing keeps them (the engine host bounds memory by
+recycling this process with its engine).
+
+The wire format: each message is a 4-byte big-endian length, a JSON header of that length, and,
+when the header has `"bytes": n`, n raw bytes (a frame: height × width × 3 BGR uint8).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import struct
+import sys
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import IO, Any
+
+import numpy as np
+
+HEADER = struct.Struct(">I")
+NEIGHBOURS_DEFAULT = 2  # FaceFusion's --target-frame-amount default
+PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
+FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' worth)
+
+
+def write_message(stream: IO[bytes], header: dict[str, Any], payload: bytes | memoryview = b"") -> None:
+    if payload:
+        header = {**header, "bytes": len(payload)}
+    data = json.dumps(header).encode()
+    stream.write(HEADER.pack(len(data)) + data)
+    if payload:
+        stream.write(payload)
+    stream.flush()
+
+
+def read_exact(stream: IO[bytes], size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = stream.read(size)
+        if not chunk:
+            raise EOFError("the other side closed the pipe")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], bytes]:
+    (size,) = HEADER.unpack(read_exact(stream, HEADER.size))
+    header: dict[str, Any] = json.loads(read_exact(stream, size))
+    payload = read_exact(stream, int(header["bytes"])) if header.get("bytes") else b""
+    return header, payload
+
+
+def frame_bytes(image: np.ndarray) -> bytes:
+    return np.ascontiguousarray(image[:, :, :3], dtype=np.uint8).tobytes()
+
+
+def frame_from(header: dict[str, Any], payload: bytes) -> np.ndarray:
+    height, width = header["shape"]
+    return np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3).copy()
+
+
+class Refused(Exception):
+    """FaceFusion would not run this segment; the message is its reason."""
+
+
+class FaceFusion:
+    """FaceFusion's modules, imported once, and what this process has done with them."""
+
+    def __init__(self) -> None:
+        from facefusion import inference_manager
+
+        self.session_loads = 0
+        self.loaded: list[str] = []  # model files, in the order their sessions were created
+        self.checked: set[tuple[str, ...]] = set()
+        self.parsed: dict[tuple[str, ...], dict[str, Any]] = {}
+        create = inference_manager.create_inference_session
+
+        def counted(model_path: str, *args: Any, **kwargs: Any) -> Any:
+            self.session_loads += 1
+            self.loaded.append(os.path.basename(model_path))
+            return create(model_path, *args, **kwargs)
+
+        # Counted, not changed: proof that a warm segment loads no model.
+        inference_manager.create_inference_session = counted
+
+    def configure(self, argv: list[str]) -> None:
+        """Apply `argv` to FaceFusion's state as its CLI does; Refused with its own message."""
+        from facefusion import logger, state_manager
+        from facefusion.args import apply_args
+        from facefusion.program import create_program
+        from facefusion.program_helper import validate_args
+
+        key = tuple(argv)
+        args = self.parsed.get(key)
+        if args is None:
+            # Processors register their flags from the command line (parse_known_args reads sys.argv).
+            sys.argv = ["facefusion.py", *argv]
+            program = create_program()
+            if not validate_args(program):
+                raise Refused("FaceFusion rejected its own argument defaults (no usable provider or encoder)")
+            errors = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(errors):
+                    args = vars(program.parse_args(argv))
+            except SystemExit:
+                lines = [line for line in errors.getvalue().splitlines() if line.strip()]
+                raise Refused(lines[-1] if lines else "FaceFusion refused its arguments") from None
+            if len(self.parsed) >= PARSED_LIMIT:
+                self.parsed.clear()
+            self.parsed[key] = args
+        # Every segment starts from FaceFusion's full state for its argv: nothing leaks between jobs.
+        apply_args(args, state_manager.init_item)
+        logger.init(state_manager.get_item("log_level"))
+
+    def check(self, key: tuple[str, ...]) -> None:
+        """FaceFusion's pre-checks (model files and their hashes), once per distinct option set."""
+        from facefusion import core
+
+        if key in self.checked:
+            return
+        if not core.common_pre_check():
+            raise Refused("FaceFusion's content analyser check failed (its source was changed)")
+        if not core.processors_pre_check():
+            raise Refused("a processor's pre-check failed: its models are missing or fail their hash check")
+        self.checked.add(key)
+
+    def pre_process(self) -> list[Any]:
+        from facefusion import state_manager
+        from facefusion.processors.core import get_processors_modules
+
+        modules = get_processors_modules(state_manager.get_item("processors"))
+        for module in modules:
+            if not module.pre_process("stream"):
+                raise Refused(last_log_line() or f"{module.__name__}: its pre-processing refused the job")
+        return list(modules)
+
+
+LOG_TAIL: deque[str] = deque(maxlen=20)
+
+
+class _Tail(io.TextIOBase):
+    """FaceFusion's console output, passed on to standard error and its last lines kept."""
+
+    def write(self, text: str) -> int:
+        if sys.__stderr__ is not None:
+            sys.__stderr__.write(text)
+            sys.__stderr__.flush()
+        LOG_TAIL.extend(line for line in text.splitlines() if line.strip())
+        return len(text)
+
+
+def last_log_line() -> str | None:
+    return LOG_TAIL[-1] if LOG_TAIL else None
+
+
+def render(
+    engine: FaceFusion, header: dict[str, Any], receive: Callable[[], tuple[dict[str, Any], bytes]], send: Any
+) -> None:
+    """One segment: configure, check, then frames in → frames out, in order."""
+    from facefusion import content_analyser, face_store, state_manager
+    from facefusion.vision import create_empty_vision_frame, read_static_image, read_static_video_frame
+    from facefusion.workflows.core import process_temp_frame
+
+    # The engine writes each segment's images to the same paths, and FaceFusion caches images by path.
+    read_static_image.cache_clear()
+    read_static_video_frame.cache_clear()
+    loads_before = engine.session_loads
+    clock = time.perf_counter()
+    phases: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phases[name] = round(now - clock, 4)
+        clock = now
+
+    engine.configure(header["argv"])
+    # The target path is the reference frame, as an image: for an image FaceFusion reads the
+    # reference face from the image itself (workflows.core.conditional_get_reference_vision_frame);
+    # the frames themselves come from memory.
+    state_manager.set_item("workflow_mode", "image-to-image")
+    lap("configure_s")
+    new_options = tuple(header["check_key"]) not in engine.checked
+    engine.check(tuple(header["check_key"]))
+    lap("pre_check_s")
+    modules = engine.pre_process()
+    lap("pre_process_s")
+    send({"op": "ready"})
+
+    amount = int(state_manager.get_item("target_frame_amount") or NEIGHBOURS_DEFAULT)
+    every = max(1, int(header["fps"]))
+    threads = int(state_manager.get_item("execution_thread_count"))
+    window: dict[int, np.ndarray] = {}
+    pending: deque[Future[np.ndarray]] = deque()
+    sampled = flagged = produced = 0
+
+    def neighbours(position: int) -> list[np.ndarray]:
+        return [window.get(p, create_empty_vision_frame()) for p in range(position - amount, position + amount + 1)]
+
+    def submit(position: int) -> None:
+        frames = neighbours(position)
+        pending.append(executor.submit(process_temp_frame, frames, frames[amount].copy(), position))
+        if new_options and position == 0:
+            # FaceFusion creates an inference pool on first use, unlocked: threads that start
+            # together each load the same models. The first frame of new options goes alone.
+            pending[0].result()
+
+    def flush(limit: int) -> None:
+        nonlocal produced
+        while len(pending) > limit:
+            image = pending.popleft().result()
+            send({"op": "frame", "shape": [image.shape[0], image.shape[1]]}, frame_bytes(image))
+            produced += 1
+
+    with ThreadPoolExecutor(max_workers=threads) as executor:
+        position = 0
+        while True:
+            message, payload = receive()
+            if message["op"] == "end":
+                break
+            image = frame_from(message, payload)
+            window[position] = image
+            # As content_analyser.analyse_video samples a target: one frame a second.
+            if position % every == 0:
+                sampled += 1
+                flagged += bool(content_analyser.analyse_frame(image))
+            if position - amount >= 0:
+                submit(position - amount)
+                window.pop(position - 2 * amount - 1, None)
+            flush(2 * threads)
+            position += 1
+        for last in range(max(0, position - amount), position):
+            submit(last)
+        flush(0)
+    lap("frames_s")
+    for module in modules:
+        module.post_process()
+    # FaceFusion keeps every frame's faces for the whole run and never clears them; a long-lived
+    # process must, but not every segment: the job's source faces stay found.
+    if len(face_store.FACE_STORE) > FACE_STORE_LIMIT:
+        face_store.clear_faces()
+    lap("post_process_s")
+    send(
+        {
+            "op": "done",
+            "frames": produced,
+            "sampled": sampled,
+            "flagged": flagged,
+            "session_loads": engine.session_loads - loads_before,
+            "session_loads_total": engine.session_loads,
+            "session_models": engine.loaded[loads_before:],
+            "phases": phases,
+            "pre_checked": new_options,
+        }
+    )
+
+
+def drain(receive: Callable[[], tuple[dict[str, Any], bytes]]) -> None:
+    """Skip the rest of a segment the client is still sending."""
+    while receive()[0]["op"] != "end":
+        pass
+
+
+def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+    def receive() -> tuple[dict[str, Any], bytes]:
+        return read_message(requests)
+
+    def send(header: dict[str, Any], payload: bytes = b"") -> None:
+        write_message(replies, header, payload)
+
+    engine = FaceFusion()
+    send({"op": "started", "pid": os.getpid()})
+    for message, _ in iter_requests(receive):
+        if message["op"] == "stop":
+            return
+        started = False
+
+        def send_tracking(header: dict[str, Any], payload: bytes = b"") -> None:
+            nonlocal started
+            started = started or header["op"] == "ready"
+            send(header, payload)
+
+        try:
+            render(engine, message, receive, send_tracking)
+        except Refused as refusal:
+            send({"op": "refused", "reason": str(refusal)})
+        except Exception as error:  # every failure becomes an answer; the process stays warm
+            where = traceback.format_exception_only(error)[-1].strip()
+            send({"op": "error", "reason": f"{where} (last output: {last_log_line() or 'none'})"})
+            if started:
+                drain(receive)
+
+
+def iter_requests(receive: Callable[[], tuple[dict[str, Any], bytes]]) -> Iterator[tuple[dict[str, Any], bytes]]:
+    while True:
+        try:
+            yield receive()
+        except EOFError:
+            return
+
+
+def main() -> None:
+    # Replies on a private copy of stdout; everything else that prints goes to stderr.
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.path.insert(0, os.getcwd())  # FaceFusion's folder: `facefusion` is imported from it
+    # FaceFusion's logger.init (basicConfig) then logs through it, so its last words are at hand.
+    sys.stderr = _Tail()
+    serve(sys.stdin.buffer, replies)
+
+
+if __name__ == "__main__":
+    main()

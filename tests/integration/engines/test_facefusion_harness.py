@@ -1,0 +1,313 @@
+"""Both FaceFusion engines against FaceFusion 3.8.1's own code, with stand-in models on the CPU.
+
+Needs a FaceFusion checkout (FUSIONFLEET_FACEFUSION_SOURCE) and its environment (`make
+facefusion-env`); skipped with the reason otherwise. The stand-in swapper inverts the face region,
+so a swapped frame is recognisable: 255 - input in the face's middle, the input elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
+from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
+from gpu_worker.engines.facefusion.execution import HostFacts
+from gpu_worker.engines.facefusion.settings import EngineSettings
+from tests.support import facefusion_harness as harness
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(harness.skip_reason() is not None, reason=str(harness.skip_reason())),
+]
+
+CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
+    return harness.prepare(tmp_path_factory.mktemp("facefusion-harness"))
+
+
+def _settings(home: harness.Harness) -> EngineSettings:
+    return EngineSettings(home=home.home, python=home.python)
+
+
+@pytest.fixture(scope="module")
+def warm(home: harness.Harness) -> Iterator[WarmFaceFusionEngine]:
+    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine.prepare()
+    yield engine
+    engine.close()
+
+
+def _job(tmp_path: Path, options: Mapping[str, Any] | None = None, source: Image | None = None) -> EngineJob:
+    return EngineJob(
+        job_id="harness",
+        sources=(harness.face_image() if source is None else source,),
+        options=dict(options or {"face_selector_mode": "one"}),
+        fps=25.0,
+        work_dir=tmp_path / "work",
+    )
+
+
+def _swapped(frame: Frame, image: Image) -> tuple[float, float]:
+    """(distance of the face's middle from 255 - input, distance of the rest from the input)."""
+    ys, xs = harness.face_core()
+    inverted = float(np.abs(image[ys, xs].astype(int) - (255 - frame.image[ys, xs].astype(int))).mean())
+    kept = float(np.abs(harness.outside_face(image).astype(int) - harness.outside_face(frame.image).astype(int)).mean())
+    return inverted, kept
+
+
+def _assert_swapped(frames: list[Frame], images: list[Image]) -> None:
+    assert len(images) == len(frames)
+    for frame, image in zip(frames, images, strict=True):
+        assert image.shape == frame.image.shape
+        inverted, kept = _swapped(frame, image)
+        assert inverted < 1.0 and kept < 1.0, (frame.index, inverted, kept)
+
+
+def test_stand_in_models_are_where_facefusion_looks_with_their_hashes(home: harness.Harness) -> None:
+    # GIVEN the harness WHEN it prepared FaceFusion's folder THEN every model has the CRC-32 FaceFusion checks
+    import zlib
+
+    for name in home.models:
+        model = home.models_dir / name
+        assert model.with_suffix(".hash").read_text() == format(zlib.crc32(model.read_bytes()), "08x")
+    assert "hyperswap_1a_256.onnx" in home.models and "yoloface_8n.onnx" in home.models
+
+
+def test_per_segment_headless_run_swaps_every_frame(home: harness.Harness, tmp_path: Path) -> None:
+    # GIVEN the per-segment engine on FaceFusion's own code and 6 frames, the first 2 lead-in
+    engine = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine.prepare()
+    frames = [Frame(frame.index, frame.image, emit=frame.index >= 2) for frame in harness.clip(6)]
+    # WHEN they are rendered
+    images = list(engine.render(_job(tmp_path), frames))
+    engine.close()
+    # THEN FaceFusion swapped the face in every one of them, in order, and left the rest alone
+    _assert_swapped(frames, images)
+
+
+def test_warm_engine_gives_the_frames_headless_run_gives(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN the same segment through both engines
+    frames = harness.clip(8, start=30)
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    old = list(per_segment.render(_job(tmp_path), frames))
+    per_segment.close()
+    # WHEN the warm engine renders it
+    new = list(warm.render(_job(tmp_path), frames))
+    # THEN the frames are the same (the old path's lossless video round trip changes nothing)
+    _assert_swapped(frames, new)
+    assert len(new) == len(old)
+    for before, after in zip(old, new, strict=True):
+        assert int(np.abs(before.astype(int) - after.astype(int)).max()) <= 1
+
+
+def test_reference_mode_picks_the_same_face_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN FaceFusion's default selector (reference: the face like the one in the reference frame)
+    # and a segment with 2 lead-in frames, whose first emitted frame is the reference
+    frames = [Frame(frame.index, frame.image, emit=frame.index >= 22) for frame in harness.clip(6, start=20)]
+    options = {"face_selector_mode": "reference", "reference_face_distance": 0.3}
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN both engines render it
+    old = list(per_segment.render(_job(tmp_path, options), frames))
+    per_segment.close()
+    new = list(warm.render(_job(tmp_path, options), frames))
+    # THEN both swapped the face in every frame, alike
+    _assert_swapped(frames, old)
+    _assert_swapped(frames, new)
+    assert max(int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in zip(old, new, strict=True)) <= 1
+
+
+def test_warm_second_segment_loads_no_model(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN a warm engine that rendered one segment of a job
+    job = _job(tmp_path)
+    list(warm.render(job, harness.clip(4)))
+    loaded = warm.stats.session_loads_total
+    # WHEN it renders the next two segments
+    for start in (4, 8):
+        frames = harness.clip(4, start=start)
+        images = list(warm.render(job, frames))
+        _assert_swapped(frames, images)
+        # THEN no inference session was created for them, nor FaceFusion's pre-checks run again
+        assert warm.stats.session_loads == 0 and warm.stats.session_models == ()
+        assert not warm.stats.pre_checked
+    assert warm.stats.session_loads_total == loaded > 0
+
+
+def test_other_options_load_only_their_models(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN a warm engine that rendered with the default face mask
+    list(warm.render(_job(tmp_path), harness.clip(2)))
+    # WHEN a job asks for the occlusion mask too (its options go through FaceFusion's parser)
+    options = {"face_selector_mode": "one", "face_mask_types": ["box", "occlusion"], "face_swapper_weight": 0.7}
+    frames = harness.clip(3)
+    images = list(warm.render(_job(tmp_path, options), frames))
+    # THEN it renders (the stand-in occluder keeps the whole face), loading just FaceFusion's face
+    # masker pool, which holds the occluder and the parser together
+    _assert_swapped(frames, images)
+    assert warm.stats.pre_checked
+    assert sorted(warm.stats.session_models) == ["bisenet_resnet_34.onnx", "xseg_1.onnx"]
+    assert warm.stats.session_loads == 2
+    # AND back on the first options nothing loads again
+    list(warm.render(_job(tmp_path), harness.clip(2)))
+    assert warm.stats.session_loads == 0
+
+
+def test_refusal_carries_facefusions_reason_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN a source image without a face (the stand-in detector sees none in a dark frame)
+    faceless = np.zeros_like(harness.face_image())
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN either engine renders THEN it fails with FaceFusion's own words
+    for engine in (per_segment, warm):
+        with pytest.raises(EngineError, match="no source face detected"):
+            list(engine.render(_job(tmp_path, source=faceless), harness.clip(3)))
+    per_segment.close()
+    # AND the warm engine renders the next job as before
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+
+
+def test_content_analyser_refuses_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN a target the stand-in content analyser flags (mostly red)
+    frames = [Frame(index, harness.red_image()) for index in range(3)]
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN either engine renders it THEN it is refused, naming FaceFusion's content analyser
+    for engine in (per_segment, warm):
+        with pytest.raises(EngineError, match="content analyser refused"):
+            list(engine.render(_job(tmp_path), frames))
+    per_segment.close()
+
+
+def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Path) -> None:
+    # GIVEN a warm engine whose FaceFusion process was killed between segments
+    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    assert isinstance(engine, Engine)
+    engine.prepare()
+    process = engine._process
+    assert process is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process._process.wait()
+    # WHEN the next segment comes THEN a new process renders it
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(engine.render(_job(tmp_path), frames)))
+    assert engine._process is not None and engine._process.pid != process.pid
+    # AND closing the engine ends its FaceFusion process
+    replacement = engine._process
+    engine.close()
+    assert not replacement.alive()
+
+
+def test_segment_abandoned_mid_way_leaves_the_engine_usable(home: harness.Harness, tmp_path: Path) -> None:
+    # GIVEN a warm engine whose consumer stops reading after 2 of 8 frames (a warm stop, a failed encoder)
+    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine.prepare()
+    outputs = engine.render(_job(tmp_path), harness.clip(8))
+    assert isinstance(outputs, Generator)
+    assert [next(outputs).shape for _ in range(2)] == [(240, 320, 3)] * 2
+    outputs.close()
+    # WHEN the next segment comes THEN it gets exactly its own frames, swapped
+    frames = harness.clip(3, start=50)
+    _assert_swapped(frames, list(engine.render(_job(tmp_path), frames)))
+    engine.close()
+
+
+def test_hung_facefusion_is_stopped_with_a_reason_and_replaced(home: harness.Harness, tmp_path: Path) -> None:
+    # GIVEN a warm engine with a 3 s step limit whose FaceFusion process stops answering
+    settings = EngineSettings(home=home.home, python=home.python, timeout_base_s=3.0)
+    engine = WarmFaceFusionEngine(settings, CPU_FACTS, env=home.env)
+    engine.prepare()
+    hung = engine._process
+    assert hung is not None
+    os.kill(hung.pid, signal.SIGSTOP)
+    # WHEN a segment comes THEN it fails, saying FaceFusion did not answer, and the process is gone
+    with pytest.raises(EngineError, match="did not answer"):
+        list(engine.render(_job(tmp_path), harness.clip(2)))
+    assert not hung.alive()
+    # AND the next segment gets a new process (given time to load its models on a busy machine)
+    engine._settings = replace(settings, timeout_base_s=120.0)
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(engine.render(_job(tmp_path), frames)))
+    engine.close()
+
+
+ENGINE_PROCESS = """
+import os, sys, time
+from pathlib import Path
+from gpu_worker.engines.facefusion.execution import HostFacts
+from gpu_worker.engines.facefusion.settings import EngineSettings
+from gpu_worker.engines.facefusion.warm import WarmFaceFusionEngine
+
+facts = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
+engine = WarmFaceFusionEngine(EngineSettings(home=Path(sys.argv[1]), python=sys.argv[2]), facts, env=os.environ)
+engine.prepare()
+print(engine._process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_facefusion_dies_with_the_engine_process(home: harness.Harness) -> None:
+    # GIVEN an engine process (as the engine host runs one per worker) with its warm FaceFusion
+    import subprocess
+    import sys
+    import time
+
+    engine_process = subprocess.Popen(
+        [sys.executable, "-c", ENGINE_PROCESS, str(home.home), home.python],
+        cwd=harness.REPO, env={**home.env, "PYTHONPATH": str(harness.REPO)}, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert engine_process.stdout is not None
+    facefusion_pid = int(engine_process.stdout.readline())
+    assert _running(facefusion_pid)
+    # WHEN the engine process is killed (the host does so on a hang, and recycles it)
+    engine_process.kill()
+    engine_process.wait()
+    # THEN FaceFusion goes with it: it holds no GPU for a dead engine
+    deadline = time.monotonic() + 10
+    while _running(facefusion_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(facefusion_pid)
+
+
+def test_facefusions_own_parser_refuses_what_it_does_not_take(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN an argv FaceFusion's parser refuses (the engine's own checks would stop it earlier)
+    from gpu_worker.engines.facefusion.warm import _segment_paths, segment_argv
+    from gpu_worker.engines.facefusion.warm_process import deadline
+
+    process = warm._process
+    assert process is not None
+    argv = [*segment_argv(_segment_paths(tmp_path, 1), {}, []), "--face-detector-size", "320x320"]
+    # WHEN the warm process is asked to configure with it
+    process.send({"op": "segment", "argv": argv, "check_key": argv, "fps": 25.0})
+    header, _ = process.receive(deadline(30), "checking")
+    # THEN it refuses with argparse's words from FaceFusion's program, and stays warm
+    assert header["op"] == "refused" and "invalid choice: '320x320'" in header["reason"]
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
