@@ -91,9 +91,11 @@ class Slicer:
             context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat())
         except JobRejected as rejection:
             return self._reject(job_id, manifest_ref, rejection)
-        put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
-        # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes.
+        # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes,
+        # before the job record: a delete that fails (DeleteFailed) then starts nothing, and the
+        # retried event tries again, rather than a job that runs while `status` reads REJECTED.
         self.storage.delete_prefix(self.config.work_bucket, layout.rejection_key(job_id))
+        put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
         arn = self.orchestrator.start(
             self.config.state_machine_arn,
             job_id,

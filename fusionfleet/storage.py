@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from fusionfleet.errors import ObjectMissing
+from fusionfleet.errors import DeleteFailed, ObjectMissing
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -163,10 +163,22 @@ class S3Storage:
         )
 
     def delete_prefix(self, bucket: str, prefix: str) -> int:
+        """Delete every object under `prefix`; DeleteFailed naming each key S3 would not delete.
+
+        DeleteObjects answers 200 even when it deleted nothing: refusals (AccessDenied, an object
+        lock) come back per key under `Errors`, and Quiet mode lists only those.
+        """
         keys = self.list_keys(bucket, prefix)
+        failures: list[tuple[str, str, str]] = []
         for start in range(0, len(keys), 1000):
             batch = [{"Key": key} for key in keys[start : start + 1000]]
-            self._s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})  # type: ignore[typeddict-item]
+            response = self._s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})  # type: ignore[typeddict-item]
+            failures.extend(
+                (str(error.get("Key", "?")), str(error.get("Code", "?")), str(error.get("Message", "")))
+                for error in response.get("Errors", [])
+            )
+        if failures:
+            raise DeleteFailed(bucket, failures)
         return len(keys)
 
 
