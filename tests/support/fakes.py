@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fusionfleet.errors import ObjectMissing, TokenGone
+from fusionfleet.links import PresignedLink, link_expiry
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
 from fusionfleet.queues import QueueDepth, QueueMessage, ReceiptExpired
 from fusionfleet.storage import ObjectInfo
@@ -94,6 +95,11 @@ class FakeStorage:
 
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return f"https://{bucket}.fake/{key}?expires={expires_s}"
+
+    def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink:
+        # The fake's credentials never end: the link lasts what was asked.
+        now = datetime.now(UTC)
+        return PresignedLink(self.presign_get(bucket, key, expires_s), link_expiry(now, expires_s))
 
     def latest_change(self, bucket: str, prefix: str) -> datetime | None:
         times = [
