@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fusionfleet import layout
+from fusionfleet.capacity import GpuCapacity, GpuFleet
 from fusionfleet.encoding import encoder_settings
 from fusionfleet.errors import InputRejected, JobRejected, ObjectMissing
 from fusionfleet.identity import job_id as derive_job_id
@@ -47,6 +48,10 @@ class SlicerConfig:
     # notice saying so, rather than accepted and lost.
     max_running_jobs: int = 0
     encoder_threads: int = 2
+    # On AWS, the GPU hosts' instance types and market: a job is refused while the account's vCPU
+    # quota cannot start one of them (fusionfleet.capacity). None: no check (the local stack).
+    gpu_fleet: GpuFleet | None = None
+    gpu_quota_cache_s: int = 300
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
     segments: SegmentPolicy = field(default_factory=SegmentPolicy)
@@ -67,6 +72,7 @@ class Slicer:
     orchestrator: Orchestrator
     notifier: Notifier
     config: SlicerConfig
+    capacity: GpuCapacity | None = None
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
         if not layout.is_manifest_key(key):
@@ -106,6 +112,10 @@ class Slicer:
 
     def _busy(self) -> str | None:
         """Why the stack takes no new job now, or None."""
+        if self.capacity is not None:
+            refusal = self.capacity.refusal()
+            if refusal:
+                return refusal
         limit = self.config.max_running_jobs
         if not limit:
             return None

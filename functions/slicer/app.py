@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 
 from functions.slicer.models import IngestRecord, S3TestEvent
 from fusionfleet.aws import AwsTarget
+from fusionfleet.capacity import GpuCapacity, GpuFleet, ServiceQuotasCapacity
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.slicing import Slicer, SlicerConfig
@@ -34,6 +35,9 @@ ENV_BACKLOG = "ACCEPTED_BACKLOG_SECONDS"
 ENV_RENDER_CONCURRENCY = "RENDER_CONCURRENCY"
 ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
 ENV_ENCODER_THREADS = "ENCODER_THREADS"
+ENV_GPU_INSTANCE_TYPES = "GPU_INSTANCE_TYPES"
+ENV_GPU_ON_DEMAND_PERCENTAGE = "GPU_ON_DEMAND_PERCENTAGE"
+ENV_GPU_QUOTA_CACHE_SECONDS = "GPU_QUOTA_CACHE_SECONDS"
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
@@ -52,18 +56,33 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
         render_concurrency=int(env.get(ENV_RENDER_CONCURRENCY, "1000")),
         max_running_jobs=int(env.get(ENV_MAX_RUNNING_JOBS, "0")),
         encoder_threads=int(env.get(ENV_ENCODER_THREADS, "2")),
+        gpu_fleet=_gpu_fleet(env),
+        gpu_quota_cache_s=int(env.get(ENV_GPU_QUOTA_CACHE_SECONDS, "300")),
     )
     return aws, config
+
+
+def _gpu_fleet(env: Mapping[str, str]) -> GpuFleet | None:
+    types = tuple(name.strip() for name in env.get(ENV_GPU_INSTANCE_TYPES, "").split(",") if name.strip())
+    if not types:
+        return None
+    return GpuFleet(types, int(env.get(ENV_GPU_ON_DEMAND_PERCENTAGE, "100")))
 
 
 @cache
 def slicer() -> Slicer:
     aws, config = settings(os.environ)
+    capacity: GpuCapacity | None = None
+    if config.gpu_fleet is not None:
+        capacity = ServiceQuotasCapacity(
+            aws.client("service-quotas"), aws.client("ec2"), config.gpu_fleet, aws.region, config.gpu_quota_cache_s
+        )
     return Slicer(
         S3Storage(aws.client("s3")),
         StepFunctions(aws.client("stepfunctions")),
         SnsNotifier(aws.client("sns")),
         config,
+        capacity,
     )
 
 

@@ -316,3 +316,15 @@ class FakeNotifier:
 
     def publish(self, topic_arn: str, subject: str, message: dict[str, Any]) -> None:
         self.published.append((topic_arn, subject, message))
+
+
+class FakeCapacity:
+    """GpuCapacity whose verdict the test sets; `asked` counts the checks."""
+
+    def __init__(self, refusal: str | None = None) -> None:
+        self.verdict = refusal
+        self.asked = 0
+
+    def refusal(self) -> str | None:
+        self.asked += 1
+        return self.verdict

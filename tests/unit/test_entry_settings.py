@@ -47,3 +47,14 @@ def test_the_watchdog_settings_come_from_the_mapping_it_is_given() -> None:
     aws, config = watchdog_app.settings({**SLICER_ENV, "WATCHDOG_STALL_SECONDS": "900"})
     assert aws.region == "eu-west-1" and config.work_bucket == "work" and config.policy.stall_s == 900
     assert config.policy.dispatch_grace_s == 300
+
+
+def test_the_slicer_checks_gpu_quota_only_where_the_fleet_is_named() -> None:
+    _aws, local = slicer_app.settings(SLICER_ENV)
+    assert local.gpu_fleet is None
+    _aws, config = slicer_app.settings(
+        {**SLICER_ENV, "GPU_INSTANCE_TYPES": "g5.xlarge, g6.xlarge", "GPU_ON_DEMAND_PERCENTAGE": "25"}
+    )
+    assert config.gpu_fleet is not None
+    assert (config.gpu_fleet.instance_types, config.gpu_fleet.uses_spot) == (("g5.xlarge", "g6.xlarge"), True)
+    assert config.gpu_quota_cache_s == 300
