@@ -396,7 +396,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     if status.output:
         print(f"output    {status.output['output']['uri']}")
-        print(f"download  {status.output.get('download_url', '')}")
+    if status.download is not None:
+        # Signed now, with the caller's credentials: the notice's link may have ended already.
+        print(f"download  {status.download.url}")
+        print(f"expires   {status.download.expires_at_iso}")
     if status.reason:
         print(f"reason    {status.reason}")
     return 0 if status.state not in ("FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED") else EXIT_FAILED

@@ -15,6 +15,7 @@ from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, ObjectMissing
 from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.links import DOWNLOAD_LINK_SECONDS, PresignedLink
 from fusionfleet.operations import CANCEL_REASON
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
 from fusionfleet.runs import current_run, execution_name, is_cancelled
@@ -48,6 +49,9 @@ class JobStatus:
     output: dict[str, Any] | None = None
     reason: str = ""
     execution: Execution | None = None
+    # A SUCCEEDED job's output, signed afresh when the status was read: the notice's link may have
+    # died with the merge task's role session (fusionfleet.links).
+    download: PresignedLink | None = None
 
     @property
     def finished(self) -> bool:
@@ -162,7 +166,14 @@ class Client:
         ):
             return JobStatus(job_id, "CANCELLED", progress, reason=CANCEL_REASON, execution=execution)
         if execution.status == "SUCCEEDED":
-            return JobStatus(job_id, "SUCCEEDED", progress, execution.output, execution=execution)
+            return JobStatus(
+                job_id,
+                "SUCCEEDED",
+                progress,
+                execution.output,
+                execution=execution,
+                download=self._fresh_link(execution),
+            )
         if execution.finished:
             return JobStatus(
                 job_id, execution.status, progress, reason=execution.cause or execution.error or "", execution=execution
@@ -187,6 +198,12 @@ class Client:
                     job_id, "WAIT_TIMEOUT", status.progress, reason=f"still {status.state} after {timeout_s:.0f} s"
                 )
             time.sleep(poll_s)
+
+    def _fresh_link(self, execution: Execution) -> PresignedLink | None:
+        output = (execution.output or {}).get("output")
+        if not isinstance(output, dict) or not output.get("bucket") or not output.get("key"):
+            return None
+        return self._storage.presign_link(str(output["bucket"]), str(output["key"]), DOWNLOAD_LINK_SECONDS)
 
     def download(self, output: dict[str, Any], path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)

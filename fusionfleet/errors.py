@@ -29,6 +29,21 @@ class ObjectMissing(FusionFleetError):
     """An S3 object that should exist does not."""
 
 
+class DeleteFailed(FusionFleetError):
+    """S3 refused to delete some objects (DeleteObjects answers 200 and lists them under Errors).
+
+    `failures` holds (key, code, message) for each; the objects are still there.
+    """
+
+    def __init__(self, bucket: str, failures: list[tuple[str, str, str]]) -> None:
+        shown = "; ".join(f"{key} ({code}: {message})" for key, code, message in failures[:10])
+        more = f"; and {len(failures) - 10} more" if len(failures) > 10 else ""
+        super().__init__(f"could not delete {len(failures)} object(s) in s3://{bucket}: {shown}{more}")
+        self.bucket = bucket
+        self.failures = tuple(failures)
+        self.keys = tuple(key for key, _code, _message in failures)
+
+
 class TokenGone(FusionFleetError):
     """A task token timed out or was closed: the callback is final, never retried."""
 

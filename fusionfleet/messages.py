@@ -158,6 +158,7 @@ class Preview(_Model):
     bucket: str
     key: str
     url: str
+    url_expires_at: str  # ISO 8601 UTC: when `url` stops working (see fusionfleet.links)
     width: int
     height: int
     frames: tuple[int, ...]  # the frame numbers shown, top to bottom
@@ -168,6 +169,9 @@ class MergeResult(_Model):
 
     output: OutputLocation
     download_url: str
+    # ISO 8601 UTC: when download_url stops working, the earlier of 24 h and the end of the merge
+    # task's role session that signed it (fusionfleet.links).
+    download_url_expires_at: str
     frames: int
     duration_s: float
     audio_tracks: int

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fusionfleet import layout
+from fusionfleet.capacity import GpuCapacity, GpuFleet
 from fusionfleet.encoding import encoder_settings
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
 from fusionfleet.identity import job_id as derive_job_id
@@ -53,6 +54,10 @@ class SlicerConfig:
     # Per tenant (`tenants/T/jobs/` drops): jobs at once, and segments in flight shared among them.
     tenants: TenantLimits = field(default_factory=TenantLimits)
     encoder_threads: int = 2
+    # On AWS, the GPU hosts' instance types and market: a job is refused while the account's vCPU
+    # quota cannot start one of them (fusionfleet.capacity). None: no check (the local stack).
+    gpu_fleet: GpuFleet | None = None
+    gpu_quota_cache_s: int = 300
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
     segments: SegmentPolicy = field(default_factory=SegmentPolicy)
@@ -73,6 +78,7 @@ class Slicer:
     orchestrator: Orchestrator
     notifier: Notifier
     config: SlicerConfig
+    capacity: GpuCapacity | None = None
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
         misnamed = _misnamed_tenant(key)
@@ -108,9 +114,11 @@ class Slicer:
             context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat())
         except JobRejected as rejection:
             return self._reject(job_id, manifest_ref, rejection)
-        put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
-        # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes.
+        # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes,
+        # before the job record: a delete that fails (DeleteFailed) then starts nothing, and the
+        # retried event tries again, rather than a job that runs while `status` reads REJECTED.
         self.storage.delete_prefix(self.config.work_bucket, layout.rejection_key(job_id))
+        put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
         arn = self.orchestrator.start(
             self.config.state_machine_arn,
             job_id,
@@ -121,6 +129,10 @@ class Slicer:
 
     def _busy(self, tenant: str | None) -> str | None:
         """Why the stack, or this job's tenant, takes no new job now, or None."""
+        if self.capacity is not None:
+            refusal = self.capacity.refusal()
+            if refusal:
+                return refusal
         limit = self.config.max_running_jobs
         tenant_limited = tenant is not None and bool(self.config.tenants.max_running_jobs)
         if not limit and not tenant_limited:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from fusionfleet.errors import ObjectMissing
+from fusionfleet.errors import DeleteFailed, ObjectMissing
+from fusionfleet.links import PresignedLink, credentials_expiry, link_expiry, link_lifetime_s
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -39,6 +40,7 @@ class Storage(Protocol):
     def create(self, bucket: str, key: str, data: bytes, content_type: str = ...) -> bool: ...
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str: ...
     def presign_put(self, bucket: str, key: str, expires_s: int) -> str: ...
+    def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink: ...
     def delete_prefix(self, bucket: str, prefix: str) -> int: ...
 
 
@@ -159,9 +161,19 @@ class S3Storage:
         return True
 
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
-        return str(
-            self._s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_s)
-        )
+        return self.presign_link(bucket, key, expires_s).url
+
+    def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink:
+        """A GET link for `expires_s`, or less when the signing credentials end sooner, with its true end."""
+        credentials = _signing_credentials(self._s3)
+        if credentials is not None:
+            # What signs the URL; botocore refreshes credentials that are about to end here, so the
+            # expiry read next is that of the credentials that sign.
+            credentials.get_frozen_credentials()
+        now = datetime.now(UTC)
+        lifetime = link_lifetime_s(expires_s, now, credentials_expiry(credentials))
+        url = self._s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=lifetime)
+        return PresignedLink(str(url), link_expiry(now, lifetime))
 
     def presign_put(self, bucket: str, key: str, expires_s: int) -> str:
         """A URL that writes exactly this key until it expires: the signature covers bucket, key and method."""
@@ -170,11 +182,29 @@ class S3Storage:
         )
 
     def delete_prefix(self, bucket: str, prefix: str) -> int:
+        """Delete every object under `prefix`; DeleteFailed naming each key S3 would not delete.
+
+        DeleteObjects answers 200 even when it deleted nothing: refusals (AccessDenied, an object
+        lock) come back per key under `Errors`, and Quiet mode lists only those.
+        """
         keys = self.list_keys(bucket, prefix)
+        failures: list[tuple[str, str, str]] = []
         for start in range(0, len(keys), 1000):
             batch = [{"Key": key} for key in keys[start : start + 1000]]
-            self._s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})  # type: ignore[typeddict-item]
+            response = self._s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})  # type: ignore[typeddict-item]
+            failures.extend(
+                (str(error.get("Key", "?")), str(error.get("Code", "?")), str(error.get("Message", "")))
+                for error in response.get("Errors", [])
+            )
+        if failures:
+            raise DeleteFailed(bucket, failures)
         return len(keys)
+
+
+def _signing_credentials(client: Any) -> Any:
+    """The credentials a boto3 client signs with (botocore's private accessor; None if it moves)."""
+    accessor = getattr(client, "_get_credentials", None)
+    return accessor() if callable(accessor) else None
 
 
 def get_json(storage: Storage, bucket: str, key: str) -> Any:

@@ -21,6 +21,7 @@ from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
 from gpu_worker.presence import Presence
+from gpu_worker.protection import task_protection
 from gpu_worker.render import InlineRenderer, build_render_deps
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
@@ -67,6 +68,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
             storage, settings.work_bucket, settings.name, settings.role,
             engine=settings.preload_engine or ("ffmpeg" if settings.role == "merge" else ""), every_s=settings.beat_s,
         )  # fmt: skip
+    heartbeat = HeartbeatPolicy(visibility_s=settings.visibility_s)
     return Worker(
         name=settings.name,
         queue_urls=settings.queue_urls,
@@ -74,10 +76,11 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
         queue=queue,
         orchestrator=StepFunctions(aws.client("stepfunctions")),
         retry=RetryPolicy(max_attempts=attempts),
-        heartbeat=HeartbeatPolicy(visibility_s=settings.visibility_s),
+        heartbeat=heartbeat,
         stop=stop,
         idle_wait_s=settings.idle_wait_s,
         presence=presence,
+        protection=task_protection(settings.ecs_agent_uri, heartbeat.visibility_s, heartbeat.interval_s()),
     )
 
 

@@ -70,6 +70,7 @@ class Keeper:
         token: str | None,
         policy: HeartbeatPolicy,
         cancelled: Callable[[], bool] | None = None,
+        renew: Callable[[], None] | None = None,
     ) -> None:
         self._queue = queue
         self._orchestrator = orchestrator
@@ -77,6 +78,9 @@ class Keeper:
         self._token = token
         self._policy = policy
         self._cancelled = cancelled
+        # Called at each beat that kept the message: what else must last as long as the hold does
+        # (ECS task scale-in protection).
+        self._renew = renew
         self._stop = threading.Event()
         self.lost = threading.Event()
         self.lost_hold: LostHold | None = None
@@ -95,6 +99,8 @@ class Keeper:
                 self._queue.change_visibility(self._message, self._policy.visibility_s)
                 if self._token:
                     self._orchestrator.heartbeat(self._token)
+                if self._renew is not None:
+                    self._renew()
             except TokenGone as error:
                 self._lose(LostHold(HoldLoss.TOKEN_GONE, error.reason))
                 return

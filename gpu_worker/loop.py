@@ -23,6 +23,7 @@ from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Cancelled, Released
 from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
 from gpu_worker.presence import Presence
+from gpu_worker.protection import NoProtection, TaskProtection
 from gpu_worker.retry import RetryPolicy, describe, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
 from gpu_worker.tasks import TaskHandler
@@ -44,6 +45,7 @@ class Worker:
         idle_wait_s: int = 2,
         presence: Presence | None = None,
         take_recheck_s: float = 1.0,
+        protection: TaskProtection | None = None,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -58,6 +60,9 @@ class Worker:
         self._idle_wait_s = idle_wait_s
         self._presence = presence
         self._take_recheck_s = take_recheck_s
+        # Held from taking a task until the queues are found empty (or the worker stops), so a
+        # scale-in picks idle tasks; renewed with each heartbeat.
+        self._protection = protection or NoProtection()
         self.completed = 0
         self.failed = 0
         self.cold_stopped = False
@@ -76,6 +81,7 @@ class Worker:
                     break
                 message = self.dequeue()
                 if message is None:
+                    self._protection.release()
                     continue
                 self.execute(message)
                 handled += 1
@@ -83,6 +89,7 @@ class Worker:
             why = "cold stop"
             self.cold_stopped = True
         finally:
+            self._protection.release()
             self._handler.close()
             if self._presence is not None:
                 self._presence.close()
@@ -118,10 +125,11 @@ class Worker:
         if self._gone_at_take(message, task, what):
             return
         logger.info("%s: attempt %s", what, attempt.number)
+        self._protection.hold()
         self._begin(task)
         keeper = Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
-            cancelled=lambda: self._handler.cancelled(task),
+            cancelled=lambda: self._handler.cancelled(task), renew=self._protection.hold,
         )  # fmt: skip
         try:
             with keeper:

@@ -20,6 +20,7 @@ from fusionfleet.audio_settings import AudioSettings, audio_settings
 from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.failures import segment_failure, segment_label
+from fusionfleet.links import DOWNLOAD_LINK_SECONDS
 from fusionfleet.media.ffmpeg import merge_argv
 from fusionfleet.media.inspect import MediaSummary, summarize
 from fusionfleet.media.limits import MediaLimits
@@ -41,8 +42,6 @@ from gpu_worker.audio import extract_audio
 from gpu_worker.preview import render_preview
 
 logger = logging.getLogger(__name__)
-
-DOWNLOAD_URL_SECONDS = 24 * 3600
 
 
 @dataclass
@@ -173,7 +172,9 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
         preview = make_preview(deps.storage, job, reader, output_path)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    url = deps.storage.presign_get(job.output.bucket, job.output.key, DOWNLOAD_URL_SECONDS)
+    # Signed with this task's role session: the notice says when the link really ends (the
+    # session's end, if sooner than 24 h); `fusionfleet status` signs a fresh one at any time.
+    link = deps.storage.presign_link(job.output.bucket, job.output.key, DOWNLOAD_LINK_SECONDS)
     logger.info(
         "job %s merged: %s frames, %.3f s, in %.2f s", job.job_id, summary.frame_count, summary.duration_s, merge_s
     )
@@ -181,7 +182,8 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
         output=OutputLocation(
             bucket=job.output.bucket, key=job.output.key, uri=f"s3://{job.output.bucket}/{job.output.key}"
         ),
-        download_url=url,
+        download_url=link.url,
+        download_url_expires_at=link.expires_at_iso,
         frames=summary.frame_count,
         duration_s=round(summary.duration_s, 6),
         audio_tracks=len(summary.audio_durations_s),
@@ -211,5 +213,13 @@ def make_preview(storage: Storage, job: JobContext, target: RangeReader, output_
     except Exception as error:  # a courtesy: whatever went wrong (decoder, S3), the job's video stands
         logger.warning("job %s: no preview (%s)", job.job_id, getattr(error, "reason", error), exc_info=True)
         return None
-    url = storage.presign_get(job.output.bucket, key, DOWNLOAD_URL_SECONDS)
-    return Preview(bucket=job.output.bucket, key=key, url=url, width=width, height=height, frames=frames)
+    link = storage.presign_link(job.output.bucket, key, DOWNLOAD_LINK_SECONDS)
+    return Preview(
+        bucket=job.output.bucket,
+        key=key,
+        url=link.url,
+        url_expires_at=link.expires_at_iso,
+        width=width,
+        height=height,
+        frames=frames,
+    )

@@ -16,7 +16,7 @@ import cv2
 
 from fusionfleet import layout
 from fusionfleet.aws import AwsTarget
-from fusionfleet.errors import InputRejected, MediaError, ObjectMissing, SegmentFailed
+from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
@@ -184,7 +184,12 @@ def render_segment(
         put_json(
             deps.storage, job.work_bucket, layout.segment_record_key(job.job_id, segment.index), record.model_dump()
         )
-        checkpoints.clear()
+        try:
+            checkpoints.clear()
+        except DeleteFailed as error:
+            # The segment is rendered and recorded: leftover chunks cost storage (the work prefix's
+            # lifecycle rule removes them), never the segment. Said loudly, with the keys.
+            logger.error("%s: rendered, but its checkpoints stay: %s", what, error.reason)
         logger.info(
             "%s: %s frames in %.2f s (engine %.2f s, %s frames rendered, read %s bytes)",
             what, summary, record.total_s, engine_s, record.frames_rendered, reader.bytes_fetched,

@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 
 from functions.slicer.models import IngestRecord, S3TestEvent
 from fusionfleet.aws import AwsTarget
+from fusionfleet.capacity import GpuCapacity, GpuFleet, ServiceQuotasCapacity
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.slicing import Slicer, SlicerConfig
@@ -37,6 +38,9 @@ ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
 ENV_ENCODER_THREADS = "ENCODER_THREADS"
 ENV_TENANT_MAX_RUNNING_JOBS = "TENANT_MAX_RUNNING_JOBS"
 ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
+ENV_GPU_INSTANCE_TYPES = "GPU_INSTANCE_TYPES"
+ENV_GPU_ON_DEMAND_PERCENTAGE = "GPU_ON_DEMAND_PERCENTAGE"
+ENV_GPU_QUOTA_CACHE_SECONDS = "GPU_QUOTA_CACHE_SECONDS"
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
@@ -59,18 +63,33 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
             max_segments=int(env.get(ENV_TENANT_MAX_SEGMENTS, "0")),
         ),
         encoder_threads=int(env.get(ENV_ENCODER_THREADS, "2")),
+        gpu_fleet=_gpu_fleet(env),
+        gpu_quota_cache_s=int(env.get(ENV_GPU_QUOTA_CACHE_SECONDS, "300")),
     )
     return aws, config
+
+
+def _gpu_fleet(env: Mapping[str, str]) -> GpuFleet | None:
+    types = tuple(name.strip() for name in env.get(ENV_GPU_INSTANCE_TYPES, "").split(",") if name.strip())
+    if not types:
+        return None
+    return GpuFleet(types, int(env.get(ENV_GPU_ON_DEMAND_PERCENTAGE, "100")))
 
 
 @cache
 def slicer() -> Slicer:
     aws, config = settings(os.environ)
+    capacity: GpuCapacity | None = None
+    if config.gpu_fleet is not None:
+        capacity = ServiceQuotasCapacity(
+            aws.client("service-quotas"), aws.client("ec2"), config.gpu_fleet, aws.region, config.gpu_quota_cache_s
+        )
     return Slicer(
         S3Storage(aws.client("s3")),
         StepFunctions(aws.client("stepfunctions")),
         SnsNotifier(aws.client("sns")),
         config,
+        capacity,
     )
 
 

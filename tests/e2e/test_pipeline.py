@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,10 @@ def test_s3_drop_renders_a_frame_exact_video_and_notifies_once(stack: Stack, ten
     check_preview(notice["preview"], bucket, "outputs/e2e drop.preview.jpg", cell=(320, 240), rows=4)
     # AND the job's cost: engine and billed GPU-seconds, and their price at the local default
     check_cost(notice)
+    # AND a SigV4 download link that states its end: 24 h, since the local stack's keys never end
+    assert "X-Amz-Algorithm=AWS4-HMAC-SHA256" in notice["download_url"]
+    expires = datetime.fromisoformat(notice["download_url_expires_at"].replace("Z", "+00:00"))
+    assert timedelta(hours=23) < expires - datetime.now(UTC) <= timedelta(hours=24)
     with urllib.request.urlopen(notice["download_url"], timeout=30) as response:
         downloaded = response.read()
     output = tmp_path / "out.mp4"

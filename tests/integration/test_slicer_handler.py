@@ -10,6 +10,7 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from fleetctl.samples import grace_hopper_path, read_stamp
 from functions.slicer import app
@@ -279,3 +280,40 @@ def test_a_job_with_a_reference_image_another_mode_or_no_selector_needs_no_refer
     for execution in aws.executions():
         payload = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])
         assert payload["job"]["reference_frame"] is None
+
+
+def test_a_stale_rejection_that_cannot_be_deleted_starts_nothing(slicer_env: Aws, clip: Path) -> None:
+    # GIVEN a rejected manifest, and a work bucket whose policy refuses deletes (a role without
+    # s3:DeleteObject: DeleteObjects still answers 200, with the refusal per key)
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    job = put_manifest(aws, "jobs/early.json", MANIFEST)
+    invoke(s3_event(aws.media_bucket, "jobs/early.json"))
+    aws.s3.put_bucket_policy(Bucket=aws.work_bucket, Policy=json.dumps(DENY_DELETES))
+    # WHEN its media arrives and the same manifest is uploaded again
+    upload(aws, "inputs/clip.mp4", clip)
+    put_manifest(aws, "jobs/early.json", MANIFEST)
+    with pytest.raises(BatchProcessingError) as raised:
+        invoke(s3_event(aws.media_bucket, "jobs/early.json"))
+    # THEN the record fails, naming the key it could not delete (SQS retries it, then dead-letters
+    # it) and nothing started: no execution, no job record, so the farm and `status` agree
+    assert f"DeleteFailed: could not delete 1 object(s) in s3://work: {layout.rejection_key(job)}" in str(raised.value)
+    assert aws.executions() == []
+    assert aws.s3.list_objects_v2(Bucket=aws.work_bucket, Prefix=layout.job_key(job)).get("KeyCount") == 0
+    # AND once deletes are allowed again, the retried event starts the job
+    aws.s3.delete_bucket_policy(Bucket=aws.work_bucket)
+    invoke(s3_event(aws.media_bucket, "jobs/early.json"))
+    assert [e["name"] for e in aws.executions()] == [job]
+
+
+DENY_DELETES = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:DeleteObject",
+            "Resource": "arn:aws:s3:::work/*",
+        }
+    ],
+}

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
 
+from fusionfleet.errors import DeleteFailed
 from fusionfleet.storage import MIN_PART_BYTES, S3Storage
 from tests.integration.conftest import Aws
 
@@ -55,3 +57,42 @@ def test_latest_change_is_the_newest_object_under_the_prefix(aws: Aws) -> None:
     storage.put_bytes("work", "work/j/b", b"2")
     latest = storage.latest_change("work", "work/j/")
     assert first is not None and latest is not None and latest >= first
+
+
+def test_a_refused_delete_raises_naming_every_key_and_leaves_the_objects(aws: Aws) -> None:
+    # GIVEN objects under a prefix and a bucket policy that refuses deleting some of them
+    storage = S3Storage(aws.s3)
+    for name in ("a", "b", "keep/c"):
+        storage.put_bytes("work", f"work/j/{name}", b"1")
+    aws.s3.put_bucket_policy(
+        Bucket="work",
+        Policy=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Deny",
+                        "Principal": "*",
+                        "Action": "s3:DeleteObject",
+                        "Resource": "arn:aws:s3:::work/work/j/*",
+                    }
+                ],
+            }
+        ),
+    )
+    # WHEN the prefix is deleted
+    with pytest.raises(DeleteFailed) as raised:
+        storage.delete_prefix("work", "work/j/")
+    # THEN the error names each refused key and S3's code, and the objects are all still there
+    assert raised.value.keys == ("work/j/a", "work/j/b", "work/j/keep/c")
+    assert "AccessDenied" in raised.value.reason and "work/j/keep/c" in raised.value.reason
+    assert storage.list_keys("work", "work/j/") == ["work/j/a", "work/j/b", "work/j/keep/c"]
+
+
+def test_delete_prefix_removes_everything_and_counts_it(aws: Aws) -> None:
+    storage = S3Storage(aws.s3)
+    for index in range(3):
+        storage.put_bytes("work", f"work/j/{index}", b"1")
+    storage.put_bytes("work", "work/other", b"1")
+    assert storage.delete_prefix("work", "work/j/") == 3
+    assert storage.list_keys("work", "work/") == ["work/other"]

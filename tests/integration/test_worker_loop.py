@@ -391,3 +391,28 @@ def test_a_black_output_fails_the_segment(
     render_worker(aws, tmp_path, orchestrator, RetryPolicy(max_attempts=1)).run(max_tasks=1)
     (failure,) = [c for c in orchestrator.calls if c[0] == "failure"]
     assert failure[2][0] == "SegmentFailed" and "black where the input is not" in failure[2][1]
+
+
+def test_checkpoints_that_cannot_be_deleted_cost_the_rendered_segment_nothing(
+    aws: Aws, job: JobContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a segment that checkpoints a chunk and then fails once, and a work bucket whose policy
+    # refuses deleting checkpoints (a role without s3:DeleteObject)
+    faults = tmp_path / "faults.json"
+    segment = plan(aws, job)[1]
+    small = job.model_copy(update={"encoder": dataclasses.replace(job.encoder, chunk_frames=25, keyint=25)})
+    faults.write_text(json.dumps([{"job": job.job_id, "segment": 1, "attempt": 1, "action": "fail", "at_frame": 30}]))
+    body = {"task_token": "t", "job": small.model_dump(mode="json"), "segment": segment}
+    aws.sqs.send_message(QueueUrl=aws.queues["RenderQueueHigh"], MessageBody=json.dumps(body))
+    prefix = layout.checkpoint_prefix(job.job_id, 1)
+    deny = {"Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject", "Resource": f"arn:aws:s3:::work/{prefix}*"}
+    aws.s3.put_bucket_policy(Bucket=aws.work_bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [deny]}))
+    orchestrator = recorder(aws)
+    # WHEN the second attempt finishes the segment
+    render_worker(aws, tmp_path, orchestrator, faults_file=faults).run(max_tasks=2)
+    # THEN the segment succeeded and its record says so
+    assert [c[0] for c in orchestrator.calls if c[0] != "heartbeat"] == ["success"]
+    assert record_of(aws, job, 1)["status"] == "succeeded"
+    # AND the refusal was logged with the keys left behind, which are still there
+    left = aws.s3.list_objects_v2(Bucket=aws.work_bucket, Prefix=prefix).get("Contents", [])
+    assert left and "its checkpoints stay" in caplog.text and left[0]["Key"] in caplog.text

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fusionfleet.errors import ObjectMissing, TokenGone
+from fusionfleet.links import PresignedLink, link_expiry
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
 from fusionfleet.queues import QueueDepth, QueueMessage, ReceiptExpired
 from fusionfleet.storage import ObjectInfo
@@ -97,6 +98,11 @@ class FakeStorage:
 
     def presign_put(self, bucket: str, key: str, expires_s: int) -> str:
         return f"https://{bucket}.fake/{key}?method=PUT&expires={expires_s}"
+
+    def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink:
+        # The fake's credentials never end: the link lasts what was asked.
+        now = datetime.now(UTC)
+        return PresignedLink(self.presign_get(bucket, key, expires_s), link_expiry(now, expires_s))
 
     def latest_change(self, bucket: str, prefix: str) -> datetime | None:
         times = [
@@ -313,3 +319,15 @@ class FakeNotifier:
 
     def publish(self, topic_arn: str, subject: str, message: dict[str, Any]) -> None:
         self.published.append((topic_arn, subject, message))
+
+
+class FakeCapacity:
+    """GpuCapacity whose verdict the test sets; `asked` counts the checks."""
+
+    def __init__(self, refusal: str | None = None) -> None:
+        self.verdict = refusal
+        self.asked = 0
+
+    def refusal(self) -> str | None:
+        self.asked += 1
+        return self.verdict

@@ -57,3 +57,14 @@ def test_the_api_settings_come_from_the_mapping_it_is_given() -> None:
     assert (aws.region, config.media_bucket, config.work_bucket) == ("eu-west-1", "media", "work")
     assert (config.tenant_claim, config.upload_url_s, config.download_url_s) == ("custom:tenant", 120, 900)
     assert api_app.settings({**env, "TENANT_CLAIM": ""})[1].tenant_claim == "tenant"
+
+
+def test_the_slicer_checks_gpu_quota_only_where_the_fleet_is_named() -> None:
+    _aws, local = slicer_app.settings(SLICER_ENV)
+    assert local.gpu_fleet is None
+    _aws, config = slicer_app.settings(
+        {**SLICER_ENV, "GPU_INSTANCE_TYPES": "g5.xlarge, g6.xlarge", "GPU_ON_DEMAND_PERCENTAGE": "25"}
+    )
+    assert config.gpu_fleet is not None
+    assert (config.gpu_fleet.instance_types, config.gpu_fleet.uses_spot) == (("g5.xlarge", "g6.xlarge"), True)
+    assert config.gpu_quota_cache_s == 300

@@ -198,4 +198,6 @@ def test_a_failed_render_still_reaches_the_gate_so_its_notice_names_the_segments
 def test_the_success_notice_keeps_its_fields_and_adds_the_preview_and_the_cost() -> None:
     notice = json.loads(ASL.read_text())["States"]["SuccessNotice"]["Parameters"]
     assert {"output.$", "download_url.$", "frames.$", "duration_s.$", "audio_tracks.$", "timings"} <= set(notice)
+    # The link's true end travels with it: a role session may end it before 24 h (fusionfleet.links).
+    assert notice["download_url_expires_at.$"] == "$.merge.download_url_expires_at"
     assert (notice["cost.$"], notice["preview.$"]) == ("$.merge.cost", "$.merge.preview")

@@ -11,6 +11,7 @@ from tests.support.template import ROOT
 MERGE = MergeResult(
     output=OutputLocation(bucket="media", key="outputs/clip.mp4", uri="s3://media/outputs/clip.mp4"),
     download_url="https://media.fake/outputs/clip.mp4",
+    download_url_expires_at="2026-12-04T12:00:00Z",
     frames=100,
     duration_s=4.0,
     audio_tracks=1,
@@ -20,6 +21,7 @@ MERGE = MergeResult(
         bucket="media",
         key="outputs/clip.preview.jpg",
         url="https://media.fake/outputs/clip.preview.jpg",
+        url_expires_at="2026-12-04T12:00:00Z",
         width=640,
         height=960,
         frames=(12, 37, 62, 87),
@@ -41,6 +43,7 @@ def test_a_merge_result_has_the_shape_the_state_machine_reads() -> None:
     assert MERGE.model_dump(mode="json") == {
         "output": {"bucket": "media", "key": "outputs/clip.mp4", "uri": "s3://media/outputs/clip.mp4"},
         "download_url": "https://media.fake/outputs/clip.mp4",
+        "download_url_expires_at": "2026-12-04T12:00:00Z",
         "frames": 100,
         "duration_s": 4.0,
         "audio_tracks": 1,
@@ -56,6 +59,7 @@ def test_a_merge_result_has_the_shape_the_state_machine_reads() -> None:
             "bucket": "media",
             "key": "outputs/clip.preview.jpg",
             "url": "https://media.fake/outputs/clip.preview.jpg",
+            "url_expires_at": "2026-12-04T12:00:00Z",
             "width": 640,
             "height": 960,
             "frames": [12, 37, 62, 87],

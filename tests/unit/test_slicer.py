@@ -11,7 +11,7 @@ from fusionfleet import layout
 from fusionfleet.identity import job_id as derive_job_id
 from fusionfleet.orchestrator import Execution
 from fusionfleet.slicing import Slicer, SlicerConfig
-from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.fakes import FakeCapacity, FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK, job_context
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
@@ -146,3 +146,30 @@ def test_an_option_the_default_engine_would_ignore_is_refused_before_any_media_i
     assert "options.face_enhancer_model: the classic engine does not apply it" in outcome.reason
     assert set(storage.reads) == {"jobs/clip.json"} and orchestrator.starts == []
     assert len(notifier.published) == 1
+
+
+def test_a_fleet_that_cannot_start_a_gpu_host_refuses_the_job_with_a_notice_before_reading_its_media() -> None:
+    # GIVEN an account whose GPU quota cannot start one host
+    storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
+    config = SlicerConfig(work_bucket=WORK, state_machine_arn=MACHINE, topic_arn=TOPIC)
+    capacity = FakeCapacity("the GPU fleet cannot start a single instance: g5.xlarge needs 4 vCPUs …")
+    handler = Slicer(storage, orchestrator, notifier, config, capacity)
+    job_id = put_manifest(storage)
+    # WHEN a job arrives
+    outcome = handler.handle(MEDIA, "jobs/clip.json")
+    # THEN it is refused at once with the quota's reason, nothing started, no media read
+    assert outcome.status == "rejected" and outcome.reason.startswith("the GPU fleet cannot start a single instance")
+    assert orchestrator.starts == [] and storage.reads == {}
+    ((_topic, _subject, notice),) = notifier.published
+    assert notice["job_id"] == job_id and "g5.xlarge needs 4 vCPUs" in notice["reason"]
+    assert capacity.asked == 1
+
+
+def test_a_fleet_with_room_lets_the_job_through_to_validation() -> None:
+    storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
+    config = SlicerConfig(work_bucket=WORK, state_machine_arn=MACHINE, topic_arn=TOPIC)
+    capacity = FakeCapacity(None)
+    put_manifest(storage)
+    outcome = Slicer(storage, orchestrator, notifier, config, capacity).handle(MEDIA, "jobs/clip.json")
+    # The media does not exist here: the job got past the capacity check to validation.
+    assert capacity.asked == 1 and outcome.status == "rejected" and "do not exist" in outcome.reason

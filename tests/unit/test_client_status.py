@@ -1,0 +1,47 @@
+"""`fusionfleet status` of a finished job signs a fresh download link rather than repeating the notice's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from fleetctl.client import Client
+from fleetctl.stack import StackResources
+from fusionfleet.links import DOWNLOAD_LINK_SECONDS
+from fusionfleet.orchestrator import Execution, execution_arn
+from tests.support.fakes import FakeOrchestrator, FakeStorage
+
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
+RESOURCES = StackResources(
+    stage="local", media_bucket="media", work_bucket="work", ingest_queue_url="q/ingest", ingest_dlq_url="q/dlq",
+    render_queue_urls=("q/high", "q/normal", "q/low"), render_dlq_url="q/render-dlq", merge_queue_url="q/merge",
+    merge_dlq_url="q/merge-dlq", topic_arn="topic", state_machine_arn=MACHINE,
+)  # fmt: skip
+
+
+def test_a_succeeded_job_gets_a_freshly_signed_link_for_its_output() -> None:
+    # GIVEN a job that succeeded days ago: its notice's link ended long since
+    orchestrator = FakeOrchestrator()
+    arn = execution_arn(MACHINE, "clip-1")
+    ended = datetime.now(UTC) - timedelta(days=3)
+    orchestrator.states[arn] = Execution(
+        arn, "SUCCEEDED", ended - timedelta(minutes=5), ended,
+        output={
+            "output": {"bucket": "media", "key": "outputs/clip.mp4", "uri": "s3://media/outputs/clip.mp4"},
+            "download_url": "https://stale.example/outputs/clip.mp4",
+            "download_url_expires_at": (ended + timedelta(hours=6)).isoformat(),
+        },
+    )  # fmt: skip
+    client = Client(FakeStorage(), orchestrator, RESOURCES)
+    # WHEN its status is read
+    status = client.status("clip-1")
+    # THEN it carries a link to the output signed now, for a day
+    assert status.state == "SUCCEEDED" and status.download is not None
+    assert status.download.url == f"https://media.fake/outputs/clip.mp4?expires={DOWNLOAD_LINK_SECONDS}"
+    assert status.download.expires_at > datetime.now(UTC) + timedelta(hours=23)
+
+
+def test_a_running_job_has_no_link() -> None:
+    orchestrator = FakeOrchestrator()
+    arn = execution_arn(MACHINE, "clip-2")
+    orchestrator.states[arn] = Execution(arn, "RUNNING", datetime.now(UTC), None)
+    assert Client(FakeStorage(), orchestrator, RESOURCES).status("clip-2").download is None
