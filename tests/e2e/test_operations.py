@@ -153,6 +153,37 @@ def test_a_failed_job_retried_renders_only_its_missing_segments_and_succeeds_wit
     assert preview["Body"].read()[:2] == b"\xff\xd8"
 
 
+def test_a_job_cancelled_with_every_segment_rendered_is_retried_with_an_empty_map_and_only_merges(
+    stack: Stack, clip: Path, tmp_path: Path
+) -> None:
+    # GIVEN a job whose segments have all rendered while no merge worker runs, cancelled before it merged
+    stack.kill("merge-1", signal.SIGKILL)
+    try:
+        inbox = stack.subscribe()
+        job = drop_job(stack, "merge-later", clip)
+        assert wait_until(lambda: len(work_keys(stack, layout.segments_prefix(job))) >= 4, 120), stack.logs()
+        assert wait_until(lambda: all(record(stack, job, i)["status"] == "succeeded" for i in (0, 1)), 60)
+        first = [record(stack, job, i) for i in (0, 1)]
+        cancelled = stack.cli("cancel", job)
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert notice_for(stack, inbox, job, wait_s=60)["status"] == "cancelled"
+    finally:
+        stack.up()  # the merge worker comes back
+    # WHEN it is retried
+    result = stack.cli("retry", job)
+    assert result.returncode == 0, result.stderr
+    assert "all segments are valid; merging again" in result.stdout, result.stdout
+    # THEN the retry's Distributed Map has nothing to render, and the job merges and succeeds once
+    notice = notice_for(stack, inbox, job, wait_s=180)
+    assert notice["status"] == "succeeded", notice
+    output = tmp_path / "out.mp4"
+    stack.client("s3").download_file(notice["output"]["bucket"], notice["output"]["key"], str(output))
+    assert stamps_of(output) == list(range(250))
+    assert [record(stack, job, i) for i in (0, 1)] == first
+    assert [a for a in attempts_of(stack, job) if a["run"] == 1] == []
+    assert notices_within(stack, inbox, job, wait_s=15) == []
+
+
 def worker_line(stack: Stack, name: str, lost_after_s: int) -> str:
     listing = stack.cli("workers", "--lost-after", str(lost_after_s))
     assert listing.returncode == 0, listing.stderr
