@@ -144,7 +144,7 @@ def test_submit_wait_downloads_the_result_and_prints_the_job_id(stack: Stack, tm
     destination = tmp_path / "result.mp4"
     result = stack.cli(
         "submit", "--source", str(grace_hopper_path()), "--target", str(clip), "--engine", "copy",
-        "--priority", "low", "--wait", "--output", str(destination), "--face-selector-mode", "many",
+        "--priority", "low", "--wait", "--output", str(destination), "--output-video-quality", "90",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr + stack.logs()
     job = result.stdout.strip().splitlines()[-1]
