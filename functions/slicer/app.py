@@ -37,6 +37,7 @@ ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
 ENV_ENCODER_THREADS = "ENCODER_THREADS"
 ENV_TENANT_MAX_RUNNING_JOBS = "TENANT_MAX_RUNNING_JOBS"
 ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
+ENV_FLEET_MAX_WORKERS = "FLEET_MAX_WORKERS"
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
@@ -59,6 +60,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
             max_segments=int(env.get(ENV_TENANT_MAX_SEGMENTS, "0")),
         ),
         encoder_threads=int(env.get(ENV_ENCODER_THREADS, "2")),
+        fleet_max_workers=int(env.get(ENV_FLEET_MAX_WORKERS, "0")),
     )
     return aws, config
 
