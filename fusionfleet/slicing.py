@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from fusionfleet import layout
 from fusionfleet.encoding import encoder_settings
-from fusionfleet.fleet import fleet_view
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
+from fusionfleet.fleet import fleet_view
 from fusionfleet.identity import job_id as derive_job_id
 from fusionfleet.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
 from fusionfleet.media.image import check_image

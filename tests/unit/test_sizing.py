@@ -34,7 +34,8 @@ def test_two_workers_get_an_even_number_of_segments_for_a_twelve_second_clip() -
 def test_one_worker_keeps_the_fixed_plan() -> None:
     # GIVEN one worker, nothing to spread over WHEN clips are sized THEN the 4 s plan stands
     for seconds in (8, 12, 60, 180):
-        assert sized_segment_count(seconds * 25, FPS, CLASSIC, FleetView(1, 1)) == fixed_segment_count(seconds * 25, FPS)
+        frames = seconds * 25
+        assert sized_segment_count(frames, FPS, CLASSIC, FleetView(1, 1)) == fixed_segment_count(frames, FPS)
 
 
 def test_short_clips_on_a_big_fleet_get_more_shorter_segments() -> None:

@@ -12,8 +12,8 @@ from functions.slicer.app import settings
 from fusionfleet import layout
 from fusionfleet.fleet import fleet_view
 from fusionfleet.messages import WorkerBeat
-from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.sizing import FleetView, engine_cost, sized_segment_count
+from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.storage import get_json
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.media import write_video
@@ -26,9 +26,8 @@ def twelve_seconds(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def plan_of(storage: FakeStorage, fleet_max_workers: int, clip: Path) -> list[dict[str, int]]:
-    slicer = Slicer(
-        storage, FakeOrchestrator(), FakeNotifier(), SlicerConfig(WORK, MACHINE, TOPIC, fleet_max_workers=fleet_max_workers)
-    )
+    config = SlicerConfig(WORK, MACHINE, TOPIC, fleet_max_workers=fleet_max_workers)
+    slicer = Slicer(storage, FakeOrchestrator(), FakeNotifier(), config)
     key = drop(storage, clip, None, {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.mp4",
                                      "engine": "classic"})  # fmt: skip
     outcome = slicer.handle(MEDIA, key)
@@ -70,6 +69,7 @@ def test_live_render_workers_beyond_the_maximum_count(twelve_seconds: Path) -> N
 
 
 def test_the_slicer_reads_the_fleet_maximum_from_its_environment() -> None:
-    env = {"AWS_REGION": "us-east-1", "WORK_BUCKET": WORK, "STATE_MACHINE_ARN": MACHINE, "NOTIFICATION_TOPIC_ARN": TOPIC}
+    env = {"AWS_REGION": "us-east-1", "WORK_BUCKET": WORK, "STATE_MACHINE_ARN": MACHINE}
+    env["NOTIFICATION_TOPIC_ARN"] = TOPIC
     assert settings(env)[1].fleet_max_workers == 0
     assert settings({**env, "FLEET_MAX_WORKERS": "64"})[1].fleet_max_workers == 64
