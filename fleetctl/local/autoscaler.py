@@ -171,9 +171,7 @@ def write_status(path: Path, record: Mapping[str, Any]) -> None:
     partial.replace(path)  # a reader never sees half a file
 
 
-def run(
-    settings: AutoscalerSettings, queue: WorkQueue, storage: Storage, pool: Pool, stop: threading.Event
-) -> None:
+def run(settings: AutoscalerSettings, queue: WorkQueue, storage: Storage, pool: Pool, stop: threading.Event) -> None:
     policy = settings.policy
     state = ScalingState(desired=policy.minimum)
     for _ in range(policy.minimum):
