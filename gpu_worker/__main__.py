@@ -21,6 +21,7 @@ from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
 from gpu_worker.presence import Presence
+from gpu_worker.protection import TaskProtection
 from gpu_worker.render import InlineRenderer, build_render_deps
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
@@ -78,6 +79,9 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
         stop=stop,
         idle_wait_s=settings.idle_wait_s,
         presence=presence,
+        protection=TaskProtection(settings.ecs_agent_uri)
+        if settings.ecs_agent_uri and settings.role == "render"
+        else None,
     )
 
 

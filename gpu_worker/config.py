@@ -35,6 +35,7 @@ ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
 ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
 ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
 ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
+ENV_ECS_AGENT = "ECS_AGENT_URI"  # set by ECS in every task: its agent's endpoint
 
 ROLES = ("render", "merge")
 
@@ -63,6 +64,8 @@ class WorkerConfig:
     # Where the worker's presence record goes (work/_workers/<name>.json); None: no record.
     work_bucket: str | None = None
     beat_s: float = 5.0
+    # The ECS agent's endpoint: render tasks protect themselves from scale-in while they hold a segment.
+    ecs_agent_uri: str | None = None
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -148,6 +151,7 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         gpu_hourly_price=_price(env.get(ENV_GPU_HOURLY_PRICE)),
         work_bucket=env.get(ENV_WORK_BUCKET) or None,
         beat_s=float(env.get(ENV_BEAT, "5")),
+        ecs_agent_uri=env.get(ENV_ECS_AGENT) or None,
         engine_env=tuple(sorted(env.items())),
     )
 

@@ -23,6 +23,7 @@ from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Cancelled, Released
 from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
 from gpu_worker.presence import Presence
+from gpu_worker.protection import TaskProtection
 from gpu_worker.retry import RetryPolicy, describe, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
 from gpu_worker.tasks import TaskHandler
@@ -44,6 +45,7 @@ class Worker:
         idle_wait_s: int = 2,
         presence: Presence | None = None,
         take_recheck_s: float = 1.0,
+        protection: TaskProtection | None = None,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -57,6 +59,7 @@ class Worker:
         self._stop = stop
         self._idle_wait_s = idle_wait_s
         self._presence = presence
+        self._protection = protection
         self._take_recheck_s = take_recheck_s
         self.completed = 0
         self.failed = 0
@@ -191,6 +194,8 @@ class Worker:
                 self._orchestrator.heartbeat(token)
 
     def _begin(self, task: Any) -> None:
+        if self._protection is not None:
+            self._protection.hold()
         if self._presence is None:
             return
         segment = getattr(task, "segment", None)
@@ -200,6 +205,8 @@ class Worker:
         self._presence.begin(f"{job_id}:{segment.index if segment is not None else 'merge'}", engine)
 
     def _end(self, succeeded: bool | None) -> None:
+        if self._protection is not None:
+            self._protection.release()
         if self._presence is None:
             return
         if succeeded is None:
