@@ -9,7 +9,7 @@ LSVENV := .venv-localstack
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: all setup venv localstack-env test lint unit e2e demo bench bench-quality chaos soak up down status clean
+.PHONY: all setup venv localstack-env test lint unit e2e demo bench bench-quality bench-scale bench-sim chaos soak up down status clean
 
 all: test
 
@@ -54,6 +54,12 @@ bench: venv localstack-env
 
 bench-quality: venv
 	$(PY) -m benchmarks.quality
+
+bench-scale: venv localstack-env
+	$(PY) -m benchmarks.scaling
+
+bench-sim: venv
+	$(PY) -m benchmarks.fleetsim
 
 up: venv localstack-env
 	$(VENV)/bin/fusionfleet local up

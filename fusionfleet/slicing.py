@@ -15,6 +15,7 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.encoding import encoder_settings
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
+from fusionfleet.fairness import fair_concurrency
 from fusionfleet.fleet import fleet_view
 from fusionfleet.identity import job_id as derive_job_id
 from fusionfleet.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
@@ -154,6 +155,9 @@ class Slicer:
         concurrency = self.config.render_concurrency
         if context.tenant is not None:
             concurrency = self.config.tenants.render_concurrency(concurrency)
+        if context.fleet_workers:
+            # Within a priority a big job must not hold the queue ahead of a later small one.
+            concurrency = min(concurrency, fair_concurrency(context.fleet_workers))
         return {
             "job": context.model_dump(mode="json"),
             "plan": {"bucket": self.config.work_bucket, "key": layout.plan_key(context.job_id)},
@@ -179,7 +183,7 @@ class Slicer:
         video, bytes_read = self._probe(target)
         reference_frame = self._reference_frame(job_id, manifest, target, video) if selects_faces(engine) else None
         width, height = video.display_size
-        plan = self._plan(video, engine)
+        plan, fleet_workers = self._plan(video, engine)
         settings = encoder_settings(
             width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads
         )
@@ -204,16 +208,18 @@ class Slicer:
             segment_count=len(plan),
             frame_count=video.frame_count,
             submitted_at=submitted_at,
+            fleet_workers=fleet_workers,
         )
         return context, bytes_read
 
-    def _plan(self, video: VideoInfo, engine: str) -> tuple[Segment, ...]:
+    def _plan(self, video: VideoInfo, engine: str) -> tuple[tuple[Segment, ...], int]:
+        """The job's segments, and the fleet they were sized for (0: the fixed plan)."""
         if not self.config.fleet_max_workers:
-            return plan_segments(video.frame_count, video.fps, self.config.segments)
+            return plan_segments(video.frame_count, video.fps, self.config.segments), 0
         fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())
         plan = plan_for_fleet(video.frame_count, video.fps, engine_cost(engine), fleet, self.config.sizing)
         logger.info("plan of %s segments for a fleet of %s (%s running)", len(plan), fleet.workers, fleet.running)
-        return plan
+        return plan, fleet.workers
 
     def _media_refs(self, manifest: Manifest, bucket: str) -> dict[str, list[ObjectRef]]:
         """HEAD every referenced object; report all the missing ones together."""

@@ -17,6 +17,7 @@ from benchmarks.fleetsim.scenarios import (
     COSTS,
     LOW_BULK_JOBS,
     efficiency_curve,
+    fairness,
     variants,
 )
 
@@ -50,6 +51,7 @@ def main() -> int:
     began = time.monotonic()
     curve = efficiency_curve()
     days = variants()
+    fair = fairness()
     at_64 = {f"{r['plan']}/{r['dispatch']}": round(r["efficiency_render"], 3) for r in curve if r["workers"] == 64}
     best_day = max(days.values(), key=lambda d: d["gpu_busy_share"])
     results = {
@@ -74,6 +76,7 @@ def main() -> int:
         "efficiency_curve": curve,
         "efficiency_at_64": at_64,
         "days": days,
+        "fairness": fair,
         "met": {
             "efficiency_64": max(at_64.values()) >= GOALS["efficiency_64"],
             "gpu_busy_share": best_day["gpu_busy_share"] >= GOALS["gpu_busy_share"],
@@ -93,6 +96,11 @@ def main() -> int:
             f"{name:<40} {day['gpu_busy_share']:>6.3f} {day['worker_busy_share']:>7.3f} {day['gpu_billed_h']:>9.1f}"
             f" {day['high_segment_wait_p95_s']:>6.1f}s {day['low_wait_max_h']:>7.2f}h"
         )
+    print(
+        f"\nfairness, {fair['workers']} GPUs, a 30 s job 20 s after a 30-minute one (same priority): small job done in "
+        f"{fair['off']['small_turnaround_s']:.0f} s without, {fair['on']['small_turnaround_s']:.0f} s with; "
+        f"big job {fair['off']['big_turnaround_s']:.0f} s / {fair['on']['big_turnaround_s']:.0f} s"
+    )
     print(f"\ngoals met: {results['met']}  (benchmarks/results/fleetsim.json, fleetsim.png)")
     return 0
 

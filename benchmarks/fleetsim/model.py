@@ -22,6 +22,7 @@ from typing import Any
 import simpy
 
 from fusionfleet.autoscale import Backlog, ScalingPolicy, ScalingState, decide
+from fusionfleet.fairness import fair_concurrency
 from fusionfleet.sizing import FleetView, WorkCost, fixed_segment_count, sized_segment_count
 
 PRIORITY_RANK = {"high": 0, "normal": 1, "low": 2}
@@ -55,6 +56,7 @@ class FleetConfig:
     boot_s: float = 180.0
     spot_interruptions_per_hour: float = 0.0
     adaptive_segments: bool = True
+    fairness: bool = False  # each job's segments in flight capped at fusionfleet.fairness's share
 
 
 @dataclass
@@ -64,6 +66,7 @@ class Segment:
     frames: int
     priority: str
     queued_at: float = 0.0
+    slot: Any = None  # the job's in-flight slot (fairness), released when the segment is done
 
 
 @dataclass
@@ -120,8 +123,14 @@ class Farm:
         self.results[spec.name] = JobResult(spec, len(plan))
         self.remaining[spec.name] = len(plan)
         yield self.env.timeout(self.costs.job_start_s)
+        # The Map's MaxConcurrency: unbounded without fairness, else the job's fair share of the fleet.
+        cap = fair_concurrency(self.maximum) if self.fleet.fairness else len(plan)
+        slots = simpy.Resource(self.env, capacity=cap)
         for index, frames in enumerate(plan):
-            self.enqueue(Segment(spec.name, index, frames, spec.priority))
+            slot = slots.request()
+            yield slot
+            segment = Segment(spec.name, index, frames, spec.priority, slot=(slots, slot))
+            self.enqueue(segment)
             yield self.env.timeout(self.costs.dispatch_s)
 
     def enqueue(self, segment: Segment) -> None:
@@ -131,6 +140,8 @@ class Farm:
 
     def segment_done(self, segment: Segment) -> None:
         result = self.results[segment.job]
+        slots, slot = segment.slot
+        slots.release(slot)
         result.last_end_s = max(result.last_end_s, self.env.now)
         self.remaining[segment.job] -= 1
         if self.remaining[segment.job] == 0:

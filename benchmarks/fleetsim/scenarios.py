@@ -162,6 +162,21 @@ def efficiency_curve(workers: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512
     return rows
 
 
+def fairness(workers: int = 16) -> dict[str, Any]:
+    """A 30-minute job, then 20 s later a 30 s job of the same priority: the small job's turnaround."""
+    rows = {}
+    for fair in (False, True):
+        farm = Farm(COSTS, FleetConfig(fixed_workers=workers, fairness=fair))
+        farm.run([JobSpec("big", 0.0, 1800 * FPS, FPS, "normal"), JobSpec("small", 20.0, 30 * FPS, FPS, "normal")])
+        small, big = farm.results["small"], farm.results["big"]
+        rows["on" if fair else "off"] = {
+            "small_turnaround_s": small.done_s - small.spec.submit_s,
+            "small_wait_p95_s": p95(small.waits),
+            "big_turnaround_s": big.done_s,
+        }
+    return {"workers": workers, **rows}
+
+
 def variants() -> dict[str, dict[str, Any]]:
     """The day under policies side by side."""
     base: dict[str, Any] = {"maximum": 64, "boot_s": 180.0, "adaptive": True, "spot_per_hour": 0.02}

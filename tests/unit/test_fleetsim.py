@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.fleetsim.model import Farm, FleetConfig, JobSpec
-from benchmarks.fleetsim.scenarios import COSTS, p95, single_job
+from benchmarks.fleetsim.scenarios import COSTS, fairness, p95, single_job
 from fusionfleet.autoscale import ScalingPolicy
 
 
@@ -45,3 +45,12 @@ def test_the_autoscaled_fleet_grows_with_a_burst_and_returns_to_the_minimum() ->
     assert running[-1] == 1
     # AND every worker stopped was billed only until it stopped
     assert farm.billed_until(3600) < 8 * 3600
+
+
+def test_a_fair_share_lets_a_small_job_through_a_big_ones_queue() -> None:
+    # GIVEN a 30-minute job and, 20 s later, a 30 s job of the same priority on 16 GPUs
+    result = fairness(16)
+    # THEN with per-job concurrency capped the small job is done several times sooner
+    assert result["on"]["small_turnaround_s"] * 3 < result["off"]["small_turnaround_s"]
+    # AND the big job pays little for it
+    assert result["on"]["big_turnaround_s"] < 1.05 * result["off"]["big_turnaround_s"]

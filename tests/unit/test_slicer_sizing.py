@@ -10,6 +10,7 @@ import pytest
 
 from functions.slicer.app import settings
 from fusionfleet import layout
+from fusionfleet.fairness import fair_concurrency
 from fusionfleet.fleet import fleet_view
 from fusionfleet.messages import WorkerBeat
 from fusionfleet.sizing import FleetView, engine_cost, sized_segment_count
@@ -25,9 +26,11 @@ def twelve_seconds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_video(tmp_path_factory.mktemp("sizing") / "twelve.mp4", seconds=12, fps=25, width=160, height=120)
 
 
-def plan_of(storage: FakeStorage, fleet_max_workers: int, clip: Path) -> list[dict[str, int]]:
+def plan_of(
+    storage: FakeStorage, fleet_max_workers: int, clip: Path, orchestrator: FakeOrchestrator | None = None
+) -> list[dict[str, int]]:
     config = SlicerConfig(WORK, MACHINE, TOPIC, fleet_max_workers=fleet_max_workers)
-    slicer = Slicer(storage, FakeOrchestrator(), FakeNotifier(), config)
+    slicer = Slicer(storage, orchestrator or FakeOrchestrator(), FakeNotifier(), config)
     key = drop(storage, clip, None, {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.mp4",
                                      "engine": "classic"})  # fmt: skip
     outcome = slicer.handle(MEDIA, key)
@@ -73,3 +76,24 @@ def test_the_slicer_reads_the_fleet_maximum_from_its_environment() -> None:
     env["NOTIFICATION_TOPIC_ARN"] = TOPIC
     assert settings(env)[1].fleet_max_workers == 0
     assert settings({**env, "FLEET_MAX_WORKERS": "64"})[1].fleet_max_workers == 64
+
+
+def test_a_job_keeps_two_rounds_of_the_fleet_in_flight_so_a_later_job_is_not_starved(twelve_seconds: Path) -> None:
+    # GIVEN a fleet of at most 2 and of at most 64 (and the stack's own per-job limit of 1000)
+    small, big = FakeOrchestrator(), FakeOrchestrator()
+    plan_of(FakeStorage(), 2, twelve_seconds, small)
+    plan_of(FakeStorage(), 64, twelve_seconds, big)
+    # WHEN the jobs start THEN each job's Map keeps at most two segments per worker in flight
+    ((small_input,),) = [tuple(small.executions.values())]
+    ((big_input,),) = [tuple(big.executions.values())]
+    assert small_input["limits"]["render_concurrency"] == fair_concurrency(2) == 4
+    assert big_input["limits"]["render_concurrency"] == fair_concurrency(64) == 128
+    assert small_input["job"]["fleet_workers"] == 2
+
+
+def test_a_fixed_plan_keeps_the_stacks_per_job_limit(twelve_seconds: Path) -> None:
+    orchestrator = FakeOrchestrator()
+    plan_of(FakeStorage(), 0, twelve_seconds, orchestrator)
+    ((execution_input,),) = [tuple(orchestrator.executions.values())]
+    assert execution_input["limits"]["render_concurrency"] == 1000
+    assert execution_input["job"]["fleet_workers"] == 0
