@@ -204,6 +204,7 @@ def run(settings: AutoscalerSettings, queue: WorkQueue, storage: Storage, pool: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fleetctl.local.autoscaler")
+    parser.add_argument("--name", default="autoscaler", help="its name in the local stack's state")
     parser.add_argument("--min", type=int, required=True)
     parser.add_argument("--max", type=int, required=True)
     parser.add_argument("--backlog-per-worker", type=float, default=1.0)

@@ -264,15 +264,16 @@ class LocalStack:
     ) -> tuple[str, str, list[str], dict[str, str]]:
         """The autoscaler process; named by its limits, so new limits replace it."""
         assert options.max_workers is not None
+        name = f"autoscaler-{options.workers}-{options.max_workers}"
         argv = [
-            sys.executable, "-m", "fleetctl.local.autoscaler",
+            sys.executable, "-m", "fleetctl.local.autoscaler", "--name", name,
             "--min", str(options.workers), "--max", str(options.max_workers),
             "--backlog-per-worker", str(options.backlog_per_worker),
             "--queue-urls", ",".join(resources.render_queue_urls), "--work-bucket", resources.work_bucket,
             "--status-file", str(self.paths.autoscaler_status), "--log-dir", str(self.paths.logs),
             "--region", state.region, "--endpoint-url", state.endpoint,
         ]  # fmt: skip
-        return ("autoscaler", f"autoscaler-{options.workers}-{options.max_workers}", argv, worker_env)
+        return ("autoscaler", name, argv, worker_env)
 
     def _ensure_dashboard(self, state: LocalState, options: UpOptions, env: dict[str, str]) -> None:
         """The `dashboard` process: the web page and its API, on 127.0.0.1, its URL kept in the state."""
