@@ -57,6 +57,15 @@ class FleetConfig:
     spot_interruptions_per_hour: float = 0.0
     adaptive_segments: bool = True
     fairness: bool = False  # each job's segments in flight capped at fusionfleet.fairness's share
+    # Slow hosts (a throttled GPU, a noisy neighbour): this share of workers renders this much slower.
+    slow_share: float = 0.0
+    slow_factor: float = 3.0
+    # Backup copies (MapReduce's backup tasks): once this share of a job's segments is done, a segment
+    # running longer than k × the median of its done ones gets a second copy, queued first; the first
+    # copy to finish wins and the other stops (its token closes).
+    backups: bool = False
+    backup_k: float = 1.5
+    backup_after_share: float = 0.9
 
 
 @dataclass
@@ -66,7 +75,7 @@ class Segment:
     frames: int
     priority: str
     queued_at: float = 0.0
-    slot: Any = None  # the job's in-flight slot (fairness), released when the segment is done
+    backup: bool = False
 
 
 @dataclass
@@ -85,6 +94,8 @@ class Totals:
     engine_s: float = 0.0
     overhead_s: float = 0.0
     interruptions: int = 0
+    backups: int = 0
+    backups_won: int = 0
     fleet_samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, running, desired)
 
 
@@ -102,6 +113,12 @@ class Farm:
         self.in_flight = 0
         self._order = itertools.count()
         self.maximum = fleet.fixed_workers or (fleet.policy.maximum if fleet.policy else 1)
+        self.finished: dict[tuple[str, int], simpy.Event] = {}
+        self.started: dict[tuple[str, int], float] = {}
+        self.durations: dict[str, list[float]] = {}
+        self.backed_up: set[tuple[str, int]] = set()
+        self.slots: dict[tuple[str, int], Any] = {}
+        self.plan_frames: dict[tuple[str, int], int] = {}
 
     # ------------------------------------------------------------------ jobs
     def submit(self, spec: JobSpec) -> None:
@@ -122,6 +139,11 @@ class Farm:
         plan = self.plan(spec)
         self.results[spec.name] = JobResult(spec, len(plan))
         self.remaining[spec.name] = len(plan)
+        self.durations[spec.name] = []
+        for index in range(len(plan)):
+            self.finished[(spec.name, index)] = self.env.event()
+        if self.fleet.backups:
+            self.env.process(self._straggler_watch(spec.name, len(plan)))
         yield self.env.timeout(self.costs.job_start_s)
         # The Map's MaxConcurrency: unbounded without fairness, else the job's fair share of the fleet.
         cap = fair_concurrency(self.maximum) if self.fleet.fairness else len(plan)
@@ -129,7 +151,9 @@ class Farm:
         for index, frames in enumerate(plan):
             slot = slots.request()
             yield slot
-            segment = Segment(spec.name, index, frames, spec.priority, slot=(slots, slot))
+            segment = Segment(spec.name, index, frames, spec.priority)
+            self.slots[(spec.name, index)] = (slots, slot)
+            self.plan_frames[(spec.name, index)] = frames
             self.enqueue(segment)
             yield self.env.timeout(self.costs.dispatch_s)
 
@@ -138,9 +162,34 @@ class Farm:
         rank = PRIORITY_RANK[segment.priority]
         self.queue.put(simpy.PriorityItem((rank, next(self._order)), segment))
 
-    def segment_done(self, segment: Segment) -> None:
+    def _straggler_watch(self, job: str, total: int) -> Generator[Any, Any, None]:
+        while self.remaining[job] > 0:
+            yield self.env.timeout(1.0)
+            done = self.durations[job]
+            if len(done) < self.fleet.backup_after_share * total:
+                continue
+            median = sorted(done)[len(done) // 2]
+            for (name, index), began in list(self.started.items()):
+                key = (name, index)
+                if name != job or key in self.backed_up or self.finished[key].triggered:
+                    continue
+                if self.env.now - began > self.fleet.backup_k * median:
+                    self.backed_up.add(key)
+                    self.totals.backups += 1
+                    frames = self.plan_frames[key]
+                    copy = Segment(job, index, frames, self.results[job].spec.priority, backup=True)
+                    copy.queued_at = self.env.now
+                    self.queue.put(simpy.PriorityItem((-1, next(self._order)), copy))
+
+    def segment_done(self, segment: Segment, took_s: float) -> None:
+        key = (segment.job, segment.index)
+        self.finished[key].succeed()
+        self.durations[segment.job].append(took_s)
+        self.started.pop(key, None)
+        if segment.backup:
+            self.totals.backups_won += 1
         result = self.results[segment.job]
-        slots, slot = segment.slot
+        slots, slot = self.slots[key]
         slots.release(slot)
         result.last_end_s = max(result.last_end_s, self.env.now)
         self.remaining[segment.job] -= 1
@@ -212,6 +261,7 @@ class Worker:
         self.idle = False
         self._retire = farm.env.event()
         self.process: simpy.Process | None = None
+        self.speed = farm.fleet.slow_factor if farm.random.random() < farm.fleet.slow_share else 1.0
 
     def retire(self) -> None:
         self.retired = True
@@ -232,26 +282,36 @@ class Worker:
             item = request.value
             assert isinstance(item, simpy.PriorityItem)
             segment: Segment = item.item
+            key = (segment.job, segment.index)
+            if farm.finished[key].triggered:
+                continue  # a copy of a segment another copy already finished
             farm.in_flight += 1
+            began = env.now
+            farm.started.setdefault(key, began)
             result = farm.results[segment.job]
             result.first_start_s = min(result.first_start_s, env.now)
             result.waits.append(env.now - segment.queued_at)
             cost = farm.costs.engine
-            work = cost.fixed_s() + segment.frames * cost.seconds_per_frame
+            work = (cost.fixed_s() + segment.frames * cost.seconds_per_frame) * self.speed
             interrupted_after = self._interruption()
             if interrupted_after is not None and interrupted_after < work:
                 yield env.timeout(interrupted_after)
                 farm.in_flight -= 1
                 farm.totals.interruptions += 1
+                farm.started.pop(key, None)
                 farm.enqueue(segment)  # another worker redoes it; this host is gone
                 self.retired = True
                 farm.add_worker()  # the service replaces the task (it boots again)
                 break
-            yield env.timeout(work)
+            rendered = env.timeout(work)
+            fired = yield rendered | farm.finished[key]
             farm.in_flight -= 1
-            farm.totals.engine_s += (segment.frames + cost.lead_in_frames) * cost.seconds_per_frame
-            farm.totals.overhead_s += cost.overhead_s
-            farm.segment_done(segment)
+            share = 1.0 if rendered in fired else (env.now - began) / work
+            farm.totals.engine_s += (segment.frames + cost.lead_in_frames) * cost.seconds_per_frame * share
+            farm.totals.overhead_s += cost.overhead_s * share
+            if rendered in fired and not farm.finished[key].triggered:
+                farm.segment_done(segment, env.now - began)
+            # else: the other copy won; this one stops as its token closes
         self.stopped_at = env.now
 
     def _interruption(self) -> float | None:

@@ -177,6 +177,40 @@ def fairness(workers: int = 16) -> dict[str, Any]:
     return {"workers": workers, **rows}
 
 
+def stragglers(
+    workers: int, seconds: int, slow_share: float, slow_factor: float, seeds: range = range(1, 6)
+) -> dict[str, Any]:
+    """One job on a fleet where `slow_share` of the hosts render `slow_factor` × slower: its render time
+    without and with backup copies (k = 1.5 × the median, once 90 % of its segments are done), averaged
+    over `seeds` (which hosts are slow)."""
+    rows: dict[str, Any] = {
+        "workers": workers,
+        "seconds": seconds,
+        "slow_share": slow_share,
+        "slow_factor": slow_factor,
+    }
+    for backups in (False, True):
+        renders, copies, won = [], 0, 0
+        for seed in seeds:
+            fleet = FleetConfig(fixed_workers=workers, slow_share=slow_share, slow_factor=slow_factor, backups=backups)
+            farm = Farm(COSTS, fleet, seed=seed)
+            farm.run([JobSpec("job", 0.0, seconds * FPS, FPS, "normal")])
+            result = farm.results["job"]
+            renders.append(result.last_end_s - result.first_start_s)
+            copies += farm.totals.backups
+            won += farm.totals.backups_won
+        rows["on" if backups else "off"] = {"render_s_mean": statistics.mean(renders), "copies": copies, "won": won}
+    return rows
+
+
+def straggler_table() -> list[dict[str, Any]]:
+    return [
+        stragglers(workers, seconds, share, factor)
+        for workers, seconds, share in ((64, 180, 0.05), (16, 600, 0.1))
+        for factor in (3.0, 10.0)
+    ]
+
+
 def variants() -> dict[str, dict[str, Any]]:
     """The day under policies side by side."""
     base: dict[str, Any] = {"maximum": 64, "boot_s": 180.0, "adaptive": True, "spot_per_hour": 0.02}

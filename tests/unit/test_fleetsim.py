@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.fleetsim.model import Farm, FleetConfig, JobSpec
-from benchmarks.fleetsim.scenarios import COSTS, fairness, p95, single_job
+from benchmarks.fleetsim.scenarios import COSTS, fairness, p95, single_job, stragglers
 from fusionfleet.autoscale import ScalingPolicy
 
 
@@ -54,3 +54,17 @@ def test_a_fair_share_lets_a_small_job_through_a_big_ones_queue() -> None:
     assert result["on"]["small_turnaround_s"] * 3 < result["off"]["small_turnaround_s"]
     # AND the big job pays little for it
     assert result["on"]["big_turnaround_s"] < 1.05 * result["off"]["big_turnaround_s"]
+
+
+def test_backup_copies_cut_the_tail_that_a_very_slow_host_makes() -> None:
+    # GIVEN a 3-minute job on 64 GPUs, 5 % of them 10x slow
+    result = stragglers(64, 180, 0.05, 10.0, seeds=range(1, 3))
+    # THEN backup copies are made, win, and the job renders much sooner
+    assert result["on"]["won"] > 0 and result["off"]["copies"] == 0
+    assert result["on"]["render_s_mean"] < 0.8 * result["off"]["render_s_mean"]
+
+
+def test_without_slow_hosts_no_copy_is_made() -> None:
+    result = stragglers(16, 120, 0.0, 3.0, seeds=range(1, 2))
+    assert result["on"]["copies"] == 0
+    assert result["on"]["render_s_mean"] == result["off"]["render_s_mean"]
