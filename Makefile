@@ -19,7 +19,7 @@ SAM_CLI_VERSION := 1.170.0
 CKVENV := .venv-checkov
 SAMVENV := .venv-sam
 
-.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality chaos soak up down status clean
+.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-sim chaos soak up down status clean
 
 all: test
 
@@ -94,6 +94,12 @@ bench: venv localstack-env
 
 bench-quality: venv
 	$(PY) -m benchmarks.quality
+
+bench-scale: venv localstack-env
+	$(PY) -m benchmarks.scaling
+
+bench-sim: venv
+	$(PY) -m benchmarks.fleetsim
 
 up: venv localstack-env
 	$(VENV)/bin/fusionfleet local up

@@ -50,7 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
         dest="local_command", required=True
     )
     up = local.add_parser("up", help="start LocalStack, deploy the template (Stage=local), start slicer and workers")
-    up.add_argument("--workers", type=int, default=2, help="render worker processes (default 2)")
+    up.add_argument(
+        "--workers", type=int, default=2, help="render worker processes (default 2; with --max-workers the minimum)"
+    )
+    up.add_argument(
+        "--max-workers",
+        type=int,
+        help="autoscale render workers between --workers and this many on the render backlog; plans are sized to it",
+    )
+    up.add_argument(
+        "--backlog-per-worker",
+        type=float,
+        default=UpOptions.backlog_per_worker,
+        help="the autoscaler's target: segments waiting or in work per worker",
+    )
     up.add_argument("--port", type=int, help="LocalStack's port (default 4566)")
     up.add_argument("--default-engine", default="classic", choices=ENGINE_NAMES, help="engine for jobs that name none")
     up.add_argument("--stack", default=connection.DEFAULT_STACK)
@@ -414,6 +427,8 @@ def cmd_local(args: argparse.Namespace) -> int:
         state = stack.up(
             UpOptions(
                 workers=args.workers,
+                max_workers=args.max_workers,
+                backlog_per_worker=args.backlog_per_worker,
                 port=args.port,
                 stack=args.stack,
                 default_engine=args.default_engine,

@@ -49,6 +49,7 @@ class JobContext(_Model):
     submitted_at: str
     run: int = 0  # 0, then 1, 2, … for each retry (fusionfleet.runs)
     tenant: str | None = None  # the T of a `tenants/T/jobs/` manifest; None for a single-tenant `jobs/` drop
+    fleet_workers: int = 0  # the fleet its plan was sized for (fusionfleet.sizing); 0: a fixed plan
 
 
 class RenderTask(_Model):

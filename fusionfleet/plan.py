@@ -73,8 +73,14 @@ def plan_segments(frame_count: int, fps: Fraction, policy: SegmentPolicy | None 
         raise ValueError("a plan needs at least one frame")
     if fps <= 0:
         raise ValueError("fps must be positive")
-    policy = policy or SegmentPolicy()
-    count = min(segment_count(frame_count, fps, policy), frame_count)
+    return cut_segments(frame_count, fps, segment_count(frame_count, fps, policy or SegmentPolicy()))
+
+
+def cut_segments(frame_count: int, fps: Fraction, count: int) -> tuple[Segment, ...]:
+    """`count` consecutive segments of whole frames (at most one frame apart) covering [0, frame_count)."""
+    if frame_count <= 0 or count <= 0:
+        raise ValueError("a plan needs at least one frame and one segment")
+    count = min(count, frame_count)
     base, extra = divmod(frame_count, count)
     segments = []
     start = 0

@@ -7,6 +7,7 @@ media are left exactly where the user put them.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -15,6 +16,8 @@ from fusionfleet import layout
 from fusionfleet.capacity import GpuCapacity, GpuFleet
 from fusionfleet.encoding import encoder_settings
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
+from fusionfleet.fairness import fair_concurrency
+from fusionfleet.fleet import fleet_view
 from fusionfleet.identity import job_id as derive_job_id
 from fusionfleet.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
 from fusionfleet.media.image import check_image
@@ -26,8 +29,9 @@ from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
 from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.option_support import check_engine_options, selects_faces
 from fusionfleet.orchestrator import Orchestrator
-from fusionfleet.plan import SegmentPolicy, plan_segments
+from fusionfleet.plan import Segment, SegmentPolicy, plan_segments
 from fusionfleet.reference import reference_frame_problem, reference_frame_wanted
+from fusionfleet.sizing import SizingPolicy, engine_cost, plan_for_fleet
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
 from fusionfleet.tenants import TenantLimits, notice_tenant
 from fusionfleet.timeouts import TimeoutPolicy, job_timeouts
@@ -61,6 +65,10 @@ class SlicerConfig:
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
     segments: SegmentPolicy = field(default_factory=SegmentPolicy)
+    # The most render workers the fleet may run (RenderMaxTasks, `local up --max-workers`). 0: fixed
+    # 2–5 s plans; otherwise plans are sized to that fleet and the engine's cost (fusionfleet.sizing).
+    fleet_max_workers: int = 0
+    sizing: SizingPolicy = field(default_factory=SizingPolicy)
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,9 @@ class Slicer:
         concurrency = self.config.render_concurrency
         if context.tenant is not None:
             concurrency = self.config.tenants.render_concurrency(concurrency)
+        if context.fleet_workers:
+            # Within a priority a big job must not hold the queue ahead of a later small one.
+            concurrency = min(concurrency, fair_concurrency(context.fleet_workers))
         return {
             "job": context.model_dump(mode="json"),
             "plan": {"bucket": self.config.work_bucket, "key": layout.plan_key(context.job_id)},
@@ -184,7 +195,7 @@ class Slicer:
         video, bytes_read = self._probe(target)
         reference_frame = self._reference_frame(job_id, manifest, target, video) if selects_faces(engine) else None
         width, height = video.display_size
-        plan = plan_segments(video.frame_count, video.fps, self.config.segments)
+        plan, fleet_workers = self._plan(video, engine)
         settings = encoder_settings(
             width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads
         )
@@ -209,8 +220,18 @@ class Slicer:
             segment_count=len(plan),
             frame_count=video.frame_count,
             submitted_at=submitted_at,
+            fleet_workers=fleet_workers,
         )
         return context, bytes_read
+
+    def _plan(self, video: VideoInfo, engine: str) -> tuple[tuple[Segment, ...], int]:
+        """The job's segments, and the fleet they were sized for (0: the fixed plan)."""
+        if not self.config.fleet_max_workers:
+            return plan_segments(video.frame_count, video.fps, self.config.segments), 0
+        fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())
+        plan = plan_for_fleet(video.frame_count, video.fps, engine_cost(engine), fleet, self.config.sizing)
+        logger.info("plan of %s segments for a fleet of %s (%s running)", len(plan), fleet.workers, fleet.running)
+        return plan, fleet.workers
 
     def _media_refs(self, manifest: Manifest, bucket: str) -> dict[str, list[ObjectRef]]:
         """HEAD every referenced object; report all the missing ones together."""

@@ -15,6 +15,7 @@ from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.queues import SqsQueue
 from fusionfleet.storage import S3Storage
 from gpu_worker import config as worker_config
+from gpu_worker.capacity import gpu_capacity
 from gpu_worker.engine_host import EngineHost, HostPolicy
 from gpu_worker.errors import ConfigError
 from gpu_worker.heartbeat import HeartbeatPolicy
@@ -81,6 +82,9 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
         idle_wait_s=settings.idle_wait_s,
         presence=presence,
         protection=task_protection(settings.ecs_agent_uri, heartbeat.visibility_s, heartbeat.interval_s()),
+        capacity=gpu_capacity(settings.min_free_gpu_mb, settings.visible_gpus)
+        if settings.min_free_gpu_mb is not None and settings.role == "render"
+        else None,
     )
 
 

@@ -36,6 +36,8 @@ ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
 ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
 ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
+ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
+ENV_VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
 
 ROLES = ("render", "merge")
 
@@ -66,6 +68,10 @@ class WorkerConfig:
     beat_s: float = 5.0
     # The ECS agent's endpoint: task scale-in protection while a segment is held; None off ECS.
     ecs_agent_uri: str | None = None
+    # A render worker takes a segment only with this much GPU memory free (None: no check), on the
+    # GPUs it may see (CUDA_VISIBLE_DEVICES; all when unset).
+    min_free_gpu_mb: float | None = None
+    visible_gpus: tuple[str, ...] = ()
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -152,6 +158,8 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         work_bucket=env.get(ENV_WORK_BUCKET) or None,
         beat_s=float(env.get(ENV_BEAT, "5")),
         ecs_agent_uri=env.get(ENV_ECS_AGENT_URI) or None,
+        min_free_gpu_mb=float(env[ENV_MIN_FREE_GPU]) if env.get(ENV_MIN_FREE_GPU) else None,
+        visible_gpus=tuple(e.strip() for e in env.get(ENV_VISIBLE_GPUS, "").split(",") if e.strip()),
         engine_env=tuple(sorted(env.items())),
     )
 

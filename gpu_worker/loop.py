@@ -10,7 +10,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -46,6 +46,7 @@ class Worker:
         presence: Presence | None = None,
         take_recheck_s: float = 1.0,
         protection: TaskProtection | None = None,
+        capacity: Callable[[], str | None] | None = None,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -59,6 +60,9 @@ class Worker:
         self._stop = stop
         self._idle_wait_s = idle_wait_s
         self._presence = presence
+        # Why this worker cannot take a segment now (no free GPU memory), or None.
+        self._capacity = capacity
+        self._short_of: str | None = None
         self._take_recheck_s = take_recheck_s
         # Held from taking a task until the queues are found empty (or the worker stops), so a
         # scale-in picks idle tasks; renewed with each heartbeat.
@@ -79,6 +83,8 @@ class Worker:
                 if max_tasks is not None and handled >= max_tasks:
                     why = f"{max_tasks} tasks done"
                     break
+                if self._lacks_capacity():
+                    continue
                 message = self.dequeue()
                 if message is None:
                     self._protection.release()
@@ -102,6 +108,19 @@ class Worker:
                 self.failed,
             )
         return handled
+
+    def _lacks_capacity(self) -> bool:
+        """True (after waiting a poll's time) when the worker may not take work now; logged on change."""
+        why = self._capacity() if self._capacity is not None else None
+        if why != self._short_of:
+            if why:
+                logger.warning("worker %s takes no work: %s", self.name, why)
+            elif self._short_of:
+                logger.info("worker %s takes work again", self.name)
+            self._short_of = why
+        if why:
+            self._stop.requested.wait(self._idle_wait_s)
+        return why is not None
 
     def dequeue(self) -> QueueMessage | None:
         """Highest priority first; only the last queue is long-polled, so a busy high queue is never waited past."""

@@ -40,6 +40,10 @@ class LocalPaths:
         return self.state_dir / "state.json"
 
     @property
+    def autoscaler_status(self) -> Path:
+        return self.state_dir / "autoscaler.json"
+
+    @property
     def logs(self) -> Path:
         return self.state_dir / "logs"
 

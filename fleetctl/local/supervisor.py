@@ -7,6 +7,7 @@ started (not imported), that talks to the others only through S3, SQS, Step Func
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -43,6 +44,10 @@ API_READY_S = 60.0
 @dataclass(frozen=True)
 class UpOptions:
     workers: int = 2
+    # Above `workers`: an autoscaler process keeps between `workers` and this many render workers
+    # (fusionfleet.autoscale), and the slicer sizes plans to it. None: a fixed fleet, fixed plans.
+    max_workers: int | None = None
+    backlog_per_worker: float = 1.0
     port: int | None = None
     stack: str = DEFAULT_STACK
     region: str = DEFAULT_REGION
@@ -187,6 +192,7 @@ class LocalStack:
                     "MAX_RUNNING_JOBS": str(options.max_running_jobs),
                     "TENANT_MAX_RUNNING_JOBS": str(options.tenant_max_running_jobs),
                     "TENANT_MAX_SEGMENTS": str(options.tenant_max_segments),
+                    "FLEET_MAX_WORKERS": str(options.max_workers or 0),
                     "POWERTOOLS_SERVICE_NAME": "fusionfleet-slicer",
                 },
             ),
@@ -221,22 +227,20 @@ class LocalStack:
                 {"FUSIONFLEET_QUEUE_URLS": resources.merge_queue_url},
             ),
         ]  # fmt: skip
-        for number in range(1, options.workers + 1):
+        worker_env = {
+            "FUSIONFLEET_QUEUE_URLS": ",".join(resources.render_queue_urls),
+            "FUSIONFLEET_PRELOAD_ENGINE": options.default_engine,
+            "FUSIONFLEET_VISIBILITY_SECONDS": str(options.visibility_s),
+        }
+        if _autoscaled(options):
+            wanted.append(self._autoscaler(state, options, resources, worker_env))
+        for number in range(1, 0 if _autoscaled(options) else options.workers + 1):
             name = f"worker-{number}"
             wanted.append(
-                (
-                    "worker",
-                    name,
-                    [python, "-m", "gpu_worker", "--role", "render", "--name", name],
-                    {
-                        "FUSIONFLEET_QUEUE_URLS": ",".join(resources.render_queue_urls),
-                        "FUSIONFLEET_PRELOAD_ENGINE": options.default_engine,
-                        "FUSIONFLEET_VISIBILITY_SECONDS": str(options.visibility_s),
-                    },
-                )
+                ("worker", name, [python, "-m", "gpu_worker", "--role", "render", "--name", name], worker_env)
             )
         names = {name for _role, name, _argv, _env in wanted}
-        for process in [p for p in state.processes if p.role == "worker" and p.name not in names]:
+        for process in [p for p in state.processes if p.role in FLEET_ROLES and p.name not in names]:
             self._say(f"stopping {process.name} (pid {process.pid}): not wanted")
             _terminate([process], STOP_GRACE_S)
             state.processes.remove(process)
@@ -260,6 +264,22 @@ class LocalStack:
             )
         self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1"})
         self._ensure_api(state, options, {**env, "PYTHONUNBUFFERED": "1"}, resources)
+
+    def _autoscaler(
+        self, state: LocalState, options: UpOptions, resources: StackResources, worker_env: dict[str, str]
+    ) -> tuple[str, str, list[str], dict[str, str]]:
+        """The autoscaler process; named by its limits, so new limits replace it."""
+        assert options.max_workers is not None
+        name = f"autoscaler-{options.workers}-{options.max_workers}"
+        argv = [
+            sys.executable, "-m", "fleetctl.local.autoscaler", "--name", name,
+            "--min", str(options.workers), "--max", str(options.max_workers),
+            "--backlog-per-worker", str(options.backlog_per_worker),
+            "--queue-urls", ",".join(resources.render_queue_urls), "--work-bucket", resources.work_bucket,
+            "--status-file", str(self.paths.autoscaler_status), "--log-dir", str(self.paths.logs),
+            "--region", state.region, "--endpoint-url", state.endpoint,
+        ]  # fmt: skip
+        return ("autoscaler", name, argv, worker_env)
 
     def _ensure_dashboard(self, state: LocalState, options: UpOptions, env: dict[str, str]) -> None:
         """The `dashboard` process: the web page and its API, on 127.0.0.1, its URL kept in the state."""
@@ -394,6 +414,7 @@ class LocalStack:
             lines.append(
                 f"{process.role:<11} {process.name:<10} {process.pid:>8}  {'running' if process.alive() else 'dead'}"
             )
+        lines += _fleet_lines(self.paths.autoscaler_status, state)
         if state.outputs and localstack.healthy(state.endpoint):
             resources = StackResources.from_outputs(state.outputs)
             queue = SqsQueue(AwsTarget(state.region, state.endpoint).client("sqs"))
@@ -402,6 +423,35 @@ class LocalStack:
                 depth = queue.depth(url)
                 lines.append(f"{name:<14} {depth.visible:>8} {depth.in_flight:>10}")
         return lines
+
+
+FLEET_ROLES = ("worker", "autoscaler")
+
+
+def _autoscaled(options: UpOptions) -> bool:
+    return options.max_workers is not None and options.max_workers > options.workers
+
+
+def _fleet_lines(status_file: Path, state: LocalState) -> list[str]:
+    """Render workers, current and desired: the autoscaler's last decision, or the fixed fleet."""
+    running = [p for p in state.by_role("autoscaler") if p.alive()]
+    if not running:
+        fixed = sum(1 for p in state.by_role("worker") if p.alive())
+        return ["", f"render workers: {fixed} current, {fixed} desired (fixed)"]
+    try:
+        record = json.loads(status_file.read_text())
+    except (OSError, ValueError):
+        return ["", "render workers: autoscaler starting"]
+    backlog = record["backlog"]
+    lines = [
+        "",
+        f"render workers: {record['current']} current, {record['desired']} desired "
+        f"(autoscaled {record['minimum']}..{record['maximum']}; {backlog['waiting']} waiting, "
+        f"{backlog['in_flight']} in flight: {record['reason']})",
+    ]
+    lines += [f"{'worker':<11} {w['name']:<10} {w['pid']:>8}  running (autoscaled)" for w in record["workers"]]
+    lines += [f"{'worker':<11} {name:<10} {'':>8}  stopping" for name in record["stopping"]]
+    return lines
 
 
 def _terminate(processes: list[ManagedProcess], grace_s: float) -> None:

@@ -41,6 +41,7 @@ ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
 ENV_GPU_INSTANCE_TYPES = "GPU_INSTANCE_TYPES"
 ENV_GPU_ON_DEMAND_PERCENTAGE = "GPU_ON_DEMAND_PERCENTAGE"
 ENV_GPU_QUOTA_CACHE_SECONDS = "GPU_QUOTA_CACHE_SECONDS"
+ENV_FLEET_MAX_WORKERS = "FLEET_MAX_WORKERS"
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
@@ -65,6 +66,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
         encoder_threads=int(env.get(ENV_ENCODER_THREADS, "2")),
         gpu_fleet=_gpu_fleet(env),
         gpu_quota_cache_s=int(env.get(ENV_GPU_QUOTA_CACHE_SECONDS, "300")),
+        fleet_max_workers=int(env.get(ENV_FLEET_MAX_WORKERS, "0")),
     )
     return aws, config
 

@@ -26,6 +26,7 @@ from samtranslator.translator.translator import Translator
 
 from fleetctl.local.deploy import local_artifacts, rewrite_artifacts
 from fleetctl.stack import StackResources
+from fusionfleet.autoscale import AWS_COOLDOWNS
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -613,12 +614,20 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
     queues = {m["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for m in queue_metrics}
     # THEN it is the render queues' visible messages divided by the running tasks, scaling down to 0
     assert target["MinCapacity"] == 0
-    assert {m["MetricName"] for m in queue_metrics} == {"ApproximateNumberOfMessagesVisible"}
+    assert {m["MetricName"] for m in queue_metrics} == {
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateNumberOfMessagesNotVisible",
+    }
     assert queues == {"RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow"}
+    assert len(queue_metrics) == 6
     assert by_id["running"]["MetricStat"]["Metric"]["MetricName"] == "RunningTaskCount"
     assert by_id["running"]["MetricStat"]["Metric"]["Namespace"] == "ECS/ContainerInsights"
     assert len(returned) == 1
-    assert returned[0]["Expression"].replace(" ", "") == "(high+normal+low)/running"
+    # (fusionfleet/autoscale.py's rule: in-flight segments count, and the same cooldowns)
+    expression = returned[0]["Expression"].replace(" ", "")
+    assert expression == "(high+normal+low+high_busy+normal_busy+low_busy)/running"
+    config = tracking["TargetTrackingScalingPolicyConfiguration"]
+    assert (config["ScaleOutCooldown"], config["ScaleInCooldown"]) == AWS_COOLDOWNS
     assert tracking["TargetTrackingScalingPolicyConfiguration"].get("DisableScaleIn", False) is False
     # AND Container Insights publishes that task count
     assert {"Name": "containerInsights", "Value": "enabled"} in properties(template, "RenderCluster")["ClusterSettings"]

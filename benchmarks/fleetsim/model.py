@@ -1,0 +1,321 @@
+"""A discrete-event model of the farm (SimPy): jobs → plans → priority queues → GPU workers → merge.
+
+It runs the project's own decisions, not copies of them: `fusionfleet.sizing` cuts every job (or the
+fixed 4 s plan, for comparison) and `fusionfleet.autoscale.decide` sizes the fleet. What it models:
+a job's fixed start (slicer, Step Functions' first dispatch) and its segments' dispatch rate; one
+priority queue that a worker reads high first; each segment costing the engine's time per frame
+plus a fixed overhead on the worker (the GPU idles during it); workers that take `boot_s` to come
+and are billed from request to stop; scale-in stopping idle workers only; Spot interruptions that
+put a segment back (its progress lost); the merge.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import simpy
+
+from fusionfleet.autoscale import Backlog, ScalingPolicy, ScalingState, decide
+from fusionfleet.fairness import fair_concurrency
+from fusionfleet.sizing import FleetView, WorkCost, fixed_segment_count, sized_segment_count
+
+PRIORITY_RANK = {"high": 0, "normal": 1, "low": 2}
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    submit_s: float
+    frames: int
+    fps: int
+    priority: str
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds. Which of these were measured is said where they are built (scenarios.py)."""
+
+    engine: WorkCost
+    job_start_s: float  # submit → first segment dispatched (slicer, StartExecution, Map start)
+    dispatch_s: float  # between two segments of one job being sent
+    merge_base_s: float
+    merge_per_segment_s: float
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    fixed_workers: int = 0  # > 0: a fixed fleet, no autoscaling
+    policy: ScalingPolicy | None = None
+    scale_every_s: float = 60.0
+    boot_s: float = 180.0
+    spot_interruptions_per_hour: float = 0.0
+    adaptive_segments: bool = True
+    fairness: bool = False  # each job's segments in flight capped at fusionfleet.fairness's share
+    # Slow hosts (a throttled GPU, a noisy neighbour): this share of workers renders this much slower.
+    slow_share: float = 0.0
+    slow_factor: float = 3.0
+    # Backup copies (MapReduce's backup tasks): once this share of a job's segments is done, a segment
+    # running longer than k × the median of its done ones gets a second copy, queued first; the first
+    # copy to finish wins and the other stops (its token closes).
+    backups: bool = False
+    backup_k: float = 1.5
+    backup_after_share: float = 0.9
+
+
+@dataclass
+class Segment:
+    job: str
+    index: int
+    frames: int
+    priority: str
+    queued_at: float = 0.0
+    backup: bool = False
+
+
+@dataclass
+class JobResult:
+    spec: JobSpec
+    segments: int
+    first_start_s: float = math.inf
+    last_end_s: float = 0.0
+    done_s: float = 0.0
+    waits: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Totals:
+    billed_s: float = 0.0
+    engine_s: float = 0.0
+    overhead_s: float = 0.0
+    interruptions: int = 0
+    backups: int = 0
+    backups_won: int = 0
+    fleet_samples: list[tuple[float, int, int]] = field(default_factory=list)  # (t, running, desired)
+
+
+class Farm:
+    def __init__(self, costs: Costs, fleet: FleetConfig, seed: int = 1) -> None:
+        self.env = simpy.Environment()
+        self.costs = costs
+        self.fleet = fleet
+        self.random = random.Random(seed)
+        self.queue = simpy.PriorityStore(self.env)
+        self.results: dict[str, JobResult] = {}
+        self.remaining: dict[str, int] = {}
+        self.totals = Totals()
+        self.workers: list[Worker] = []
+        self.in_flight = 0
+        self._order = itertools.count()
+        self.maximum = fleet.fixed_workers or (fleet.policy.maximum if fleet.policy else 1)
+        self.finished: dict[tuple[str, int], simpy.Event] = {}
+        self.started: dict[tuple[str, int], float] = {}
+        self.durations: dict[str, list[float]] = {}
+        self.backed_up: set[tuple[str, int]] = set()
+        self.slots: dict[tuple[str, int], Any] = {}
+        self.plan_frames: dict[tuple[str, int], int] = {}
+
+    # ------------------------------------------------------------------ jobs
+    def submit(self, spec: JobSpec) -> None:
+        self.env.process(self._job(spec))
+
+    def plan(self, spec: JobSpec) -> list[int]:
+        fps = Fraction(spec.fps)
+        if self.fleet.adaptive_segments:
+            count = sized_segment_count(spec.frames, fps, self.costs.engine, FleetView(self.running(), self.maximum))
+        else:
+            count = fixed_segment_count(spec.frames, fps)
+        count = min(count, spec.frames)
+        base, extra = divmod(spec.frames, count)
+        return [base + (1 if i < extra else 0) for i in range(count)]
+
+    def _job(self, spec: JobSpec) -> Generator[Any, Any, None]:
+        yield self.env.timeout(max(0.0, spec.submit_s - self.env.now))
+        plan = self.plan(spec)
+        self.results[spec.name] = JobResult(spec, len(plan))
+        self.remaining[spec.name] = len(plan)
+        self.durations[spec.name] = []
+        for index in range(len(plan)):
+            self.finished[(spec.name, index)] = self.env.event()
+        if self.fleet.backups:
+            self.env.process(self._straggler_watch(spec.name, len(plan)))
+        yield self.env.timeout(self.costs.job_start_s)
+        # The Map's MaxConcurrency: unbounded without fairness, else the job's fair share of the fleet.
+        cap = fair_concurrency(self.maximum) if self.fleet.fairness else len(plan)
+        slots = simpy.Resource(self.env, capacity=cap)
+        for index, frames in enumerate(plan):
+            slot = slots.request()
+            yield slot
+            segment = Segment(spec.name, index, frames, spec.priority)
+            self.slots[(spec.name, index)] = (slots, slot)
+            self.plan_frames[(spec.name, index)] = frames
+            self.enqueue(segment)
+            yield self.env.timeout(self.costs.dispatch_s)
+
+    def enqueue(self, segment: Segment) -> None:
+        segment.queued_at = self.env.now
+        rank = PRIORITY_RANK[segment.priority]
+        self.queue.put(simpy.PriorityItem((rank, next(self._order)), segment))
+
+    def _straggler_watch(self, job: str, total: int) -> Generator[Any, Any, None]:
+        while self.remaining[job] > 0:
+            yield self.env.timeout(1.0)
+            done = self.durations[job]
+            if len(done) < self.fleet.backup_after_share * total:
+                continue
+            median = sorted(done)[len(done) // 2]
+            for (name, index), began in list(self.started.items()):
+                key = (name, index)
+                if name != job or key in self.backed_up or self.finished[key].triggered:
+                    continue
+                if self.env.now - began > self.fleet.backup_k * median:
+                    self.backed_up.add(key)
+                    self.totals.backups += 1
+                    frames = self.plan_frames[key]
+                    copy = Segment(job, index, frames, self.results[job].spec.priority, backup=True)
+                    copy.queued_at = self.env.now
+                    self.queue.put(simpy.PriorityItem((-1, next(self._order)), copy))
+
+    def segment_done(self, segment: Segment, took_s: float) -> None:
+        key = (segment.job, segment.index)
+        self.finished[key].succeed()
+        self.durations[segment.job].append(took_s)
+        self.started.pop(key, None)
+        if segment.backup:
+            self.totals.backups_won += 1
+        result = self.results[segment.job]
+        slots, slot = self.slots[key]
+        slots.release(slot)
+        result.last_end_s = max(result.last_end_s, self.env.now)
+        self.remaining[segment.job] -= 1
+        if self.remaining[segment.job] == 0:
+            self.env.process(self._merge(result))
+
+    def _merge(self, result: JobResult) -> Generator[Any, Any, None]:
+        yield self.env.timeout(self.costs.merge_base_s + self.costs.merge_per_segment_s * result.segments)
+        result.done_s = self.env.now
+
+    # ------------------------------------------------------------------ fleet
+    def running(self) -> int:
+        return sum(1 for w in self.workers if not w.retired)
+
+    def add_worker(self) -> None:
+        worker = Worker(self, len(self.workers))
+        self.workers.append(worker)
+        worker.process = self.env.process(worker.run())
+
+    def start_fleet(self) -> None:
+        if self.fleet.fixed_workers:
+            for _ in range(self.fleet.fixed_workers):
+                self.add_worker()
+            for worker in self.workers:
+                worker.ready_at = 0.0
+            return
+        assert self.fleet.policy is not None
+        for _ in range(self.fleet.policy.minimum):
+            self.add_worker()
+        self.env.process(self._autoscaler(self.fleet.policy))
+
+    def _autoscaler(self, policy: ScalingPolicy) -> Generator[Any, Any, None]:
+        state = ScalingState(desired=policy.minimum)
+        while True:
+            backlog = Backlog(waiting=len(self.queue.items), in_flight=self.in_flight)
+            decision = decide(backlog, state, policy, self.env.now)
+            state = decision.state_after(state, self.env.now)
+            live = [w for w in self.workers if not w.retired]
+            for _ in range(decision.desired - len(live)):
+                self.add_worker()
+            surplus = len(live) - decision.desired
+            for worker in [w for w in live if w.idle][: max(0, surplus)]:
+                worker.retire()
+            self.totals.fleet_samples.append((self.env.now, self.running(), decision.desired))
+            yield self.env.timeout(self.fleet.scale_every_s)
+
+    def billed_until(self, end_s: float) -> float:
+        return sum((w.stopped_at if w.stopped_at is not None else end_s) - w.started_at for w in self.workers)
+
+    def run(self, jobs: Sequence[JobSpec], until_s: float | None = None) -> None:
+        self.start_fleet()
+        for spec in jobs:
+            self.submit(spec)
+        if until_s is not None:
+            self.env.run(until=until_s)
+            return
+        while len(self.results) < len(jobs) or any(r.done_s == 0.0 for r in self.results.values()):
+            self.env.step()
+
+
+class Worker:
+    def __init__(self, farm: Farm, number: int) -> None:
+        self.farm = farm
+        self.number = number
+        self.started_at = farm.env.now
+        self.ready_at = farm.env.now + farm.fleet.boot_s
+        self.stopped_at: float | None = None
+        self.retired = False
+        self.idle = False
+        self._retire = farm.env.event()
+        self.process: simpy.Process | None = None
+        self.speed = farm.fleet.slow_factor if farm.random.random() < farm.fleet.slow_share else 1.0
+
+    def retire(self) -> None:
+        self.retired = True
+        if not self._retire.triggered:
+            self._retire.succeed()
+
+    def run(self) -> Generator[Any, Any, None]:
+        env, farm = self.farm.env, self.farm
+        yield env.timeout(max(0.0, self.ready_at - env.now))
+        while not self.retired:
+            self.idle = True
+            request = farm.queue.get()
+            fired = yield request | self._retire
+            self.idle = False
+            if request not in fired:
+                request.cancel()
+                break
+            item = request.value
+            assert isinstance(item, simpy.PriorityItem)
+            segment: Segment = item.item
+            key = (segment.job, segment.index)
+            if farm.finished[key].triggered:
+                continue  # a copy of a segment another copy already finished
+            farm.in_flight += 1
+            began = env.now
+            farm.started.setdefault(key, began)
+            result = farm.results[segment.job]
+            result.first_start_s = min(result.first_start_s, env.now)
+            result.waits.append(env.now - segment.queued_at)
+            cost = farm.costs.engine
+            work = (cost.fixed_s() + segment.frames * cost.seconds_per_frame) * self.speed
+            interrupted_after = self._interruption()
+            if interrupted_after is not None and interrupted_after < work:
+                yield env.timeout(interrupted_after)
+                farm.in_flight -= 1
+                farm.totals.interruptions += 1
+                farm.started.pop(key, None)
+                farm.enqueue(segment)  # another worker redoes it; this host is gone
+                self.retired = True
+                farm.add_worker()  # the service replaces the task (it boots again)
+                break
+            rendered = env.timeout(work)
+            fired = yield rendered | farm.finished[key]
+            farm.in_flight -= 1
+            share = 1.0 if rendered in fired else (env.now - began) / work
+            farm.totals.engine_s += (segment.frames + cost.lead_in_frames) * cost.seconds_per_frame * share
+            farm.totals.overhead_s += cost.overhead_s * share
+            if rendered in fired and not farm.finished[key].triggered:
+                farm.segment_done(segment, env.now - began)
+            # else: the other copy won; this one stops as its token closes
+        self.stopped_at = env.now
+
+    def _interruption(self) -> float | None:
+        rate = self.farm.fleet.spot_interruptions_per_hour
+        if rate <= 0:
+            return None
+        return self.farm.random.expovariate(rate / 3600.0)

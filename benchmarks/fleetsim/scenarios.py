@@ -1,0 +1,224 @@
+"""The simulated scenarios behind issue 10's goals, and their measures.
+
+Calibration (say which is which): per-segment overhead 1.0 s, job start 2.5 s and 0.07 s between
+dispatches are MEASURED on the local stack (benchmarks/results/pipeline.json: execution start →
+first task 1.3–2.6 s; ENVIRONMENT.md: ~70 ms per Map item round trip); the merge (0.5 s + 0.02 s a
+segment, a stream copy) is measured at 720p (0.77 s for 15 segments). FaceFusion's 0.05 s a 1080p
+frame on one GPU, GPU boot 180 s and Spot's interruption rate are ESTIMATES (no GPU here).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import replace
+from typing import Any
+
+from benchmarks.fleetsim.model import Costs, Farm, FleetConfig, JobSpec
+from fusionfleet.autoscale import AWS_COOLDOWNS, ScalingPolicy, backlog_target
+from fusionfleet.sizing import engine_cost
+
+COSTS = Costs(
+    engine=engine_cost("facefusion"),
+    job_start_s=2.5,
+    dispatch_s=0.07,
+    merge_base_s=0.5,
+    merge_per_segment_s=0.02,
+)
+# Step Functions on AWS sends a Distributed Map's items from many child executions at once; the
+# 70 ms above is LocalStack's one-at-a-time rate. An ESTIMATE of AWS's, for comparison.
+AWS_DISPATCH_S = 0.01
+FPS = 30
+LOW_BULK_JOBS = 600
+ACCEPTABLE_LATENCY_S = 60.0
+
+
+def p95(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+# ---------------------------------------------------------------- one job, many GPUs
+def single_job(workers: int, adaptive: bool, seconds: int = 180, costs: Costs = COSTS) -> dict[str, Any]:
+    farm = Farm(costs, FleetConfig(fixed_workers=workers, adaptive_segments=adaptive))
+    job = JobSpec("job", 0.0, seconds * FPS, FPS, "normal")
+    farm.run([job])
+    result = farm.results["job"]
+    return {
+        "workers": workers,
+        "segments": result.segments,
+        "render_s": result.last_end_s - result.first_start_s,
+        "end_to_end_s": result.done_s,
+    }
+
+
+def parallel_efficiency(workers: int, adaptive: bool, seconds: int = 180, costs: Costs = COSTS) -> dict[str, Any]:
+    """T(1) / (N × T(N)); T(1) is one GPU with the fixed plan (the best a single GPU does here)."""
+    one = single_job(1, adaptive=False, seconds=seconds, costs=costs)
+    many = single_job(workers, adaptive, seconds, costs)
+    return {
+        **many,
+        "one_gpu_render_s": one["render_s"],
+        "one_gpu_end_to_end_s": one["end_to_end_s"],
+        "efficiency_render": one["render_s"] / (workers * many["render_s"]),
+        "efficiency_end_to_end": one["end_to_end_s"] / (workers * many["end_to_end_s"]),
+    }
+
+
+# ---------------------------------------------------------------- a mixed day
+def mixed_day(seed: int = 7) -> list[JobSpec]:
+    """Many users over 24 h: clips of 30 s to 30 min (log-uniform), high/normal through working hours,
+    and a bulk of low-priority jobs dropped at 08:00 that keeps the low queue hours deep."""
+    rng = random.Random(seed)
+    jobs: list[JobSpec] = []
+    t = 0.0
+    while t < 24 * 3600:
+        hour = t / 3600
+        rate_per_h = 40 if 8 <= hour < 20 else 8  # interactive jobs an hour
+        t += rng.expovariate(rate_per_h / 3600)
+        seconds = math.exp(rng.uniform(math.log(30), math.log(1800)))
+        priority = "high" if rng.random() < 0.15 else "normal"
+        jobs.append(JobSpec(f"{priority}-{len(jobs)}", t, int(seconds * FPS), FPS, priority))
+    for number in range(LOW_BULK_JOBS):
+        seconds = math.exp(rng.uniform(math.log(30), math.log(1800)))
+        jobs.append(JobSpec(f"low-{number}", 8 * 3600 + number, int(seconds * FPS), FPS, "low"))
+    return jobs
+
+
+def day_policy(maximum: int, latency_s: float = ACCEPTABLE_LATENCY_S) -> ScalingPolicy:
+    # Segments of ~4 s of 1080p: 6 s of engine time + 1 s of overhead each.
+    target = backlog_target(latency_s, 4 * FPS * COSTS.engine.seconds_per_frame + COSTS.engine.fixed_s())
+    return ScalingPolicy(0, maximum, target, *AWS_COOLDOWNS)
+
+
+def run_day(
+    *,
+    maximum: int = 64,
+    boot_s: float = 180.0,
+    adaptive: bool = True,
+    spot_per_hour: float = 0.02,
+    latency_s: float = ACCEPTABLE_LATENCY_S,
+    seed: int = 7,
+) -> dict[str, Any]:
+    jobs = mixed_day(seed=seed)
+    fleet = FleetConfig(
+        policy=day_policy(maximum, latency_s),
+        scale_every_s=60.0,
+        boot_s=boot_s,
+        spot_interruptions_per_hour=spot_per_hour,
+        adaptive_segments=adaptive,
+    )
+    farm = Farm(COSTS, fleet, seed=seed)
+    farm.run(jobs)
+    end = max(r.done_s for r in farm.results.values())
+    billed = farm.billed_until(end)
+    waits = {p: [w for r in farm.results.values() if r.spec.priority == p for w in r.waits] for p in ("high", "low")}
+    low_deep = _low_backlog_hours(farm)
+    high_during = [
+        w
+        for r in farm.results.values()
+        if r.spec.priority == "high" and low_deep[0] <= r.spec.submit_s <= low_deep[1]
+        for w in r.waits
+    ]
+    turnaround = [r.done_s - r.spec.submit_s for r in farm.results.values() if r.spec.priority == "high"]
+    return {
+        "jobs": len(jobs),
+        "segments": sum(r.segments for r in farm.results.values()),
+        "hours_simulated": end / 3600,
+        "gpu_billed_h": billed / 3600,
+        "gpu_engine_h": farm.totals.engine_s / 3600,
+        "gpu_busy_share": farm.totals.engine_s / billed,
+        "worker_busy_share": (farm.totals.engine_s + farm.totals.overhead_s) / billed,
+        "spot_interruptions": farm.totals.interruptions,
+        "peak_workers": max(running for _t, running, _d in farm.totals.fleet_samples),
+        "low_backlog_window_h": [low_deep[0] / 3600, low_deep[1] / 3600],
+        "low_wait_max_h": max(waits["low"], default=0) / 3600,
+        "high_segment_wait_p95_s": p95(high_during),
+        "high_segment_wait_p95_all_day_s": p95(waits["high"]),
+        "high_turnaround_median_s": statistics.median(turnaround) if turnaround else 0.0,
+    }
+
+
+def _low_backlog_hours(farm: Farm) -> tuple[float, float]:
+    """From the low bulk's drop until its last segment started: the low queue is hours deep then."""
+    lows = [r for r in farm.results.values() if r.spec.priority == "low"]
+    start = min(r.spec.submit_s for r in lows)
+    last_start = max(r.spec.submit_s + max(r.waits, default=0) for r in lows)
+    return start, last_start
+
+
+def efficiency_curve(workers: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> list[dict[str, Any]]:
+    """A 3-minute 1080p job on N GPUs: fixed vs adaptive plans, LocalStack's and AWS's dispatch rates."""
+    aws = replace(COSTS, dispatch_s=AWS_DISPATCH_S)
+    rows = []
+    for n in workers:
+        for adaptive in (False, True):
+            for dispatch, costs in (("localstack", COSTS), ("aws-estimate", aws)):
+                row = parallel_efficiency(n, adaptive, costs=costs)
+                rows.append({**row, "plan": "adaptive" if adaptive else "fixed", "dispatch": dispatch})
+    return rows
+
+
+def fairness(workers: int = 16) -> dict[str, Any]:
+    """A 30-minute job, then 20 s later a 30 s job of the same priority: the small job's turnaround."""
+    rows = {}
+    for fair in (False, True):
+        farm = Farm(COSTS, FleetConfig(fixed_workers=workers, fairness=fair))
+        farm.run([JobSpec("big", 0.0, 1800 * FPS, FPS, "normal"), JobSpec("small", 20.0, 30 * FPS, FPS, "normal")])
+        small, big = farm.results["small"], farm.results["big"]
+        rows["on" if fair else "off"] = {
+            "small_turnaround_s": small.done_s - small.spec.submit_s,
+            "small_wait_p95_s": p95(small.waits),
+            "big_turnaround_s": big.done_s,
+        }
+    return {"workers": workers, **rows}
+
+
+def stragglers(
+    workers: int, seconds: int, slow_share: float, slow_factor: float, seeds: range = range(1, 6)
+) -> dict[str, Any]:
+    """One job on a fleet where `slow_share` of the hosts render `slow_factor` × slower: its render time
+    without and with backup copies (k = 1.5 × the median, once 90 % of its segments are done), averaged
+    over `seeds` (which hosts are slow)."""
+    rows: dict[str, Any] = {
+        "workers": workers,
+        "seconds": seconds,
+        "slow_share": slow_share,
+        "slow_factor": slow_factor,
+    }
+    for backups in (False, True):
+        renders, copies, won = [], 0, 0
+        for seed in seeds:
+            fleet = FleetConfig(fixed_workers=workers, slow_share=slow_share, slow_factor=slow_factor, backups=backups)
+            farm = Farm(COSTS, fleet, seed=seed)
+            farm.run([JobSpec("job", 0.0, seconds * FPS, FPS, "normal")])
+            result = farm.results["job"]
+            renders.append(result.last_end_s - result.first_start_s)
+            copies += farm.totals.backups
+            won += farm.totals.backups_won
+        rows["on" if backups else "off"] = {"render_s_mean": statistics.mean(renders), "copies": copies, "won": won}
+    return rows
+
+
+def straggler_table() -> list[dict[str, Any]]:
+    return [
+        stragglers(workers, seconds, share, factor)
+        for workers, seconds, share in ((64, 180, 0.05), (16, 600, 0.1))
+        for factor in (3.0, 10.0)
+    ]
+
+
+def variants() -> dict[str, dict[str, Any]]:
+    """The day under policies side by side."""
+    base: dict[str, Any] = {"maximum": 64, "boot_s": 180.0, "adaptive": True, "spot_per_hour": 0.02}
+    table = {
+        "adaptive, latency 60 s, boot 180 s": base,
+        "fixed 4 s segments, latency 60 s": {**base, "adaptive": False},
+        "adaptive, latency 60 s, boot 60 s": {**base, "boot_s": 60.0},
+        "adaptive, latency 900 s, boot 180 s": {**base, "latency_s": 900.0},
+        "adaptive, latency 900 s, no Spot": {**base, "latency_s": 900.0, "spot_per_hour": 0.0},
+    }
+    return {name: run_day(**kwargs) for name, kwargs in table.items()}

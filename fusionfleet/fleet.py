@@ -1,0 +1,37 @@
+"""The render fleet as the work bucket shows it: workers' presence records (`work/_workers/`).
+
+Read by the slicer to size plans. One LIST answers most questions: a fleet with no more records than
+its configured maximum is planned for that maximum without reading any record.
+"""
+
+from __future__ import annotations
+
+from fusionfleet import layout
+from fusionfleet.errors import ObjectMissing
+from fusionfleet.messages import WorkerBeat
+from fusionfleet.sizing import FleetView
+from fusionfleet.storage import Storage
+
+RENDER_ROLE = "render"
+
+
+def running_render_workers(storage: Storage, bucket: str, now: float, lost_after_s: float) -> int:
+    """Render workers whose presence record was refreshed within `lost_after_s`."""
+    count = 0
+    for key in storage.list_keys(bucket, layout.WORKERS_PREFIX):
+        try:
+            beat = WorkerBeat.model_validate_json(storage.get_bytes(bucket, key))
+        except (ObjectMissing, ValueError):
+            continue  # gone since the listing (a clean exit), or not a presence record
+        if beat.role == RENDER_ROLE and now - beat.last_beat <= lost_after_s:
+            count += 1
+    return count
+
+
+def fleet_view(storage: Storage, bucket: str, maximum: int, now: float, lost_after_s: float = 30.0) -> FleetView:
+    """The fleet a new job will meet: `maximum` unless more render workers than that are alive."""
+    records = len(storage.list_keys(bucket, layout.WORKERS_PREFIX))
+    if records <= maximum:
+        # Not more records than the maximum, so not more live workers either: the plan is for the maximum.
+        return FleetView(running=records, maximum=maximum)
+    return FleetView(running=running_render_workers(storage, bucket, now, lost_after_s), maximum=maximum)

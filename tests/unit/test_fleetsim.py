@@ -1,0 +1,70 @@
+"""The fleet simulation runs the project's own planner and scaling rule, and behaves as a farm should."""
+
+from __future__ import annotations
+
+from benchmarks.fleetsim.model import Farm, FleetConfig, JobSpec
+from benchmarks.fleetsim.scenarios import COSTS, fairness, p95, single_job, stragglers
+from fusionfleet.autoscale import ScalingPolicy
+
+
+def test_sized_plans_finish_a_short_clip_sooner_on_two_workers() -> None:
+    # GIVEN a 12 s clip on two GPUs WHEN planned fixed (3 segments) and sized (4 segments)
+    fixed = single_job(2, adaptive=False, seconds=12)
+    sized = single_job(2, adaptive=True, seconds=12)
+    # THEN the sized plan renders in fewer rounds
+    assert (fixed["segments"], sized["segments"]) == (3, 4)
+    assert sized["render_s"] < fixed["render_s"]
+
+
+def test_high_priority_overtakes_a_deep_low_backlog() -> None:
+    # GIVEN one worker, 40 low segments queued first, then a high job
+    farm = Farm(COSTS, FleetConfig(fixed_workers=1, adaptive_segments=False))
+    low = JobSpec("low", 0.0, 160 * 30, 30, "low")
+    high = JobSpec("high", 30.0, 8 * 30, 30, "high")
+    farm.run([low, high])
+    # THEN its first segment waits at most the low segment in work, its second also its own first,
+    # far less than the low ones wait
+    segment_s = 4 * 30 * COSTS.engine.seconds_per_frame + COSTS.engine.fixed_s()
+    first, second = farm.results["high"].waits
+    assert first <= segment_s
+    assert second <= 2 * segment_s
+    assert p95(farm.results["low"].waits) > 10 * segment_s
+    assert farm.results["high"].done_s < farm.results["low"].done_s
+
+
+def test_the_autoscaled_fleet_grows_with_a_burst_and_returns_to_the_minimum() -> None:
+    # GIVEN a fleet of 1..8 workers that boot in 30 s, deciding every 10 s
+    policy = ScalingPolicy(1, 8, backlog_per_worker=2, scale_out_cooldown_s=10, scale_in_cooldown_s=60)
+    farm = Farm(COSTS, FleetConfig(policy=policy, scale_every_s=10, boot_s=30))
+    # WHEN a 5-minute clip arrives
+    farm.run([JobSpec("burst", 0.0, 300 * 30, 30, "normal")], until_s=3600)
+    running = [n for _t, n, _d in farm.totals.fleet_samples]
+    # THEN the fleet reached its maximum, finished the job and came back to one worker
+    assert max(running) == 8
+    assert farm.results["burst"].done_s > 0
+    assert running[-1] == 1
+    # AND every worker stopped was billed only until it stopped
+    assert farm.billed_until(3600) < 8 * 3600
+
+
+def test_a_fair_share_lets_a_small_job_through_a_big_ones_queue() -> None:
+    # GIVEN a 30-minute job and, 20 s later, a 30 s job of the same priority on 16 GPUs
+    result = fairness(16)
+    # THEN with per-job concurrency capped the small job is done several times sooner
+    assert result["on"]["small_turnaround_s"] * 3 < result["off"]["small_turnaround_s"]
+    # AND the big job pays little for it
+    assert result["on"]["big_turnaround_s"] < 1.05 * result["off"]["big_turnaround_s"]
+
+
+def test_backup_copies_cut_the_tail_that_a_very_slow_host_makes() -> None:
+    # GIVEN a 3-minute job on 64 GPUs, 5 % of them 10x slow
+    result = stragglers(64, 180, 0.05, 10.0, seeds=range(1, 3))
+    # THEN backup copies are made, win, and the job renders much sooner
+    assert result["on"]["won"] > 0 and result["off"]["copies"] == 0
+    assert result["on"]["render_s_mean"] < 0.8 * result["off"]["render_s_mean"]
+
+
+def test_without_slow_hosts_no_copy_is_made() -> None:
+    result = stragglers(16, 120, 0.0, 3.0, seeds=range(1, 2))
+    assert result["on"]["copies"] == 0
+    assert result["on"]["render_s_mean"] == result["off"]["render_s_mean"]
