@@ -33,17 +33,30 @@ def render(clip: Clip, folder: Path, frames: int, quality: str) -> tuple[Path, P
     output = folder / f"{clip.name}-out.mp4"
     flags = [arg for name, value in clip.options.items() for arg in ("--" + name.replace("_", "-"), value)]
     began = time.perf_counter()
-    subprocess.run(
+    result = subprocess.run(
         [sys.executable, "-m", "gpu_worker", "swap", "--source", str(source), "--target", str(target),
          "--output", str(output), "--engine", "classic", "--quality", quality, *flags],
-        cwd=ROOT, check=True, capture_output=True, timeout=1800,
+        cwd=ROOT, capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
+    if result.returncode != 0:
+        raise SwapRefused(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "no output")
     return target, output, time.perf_counter() - began
+
+
+class SwapRefused(Exception):
+    """`fusionfleet swap` ended without an output: a failed clip, reported with its reason."""
 
 
 def judge_clip(judge: Judge, clip: Clip, frames: int, every: int, quality: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"quality-{clip.name}-") as folder:
-        target, output, swap_s = render(clip, Path(folder), frames, quality)
+        try:
+            target, output, swap_s = render(clip, Path(folder), frames, quality)
+        except SwapRefused as refused:
+            # A clip the engine cannot render at all scores nothing: it is a failure, not a gap.
+            return {"clip": clip.name, "what": clip.what, "options": clip.options, "error": str(refused),
+                    "target_faces": None, "redetected_share": None, "identity_share": 0.0,
+                    "mean_distance_to_source": None, "mean_distance_to_target": None,
+                    "background_psnr_db": 0.0, "swap_s": None}  # fmt: skip
         identity = judge.identity(clip.source())
         verdict = Verdict()
         for index, (before, after) in enumerate(zip(video_frames(target), video_frames(output), strict=True)):

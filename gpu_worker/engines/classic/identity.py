@@ -66,12 +66,17 @@ class StillFace:
     points: Points
 
 
+SMALL_STILL = 400  # pixels, the longer side
+
+
 def faces_in_image(models: DlibModels, image: Image) -> list[StillFace]:
     """The real faces of a still image (false positives removed), best detector score first."""
     gray = np.asarray(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), dtype=np.uint8)
     faces: list[StillFace] = []
-    # Upsample only when needed: small faces in a still are worth the extra time, once.
-    for upsample in (0, 1):
+    # Upsample only when needed: small faces in a still are worth the extra time, once. A small image
+    # (a low-resolution source face) may be upsampled twice: HOG finds faces from about 80 pixels.
+    levels = (0, 1, 2) if max(image.shape[:2]) <= SMALL_STILL else (0, 1)
+    for upsample in levels:
         for detection in detect_faces(models.detector, gray, 1.0, upsample, SOURCE_MIN_SCORE):
             points = predict_landmarks(models.predictor, gray, detection.box)
             if is_real_face(models.predictor, gray, detection.box, points, detection.score):

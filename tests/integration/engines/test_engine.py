@@ -210,3 +210,13 @@ def test_face_swapper_weight_follows_facefusion(engine: ClassicEngine, grace: Im
     assert swap_opacity(0.0) == pytest.approx(0.65)
     with pytest.raises(EngineError, match="face_swapper_weight"):
         engine.validate(EngineJob("w", (grace,), MappingProxyType({"face_swapper_weight": 1.5})))
+
+
+def test_a_grey_scale_low_resolution_source_face_is_found(models: DlibModels) -> None:
+    # GIVEN the astronaut's head as a grey-scale picture 64 pixels tall (a face of about 27 pixels)
+    from benchmarks.clips import grey_low_resolution_astronaut
+
+    source = grey_low_resolution_astronaut()
+    # WHEN the engine looks for the source face THEN it finds it (upsampling a small still twice)
+    face = ident.largest_face(models, source, "source")
+    assert 20 <= face.box[2] - face.box[0] <= 40
