@@ -185,11 +185,12 @@ def test_a_target_that_is_not_a_video_fails_promptly_and_loses_nothing(stack: St
 def test_local_status_lists_every_process_and_up_is_idempotent(stack: Stack) -> None:
     status = stack.cli("local", "status", "--state-dir", str(stack.state_dir))
     assert status.returncode == 0
-    for role in ("localstack", "slicer", "watchdog", "dlq", "merge", "worker", "dashboard"):
+    for role in ("localstack", "slicer", "watchdog", "dlq", "merge", "worker", "dashboard", "api"):
         assert role in status.stdout
-    # LocalStack, the slicer, the watchdog, two dead-letter runners, the merge worker, two render workers
-    # and the dashboard.
-    assert status.stdout.count("running") == 9 and "render-high" in status.stdout and "dlq-render" in status.stdout
+    # LocalStack, the slicer, the watchdog, two dead-letter runners, the merge worker, two render workers,
+    # the dashboard and the HTTP API; then the render workers' current and desired counts.
+    assert status.stdout.count("running") == 10 and "render-high" in status.stdout and "dlq-render" in status.stdout
+    assert "render workers: 2 current, 2 desired (fixed)" in status.stdout
     before = status.stdout
     port = stack.endpoint.rsplit(":", 1)[1]
     again = stack.cli(
@@ -202,7 +203,7 @@ def test_local_status_lists_every_process_and_up_is_idempotent(stack: Stack) -> 
 
 
 def process_pids(status: str) -> list[str]:
-    roles = {"localstack", "slicer", "watchdog", "dlq", "merge", "worker", "dashboard"}
+    roles = {"localstack", "slicer", "watchdog", "dlq", "merge", "worker", "dashboard", "api"}
     # Rows of the process table only (ROLE NAME PID STATE); `dashboard <url>` is a line of its own.
     rows = [line.split() for line in status.splitlines()]
     return sorted(row[2] for row in rows if len(row) == 4 and row[0] in roles and row[3] in ("running", "dead"))
