@@ -66,13 +66,15 @@ def test_a_backlog_grows_the_fleet_to_its_maximum_and_idleness_returns_it_to_the
     inbox = scaled.subscribe()
     clip = write_video(tmp_path / "thirty.mp4", seconds=30, fps=25, width=320, height=240)
     # WHEN a 30 s job arrives
-    job = drop_job(scaled, "burst", clip, engine="copy", priority="normal")
+    # (the built-in engine, so its segments stay in work long enough to be a backlog: `copy` renders a
+    # segment in about a second, and a loaded machine then never shows three at once)
+    job = drop_job(scaled, "burst", clip, engine="classic", quality="realtime", priority="normal")
     # THEN the fleet grows to 3 workers within a minute
     assert wait_until(lambda: fleet(scaled).get("current") == 3, 60), (fleet(scaled), scaled.logs())
     # AND the job is planned for a fleet of 3, and succeeds
     assert notice_for(scaled, inbox, job, wait_s=300)["status"] == "succeeded"
     plan = get_json(S3Storage(scaled.client("s3")), scaled.resources.work_bucket, layout.plan_key(job))
-    assert len(plan) == sized_segment_count(750, Fraction(25), engine_cost("copy"), FleetView(0, 3))
+    assert len(plan) == sized_segment_count(750, Fraction(25), engine_cost("classic"), FleetView(0, 3))
     # AND once idle the fleet returns to one worker (scale-in cooldown 30 s)
     assert wait_until(lambda: fleet(scaled).get("current") == 1 and not fleet(scaled).get("stopping"), 120), fleet(
         scaled
