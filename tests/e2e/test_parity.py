@@ -17,11 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 import pytest
 
+from benchmarks.judge import video_frames
 from fleetctl.samples import cut_shot_frames, grace_hopper_path, write_video
 from fusionfleet import layout
 from tests.e2e.conftest import ROOT, Stack
@@ -35,25 +35,11 @@ GRACE = (154, 134, 334, 314)
 ASTRONAUT = (640, 121, 727, 209)
 PSNR_GOAL_DB = 40.0
 
-Frames = list[npt.NDArray[np.uint8]]
-
 
 @pytest.fixture(scope="module")
 def cut_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("parity") / "cut.mp4"
     return write_video(path, seconds=FRAMES / 25, width=960, height=540, frames=cut_shot_frames(FRAMES, CUT))
-
-
-def opencv_frames(path: Path) -> Frames:
-    capture = cv2.VideoCapture(str(path))
-    frames: Frames = []
-    while True:
-        ok, frame = capture.read()
-        if not ok:
-            break
-        frames.append(np.asarray(frame, dtype=np.uint8))
-    capture.release()
-    return frames
 
 
 def psnr(a: npt.NDArray[np.uint8], b: npt.NDArray[np.uint8]) -> float:
@@ -96,7 +82,7 @@ def test_a_farm_render_equals_one_machines_render(stack: Stack, cut_clip: Path, 
     workers = {record.get("worker") for record in records}
 
     # THEN both have every frame, and every frame of the farm's render matches one machine's
-    target, ours, theirs = opencv_frames(cut_clip), opencv_frames(single), opencv_frames(farm)
+    target, ours, theirs = list(video_frames(cut_clip)), list(video_frames(single)), list(video_frames(farm))
     assert len(target) == len(ours) == len(theirs) == FRAMES
     scores = [psnr(a, b) for a, b in zip(ours, theirs, strict=True)]
     worst = int(np.argmin(scores))
