@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from fusionfleet.audio_settings import AUDIO_OPTIONS
+from fusionfleet.image_models import image_model_problems
 from fusionfleet.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
 from fusionfleet.option_catalogue import CATALOGUE
 
@@ -77,6 +78,9 @@ def unsupported_option_problems(engine: str, options: Mapping[str, object]) -> l
                     f"options.processors: the {engine} engine runs only face_swapper, not {', '.join(extra)}; "
                     "use the facefusion engine for the others"
                 )
+    if engine == "facefusion":
+        # Its workers have only the models their image carries and no way to fetch another.
+        problems.extend(image_model_problems(options))
     return problems
 
 

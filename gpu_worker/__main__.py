@@ -17,6 +17,7 @@ from fusionfleet.storage import S3Storage
 from gpu_worker import config as worker_config
 from gpu_worker.capacity import gpu_capacity
 from gpu_worker.engine_host import EngineHost, HostPolicy
+from gpu_worker.engines.base import EngineUnavailable
 from gpu_worker.errors import ConfigError
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
@@ -104,6 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"{parser.prog}: error: {error.reason}", file=sys.stderr)
         return 2
+    if settings.role == "render" and settings.preload_engine == "facefusion":
+        from gpu_worker.engines.facefusion.startup import check_accelerator
+
+        try:
+            check_accelerator(os.environ)
+        except EngineUnavailable as error:
+            # Loud, at start: a broken CUDA must not turn into a worker rendering on the CPU.
+            logging.getLogger(__name__).critical("worker not started: %s", error.reason)
+            print(f"{parser.prog}: cannot start: {error.reason}", file=sys.stderr)
+            return 3
     stop = StopSignal()
     stop.install()
     worker = build_worker(settings, stop)

@@ -10,6 +10,7 @@ import pytest
 
 from fusionfleet.audio_settings import audio_encode_args, audio_settings
 from fusionfleet.errors import JobRejected
+from fusionfleet.image_models import IMAGE_MODELS
 from fusionfleet.manifest import ENGINE_NAMES, REFUSED_OPTIONS, parse_manifest
 from fusionfleet.option_catalogue import CATALOGUE, OptionSpec
 from fusionfleet.option_support import ENGINE_OPTIONS, FLEET_OPTIONS, check_engine_options
@@ -35,9 +36,11 @@ TOGETHER: dict[str, dict[str, object]] = {
 
 
 def sample_value(spec: OptionSpec) -> object:
-    """A value FaceFusion accepts for the option."""
-    if spec.choices:
-        value: object = spec.choices[-1]
+    """A value FaceFusion accepts for the option (a model: one the worker image carries)."""
+    if spec.name in IMAGE_MODELS:
+        value: object = IMAGE_MODELS[spec.name][-1]
+    elif spec.choices:
+        value = spec.choices[-1]
     elif spec.kind == "int":
         value = int(spec.minimum if spec.minimum is not None else 1)
     elif spec.kind == "float":

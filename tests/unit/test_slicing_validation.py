@@ -57,3 +57,26 @@ def test_every_bad_face_image_is_named_in_one_rejection_before_the_target_is_pro
     ((_topic, _subject, notice),) = notifier.published
     assert [problem.split(" ")[0] for problem in notice["problems"]] == ["source[0]", "source[1]", "reference"]
     assert not [call for call in storage.calls if call[0] == "get_range"]
+
+
+def test_a_model_the_worker_image_does_not_carry_is_refused_at_validation() -> None:
+    # GIVEN a FaceFusion job naming a deep swapper identity the image's "lite" download leaves out
+    storage = FakeStorage()
+    manifest = {
+        "version": 1,
+        "source": ["inputs/face.jpg"],
+        "target": "inputs/clip.mp4",
+        "engine": "facefusion",
+        "options": {"processors": ["deep_swapper"], "deep_swapper_model": "druuzil/adam_levine_320"},
+    }
+    storage.put_bytes(MEDIA, "jobs/deep.json", json.dumps(manifest).encode())
+    notifier, orchestrator = FakeNotifier(), FakeOrchestrator()
+    slicer = Slicer(storage, orchestrator, notifier, SlicerConfig(WORK, "arn:sm", "arn:topic"))
+    # WHEN the slicer handles it THEN it is rejected naming the option, the model and what the image has
+    outcome = slicer.handle(MEDIA, "jobs/deep.json")
+    assert outcome.status == "rejected"
+    assert "options.deep_swapper_model: the worker image does not carry the model 'druuzil/adam_levine_320'" in (
+        outcome.reason
+    )
+    assert "iperov/elon_musk_224" in outcome.reason
+    assert orchestrator.starts == []

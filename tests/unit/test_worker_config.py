@@ -65,3 +65,21 @@ def test_the_gpu_price_comes_from_the_environment_with_a_default_and_is_checked(
         # THEN a bad price stops the worker at start with the variable's name
         with pytest.raises(ConfigError, match=config.ENV_GPU_HOURLY_PRICE):
             config.resolve(parse(), {**ENV, config.ENV_GPU_HOURLY_PRICE: bad})
+
+
+def test_a_facefusion_worker_whose_gpu_fails_its_proof_does_not_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a render worker that preloads FaceFusion, on a host whose CUDA falls back to the CPU
+    from gpu_worker.engines.base import EngineUnavailable
+    from gpu_worker.engines.facefusion import startup
+
+    def broken(env: object) -> str:
+        raise EngineUnavailable("onnxruntime's CUDAExecutionProvider is listed but a session fell back to CPU")
+
+    monkeypatch.setattr(startup, "check_accelerator", broken)
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    # WHEN it starts THEN it exits 3 at once with the reason, before polling any queue
+    assert main(["--preload-engine", "facefusion"]) == 3
+    assert "cannot start: onnxruntime's CUDAExecutionProvider is listed" in capsys.readouterr().err

@@ -21,10 +21,24 @@ from pathlib import Path
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import headless_run_argv, run_paths
-from gpu_worker.engines.facefusion.execution import HostFacts, choose_provider, count_devices, device_id, execution_args
+from gpu_worker.engines.facefusion.execution import (
+    PROVIDER_NAMES,
+    HostFacts,
+    choose_provider,
+    count_devices,
+    device_id,
+    execution_args,
+)
 from gpu_worker.engines.facefusion.job_options import check_options, reference_position
 from gpu_worker.engines.facefusion.media import read_output, write_sources, write_target
-from gpu_worker.engines.facefusion.process import Runner, TimedOut, probe_providers, query_gpu_memory_mib
+from gpu_worker.engines.facefusion.process import (
+    Runner,
+    TimedOut,
+    probe_providers,
+    query_gpu_memory_mib,
+    run_provider_probe,
+)
+from gpu_worker.engines.facefusion.provider_proof import needs_proof, proof_problem
 from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env
 
 logger = logging.getLogger(__name__)
@@ -40,6 +54,7 @@ def missing_tools(path: str | None) -> list[str]:
 def gather_facts(settings: EngineSettings, home: Path, env: Mapping[str, str]) -> HostFacts:
     """What the execution settings depend on, asked of this host once."""
     providers = probe_providers(settings.python, home, env)
+    prove_provider(settings, home, env, PROVIDER_NAMES[choose_provider(providers)])
     devices = count_devices(settings.visible_devices, glob.glob("/dev/nvidia[0-9]*"))
     cpus = len(os.sched_getaffinity(0))
     memory = None
@@ -49,6 +64,16 @@ def gather_facts(settings: EngineSettings, home: Path, env: Mapping[str, str]) -
         # nvidia-smi numbers GPUs physically; CUDA_VISIBLE_DEVICES renumbers them for this process.
         memory = query_gpu_memory_mib(visible[device] if device < len(visible) else str(device))
     return HostFacts(providers=providers, device_count=devices, cpu_count=cpus, gpu_memory_mib=memory)
+
+
+def prove_provider(settings: EngineSettings, home: Path, env: Mapping[str, str], provider: str) -> None:
+    """EngineUnavailable unless a GPU provider really runs a model (no silent fall back to the CPU)."""
+    if not needs_proof(provider):
+        return
+    problem = proof_problem(run_provider_probe(settings.python, home, env, provider))
+    if problem is not None:
+        raise EngineUnavailable(f"FaceFusion cannot run on this worker's GPU: {problem}")
+    logger.info("%s proven: a test model ran on it", provider)
 
 
 class FaceFusionEngine:

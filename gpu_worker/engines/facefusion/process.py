@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_worker.engines.base import EngineUnavailable
+from gpu_worker.engines.facefusion import provider_probe
+from gpu_worker.engines.facefusion.provider_proof import ProbeOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -161,3 +163,32 @@ def query_gpu_memory_mib(device: str) -> int | None:
         return int(completed.stdout.strip().splitlines()[0]) if completed.returncode == 0 else None
     except (IndexError, ValueError):
         return None
+
+
+def run_provider_probe(python: str, home: Path, env: Mapping[str, str], provider: str) -> ProbeOutcome:
+    """A tiny model run on `provider` alone by FaceFusion's interpreter (provider_probe.py)."""
+    try:
+        completed = subprocess.run(
+            [python, provider_probe.__file__, provider],
+            cwd=home,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return ProbeOutcome(provider, (), None, f"the probe did not finish: {error}")
+    try:
+        report = json.loads(completed.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
+        return ProbeOutcome(provider, (), None, f"the probe exited with {completed.returncode}: {last}")
+    output = report.get("output")
+    return ProbeOutcome(
+        requested=provider,
+        session_providers=tuple(str(name) for name in report.get("session_providers", [])),
+        output=tuple(float(value) for value in output) if output is not None else None,
+        error=report.get("error"),
+    )
