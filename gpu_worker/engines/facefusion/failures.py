@@ -14,13 +14,27 @@ import re
 
 # content_analyser.analyse_video: `return bool(rate > 10.0)`.
 ANALYSER_LIMIT_PERCENT = 10.0
-MAX_REASON_LINES = 6
-MAX_REASON_CHARS = 1500
+# What of FaceFusion's output a failure reason carries (the attempt record, `fusionfleet logs`, the
+# failure notice): its last meaningful lines, bounded, with anything that looks like a secret masked.
+MAX_REASON_LINES = 20
+MAX_REASON_CHARS = 2000
+MASK = "***"
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # A tqdm bar as FaceFusion draws them: "processing:  40%|====      | 4/10 [00:01<00:02, ...]".
 _PROGRESS = re.compile(r"^(?P<desc>[a-z][a-z ]*):\s+\d+%\|")
 _RATE = re.compile(r"rate=(?P<rate>[0-9.]+(?:e[+-]?\d+)?)")
+# Secrets a log line may hold: AWS key ids, presigned-URL signatures and tokens, `name=value` pairs and
+# headers whose name says secret, and bearer tokens. The worker's environment is FaceFusion's too.
+_SECRETS = (
+    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    re.compile(r"(?i)X-Amz-(?:Signature|Credential|Security-Token)(?P<sep>=)[^&\s]+"),
+    re.compile(
+        r"(?i)(?:secret|token|password|passwd|credential|api[_-]?key|access[_-]?key)\w*"
+        r"(?P<sep>['\"]?\s*[:=]\s*['\"]?)[^\s'\",;&]+"
+    ),
+    re.compile(r"(?i)bearer(?P<sep>\s+)[A-Za-z0-9._~+/=-]+"),
+)
 
 
 def _segments(log: str) -> list[str]:
@@ -62,10 +76,26 @@ def analyser_refused(log: str) -> float | None:
     return None if "processing" in after else rate
 
 
+def redact(line: str) -> str:
+    """The line with anything that looks like a secret replaced by MASK."""
+    for pattern in _SECRETS:
+        line = pattern.sub(_masked, line)
+    return line
+
+
+def _masked(match: re.Match[str]) -> str:
+    separator = match.groupdict().get("sep")
+    if separator is None:
+        return MASK
+    # name=value: keep the name and the separator, so the line still says what was there.
+    start = match.start("sep") - match.start()
+    return match.group(0)[: start + len(separator)] + MASK
+
+
 def meaningful_lines(log: str) -> list[str]:
-    """The last lines worth showing a user: no progress bars, no blank lines."""
+    """The last lines worth showing a user: no progress bars, no blank lines, no secrets."""
     lines = [segment for segment in _segments(log) if not _PROGRESS.match(segment)]
-    return lines[-MAX_REASON_LINES:]
+    return [redact(line) for line in lines[-MAX_REASON_LINES:]]
 
 
 def last_words(log: str) -> str:
@@ -74,6 +104,12 @@ def last_words(log: str) -> str:
         return "it printed nothing"
     text = " | ".join(lines)
     return text if len(text) <= MAX_REASON_CHARS else "…" + text[-MAX_REASON_CHARS:]
+
+
+def with_output(reason: str, log: str) -> str:
+    """`reason` followed by FaceFusion's last words, where it said more than the reason already does."""
+    lines = [line for line in meaningful_lines(log) if line not in reason]
+    return f"{reason}; FaceFusion's last output: {last_words(chr(10).join(lines))}" if lines else reason
 
 
 def failure_reason(exit_code: int, log: str) -> str:

@@ -44,10 +44,10 @@ class TimedOut(Exception):
         self.log = log
 
 
-def _tail(path: Path) -> str:
+def _tail(path: Path, since: int = 0) -> str:
     with path.open("rb") as handle:
         handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, handle.tell() - LOG_TAIL_BYTES))
+        handle.seek(max(since, handle.tell() - LOG_TAIL_BYTES))
         return handle.read().decode("utf-8", errors="replace")
 
 

@@ -152,16 +152,23 @@ class WarmFaceFusionEngine:
             argv = segment_argv(paths, options, self._execution)
             # A segment's length is unknown until its frames are read: the deadline is per frame.
             first = deadline(settings.timeout_base_s)
+            mark = process.log_size()  # this segment's part of FaceFusion's output starts here
             self._unfinished = True
             process.send({"op": "segment", "argv": argv, "check_key": check_key(options, self._execution),
                           "fps": job.fps})  # fmt: skip
             header, _ = process.receive(first, "checking the job")
             self._unfinished = header["op"] == "ready"
             if header["op"] == "refused":
-                raise EngineError(f"FaceFusion refused the job: {header['reason']}")
+                raise EngineError(
+                    failures.with_output(f"FaceFusion refused the job: {header['reason']}", process.log_tail(mark))
+                )
             if header["op"] != "ready":
-                raise EngineError(f"FaceFusion failed before rendering: {header.get('reason', header)}")
-            yield from self._stream(process, held, rest, settings)
+                raise EngineError(
+                    failures.with_output(
+                        f"FaceFusion failed before rendering: {header.get('reason', header)}", process.log_tail(mark)
+                    )
+                )
+            yield from self._stream(process, held, rest, settings, mark)
         except ServerGone:
             self._process = None
             raise
@@ -169,7 +176,7 @@ class WarmFaceFusionEngine:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _stream(
-        self, process: WarmProcess, held: list[Frame], rest: Iterator[Frame], settings: EngineSettings
+        self, process: WarmProcess, held: list[Frame], rest: Iterator[Frame], settings: EngineSettings, mark: int
     ) -> Iterator[Image]:
         sent: list[int] = []  # frames sent so far; the writer runs ahead of the replies
         shape: list[tuple[int, ...]] = []
@@ -210,7 +217,12 @@ class WarmFaceFusionEngine:
                 self._unfinished = False
                 if header["op"] == "done":
                     break
-                raise EngineError(f"FaceFusion failed after {produced} frames: {header.get('reason', header)}")
+                raise EngineError(
+                    failures.with_output(
+                        f"FaceFusion failed after {produced} frames: {header.get('reason', header)}",
+                        process.log_tail(mark),
+                    )
+                )
         finally:
             if self._unfinished:
                 # Abandoned by the consumer, or FaceFusion is gone: nothing will read its replies,
@@ -230,7 +242,7 @@ class WarmFaceFusionEngine:
             pre_checked=bool(header.get("pre_checked")),
         )
         if produced != len(sent):
-            raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail()))
+            raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail(mark)))
         rate = 100.0 * self.stats.flagged / self.stats.sampled if self.stats.sampled else 0.0
         if rate > failures.ANALYSER_LIMIT_PERCENT:
             raise EngineError(

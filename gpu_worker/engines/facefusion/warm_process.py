@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from gpu_worker.engines.base import EngineError, EngineUnavailable
 from gpu_worker.engines.facefusion import warm_server
+from gpu_worker.engines.facefusion.failures import last_words
 from gpu_worker.engines.facefusion.process import _kill_group, _prepare_child, _tail
 
 logger = logging.getLogger(__name__)
@@ -78,14 +79,20 @@ class WarmProcess:
     def alive(self) -> bool:
         return self._process.poll() is None
 
-    def log_tail(self) -> str:
-        return _tail(self._log_path)
+    def log_tail(self, since: int = 0) -> str:
+        """The end of FaceFusion's console output, from byte `since` of it on (a segment's start)."""
+        return _tail(self._log_path, since)
+
+    def log_size(self) -> int:
+        """Where FaceFusion's console output ends now: a segment's failure shows only what came after."""
+        self._log.flush()
+        return self._log_path.stat().st_size
 
     def send(self, header: dict[str, Any], payload: bytes = b"") -> None:
         try:
             warm_server.write_message(self._requests, header, payload)
         except (BrokenPipeError, ValueError, OSError):
-            raise ServerGone(f"FaceFusion's warm process is gone: {self.log_tail()[-800:]}") from None
+            raise ServerGone(f"FaceFusion's warm process is gone: {last_words(self.log_tail())}") from None
 
     def _read(self, size: int, deadline: _Deadline, what: str) -> bytes:
         chunks = []
@@ -96,12 +103,14 @@ class WarmProcess:
                 self.stop(graceful=False)
                 raise ServerGone(
                     f"FaceFusion did not answer ({what}) within {deadline.timeout_s:.0f} s and was stopped: "
-                    f"{self.log_tail()[-800:]}"
+                    f"{last_words(self.log_tail())}"
                 )
             chunk = os.read(fd, size)
             if not chunk:
                 code = self._process.wait()
-                raise ServerGone(f"FaceFusion's warm process exited ({code}) during {what}: {self.log_tail()[-800:]}")
+                raise ServerGone(
+                    f"FaceFusion's warm process exited ({code}) during {what}: {last_words(self.log_tail())}"
+                )
             chunks.append(chunk)
             size -= len(chunk)
         return b"".join(chunks)

@@ -198,6 +198,28 @@ def test_content_analyser_refuses_in_both_engines(
     per_segment.close()
 
 
+def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN a job whose processor has no model here (no stand-in for the face enhancer, no internet)
+    options = {"face_selector_mode": "one", "processors": ["face_swapper", "face_enhancer"]}
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN either engine renders it THEN the reason carries FaceFusion's own lines about that model
+    reasons = []
+    for engine in (per_segment, warm):
+        with pytest.raises(EngineError) as failure:
+            list(engine.render(_job(tmp_path, options), harness.clip(2)))
+        reasons.append(failure.value.reason)
+    per_segment.close()
+    for reason in reasons:
+        assert "gfpgan_1.4" in reason, reason
+        assert len(reason) < 2600, reason
+    # AND the warm engine renders the next job as before
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+
+
 def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Path) -> None:
     # GIVEN a warm engine whose FaceFusion process was killed between segments
     engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
