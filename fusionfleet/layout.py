@@ -45,6 +45,11 @@ def reference_frame_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}reference-frame.png"
 
 
+def content_analysis_key(job_id: str) -> str:
+    """The job's content-analysis verdict, made once over the whole target (fusionfleet.content_analysis)."""
+    return f"{work_prefix(job_id)}content-analysis.json"
+
+
 def segment_key(job_id: str, index: int) -> str:
     return f"{work_prefix(job_id)}segments/{index:05d}.mp4"
 

@@ -36,6 +36,9 @@ class JobContext(_Model):
     # Without a reference image in reference mode: frame `reference_frame_number` of the whole target,
     # decoded once by the slicer, so every segment swaps the same person (fusionfleet.reference).
     reference_frame: ObjectRef | None = None
+    # Where the job's content-analysis verdict is kept, for engines that declare it job-level
+    # (fusionfleet.job_decisions): made once over the whole target, read by every segment.
+    content_analysis: ObjectRef | None = None
     output: ObjectRef
     work_bucket: str
     priority: Priority

@@ -19,6 +19,7 @@ from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMis
 from fusionfleet.fairness import fair_concurrency
 from fusionfleet.fleet import fleet_view
 from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.job_decisions import CONTENT_ANALYSIS, job_level
 from fusionfleet.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
@@ -209,6 +210,9 @@ class Slicer:
             target=target,
             reference=reference,
             reference_frame=reference_frame,
+            content_analysis=ObjectRef(bucket=self.config.work_bucket, key=layout.content_analysis_key(job_id))
+            if CONTENT_ANALYSIS in job_level(engine)
+            else None,
             output=ObjectRef(bucket=manifest_ref.bucket, key=manifest.output),
             work_bucket=self.config.work_bucket,
             priority=manifest.priority,

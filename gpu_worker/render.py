@@ -16,6 +16,7 @@ import cv2
 
 from fusionfleet import layout
 from fusionfleet.aws import AwsTarget
+from fusionfleet.content_analysis import refusal_reason
 from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.inspect import summarize
@@ -33,6 +34,7 @@ from gpu_worker.errors import Drained, Released
 from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
 from gpu_worker.frames import chunk_grid, render_range
+from gpu_worker.job_analysis import job_content_verdict
 from gpu_worker.sources import SourceCache
 
 logger = logging.getLogger(__name__)
@@ -109,7 +111,7 @@ def render_segment(
     job, segment = task.job, task.segment
     started = time.monotonic()
     started_at = time.time()
-    engine = deps.engines.get(job.engine)
+    engine = analyser = deps.engines.get(job.engine)
     faults = load_faults(deps.faults_file, job.job_id, segment.index, attempt.number)
     if faults:
         engine = FaultyEngine(engine, faults, segment.start_frame)
@@ -118,6 +120,10 @@ def render_segment(
     workdir = Path(tempfile.mkdtemp(prefix=f"{job.job_id[:40]}-{segment.index:05d}-", dir=deps.scratch))
     what = f"segment {segment.index} of {job.job_id}"
     try:
+        # Job-level: FaceFusion's verdict over the whole video, made once, never per segment.
+        verdict = job_content_verdict(deps.storage, job, analyser, deps.cpu_threads)
+        if verdict is not None and verdict.refused:
+            raise InputRejected(refusal_reason(verdict))
         engine_job = EngineJob(
             job_id=job.job_id,
             sources=sources,
@@ -127,6 +133,7 @@ def render_segment(
             reference_is_frame=reference_is_frame,
             fps=float(job.video.fps),
             work_dir=workdir,
+            content_decided=verdict is not None,
         )
         try:
             engine.validate(engine_job)

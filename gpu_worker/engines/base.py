@@ -67,9 +67,21 @@ class EngineJob:
     reference_is_frame: bool = False
     fps: float = 25.0
     work_dir: Path = Path("/tmp")
+    # The job's content-analysis verdict was made once over the whole target and passed
+    # (fusionfleet.content_analysis): the engine must not decide again from this segment's frames.
+    content_decided: bool = False
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
+
+
+@runtime_checkable
+class ContentAnalyser(Protocol):
+    """An engine that can run its content analyser on frames: the job's verdict is made with it."""
+
+    def analyse_content(self, images: Iterable[Image]) -> list[bool]:
+        """One flag per image, in order: True where the analyser flags the frame."""
+        ...
 
 
 @runtime_checkable

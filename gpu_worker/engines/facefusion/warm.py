@@ -101,6 +101,7 @@ class WarmFaceFusionEngine:
         self._process: WarmProcess | None = None
         self._scratch: Path | None = None
         self._unfinished = False  # a segment was started and its end not read
+        self._decided = False  # this segment's content verdict is the job's, made once
         self.stats = SegmentStats()
 
     def prepare(self) -> None:
@@ -155,7 +156,7 @@ class WarmFaceFusionEngine:
             mark = process.log_size()  # this segment's part of FaceFusion's output starts here
             self._unfinished = True
             process.send({"op": "segment", "argv": argv, "check_key": check_key(options, self._execution),
-                          "fps": job.fps})  # fmt: skip
+                          "fps": job.fps, "analyse": not job.content_decided})  # fmt: skip
             header, _ = process.receive(first, "checking the job")
             self._unfinished = header["op"] == "ready"
             if header["op"] == "refused":
@@ -168,6 +169,7 @@ class WarmFaceFusionEngine:
                         f"FaceFusion failed before rendering: {header.get('reason', header)}", process.log_tail(mark)
                     )
                 )
+            self._decided = job.content_decided
             yield from self._stream(process, held, rest, settings, mark)
         except ServerGone:
             self._process = None
@@ -243,12 +245,48 @@ class WarmFaceFusionEngine:
         )
         if produced != len(sent):
             raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail(mark)))
+        if self._decided:
+            return  # the job's verdict was made once over the whole video
         rate = 100.0 * self.stats.flagged / self.stats.sampled if self.stats.sampled else 0.0
         if rate > failures.ANALYSER_LIMIT_PERCENT:
             raise EngineError(
                 f"FaceFusion's content analyser refused the target: it flagged {rate:g} % of the sampled frames "
                 f"(its limit is {failures.ANALYSER_LIMIT_PERCENT:g} %)"
             )
+
+    def analyse_content(self, images: Iterable[Image]) -> list[bool]:
+        """FaceFusion's content analyser on each image, in this warm process (ContentAnalyser)."""
+        if self._home is None:
+            self.prepare()
+        settings = self._settings
+        assert settings is not None
+        if self._process is not None and self._unfinished:
+            self._process.stop(graceful=False)
+            self._process = None
+        process = self._process if self._process is not None and self._process.alive() else self._start()
+        mark = process.log_size()
+        try:
+            process.send({"op": "analyse", "argv": ["headless-run", *self._execution, *log_args()]})
+            header, _ = process.receive(deadline(settings.timeout_base_s), "checking the content analyser")
+            if header["op"] != "ready":
+                reason = f"FaceFusion's content analyser could not run: {header.get('reason', header)}"
+                raise EngineError(failures.with_output(reason, process.log_tail(mark)))
+            self._unfinished = True
+            count = 0
+            for image in images:
+                height, width = image.shape[:2]
+                process.send({"op": "frame", "shape": [height, width]}, np.ascontiguousarray(image).tobytes())
+                count += 1
+            process.send({"op": "end"})
+            header, _ = process.receive(deadline(settings.timeout_base_s), "analysing the target")
+            self._unfinished = False
+        except ServerGone:
+            self._process = None
+            raise
+        if header["op"] != "analysed" or len(header["flags"]) != count:
+            reason = f"FaceFusion's content analyser failed: {header.get('reason', header)}"
+            raise EngineError(failures.with_output(reason, process.log_tail(mark)))
+        return [bool(flag) for flag in header["flags"]]
 
     def close(self) -> None:
         if self._process is not None:

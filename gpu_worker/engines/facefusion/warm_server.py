@@ -208,6 +208,7 @@ def render(
 
     amount = int(state_manager.get_item("target_frame_amount") or NEIGHBOURS_DEFAULT)
     every = max(1, int(header["fps"]))
+    analyse = bool(header.get("analyse", True))
     threads = int(state_manager.get_item("execution_thread_count"))
     window: dict[int, np.ndarray] = {}
     pending: deque[Future[np.ndarray]] = deque()
@@ -239,8 +240,9 @@ def render(
                 break
             image = frame_from(message, payload)
             window[position] = image
-            # As content_analyser.analyse_video samples a target: one frame a second.
-            if position % every == 0:
+            # As content_analyser.analyse_video samples a target: one frame a second. Not where the
+            # job's verdict was made once over the whole video (the engine says so): no second decision.
+            if analyse and position % every == 0:
                 sampled += 1
                 flagged += bool(content_analyser.analyse_frame(image))
             if position - amount >= 0:
@@ -274,6 +276,25 @@ def render(
     )
 
 
+def analyse(
+    engine: FaceFusion, header: dict[str, Any], receive: Callable[[], tuple[dict[str, Any], bytes]], send: Any
+) -> None:
+    """The content analyser's flag for each frame sent (the job's whole-video verdict is the engine's)."""
+    from facefusion import content_analyser, core
+
+    engine.configure(header["argv"])
+    if not core.common_pre_check() or not content_analyser.pre_check():
+        raise Refused(last_log_line() or "FaceFusion's content analyser is missing or fails its checks")
+    send({"op": "ready"})
+    flags: list[bool] = []
+    while True:
+        message, payload = receive()
+        if message["op"] == "end":
+            break
+        flags.append(bool(content_analyser.analyse_frame(frame_from(message, payload))))
+    send({"op": "analysed", "flags": flags})
+
+
 def drain(receive: Callable[[], tuple[dict[str, Any], bytes]]) -> None:
     """Skip the rest of a segment the client is still sending."""
     while receive()[0]["op"] != "end":
@@ -300,7 +321,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             send(header, payload)
 
         try:
-            render(engine, message, receive, send_tracking)
+            (analyse if message["op"] == "analyse" else render)(engine, message, receive, send_tracking)
         except Refused as refusal:
             send({"op": "refused", "reason": str(refusal)})
         except Exception as error:  # every failure becomes an answer; the process stays warm

@@ -220,6 +220,26 @@ def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
 
 
+def test_warm_engine_analyses_content_for_the_jobs_verdict_and_then_does_not_decide_again(
+    warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN frames of which the stand-in content analyser flags only the red one
+    # WHEN the job's verdict is made THEN FaceFusion's analyser flags exactly that one, in order
+    assert warm.analyse_content([harness.face_image(), harness.red_image(), harness.face_image()]) == [
+        False, True, False,
+    ]  # fmt: skip
+    # GIVEN a segment that alone would be refused (its only sample is red), of a job whose verdict over
+    # the whole video passed
+    frames = [Frame(0, harness.red_image()), *harness.clip(2, start=1)]
+    decided = replace(_job(tmp_path), content_decided=True)
+    # WHEN the warm engine renders it THEN it renders every frame and does not analyse again
+    images = list(warm.render(decided, frames))
+    assert len(images) == len(frames) and warm.stats.sampled == 0
+    # AND without the job's verdict it still decides as FaceFusion does per run
+    with pytest.raises(EngineError, match="content analyser refused"):
+        list(warm.render(_job(tmp_path), frames))
+
+
 def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Path) -> None:
     # GIVEN a warm engine whose FaceFusion process was killed between segments
     engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)

@@ -1,0 +1,57 @@
+"""The content-analysis verdict, made once per job over the whole video as FaceFusion makes it. Pure.
+
+FaceFusion 3.8.1 (content_analyser.analyse_video) reads every frame of the target, analyses those
+whose number is a multiple of int(fps) — one a second — and refuses the video when more than 10 %
+of the analysed frames are flagged. Run per segment, the same rule sees two or three samples and one
+flagged frame fails a job that one run over the whole video passes. So the verdict is a job-level
+decision: made once over the whole target (gpu_worker/job_analysis.py), written beside the job
+(`work/<job>/content-analysis.json`) and read by every segment, which does not decide again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+
+from pydantic import BaseModel, ConfigDict
+
+# content_analyser.analyse_video: `return bool(rate > 10.0)`.
+LIMIT_PERCENT = 10.0
+
+
+class ContentVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    every: int  # one frame in `every` was analysed: frame numbers 0, every, 2 × every, …
+    sampled: int
+    flagged: int
+    rate_percent: float
+    limit_percent: float = LIMIT_PERCENT
+    refused: bool
+
+
+def sample_step(fps: Fraction | float) -> int:
+    """FaceFusion's `int(video_fps)`: one analysed frame per whole second of frame rate."""
+    return max(1, int(fps))
+
+
+def sampled_frames(frame_count: int, fps: Fraction | float) -> range:
+    """The frame numbers FaceFusion analyses in a whole video of `frame_count` frames."""
+    return range(0, frame_count, sample_step(fps))
+
+
+def judge(flags: Sequence[bool], every: int) -> ContentVerdict:
+    """FaceFusion's verdict from the flags of the sampled frames, in their order."""
+    sampled, flagged = len(flags), sum(bool(flag) for flag in flags)
+    rate = flagged / sampled * 100 if sampled and flagged else 0.0
+    return ContentVerdict(
+        every=every, sampled=sampled, flagged=flagged, rate_percent=round(rate, 4), refused=rate > LIMIT_PERCENT
+    )
+
+
+def refusal_reason(verdict: ContentVerdict) -> str:
+    return (
+        f"FaceFusion's content analyser refused the target: it flagged {verdict.flagged} of the "
+        f"{verdict.sampled} frames sampled across the whole video ({verdict.rate_percent:g} %; its limit is "
+        f"{verdict.limit_percent:g} %)"
+    )
