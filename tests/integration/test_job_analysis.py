@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import pytest
 
+from fleetctl.samples import grace_hopper_path
 from fusionfleet import layout
+from fusionfleet.errors import InputRejected
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
-from fusionfleet.messages import JobContext, ObjectRef
+from fusionfleet.messages import JobContext, ObjectRef, RenderTask
+from gpu_worker.attempt import Attempt
+from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.job_analysis import job_content_verdict
+from gpu_worker.render import RenderDeps, render_segment
+from gpu_worker.sources import SourceCache
 from tests.support.fakes import FakeStorage
-from tests.support.jobs import MEDIA, WORK, job_context
+from tests.support.jobs import MEDIA, WORK, halves, job_context
 
 
 class Analyser:
@@ -28,6 +36,7 @@ class Analyser:
     def __init__(self, flag: set[int]) -> None:
         self.flag = flag
         self.seen: list[int] = []  # how many images each call got
+        self.decided: list[bool] = []  # EngineJob.content_decided of each render
 
     def prepare(self) -> None:
         pass
@@ -36,6 +45,7 @@ class Analyser:
         pass
 
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
+        self.decided.append(job.content_decided)
         return (frame.image for frame in frames)
 
     def analyse_content(self, images: Iterable[Image]) -> list[bool]:
@@ -86,3 +96,41 @@ def test_no_verdict_where_the_job_or_the_engine_does_not_make_one(clip: Path) ->
         analyse_content = None  # type: ignore[assignment]
 
     assert job_content_verdict(storage, _job(storage, clip), Plain(set())) is None
+
+
+class Pool:
+    def __init__(self, engine: Analyser) -> None:
+        self.engine = engine
+
+    def get(self, name: str) -> Analyser:
+        return self.engine
+
+    def close(self) -> None:
+        pass
+
+
+def _render(storage: FakeStorage, job: JobContext, engine: Analyser, tmp_path: Path) -> None:
+    storage.put_bytes(MEDIA, "inputs/face.jpg", grace_hopper_path().read_bytes())
+    deps = RenderDeps(
+        storage, cast(EnginePool, Pool(engine)), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "w",
+    )  # fmt: skip
+    task = RenderTask(task_token="t", job=job, segment=halves(job.frame_count)[1])
+    render_segment(task, deps, threading.Event(), Attempt())
+
+
+def test_a_segment_of_a_refused_job_fails_with_the_jobs_verdict_and_renders_nothing(clip: Path, tmp_path: Path) -> None:
+    # GIVEN a job whose whole-video verdict is a refusal (1 of 4 samples flagged: 25 %)
+    storage = FakeStorage()
+    job, engine = _job(storage, clip), Analyser(flag={0})
+    # WHEN its second segment renders THEN it is a rejected input with FaceFusion's numbers, not retried
+    with pytest.raises(InputRejected, match="flagged 1 of the 4 frames sampled across the whole video"):
+        _render(storage, job, engine, tmp_path)
+    assert engine.decided == []
+
+
+def test_a_segment_of_a_passed_job_renders_without_a_second_decision(clip: Path, tmp_path: Path) -> None:
+    storage = FakeStorage()
+    job, engine = _job(storage, clip), Analyser(flag=set())
+    _render(storage, job, engine, tmp_path)
+    assert engine.decided == [True]
+    assert storage.get_bytes(WORK, layout.segment_record_key(job.job_id, 1))
