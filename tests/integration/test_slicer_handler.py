@@ -317,3 +317,25 @@ DENY_DELETES = {
         }
     ],
 }
+
+
+def test_a_facefusion_job_says_where_its_content_verdict_is_made_once(slicer_env: Aws, clip: Path) -> None:
+    # GIVEN a FaceFusion job (whose engine declares content analysis job-level) and a built-in one
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    job = put_manifest(aws, "jobs/ff.json", {**MANIFEST, "engine": "facefusion"})
+    put_manifest(aws, "jobs/classic.json", {**MANIFEST, "engine": "classic"})
+    # WHEN the slicer starts them
+    invoke(*(s3_event(aws.media_bucket, f"jobs/{name}.json") for name in ("ff", "classic")))
+    # THEN only the FaceFusion job's context names work/<job>/content-analysis.json, for every segment
+    contexts = {
+        payload["job"]["engine"]: payload["job"]
+        for payload in (
+            json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+            for execution in aws.executions()
+        )
+    }
+    where = contexts["facefusion"]["content_analysis"]
+    assert (where["bucket"], where["key"]) == (aws.work_bucket, layout.content_analysis_key(job))
+    assert contexts["classic"]["content_analysis"] is None

@@ -137,10 +137,11 @@ class FaceFusion:
 
         if key in self.checked:
             return
-        if not core.common_pre_check():
-            raise Refused("FaceFusion's content analyser check failed (its source was changed)")
-        if not core.processors_pre_check():
-            raise Refused("a processor's pre-check failed: its models are missing or fail their hash check")
+        with checking():
+            if not core.common_pre_check():
+                raise Refused("FaceFusion's content analyser check failed (its source was changed)")
+            if not core.processors_pre_check():
+                raise Refused("a processor's pre-check failed: its models are missing or fail their hash check")
         self.checked.add(key)
 
     def pre_process(self) -> list[Any]:
@@ -152,6 +153,23 @@ class FaceFusion:
             if not module.pre_process("stream"):
                 raise Refused(last_log_line() or f"{module.__name__}: its pre-processing refused the job")
         return list(modules)
+
+
+@contextlib.contextmanager
+def checking() -> Iterator[None]:
+    """FaceFusion's pre-checks, leaving its process state as they found it.
+
+    A failed hash check (download.conditional_download_hashes) leaves the state at 'checking', and
+    inference_manager.get_inference_pool waits while it is: harmless in a one-shot run, which exits,
+    but in this long-lived process every later segment would hang on its first frame.
+    """
+    from facefusion import process_manager
+
+    try:
+        yield
+    finally:
+        if process_manager.is_checking():
+            process_manager.end()
 
 
 LOG_TAIL: deque[str] = deque(maxlen=20)
@@ -283,8 +301,9 @@ def analyse(
     from facefusion import content_analyser, core
 
     engine.configure(header["argv"])
-    if not core.common_pre_check() or not content_analyser.pre_check():
-        raise Refused(last_log_line() or "FaceFusion's content analyser is missing or fails its checks")
+    with checking():
+        if not core.common_pre_check() or not content_analyser.pre_check():
+            raise Refused(last_log_line() or "FaceFusion's content analyser is missing or fails its checks")
     send({"op": "ready"})
     flags: list[bool] = []
     while True:
