@@ -67,13 +67,16 @@ def gather_facts(settings: EngineSettings, home: Path, env: Mapping[str, str]) -
 
 
 def prove_provider(settings: EngineSettings, home: Path, env: Mapping[str, str], provider: str) -> None:
-    """EngineUnavailable unless a GPU provider really runs a model (no silent fall back to the CPU)."""
+    """EngineUnavailable unless a GPU provider really runs a model (no silent fall back to the CPU), on
+    the device this worker will use."""
     if not needs_proof(provider):
         return
-    problem = proof_problem(run_provider_probe(settings.python, home, env, provider))
+    devices = count_devices(settings.visible_devices, glob.glob("/dev/nvidia[0-9]*"))
+    device = device_id(devices, settings.worker_index, settings.gpu_device)
+    problem = proof_problem(run_provider_probe(settings.python, home, env, provider, device))
     if problem is not None:
         raise EngineUnavailable(f"FaceFusion cannot run on this worker's GPU: {problem}")
-    logger.info("%s proven: a test model ran on it", provider)
+    logger.info("%s proven: a test model ran on it (device %s)", provider, device)
 
 
 class FaceFusionEngine:

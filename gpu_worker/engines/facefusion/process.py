@@ -165,11 +165,11 @@ def query_gpu_memory_mib(device: str) -> int | None:
         return None
 
 
-def run_provider_probe(python: str, home: Path, env: Mapping[str, str], provider: str) -> ProbeOutcome:
-    """A tiny model run on `provider` alone by FaceFusion's interpreter (provider_probe.py)."""
+def run_provider_probe(python: str, home: Path, env: Mapping[str, str], provider: str, device: int = 0) -> ProbeOutcome:
+    """A tiny model run on `provider` alone, on `device`, by FaceFusion's interpreter (provider_probe.py)."""
     try:
         completed = subprocess.run(
-            [python, provider_probe.__file__, provider],
+            [python, provider_probe.__file__, provider, str(device)],
             cwd=home,
             env=dict(env),
             stdin=subprocess.DEVNULL,

@@ -28,13 +28,15 @@ def tiny_model() -> bytes:
     return bytes(model.SerializeToString())
 
 
-def probe(provider: str) -> dict[str, Any]:
+def probe(provider: str, device: int = 0) -> dict[str, Any]:
     outcome: dict[str, Any] = {"requested": provider, "session_providers": [], "output": None, "error": None}
     try:
         import numpy
         import onnxruntime  # type: ignore[import-not-found]  # FaceFusion's environment only
 
-        session = onnxruntime.InferenceSession(tiny_model(), providers=[provider])
+        # The provider alone (no CPU after it), on the device the worker will use.
+        options = [{"device_id": str(device)}] if provider != "CPUExecutionProvider" else [{}]
+        session = onnxruntime.InferenceSession(tiny_model(), providers=[provider], provider_options=options)
         outcome["session_providers"] = list(session.get_providers())
         (result,) = session.run(None, {"x": numpy.array(PROBE_INPUT, dtype=numpy.float32)})
         outcome["output"] = [float(value) for value in result]
@@ -44,7 +46,8 @@ def probe(provider: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    print(json.dumps(probe(sys.argv[1] if len(sys.argv) > 1 else "CPUExecutionProvider")))
+    provider = sys.argv[1] if len(sys.argv) > 1 else "CPUExecutionProvider"
+    print(json.dumps(probe(provider, int(sys.argv[2]) if len(sys.argv) > 2 else 0)))
 
 
 if __name__ == "__main__":
