@@ -94,3 +94,16 @@ def test_an_option_the_engine_would_ignore_is_refused_before_anything_renders(cl
     assert result.returncode != 0
     assert "options.face_enhancer_model: the copy engine does not apply it" in result.stderr
     assert not output.exists()
+
+
+def test_a_model_the_worker_image_does_not_carry_is_refused_before_anything_renders(clip: Path, tmp_path: Path) -> None:
+    output = tmp_path / "out.mp4"
+    result = swap(
+        "--source", str(grace_hopper_path()), "--target", str(clip), "--output", str(output), "--engine", "facefusion",
+        "--processors", "deep_swapper", "--deep-swapper-model", "druuzil/adam_levine_320",
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "options.deep_swapper_model: the worker image does not carry the model 'druuzil/adam_levine_320'" in (
+        result.stderr
+    )
+    assert not output.exists()
