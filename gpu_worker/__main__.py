@@ -18,6 +18,7 @@ from gpu_worker import config as worker_config
 from gpu_worker.capacity import gpu_capacity
 from gpu_worker.engine_host import EngineHost, HostPolicy
 from gpu_worker.engines.base import EngineUnavailable
+from gpu_worker.engines.facefusion import startup as facefusion_startup
 from gpu_worker.errors import ConfigError
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
@@ -106,10 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: {error.reason}", file=sys.stderr)
         return 2
     if settings.role == "render" and settings.preload_engine == "facefusion":
-        from gpu_worker.engines.facefusion.startup import check_accelerator
-
         try:
-            check_accelerator(os.environ)
+            facefusion_startup.check_accelerator(os.environ)
         except EngineUnavailable as error:
             # Loud, at start: a broken CUDA must not turn into a worker rendering on the CPU.
             logging.getLogger(__name__).critical("worker not started: %s", error.reason)
