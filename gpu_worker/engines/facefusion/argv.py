@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpu_worker.engines.facefusion import decided_run
 from gpu_worker.engines.facefusion.job_options import option_args
 
 # FaceFusion takes targets by extension (filesystem.is_video, choices.video_formats: avi m4v mkv
@@ -19,6 +20,7 @@ from gpu_worker.engines.facefusion.job_options import option_args
 # and whose timestamps are exact at any frame rate (Matroska rounds them to milliseconds, and
 # FaceFusion seeks by time).
 CONTAINER = ".mov"
+DECIDED_RUN = Path(decided_run.__file__)
 RAW_BYTES_PER_PIXEL = 3  # rawvideo output is rgb24 (ffmpeg_builder.set_pixel_format)
 
 
@@ -46,8 +48,10 @@ def run_paths(folder: Path, source_count: int) -> RunPaths:
     )
 
 
-def command_args(python: str, home: Path) -> list[str]:
-    return [python, str(home / "facefusion.py"), "headless-run"]
+def command_args(python: str, home: Path, content_decided: bool = False) -> list[str]:
+    # A job whose content verdict was made once runs FaceFusion without its per-run analysis step.
+    script = str(DECIDED_RUN) if content_decided else str(home / "facefusion.py")
+    return [python, script, "headless-run"]
 
 
 def path_args(paths: RunPaths) -> list[str]:
@@ -114,12 +118,13 @@ def headless_run_argv(
     size: tuple[int, int],
     raw_limit_bytes: int,
     execution: Sequence[str],
+    content_decided: bool = False,
 ) -> list[str]:
     """The whole command line of one FaceFusion run; `trim` is (first frame, frame count)."""
     start, count = trim
     width, height = size
     return [
-        *command_args(python, home),
+        *command_args(python, home, content_decided),
         *path_args(paths),
         *trim_args(start, count),
         *reference_args(reference),

@@ -10,9 +10,7 @@ frames, a refusal, a hang) is an EngineError carrying FaceFusion's own reason.
 
 from __future__ import annotations
 
-import glob
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,24 +20,18 @@ from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, F
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import headless_run_argv, run_paths
 from gpu_worker.engines.facefusion.execution import (
-    PROVIDER_NAMES,
     HostFacts,
-    choose_provider,
-    count_devices,
-    device_id,
     execution_args,
 )
+from gpu_worker.engines.facefusion.host import gather_facts
 from gpu_worker.engines.facefusion.job_options import check_options, reference_position
 from gpu_worker.engines.facefusion.media import read_output, write_sources, write_target
 from gpu_worker.engines.facefusion.process import (
     Runner,
     TimedOut,
-    probe_providers,
-    query_gpu_memory_mib,
-    run_provider_probe,
 )
-from gpu_worker.engines.facefusion.provider_proof import needs_proof, proof_problem
 from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env
+from gpu_worker.engines.facefusion.warm import WarmFaceFusionEngine
 
 logger = logging.getLogger(__name__)
 
@@ -49,34 +41,6 @@ REQUIRED_TOOLS = ("curl", "ffmpeg", "ffprobe")
 
 def missing_tools(path: str | None) -> list[str]:
     return [tool for tool in REQUIRED_TOOLS if shutil.which(tool, path=path) is None]
-
-
-def gather_facts(settings: EngineSettings, home: Path, env: Mapping[str, str]) -> HostFacts:
-    """What the execution settings depend on, asked of this host once."""
-    providers = probe_providers(settings.python, home, env)
-    prove_provider(settings, home, env, PROVIDER_NAMES[choose_provider(providers)])
-    devices = count_devices(settings.visible_devices, glob.glob("/dev/nvidia[0-9]*"))
-    cpus = len(os.sched_getaffinity(0))
-    memory = None
-    if choose_provider(providers) != "cpu" and devices:
-        device = device_id(devices, settings.worker_index, settings.gpu_device)
-        visible = [entry.strip() for entry in (settings.visible_devices or "").split(",") if entry.strip()]
-        # nvidia-smi numbers GPUs physically; CUDA_VISIBLE_DEVICES renumbers them for this process.
-        memory = query_gpu_memory_mib(visible[device] if device < len(visible) else str(device))
-    return HostFacts(providers=providers, device_count=devices, cpu_count=cpus, gpu_memory_mib=memory)
-
-
-def prove_provider(settings: EngineSettings, home: Path, env: Mapping[str, str], provider: str) -> None:
-    """EngineUnavailable unless a GPU provider really runs a model (no silent fall back to the CPU), on
-    the device this worker will use."""
-    if not needs_proof(provider):
-        return
-    devices = count_devices(settings.visible_devices, glob.glob("/dev/nvidia[0-9]*"))
-    device = device_id(devices, settings.worker_index, settings.gpu_device)
-    problem = proof_problem(run_provider_probe(settings.python, home, env, provider, device))
-    if problem is not None:
-        raise EngineUnavailable(f"FaceFusion cannot run on this worker's GPU: {problem}")
-    logger.info("%s proven: a test model ran on it (device %s)", provider, device)
 
 
 class FaceFusionEngine:
@@ -138,7 +102,7 @@ class FaceFusionEngine:
                 logger.info("reference frame %s is not in this segment; using its frame %s", wanted, reference)
             argv = headless_run_argv(
                 settings.python, home, paths, options, (target.offset, target.count), reference,
-                target.padded, settings.raw_output_limit_bytes, self._execution,
+                target.padded, settings.raw_output_limit_bytes, self._execution, job.content_decided,
             )  # fmt: skip
             timeout_s = settings.timeout_s(target.offset + target.count)
             # FaceFusion's logs and progress bars as they come, so a hung run can be told apart.
@@ -158,6 +122,20 @@ class FaceFusionEngine:
             yield from read_output(paths.output, target, completed.log)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+    def analyse_content(self, images: Iterable[Image]) -> list[bool]:
+        """FaceFusion's content analyser on each image (ContentAnalyser), for the job's verdict.
+
+        FaceFusion's CLI analyses only whole runs, so this borrows a warm FaceFusion process for as
+        long as the analysis takes: once per job, on the segment that makes the verdict.
+        """
+        if self._home is None:
+            self.prepare()
+        analyser = WarmFaceFusionEngine(self._settings, self._facts, env=self._env)
+        try:
+            return analyser.analyse_content(images)
+        finally:
+            analyser.close()
 
     def close(self) -> None:
         self._runner.stop()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpu_worker.engines.facefusion.engine import prove_provider
 from gpu_worker.engines.facefusion.execution import PROVIDER_NAMES, choose_provider
+from gpu_worker.engines.facefusion.host import prove_provider
 from gpu_worker.engines.facefusion.process import probe_providers
 from gpu_worker.engines.facefusion.settings import resolve_home, settings_from_env
 

@@ -23,8 +23,8 @@ import numpy as np
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
-from gpu_worker.engines.facefusion.engine import gather_facts
 from gpu_worker.engines.facefusion.execution import HostFacts, execution_args, memory_args
+from gpu_worker.engines.facefusion.host import gather_facts
 from gpu_worker.engines.facefusion.job_options import check_options, option_args, reference_position
 from gpu_worker.engines.facefusion.media import write_sources
 from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env

@@ -220,24 +220,28 @@ def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
 
 
-def test_warm_engine_analyses_content_for_the_jobs_verdict_and_then_does_not_decide_again(
-    warm: WarmFaceFusionEngine, tmp_path: Path
+def test_both_engines_analyse_content_for_the_jobs_verdict_and_then_do_not_decide_again(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
 ) -> None:
-    # GIVEN frames of which the stand-in content analyser flags only the red one
-    # WHEN the job's verdict is made THEN FaceFusion's analyser flags exactly that one, in order
-    assert warm.analyse_content([harness.face_image(), harness.red_image(), harness.face_image()]) == [
-        False, True, False,
-    ]  # fmt: skip
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
     # GIVEN a segment that alone would be refused (its only sample is red), of a job whose verdict over
     # the whole video passed
     frames = [Frame(0, harness.red_image()), *harness.clip(2, start=1)]
     decided = replace(_job(tmp_path), content_decided=True)
-    # WHEN the warm engine renders it THEN it renders every frame and does not analyse again
-    images = list(warm.render(decided, frames))
-    assert len(images) == len(frames) and warm.stats.sampled == 0
-    # AND without the job's verdict it still decides as FaceFusion does per run
-    with pytest.raises(EngineError, match="content analyser refused"):
-        list(warm.render(_job(tmp_path), frames))
+    for engine in (per_segment, warm):
+        # WHEN the job's verdict is made THEN FaceFusion's analyser flags exactly the red frame, in order
+        assert engine.analyse_content([harness.face_image(), harness.red_image(), harness.face_image()]) == [
+            False, True, False,
+        ]  # fmt: skip
+        # AND the segment renders every frame, swapped, without FaceFusion deciding again
+        _assert_swapped(frames[1:], list(engine.render(decided, frames))[1:])
+        # AND without the job's verdict FaceFusion still decides per run, as before
+        with pytest.raises(EngineError, match="content analyser refused"):
+            list(engine.render(_job(tmp_path), frames))
+    list(warm.render(decided, frames))
+    assert warm.stats.sampled == 0
+    per_segment.close()
 
 
 def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Path) -> None:

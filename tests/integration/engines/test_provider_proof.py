@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpu_worker.engines.base import EngineUnavailable
-from gpu_worker.engines.facefusion.engine import prove_provider
+from gpu_worker.engines.facefusion.host import prove_provider
 from gpu_worker.engines.facefusion.process import run_provider_probe
 from gpu_worker.engines.facefusion.provider_proof import EXPECTED_OUTPUT, ProbeOutcome, needs_proof, proof_problem
 from gpu_worker.engines.facefusion.settings import settings_from_env
