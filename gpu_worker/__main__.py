@@ -15,6 +15,7 @@ from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.queues import SqsQueue
 from fusionfleet.storage import S3Storage
 from gpu_worker import config as worker_config
+from gpu_worker import per_gpu
 from gpu_worker.capacity import gpu_capacity
 from gpu_worker.engine_host import EngineHost, HostPolicy
 from gpu_worker.errors import ConfigError
@@ -100,10 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fusionfleet-worker", description=__doc__)
     worker_config.add_arguments(parser)
     try:
-        settings = worker_config.resolve(parser.parse_args(argv))
+        args = parser.parse_args(argv)
+        settings = worker_config.resolve(args)
     except ConfigError as error:
         print(f"{parser.prog}: error: {error.reason}", file=sys.stderr)
         return 2
+    if args.per_gpu and settings.role == "render":
+        gpus = per_gpu.host_gpus(",".join(settings.visible_gpus))
+        if len(gpus) > 1:
+            return per_gpu.launch(gpus, argv, os.environ, settings.name, worker_config.ENV_VISIBLE_GPUS)
+        logging.getLogger(__name__).info("--per-gpu: %d GPU(s) visible, so one worker", len(gpus))
     stop = StopSignal()
     stop.install()
     worker = build_worker(settings, stop)
