@@ -45,6 +45,7 @@ class Worker:
         idle_wait_s: int = 2,
         presence: Presence | None = None,
         take_recheck_s: float = 1.0,
+        token_grace_s: float = 30.0,
         protection: TaskProtection | None = None,
         capacity: Callable[[], str | None] | None = None,
     ) -> None:
@@ -64,6 +65,7 @@ class Worker:
         self._capacity = capacity
         self._short_of: str | None = None
         self._take_recheck_s = take_recheck_s
+        self._token_grace_s = token_grace_s
         # Held from taking a task until the queues are found empty (or the worker stops), so a
         # scale-in picks idle tasks; renewed with each heartbeat.
         self._protection = protection or NoProtection()
@@ -141,7 +143,7 @@ class Worker:
             return
         what = self._handler.describe(task)
         attempt = Attempt.of(message)
-        if self._gone_at_take(message, task, what):
+        if self._gone_at_take(message, task, what, attempt):
             return
         logger.info("%s: attempt %s", what, attempt.number)
         self._protection.hold()
@@ -177,7 +179,7 @@ class Worker:
         self._succeed(message, task.task_token, what, output)
         self._end(True)
 
-    def _gone_at_take(self, message: QueueMessage, task: Any, what: str) -> bool:
+    def _gone_at_take(self, message: QueueMessage, task: Any, what: str, attempt: Attempt) -> bool:
         """A task of a cancelled job, or whose token is gone (its execution stopped), is dropped unrendered.
 
         Checked when the message is taken, before any work: a cancelled job's queued segments then
@@ -186,13 +188,7 @@ class Worker:
         execution RUNNING until each of its waiting tasks is woken, and a heartbeat is what wakes one.
         """
         try:
-            try:
-                self._orchestrator.heartbeat(task.task_token)
-            except TokenGone:
-                # LocalStack registers a task's token just after sending its message: a worker that
-                # takes it at once may be told the token is invalid. Gone twice is gone.
-                time.sleep(self._take_recheck_s)
-                self._orchestrator.heartbeat(task.task_token)
+            self._first_heartbeat(task, attempt)
         except TokenGone as error:
             logger.warning("%s: its token is gone (%s); dropping the message unrendered", what, error.reason)
             self._delete(message)
@@ -210,6 +206,36 @@ class Worker:
             self._wake(task.task_token)
             self._delete(message)
         return cancelled
+
+    def _first_heartbeat(self, task: Any, attempt: Attempt) -> None:
+        """Heartbeat a task just taken; TokenGone only when its token is gone for good.
+
+        LocalStack registers a task's token just after sending its message, and later still under
+        load: a 16-worker run saw a token unknown 1 s after its message was taken, and dropping that
+        message left its job waiting for ever. So while the message is young (sent less than
+        `token_grace_s` ago) a gone token is asked again after growing pauses, unless its job was
+        cancelled; an old message's token is asked twice. On AWS a token is valid once its message is
+        sent, so a gone one stays gone and this only delays dropping a stopped job's young message.
+        """
+        pause = self._take_recheck_s
+        # The message's age by the queue's clock (sent and received stamps), counted on from here.
+        age = attempt.received_at - attempt.sent_at if attempt.sent_at else self._token_grace_s
+        deadline = time.monotonic() + max(pause, self._token_grace_s - age)
+        while True:
+            try:
+                self._orchestrator.heartbeat(task.task_token)
+                return
+            except TokenGone:
+                if time.monotonic() > deadline or self._cancelled(task):
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, 8.0)
+
+    def _cancelled(self, task: Any) -> bool:
+        try:
+            return bool(self._handler.cancelled(task))
+        except Exception:
+            return False
 
     def _wake(self, token: str | None) -> None:
         """One more heartbeat for a cancelled job's task, so a stopped execution sees it is stopped."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from pydantic import BaseModel
@@ -189,6 +190,8 @@ def test_a_task_whose_token_is_already_gone_when_taken_is_dropped_unrendered() -
     queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    # (sent a minute before it is taken: past the grace a young message's token gets)
+    queue.clock.advance(60)
     # WHEN a worker takes it
     assert take_one(worker(handler, queue, orchestrator))
     # THEN the heartbeat it sends at once (and once more a moment later) finds the token gone: nothing
@@ -219,6 +222,46 @@ def test_a_token_not_yet_registered_when_taken_is_checked_again_before_it_counts
     assert len(handler.attempts) == 1 and [call[0] for call in orchestrator.reports()] == ["success"]
 
 
+def test_a_young_message_whose_token_is_registered_late_is_asked_again_until_it_is_known() -> None:
+    # GIVEN a message taken as soon as it was sent, whose token the orchestrator learns only at the
+    # fourth heartbeat (LocalStack under load registers tokens seconds after sending their message)
+    queue, handler = FakeQueue(), ScriptedHandler()
+    orchestrator = FakeOrchestrator(gone={"t"})
+    queue.create(QUEUE)
+    queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    subject = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01, token_grace_s=5.0,
+    )  # fmt: skip
+    original = orchestrator.heartbeat
+    asked = []
+
+    def late(token: str) -> None:
+        asked.append(token)
+        if len(asked) == 4:
+            orchestrator.gone.discard(token)
+        original(token)
+
+    orchestrator.heartbeat = late  # type: ignore[method-assign]
+    # WHEN a worker takes it
+    assert take_one(subject)
+    # THEN it is rendered and reported, not dropped after the second answer
+    assert len(handler.attempts) == 1 and [call[0] for call in orchestrator.reports()] == ["success"]
+
+
+def test_a_young_message_whose_token_stays_gone_is_dropped_when_its_grace_ends() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    subject = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01, token_grace_s=0.3,
+    )  # fmt: skip
+    assert take_one(subject)
+    heartbeats = [call for call in orchestrator.calls if call[0] == "heartbeat"]
+    assert handler.attempts == [] and queue.deleted == [message_id] and len(heartbeats) >= 3
+
+
 def test_a_task_of_a_cancelled_job_is_dropped_unrendered_even_with_a_live_token() -> None:
     queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
     queue.create(QUEUE)
@@ -245,3 +288,13 @@ def test_a_task_redelivered_elsewhere_is_abandoned_and_left_to_the_other_worker(
     # THEN the work was cancelled and the message left alone: the other worker holds it
     assert orchestrator.reports() == [] and queue.deleted == []
     assert queue.depth(QUEUE).in_flight == 1
+
+
+def test_a_young_message_of_a_cancelled_job_with_a_gone_token_is_dropped_without_waiting_out_the_grace() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="cancelled").model_dump_json())
+    started = time.monotonic()
+    assert take_one(worker(handler, queue, orchestrator))
+    assert handler.attempts == [] and queue.deleted == [message_id]
+    assert time.monotonic() - started < 5  # the default grace is 30 s
