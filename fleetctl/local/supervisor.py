@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 from fleetctl.local import localstack
 from fleetctl.local.deploy import deploy_stack, package
@@ -335,6 +336,9 @@ class LocalStack:
             "--handler", "functions.api.app.handler", "--public-key", str(keys.public),
             "--issuer", LOCAL_ISSUER, "--audience", LOCAL_AUDIENCE,
         ]  # fmt: skip
+        if state.dashboard_url:
+            # The tenant page (the dashboard's /tenant/) calls the API from the dashboard's origin.
+            argv += ["--cors-origin", state.dashboard_url.rstrip("/")]
         api_env = {
             **env,
             "MEDIA_BUCKET": resources.media_bucket,
@@ -408,6 +412,8 @@ class LocalStack:
             lines.append(f"dashboard {state.dashboard_url}")
         if state.api_url:
             lines.append(f"api {state.api_url}")
+        if state.dashboard_url and state.api_url:
+            lines.append(f"tenant-page {tenant_page_url(state.dashboard_url, state.api_url)}")
         lines.append("")
         lines.append(f"{'ROLE':<11} {'NAME':<10} {'PID':>8}  STATE")
         for process in state.processes:
@@ -467,6 +473,12 @@ def _terminate(processes: list[ManagedProcess], grace_s: float) -> None:
     for process in alive:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def tenant_page_url(dashboard_url: str, api_url: str, token: str | None = None) -> str:
+    """The tenant page of the local stack, pointed at its API (and signed in, given a token)."""
+    fragment = urlencode({"api": api_url, **({"token": token} if token else {})})
+    return f"{dashboard_url.rstrip('/')}/tenant/#{fragment}"
 
 
 def _dashboard_url(port: int) -> str:
