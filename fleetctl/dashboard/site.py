@@ -40,8 +40,16 @@ class SiteFile:
         return CACHE_CONTROL.get(self.content_type, "no-cache")
 
 
+JOB_SECTION = b"    <!-- job.html -->\n"
+
+
 def static_file(name: str) -> bytes:
-    return (resources.files("fleetctl.dashboard") / "static" / name).read_bytes()
+    """One of static/'s files; an HTML page with the job section both pages share (job.html) in place."""
+    body = (resources.files("fleetctl.dashboard") / "static" / name).read_bytes()
+    if not name.endswith(".html") or JOB_SECTION not in body:
+        return body
+    shared = (resources.files("fleetctl.dashboard") / "static" / "job.html").read_bytes()
+    return body.replace(JOB_SECTION, shared.split(b"\n", 1)[1], 1)
 
 
 def origin(url: str) -> str:

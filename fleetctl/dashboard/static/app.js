@@ -64,23 +64,18 @@ async function refresh() {
   }
 }
 
-async function act(action) {
-  const jobId = selectedJob();
-  if (!jobId) return;
-  if (action === "cancel" && !window.confirm(`Cancel job ${jobId}?`)) return;
-  try {
-    const response = await fetch(`/api/jobs/${encodeURIComponent(jobId)}/${action}`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: "{}",
-    });
-    const body = await response.json().catch(() => ({}));
-    showActionResult(response.ok, response.ok ? body.message : `${action} refused: ${body.error || response.status}`);
-  } catch (error) {
-    showActionResult(false, `${action} failed: ${error.message}`);
-  }
-  refresh();
+async function send(path) {
+  const response = await fetch(`/api${path}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: "{}",
+  });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error || `${response.status}`);
+  return body.message;
 }
+
+const act = (action) => pressAction(action, send, refresh);
 
 document.addEventListener("DOMContentLoaded", () => {
   wirePage(refresh, act);

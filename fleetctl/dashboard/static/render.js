@@ -225,6 +225,20 @@ function showActionResult(ok, text) {
   message.hidden = false;
 }
 
+// A Cancel or Retry press on the chosen job: `send(path)` posts `/jobs/{id}/{action}` to the page's API
+// and returns the answer's message, or throws with the refusal.
+async function pressAction(action, send, refresh) {
+  const jobId = selectedJob();
+  if (!jobId) return;
+  if (action === "cancel" && !window.confirm(`Cancel job ${jobId}?`)) return;
+  try {
+    showActionResult(true, await send(`/jobs/${encodeURIComponent(jobId)}/${action}`));
+  } catch (error) {
+    showActionResult(false, `${action} refused: ${error.message}`);
+  }
+  refresh();
+}
+
 // Wiring both pages share: buttons, history, and the preview box that hides an image it cannot show.
 function wirePage(refresh, act) {
   $("cancel").addEventListener("click", () => act("cancel"));

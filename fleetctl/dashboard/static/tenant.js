@@ -141,22 +141,12 @@ async function refresh() {
   timer = setTimeout(refresh, POLL_MS);
 }
 
-async function act(action) {
-  const jobId = selectedJob();
-  if (!jobId) return;
-  if (action === "cancel" && !window.confirm(`Cancel job ${jobId}?`)) return;
-  try {
-    const body = await call(`/jobs/${encodeURIComponent(jobId)}/${action}`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: "{}",
-    });
-    showActionResult(true, body.message);
-  } catch (error) {
-    showActionResult(false, `${action} refused: ${error.message}`);
-  }
-  refresh();
+async function send(path) {
+  const body = await call(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+  return body.message;
 }
+
+const act = (action) => pressAction(action, send, refresh);
 
 document.addEventListener("DOMContentLoaded", async () => {
   config = await fetch("config.json", { cache: "no-store" })
