@@ -5,7 +5,6 @@ tenant's own job with its segments moving to done, and none of another tenant's.
 from __future__ import annotations
 
 import os
-import shutil
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,9 @@ from tests.support.dashboard import FakeDashboardSource
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-# Set to a folder to keep the screenshot of the finished job (the README's docs/tenant-dashboard.png).
+# Set to a folder to take a screenshot of the finished job there (the README's docs/tenant-dashboard.png);
+# not taken otherwise: it checks nothing the DOM does not, and Chromium's screenshot once ran past its 90 s on
+# the loaded 2-core machine.
 ENV_SCREENSHOT_DIR = "FUSIONFLEET_SCREENSHOT_DIR"
 
 
@@ -112,11 +113,10 @@ def test_a_tenants_job_appears_on_its_page_from_another_origin_and_moves_to_done
     # AND globex, on the same page, sees its own job and not acme's
     other = TenantView.read(dump_dom(tenant_page_url(dashboard, api, globex)))
     assert theirs in other.listed and mine not in other.listed, other
-    # AND a screenshot of the finished job is a PNG (kept for the README when asked)
-    shot = screenshot(page, tmp_path / "tenant-dashboard.png", size=(1280, 800))
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # AND, when asked for (the README's picture), a screenshot of the finished job
     if os.environ.get(ENV_SCREENSHOT_DIR):
-        shutil.copy(shot, Path(os.environ[ENV_SCREENSHOT_DIR]) / shot.name)
+        shot = screenshot(page, Path(os.environ[ENV_SCREENSHOT_DIR]) / "tenant-dashboard.png", size=(1280, 800))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_api_lets_the_dashboards_origin_call_it_and_no_other(stack: Stack, browser: str) -> None:
