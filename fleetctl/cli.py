@@ -12,7 +12,9 @@ from pathlib import Path
 from fleetctl import connection
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download
 from fleetctl.client import Client, JobStatus, build_manifest
+from fleetctl.dashboard import publish
 from fleetctl.local.supervisor import UpOptions
+from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.tables import duration, table
 from fusionfleet.errors import FusionFleetError, JobNotFound
@@ -169,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--queue-arn", help="an SQS queue's ARN (its policy must let the topic send)")
     where.add_argument("--url", help="an https:// endpoint (it must confirm the subscription)")
     _add_connection(subscribe)
+
+    dashboard = commands.add_parser("dashboard", help="the tenant dashboard of an AWS stack").add_subparsers(
+        dest="dashboard_command", required=True
+    )
+    publish_page = dashboard.add_parser(
+        "publish", help="upload the tenant page and its config.json to the stack's dashboard bucket; prints its URL"
+    )
+    _add_connection(publish_page)
 
     commands.add_parser(
         "swap", help="render one video on this machine (no cloud); see `fusionfleet swap --help`", add_help=False
@@ -457,8 +467,20 @@ def cmd_local(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    outputs = stack_outputs(conn.aws.client("cloudformation"), conn.stack_name)
+    bucket, files = publish.site_for(outputs)
+    publish.upload(conn.aws.client("s3"), bucket, files)
+    for item in files:
+        say(f"uploaded s3://{bucket}/{item.key} ({item.content_type}, {len(item.body)} bytes)")
+    print(outputs["DashboardUrl"], flush=True)
+    return 0
+
+
 COMMANDS = {
     "subscribe": cmd_subscribe,
+    "dashboard": cmd_dashboard,
     "list": cmd_list,
     "cancel": cmd_cancel,
     "retry": cmd_retry,

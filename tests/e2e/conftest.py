@@ -18,6 +18,7 @@ import pytest
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from fusionfleet.aws import AwsTarget
+from tests.support.browser import chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,3 +184,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)],
             cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
+
+
+@pytest.fixture
+def browser() -> str:
+    """Debian's headless Chromium, for the dashboards' browser tests."""
+    found = chromium()
+    if found is None:
+        pytest.fail("the dashboards' browser tests need Debian's chromium (apt-get install -y chromium; .ci/run does)")
+    return found
