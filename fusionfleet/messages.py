@@ -56,6 +56,10 @@ class RenderTask(_Model):
     task_token: str
     job: JobContext
     segment: Segment
+    # 0: the state machine's message; 1: the watchdog's backup copy of a straggler (same token).
+    # Workers older than these fields reject a backup as malformed: deploy workers first.
+    copy_number: int = 0
+    avoid_worker: str = ""  # a backup names the worker of the original, which releases it
 
 
 class MergeTask(_Model):
@@ -82,13 +86,25 @@ class SegmentRecord(_Model):
     total_s: float = 0.0
     started_at: float = 0.0
     finished_at: float = 0.0
+    copy_number: int = 0  # the copy that won (1: the watchdog's backup of a straggler)
+
+
+class SegmentHold(_Model):
+    """The task token of a segment and who holds it since when (`…/r<run>-task.json`), written when
+    an attempt of the original copy starts: the watchdog sends a straggler's backup with it."""
+
+    task_token: str
+    worker: str
+    attempt: int
+    started_at: float
 
 
 class SegmentAttempt(_Model):
     """One attempt at a segment, as the worker that made it saw it: `fusionfleet logs` reads these.
 
     Written when the attempt starts (`running`) and again when it ends (`succeeded`, `failed`,
-    `released` on a warm stop, `cancelled` when the job was cancelled or the hold lost).
+    `released` on a warm stop, `cancelled` when the job was cancelled or the hold lost,
+    `superseded` when another copy of the segment committed its output first).
     """
 
     job_id: str
@@ -96,7 +112,7 @@ class SegmentAttempt(_Model):
     run: int = 0
     attempt: int = 1
     worker: str = ""
-    status: Literal["running", "succeeded", "failed", "released", "cancelled"]
+    status: Literal["running", "succeeded", "failed", "released", "cancelled", "superseded"]
     started_at: float = 0.0
     finished_at: float = 0.0
     queued_s: float = 0.0
@@ -104,6 +120,7 @@ class SegmentAttempt(_Model):
     frames: int = 0
     error: str = ""
     reason: str = ""
+    copy_number: int = 0  # 1: the watchdog's backup copy of a straggler
 
 
 class WorkerBeat(_Model):
@@ -128,6 +145,7 @@ class SegmentResult(_Model):
     key: str
     frames: int
     engine_s: float
+    copy_number: int = 0  # the copy whose output was committed
 
 
 class OutputLocation(_Model):

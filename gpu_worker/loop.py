@@ -149,6 +149,7 @@ class Worker:
         keeper = Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
             cancelled=lambda: self._handler.cancelled(task), renew=self._protection.hold,
+            superseded=lambda: self._handler.superseded(task),
         )  # fmt: skip
         try:
             with keeper:
@@ -255,6 +256,11 @@ class Worker:
             self._safely(lambda: self._queue.change_visibility(message, self._retry.delay_s(attempt)), what)
             return
         self.failed += 1
+        if getattr(task, "copy_number", 0):
+            # A straggler's backup copy never fails the segment: the original still holds the token.
+            logger.warning("%s: backup copy %s gave up; the original carries on", what, task.copy_number)
+            self._delete(message)
+            return
         try:
             self._orchestrator.task_failure(
                 task.task_token, name, self._handler.failure_cause(task, name, reason, attempt)
@@ -271,6 +277,9 @@ class Worker:
         detail = hold.detail if hold is not None else "no reason recorded"
         if hold is not None and hold.loss is HoldLoss.TOKEN_GONE:
             logger.warning("%s: abandoned, its token is gone (%s)", what, detail)
+            self._delete(message)
+        elif hold is not None and hold.loss is HoldLoss.SUPERSEDED:
+            logger.warning("%s: stopped, %s", what, detail)
             self._delete(message)
         elif hold is not None and hold.loss is HoldLoss.JOB_CANCELLED:
             logger.warning("%s: stopped, its job was cancelled (%s)", what, detail)

@@ -22,7 +22,8 @@ QUEUE = "https://sqs.fake/render-normal"
 
 class Step(BaseModel):
     task_token: str
-    outcome: str  # ok | fail | reject | wait
+    outcome: str  # ok | fail | reject | wait | superseded
+    copy_number: int = 0
 
 
 class ScriptedHandler:
@@ -47,7 +48,7 @@ class ScriptedHandler:
             raise SegmentFailed("the encoder fell over")
         if task.outcome == "reject":
             raise InputRejected("no face in source[0]")
-        if task.outcome == "wait":
+        if task.outcome in ("wait", "superseded"):
             if self._during:
                 self._during()
             cancel.wait(10)
@@ -56,6 +57,9 @@ class ScriptedHandler:
 
     def cancelled(self, task: Step) -> bool:
         return task.outcome == "cancelled"
+
+    def superseded(self, task: Step) -> str | None:
+        return "copy 1 on w2 committed the segment first" if task.outcome == "superseded" else None
 
     def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
         self.recorded.append((task.task_token, error, reason, attempt))
@@ -156,7 +160,7 @@ def test_a_result_for_a_gone_token_is_dropped_with_its_message() -> None:
     assert take_one(subject)
     # THEN the result was offered once (as JSON), never retried, and the message deleted
     assert orchestrator.reports() == [
-        ("success", "t", {"index": 0, "key": "work/s/00000.mp4", "frames": 50, "engine_s": 1.5})
+        ("success", "t", {"index": 0, "key": "work/s/00000.mp4", "frames": 50, "engine_s": 1.5, "copy_number": 0})
     ]
     assert queue.deleted == [message_id] and subject.completed == 0
 
@@ -245,3 +249,28 @@ def test_a_task_redelivered_elsewhere_is_abandoned_and_left_to_the_other_worker(
     # THEN the work was cancelled and the message left alone: the other worker holds it
     assert orchestrator.reports() == [] and queue.deleted == []
     assert queue.depth(QUEUE).in_flight == 1
+
+
+def test_a_copy_whose_other_copy_committed_stops_and_drops_its_message() -> None:
+    # GIVEN a straggler rendering while its backup copy commits the segment
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="superseded").model_dump_json())
+    # WHEN the keeper's winner check sees the other copy's commit
+    assert take_one(worker(handler, queue, orchestrator))
+    # THEN the work stops, nothing is reported for it and its message is gone
+    assert orchestrator.reports() == [] and queue.deleted == [message_id]
+
+
+def test_a_backup_copy_that_fails_for_good_never_fails_the_token() -> None:
+    # GIVEN a backup copy that fails on every attempt
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="fail", copy_number=1).model_dump_json())
+    subject = worker(handler, queue, orchestrator)
+    # WHEN its last attempt fails
+    for delay in (0, 2, 10):
+        queue.clock.advance(delay)
+        assert take_one(subject)
+    # THEN the original keeps the token: no SendTaskFailure, and the copy's message is gone, not dead-lettered
+    assert orchestrator.reports() == [] and queue.deleted == [message_id]
