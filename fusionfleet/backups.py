@@ -136,7 +136,7 @@ class BackupSender:
         )
         # A send that fails leaves the claim: that segment gets no backup (the error is logged by the
         # sweep), which keeps "at most one" without a delete permission.
-        self._queue.send(url, task.model_dump_json())
+        self._queue.send(url, task.wire_json())
         return True
 
     def _segment(self, job_id: str, index: int) -> Segment | None:

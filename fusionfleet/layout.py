@@ -102,6 +102,15 @@ def segment_backup_key(job_id: str, index: int, run: int) -> str:
     return f"{attempts_prefix(job_id, index)}r{run:03d}-backup.json"
 
 
+def blocklist_prefix(job_id: str) -> str:
+    """The job's worker blocklist: one record per worker that failed too many of its segments."""
+    return f"{work_prefix(job_id)}blocklist/"
+
+
+def blocked_worker_key(job_id: str, worker: str) -> str:
+    return f"{blocklist_prefix(job_id)}{worker}.json"
+
+
 def run_key(job_id: str) -> str:
     """The job's current run (0 until it is retried): which execution is the job's now."""
     return f"{work_prefix(job_id)}run.json"

@@ -60,6 +60,16 @@ class RenderTask(_Model):
     # Workers older than these fields reject a backup as malformed: deploy workers first.
     copy_number: int = 0
     avoid_worker: str = ""  # a backup names the worker of the original, which releases it
+    # Attempts made through earlier messages of this task: a blocklisted worker hands a task back
+    # as a new message (so the release costs no SQS receive) and carries the count over.
+    prior_attempts: int = 0
+
+    def wire_json(self) -> str:
+        """The message body we send ourselves: fields added for backups and hand-backs are left out at
+        their defaults, so a worker older than them can still read the message (models forbid unknown
+        fields, and a worker fails the token of a message it cannot read)."""
+        newer = {"copy_number": 0, "avoid_worker": "", "prior_attempts": 0}
+        return self.model_dump_json(exclude={name for name, default in newer.items() if getattr(self, name) == default})
 
 
 class MergeTask(_Model):

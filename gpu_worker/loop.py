@@ -20,7 +20,7 @@ from fusionfleet.messages import MergeResult, SegmentResult
 from fusionfleet.orchestrator import TaskCallbacks
 from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
 from gpu_worker.attempt import Attempt
-from gpu_worker.errors import Cancelled, Released
+from gpu_worker.errors import Blocked, Cancelled, Released
 from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
 from gpu_worker.presence import Presence
 from gpu_worker.protection import NoProtection, TaskProtection
@@ -140,7 +140,7 @@ class Worker:
             self._discard_malformed(message, error)
             return
         what = self._handler.describe(task)
-        attempt = Attempt.of(message)
+        attempt = Attempt.of(message, prior=getattr(task, "prior_attempts", 0))
         if self._gone_at_take(message, task, what):
             return
         logger.info("%s: attempt %s", what, attempt.number)
@@ -167,13 +167,18 @@ class Worker:
             logger.info("%s", released)
             self._release(message, what)
             return
+        except Blocked as blocked:
+            self._end(None)
+            logger.warning("%s", blocked)
+            self._hand_back(message, task, attempt, what)
+            return
         except Exception as error:
             if keeper.lost.is_set():
                 self._end(None)
                 self._after_lost_hold(message, what, keeper.lost_hold)
                 return
             self._end(False)
-            self._fail(message, task, what, error)
+            self._fail(message, task, what, error, attempt.number)
             return
         self._succeed(message, task.task_token, what, output)
         self._end(True)
@@ -245,9 +250,8 @@ class Worker:
             logger.warning("%s: finished but its token is gone (%s); dropping the message", what, error.reason)
         self._delete(message)
 
-    def _fail(self, message: QueueMessage, task: Any, what: str, error: Exception) -> None:
+    def _fail(self, message: QueueMessage, task: Any, what: str, error: Exception, attempt: int) -> None:
         name, reason = describe(error)
-        attempt = message.receive_count
         last = not retryable(error) or self._retry.is_last(attempt)
         logger.error("%s: attempt %s failed (%s: %s)%s", what, attempt, name, reason, "; giving up" if last else "")
         if not isinstance(error, ValidationError | TokenGone):
@@ -287,6 +291,21 @@ class Worker:
             self._delete(message)
         else:
             logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)
+
+    def _hand_back(self, message: QueueMessage, task: Any, attempt: Attempt, what: str) -> None:
+        """Back to the queue as a new message, this delivery not counted: a blocklisted worker's release
+        must not walk the task into the dead-letter queue or spend its attempts."""
+        again = task.model_copy(update={"prior_attempts": attempt.number - 1})
+        try:
+            self._queue.send(message.queue_url, again.wire_json())
+        except Exception:
+            logger.exception("%s: could not hand it back as a new message; released instead", what)
+            self._release(message, what)
+            return
+        logger.info("%s: handed back for another worker (%s attempts so far)", what, attempt.number - 1)
+        self._delete(message)
+        # Not at once: an idle fleet of blocked workers would otherwise pass it round without pause.
+        self._stop.requested.wait(self._idle_wait_s)
 
     def _release(self, message: QueueMessage, what: str) -> None:
         logger.warning("%s: released for another worker", what)

@@ -21,8 +21,9 @@ from fusionfleet.messages import (
 from fusionfleet.runs import is_cancelled
 from fusionfleet.storage import Storage
 from gpu_worker.attempt import Attempt
+from gpu_worker.blocklist import Blocklist
 from gpu_worker.commit import commit, result_of, winner
-from gpu_worker.errors import Cancelled, Released
+from gpu_worker.errors import Blocked, Cancelled, Released, WorkersBlocklisted
 from gpu_worker.merge import MergeDeps, merge_job
 from gpu_worker.render import record_failure
 from gpu_worker.retry import describe
@@ -56,11 +57,19 @@ class TaskHandler(Protocol):
 class RenderHandler:
     role = "render"
 
-    def __init__(self, renderer: Renderer, storage: Storage, worker: str, stopping: threading.Event) -> None:
+    def __init__(
+        self,
+        renderer: Renderer,
+        storage: Storage,
+        worker: str,
+        stopping: threading.Event,
+        blocklist: Blocklist | None = None,
+    ) -> None:
         self._renderer = renderer
         self._storage = storage
         self._worker = worker
         self._stopping = stopping
+        self._blocklist = blocklist  # None: this worker never leaves a job (no presence records to judge by)
 
     def parse(self, body: str) -> RenderTask:
         return RenderTask.model_validate_json(body)
@@ -84,6 +93,7 @@ class RenderHandler:
             # Committed already (by the other copy, or by this copy before a lost delete): answer with it.
             self._record_attempt(job.work_bucket, began, status="superseded", reason=_won_by(earlier))
             return result_of(commit(self._storage, job.work_bucket, job.run, earlier))
+        self._check_blocklist(task)
         self._record_attempt(job.work_bucket, began)
         if task.copy_number == 0:
             self._record_hold(task, began)
@@ -124,6 +134,18 @@ class RenderHandler:
             # The log of attempts is for people; it never fails a segment.
             logger.warning("attempt record %s not written", key, exc_info=True)
 
+    def _check_blocklist(self, task: RenderTask) -> None:
+        """Blocked from the job: hand the task back, or fail it when no live worker may render it."""
+        if self._blocklist is None or not self._blocklist.blocked(task.job):
+            return
+        everyone = self._blocklist.nobody_left(task.job)
+        if everyone:
+            raise WorkersBlocklisted(
+                f"every live render worker ({', '.join(everyone)}) failed too many segments of this job and is "
+                "blocklisted for it"
+            )
+        raise Blocked(f"segment {task.segment.index} of {task.job.job_id}: {self._worker} is blocklisted for the job")
+
     def _record_hold(self, task: RenderTask, began: SegmentAttempt) -> None:
         """The token and this attempt's start, where the watchdog looks for stragglers (best effort)."""
         hold = SegmentHold(
@@ -147,6 +169,8 @@ class RenderHandler:
 
     def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
         record_failure(self._storage, task, error, reason, attempt, self._worker)
+        if self._blocklist is not None and error != WorkersBlocklisted.__name__:
+            self._blocklist.note_failure(task.job, error, reason)
 
     def failure_cause(self, task: RenderTask, error: str, reason: str, attempts: int) -> str:
         segment = task.segment

@@ -58,6 +58,7 @@ def test_a_straggler_gets_one_backup_copy_with_its_token_avoiding_its_worker(
     assert [(item.index, item.avoid_worker, item.threshold_s) for item in sent] == [(1, "w1", 8.0)]
     (message,) = queue.receive("q-normal", wait_s=0, visibility_s=30)
     task = RenderTask.model_validate_json(message.body)
+    assert "prior_attempts" not in message.body  # (a field it does not need is left out for older workers)
     assert (task.task_token, task.copy_number, task.avoid_worker, task.segment) == ("token-1", 1, "w1", halves()[1])
     assert task.job == JOB
     # AND a later sweep sends no second one

@@ -260,6 +260,8 @@ UNUSED_REACHABLE: dict[str, set[str]] = {
         "states:DescribeMapRun", "states:GetExecutionHistory", "states:ListExecutions", "states:ListMapRuns",
         "states:StartExecution",
     },
+    # The loop's hand-back of a blocklisted render task (gpu_worker.loop): merges are never blocklisted.
+    "MergeTaskRole": {"sqs:SendMessage"},
 }  # fmt: skip
 API_OPERATIONS = {"summary", "cancel"}
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from fusionfleet.errors import InputRejected, SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.errors import Cancelled
+from gpu_worker.errors import Blocked, Cancelled
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.retry import RetryPolicy
@@ -22,8 +22,12 @@ QUEUE = "https://sqs.fake/render-normal"
 
 class Step(BaseModel):
     task_token: str
-    outcome: str  # ok | fail | reject | wait | superseded
+    outcome: str  # ok | fail | reject | wait | superseded | blocked | blocked-once
     copy_number: int = 0
+    prior_attempts: int = 0
+
+    def wire_json(self) -> str:
+        return self.model_dump_json()
 
 
 class ScriptedHandler:
@@ -48,6 +52,10 @@ class ScriptedHandler:
             raise SegmentFailed("the encoder fell over")
         if task.outcome == "reject":
             raise InputRejected("no face in source[0]")
+        if task.outcome == "blocked" or (task.outcome == "blocked-once" and not task.prior_attempts):
+            raise Blocked("w is blocklisted for the job")
+        if task.outcome == "blocked-once":
+            raise SegmentFailed("the encoder fell over")
         if task.outcome in ("wait", "superseded"):
             if self._during:
                 self._during()
@@ -274,3 +282,24 @@ def test_a_backup_copy_that_fails_for_good_never_fails_the_token() -> None:
         assert take_one(subject)
     # THEN the original keeps the token: no SendTaskFailure, and the copy's message is gone, not dead-lettered
     assert orchestrator.reports() == [] and queue.deleted == [message_id]
+
+
+def test_a_blocklisted_worker_hands_a_task_back_as_a_new_message_without_spending_an_attempt() -> None:
+    # GIVEN a task whose second delivery reaches a worker blocklisted for its job
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    first = queue.send(QUEUE, Step(task_token="t", outcome="blocked-once").model_dump_json())
+    subject = worker(handler, queue, orchestrator)
+    message = queue.receive(QUEUE, wait_s=0, visibility_s=0)[0]  # (an earlier delivery, lost)
+    queue.clock.advance(1)
+    # WHEN the worker takes it
+    assert take_one(subject)
+    # THEN the old message is gone and a new one waits, carrying the one real attempt made so far
+    assert queue.deleted == [first] and message.receive_count == 1
+    assert queue.depth(QUEUE).visible == 1 and handler.recorded == []
+    # AND the next worker's failure is attempt 2 of 3: the hand-back cost nothing
+    queue.clock.advance(1)
+    assert take_one(subject)
+    assert [attempt.number for attempt in handler.attempts] == [2, 2]
+    assert handler.recorded == [("t", "SegmentFailed", "the encoder fell over", 2)]
+    assert orchestrator.reports() == []
