@@ -608,7 +608,8 @@ class Operations:
         if record is None or record.status != "succeeded":
             return False
         try:
-            self.storage.head(self.resources.work_bucket, layout.segment_key(job_id, index))
+            # The record names the copy that won (a straggler's backup writes beside the segment's key).
+            self.storage.head(self.resources.work_bucket, record.key or layout.segment_key(job_id, index))
         except ObjectMissing:
             return False
         return True
