@@ -20,7 +20,7 @@ from tests.support.media import write_video
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 # Quick enough for a test: sweeps every 2 s, a straggler past max(6 s, 2 × the median).
-QUICK_BACKUPS = ("--watchdog-every", "2", "--backup-factor", "2", "--backup-min-age-seconds", "6")
+QUICK_BACKUPS = ("--backups", "--watchdog-every", "2", "--backup-factor", "2", "--backup-min-age-seconds", "6")
 
 
 @pytest.fixture(scope="module")
