@@ -100,6 +100,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="a running job none of whose segments was dispatched this long after it started is stopped",
     )  # fmt: skip
     up.add_argument(
+        "--backups", action=argparse.BooleanOptionalAction, default=UpOptions.backups,
+        help="the watchdog sends a second copy of a straggling segment of a job nearly done (default on)",
+    )  # fmt: skip
+    up.add_argument(
+        "--backup-factor", type=float, default=UpOptions.backup_factor,
+        help="a straggler runs longer than this × the median of the job's finished segments",
+    )  # fmt: skip
+    up.add_argument(
+        "--backup-min-age-seconds", type=float, default=UpOptions.backup_min_age_s,
+        help="and longer than this",
+    )  # fmt: skip
+    up.add_argument(
+        "--backup-done-fraction", type=float, default=UpOptions.backup_done_fraction,
+        help="backups once this share of a job's segments is done…",
+    )  # fmt: skip
+    up.add_argument(
+        "--backup-last-segments", type=int, default=UpOptions.backup_last_segments,
+        help="…or once at most this many are left",
+    )  # fmt: skip
+    up.add_argument(
         "--dashboard-port", type=int,
         help="the dashboard's port on 127.0.0.1 (default: the running dashboard's, else a free one)",
     )  # fmt: skip
@@ -270,7 +290,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
         return 0
     rows = [
         (
-            item.segment, item.attempt, item.worker or "-", item.status, _clock(item.started_at),
+            item.segment, item.attempt, item.worker or "-",
+            f"{item.status} (backup copy)" if item.copy_number else item.status, _clock(item.started_at),
             _clock(item.finished_at), f"{item.finished_at - item.started_at:.1f}s" if item.finished_at else "-",
             f"{item.engine_s:.2f}s", ": ".join(part for part in (item.error, item.reason) if part),
         )
@@ -450,6 +471,11 @@ def cmd_local(args: argparse.Namespace) -> int:
                 watchdog_every_s=args.watchdog_every,
                 watchdog_stall_s=args.watchdog_stall_seconds,
                 watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
+                backups=args.backups,
+                backup_factor=args.backup_factor,
+                backup_min_age_s=args.backup_min_age_seconds,
+                backup_done_fraction=args.backup_done_fraction,
+                backup_last_segments=args.backup_last_segments,
                 faults_file=args.faults_file,
                 dashboard_port=args.dashboard_port,
                 api_port=args.api_port,

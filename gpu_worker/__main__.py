@@ -11,11 +11,13 @@ import os
 import sys
 
 from fusionfleet.aws import AwsTarget
+from fusionfleet.blocklist import BlockPolicy
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.queues import SqsQueue
 from fusionfleet.storage import S3Storage
 from gpu_worker import config as worker_config
 from gpu_worker import per_gpu
+from gpu_worker.blocklist import Blocklist
 from gpu_worker.capacity import gpu_capacity
 from gpu_worker.engine_host import EngineHost, HostPolicy
 from gpu_worker.errors import ConfigError
@@ -59,7 +61,12 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
                 ),
             )
             host_process.start()
-        handler = RenderHandler(renderer, storage, settings.name, stop.requested)
+        blocklist = (
+            Blocklist(storage, settings.name, BlockPolicy(settings.block_after_failures))
+            if settings.work_bucket and settings.block_after_failures > 0
+            else None
+        )
+        handler = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist)
     else:
         handler = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
     # The queue's own redrive policy says how many attempts a message gets: one source of truth.

@@ -31,6 +31,7 @@ from fleetctl.stack import StackResources
 from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
 from fusionfleet.layout import is_tenant_name
 from fusionfleet.queues import SqsQueue
+from fusionfleet.stragglers import BackupPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,12 @@ class UpOptions:
     watchdog_every_s: float = 10.0
     watchdog_stall_s: int = 2 * 3600 + 1800
     watchdog_dispatch_grace_s: int = 300
+    # Straggler backup copies (fusionfleet.stragglers): the watchdog's rule, as on AWS.
+    backups: bool = True
+    backup_factor: float = BackupPolicy.factor
+    backup_min_age_s: float = BackupPolicy.min_age_s
+    backup_done_fraction: float = BackupPolicy.done_fraction
+    backup_last_segments: int = BackupPolicy.last_segments
     faults_file: Path | None = None
     # The dashboard's port on 127.0.0.1; None keeps the running one, or takes a free one.
     dashboard_port: int | None = None
@@ -208,6 +215,12 @@ class LocalStack:
                     "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
                     "WATCHDOG_STALL_SECONDS": str(options.watchdog_stall_s),
                     "WATCHDOG_DISPATCH_GRACE_SECONDS": str(options.watchdog_dispatch_grace_s),
+                    "RENDER_QUEUE_URLS": ",".join(resources.render_queue_urls),
+                    "WATCHDOG_BACKUPS": "1" if options.backups else "0",
+                    "WATCHDOG_BACKUP_FACTOR": str(options.backup_factor),
+                    "WATCHDOG_BACKUP_MIN_AGE_SECONDS": str(options.backup_min_age_s),
+                    "WATCHDOG_BACKUP_DONE_FRACTION": str(options.backup_done_fraction),
+                    "WATCHDOG_BACKUP_LAST_SEGMENTS": str(options.backup_last_segments),
                     "POWERTOOLS_SERVICE_NAME": "fusionfleet-watchdog",
                 },
             ),

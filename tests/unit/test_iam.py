@@ -259,6 +259,8 @@ UNUSED_REACHABLE: dict[str, set[str]] = {
     "ApiFunctionRole": {
         "states:DescribeMapRun", "states:GetExecutionHistory", "states:ListExecutions", "states:ListMapRuns",
     },
+    # The loop's hand-back of a blocklisted render task (gpu_worker.loop): merges are never blocklisted.
+    "MergeTaskRole": {"sqs:SendMessage"},
 }  # fmt: skip
 API_OPERATIONS = {"summary", "job", "logs", "preview", "cancel", "retry"}
 
