@@ -19,7 +19,7 @@ SAM_CLI_VERSION := 1.170.0
 CKVENV := .venv-checkov
 SAMVENV := .venv-sam
 
-.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-sim chaos soak up down status clean
+.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-sim chaos soak up down status clean
 
 all: test
 
@@ -97,6 +97,10 @@ bench-quality: venv
 
 bench-scale: venv localstack-env
 	$(PY) -m benchmarks.scaling
+
+# The orchestration's own throughput: 16 and 32 workers with a sleep engine (benchmarks/throughput.py).
+bench-throughput: venv localstack-env
+	$(PY) -m benchmarks.throughput
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim

@@ -12,7 +12,9 @@ from pathlib import Path
 from fleetctl import connection
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download
 from fleetctl.client import Client, JobStatus, build_manifest
+from fleetctl.dashboard import publish
 from fleetctl.local.supervisor import UpOptions
+from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.tables import duration, table
 from fusionfleet.errors import FusionFleetError, JobNotFound
@@ -98,6 +100,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="a running job none of whose segments was dispatched this long after it started is stopped",
     )  # fmt: skip
     up.add_argument(
+        "--backups", action=argparse.BooleanOptionalAction, default=UpOptions.backups,
+        help="the watchdog sends a second copy of a straggling segment of a job nearly done (default on)",
+    )  # fmt: skip
+    up.add_argument(
+        "--backup-factor", type=float, default=UpOptions.backup_factor,
+        help="a straggler runs longer than this × the median of the job's finished segments",
+    )  # fmt: skip
+    up.add_argument(
+        "--backup-min-age-seconds", type=float, default=UpOptions.backup_min_age_s,
+        help="and longer than this",
+    )  # fmt: skip
+    up.add_argument(
+        "--backup-done-fraction", type=float, default=UpOptions.backup_done_fraction,
+        help="backups once this share of a job's segments is done…",
+    )  # fmt: skip
+    up.add_argument(
+        "--backup-last-segments", type=int, default=UpOptions.backup_last_segments,
+        help="…or once at most this many are left",
+    )  # fmt: skip
+    up.add_argument(
         "--dashboard-port", type=int,
         help="the dashboard's port on 127.0.0.1 (default: the running dashboard's, else a free one)",
     )  # fmt: skip
@@ -169,6 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--queue-arn", help="an SQS queue's ARN (its policy must let the topic send)")
     where.add_argument("--url", help="an https:// endpoint (it must confirm the subscription)")
     _add_connection(subscribe)
+
+    dashboard = commands.add_parser("dashboard", help="the tenant dashboard of an AWS stack").add_subparsers(
+        dest="dashboard_command", required=True
+    )
+    publish_page = dashboard.add_parser(
+        "publish", help="upload the tenant page and its config.json to the stack's dashboard bucket; prints its URL"
+    )
+    _add_connection(publish_page)
 
     commands.add_parser(
         "swap", help="render one video on this machine (no cloud); see `fusionfleet swap --help`", add_help=False
@@ -260,7 +290,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
         return 0
     rows = [
         (
-            item.segment, item.attempt, item.worker or "-", item.status, _clock(item.started_at),
+            item.segment, item.attempt, item.worker or "-",
+            f"{item.status} (backup copy)" if item.copy_number else item.status, _clock(item.started_at),
             _clock(item.finished_at), f"{item.finished_at - item.started_at:.1f}s" if item.finished_at else "-",
             f"{item.engine_s:.2f}s", ": ".join(part for part in (item.error, item.reason) if part),
         )
@@ -440,6 +471,11 @@ def cmd_local(args: argparse.Namespace) -> int:
                 watchdog_every_s=args.watchdog_every,
                 watchdog_stall_s=args.watchdog_stall_seconds,
                 watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
+                backups=args.backups,
+                backup_factor=args.backup_factor,
+                backup_min_age_s=args.backup_min_age_seconds,
+                backup_done_fraction=args.backup_done_fraction,
+                backup_last_segments=args.backup_last_segments,
                 faults_file=args.faults_file,
                 dashboard_port=args.dashboard_port,
                 api_port=args.api_port,
@@ -457,8 +493,20 @@ def cmd_local(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    outputs = stack_outputs(conn.aws.client("cloudformation"), conn.stack_name)
+    bucket, files = publish.site_for(outputs)
+    publish.upload(conn.aws.client("s3"), bucket, files)
+    for item in files:
+        say(f"uploaded s3://{bucket}/{item.key} ({item.content_type}, {len(item.body)} bytes)")
+    print(outputs["DashboardUrl"], flush=True)
+    return 0
+
+
 COMMANDS = {
     "subscribe": cmd_subscribe,
+    "dashboard": cmd_dashboard,
     "list": cmd_list,
     "cancel": cmd_cancel,
     "retry": cmd_retry,

@@ -50,6 +50,10 @@ def fail_dead_letter(
         logger.error("dead letter is not a task message; dropping it")
         return None
     segment = task.get("segment")
+    if int(task.get("copy_number", 0) or 0) > 0:
+        # A straggler's backup copy whose workers died: the original still holds the token.
+        logger.warning("dead-lettered backup copy of a segment of %s dropped; the original carries on", job_id)
+        return None
     if isinstance(segment, dict) and "index" in segment:
         index = int(segment["index"])
         start, end = segment.get("start_frame"), segment.get("end_frame")

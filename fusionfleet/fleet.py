@@ -15,17 +15,22 @@ from fusionfleet.storage import Storage
 RENDER_ROLE = "render"
 
 
-def running_render_workers(storage: Storage, bucket: str, now: float, lost_after_s: float) -> int:
-    """Render workers whose presence record was refreshed within `lost_after_s`."""
-    count = 0
+def live_render_workers(storage: Storage, bucket: str, now: float, lost_after_s: float) -> list[str]:
+    """The names of render workers whose presence record was refreshed within `lost_after_s`."""
+    names = []
     for key in storage.list_keys(bucket, layout.WORKERS_PREFIX):
         try:
             beat = WorkerBeat.model_validate_json(storage.get_bytes(bucket, key))
         except (ObjectMissing, ValueError):
             continue  # gone since the listing (a clean exit), or not a presence record
         if beat.role == RENDER_ROLE and now - beat.last_beat <= lost_after_s:
-            count += 1
-    return count
+            names.append(beat.name)
+    return names
+
+
+def running_render_workers(storage: Storage, bucket: str, now: float, lost_after_s: float) -> int:
+    """How many render workers refreshed their presence record within `lost_after_s`."""
+    return len(live_render_workers(storage, bucket, now, lost_after_s))
 
 
 def fleet_view(storage: Storage, bucket: str, maximum: int, now: float, lost_after_s: float = 30.0) -> FleetView:

@@ -79,9 +79,41 @@ def attempts_prefix(job_id: str, index: int) -> str:
     return f"{segments_prefix(job_id)}{index:05d}.attempts/"
 
 
-def attempt_record_key(job_id: str, index: int, run: int, attempt: int) -> str:
-    """Attempt `attempt` (the delivery's receive count) of run `run` (0, then each retry) of a segment."""
-    return f"{attempts_prefix(job_id, index)}r{run:03d}-{attempt:03d}.json"
+def attempt_record_key(job_id: str, index: int, run: int, attempt: int, copy: int = 0) -> str:
+    """Attempt `attempt` (the delivery's receive count) of run `run` (0, then each retry) of a segment;
+    a straggler's backup copy `copy` (1) has attempts of its own, `…-001-c1.json`."""
+    suffix = f"-c{copy}" if copy else ""
+    return f"{attempts_prefix(job_id, index)}r{run:03d}-{attempt:03d}{suffix}.json"
+
+
+def copy_segment_key(job_id: str, index: int, copy: int) -> str:
+    """Where copy `copy` of a segment uploads its output: the original (0) at the segment's key, a
+    backup beside it, so two copies never write the same object; the segment record names the winner."""
+    return segment_key(job_id, index) if copy == 0 else f"{segments_prefix(job_id)}{index:05d}.c{copy}.mp4"
+
+
+def segment_winner_key(job_id: str, index: int, run: int) -> str:
+    """The commit of a segment in run `run`: created once (conditional PUT) by the first copy to finish."""
+    return f"{attempts_prefix(job_id, index)}r{run:03d}-winner.json"
+
+
+def segment_task_key(job_id: str, index: int, run: int) -> str:
+    """The segment's task token and its current attempt's start, for the watchdog's backup copies."""
+    return f"{attempts_prefix(job_id, index)}r{run:03d}-task.json"
+
+
+def segment_backup_key(job_id: str, index: int, run: int) -> str:
+    """Created once (conditional PUT) when the watchdog sends the segment's backup copy."""
+    return f"{attempts_prefix(job_id, index)}r{run:03d}-backup.json"
+
+
+def blocklist_prefix(job_id: str) -> str:
+    """The job's worker blocklist: one record per worker that failed too many of its segments."""
+    return f"{work_prefix(job_id)}blocklist/"
+
+
+def blocked_worker_key(job_id: str, worker: str) -> str:
+    return f"{blocklist_prefix(job_id)}{worker}.json"
 
 
 def run_key(job_id: str) -> str:

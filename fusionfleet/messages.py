@@ -59,6 +59,20 @@ class RenderTask(_Model):
     task_token: str
     job: JobContext
     segment: Segment
+    # 0: the state machine's message; 1: the watchdog's backup copy of a straggler (same token).
+    # Workers older than these fields reject a backup as malformed: deploy workers first.
+    copy_number: int = 0
+    avoid_worker: str = ""  # a backup names the worker of the original, which releases it
+    # Attempts made through earlier messages of this task: a blocklisted worker hands a task back
+    # as a new message (so the release costs no SQS receive) and carries the count over.
+    prior_attempts: int = 0
+
+    def wire_json(self) -> str:
+        """The message body we send ourselves: fields added for backups and hand-backs are left out at
+        their defaults, so a worker older than them can still read the message (models forbid unknown
+        fields, and a worker fails the token of a message it cannot read)."""
+        newer = {"copy_number": 0, "avoid_worker": "", "prior_attempts": 0}
+        return self.model_dump_json(exclude={name for name, default in newer.items() if getattr(self, name) == default})
 
 
 class MergeTask(_Model):
@@ -85,13 +99,25 @@ class SegmentRecord(_Model):
     total_s: float = 0.0
     started_at: float = 0.0
     finished_at: float = 0.0
+    copy_number: int = 0  # the copy that won (1: the watchdog's backup of a straggler)
+
+
+class SegmentHold(_Model):
+    """The task token of a segment and who holds it since when (`…/r<run>-task.json`), written when
+    an attempt of the original copy starts: the watchdog sends a straggler's backup with it."""
+
+    task_token: str
+    worker: str
+    attempt: int
+    started_at: float
 
 
 class SegmentAttempt(_Model):
     """One attempt at a segment, as the worker that made it saw it: `fusionfleet logs` reads these.
 
     Written when the attempt starts (`running`) and again when it ends (`succeeded`, `failed`,
-    `released` on a warm stop, `cancelled` when the job was cancelled or the hold lost).
+    `released` on a warm stop, `cancelled` when the job was cancelled or the hold lost,
+    `superseded` when another copy of the segment committed its output first).
     """
 
     job_id: str
@@ -99,7 +125,7 @@ class SegmentAttempt(_Model):
     run: int = 0
     attempt: int = 1
     worker: str = ""
-    status: Literal["running", "succeeded", "failed", "released", "cancelled"]
+    status: Literal["running", "succeeded", "failed", "released", "cancelled", "superseded"]
     started_at: float = 0.0
     finished_at: float = 0.0
     queued_s: float = 0.0
@@ -107,6 +133,7 @@ class SegmentAttempt(_Model):
     frames: int = 0
     error: str = ""
     reason: str = ""
+    copy_number: int = 0  # 1: the watchdog's backup copy of a straggler
 
 
 class WorkerBeat(_Model):
@@ -131,6 +158,7 @@ class SegmentResult(_Model):
     key: str
     frames: int
     engine_s: float
+    copy_number: int = 0  # the copy whose output was committed
 
 
 class OutputLocation(_Model):

@@ -60,8 +60,9 @@ RECLAIM_S = 120.0
 DEFAULT_LOST_AFTER_S = 30.0
 FORGET_AFTER_S = 24 * 3600.0
 
-_SEGMENT_FILE = re.compile(r"/segments/(\d{5})\.(mp4|json)$")
-_ATTEMPT_FILE = re.compile(r"/segments/(\d{5})\.attempts/r(\d{3})-(\d{3})\.json$")
+# `00003.mp4`, or `00003.c1.mp4` where a straggler's backup copy won (gpu_worker.commit).
+_SEGMENT_FILE = re.compile(r"/segments/(\d{5})(?:\.c\d+)?\.(mp4|json)$")
+_ATTEMPT_FILE = re.compile(r"/segments/(\d{5})\.attempts/r(\d{3})-(\d{3})(?:-c\d+)?\.json$")
 
 
 class FarmResources(Protocol):
@@ -94,12 +95,13 @@ class AttemptRecord:
     segment: int
     attempt: int  # 1, 2, … over every run of the job (a retry's first attempt follows the last one before it)
     worker: str
-    status: str  # running | succeeded | failed | released | cancelled
+    status: str  # running | succeeded | failed | released | cancelled | superseded
     started_at: float  # epoch seconds
     finished_at: float  # epoch seconds; 0 while running
     engine_s: float
     error: str
     reason: str
+    copy_number: int = 0  # 1: the watchdog's backup copy of a straggler
 
 
 @dataclass(frozen=True)
@@ -516,7 +518,7 @@ class Operations:
                         frames=record.frames, error=record.error, reason=record.reason,
                     )
                 )  # fmt: skip
-        return sorted(stored, key=lambda record: (record.index, record.run, record.attempt, record.started_at))
+        return sorted(stored, key=lambda record: (record.index, record.run, record.started_at, record.copy_number))
 
     def _segment_record(self, job_id: str, index: int) -> SegmentRecord | None:
         raw = self._json(layout.segment_record_key(job_id, index))
@@ -606,7 +608,8 @@ class Operations:
         if record is None or record.status != "succeeded":
             return False
         try:
-            self.storage.head(self.resources.work_bucket, layout.segment_key(job_id, index))
+            # The record names the copy that won (a straggler's backup writes beside the segment's key).
+            self.storage.head(self.resources.work_bucket, record.key or layout.segment_key(job_id, index))
         except ObjectMissing:
             return False
         return True
@@ -680,6 +683,7 @@ def _numbered(stored: list[SegmentAttempt]) -> list[AttemptRecord]:
                 engine_s=record.engine_s,
                 error=record.error,
                 reason=record.reason,
+                copy_number=record.copy_number,
             )
         )
     return numbered

@@ -32,8 +32,9 @@ from fusionfleet.errors import ObjectMissing
 from fusionfleet.messages import JobContext
 from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
-from fusionfleet.runs import current_run, parse_execution_name
+from fusionfleet.runs import RunRecord, current_run, parse_execution_name
 from fusionfleet.storage import Storage, get_json, put_json
+from fusionfleet.stragglers import Backups, BackupSent
 from fusionfleet.tenants import notice_tenant
 
 logger = logging.getLogger(__name__)
@@ -137,18 +138,27 @@ class Closed:
 
 class Watchdog:
     def __init__(
-        self, storage: Storage, orchestrator: Orchestrator, notifier: Notifier, config: WatchdogConfig
+        self,
+        storage: Storage,
+        orchestrator: Orchestrator,
+        notifier: Notifier,
+        config: WatchdogConfig,
+        backups: Backups | None = None,
     ) -> None:
         self._storage = storage
         self._orchestrator = orchestrator
         self._notifier = notifier
         self._config = config
+        # Sends straggler backup copies for running jobs nearly done (None: no backups).
+        self._backups = backups
+        self.backups_sent: list[BackupSent] = []  # by the last sweep
         # Executions that need nothing more, kept across sweeps of one process (a warm Lambda too).
         self._settled: set[str] = set()
 
     def sweep(self, now: datetime | None = None) -> list[Closed]:
         now = now or datetime.now(UTC)
         closed = []
+        self.backups_sent = []
         for status in WATCHED:
             for execution in self._orchestrator.list_executions(self._config.state_machine_arn, status):
                 if execution.arn in self._settled:
@@ -179,7 +189,8 @@ class Watchdog:
             # Not a job of ours (a Map Run's child execution, or another tool's): nothing to watch.
             self._settled.add(execution.arn)
             return None
-        if run < current_run(self._storage, self._config.work_bucket, context.job_id).run:
+        current = current_run(self._storage, self._config.work_bucket, context.job_id)
+        if run < current.run:
             # An earlier run of a retried job: its successor is the one that owes the notice.
             self._settled.add(execution.arn)
             return None
@@ -193,6 +204,8 @@ class Watchdog:
         if verdict.action == "none":
             if execution.finished:
                 self._settled.add(execution.arn)
+            elif self._backups is not None and record is None:
+                self._send_backups(context, current, now)
             return None
         if record is None and not self._claim(context.job_id, verdict, now):
             return None
@@ -218,6 +231,21 @@ class Watchdog:
             progress=progress,
             last_change=last_change,
         )
+
+    def _send_backups(self, context: JobContext, run: RunRecord, now: datetime) -> None:
+        assert self._backups is not None
+        try:
+            sent = self._backups.sweep(context, run, now.timestamp())
+        except Exception:
+            # Backups are an optimisation: the job goes on without one.
+            logger.exception("watchdog: straggler check of %s failed", context.job_id)
+            return
+        for item in sent:
+            logger.warning(
+                "watchdog: segment %s of %s has run %.1f s (threshold %.1f s): backup copy sent, avoiding %s",
+                item.index, item.job_id, item.age_s, item.threshold_s, item.avoid_worker,
+            )  # fmt: skip
+        self.backups_sent.extend(sent)
 
     def _close(self, execution: Execution, context: JobContext, verdict: Verdict) -> Closed | None:
         job_id = context.job_id

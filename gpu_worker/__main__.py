@@ -11,10 +11,13 @@ import os
 import sys
 
 from fusionfleet.aws import AwsTarget
+from fusionfleet.blocklist import BlockPolicy
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.queues import SqsQueue
 from fusionfleet.storage import S3Storage
 from gpu_worker import config as worker_config
+from gpu_worker import per_gpu
+from gpu_worker.blocklist import Blocklist
 from gpu_worker.capacity import gpu_capacity
 from gpu_worker.engine_host import EngineHost, HostPolicy
 from gpu_worker.engines.base import EngineUnavailable
@@ -60,7 +63,12 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
                 ),
             )
             host_process.start()
-        handler = RenderHandler(renderer, storage, settings.name, stop.requested)
+        blocklist = (
+            Blocklist(storage, settings.name, BlockPolicy(settings.block_after_failures))
+            if settings.work_bucket and settings.block_after_failures > 0
+            else None
+        )
+        handler = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist)
     else:
         handler = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
     # The queue's own redrive policy says how many attempts a message gets: one source of truth.
@@ -102,10 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fusionfleet-worker", description=__doc__)
     worker_config.add_arguments(parser)
     try:
-        settings = worker_config.resolve(parser.parse_args(argv))
+        args = parser.parse_args(argv)
+        settings = worker_config.resolve(args)
     except ConfigError as error:
         print(f"{parser.prog}: error: {error.reason}", file=sys.stderr)
         return 2
+    if args.per_gpu and settings.role == "render":
+        gpus = per_gpu.host_gpus(",".join(settings.visible_gpus))
+        if len(gpus) > 1:
+            return per_gpu.launch(gpus, argv, os.environ, settings.name, worker_config.ENV_VISIBLE_GPUS)
+        logging.getLogger(__name__).info("--per-gpu: %d GPU(s) visible, so one worker", len(gpus))
     if settings.role == "render" and settings.preload_engine == "facefusion":
         try:
             facefusion_startup.check_accelerator(os.environ)

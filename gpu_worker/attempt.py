@@ -17,8 +17,9 @@ class Attempt:
     received_at: float = 0.0  # epoch seconds: when this worker took it
 
     @classmethod
-    def of(cls, message: QueueMessage) -> Attempt:
-        return cls(number=message.receive_count, sent_at=message.sent_at, received_at=message.received_at)
+    def of(cls, message: QueueMessage, prior: int = 0) -> Attempt:
+        """`prior`: attempts made through earlier messages of the same task (see RenderTask.prior_attempts)."""
+        return cls(number=prior + message.receive_count, sent_at=message.sent_at, received_at=message.received_at)
 
     @property
     def queued_s(self) -> float:

@@ -37,6 +37,7 @@ ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
 ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
 ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
+ENV_BLOCK_AFTER = "FUSIONFLEET_BLOCK_AFTER_FAILURES"
 ENV_VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
 
 ROLES = ("render", "merge")
@@ -72,6 +73,9 @@ class WorkerConfig:
     # GPUs it may see (CUDA_VISIBLE_DEVICES; all when unset).
     min_free_gpu_mb: float | None = None
     visible_gpus: tuple[str, ...] = ()
+    # A render worker that fails this many segments of one job stops taking that job's segments
+    # (needs the presence records of work_bucket to tell whether anyone else is left); 0: never.
+    block_after_failures: int = 2
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -121,6 +125,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-tasks", type=int, help="exit after this many tasks")
     parser.add_argument(
+        "--per-gpu",
+        action="store_true",
+        help="on a host with several GPUs, run one worker per GPU, each seeing only its own (gpu_worker/per_gpu.py)",
+    )
+    parser.add_argument(
         "--preload-engine", help=f"load this engine at start rather than on first use (env {ENV_PRELOAD})"
     )
 
@@ -160,6 +169,7 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         ecs_agent_uri=env.get(ENV_ECS_AGENT_URI) or None,
         min_free_gpu_mb=float(env[ENV_MIN_FREE_GPU]) if env.get(ENV_MIN_FREE_GPU) else None,
         visible_gpus=tuple(e.strip() for e in env.get(ENV_VISIBLE_GPUS, "").split(",") if e.strip()),
+        block_after_failures=int(env.get(ENV_BLOCK_AFTER, "2")),
         engine_env=tuple(sorted(env.items())),
     )
 

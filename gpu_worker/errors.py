@@ -29,6 +29,14 @@ class Released(Exception):
     """A warm stop: the segment was checkpointed and should go back to the queue at once."""
 
 
+class Blocked(Exception):
+    """This worker is blocklisted for the task's job: the task goes back, not counted as an attempt."""
+
+
+class WorkersBlocklisted(FusionFleetError):
+    """Every live render worker is blocklisted for the job: nobody is left to render its segment."""
+
+
 class EngineFailure(FusionFleetError):
     """The engine process failed an attempt; carries the child's error name and whether a retry can help."""
 

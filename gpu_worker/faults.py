@@ -3,8 +3,9 @@
 Off unless the worker was given a file of rules (FUSIONFLEET_FAULTS_FILE, resolved in
 gpu_worker.config); the file is read again for every task, so a running fleet can be given new
 faults. A rule:
-  {"job": "substring of the job id", "segment": 3, "attempt": 1, "action": "crash",
+  {"job": "substring of the job id", "segment": 3, "attempt": 1, "copy": 0, "action": "crash",
    "at_frame": 20, "seconds": 5, "megabytes": 200, "probability": 1.0}
+(`copy`: 0 the original, 1 a straggler's backup copy; absent: both).
 Actions: crash (the engine process dies), kill-worker (the whole worker dies, as with kill -9),
 fail (an exception), hang (stops responding), slow (sleeps `seconds` once), leak (keeps
 `megabytes` more memory for each frame from at_frame on). Choices are seeded by job, segment and
@@ -44,7 +45,7 @@ class Fault:
     megabytes: int = 0
 
 
-def matching(rules: list[dict[str, Any]], job_id: str, segment: int, attempt: int) -> list[Fault]:
+def matching(rules: list[dict[str, Any]], job_id: str, segment: int, attempt: int, copy: int = 0) -> list[Fault]:
     """The faults that apply to this attempt of this segment. Pure (seeded)."""
     faults = []
     for number, rule in enumerate(rules):
@@ -55,6 +56,8 @@ def matching(rules: list[dict[str, Any]], job_id: str, segment: int, attempt: in
         if rule.get("segment") is not None and int(rule["segment"]) != segment:
             continue
         if rule.get("attempt") is not None and int(rule["attempt"]) != attempt:
+            continue
+        if rule.get("copy") is not None and int(rule["copy"]) != copy:
             continue
         chance = float(rule.get("probability", 1.0))
         if chance < 1.0 and random.Random(f"{job_id}:{segment}:{attempt}:{number}").random() >= chance:
@@ -70,7 +73,7 @@ def matching(rules: list[dict[str, Any]], job_id: str, segment: int, attempt: in
     return faults
 
 
-def load(path: Path | None, job_id: str, segment: int, attempt: int) -> list[Fault]:
+def load(path: Path | None, job_id: str, segment: int, attempt: int, copy: int = 0) -> list[Fault]:
     """The faults in the rules file at `path` (None: fault injection is off) for this attempt."""
     if path is None:
         return []
@@ -79,7 +82,7 @@ def load(path: Path | None, job_id: str, segment: int, attempt: int) -> list[Fau
     except (OSError, ValueError):
         logger.exception("fault file %s is unreadable; no faults injected", path)
         return []
-    faults = matching(rules if isinstance(rules, list) else [], job_id, segment, attempt)
+    faults = matching(rules if isinstance(rules, list) else [], job_id, segment, attempt, copy)
     if faults:
         logger.warning("injecting %s into segment %s of %s (attempt %s)", faults, segment, job_id, attempt)
     return faults

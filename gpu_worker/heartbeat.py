@@ -44,6 +44,7 @@ class HoldLoss(Enum):
     TOKEN_GONE = "the task token is gone"  # final: the job moved on or timed out; drop the message
     REDELIVERED = "the message was redelivered"  # another worker holds it now; leave it alone
     JOB_CANCELLED = "the job was cancelled"  # final: an operator cancelled it; drop the message
+    SUPERSEDED = "another copy won"  # final: a straggler's other copy committed the segment; drop it
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class Keeper:
         policy: HeartbeatPolicy,
         cancelled: Callable[[], bool] | None = None,
         renew: Callable[[], None] | None = None,
+        superseded: Callable[[], str | None] | None = None,
     ) -> None:
         self._queue = queue
         self._orchestrator = orchestrator
@@ -78,6 +80,10 @@ class Keeper:
         self._token = token
         self._policy = policy
         self._cancelled = cancelled
+        # Why another copy of the segment made this one pointless (it committed first), or None:
+        # looked at with the cancel marker, so the loser stops within seconds rather than at the
+        # next beat, when its closed token would tell it the same.
+        self._superseded = superseded
         # Called at each beat that kept the message: what else must last as long as the hold does
         # (ECS task scale-in protection).
         self._renew = renew
@@ -91,6 +97,10 @@ class Keeper:
         while not self._stop.wait(self._policy.tick_s()):
             if self._job_cancelled():
                 self._lose(LostHold(HoldLoss.JOB_CANCELLED, "the cancel marker is set"))
+                return
+            lost_to = self._probe(self._superseded)
+            if lost_to:
+                self._lose(LostHold(HoldLoss.SUPERSEDED, lost_to))
                 return
             if time.monotonic() < next_beat:
                 continue
@@ -120,6 +130,15 @@ class Keeper:
         except Exception:
             logger.warning("cancel check for message %s failed", self._message.message_id, exc_info=True)
             return False
+
+    def _probe(self, check: Callable[[], str | None] | None) -> str | None:
+        if check is None:
+            return None
+        try:
+            return check()
+        except Exception:
+            logger.warning("winner check for message %s failed", self._message.message_id, exc_info=True)
+            return None
 
     def _lose(self, hold: LostHold) -> None:
         self.lost_hold = hold

@@ -20,7 +20,7 @@ from fusionfleet.messages import MergeResult, SegmentResult
 from fusionfleet.orchestrator import TaskCallbacks
 from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
 from gpu_worker.attempt import Attempt
-from gpu_worker.errors import Cancelled, Released
+from gpu_worker.errors import Blocked, Cancelled, Released
 from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
 from gpu_worker.presence import Presence
 from gpu_worker.protection import NoProtection, TaskProtection
@@ -45,6 +45,7 @@ class Worker:
         idle_wait_s: int = 2,
         presence: Presence | None = None,
         take_recheck_s: float = 1.0,
+        token_grace_s: float = 30.0,
         protection: TaskProtection | None = None,
         capacity: Callable[[], str | None] | None = None,
     ) -> None:
@@ -64,6 +65,7 @@ class Worker:
         self._capacity = capacity
         self._short_of: str | None = None
         self._take_recheck_s = take_recheck_s
+        self._token_grace_s = token_grace_s
         # Held from taking a task until the queues are found empty (or the worker stops), so a
         # scale-in picks idle tasks; renewed with each heartbeat.
         self._protection = protection or NoProtection()
@@ -140,8 +142,8 @@ class Worker:
             self._discard_malformed(message, error)
             return
         what = self._handler.describe(task)
-        attempt = Attempt.of(message)
-        if self._gone_at_take(message, task, what):
+        attempt = Attempt.of(message, prior=getattr(task, "prior_attempts", 0))
+        if self._gone_at_take(message, task, what, attempt):
             return
         logger.info("%s: attempt %s", what, attempt.number)
         self._protection.hold()
@@ -149,6 +151,7 @@ class Worker:
         keeper = Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
             cancelled=lambda: self._handler.cancelled(task), renew=self._protection.hold,
+            superseded=lambda: self._handler.superseded(task),
         )  # fmt: skip
         try:
             with keeper:
@@ -166,18 +169,23 @@ class Worker:
             logger.info("%s", released)
             self._release(message, what)
             return
+        except Blocked as blocked:
+            self._end(None)
+            logger.warning("%s", blocked)
+            self._hand_back(message, task, attempt, what)
+            return
         except Exception as error:
             if keeper.lost.is_set():
                 self._end(None)
                 self._after_lost_hold(message, what, keeper.lost_hold)
                 return
             self._end(False)
-            self._fail(message, task, what, error)
+            self._fail(message, task, what, error, attempt.number)
             return
         self._succeed(message, task.task_token, what, output)
         self._end(True)
 
-    def _gone_at_take(self, message: QueueMessage, task: Any, what: str) -> bool:
+    def _gone_at_take(self, message: QueueMessage, task: Any, what: str, attempt: Attempt) -> bool:
         """A task of a cancelled job, or whose token is gone (its execution stopped), is dropped unrendered.
 
         Checked when the message is taken, before any work: a cancelled job's queued segments then
@@ -186,13 +194,7 @@ class Worker:
         execution RUNNING until each of its waiting tasks is woken, and a heartbeat is what wakes one.
         """
         try:
-            try:
-                self._orchestrator.heartbeat(task.task_token)
-            except TokenGone:
-                # LocalStack registers a task's token just after sending its message: a worker that
-                # takes it at once may be told the token is invalid. Gone twice is gone.
-                time.sleep(self._take_recheck_s)
-                self._orchestrator.heartbeat(task.task_token)
+            self._first_heartbeat(task, attempt)
         except TokenGone as error:
             logger.warning("%s: its token is gone (%s); dropping the message unrendered", what, error.reason)
             self._delete(message)
@@ -210,6 +212,38 @@ class Worker:
             self._wake(task.task_token)
             self._delete(message)
         return cancelled
+
+    def _first_heartbeat(self, task: Any, attempt: Attempt) -> None:
+        """Heartbeat a task just taken; TokenGone only when its token is gone for good.
+
+        LocalStack registers a task's token just after sending its message, and later still under
+        load: a 16-worker run saw a token unknown 1 s after its message was taken, and dropping that
+        message left its job waiting for ever. So while the message is young (sent less than
+        `token_grace_s` ago) a gone token is asked again after growing pauses, unless its job was
+        cancelled or another copy committed the segment; an old message's token is asked twice. On
+        AWS a token is valid once its message is sent, so a gone one stays gone and this only delays
+        dropping a stopped job's young message.
+        """
+        pause = self._take_recheck_s
+        # The message's age by the queue's clock (sent and received stamps), counted on from here.
+        age = attempt.received_at - attempt.sent_at if attempt.sent_at else self._token_grace_s
+        deadline = time.monotonic() + max(pause, self._token_grace_s - age)
+        while True:
+            try:
+                self._orchestrator.heartbeat(task.task_token)
+                return
+            except TokenGone:
+                if time.monotonic() > deadline or self._ended(task):
+                    raise
+            time.sleep(pause)
+            pause = min(2 * pause, 8.0)
+
+    def _ended(self, task: Any) -> bool:
+        """Its job was cancelled, or another copy committed its segment: a gone token is gone."""
+        try:
+            return bool(self._handler.cancelled(task) or self._handler.superseded(task))
+        except Exception:
+            return False
 
     def _wake(self, token: str | None) -> None:
         """One more heartbeat for a cancelled job's task, so a stopped execution sees it is stopped."""
@@ -244,9 +278,8 @@ class Worker:
             logger.warning("%s: finished but its token is gone (%s); dropping the message", what, error.reason)
         self._delete(message)
 
-    def _fail(self, message: QueueMessage, task: Any, what: str, error: Exception) -> None:
+    def _fail(self, message: QueueMessage, task: Any, what: str, error: Exception, attempt: int) -> None:
         name, reason = describe(error)
-        attempt = message.receive_count
         last = not retryable(error) or self._retry.is_last(attempt)
         logger.error("%s: attempt %s failed (%s: %s)%s", what, attempt, name, reason, "; giving up" if last else "")
         if not isinstance(error, ValidationError | TokenGone):
@@ -255,6 +288,11 @@ class Worker:
             self._safely(lambda: self._queue.change_visibility(message, self._retry.delay_s(attempt)), what)
             return
         self.failed += 1
+        if getattr(task, "copy_number", 0):
+            # A straggler's backup copy never fails the segment: the original still holds the token.
+            logger.warning("%s: backup copy %s gave up; the original carries on", what, task.copy_number)
+            self._delete(message)
+            return
         try:
             self._orchestrator.task_failure(
                 task.task_token, name, self._handler.failure_cause(task, name, reason, attempt)
@@ -272,12 +310,30 @@ class Worker:
         if hold is not None and hold.loss is HoldLoss.TOKEN_GONE:
             logger.warning("%s: abandoned, its token is gone (%s)", what, detail)
             self._delete(message)
+        elif hold is not None and hold.loss is HoldLoss.SUPERSEDED:
+            logger.warning("%s: stopped, %s", what, detail)
+            self._delete(message)
         elif hold is not None and hold.loss is HoldLoss.JOB_CANCELLED:
             logger.warning("%s: stopped, its job was cancelled (%s)", what, detail)
             self._wake(_token_of(message.body))
             self._delete(message)
         else:
             logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)
+
+    def _hand_back(self, message: QueueMessage, task: Any, attempt: Attempt, what: str) -> None:
+        """Back to the queue as a new message, this delivery not counted: a blocklisted worker's release
+        must not walk the task into the dead-letter queue or spend its attempts."""
+        again = task.model_copy(update={"prior_attempts": attempt.number - 1})
+        try:
+            self._queue.send(message.queue_url, again.wire_json())
+        except Exception:
+            logger.exception("%s: could not hand it back as a new message; released instead", what)
+            self._release(message, what)
+            return
+        logger.info("%s: handed back for another worker (%s attempts so far)", what, attempt.number - 1)
+        self._delete(message)
+        # Not at once: an idle fleet of blocked workers would otherwise pass it round without pause.
+        self._stop.requested.wait(self._idle_wait_s)
 
     def _release(self, message: QueueMessage, what: str) -> None:
         logger.warning("%s: released for another worker", what)

@@ -86,6 +86,13 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
     return records
 
 
+def output_keys(job: JobContext, plan: list[Segment], records: list[SegmentRecord]) -> list[str]:
+    """One output per planned segment, in plan order: the key its record names (the copy that won),
+    or the segment's own key for records written before copies existed. Pure."""
+    named = {record.index: record.key for record in records}
+    return [named.get(segment.index) or layout.segment_key(job.job_id, segment.index) for segment in plan]
+
+
 def assemble(
     parts: list[Path],
     audio: Path | None,
@@ -141,6 +148,8 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
     workdir = Path(tempfile.mkdtemp(prefix=f"merge-{job.job_id[:40]}-", dir=deps.scratch))
     try:
         names = [f"{segment.index:05d}.mp4" for segment in plan]
+        # The committed output of each segment: the winner's, where a straggler had a backup copy.
+        keys = output_keys(job, plan, records)
         reader = RangeReader(
             S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
             what=f"target {job.target.key!r}",
@@ -151,10 +160,8 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
             audio = pool.submit(extract_audio, reader, job.video, audio_path, job.job_id)
             list(
                 pool.map(
-                    lambda item: deps.storage.download_file(
-                        job.work_bucket, layout.segment_key(job.job_id, item[0].index), workdir / item[1]
-                    ),
-                    zip(plan, names, strict=True),
+                    lambda item: deps.storage.download_file(job.work_bucket, item[0], workdir / item[1]),
+                    zip(keys, names, strict=True),
                 )
             )
             has_audio = audio.result()

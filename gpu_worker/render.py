@@ -27,6 +27,7 @@ from fusionfleet.messages import RenderTask, SegmentRecord, SegmentResult
 from fusionfleet.storage import S3RangeSource, S3Storage, Storage, get_json, put_json
 from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import Checkpoints
+from gpu_worker.commit import commit, drop_output, result_of, winner
 from gpu_worker.config import HostConfig
 from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Image
@@ -112,7 +113,7 @@ def render_segment(
     started = time.monotonic()
     started_at = time.time()
     engine = analyser = deps.engines.get(job.engine)
-    faults = load_faults(deps.faults_file, job.job_id, segment.index, attempt.number)
+    faults = load_faults(deps.faults_file, job.job_id, segment.index, attempt.number, task.copy_number)
     if faults:
         engine = FaultyEngine(engine, faults, segment.start_frame)
     sources, reference = deps.sources.get(job)
@@ -170,7 +171,12 @@ def render_segment(
         parts = [workdir / f"{first:07d}-{end:07d}.mp4" for first, end in grid]
         output_path = _join(parts, workdir, what)
         summary = _check_segment(output_path, task)
-        key = layout.segment_key(job.job_id, segment.index)
+        earlier = winner(deps.storage, job.work_bucket, job.job_id, segment.index, job.run)
+        if earlier is not None:
+            # The other copy finished while this one rendered: nothing of this one is uploaded.
+            logger.info("%s: copy %s finished first; this copy's output is dropped", what, earlier.copy_number)
+            return RenderResult(output=result_of(earlier), record=earlier)
+        key = layout.copy_segment_key(job.job_id, segment.index, task.copy_number)
         deps.storage.upload_file(job.work_bucket, key, output_path, "video/mp4")
         record = SegmentRecord(
             job_id=job.job_id,
@@ -187,10 +193,13 @@ def render_segment(
             total_s=round(time.monotonic() - started, 3),
             started_at=started_at,
             finished_at=time.time(),
+            copy_number=task.copy_number,
         )
-        put_json(
-            deps.storage, job.work_bucket, layout.segment_record_key(job.job_id, segment.index), record.model_dump()
-        )
+        committed = commit(deps.storage, job.work_bucket, job.run, record)
+        if committed.copy_number != task.copy_number:
+            logger.info("%s: copy %s committed first; this copy's output is dropped", what, committed.copy_number)
+            drop_output(deps.storage, job.work_bucket, job.job_id, segment.index, task.copy_number, committed)
+            return RenderResult(output=result_of(committed), record=committed)
         try:
             checkpoints.clear()
         except DeleteFailed as error:
@@ -201,10 +210,7 @@ def render_segment(
             "%s: %s frames in %.2f s (engine %.2f s, %s frames rendered, read %s bytes)",
             what, summary, record.total_s, engine_s, record.frames_rendered, reader.bytes_fetched,
         )  # fmt: skip
-        return RenderResult(
-            output=SegmentResult(index=segment.index, key=key, frames=summary, engine_s=record.engine_s),
-            record=record,
-        )
+        return RenderResult(output=result_of(record), record=record)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

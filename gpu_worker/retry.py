@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from fusionfleet.errors import FusionFleetError, JobRejected
 from gpu_worker.engines.base import EngineError, EngineUnavailable
-from gpu_worker.errors import EngineFailure
+from gpu_worker.errors import EngineFailure, WorkersBlocklisted
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ def retryable(error: BaseException) -> bool:
     """Bad input and a missing engine fail the same way every time: retrying only delays the news."""
     if isinstance(error, EngineFailure):
         return error.retryable
-    return not isinstance(error, JobRejected | EngineUnavailable)
+    return not isinstance(error, JobRejected | EngineUnavailable | WorkersBlocklisted)
 
 
 def describe(error: BaseException) -> tuple[str, str]:

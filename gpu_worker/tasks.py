@@ -9,11 +9,21 @@ from typing import Any, Protocol
 
 from fusionfleet import layout
 from fusionfleet.failures import segment_failure, segment_label
-from fusionfleet.messages import MergeResult, MergeTask, RenderTask, SegmentAttempt, SegmentResult
+from fusionfleet.messages import (
+    MergeResult,
+    MergeTask,
+    RenderTask,
+    SegmentAttempt,
+    SegmentHold,
+    SegmentRecord,
+    SegmentResult,
+)
 from fusionfleet.runs import is_cancelled
 from fusionfleet.storage import Storage
 from gpu_worker.attempt import Attempt
-from gpu_worker.errors import Cancelled, Released
+from gpu_worker.blocklist import Blocklist
+from gpu_worker.commit import commit, result_of, winner
+from gpu_worker.errors import Blocked, Cancelled, Released, WorkersBlocklisted
 from gpu_worker.merge import MergeDeps, merge_job
 from gpu_worker.render import record_failure
 from gpu_worker.retry import describe
@@ -38,6 +48,7 @@ class TaskHandler(Protocol):
     def describe(self, task: Any) -> str: ...
     def execute(self, task: Any, cancel: threading.Event, attempt: Attempt) -> SegmentResult | MergeResult: ...
     def cancelled(self, task: Any) -> bool: ...
+    def superseded(self, task: Any) -> str | None: ...
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
     def failure_cause(self, task: Any, error: str, reason: str, attempts: int) -> str: ...
     def close(self) -> None: ...
@@ -46,11 +57,19 @@ class TaskHandler(Protocol):
 class RenderHandler:
     role = "render"
 
-    def __init__(self, renderer: Renderer, storage: Storage, worker: str, stopping: threading.Event) -> None:
+    def __init__(
+        self,
+        renderer: Renderer,
+        storage: Storage,
+        worker: str,
+        stopping: threading.Event,
+        blocklist: Blocklist | None = None,
+    ) -> None:
         self._renderer = renderer
         self._storage = storage
         self._worker = worker
         self._stopping = stopping
+        self._blocklist = blocklist  # None: this worker never leaves a job (no presence records to judge by)
 
     def parse(self, body: str) -> RenderTask:
         return RenderTask.model_validate_json(body)
@@ -60,18 +79,35 @@ class RenderHandler:
 
     def execute(self, task: RenderTask, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         """Render, with a record of the attempt at its start and at its end (what `fusionfleet logs` shows)."""
+        job, index = task.job, task.segment.index
+        if task.avoid_worker == self._worker and attempt.number < 2:
+            # A backup copy of this worker's own straggler: another worker should render it. Only
+            # once, so the release alone can never walk the message into the dead-letter queue.
+            raise Released(f"segment {index} of {job.job_id}: backup copy {task.copy_number} is for another worker")
         began = SegmentAttempt(
-            job_id=task.job.job_id, index=task.segment.index, run=task.job.run, attempt=attempt.number,
-            worker=self._worker, status="running", started_at=round(time.time(), 3), queued_s=attempt.queued_s,
+            job_id=job.job_id, index=index, run=job.run, attempt=attempt.number, worker=self._worker,
+            status="running", started_at=round(time.time(), 3), queued_s=attempt.queued_s, copy_number=task.copy_number,
         )  # fmt: skip
-        self._record_attempt(task.job.work_bucket, began)
+        earlier = winner(self._storage, job.work_bucket, job.job_id, index, job.run)
+        if earlier is not None:
+            # Committed already (by the other copy, or by this copy before a lost delete): answer with it.
+            self._record_attempt(job.work_bucket, began, status="superseded", reason=_won_by(earlier))
+            return result_of(commit(self._storage, job.work_bucket, job.run, earlier))
+        self._check_blocklist(task)
+        self._record_attempt(job.work_bucket, began)
+        if task.copy_number == 0:
+            self._record_hold(task, began)
         try:
             result = self._renderer.render(task, attempt, cancel, self._stopping)
         except Released as released:
             self._record_attempt(task.job.work_bucket, began, status="released", reason=str(released))
             raise
         except Cancelled as cancelled:
-            self._record_attempt(task.job.work_bucket, began, status="cancelled", reason=str(cancelled))
+            lost_to = self.superseded(task)
+            if lost_to:
+                self._record_attempt(task.job.work_bucket, began, status="superseded", reason=lost_to)
+            else:
+                self._record_attempt(task.job.work_bucket, began, status="cancelled", reason=str(cancelled))
             raise
         except Exception as error:
             name, reason = describe(error)
@@ -80,6 +116,10 @@ class RenderHandler:
             else:
                 self._record_attempt(task.job.work_bucket, began, status="failed", error=name, reason=reason)
             raise
+        if result.copy_number != task.copy_number:
+            reason = f"copy {result.copy_number} committed first"
+            self._record_attempt(task.job.work_bucket, began, status="superseded", reason=reason)
+            return result
         self._record_attempt(
             task.job.work_bucket, began, status="succeeded", engine_s=result.engine_s, frames=result.frames
         )
@@ -87,18 +127,50 @@ class RenderHandler:
 
     def _record_attempt(self, bucket: str, began: SegmentAttempt, **ended: Any) -> None:
         record = began.model_copy(update={**ended, "finished_at": round(time.time(), 3)} if ended else {})
-        key = layout.attempt_record_key(record.job_id, record.index, record.run, record.attempt)
+        key = layout.attempt_record_key(record.job_id, record.index, record.run, record.attempt, record.copy_number)
         try:
             self._storage.put_bytes(bucket, key, record.model_dump_json().encode(), "application/json")
         except Exception:
             # The log of attempts is for people; it never fails a segment.
             logger.warning("attempt record %s not written", key, exc_info=True)
 
+    def _check_blocklist(self, task: RenderTask) -> None:
+        """Blocked from the job: hand the task back, or fail it when no live worker may render it."""
+        if self._blocklist is None or not self._blocklist.blocked(task.job):
+            return
+        everyone = self._blocklist.nobody_left(task.job)
+        if everyone:
+            raise WorkersBlocklisted(
+                f"every live render worker ({', '.join(everyone)}) failed too many segments of this job and is "
+                "blocklisted for it"
+            )
+        raise Blocked(f"segment {task.segment.index} of {task.job.job_id}: {self._worker} is blocklisted for the job")
+
+    def _record_hold(self, task: RenderTask, began: SegmentAttempt) -> None:
+        """The token and this attempt's start, where the watchdog looks for stragglers (best effort)."""
+        hold = SegmentHold(
+            task_token=task.task_token, worker=self._worker, attempt=began.attempt, started_at=began.started_at
+        )
+        key = layout.segment_task_key(task.job.job_id, task.segment.index, task.job.run)
+        try:
+            self._storage.put_bytes(task.job.work_bucket, key, hold.model_dump_json().encode(), "application/json")
+        except Exception:
+            # Without it the segment gets no backup copy; it still renders.
+            logger.warning("task record %s not written", key, exc_info=True)
+
     def cancelled(self, task: RenderTask) -> bool:
         return is_cancelled(self._storage, task.job.work_bucket, task.job.job_id)
 
+    def superseded(self, task: RenderTask) -> str | None:
+        """Why this copy's work is pointless (the other copy committed the segment), or None."""
+        job = task.job
+        committed = winner(self._storage, job.work_bucket, job.job_id, task.segment.index, job.run)
+        return _won_by(committed) if committed is not None and committed.copy_number != task.copy_number else None
+
     def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
         record_failure(self._storage, task, error, reason, attempt, self._worker)
+        if self._blocklist is not None and error != WorkersBlocklisted.__name__:
+            self._blocklist.note_failure(task.job, error, reason)
 
     def failure_cause(self, task: RenderTask, error: str, reason: str, attempts: int) -> str:
         segment = task.segment
@@ -127,6 +199,9 @@ class MergeHandler:
     def cancelled(self, task: MergeTask) -> bool:
         return is_cancelled(self._deps.storage, task.job.work_bucket, task.job.job_id)
 
+    def superseded(self, task: MergeTask) -> str | None:
+        return None
+
     def record_failure(self, task: MergeTask, error: str, reason: str, attempt: int) -> None:
         return None
 
@@ -136,3 +211,7 @@ class MergeHandler:
 
     def close(self) -> None:
         return None
+
+
+def _won_by(committed: SegmentRecord) -> str:
+    return f"copy {committed.copy_number} on {committed.worker or 'another worker'} committed the segment first"

@@ -10,10 +10,9 @@ import logging
 import threading
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib import resources
 from urllib.parse import urlsplit
 
-from fleetctl.dashboard import api
+from fleetctl.dashboard import api, site
 from fleetctl.dashboard.source import DashboardSource
 
 logger = logging.getLogger(__name__)
@@ -24,13 +23,22 @@ STATIC: dict[str, tuple[str, str]] = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/index.html": ("index.html", "text/html; charset=utf-8"),
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/static/render.js": ("render.js", "text/javascript; charset=utf-8"),
+    "/static/tenant.js": ("tenant.js", "text/javascript; charset=utf-8"),
     "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+    # The tenant's page, as CloudFront serves it on AWS; it calls the local HTTP API (another origin,
+    # so CORS is exercised) named by `#api=` in the link `fusionfleet local status` prints.
+    "/tenant/": ("tenant.html", "text/html; charset=utf-8"),
+    "/tenant/index.html": ("tenant.html", "text/html; charset=utf-8"),
 }
+TENANT_PREFIX = "/tenant/"
+# The local API listens on 127.0.0.1 at a port chosen at `local up`.
+LOCAL_API_ORIGINS = "http://127.0.0.1:* http://localhost:*"
 # Names under which a browser on this machine reaches the server. Any other Host header is refused,
 # so a web page cannot reach the API through a DNS name rebound to 127.0.0.1.
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+OPERATOR_POLICY = "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'"
 SECURITY_HEADERS = (
-    ("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'"),
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "no-referrer"),
     ("Cache-Control", "no-store"),
@@ -38,8 +46,8 @@ SECURITY_HEADERS = (
 MAX_BODY_BYTES = 4096
 
 
-def static_file(name: str) -> bytes:
-    return (resources.files("fleetctl.dashboard") / "static" / name).read_bytes()
+def content_policy(path: str) -> str:
+    return site.content_policy(LOCAL_API_ORIGINS) if path.startswith(TENANT_PREFIX) else OPERATOR_POLICY
 
 
 class DashboardServer(ThreadingHTTPServer):
@@ -101,6 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(api.error(403, "the dashboard answers only on 127.0.0.1 and localhost"), method)
             return
         parts = urlsplit(self.path)
+        self._policy = content_policy(parts.path)
         if parts.path.startswith("/api/"):
             answer = api.handle(
                 self.server.source,
@@ -115,19 +124,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(answer, method)
 
     def _static(self, path: str, method: str) -> api.Response:
+        if path == TENANT_PREFIX + site.CONFIG_KEY:
+            # No API named: the page takes it from its link (#api=…), as only a local page may.
+            return api.Response(200, b"{}", site.JSON)
         found = STATIC.get(path)
         if found is None:
             return api.error(404, f"no such page: {path[:200]}")
         if method not in ("GET", "HEAD"):
             return api.error(405, f"{method} is not allowed here (allowed: GET)", (("Allow", "GET"),))
         name, content_type = found
-        return api.Response(200, static_file(name), content_type)
+        return api.Response(200, site.static_file(name), content_type)
 
     def _send(self, answer: api.Response, method: str) -> None:
         self.send_response(answer.status)
         self.send_header("Content-Type", answer.content_type)
         self.send_header("Content-Length", str(len(answer.body)))
-        for header, value in (*SECURITY_HEADERS, *answer.headers):
+        policy = getattr(self, "_policy", OPERATOR_POLICY)
+        for header, value in (("Content-Security-Policy", policy), *SECURITY_HEADERS, *answer.headers):
             self.send_header(header, value)
         self.end_headers()
         if method != "HEAD":

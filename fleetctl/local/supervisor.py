@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 from fleetctl.local import localstack
 from fleetctl.local.deploy import deploy_stack, package
@@ -30,6 +31,7 @@ from fleetctl.stack import StackResources
 from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
 from fusionfleet.layout import is_tenant_name
 from fusionfleet.queues import SqsQueue
+from fusionfleet.stragglers import BackupPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +68,12 @@ class UpOptions:
     watchdog_every_s: float = 10.0
     watchdog_stall_s: int = 2 * 3600 + 1800
     watchdog_dispatch_grace_s: int = 300
+    # Straggler backup copies (fusionfleet.stragglers): the watchdog's rule, as on AWS.
+    backups: bool = True
+    backup_factor: float = BackupPolicy.factor
+    backup_min_age_s: float = BackupPolicy.min_age_s
+    backup_done_fraction: float = BackupPolicy.done_fraction
+    backup_last_segments: int = BackupPolicy.last_segments
     faults_file: Path | None = None
     # The dashboard's port on 127.0.0.1; None keeps the running one, or takes a free one.
     dashboard_port: int | None = None
@@ -207,6 +215,12 @@ class LocalStack:
                     "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
                     "WATCHDOG_STALL_SECONDS": str(options.watchdog_stall_s),
                     "WATCHDOG_DISPATCH_GRACE_SECONDS": str(options.watchdog_dispatch_grace_s),
+                    "RENDER_QUEUE_URLS": ",".join(resources.render_queue_urls),
+                    "WATCHDOG_BACKUPS": "1" if options.backups else "0",
+                    "WATCHDOG_BACKUP_FACTOR": str(options.backup_factor),
+                    "WATCHDOG_BACKUP_MIN_AGE_SECONDS": str(options.backup_min_age_s),
+                    "WATCHDOG_BACKUP_DONE_FRACTION": str(options.backup_done_fraction),
+                    "WATCHDOG_BACKUP_LAST_SEGMENTS": str(options.backup_last_segments),
                     "POWERTOOLS_SERVICE_NAME": "fusionfleet-watchdog",
                 },
             ),
@@ -262,8 +276,9 @@ class LocalStack:
             raise RuntimeError(
                 "processes exited at start: " + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
             )
-        self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1"})
-        self._ensure_api(state, options, {**env, "PYTHONUNBUFFERED": "1"}, resources)
+        moved = self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1"})
+        # The API allows the dashboard's origin (the tenant page): a new dashboard needs a new API process.
+        self._ensure_api(state, options, {**env, "PYTHONUNBUFFERED": "1"}, resources, restart=moved)
 
     def _autoscaler(
         self, state: LocalState, options: UpOptions, resources: StackResources, worker_env: dict[str, str]
@@ -281,12 +296,15 @@ class LocalStack:
         ]  # fmt: skip
         return ("autoscaler", name, argv, worker_env)
 
-    def _ensure_dashboard(self, state: LocalState, options: UpOptions, env: dict[str, str]) -> None:
-        """The `dashboard` process: the web page and its API, on 127.0.0.1, its URL kept in the state."""
+    def _ensure_dashboard(self, state: LocalState, options: UpOptions, env: dict[str, str]) -> bool:
+        """The `dashboard` process: the web page and its API, on 127.0.0.1, its URL kept in the state.
+
+        True when it started one (the first, or a replacement), False when the running one stays.
+        """
         running = [p for p in state.by_role("dashboard") if p.alive()]
         wanted = options.dashboard_port
         if running and state.dashboard_url and (wanted is None or state.dashboard_url == _dashboard_url(wanted)):
-            return
+            return False
         for process in state.by_role("dashboard"):
             if process.alive():
                 self._say(f"stopping dashboard (pid {process.pid}) to move it to port {wanted}")
@@ -307,10 +325,12 @@ class LocalStack:
         state.save(self.paths.state_file)
         _wait_answering(state.dashboard_url, process, DASHBOARD_READY_S)
         self._say(f"started dashboard on {state.dashboard_url} (pid {process.pid}, log {log})")
+        return True
 
     def _ensure_api(
-        self, state: LocalState, options: UpOptions, env: dict[str, str], resources: StackResources
-    ) -> None:
+        self, state: LocalState, options: UpOptions, env: dict[str, str], resources: StackResources,
+        restart: bool = False,
+    ) -> None:  # fmt: skip
         """The `api` process: the HTTP API's handler behind a JWT check, as API Gateway serves it on AWS.
 
         Tokens are verified against a key pair made once in the state directory (`local token` signs
@@ -319,11 +339,12 @@ class LocalStack:
         keys = KeyFiles.under(self.paths.state_dir).ensure()
         running = [p for p in state.by_role("api") if p.alive()]
         wanted = options.api_port
-        if running and state.api_url and (wanted is None or state.api_url == _api_url(wanted)):
+        if running and state.api_url and (wanted is None or state.api_url == _api_url(wanted)) and not restart:
             return
         for process in state.by_role("api"):
             if process.alive():
-                self._say(f"stopping api (pid {process.pid}) to move it to port {wanted}")
+                why = "for the dashboard's new origin" if restart else f"to move it to port {wanted}"
+                self._say(f"stopping api (pid {process.pid}) {why}")
                 _terminate([process], STOP_GRACE_S)
             state.processes.remove(process)
         previous = int(state.api_url.rsplit(":", 1)[1]) if state.api_url else None
@@ -335,6 +356,9 @@ class LocalStack:
             "--handler", "functions.api.app.handler", "--public-key", str(keys.public),
             "--issuer", LOCAL_ISSUER, "--audience", LOCAL_AUDIENCE,
         ]  # fmt: skip
+        if state.dashboard_url:
+            # The tenant page (the dashboard's /tenant/) calls the API from the dashboard's origin.
+            argv += ["--cors-origin", state.dashboard_url.rstrip("/")]
         api_env = {
             **env,
             "MEDIA_BUCKET": resources.media_bucket,
@@ -408,6 +432,8 @@ class LocalStack:
             lines.append(f"dashboard {state.dashboard_url}")
         if state.api_url:
             lines.append(f"api {state.api_url}")
+        if state.dashboard_url and state.api_url:
+            lines.append(f"tenant-page {tenant_page_url(state.dashboard_url, state.api_url)}")
         lines.append("")
         lines.append(f"{'ROLE':<11} {'NAME':<10} {'PID':>8}  STATE")
         for process in state.processes:
@@ -467,6 +493,12 @@ def _terminate(processes: list[ManagedProcess], grace_s: float) -> None:
     for process in alive:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def tenant_page_url(dashboard_url: str, api_url: str, token: str | None = None) -> str:
+    """The tenant page of the local stack, pointed at its API (and signed in, given a token)."""
+    fragment = urlencode({"api": api_url, **({"token": token} if token else {})})
+    return f"{dashboard_url.rstrip('/')}/tenant/#{fragment}"
 
 
 def _dashboard_url(port: int) -> str:

@@ -1,4 +1,5 @@
-"""A tenant's jobs through the HTTP API: create (validate, hand out upload URLs), start, status, list, cancel.
+"""A tenant's jobs through the HTTP API: create (validate, hand out upload URLs), start, status, list,
+detail (segments, attempts, timings, cost), preview, cancel and retry.
 
 The API adds no store of its own to the farm's: between `POST /jobs` and `start` the validated body
 waits in a small record (`work/_api/<tenant>/<id>.json`); `start` writes the manifest under the
@@ -10,6 +11,8 @@ another tenant's job is simply not found.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import re
 import secrets
@@ -23,7 +26,7 @@ from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, JobNotFound, JobRejected, ObjectMissing, OperationRefused
 from fusionfleet.identity import job_id as pipeline_job_id
 from fusionfleet.manifest import parse_manifest
-from fusionfleet.operations import JobSummary, Operations
+from fusionfleet.operations import AttemptRecord, JobDetail, JobSummary, Operations
 from fusionfleet.storage import Storage, get_json, put_json
 
 # What the API reports; the pipeline's TIMED_OUT and ABORTED (stopped by the watchdog) are failures.
@@ -74,6 +77,7 @@ class JobView:
     reason: str = ""
     download_url: str | None = None
     created_at: str | None = None
+    priority: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         view: dict[str, Any] = {
@@ -81,6 +85,8 @@ class JobView:
             "state": self.state,
             "segments": {"done": self.done, "failed": self.failed, "total": self.total},
         }
+        if self.priority:
+            view["priority"] = self.priority
         if self.reason:
             view["reason"] = self.reason
         if self.download_url:
@@ -179,19 +185,56 @@ class TenantJobs:
 
     # ------------------------------------------------------------------ reading
     def status(self, tenant: str, job_id: str) -> JobView:
-        created_at = (self._record(tenant, job_id) or {}).get("created_at")
-        pipeline = self._pipeline_job(tenant, job_id)
+        record, pipeline = self._lookup(tenant, job_id)
         if pipeline is None:
-            if created_at is None:
-                raise JobNotFound(f"no job {job_id}")
-            return JobView(
-                job_id, "PENDING", reason="waiting for its files and POST /jobs/{id}/start", created_at=created_at
-            )
+            return self._waiting(job_id, record)
         try:
             summary = self.operations.summary(pipeline)
         except JobNotFound:
-            return JobView(job_id, "PENDING", created_at=created_at)  # the slicer has not taken it yet
-        return self._view(job_id, summary, created_at)
+            return self._waiting(job_id, record, started=True)  # the slicer has not taken it yet
+        return self._view(job_id, summary, record.get("created_at"))
+
+    def detail(self, tenant: str, job_id: str) -> tuple[JobView, dict[str, Any]]:
+        """The job's view and, once the slicer planned it, its segments, attempts, timings and cost.
+
+        Pipeline job ids are replaced by the API's: the tenant knows its job by that id only.
+        """
+        record, pipeline = self._lookup(tenant, job_id)
+        empty: dict[str, Any] = {"segments": [], "attempts": [], "timings": {}, "cost": None, "preview": False}
+        if pipeline is None:
+            return self._waiting(job_id, record), empty
+        try:
+            found: JobDetail = self.operations.job(pipeline)
+        except JobNotFound:
+            return self._waiting(job_id, record, started=True), empty
+        view = self._view(job_id, found.summary, record.get("created_at"))
+        return view, {
+            "segments": [_plain(segment) for segment in found.segments],
+            "attempts": [_plain(attempt) for attempt in found.attempts],
+            "timings": _plain(found.timings),
+            "cost": _plain(found.cost),
+            "preview": found.preview_key is not None,
+        }
+
+    def logs(self, tenant: str, job_id: str, segment: int | None = None) -> list[AttemptRecord]:
+        _record, pipeline = self._lookup(tenant, job_id)
+        if pipeline is None:
+            return []
+        try:
+            return self.operations.logs(pipeline, segment)
+        except JobNotFound:
+            return []
+
+    def preview(self, tenant: str, job_id: str) -> str | None:
+        """The latest swapped frame as a `data:` URL (the page's CSP allows no other image origin), or None."""
+        _record, pipeline = self._lookup(tenant, job_id)
+        if pipeline is None:
+            return None
+        try:
+            image = self.operations.preview(pipeline)
+        except JobNotFound:
+            return None
+        return None if image is None else "data:image/jpeg;base64," + base64.b64encode(image).decode()
 
     def list_jobs(self, tenant: str, limit: int = DEFAULT_LIST_LIMIT) -> list[JobView]:
         """The caller's jobs, newest first: those the API issued and manifests dropped under its prefix."""
@@ -212,17 +255,44 @@ class TenantJobs:
 
     # ------------------------------------------------------------------ actions
     def cancel(self, tenant: str, job_id: str) -> str:
-        pipeline = self._pipeline_job(tenant, job_id)
-        if pipeline is None:
-            if self._record(tenant, job_id) is None:
-                raise JobNotFound(f"no job {job_id}")
-            raise OperationRefused(f"job {job_id} has not been started, nothing to cancel")
+        pipeline = self._started(tenant, job_id, "cancel")
         try:
             return self.operations.cancel(pipeline).replace(pipeline, job_id)
         except JobNotFound as error:
             raise OperationRefused(f"job {job_id} has not started running yet; cancel it in a moment") from error
 
+    def retry(self, tenant: str, job_id: str) -> str:
+        """Run a failed or cancelled job again (only its segments without a valid output)."""
+        pipeline = self._started(tenant, job_id, "retry")
+        try:
+            return self.operations.retry(pipeline).replace(pipeline, job_id)
+        except JobNotFound as error:
+            raise OperationRefused(f"job {job_id} has not started running yet, nothing to retry") from error
+
     # ------------------------------------------------------------------ internals
+    def _lookup(self, tenant: str, job_id: str) -> tuple[dict[str, Any], str | None]:
+        """The API's record of the job ({} for a manifest dropped by hand) and its pipeline id, if started.
+
+        Every key is built from the caller's tenant: another tenant's job is JobNotFound.
+        """
+        record = self._record(tenant, job_id)
+        pipeline = self._pipeline_job(tenant, job_id)
+        if record is None and pipeline is None:
+            raise JobNotFound(f"no job {job_id}")
+        return record or {}, pipeline
+
+    def _started(self, tenant: str, job_id: str, action: str) -> str:
+        _record, pipeline = self._lookup(tenant, job_id)
+        if pipeline is None:
+            raise OperationRefused(f"job {job_id} has not been started, nothing to {action}")
+        return pipeline
+
+    @staticmethod
+    def _waiting(job_id: str, record: dict[str, Any], started: bool = False) -> JobView:
+        priority = (record.get("manifest") or {}).get("priority") or "normal"
+        reason = "" if started else "waiting for its files and POST /jobs/{id}/start"
+        return JobView(job_id, "PENDING", reason=reason, created_at=record.get("created_at"), priority=priority)
+
     def _view(self, job_id: str, summary: JobSummary, created_at: str | None) -> JobView:
         state = _AS_API_STATE.get(summary.state, summary.state)
         url = None
@@ -231,7 +301,7 @@ class TenantJobs:
             url = self.storage.presign_get(bucket, key, self.download_url_s)
         return JobView(
             job_id, state, summary.segments_done, summary.segments_failed, summary.segments_total,
-            summary.reason, url, created_at,
+            summary.reason, url, created_at or _iso(summary.submitted_at), summary.priority,
         )  # fmt: skip
 
     def _pipeline_job(self, tenant: str, job_id: str) -> str | None:
@@ -256,3 +326,14 @@ class TenantJobs:
         except ObjectMissing:
             return False
         return True
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _plain(value: Any) -> Any:
+    """A domain record as JSON values (dataclasses → objects, datetimes → ISO 8601, NaN → null)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    return json.loads(json.dumps(value, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v)))

@@ -4,8 +4,16 @@
     POST /jobs/{job_id}/start    202 {"job_id", "state": "PENDING", ...}
     GET  /jobs/{job_id}          200 {"job_id", "state", "segments": {"done", "failed", "total"}, "reason"?,
                                       "download_url"?}
-    GET  /jobs                   200 {"jobs": [...]}   (the caller's own, newest first; ?limit=1..200)
+    GET  /jobs                   200 {"jobs": [...], "now"}   (the caller's own, newest first; ?limit=1..200)
+    GET  /jobs/{job_id}/detail   200 {"job": <as GET /jobs/{id}>, "segments", "attempts", "timings", "cost",
+                                      "preview": bool, "now"}
+    GET  /jobs/{job_id}/logs     200 {"job_id", "attempts": [...]}   (?segment=N: one segment's)
+    GET  /jobs/{job_id}/preview  200 {"job_id", "image": "data:image/jpeg;base64,..."}, 404 before the first
     POST /jobs/{job_id}/cancel   202 {"job_id", "message"}
+    POST /jobs/{job_id}/retry    202 {"job_id", "message"}
+
+Workers are not served: they are the operator's fleet, shared by every tenant, and what one renders
+names other tenants' jobs.
 
 The token was verified before this runs (API Gateway's JWT authorizer, or the local gateway): here
 its claims only name the tenant. A token without a valid tenant claim is 403; an unknown job, or
@@ -15,10 +23,12 @@ problem; an action the job's state does not allow is 409.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -29,6 +39,8 @@ from fusionfleet.errors import JobNotFound, OperationRefused
 logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 200
+ACTIONS = frozenset({"start", "cancel", "retry"})  # POST /jobs/{id}/<action>
+READS = frozenset({"detail", "logs", "preview"})  # GET /jobs/{id}/<read>
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,10 @@ def tenant_of(claims: Mapping[str, Any], claim: str) -> str | None:
     return value if isinstance(value, str) and layout.is_tenant_name(value) else None
 
 
-def handle(request: ApiRequest, jobs: TenantJobs, tenant_claim: str = "tenant") -> ApiResponse:
+def handle(
+    request: ApiRequest, jobs: TenantJobs, tenant_claim: str = "tenant",
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> ApiResponse:  # fmt: skip
     tenant = tenant_of(request.claims, tenant_claim)
     if tenant is None:
         return error(403, f"the token has no valid {tenant_claim!r} claim (lowercase letters, digits and '-')")
@@ -78,7 +93,7 @@ def handle(request: ApiRequest, jobs: TenantJobs, tenant_claim: str = "tenant") 
     if job_id is not None and not JOB_ID.fullmatch(job_id):
         return error(404, f"no job {job_id[:80]}")
     try:
-        return _serve(request, jobs, tenant, job_id, action)
+        return _serve(request, jobs, tenant, job_id, action, clock().isoformat())
     except BadBody as bad:
         return error(400, "the job is invalid", problems=list(bad.problems))
     except JobNotFound:
@@ -92,10 +107,14 @@ def _allowed(job_id: str | None, action: str | None) -> frozenset[str]:
         return frozenset({"GET", "POST"})
     if action is None:
         return frozenset({"GET"})
-    return frozenset({"POST"}) if action in ("start", "cancel") else frozenset()
+    if action in ACTIONS:
+        return frozenset({"POST"})
+    return frozenset({"GET"}) if action in READS else frozenset()
 
 
-def _serve(request: ApiRequest, jobs: TenantJobs, tenant: str, job_id: str | None, action: str | None) -> ApiResponse:
+def _serve(
+    request: ApiRequest, jobs: TenantJobs, tenant: str, job_id: str | None, action: str | None, now: str
+) -> ApiResponse:
     if job_id is None and request.method == "POST":
         created = jobs.create(tenant, request.body)
         uploads = [{"name": u.name, "key": u.key, "url": u.url} for u in created.uploads]
@@ -105,12 +124,29 @@ def _serve(request: ApiRequest, jobs: TenantJobs, tenant: str, job_id: str | Non
         limit = _limit(request.query)
         if isinstance(limit, ApiResponse):
             return limit
-        return ApiResponse(200, {"jobs": [view.to_dict() for view in jobs.list_jobs(tenant, limit)]})
+        return ApiResponse(200, {"jobs": [view.to_dict() for view in jobs.list_jobs(tenant, limit)], "now": now})
     if action == "start":
         logger.info("tenant %s starts job %s", tenant, job_id)
         return ApiResponse(202, jobs.start(tenant, job_id).to_dict())
     if action == "cancel":
         return ApiResponse(202, {"job_id": job_id, "message": jobs.cancel(tenant, job_id)})
+    if action == "retry":
+        logger.info("tenant %s retries job %s", tenant, job_id)
+        return ApiResponse(202, {"job_id": job_id, "message": jobs.retry(tenant, job_id)})
+    if action == "detail":
+        view, detail = jobs.detail(tenant, job_id)
+        return ApiResponse(200, {"job": view.to_dict(), **detail, "now": now})
+    if action == "logs":
+        segment = _segment(request.query)
+        if isinstance(segment, ApiResponse):
+            return segment
+        attempts = [dataclasses.asdict(record) for record in jobs.logs(tenant, job_id, segment)]
+        return ApiResponse(200, {"job_id": job_id, "attempts": attempts})
+    if action == "preview":
+        image = jobs.preview(tenant, job_id)
+        if image is None:
+            return error(404, f"job {job_id} has no preview yet")
+        return ApiResponse(200, {"job_id": job_id, "image": image})
     return ApiResponse(200, jobs.status(tenant, job_id).to_dict())
 
 
@@ -120,4 +156,13 @@ def _limit(query: str) -> int | ApiResponse:
         return DEFAULT_LIST_LIMIT
     if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
         return error(400, f"limit must be a whole number from 1 to {MAX_LIMIT}, not {raw[:40]!r}")
+    return int(raw)
+
+
+def _segment(query: str) -> int | ApiResponse | None:
+    raw = (parse_qs(query).get("segment") or [""])[-1].strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        return error(400, f"segment must be a segment's index (a whole number), not {raw[:40]!r}")
     return int(raw)

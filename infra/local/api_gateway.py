@@ -1,8 +1,9 @@
 """Stand-in for API Gateway's HTTP API, for the local stack: JWT authorizer + Lambda proxy integration.
 
-Verifies each request's bearer token (`jwt_authorizer.py`), turns the request into the payload 2.0
-event API Gateway sends (claims in `requestContext.authorizer.jwt.claims`), calls the handler in this
-process and writes back its `statusCode`, `headers` and `body`. Run from the checkout:
+Answers CORS preflights and adds CORS headers as the HTTP API's `CorsConfiguration` does (`cors.py`;
+`--cors-origin`, repeatable), verifies each request's bearer token (`jwt_authorizer.py`), turns the
+request into the payload 2.0 event API Gateway sends (claims in `requestContext.authorizer.jwt.claims`),
+calls the handler in this process and writes back its `statusCode`, `headers` and `body`. Run from the checkout:
 python -m infra.local.api_gateway --handler functions.api.app.handler --public-key KEY.pem --port P
 """
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from infra.local.cors import CorsPolicy
 from infra.local.event_source import LambdaContext
 from infra.local.jwt_authorizer import JwtAuthorizer, Unauthorized
 
@@ -83,8 +85,17 @@ class LocalApi:
     authorizer: JwtAuthorizer
     handler: Handler
     timeout_s: int = 30
+    cors: CorsPolicy | None = None
 
     def respond(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Answer:
+        if self.cors is None:
+            return self._respond(method, target, headers, body)
+        if self.cors.is_preflight(method, headers):
+            return Answer(204, self.cors.preflight(headers), b"")
+        answer = self._respond(method, target, headers, body)
+        return Answer(answer.status, (*answer.headers, *self.cors.response(headers)), answer.body)
+
+    def _respond(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Answer:
         try:
             claims = self.authorizer.claims(headers)
         except Unauthorized as refused:
@@ -158,6 +169,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._any()
 
+    def do_OPTIONS(self) -> None:
+        self._any()
+
     def log_message(self, format: str, *args: object) -> None:
         logger.info("%s " + format, self.address_string(), *args)
 
@@ -174,12 +188,16 @@ def main() -> int:
     parser.add_argument("--audience", required=True)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--name", default="api", help="this process's name in logs and process lists")
+    parser.add_argument(
+        "--cors-origin", action="append", default=[], help="an origin whose pages may call the API (repeatable)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     module_name, _, function_name = args.handler.rpartition(".")
     handler = getattr(importlib.import_module(module_name), function_name)
     authorizer = JwtAuthorizer.from_file(args.public_key, args.issuer, args.audience)
-    server = ApiServer(LocalApi(authorizer, handler), args.port)
+    cors = CorsPolicy(frozenset(args.cors_origin)) if args.cors_origin else None
+    server = ApiServer(LocalApi(authorizer, handler, cors=cors), args.port)
     signal.signal(signal.SIGTERM, _stop)
     logger.info("%s serving %s on %s", args.name, args.handler, server.url)
     print(server.url, flush=True)

@@ -18,6 +18,7 @@ import pytest
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from fusionfleet.aws import AwsTarget
+from tests.support.browser import chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,6 +153,8 @@ def up_command(port: int, state_dir: Path, workers: int) -> list[str]:
         sys.executable, "-m", "fleetctl.cli", "local", "up", "--workers", str(workers), "--port", str(port),
         "--default-engine", "copy", "--state-dir", str(state_dir), "--visibility-seconds", str(VISIBILITY_S),
         "--faults-file", str(state_dir / "faults.json"),
+        # Fault tests count attempts and resumes of one copy: backup copies are the straggler test's own.
+        "--no-backups",
     ]  # fmt: skip
 
 
@@ -183,3 +186,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)],
             cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
+
+
+@pytest.fixture
+def browser() -> str:
+    """Debian's headless Chromium, for the dashboards' browser tests."""
+    found = chromium()
+    if found is None:
+        pytest.fail("the dashboards' browser tests need Debian's chromium (apt-get install -y chromium; .ci/run does)")
+    return found

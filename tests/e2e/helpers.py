@@ -1,9 +1,11 @@
-"""What the end-to-end tests share: submitting by S3 drop, waiting, and checking videos."""
+"""What the end-to-end tests share: submitting by S3 drop or through the HTTP API, waiting, and checking videos."""
 
 from __future__ import annotations
 
 import json
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,3 +69,39 @@ def checkpoint_exists(stack: Stack, job: str, index: int, first: int, end: int) 
     key = chunk_key(job, index, first, end)
     listing = stack.client("s3").list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=key)
     return int(listing.get("KeyCount", 0)) > 0
+
+
+# ---------------------------------------------------------------- the HTTP API, as a client calls it
+
+
+def api_token(stack: Stack, tenant: str) -> str:
+    result = stack.cli("local", "token", "--tenant", tenant, "--ttl", "900", "--state-dir", str(stack.state_dir))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].count(".") == 2, result.stdout  # the token alone on stdout
+    return lines[0]
+
+
+def api_url(stack: Stack) -> str:
+    status = stack.cli("local", "status", "--state-dir", str(stack.state_dir))
+    (line,) = [line for line in status.stdout.splitlines() if line.startswith("api http")]
+    return line.split(" ", 1)[1]
+
+
+def api_call(url: str, token: str, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=data, method=method)
+    request.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def put_file(url: str, path: Path) -> int:
+    request = urllib.request.Request(url, data=path.read_bytes(), method="PUT")
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return int(response.status)

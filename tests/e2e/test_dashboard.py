@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import drop_job, wait_until
-from tests.support.browser import chromium, dump_dom, elements, screenshot
+from tests.support.browser import dump_dom, elements, screenshot
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -49,14 +49,6 @@ class JobView:
                      and "data-worker" in e.attrs},
             cost=next((e.text for e in found if e.attrs.get("id") == "cost-usd"), ""),
         )  # fmt: skip
-
-
-@pytest.fixture
-def browser() -> str:
-    found = chromium()
-    if found is None:
-        pytest.fail("the dashboard's browser test needs Debian's chromium (apt-get install -y chromium; .ci/run does)")
-    return found
 
 
 def test_local_status_names_the_dashboard_and_it_serves_the_page(stack: Stack) -> None:

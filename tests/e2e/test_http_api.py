@@ -7,7 +7,6 @@ comes back through the job's `download_url`.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -20,65 +19,33 @@ import pytest
 
 from fleetctl.samples import grace_hopper_path
 from tests.e2e.conftest import ROOT, Stack
+from tests.e2e.helpers import api_call, api_token, api_url, put_file
 from tests.support.media import decode_all, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
-def _token(stack: Stack, tenant: str) -> str:
-    result = stack.cli("local", "token", "--tenant", tenant, "--ttl", "900", "--state-dir", str(stack.state_dir))
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert len(lines) == 1 and lines[0].count(".") == 2, result.stdout  # the token alone on stdout
-    return lines[0]
-
-
-def _api_url(stack: Stack) -> str:
-    status = stack.cli("local", "status", "--state-dir", str(stack.state_dir))
-    (line,) = [line for line in status.stdout.splitlines() if line.startswith("api http")]
-    return line.split(" ", 1)[1]
-
-
-def _call(url: str, token: str, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url + path, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {token}")
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
-
-
-def _put(url: str, path: Path) -> int:
-    request = urllib.request.Request(url, data=path.read_bytes(), method="PUT")
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return int(response.status)
-
-
 def test_a_tenant_submits_follows_and_downloads_a_job_through_the_api(stack: Stack, tmp_path: Path) -> None:
     # GIVEN a token for tenant acme from `local token`, and the API's URL from `local status`
-    api = _api_url(stack)
-    acme, globex = _token(stack, "acme"), _token(stack, "globex")
+    api = api_url(stack)
+    acme, globex = api_token(stack, "acme"), api_token(stack, "globex")
     clip = write_video(tmp_path / "clip.mp4", seconds=4, fps=25, width=320, height=240)
     # WHEN acme creates a job with its file names
     body = {"source": ["face.jpg"], "target": "clip.mp4", "engine": "copy", "priority": "high"}
-    status, created = _call(api, acme, "POST", "/jobs", body)
+    status, created = api_call(api, acme, "POST", "/jobs", body)
     assert status == 201, created
     job = created["job_id"]
     # AND puts each file to its presigned URL, then starts the job
     files = {"face.jpg": grace_hopper_path(), "clip.mp4": clip}
     for upload in created["uploads"]:
-        assert _put(upload["url"], files[upload["name"]]) == 200
-    status, started = _call(api, acme, "POST", f"/jobs/{job}/start")
+        assert put_file(upload["url"], files[upload["name"]]) == 200
+    status, started = api_call(api, acme, "POST", f"/jobs/{job}/start")
     assert status == 202, started
     # THEN polling the job sees it succeed, every segment done
     deadline = time.monotonic() + 300
     view: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        status, view = _call(api, acme, "GET", f"/jobs/{job}")
+        status, view = api_call(api, acme, "GET", f"/jobs/{job}")
         assert status == 200, view
         if view["state"] not in ("PENDING", "RUNNING"):
             break
@@ -96,17 +63,17 @@ def test_a_tenant_submits_follows_and_downloads_a_job_through_the_api(stack: Sta
     output = stack.client("s3").list_objects_v2(Bucket=stack.resources.media_bucket, Prefix="tenants/acme/outputs/")
     assert any(item["Key"].startswith(f"tenants/acme/outputs/{job}") for item in output.get("Contents", []))
     # AND another tenant's token finds no such job, and lists none of acme's
-    assert _call(api, globex, "GET", f"/jobs/{job}")[0] == 404
-    assert _call(api, globex, "POST", f"/jobs/{job}/cancel")[0] == 404
-    assert job not in [item["job_id"] for item in _call(api, globex, "GET", "/jobs")[1]["jobs"]]
-    assert job in [item["job_id"] for item in _call(api, acme, "GET", "/jobs")[1]["jobs"]]
+    assert api_call(api, globex, "GET", f"/jobs/{job}")[0] == 404
+    assert api_call(api, globex, "POST", f"/jobs/{job}/cancel")[0] == 404
+    assert job not in [item["job_id"] for item in api_call(api, globex, "GET", "/jobs")[1]["jobs"]]
+    assert job in [item["job_id"] for item in api_call(api, acme, "GET", "/jobs")[1]["jobs"]]
     # AND without a valid token there is nothing at all
-    assert _call(api, acme + "x", "GET", "/jobs")[0] == 401
+    assert api_call(api, acme + "x", "GET", "/jobs")[0] == 401
 
 
 def test_submit_goes_through_the_api_with_a_token_from_the_environment(stack: Stack, tmp_path: Path) -> None:
     # GIVEN the API's URL and a token in the variables `submit` reads
-    api, token = _api_url(stack), _token(stack, "acme")
+    api, token = api_url(stack), api_token(stack, "acme")
     clip = write_video(tmp_path / "clip.mp4", seconds=2, fps=25, width=320, height=240)
     result_path = tmp_path / "out" / "result.mp4"
     env = {**stack.env(), "FUSIONFLEET_API_URL": api, "FUSIONFLEET_TOKEN": token}
@@ -119,5 +86,5 @@ def test_submit_goes_through_the_api_with_a_token_from_the_environment(stack: St
     # THEN it succeeds, prints the API's job id last, and the result is downloaded frame for frame
     assert result.returncode == 0, (result.stderr, stack.logs())
     job = result.stdout.splitlines()[-1]
-    assert _call(api, token, "GET", f"/jobs/{job}")[1]["state"] == "SUCCEEDED"
+    assert api_call(api, token, "GET", f"/jobs/{job}")[1]["state"] == "SUCCEEDED"
     assert len(decode_all(result_path)[1]) == 50

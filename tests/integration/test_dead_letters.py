@@ -61,3 +61,11 @@ def test_merge_dead_letters_and_garbage(aws: Aws) -> None:
     outcome = fail_dead_letter(body(), 3, storage, tokens)  # type: ignore[arg-type]
     assert outcome is not None and tokens.failures[0][1] == "MergeDeadLettered"
     assert fail_dead_letter("not json", 1, storage, tokens) is None  # type: ignore[arg-type]
+
+
+def test_a_dead_lettered_backup_copy_never_fails_the_token_the_original_holds(aws: Aws) -> None:
+    storage = S3Storage(aws.s3)
+    tokens = Tokens()
+    task = {**json.loads(body({"index": 4})), "copy_number": 1, "avoid_worker": "w1"}
+    assert fail_dead_letter(json.dumps(task), 3, storage, tokens) is None  # type: ignore[arg-type]
+    assert tokens.failures == [] and storage.list_keys("work", "work/") == []

@@ -93,7 +93,7 @@ def test_a_valid_token_reaches_the_api(api: Api) -> None:
     # GIVEN a token from the trusted issuer, for the API's audience WHEN it lists jobs THEN it is served
     answer = api.call("GET", "/jobs", token=api.token())
     assert answer.status == 200
-    assert json.loads(answer.body) == {"jobs": []}
+    assert json.loads(answer.body)["jobs"] == []
 
 
 def test_a_request_without_a_token_is_401_with_a_challenge(api: Api) -> None:
@@ -260,9 +260,14 @@ def test_another_tenants_job_is_404_everywhere(api: Api) -> None:
     _uploaded(api, created)
     api.as_tenant("acme", "POST", f"/jobs/{job_id}/start")
     for method, path in (("GET", f"/jobs/{job_id}"), ("POST", f"/jobs/{job_id}/start"),
-                         ("POST", f"/jobs/{job_id}/cancel")):  # fmt: skip
+                         ("POST", f"/jobs/{job_id}/cancel"), ("POST", f"/jobs/{job_id}/retry"),
+                         ("GET", f"/jobs/{job_id}/detail"), ("GET", f"/jobs/{job_id}/logs"),
+                         ("GET", f"/jobs/{job_id}/preview")):  # fmt: skip
         status, answer = api.as_tenant("globex", method, path)
         assert status == 404, (method, path, answer)
+    # AND acme reads its own job's detail (PENDING until the slicer takes it)
+    status, detail = api.as_tenant("acme", "GET", f"/jobs/{job_id}/detail")
+    assert (status, detail["job"]["job_id"], detail["job"]["state"]) == (200, job_id, "PENDING")
     # AND an id that never existed reads the same
     assert api.as_tenant("acme", "GET", "/jobs/20260101-000000-00000000")[0] == 404
 

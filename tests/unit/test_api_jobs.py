@@ -17,6 +17,7 @@ from fusionfleet.identity import job_id as pipeline_job_id
 from fusionfleet.messages import ObjectRef
 from fusionfleet.operations import Operations
 from fusionfleet.orchestrator import Execution, execution_arn
+from fusionfleet.plan import Segment
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK, job_context
 
@@ -31,9 +32,9 @@ class Farm:
             self.storage, Operations(self.storage, self.orchestrator, self.notifier, settings), MEDIA, WORK
         )
 
-    def call(self, method: str, path: str, body: object = None, tenant: str = "acme") -> ApiResponse:
+    def call(self, method: str, path: str, body: object = None, tenant: str = "acme", query: str = "") -> ApiResponse:
         raw = b"" if body is None else json.dumps(body).encode()
-        return handle(ApiRequest(method, path, {"tenant": tenant}, raw), self.jobs)
+        return handle(ApiRequest(method, path, {"tenant": tenant}, raw, query), self.jobs)
 
     def started(self) -> tuple[str, str]:
         """A job of acme's, created, uploaded and started: (API job id, pipeline job id)."""
@@ -49,6 +50,8 @@ class Farm:
         output = ObjectRef(bucket=MEDIA, key=f"tenants/acme/outputs/{job}.mp4")
         context = job_context(job, segment_count=4, output=output)
         self.storage.put_json(WORK, layout.job_key(job), context.model_dump(mode="json"))
+        plan = [Segment(i, i * 25, (i + 1) * 25, i * 1_000_000, (i + 1) * 1_000_000) for i in range(4)]
+        self.storage.put_json(WORK, layout.plan_key(job), [segment.to_dict() for segment in plan])
         for index in range(done):
             self.storage.put_bytes(WORK, layout.segment_key(job, index), b"mp4")
             self.storage.put_json(WORK, layout.segment_record_key(job, index), {"status": "succeeded"})
@@ -66,7 +69,7 @@ def test_a_started_job_reads_pending_then_running_with_its_segments() -> None:
     farm.sliced(job, "RUNNING", done=1)
     assert farm.call("GET", f"/jobs/{api_id}").body == {
         "job_id": api_id, "state": "RUNNING", "segments": {"done": 1, "failed": 0, "total": 4},
-        "created_at": farm.call("GET", f"/jobs/{api_id}").body["created_at"],
+        "created_at": farm.call("GET", f"/jobs/{api_id}").body["created_at"], "priority": "normal",
     }  # fmt: skip
 
 
@@ -102,3 +105,106 @@ def test_cancel_stops_the_tenants_running_job_and_it_reads_cancelled() -> None:
     assert farm.call("GET", f"/jobs/{api_id}").body["state"] == "CANCELLED"
     # AND a second cancel is refused: the job is no longer running
     assert farm.call("POST", f"/jobs/{api_id}/cancel").status == 409
+
+
+# ---------------------------------------------------------------- what the tenant dashboard reads
+
+
+def test_the_detail_of_a_running_job_has_its_segments_under_the_apis_job_id() -> None:
+    # GIVEN acme's job, sliced into 4 segments, one done
+    farm = Farm()
+    api_id, job = farm.started()
+    farm.sliced(job, "RUNNING", done=1)
+    # WHEN acme reads its detail
+    answer = farm.call("GET", f"/jobs/{api_id}/detail")
+    # THEN it has the job's view, one cell per segment, and never the pipeline's id
+    assert answer.status == 200, answer.body
+    assert answer.body["job"]["job_id"] == api_id and answer.body["job"]["state"] == "RUNNING"
+    assert [segment["state"] for segment in answer.body["segments"]] == ["done", "pending", "pending", "pending"]
+    assert {"attempts", "timings", "cost", "preview", "now"} <= set(answer.body)
+    assert answer.body["preview"] is False
+    assert job not in answer.encoded().decode()
+
+
+def test_the_detail_of_a_job_not_started_yet_is_pending_with_no_segments() -> None:
+    farm = Farm()
+    created = farm.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4", "priority": "high"}).body
+    answer = farm.call("GET", f"/jobs/{created['job_id']}/detail")
+    assert answer.status == 200
+    assert (answer.body["job"]["state"], answer.body["job"]["priority"], answer.body["segments"]) == (
+        "PENDING", "high", [],
+    )  # fmt: skip
+
+
+def test_the_preview_is_a_data_url_of_the_latest_frame_and_404_before_it() -> None:
+    farm = Farm()
+    api_id, job = farm.started()
+    farm.sliced(job, "RUNNING", done=1)
+    assert farm.call("GET", f"/jobs/{api_id}/preview").status == 404
+    farm.storage.put_bytes(WORK, layout.frame_preview_key(job), b"\xff\xd8jpeg")
+    answer = farm.call("GET", f"/jobs/{api_id}/preview")
+    assert answer.status == 200
+    assert answer.body == {"job_id": api_id, "image": "data:image/jpeg;base64,/9hqcGVn"}
+    assert farm.call("GET", f"/jobs/{api_id}/detail").body["preview"] is True
+
+
+def test_logs_list_the_attempts_and_one_segment_on_request() -> None:
+    farm = Farm()
+    api_id, job = farm.started()
+    farm.sliced(job, "RUNNING")
+    assert farm.call("GET", f"/jobs/{api_id}/logs").body == {"job_id": api_id, "attempts": []}
+    assert farm.call("GET", f"/jobs/{api_id}/logs", query="segment=1").status == 200
+    assert farm.call("GET", f"/jobs/{api_id}/logs", query="segment=x").status == 400
+
+
+def test_retry_runs_a_cancelled_job_again_under_the_apis_job_id() -> None:
+    # GIVEN acme's job, cancelled with 1 of 4 segments rendered
+    farm = Farm()
+    api_id, job = farm.started()
+    farm.sliced(job, "RUNNING", done=1)
+    assert farm.call("POST", f"/jobs/{api_id}/cancel").status == 202
+    farm.orchestrator.states[execution_arn(MACHINE, job)] = Execution(
+        execution_arn(MACHINE, job), "ABORTED", input=farm.orchestrator.states[execution_arn(MACHINE, job)].input
+    )
+    # WHEN globex tries, then acme
+    assert farm.call("POST", f"/jobs/{api_id}/retry", tenant="globex").status == 404
+    answer = farm.call("POST", f"/jobs/{api_id}/retry")
+    # THEN acme's retry starts a second run
+    assert answer.status == 202, answer.body
+    assert api_id in answer.body["message"] and job not in answer.body["message"]
+    assert "of 4 segments" in answer.body["message"]
+    # AND a running job cannot be retried
+    assert farm.call("POST", f"/jobs/{api_id}/retry").status == 409
+
+
+def test_retrying_a_job_that_was_never_started_is_409() -> None:
+    farm = Farm()
+    created = farm.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4"}).body
+    assert farm.call("POST", f"/jobs/{created['job_id']}/retry").status == 409
+
+
+def test_another_tenant_reads_none_of_the_dashboard_routes() -> None:
+    # GIVEN acme's running job with a preview
+    farm = Farm()
+    api_id, job = farm.started()
+    farm.sliced(job, "RUNNING", done=1)
+    farm.storage.put_bytes(WORK, layout.frame_preview_key(job), b"jpeg")
+    # THEN globex gets 404 from every route that names it, and an empty list
+    for method, path in [("GET", "detail"), ("GET", "logs"), ("GET", "preview"), ("POST", "retry"),
+                         ("POST", "cancel")]:  # fmt: skip
+        answer = farm.call(method, f"/jobs/{api_id}/{path}", tenant="globex")
+        assert answer.status == 404, (path, answer.body)
+        assert job not in answer.encoded().decode()
+    assert farm.call("GET", "/jobs", tenant="globex").body["jobs"] == []
+    assert [view["job_id"] for view in farm.call("GET", "/jobs").body["jobs"]] == [api_id]
+
+
+def test_the_dashboard_routes_refuse_the_wrong_method_and_unknown_reads() -> None:
+    farm = Farm()
+    api_id, _job = farm.started()
+    for method, path in [("POST", "detail"), ("POST", "logs"), ("POST", "preview"), ("GET", "retry")]:
+        answer = farm.call(method, f"/jobs/{api_id}/{path}")
+        assert answer.status == 405, (method, path)
+        assert answer.headers["Allow"] == ("GET" if method == "POST" else "POST")
+    assert farm.call("GET", f"/jobs/{api_id}/workers").status == 404
+    assert farm.call("GET", "/workers").status == 404

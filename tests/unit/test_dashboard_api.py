@@ -114,10 +114,12 @@ def test_the_page_and_its_files_are_served_with_a_strict_policy(served: Served) 
     assert served.request("/etc/passwd").status == 404
 
 
-def test_the_script_puts_data_on_the_page_only_as_text() -> None:
-    # GIVEN the page's script and markup WHEN searched for ways to write HTML from strings
-    script = (STATIC / "app.js").read_text()
-    markup = (STATIC / "index.html").read_text()
+@pytest.mark.parametrize(("page", "script_name"), [("index.html", "app.js"), ("job.html", "render.js"),
+                                                  ("tenant.html", "tenant.js")])  # fmt: skip
+def test_the_script_puts_data_on_the_page_only_as_text(page: str, script_name: str) -> None:
+    # GIVEN the pages' scripts and markup WHEN searched for ways to write HTML from strings
+    script = (STATIC / script_name).read_text()
+    markup = (STATIC / page).read_text()
     # THEN there are none (data goes through textContent and attribute values), and no inline script
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", script)
     assert not re.search(r"<script(?![^>]*\bsrc=)", markup)

@@ -24,6 +24,13 @@ def test_a_rule_matches_by_job_substring_segment_and_attempt() -> None:
     assert matching(rules, "other-job", 3, 1) == []
 
 
+def test_a_rule_can_slow_only_the_original_copy_of_a_segment() -> None:
+    # (what the straggler test uses: the backup copy of the same attempt number renders at full speed)
+    rules = [{"segment": 1, "copy": 0, "action": "slow", "seconds": 60}]
+    assert matching(rules, JOB, 1, 1) == [Fault("slow", seconds=60)]
+    assert matching(rules, JOB, 1, 1, copy=1) == []
+
+
 def test_fields_left_out_match_everything_and_unknown_actions_nothing() -> None:
     rules: list[dict[str, Any]] = [
         {"action": "slow", "seconds": 1.5},

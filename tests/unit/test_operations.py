@@ -315,3 +315,18 @@ def test_a_cancelled_job_whose_execution_is_still_stopping_reads_cancelled_and_i
     with pytest.raises(OperationRefused, match="still stopping"):
         farm.ops.retry("slow-stop")
     assert len(farm.notifier.published) == 1
+
+
+def test_a_segment_won_by_a_backup_copy_counts_as_done_and_is_not_rendered_again_by_a_retry() -> None:
+    # GIVEN a failed job whose segment 1 was committed by its backup copy (output beside the segment's key)
+    farm = Farm()
+    farm.job("copied", "FAILED", done=(0,), failed=(2, 3), error="JobFailed")
+    key = layout.copy_segment_key("copied", 1, 1)
+    farm.storage.put_bytes(WORK, key, b"mp4")
+    won = SegmentRecord(job_id="copied", index=1, status="succeeded", frames=25, worker="w2", key=key, copy_number=1)
+    farm.storage.put_json(WORK, layout.segment_record_key("copied", 1), won.model_dump())
+    farm.attempt("copied", 1, 1, "succeeded", worker="w2")
+    # WHEN it is retried
+    farm.ops.retry("copied")
+    # THEN only the failed segments are planned again
+    assert [item["index"] for item in farm.storage.json(WORK, layout.run_plan_key("copied", 1))] == [2, 3]

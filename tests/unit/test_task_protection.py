@@ -183,6 +183,9 @@ class WaitingHandler:
     def cancelled(self, task: Step) -> bool:
         return False
 
+    def superseded(self, task: Step) -> str | None:
+        return None
+
     def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
         return None
 

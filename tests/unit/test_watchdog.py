@@ -5,10 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from fusionfleet import layout
+from fusionfleet.backups import BackupSender
+from fusionfleet.messages import SegmentHold, SegmentRecord
 from fusionfleet.orchestrator import Execution, Progress, execution_arn
+from fusionfleet.stragglers import BackupPolicy
 from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
-from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
-from tests.support.jobs import WORK, job_context
+from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeQueue, FakeStorage
+from tests.support.jobs import WORK, halves, job_context
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
 NOW = datetime.now(UTC)
@@ -92,3 +95,26 @@ def test_a_claim_left_by_a_sweep_that_died_is_finished_later() -> None:
     # THEN the notice goes out once
     (published,) = notifier.published
     assert published[2]["status"] == "failed" and "ended TIMED_OUT" in published[2]["reason"]
+
+
+def test_a_running_job_nearly_done_gets_its_straggler_copied_by_the_sweep() -> None:
+    # GIVEN a running two-segment job: segment 0 done in 3 s, segment 1 on w1 for 100 s
+    running = execution("job-slow", "RUNNING", started_s_ago=200)
+    watchdog, storage, orchestrator, notifier = setup(("job-slow", running))
+    orchestrator.map_progress[running.arn] = Progress(total=2, running=1, succeeded=1)
+    storage.put_json(WORK, layout.plan_key("job-slow"), [segment.to_dict() for segment in halves()])
+    done = SegmentRecord(job_id="job-slow", index=0, status="succeeded", frames=50, total_s=3.0)
+    storage.create(WORK, layout.segment_winner_key("job-slow", 0, 0), done.model_dump_json().encode())
+    hold = SegmentHold(task_token="tok", worker="w1", attempt=1, started_at=NOW.timestamp() - 100)
+    storage.put_json(WORK, layout.segment_task_key("job-slow", 1, 0), hold.model_dump())
+    queue = FakeQueue()
+    queue.create("q-normal")
+    sender = BackupSender(storage, queue, WORK, {"normal": "q-normal"}, BackupPolicy(min_age_s=30))
+    watchdog = Watchdog(storage, orchestrator, notifier, watchdog._config, sender)
+    # WHEN the watchdog sweeps twice
+    assert watchdog.sweep(NOW) == []
+    assert [(item.job_id, item.index) for item in watchdog.backups_sent] == [("job-slow", 1)]
+    watchdog.sweep(NOW)
+    # THEN the job is not closed, and exactly one backup copy is queued
+    assert watchdog.backups_sent == [] and queue.depth("q-normal").total == 1
+    assert notifier.published == [] and orchestrator.stopped == []

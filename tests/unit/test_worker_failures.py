@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from pydantic import BaseModel
@@ -10,7 +11,7 @@ from pydantic import BaseModel
 from fusionfleet.errors import InputRejected, SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.errors import Cancelled
+from gpu_worker.errors import Blocked, Cancelled
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.retry import RetryPolicy
@@ -22,7 +23,12 @@ QUEUE = "https://sqs.fake/render-normal"
 
 class Step(BaseModel):
     task_token: str
-    outcome: str  # ok | fail | reject | wait
+    outcome: str  # ok | fail | reject | wait | superseded | blocked | blocked-once
+    copy_number: int = 0
+    prior_attempts: int = 0
+
+    def wire_json(self) -> str:
+        return self.model_dump_json()
 
 
 class ScriptedHandler:
@@ -47,7 +53,11 @@ class ScriptedHandler:
             raise SegmentFailed("the encoder fell over")
         if task.outcome == "reject":
             raise InputRejected("no face in source[0]")
-        if task.outcome == "wait":
+        if task.outcome == "blocked" or (task.outcome == "blocked-once" and not task.prior_attempts):
+            raise Blocked("w is blocklisted for the job")
+        if task.outcome == "blocked-once":
+            raise SegmentFailed("the encoder fell over")
+        if task.outcome in ("wait", "superseded"):
             if self._during:
                 self._during()
             cancel.wait(10)
@@ -56,6 +66,9 @@ class ScriptedHandler:
 
     def cancelled(self, task: Step) -> bool:
         return task.outcome == "cancelled"
+
+    def superseded(self, task: Step) -> str | None:
+        return "copy 1 on w2 committed the segment first" if task.outcome == "superseded" else None
 
     def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
         self.recorded.append((task.task_token, error, reason, attempt))
@@ -156,7 +169,7 @@ def test_a_result_for_a_gone_token_is_dropped_with_its_message() -> None:
     assert take_one(subject)
     # THEN the result was offered once (as JSON), never retried, and the message deleted
     assert orchestrator.reports() == [
-        ("success", "t", {"index": 0, "key": "work/s/00000.mp4", "frames": 50, "engine_s": 1.5})
+        ("success", "t", {"index": 0, "key": "work/s/00000.mp4", "frames": 50, "engine_s": 1.5, "copy_number": 0})
     ]
     assert queue.deleted == [message_id] and subject.completed == 0
 
@@ -189,6 +202,8 @@ def test_a_task_whose_token_is_already_gone_when_taken_is_dropped_unrendered() -
     queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    # (sent a minute before it is taken: past the grace a young message's token gets)
+    queue.clock.advance(60)
     # WHEN a worker takes it
     assert take_one(worker(handler, queue, orchestrator))
     # THEN the heartbeat it sends at once (and once more a moment later) finds the token gone: nothing
@@ -219,6 +234,46 @@ def test_a_token_not_yet_registered_when_taken_is_checked_again_before_it_counts
     assert len(handler.attempts) == 1 and [call[0] for call in orchestrator.reports()] == ["success"]
 
 
+def test_a_young_message_whose_token_is_registered_late_is_asked_again_until_it_is_known() -> None:
+    # GIVEN a message taken as soon as it was sent, whose token the orchestrator learns only at the
+    # fourth heartbeat (LocalStack under load registers tokens seconds after sending their message)
+    queue, handler = FakeQueue(), ScriptedHandler()
+    orchestrator = FakeOrchestrator(gone={"t"})
+    queue.create(QUEUE)
+    queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    subject = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01, token_grace_s=5.0,
+    )  # fmt: skip
+    original = orchestrator.heartbeat
+    asked = []
+
+    def late(token: str) -> None:
+        asked.append(token)
+        if len(asked) == 4:
+            orchestrator.gone.discard(token)
+        original(token)
+
+    orchestrator.heartbeat = late  # type: ignore[method-assign]
+    # WHEN a worker takes it
+    assert take_one(subject)
+    # THEN it is rendered and reported, not dropped after the second answer
+    assert len(handler.attempts) == 1 and [call[0] for call in orchestrator.reports()] == ["success"]
+
+
+def test_a_young_message_whose_token_stays_gone_is_dropped_when_its_grace_ends() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    subject = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01, token_grace_s=0.3,
+    )  # fmt: skip
+    assert take_one(subject)
+    heartbeats = [call for call in orchestrator.calls if call[0] == "heartbeat"]
+    assert handler.attempts == [] and queue.deleted == [message_id] and len(heartbeats) >= 3
+
+
 def test_a_task_of_a_cancelled_job_is_dropped_unrendered_even_with_a_live_token() -> None:
     queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
     queue.create(QUEUE)
@@ -245,3 +300,59 @@ def test_a_task_redelivered_elsewhere_is_abandoned_and_left_to_the_other_worker(
     # THEN the work was cancelled and the message left alone: the other worker holds it
     assert orchestrator.reports() == [] and queue.deleted == []
     assert queue.depth(QUEUE).in_flight == 1
+
+
+def test_a_young_message_of_a_cancelled_job_with_a_gone_token_is_dropped_without_waiting_out_the_grace() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="cancelled").model_dump_json())
+    started = time.monotonic()
+    assert take_one(worker(handler, queue, orchestrator))
+    assert handler.attempts == [] and queue.deleted == [message_id]
+    assert time.monotonic() - started < 5  # the default grace is 30 s
+
+
+def test_a_copy_whose_other_copy_committed_stops_and_drops_its_message() -> None:
+    # GIVEN a straggler rendering while its backup copy commits the segment
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="superseded").model_dump_json())
+    # WHEN the keeper's winner check sees the other copy's commit
+    assert take_one(worker(handler, queue, orchestrator))
+    # THEN the work stops, nothing is reported for it and its message is gone
+    assert orchestrator.reports() == [] and queue.deleted == [message_id]
+
+
+def test_a_backup_copy_that_fails_for_good_never_fails_the_token() -> None:
+    # GIVEN a backup copy that fails on every attempt
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="fail", copy_number=1).model_dump_json())
+    subject = worker(handler, queue, orchestrator)
+    # WHEN its last attempt fails
+    for delay in (0, 2, 10):
+        queue.clock.advance(delay)
+        assert take_one(subject)
+    # THEN the original keeps the token: no SendTaskFailure, and the copy's message is gone, not dead-lettered
+    assert orchestrator.reports() == [] and queue.deleted == [message_id]
+
+
+def test_a_blocklisted_worker_hands_a_task_back_as_a_new_message_without_spending_an_attempt() -> None:
+    # GIVEN a task whose second delivery reaches a worker blocklisted for its job
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    first = queue.send(QUEUE, Step(task_token="t", outcome="blocked-once").model_dump_json())
+    subject = worker(handler, queue, orchestrator)
+    message = queue.receive(QUEUE, wait_s=0, visibility_s=0)[0]  # (an earlier delivery, lost)
+    queue.clock.advance(1)
+    # WHEN the worker takes it
+    assert take_one(subject)
+    # THEN the old message is gone and a new one waits, carrying the one real attempt made so far
+    assert queue.deleted == [first] and message.receive_count == 1
+    assert queue.depth(QUEUE).visible == 1 and handler.recorded == []
+    # AND the next worker's failure is attempt 2 of 3: the hand-back cost nothing
+    queue.clock.advance(1)
+    assert take_one(subject)
+    assert [attempt.number for attempt in handler.attempts] == [2, 2]
+    assert handler.recorded == [("t", "SegmentFailed", "the encoder fell over", 2)]
+    assert orchestrator.reports() == []

@@ -1,0 +1,249 @@
+// FusionFleet pages' shared rendering: the operator's dashboard (app.js) and the tenant's page
+// (tenant.js) draw the job list and a job's page with these functions, from one normalised shape.
+// Every piece of data reaches the page as text (textContent, attribute values), never as HTML.
+"use strict";
+
+const POLL_MS = 2000;
+const CANCELLABLE = new Set(["PENDING", "RUNNING"]);
+const RETRYABLE = new Set(["FAILED", "CANCELLED", "TIMED_OUT", "ABORTED"]);
+const SEGMENT_STATES = new Set(["pending", "running", "done", "failed"]);
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === null || value === undefined) continue;
+    if (key === "className") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "onclick") node.addEventListener("click", value);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function selectedJob() {
+  return new URLSearchParams(window.location.search).get("job");
+}
+
+function selectJob(jobId, refresh) {
+  const url = new URL(window.location.href);
+  if (jobId) url.searchParams.set("job", jobId);
+  else url.searchParams.delete("job");
+  window.history.pushState({}, "", url);
+  $("action-message").hidden = true;
+  refresh();
+}
+
+function formatAge(seconds) {
+  if (seconds === null || !Number.isFinite(seconds)) return "–";
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+}
+
+function secondsBetween(laterIso, earlierIso) {
+  if (!laterIso || !earlierIso) return null;
+  return (Date.parse(laterIso) - Date.parse(earlierIso)) / 1000;
+}
+
+function clock(epochSeconds) {
+  if (epochSeconds === null || epochSeconds === undefined) return "–";
+  return new Date(epochSeconds * 1000).toISOString().slice(11, 19);
+}
+
+function number(value, unit) {
+  if (typeof value !== "number") return value === null || value === undefined ? "–" : String(value);
+  const text = Number.isInteger(value) ? String(value) : value.toFixed(2);
+  return unit ? `${text} ${unit}` : text;
+}
+
+function badge(state) {
+  return el("span", { className: `badge state-${String(state).toLowerCase()}` }, state);
+}
+
+function progressBar(done, failed, total) {
+  const bar = el("div", { className: "bar", title: `${done} done, ${failed} failed of ${total}` });
+  const part = (cls, count) => {
+    const fill = el("div", { className: cls });
+    fill.style.width = total > 0 ? `${(100 * count) / total}%` : "0%";
+    return fill;
+  };
+  bar.append(part("bar-done", done), part("bar-failed", failed));
+  return bar;
+}
+
+// jobs: [{job_id, name, state, priority, segments_done, segments_failed, segments_total, submitted_at}]
+function renderJobs(jobs, now, refresh) {
+  const body = $("jobs").tBodies[0];
+  const chosen = selectedJob();
+  const rows = jobs.map((job) => {
+    const row = el(
+      "tr",
+      { className: job.job_id === chosen ? "selected" : "", dataset: { jobId: job.job_id, state: job.state } },
+      el("td", { className: "name", title: job.job_id }, job.name || job.job_id),
+      el("td", {}, badge(job.state)),
+      el("td", {}, job.priority || "–"),
+      el("td", {}, progressBar(job.segments_done, job.segments_failed, job.segments_total)),
+      el("td", { className: "num" }, `${job.segments_done}/${job.segments_total}`),
+      el("td", { className: "num" }, formatAge(secondsBetween(now, job.submitted_at))),
+    );
+    row.addEventListener("click", () => selectJob(job.job_id, refresh));
+    return row;
+  });
+  body.replaceChildren(...rows);
+  $("jobs-empty").hidden = rows.length > 0;
+}
+
+function segmentCell(segment) {
+  const state = SEGMENT_STATES.has(segment.state) ? segment.state : "pending";
+  const who = segment.worker ? `${segment.worker} #${segment.attempt}` : "";
+  const title =
+    `segment ${segment.index} · frames ${segment.start_frame}–${segment.end_frame} · ${state}` +
+    (segment.worker ? ` · ${segment.worker} · attempt ${segment.attempt}` : "");
+  return el(
+    "div",
+    { className: `seg seg-${state}`, title, dataset: { index: segment.index, state } },
+    el("b", {}, segment.index),
+    el("small", {}, who),
+  );
+}
+
+function renderTimings(timings) {
+  const items = Object.entries(timings || {}).flatMap(([key, value]) => {
+    const seconds = key.endsWith("_s") && typeof value === "number";
+    const label = (seconds ? key.slice(0, -2) : key).replace(/_/g, " ");
+    let text = typeof value === "object" && value !== null ? JSON.stringify(value) : number(value, seconds ? "s" : "");
+    if (typeof value === "string" && ISO_TIME.test(value)) {
+      text = `${new Date(Date.parse(value)).toISOString().slice(11, 19)} UTC`;
+    }
+    return [el("dt", {}, label), el("dd", {}, text)];
+  });
+  $("timings").replaceChildren(...(items.length ? items : [el("dd", { className: "empty" }, "not yet")]));
+}
+
+// The merge's figure once the job succeeded; before that, what its attempts have used so far.
+function renderCost(cost) {
+  $("cost-title").textContent = cost && !cost.final ? "Cost so far" : "Cost";
+  $("cost").replaceChildren(
+    ...(cost
+      ? [
+          el("dt", {}, "GPU engine"), el("dd", {}, number(cost.engine_gpu_s, "s")),
+          el("dt", {}, "GPU billed"), el("dd", {}, number(cost.billed_gpu_s, "s")),
+          el("dt", {}, "estimate"),
+          el("dd", { id: "cost-usd" }, `$${Number(cost.estimated_usd).toFixed(4)} at $${cost.gpu_hourly_price}/GPU-hour`),
+        ]
+      : [el("dd", { className: "empty" }, "not yet")]),
+  );
+}
+
+function renderAttempts(attempts) {
+  const rows = attempts.map((a) =>
+    el(
+      "tr",
+      { className: `attempt-${String(a.status).toLowerCase()}` },
+      el("td", { className: "num" }, a.segment),
+      el("td", { className: "num" }, a.attempt),
+      el("td", {}, a.worker),
+      el("td", {}, a.status),
+      el("td", { className: "num" }, clock(a.started_at)),
+      el("td", { className: "num" }, a.finished_at ? number(a.finished_at - a.started_at, "s") : "–"),
+      el("td", { className: "num" }, a.engine_s === null ? "–" : number(a.engine_s, "s")),
+      el("td", { className: "error" }, [a.error, a.reason].filter(Boolean).join(": ")),
+    ),
+  );
+  $("attempts").tBodies[0].replaceChildren(...rows);
+  $("attempts-empty").hidden = rows.length > 0;
+}
+
+// job: {job_id, name, state, priority, submitted_at, output, reason, now,
+//       segments: [SegmentView], attempts: [AttemptRecord], timings, cost}
+function renderJob(job) {
+  const section = $("job");
+  section.hidden = false;
+  $("no-job").hidden = true;
+  const done = job.segments.filter((s) => s.state === "done").length;
+  const failed = job.segments.filter((s) => s.state === "failed").length;
+  Object.assign(section.dataset, {
+    jobId: job.job_id,
+    state: job.state,
+    done: String(done),
+    total: String(job.segments.length),
+  });
+  $("job-name").textContent = job.name || job.job_id;
+  $("job-state").replaceChildren(badge(job.state));
+  const meta = [job.job_id, `priority ${job.priority || "–"}`];
+  if (job.submitted_at) meta.push(`submitted ${formatAge(secondsBetween(job.now, job.submitted_at))} ago`);
+  if (job.output) meta.push(`output ${job.output}`);
+  $("job-meta").textContent = meta.join(" · ");
+  $("job-reason").textContent = job.reason || "";
+  $("job-reason").hidden = !job.reason;
+  $("cancel").disabled = !CANCELLABLE.has(job.state);
+  $("retry").disabled = !RETRYABLE.has(job.state);
+  $("seg-done").textContent = String(done);
+  $("seg-failed").textContent = String(failed);
+  $("seg-total").textContent = String(job.segments.length);
+  $("segments").replaceChildren(...job.segments.map(segmentCell));
+  renderTimings(job.timings);
+  renderCost(job.cost);
+  renderAttempts(job.attempts);
+}
+
+function showPreview(src) {
+  const preview = $("preview");
+  if (src) {
+    if (preview.getAttribute("src") !== src) preview.setAttribute("src", src);
+  } else {
+    preview.removeAttribute("src");
+    $("preview-box").hidden = true;
+  }
+}
+
+function showNoJob(text) {
+  $("job").hidden = true;
+  $("no-job").hidden = false;
+  if (text) $("no-job").textContent = text;
+}
+
+function showConnection(ok, text) {
+  const node = $("connection");
+  node.dataset.ok = String(ok);
+  node.textContent = text;
+}
+
+function showActionResult(ok, text) {
+  const message = $("action-message");
+  message.textContent = text;
+  message.dataset.ok = String(ok);
+  message.hidden = false;
+}
+
+// A Cancel or Retry press on the chosen job: `send(path)` posts `/jobs/{id}/{action}` to the page's API
+// and returns the answer's message, or throws with the refusal.
+async function pressAction(action, send, refresh) {
+  const jobId = selectedJob();
+  if (!jobId) return;
+  if (action === "cancel" && !window.confirm(`Cancel job ${jobId}?`)) return;
+  try {
+    showActionResult(true, await send(`/jobs/${encodeURIComponent(jobId)}/${action}`));
+  } catch (error) {
+    showActionResult(false, `${action} refused: ${error.message}`);
+  }
+  refresh();
+}
+
+// Wiring both pages share: buttons, history, and the preview box that hides an image it cannot show.
+function wirePage(refresh, act) {
+  $("cancel").addEventListener("click", () => act("cancel"));
+  $("retry").addEventListener("click", () => act("retry"));
+  window.addEventListener("popstate", refresh);
+  $("preview").addEventListener("error", () => ($("preview-box").hidden = true));
+  $("preview").addEventListener("load", () => ($("preview-box").hidden = false));
+}

@@ -1,0 +1,27 @@
+"""A per-job worker blocklist (Deadline's and Flamenco's bad-worker lists): the decisions. Pure.
+
+A worker that fails `after_failures` segments of one job stops taking that job's segments, so a bad
+host cannot burn a job's retries. When every live render worker is blocklisted for a job, nobody is
+left to render it: the job fails at once with that reason rather than waiting forever (the rule
+chosen over ignoring the list, which would hand the segment back to a host known to fail it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BlockPolicy:
+    after_failures: int = 2  # 0: never blocklist
+
+    def blocks(self, failures: int) -> bool:
+        """Whether a worker with `failures` failed attempts at one job's segments is done with that job."""
+        return self.after_failures > 0 and failures >= self.after_failures
+
+
+def nobody_left(live_workers: Iterable[str], blocked: Iterable[str]) -> bool:
+    """True when there are live render workers and every one of them is blocklisted for the job."""
+    live = set(live_workers)
+    return bool(live) and live <= set(blocked)

@@ -1,0 +1,70 @@
+"""This worker's side of the per-job blocklist (fusionfleet.blocklist): count its failures at each job,
+record itself in the job's blocklist when they reach the limit, and know which jobs it left.
+
+The record is one object per worker (`work/<job>/blocklist/<worker>.json`), so two workers joining a
+job's list never overwrite each other. Who is alive comes from the presence records.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from fusionfleet import layout
+from fusionfleet.blocklist import BlockPolicy, nobody_left
+from fusionfleet.errors import ObjectMissing
+from fusionfleet.fleet import live_render_workers
+from fusionfleet.messages import JobContext
+from fusionfleet.storage import Storage
+
+logger = logging.getLogger(__name__)
+
+
+class Blocklist:
+    def __init__(self, storage: Storage, worker: str, policy: BlockPolicy, lost_after_s: float = 30.0) -> None:
+        self._storage = storage
+        self._worker = worker
+        self._policy = policy
+        self._lost_after_s = lost_after_s
+        self._failures: dict[str, int] = {}  # job id → failed attempts here (since this process started)
+        self._blocked: dict[str, bool] = {}  # job id → listed; read from the bucket once per job and process
+
+    def note_failure(self, job: JobContext, error: str, reason: str) -> bool:
+        """Count a failed attempt; True when this one put the worker on the job's blocklist."""
+        failures = self._failures.get(job.job_id, 0) + 1
+        self._failures[job.job_id] = failures
+        if self._blocked.get(job.job_id) or not self._policy.blocks(failures):
+            return False
+        record = {"worker": self._worker, "failures": failures, "blocked_at": time.time(), "last_error": error,
+                  "last_reason": reason[:500]}  # fmt: skip
+        self._storage.put_bytes(
+            job.work_bucket, layout.blocked_worker_key(job.job_id, self._worker), json.dumps(record).encode(),
+            "application/json",
+        )  # fmt: skip
+        self._blocked[job.job_id] = True
+        logger.warning(
+            "worker %s failed %s segments of %s: it takes no more of that job's segments", self._worker, failures,
+            job.job_id,
+        )  # fmt: skip
+        return True
+
+    def blocked(self, job: JobContext) -> bool:
+        known = self._blocked.get(job.job_id)
+        if known is None:
+            try:
+                self._storage.head(job.work_bucket, layout.blocked_worker_key(job.job_id, self._worker))
+                known = True
+            except ObjectMissing:
+                known = False
+            self._blocked[job.job_id] = known
+        return known
+
+    def nobody_left(self, job: JobContext) -> list[str] | None:
+        """The live render workers, when every one of them is blocklisted for the job; else None."""
+        live = live_render_workers(self._storage, job.work_bucket, time.time(), self._lost_after_s)
+        listed = {
+            key.rsplit("/", 1)[-1].removesuffix(".json")
+            for key in self._storage.list_keys(job.work_bucket, layout.blocklist_prefix(job.job_id))
+        }
+        return sorted(live) if nobody_left(live, listed) else None

@@ -1,0 +1,88 @@
+"""The per-job worker blocklist: when a worker leaves a job, how it hands the job's segments back without
+spending their attempts, and how a job whose every live worker left it fails instead of waiting forever."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from fusionfleet import layout
+from fusionfleet.blocklist import BlockPolicy, nobody_left
+from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
+from gpu_worker.attempt import Attempt
+from gpu_worker.blocklist import Blocklist
+from gpu_worker.errors import Blocked, WorkersBlocklisted
+from gpu_worker.tasks import RenderHandler
+from tests.support.fakes import FakeStorage
+from tests.support.jobs import WORK, halves, job_context
+
+JOB = job_context()
+
+
+def test_a_worker_leaves_a_job_after_n_failures_and_never_with_zero() -> None:
+    assert not BlockPolicy(2).blocks(1) and BlockPolicy(2).blocks(2) and BlockPolicy(2).blocks(3)
+    assert not BlockPolicy(0).blocks(100)
+
+
+def test_nobody_is_left_only_when_every_live_worker_is_listed() -> None:
+    assert nobody_left(["w1"], ["w1"])
+    assert nobody_left(["w1", "w2"], ["w1", "w2", "gone"])
+    assert not nobody_left(["w1", "w2"], ["w1"])
+    assert not nobody_left([], ["w1"])  # no presence records: nothing to judge by
+
+
+def alive(storage: FakeStorage, *names: str) -> None:
+    for name in names:
+        beat = WorkerBeat(name=name, role="render", last_beat=time.time())
+        storage.put_bytes(WORK, layout.worker_key(name), beat.model_dump_json().encode())
+
+
+def test_the_second_failure_puts_the_worker_on_the_jobs_list() -> None:
+    storage = FakeStorage()
+    mine = Blocklist(storage, "w1", BlockPolicy(2))
+    # WHEN w1 fails one segment of the job, then another
+    assert not mine.note_failure(JOB, "EngineCrashed", "boom") and not mine.blocked(JOB)
+    assert mine.note_failure(JOB, "EngineCrashed", "boom again")
+    # THEN it is listed in the job's blocklist record, and a restarted w1 reads that
+    record = storage.json(WORK, layout.blocked_worker_key(JOB.job_id, "w1"))
+    assert record["failures"] == 2 and record["last_error"] == "EngineCrashed"
+    assert Blocklist(storage, "w1", BlockPolicy(2)).blocked(JOB)
+    assert not Blocklist(storage, "w2", BlockPolicy(2)).blocked(JOB)
+    assert not mine.blocked(job_context("another-job"))
+
+
+class Renders:
+    def render(
+        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> SegmentResult:
+        return SegmentResult(index=task.segment.index, key="k", frames=50, engine_s=0.1)
+
+    def close(self) -> None:
+        return None
+
+
+def listed_worker(storage: FakeStorage) -> RenderHandler:
+    blocklist = Blocklist(storage, "w1", BlockPolicy(2))
+    for _ in range(2):
+        blocklist.note_failure(JOB, "EngineCrashed", "boom")
+    return RenderHandler(Renders(), storage, "w1", threading.Event(), blocklist)
+
+
+def test_a_listed_worker_hands_the_jobs_segment_back_while_another_worker_is_alive() -> None:
+    storage = FakeStorage()
+    alive(storage, "w1", "w2")
+    task = RenderTask(task_token="t", job=JOB, segment=halves()[0])
+    with pytest.raises(Blocked, match="w1 is blocklisted"):
+        listed_worker(storage).execute(task, threading.Event(), Attempt(number=3))
+    # (no attempt was recorded: the hand-back is not an attempt)
+    assert storage.list_keys(WORK, layout.attempts_prefix(JOB.job_id, 0)) == []
+
+
+def test_a_job_whose_every_live_worker_is_listed_fails_its_segment_naming_them() -> None:
+    storage = FakeStorage()
+    alive(storage, "w1")
+    task = RenderTask(task_token="t", job=JOB, segment=halves()[0])
+    with pytest.raises(WorkersBlocklisted, match=r"every live render worker \(w1\)"):
+        listed_worker(storage).execute(task, threading.Event(), Attempt(number=1))
