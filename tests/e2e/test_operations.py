@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -53,8 +54,14 @@ def work_json(stack: Stack, key: str) -> Any:
     return json.loads(stack.client("s3").get_object(Bucket=stack.resources.work_bucket, Key=key)["Body"].read())
 
 
+# Attempt records only: beside them sit the segment's task, backup and winner records (backup copies).
+ATTEMPT_RECORD = re.compile(r"\.attempts/r\d{3}-\d{3}(?:-c\d+)?\.json$")
+
+
 def attempts_of(stack: Stack, job: str) -> list[dict[str, Any]]:
-    return [work_json(stack, key) for key in work_keys(stack, layout.segments_prefix(job)) if ".attempts/" in key]
+    return [
+        work_json(stack, key) for key in work_keys(stack, layout.segments_prefix(job)) if ATTEMPT_RECORD.search(key)
+    ]
 
 
 def notices_within(stack: Stack, inbox: str, job: str, wait_s: float) -> list[dict[str, Any]]:
