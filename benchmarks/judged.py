@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,16 @@ def judge_clip(judge: Judge, clip: Clip, frames: int, every: int, quality: str) 
                 verdict.add_frame(judge, identity, before, after)
     return {"clip": clip.name, "what": clip.what, "options": clip.options, "swap_s": round(swap_s, 2),
             "sampled_frames": -(-frames // every), **verdict.summary()}  # fmt: skip
+
+
+def _judge_one(name: str, frames: int, every: int, quality: str) -> dict[str, Any]:
+    clip = next(clip for clip in CLIPS if clip.name == name)
+    return judge_clip(Judge(), clip, frames, every, quality)
+
+
+def start_judged_run(pool: Executor, frames: int, every: int, quality: str) -> list[Future[dict[str, Any]]]:
+    """Every clip judged in its own process: the judge's CNN detector takes most of the run's time."""
+    return [pool.submit(_judge_one, clip.name, frames, every, quality) for clip in CLIPS]
 
 
 def judged_run(frames: int, every: int, quality: str) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from benchmarks.judged import judged_goals, judged_run
+from benchmarks.judged import judged_goals, judged_run, start_judged_run
 from fleetctl import samples
 from gpu_worker.engines.base import QUALITY_PRESETS, EngineJob, Frame, Image
 from gpu_worker.engines.classic import identity as ident
@@ -353,7 +354,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--judged-frames", type=int, default=75, help="frames per judged clip")
     parser.add_argument("--judge-every", type=int, default=5, help="judge every Nth frame of each clip")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="processes judging clips beside the in-memory measurements (1: in turn)"
+    )
     args = parser.parse_args(argv)
+    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
+    judging = start_judged_run(pool, args.judged_frames, args.judge_every, "balanced") if pool else None
     logging.basicConfig(level=logging.WARNING)
     cv2.setNumThreads(1)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -389,7 +395,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     end_to_end = swap_end_to_end(engine, grace, args.swap_seconds)
     main_pair = pairs[0]
-    judged = judged_run(args.judged_frames, args.judge_every, "balanced")
+    if judging is not None and pool is not None:
+        judged = [future.result() for future in judging]
+        pool.shutdown()
+    else:
+        judged = judged_run(args.judged_frames, args.judge_every, "balanced")
     measured = {
         "jitter_ratio": main_pair["temporal"]["ratio"],
         "fps_realtime_640x360": speed["realtime"]["640x360"]["fps_per_core"],
@@ -400,6 +410,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "engine": "classic",
         "quality_preset": "balanced",
         "options": OPTIONS,
+        "judged_every": args.judge_every,
+        "judged_in_parallel": args.jobs,
         "model_load_seconds": load_seconds,
         "judged": judged,
         "pairs": pairs,

@@ -1,10 +1,11 @@
 """Quality presets: which post-processing runs, traded against speed.
 
-`realtime` feathers instead of Poisson-blending, matches only the mean colour and re-fits landmarks
-from the last position instead of following them with optical flow; `balanced` adds optical flow,
-Poisson blending and full LAB matching with regional shading; `cinema` detects three times as often,
-upsampled (faces down to about 40 pixels), and smooths with a constant-velocity Kalman filter. All
-three smooth landmarks over time (motion-compensated, see `smoothing.py`).
+`realtime` feathers instead of Poisson-blending, matches only the mean colour, re-fits landmarks
+from the last position instead of following them with optical flow and detects at the detector's own
+scale (faces from about 80 pixels); `balanced` adds optical flow, Poisson blending, full LAB matching
+with regional shading and detects upsampled once (faces down to about 40 pixels: people in a group or
+in the distance); `cinema` detects twice as often and smooths with a constant-velocity Kalman filter.
+All three smooth landmarks over time (motion-compensated, see `smoothing.py`).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ PRESETS: MappingProxyType[str, Preset] = MappingProxyType(
             name="balanced",
             detect_interval=6,
             detect_height=360,
-            detect_upsample=0,
+            detect_upsample=1,
             optical_flow=True,
             flow_correction=0.25,
             smoothing=Smoothing.ONE_EURO,

@@ -31,6 +31,8 @@ MIN_SCORE = -0.2
 MATCH_IOU = 0.3
 DUPLICATE_IOU = 0.5
 MIN_GOOD_FLOW = 0.5
+# Share of landmarks passing the forward-backward flow check above which a weak fit is forgiven.
+STRONG_FLOW = 0.9
 MAX_DISAGREEMENT = 0.25  # x inter-ocular distance
 MAX_MISSES = 2
 MIN_VISIBLE = 0.6  # share of the face box inside the frame
@@ -153,14 +155,20 @@ class FaceTracker:
         track.box = lm.box_from_landmarks(track.raw)
         disagreement = float(np.median(np.linalg.norm(fitted - flowed, axis=1)))
         eye_gap = max(lm.interocular(track.raw), 1.0)
-        track.degraded = (
+        lost = (
             (self.preset.optical_flow and good.mean() < MIN_GOOD_FLOW)
-            or disagreement > MAX_DISAGREEMENT * eye_gap
             or not lm.geometry_plausible(track.raw, track.box)
             or _visible_share(track.box, gray.shape) < MIN_VISIBLE
+        )
+        # A turned or squeezed face weakens the landmark fit (it disagrees with the flow, or follows
+        # a nudged box) while the flow still holds every point: then the flow is the evidence, and
+        # the track is kept through the turn instead of dying with nothing to re-detect it.
+        doubtful = (
+            disagreement > MAX_DISAGREEMENT * eye_gap
             # Without this, a face that vanishes (a cut, an occlusion) keeps being "fitted" in place.
             or lm.anchoring(self.models.predictor, gray, box, fitted, TRACK_NUDGES) > MAX_TRACK_ANCHORING
         )
+        track.degraded = lost or (doubtful and not (self.preset.optical_flow and good.mean() >= STRONG_FLOW))
 
     def _detect(self, gray: Gray) -> list[Detection]:
         scale = min(1.0, self.preset.detect_height / gray.shape[0])
