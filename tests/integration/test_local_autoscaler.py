@@ -107,6 +107,8 @@ def test_a_burst_grows_the_fleet_and_idleness_shrinks_it_stopping_only_idle_work
         # WHEN they finish THEN the fleet returns to the minimum
         pool.busy = set()
         assert wait_for(lambda: len(pool.running) == 1, 5, pool), pool.running
+        # (the status record is written once a round: the round after the stop says so)
+        assert wait_for(lambda: json.loads(status.read_text())["current"] == 1, 5, pool), status.read_text()
         record = json.loads(status.read_text())
         assert (record["current"], record["desired"], record["minimum"], record["maximum"]) == (1, 1, 1, 4)
     finally:

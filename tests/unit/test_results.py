@@ -36,6 +36,7 @@ def test_a_segment_result_is_a_flat_json_object() -> None:
         "key": "work/j/segments/00003.mp4",
         "frames": 50,
         "engine_s": 1.25,
+        "copy_number": 0,  # which copy's output was committed (1: a straggler's backup copy)
     }
 
 
