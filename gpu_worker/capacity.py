@@ -9,11 +9,11 @@ worker waits and the segment stays in the queue for a worker that can render it.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable, Sequence
 
-QUERY = ["nvidia-smi", "--query-gpu=index,uuid,memory.free", "--format=csv,noheader,nounits"]
+from gpu_worker import nvidia_smi
+
+QUERY = ["--query-gpu=index,uuid,memory.free", "--format=csv,noheader,nounits"]
 
 
 def parse_free_mib(output: str, visible: Sequence[str]) -> float | None:
@@ -36,13 +36,8 @@ def parse_free_mib(output: str, visible: Sequence[str]) -> float | None:
 
 def free_gpu_mib(visible: Sequence[str]) -> float | None:
     """What nvidia-smi says; None where there is none (a CPU host) or it does not answer."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        output = subprocess.run(QUERY, capture_output=True, text=True, timeout=10, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return parse_free_mib(output, visible)
+    output = nvidia_smi.query(QUERY)
+    return None if output is None else parse_free_mib(output, visible)
 
 
 def capacity_problem(free_mib: float | None, min_free_mib: float) -> str | None:

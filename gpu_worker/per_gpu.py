@@ -15,7 +15,6 @@ rather than leaving a GPU idle unnoticed.
 from __future__ import annotations
 
 import logging
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,9 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
+from gpu_worker import nvidia_smi
+
 logger = logging.getLogger(__name__)
 
-QUERY = ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"]
+QUERY = ["--query-gpu=index,uuid", "--format=csv,noheader"]
 FLAG = "--per-gpu"
 
 
@@ -83,13 +84,8 @@ def without_flag(argv: Sequence[str]) -> list[str]:
 
 def list_gpus() -> list[Gpu]:
     """The host's GPUs from nvidia-smi; none where it is missing or does not answer."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        result = subprocess.run(QUERY, capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return parse_gpus(result.stdout) if result.returncode == 0 else []
+    output = nvidia_smi.query(QUERY)
+    return [] if output is None else parse_gpus(output)
 
 
 class Launcher:
