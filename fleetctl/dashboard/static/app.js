@@ -49,7 +49,11 @@ async function refresh() {
     renderWorkers(workers);
     if (jobId) {
       try {
-        showDetail(await getJson(`/api/jobs/${encodeURIComponent(jobId)}`));
+        const detail = await getJson(`/api/jobs/${encodeURIComponent(jobId)}`);
+        showDetail(detail);
+        // The detail is read after the list; its row takes that newer state, so list and job page agree.
+        const rows = jobs.jobs.map((job) => (job.job_id === detail.summary.job_id ? detail.summary : job));
+        renderJobs(rows, jobs.now, refresh);
       } catch (error) {
         showNoJob(`Job ${jobId}: ${error.message}`);
       }

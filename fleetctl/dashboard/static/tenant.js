@@ -109,6 +109,7 @@ async function showDetail(jobId) {
     showPreview(preview && preview.image);
   }
   previewFor = live ? null : jobId;
+  return view;
 }
 
 async function refresh() {
@@ -119,10 +120,14 @@ async function refresh() {
   const jobId = selectedJob();
   try {
     const jobs = await call("/jobs?limit=50");
-    renderJobs(jobs.jobs.map(listed), jobs.now, refresh);
+    let rows = jobs.jobs.map(listed);
+    renderJobs(rows, jobs.now, refresh);
     if (jobId) {
       try {
-        await showDetail(jobId);
+        // The detail is read after the list; its row takes that newer state, so list and job page agree.
+        const fresh = listed(await showDetail(jobId));
+        rows = rows.map((row) => (row.job_id === fresh.job_id ? fresh : row));
+        renderJobs(rows, jobs.now, refresh);
       } catch (error) {
         if (error.status === 401) throw error;
         showNoJob(`Job ${jobId}: ${error.message}`);
