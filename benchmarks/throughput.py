@@ -13,6 +13,9 @@ Reports (benchmarks/results/throughput.json and a table):
   its next segment's start while work was waiting (callback, delete, receive, attempt record);
 - dispatch: how fast Step Functions put segments in the queue (the spread of send times).
 
+`--lookahead 0,2` runs each fleet size with workers that take their next task while one renders
+(FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG, gpu_worker/lookahead.py) off and on, side by side.
+
 These measured costs calibrate the fleet simulation (`benchmarks/fleetsim/scenarios.py`). On a
 2-core machine LocalStack and the workers share the cores, so the figures are an upper bound on the
 farm's own cost, not AWS's.
@@ -40,6 +43,7 @@ from fusionfleet import layout
 from fusionfleet.aws import AwsTarget
 from fusionfleet.messages import SegmentRecord
 from fusionfleet.storage import get_json
+from gpu_worker.config import ENV_LOOKAHEAD
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -94,8 +98,17 @@ def summarise(records: list[SegmentRecord], workers: int) -> dict[str, Any]:
 
 
 def run(
-    stack: LocalStack, workers: int, jobs: int, clip: Path, sleep_s: float, port: int, timeout_s: float
+    stack: LocalStack,
+    workers: int,
+    jobs: int,
+    clip: Path,
+    sleep_s: float,
+    port: int,
+    timeout_s: float,
+    lookahead: int = 0,
 ) -> dict[str, Any]:
+    # The workers the stack starts inherit this process's environment.
+    os.environ[ENV_LOOKAHEAD] = str(lookahead)
     faults = stack.paths.state_dir / "throughput-faults.json"
     faults.parent.mkdir(parents=True, exist_ok=True)
     # The sleep engine: every attempt of every segment sleeps once, at its first frame.
@@ -133,6 +146,7 @@ def run(
             records.append(SegmentRecord.model_validate(get_json(bench.storage, bench.resources.work_bucket, key)))
     return {
         "workers": workers,
+        "lookahead_min_backlog": lookahead,
         "jobs": jobs,
         "sleep_engine_s": sleep_s,
         "submit_to_last_notice_s": round(wall, 3),
@@ -149,6 +163,8 @@ def main() -> int:
     parser.add_argument("--sleep", type=float, default=2.0, help="the sleep engine's seconds per segment")
     parser.add_argument("--port", type=int, default=4601)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a run may take, else it failed")
+    parser.add_argument("--lookahead", default="0", help="workers' lookahead backlogs to run (0: off), comma-separated")
+    parser.add_argument("--name", default="throughput", help="results file: benchmarks/results/<name>.json")
     args = parser.parse_args()
     media = ROOT / ".fusionfleet" / "bench-media"
     media.mkdir(parents=True, exist_ok=True)
@@ -165,25 +181,32 @@ def main() -> int:
         "runs": [],
     }
     try:
-        for workers in (int(n) for n in args.workers.split(",")):
-            print(f"{workers} workers, {args.jobs} jobs of {args.seconds:g} s, sleep engine {args.sleep:g} s…")
+        runs = itertools.product((int(n) for n in args.workers.split(",")), (int(n) for n in args.lookahead.split(",")))
+        for workers, lookahead in runs:
+            print(
+                f"{workers} workers (lookahead {lookahead or 'off'}), {args.jobs} jobs of {args.seconds:g} s,"
+                f" sleep engine {args.sleep:g} s…"
+            )
             try:
-                results["runs"].append(run(stack, workers, args.jobs, clip, args.sleep, args.port, args.timeout))
+                row = run(stack, workers, args.jobs, clip, args.sleep, args.port, args.timeout, lookahead)
             except Exception as error:  # a failed run is kept and reported, never dropped
-                results["runs"].append({"workers": workers, "jobs": args.jobs, "failed": repr(error)[:500]})
+                row = {"workers": workers, "lookahead_min_backlog": lookahead, "failed": repr(error)[:500]}
+            results["runs"].append(row)
     finally:
         stack.down()
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "throughput.json").write_text(json.dumps(results, indent=1))
-    header = f"{'workers':>7} {'segments':>8} {'seg/s':>6} {'busy':>5} {'overhead p50/p95':>17} {'gap mean':>9}"
-    print(f"\n{header} {'send every':>10}")
+        (RESULTS / f"{args.name}.json").write_text(json.dumps(results, indent=1))
+    header = f"{'workers':>7} {'ahead':>5} {'segments':>8} {'seg/s':>6} {'busy':>5} {'overhead p50/p95':>17}"
+    print(f"\n{header} {'gap mean':>9} {'send every':>10}")
     for row in results["runs"]:
+        ahead = row.get("lookahead_min_backlog") or "off"
         if "failed" in row:
-            print(f"{row['workers']:>7} FAILED: {row['failed']}")
+            print(f"{row['workers']:>7} {ahead:>5} FAILED: {row['failed']}")
             continue
         overhead, gap = row["overhead_on_worker_s"], row["gap_between_segments_s"]
         print(
-            f"{row['workers']:>7} {row['segments']:>8} {row['segments_per_s']:>6.2f} {row['busy_share']:>5.2f}"
+            f"{row['workers']:>7} {ahead:>5} {row['segments']:>8}"
+            f" {row['segments_per_s']:>6.2f} {row['busy_share']:>5.2f}"
             f" {overhead['p50']:>7.2f}/{overhead['p95']:<7.2f}s {gap['mean'] or 0:>8.2f}s"
             f" {row['dispatch']['mean_interval_s']:>9.3f}s"
         )

@@ -24,6 +24,7 @@ from gpu_worker.engines.base import EngineUnavailable
 from gpu_worker.engines.facefusion import startup as facefusion_startup
 from gpu_worker.errors import ConfigError
 from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.lookahead import LookaheadPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
 from gpu_worker.presence import Presence
@@ -95,6 +96,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
         capacity=gpu_capacity(settings.min_free_gpu_mb, settings.visible_gpus)
         if settings.min_free_gpu_mb is not None and settings.role == "render"
         else None,
+        lookahead=LookaheadPolicy(settings.lookahead_min_backlog if settings.role == "render" else 0),
     )
 
 

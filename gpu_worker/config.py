@@ -38,6 +38,7 @@ ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
 ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
 ENV_BLOCK_AFTER = "FUSIONFLEET_BLOCK_AFTER_FAILURES"
+ENV_LOOKAHEAD = "FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG"
 ENV_VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
 
 ROLES = ("render", "merge")
@@ -76,6 +77,9 @@ class WorkerConfig:
     # A render worker that fails this many segments of one job stops taking that job's segments
     # (needs the presence records of work_bucket to tell whether anyone else is left); 0: never.
     block_after_failures: int = 2
+    # A render worker takes its next task while this one renders when the queues hold at least this
+    # many visible messages (gpu_worker.lookahead); 0: never.
+    lookahead_min_backlog: int = 0
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -170,6 +174,7 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         min_free_gpu_mb=float(env[ENV_MIN_FREE_GPU]) if env.get(ENV_MIN_FREE_GPU) else None,
         visible_gpus=tuple(e.strip() for e in env.get(ENV_VISIBLE_GPUS, "").split(",") if e.strip()),
         block_after_failures=int(env.get(ENV_BLOCK_AFTER, "2")),
+        lookahead_min_backlog=int(env.get(ENV_LOOKAHEAD, "0")),
         engine_env=tuple(sorted(env.items())),
     )
 

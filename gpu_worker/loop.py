@@ -7,6 +7,7 @@ a worker that dies at any point loses nothing: the message reappears and another
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -22,6 +23,7 @@ from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Blocked, Cancelled, Released
 from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
+from gpu_worker.lookahead import Held, Lookahead, LookaheadPolicy, release
 from gpu_worker.presence import Presence
 from gpu_worker.protection import NoProtection, TaskProtection
 from gpu_worker.retry import RetryPolicy, describe, retryable
@@ -48,6 +50,7 @@ class Worker:
         token_grace_s: float = 30.0,
         protection: TaskProtection | None = None,
         capacity: Callable[[], str | None] | None = None,
+        lookahead: LookaheadPolicy | None = None,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -69,6 +72,11 @@ class Worker:
         # Held from taking a task until the queues are found empty (or the worker stops), so a
         # scale-in picks idle tasks; renewed with each heartbeat.
         self._protection = protection or NoProtection()
+        # The next task, taken while this one renders when the backlog is deep (gpu_worker.lookahead).
+        self.lookahead = Lookahead(
+            lookahead or LookaheadPolicy(), queue, self._queue_urls, self.dequeue, self._keeper_while_waiting
+        )
+        self._may_look_ahead = False
         self.completed = 0
         self.failed = 0
         self.cold_stopped = False
@@ -78,6 +86,7 @@ class Worker:
         logger.info("worker %s (%s) started on %s", self.name, self._handler.role, ", ".join(self._queue_urls))
         handled = 0
         why = "stop requested"
+        held: Held | None = None
         if self._presence is not None:
             self._presence.start()
         try:
@@ -85,18 +94,26 @@ class Worker:
                 if max_tasks is not None and handled >= max_tasks:
                     why = f"{max_tasks} tasks done"
                     break
-                if self._lacks_capacity():
-                    continue
-                message = self.dequeue()
-                if message is None:
-                    self._protection.release()
-                    continue
-                self.execute(message)
+                if held is None:
+                    if self._lacks_capacity():
+                        continue
+                    message = self.dequeue()
+                    if message is None:
+                        self._protection.release()
+                        continue
+                else:
+                    # Its queue time runs until its turn: the attempt records say how long it waited.
+                    message = dataclasses.replace(held.message, received_at=time.time())
+                self._may_look_ahead = max_tasks is None or handled + 1 < max_tasks
+                self.execute(message, waited=held)
                 handled += 1
+                held = self.lookahead.collect()
         except ColdStop:
             why = "cold stop"
             self.cold_stopped = True
         finally:
+            # A task taken early and not started goes back to the queue at once, not at its timeout.
+            release(self._queue, held or self.lookahead.collect())
             self._protection.release()
             self._handler.close()
             if self._presence is not None:
@@ -135,13 +152,19 @@ class Worker:
                 return messages[0]
         return None
 
-    def execute(self, message: QueueMessage) -> None:
+    def execute(self, message: QueueMessage, waited: Held | None = None) -> None:
+        if waited is not None:
+            waited.stop_keeping()
         try:
             task = self._handler.parse(message.body)
         except ValidationError as error:
             self._discard_malformed(message, error)
             return
         what = self._handler.describe(task)
+        if waited is not None and waited.keeper is not None and waited.keeper.lost.is_set():
+            # Cancelled, superseded or gone while it waited for its turn.
+            self._after_lost_hold(message, what, waited.keeper.lost_hold)
+            return
         attempt = Attempt.of(message, prior=getattr(task, "prior_attempts", 0))
         if self._gone_at_take(message, task, what, attempt):
             return
@@ -155,6 +178,8 @@ class Worker:
         )  # fmt: skip
         try:
             with keeper:
+                if self._may_look_ahead:
+                    self.lookahead.begin()
                 output = self._handler.execute(task, keeper.lost, attempt)
         except ColdStop:
             self._end(None)
@@ -184,6 +209,17 @@ class Worker:
             return
         self._succeed(message, task.task_token, what, output)
         self._end(True)
+
+    def _keeper_while_waiting(self, message: QueueMessage) -> Keeper | None:
+        """What holds a task taken early until its turn: its visibility, its token, its cancel marker."""
+        try:
+            task = self._handler.parse(message.body)
+        except ValidationError:
+            return None  # malformed: discarded when its turn comes
+        return Keeper(
+            self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
+            cancelled=lambda: self._handler.cancelled(task), superseded=lambda: self._handler.superseded(task),
+        )  # fmt: skip
 
     def _gone_at_take(self, message: QueueMessage, task: Any, what: str, attempt: Attempt) -> bool:
         """A task of a cancelled job, or whose token is gone (its execution stopped), is dropped unrendered.

@@ -6,11 +6,13 @@ a job's fixed start (slicer, Step Functions' first dispatch) and its segments' d
 priority queue that a worker reads high first; each segment costing the engine's time per frame
 plus a fixed overhead on the worker (the GPU idles during it); workers that take `boot_s` to come
 and are billed from request to stop; scale-in stopping idle workers only; Spot interruptions that
-put a segment back (its progress lost); the merge.
+put a segment back (its progress lost); the merge; workers that take their next segment while one
+renders (gpu_worker.lookahead), which skips that segment's part of the overhead spent before its engine starts.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import random
@@ -46,6 +48,9 @@ class Costs:
     dispatch_s: float  # between two segments of one job being sent
     merge_base_s: float
     merge_per_segment_s: float
+    # The part of the engine's per-segment overhead spent before the engine starts (receive, token,
+    # records): what a segment taken early, while its predecessor renders, no longer waits for.
+    head_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,9 @@ class FleetConfig:
     backups: bool = False
     backup_k: float = 1.5
     backup_after_share: float = 0.9
+    # gpu_worker.lookahead: a worker takes its next segment as one starts when at least this many
+    # wait (0: off).
+    lookahead_min_backlog: int = 0
 
 
 @dataclass
@@ -262,6 +270,7 @@ class Worker:
         self._retire = farm.env.event()
         self.process: simpy.Process | None = None
         self.speed = farm.fleet.slow_factor if farm.random.random() < farm.fleet.slow_share else 1.0
+        self.held: Segment | None = None  # taken early, while the segment before it rendered
 
     def retire(self) -> None:
         self.retired = True
@@ -272,16 +281,20 @@ class Worker:
         env, farm = self.farm.env, self.farm
         yield env.timeout(max(0.0, self.ready_at - env.now))
         while not self.retired:
-            self.idle = True
-            request = farm.queue.get()
-            fired = yield request | self._retire
-            self.idle = False
-            if request not in fired:
-                request.cancel()
-                break
-            item = request.value
-            assert isinstance(item, simpy.PriorityItem)
-            segment: Segment = item.item
+            early = self.held is not None
+            if self.held is not None:
+                segment, self.held = self.held, None
+            else:
+                self.idle = True
+                request = farm.queue.get()
+                fired = yield request | self._retire
+                self.idle = False
+                if request not in fired:
+                    request.cancel()
+                    break
+                item = request.value
+                assert isinstance(item, simpy.PriorityItem)
+                segment = item.item
             key = (segment.job, segment.index)
             if farm.finished[key].triggered:
                 continue  # a copy of a segment another copy already finished
@@ -292,7 +305,9 @@ class Worker:
             result.first_start_s = min(result.first_start_s, env.now)
             result.waits.append(env.now - segment.queued_at)
             cost = farm.costs.engine
-            work = (cost.fixed_s() + segment.frames * cost.seconds_per_frame) * self.speed
+            head = farm.costs.head_s if early else 0.0
+            work = (cost.fixed_s() - head + segment.frames * cost.seconds_per_frame) * self.speed
+            self._look_ahead()
             interrupted_after = self._interruption()
             if interrupted_after is not None and interrupted_after < work:
                 yield env.timeout(interrupted_after)
@@ -300,6 +315,9 @@ class Worker:
                 farm.totals.interruptions += 1
                 farm.started.pop(key, None)
                 farm.enqueue(segment)  # another worker redoes it; this host is gone
+                if self.held is not None:
+                    farm.enqueue(self.held)
+                    self.held = None
                 self.retired = True
                 farm.add_worker()  # the service replaces the task (it boots again)
                 break
@@ -308,11 +326,20 @@ class Worker:
             farm.in_flight -= 1
             share = 1.0 if rendered in fired else (env.now - began) / work
             farm.totals.engine_s += (segment.frames + cost.lead_in_frames) * cost.seconds_per_frame * share
-            farm.totals.overhead_s += cost.overhead_s * share
+            farm.totals.overhead_s += (cost.overhead_s - head) * share
             if rendered in fired and not farm.finished[key].triggered:
                 farm.segment_done(segment, env.now - began)
             # else: the other copy won; this one stops as its token closes
         self.stopped_at = env.now
+
+    def _look_ahead(self) -> None:
+        """Take the next segment now when the backlog is deep enough (it is there: no time passes)."""
+        queue, threshold = self.farm.queue, self.farm.fleet.lookahead_min_backlog
+        if threshold <= 0 or len(queue.items) < threshold:
+            return
+        item = heapq.heappop(queue.items)  # the store keeps its items as a heap
+        assert isinstance(item, simpy.PriorityItem)
+        self.held = item.item
 
     def _interruption(self) -> float | None:
         rate = self.farm.fleet.spot_interruptions_per_hour

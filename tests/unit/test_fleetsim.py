@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from benchmarks.fleetsim.model import Farm, FleetConfig, JobSpec
 from benchmarks.fleetsim.scenarios import COSTS, fairness, p95, single_job, stragglers
 from fusionfleet.autoscale import ScalingPolicy
@@ -68,3 +70,24 @@ def test_without_slow_hosts_no_copy_is_made() -> None:
     result = stragglers(16, 120, 0.0, 3.0, seeds=range(1, 2))
     assert result["on"]["copies"] == 0
     assert result["on"]["render_s_mean"] == result["off"]["render_s_mean"]
+
+
+def test_taking_the_next_segment_early_hides_its_head_overhead_and_renders_each_segment_once() -> None:
+    # GIVEN a 2-minute job on 4 workers in fixed 4 s segments, and 0.4 s of each segment's overhead
+    # spent before its engine starts
+    costs = replace(COSTS, head_s=0.4)
+    job = JobSpec("job", 0.0, 120 * 30, 30, "normal")
+    runs = {}
+    for threshold in (0, 2):
+        farm = Farm(costs, FleetConfig(fixed_workers=4, adaptive_segments=False, lookahead_min_backlog=threshold))
+        farm.run([job])
+        runs[threshold] = farm
+    off, on = runs[0], runs[2]
+    # THEN with lookahead the job renders sooner, by about the hidden head of every segment but each
+    # worker's first and the ones taken from a shallow backlog
+    segments = off.results["job"].segments
+    saved = off.results["job"].last_end_s - on.results["job"].last_end_s
+    assert 0.4 * (segments / 4 - 3) <= saved <= 0.4 * segments / 4 + 0.01
+    # AND the same engine time was spent: no segment rendered twice
+    assert on.totals.engine_s == off.totals.engine_s
+    assert on.results["job"].segments == segments

@@ -1,0 +1,113 @@
+"""Take the next task while the current one renders, so the GPU does not wait on the queue between segments.
+
+Between two segments a worker otherwise receives a message, beats its token, reads the cancel marker
+and the segment's records before its engine starts again; all of that can happen while the engine is
+still busy with the segment in hand. Only when the queues hold at least `min_backlog` visible
+messages: idle workers long-poll these queues, so visible messages mean no worker is idle now and
+taking one early delays nobody, while with fewer a worker that frees up first should have it.
+
+The message taken early is held as any other (a Keeper extends its visibility and beats its token)
+until its turn comes, and released for another worker if this one stops before starting it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from fusionfleet.queues import QueueMessage, WorkQueue
+from gpu_worker.heartbeat import Keeper
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LookaheadPolicy:
+    min_backlog: int = 0  # 0: never take a task early
+
+    def worth_taking(self, visible: int) -> bool:
+        """Pure: take the next task early only from a backlog this deep."""
+        return self.min_backlog > 0 and visible >= self.min_backlog
+
+
+@dataclass
+class Held:
+    """A message taken early and the keeper holding it until its turn."""
+
+    message: QueueMessage
+    keeper: Keeper | None
+
+    def stop_keeping(self) -> None:
+        if self.keeper is not None:
+            self.keeper.__exit__(None, None, None)
+
+
+class Lookahead:
+    """One task taken early, in a background thread; `collect` hands it over (or None)."""
+
+    def __init__(
+        self,
+        policy: LookaheadPolicy,
+        queue: WorkQueue,
+        queue_urls: Sequence[str],
+        take: Callable[[], QueueMessage | None],
+        keep: Callable[[QueueMessage], Keeper | None],
+    ) -> None:
+        self._policy = policy
+        self._queue = queue
+        self._queue_urls = tuple(queue_urls)
+        self._take = take
+        self._keep = keep
+        self._thread: threading.Thread | None = None
+        self._held: Held | None = None
+        self.taken = 0  # tasks taken early, for the log and the tests
+
+    @property
+    def enabled(self) -> bool:
+        return self._policy.min_backlog > 0
+
+    def begin(self) -> None:
+        """Look for the next task now, in the background (no-op when off or already looking)."""
+        if not self.enabled or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._look, name="lookahead", daemon=True)
+        self._thread.start()
+
+    def collect(self) -> Held | None:
+        """The task taken early, if one was; waits for a look still under way (at most one receive)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        held, self._held = self._held, None
+        return held
+
+    def _look(self) -> None:
+        try:
+            visible = sum(self._queue.depth(url).visible for url in self._queue_urls)
+            if not self._policy.worth_taking(visible):
+                return
+            message = self._take()
+            if message is None:
+                return
+            keeper = self._keep(message)
+            if keeper is not None:
+                keeper.__enter__()
+            self._held = Held(message, keeper)
+            self.taken += 1
+            logger.info("took message %s early (%s visible)", message.message_id[:8], visible)
+        except Exception:
+            # Taking early is an optimisation: a failed look leaves the next task to the usual receive.
+            logger.warning("looking ahead failed", exc_info=True)
+
+
+def release(queue: WorkQueue, held: Held | None) -> None:
+    """Give a task taken early back to the queue at once, for another worker."""
+    if held is None:
+        return
+    held.stop_keeping()
+    with contextlib.suppress(Exception):
+        queue.change_visibility(held.message, 0)
+    logger.info("released message %s taken early", held.message.message_id[:8])

@@ -1,0 +1,172 @@
+"""Taking the next task while one renders (gpu_worker.lookahead), on an in-memory queue and orchestrator."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from pydantic import BaseModel
+
+from fusionfleet.messages import SegmentResult
+from gpu_worker.attempt import Attempt
+from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.lookahead import LookaheadPolicy
+from gpu_worker.loop import Worker
+from gpu_worker.retry import RetryPolicy
+from gpu_worker.stopping import StopSignal
+from tests.support.fakes import FakeOrchestrator, FakeQueue
+
+QUEUE = "https://sqs.fake/render-normal"
+
+
+class Step(BaseModel):
+    task_token: str
+    cancelled: bool = False
+
+    def wire_json(self) -> str:
+        return self.model_dump_json()
+
+
+class WatchingHandler:
+    """Renders by waiting until the lookahead has looked (or `hold_s` passed); notes the queue as it starts."""
+
+    role = "render"
+
+    def __init__(self, queue: FakeQueue, hold_s: float = 0.0, on_first: threading.Event | None = None) -> None:
+        self.queue = queue
+        self.hold_s = hold_s
+        self.rendered: list[str] = []
+        self.visible_during: list[int] = []
+        self.subject: Worker | None = None
+        self._on_first = on_first
+
+    def parse(self, body: str) -> Step:
+        return Step.model_validate_json(body)
+
+    def describe(self, task: Step) -> str:
+        return f"step {task.task_token}"
+
+    def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
+        self.rendered.append(task.task_token)
+        deadline = time.monotonic() + 5
+        # Long enough for the lookahead thread to finish its look: what a real render gives it.
+        while time.monotonic() < deadline and not self._looked():
+            time.sleep(0.01)
+        time.sleep(self.hold_s)
+        self.visible_during.append(self.queue.depth(QUEUE).visible)
+        if self._on_first is not None and len(self.rendered) == 1:
+            self._on_first.set()
+        return SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=1.5)
+
+    def _looked(self) -> bool:
+        thread = self.subject.lookahead._thread if self.subject is not None else None
+        return thread is None or not thread.is_alive()
+
+    def cancelled(self, task: Step) -> bool:
+        return task.cancelled
+
+    def superseded(self, task: Step) -> str | None:
+        return None
+
+    def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
+        return None
+
+    def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
+        return error
+
+    def close(self) -> None:
+        return None
+
+
+def worker(
+    handler: WatchingHandler,
+    queue: FakeQueue,
+    orchestrator: FakeOrchestrator,
+    min_backlog: int,
+    stop: StopSignal | None = None,
+) -> Worker:
+    subject = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
+        HeartbeatPolicy(visibility_s=60, cancel_check_s=0.2), stop or StopSignal(), idle_wait_s=0,
+        lookahead=LookaheadPolicy(min_backlog),
+    )  # fmt: skip
+    handler.subject = subject
+    return subject
+
+
+def queued(queue: FakeQueue, *steps: Step) -> list[str]:
+    queue.create(QUEUE)
+    return [queue.send(QUEUE, step.wire_json()) for step in steps]
+
+
+def test_the_policy_takes_early_only_from_a_backlog_as_deep_as_its_setting() -> None:
+    assert LookaheadPolicy(2).worth_taking(2) and LookaheadPolicy(2).worth_taking(9)
+    assert not LookaheadPolicy(2).worth_taking(1)
+    assert not LookaheadPolicy(0).worth_taking(100)
+
+
+def test_with_a_deep_backlog_the_next_task_is_taken_while_one_renders_and_each_runs_once_in_order() -> None:
+    # GIVEN four tasks queued and a worker that looks ahead from a backlog of 2
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    ids = queued(queue, *(Step(task_token=f"t{n}") for n in range(4)))
+    handler = WatchingHandler(queue)
+    subject = worker(handler, queue, orchestrator, min_backlog=2)
+    # WHEN it works through them
+    assert subject.run(max_tasks=4) == 4
+    # THEN each rendered once, in queue order, and succeeded; every message is deleted
+    assert handler.rendered == ["t0", "t1", "t2", "t3"]
+    assert [token for kind, token, _ in orchestrator.calls if kind == "success"] == ["t0", "t1", "t2", "t3"]
+    assert sorted(queue.deleted) == sorted(ids)
+    # AND while t0 and t1 rendered, their successor was already taken (two, then one, left visible);
+    # while t2 rendered the backlog (t3 alone) was too shallow to take from early
+    assert handler.visible_during == [2, 1, 1, 0]
+    assert subject.lookahead.taken == 2
+    # AND nothing was handed back
+    assert all(seconds != 0 for _, seconds in queue.visibility_changes)
+
+
+def test_with_lookahead_off_the_next_task_stays_in_the_queue_while_one_renders() -> None:
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queued(queue, *(Step(task_token=f"t{n}") for n in range(3)))
+    handler = WatchingHandler(queue)
+    subject = worker(handler, queue, orchestrator, min_backlog=0)
+    assert subject.run(max_tasks=3) == 3
+    assert handler.visible_during == [2, 1, 0]
+    assert subject.lookahead.taken == 0
+
+
+def test_a_worker_that_stops_releases_the_task_it_took_early_without_rendering_it() -> None:
+    # GIVEN three tasks, and a stop asked for while the first renders (after its successor was taken)
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    ids = queued(queue, *(Step(task_token=f"t{n}") for n in range(3)))
+    stop, first = StopSignal(), threading.Event()
+    handler = WatchingHandler(queue, on_first=first)
+    subject = worker(handler, queue, orchestrator, min_backlog=2, stop=stop)
+
+    def stop_after_first() -> None:
+        if first.wait(5):
+            stop.requested.set()
+
+    threading.Thread(target=stop_after_first, daemon=True).start()
+    # WHEN it runs
+    subject.run()
+    # THEN only the first rendered; the one taken early is visible again at once, not deleted
+    assert handler.rendered == ["t0"]
+    assert subject.lookahead.taken == 1
+    assert (ids[1], 0) in queue.visibility_changes
+    assert ids[1] not in queue.deleted and queue.depth(QUEUE).visible == 2
+
+
+def test_a_task_whose_job_is_cancelled_while_it_waits_its_turn_is_dropped_unrendered() -> None:
+    # GIVEN a long first task and, behind it, a task of a cancelled job and another
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    ids = queued(queue, Step(task_token="t0"), Step(task_token="gone", cancelled=True), Step(task_token="t2"))
+    handler = WatchingHandler(queue, hold_s=0.6)
+    subject = worker(handler, queue, orchestrator, min_backlog=2)
+    # WHEN it works through the queue
+    subject.run(max_tasks=3)
+    # THEN the cancelled job's task was taken early, never rendered, and its message deleted
+    assert subject.lookahead.taken >= 1
+    assert handler.rendered == ["t0", "t2"]
+    assert ids[1] in queue.deleted
+    assert ("success", "gone") not in [(kind, token) for kind, token, _ in orchestrator.calls]
