@@ -6,8 +6,12 @@ still busy with the segment in hand. Only when the queues hold at least `min_bac
 messages: idle workers long-poll these queues, so visible messages mean no worker is idle now and
 taking one early delays nobody, while with fewer a worker that frees up first should have it.
 
-The message taken early is held as any other (a Keeper extends its visibility and beats its token)
-until its turn comes, and released for another worker if this one stops before starting it.
+The message taken early gets a taken task's checks at once (its token is alive, its job not cancelled),
+is held as any other (a Keeper extends its visibility, beats its token and watches the cancel marker)
+until its turn comes, and is released for another worker if this one stops before starting it or if
+higher-priority work arrived meanwhile. The finished task's callback and delete then run in the
+background: its result is committed already, and a worker that dies before the callback leaves a
+message whose next taker answers with that committed result.
 """
 
 from __future__ import annotations
@@ -55,12 +59,15 @@ class Lookahead:
         queue_urls: Sequence[str],
         take: Callable[[], QueueMessage | None],
         keep: Callable[[QueueMessage], Keeper | None],
+        wanted: Callable[[QueueMessage], bool] = lambda message: True,
     ) -> None:
         self._policy = policy
         self._queue = queue
         self._queue_urls = tuple(queue_urls)
         self._take = take
         self._keep = keep
+        # The checks a task gets when taken (token alive, job not cancelled), made now; False: dropped.
+        self._wanted = wanted
         self._thread: threading.Thread | None = None
         self._held: Held | None = None
         self.taken = 0  # tasks taken early, for the log and the tests
@@ -90,7 +97,7 @@ class Lookahead:
             if not self._policy.worth_taking(visible):
                 return
             message = self._take()
-            if message is None:
+            if message is None or not self._wanted(message):
                 return
             keeper = self._keep(message)
             if keeper is not None:

@@ -12,6 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import ValidationError
@@ -74,8 +75,10 @@ class Worker:
         self._protection = protection or NoProtection()
         # The next task, taken while this one renders when the backlog is deep (gpu_worker.lookahead).
         self.lookahead = Lookahead(
-            lookahead or LookaheadPolicy(), queue, self._queue_urls, self.dequeue, self._keeper_while_waiting
-        )
+            lookahead or LookaheadPolicy(), queue, self._queue_urls, self.dequeue, self._keeper_while_waiting,
+            self._still_wanted,
+        )  # fmt: skip
+        self._finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="finish")
         self._may_look_ahead = False
         self.completed = 0
         self.failed = 0
@@ -94,6 +97,10 @@ class Worker:
                 if max_tasks is not None and handled >= max_tasks:
                     why = f"{max_tasks} tasks done"
                     break
+                if held is not None and self._outranked(held.message):
+                    # Priorities overtake: a higher queue filled while this one waited its turn.
+                    release(self._queue, held)
+                    held = None
                 if held is None:
                     if self._lacks_capacity():
                         continue
@@ -114,6 +121,7 @@ class Worker:
         finally:
             # A task taken early and not started goes back to the queue at once, not at its timeout.
             release(self._queue, held or self.lookahead.collect())
+            self._finisher.shutdown(wait=True)
             self._protection.release()
             self._handler.close()
             if self._presence is not None:
@@ -127,6 +135,15 @@ class Worker:
                 self.failed,
             )
         return handled
+
+    def _outranked(self, message: QueueMessage) -> bool:
+        """A queue of higher priority than `message`'s holds visible work."""
+        higher = self._queue_urls[: self._queue_urls.index(message.queue_url)]
+        try:
+            return any(self._queue.depth(url).visible > 0 for url in higher)
+        except Exception:
+            logger.warning("could not read the higher queues' depth", exc_info=True)
+            return False
 
     def _lacks_capacity(self) -> bool:
         """True (after waiting a poll's time) when the worker may not take work now; logged on change."""
@@ -166,8 +183,8 @@ class Worker:
             self._after_lost_hold(message, what, waited.keeper.lost_hold)
             return
         attempt = Attempt.of(message, prior=getattr(task, "prior_attempts", 0))
-        if self._gone_at_take(message, task, what, attempt):
-            return
+        if waited is None and self._gone_at_take(message, task, what, attempt):
+            return  # (a task taken early was looked at when taken, and kept an eye on since)
         logger.info("%s: attempt %s", what, attempt.number)
         self._protection.hold()
         self._begin(task)
@@ -207,8 +224,21 @@ class Worker:
             self._end(False)
             self._fail(message, task, what, error, attempt.number)
             return
-        self._succeed(message, task.task_token, what, output)
+        if self.lookahead.enabled:
+            # The result is committed already: its callback and delete need not hold up the next task.
+            self._finisher.submit(self._succeed, message, task.task_token, what, output)
+        else:
+            self._succeed(message, task.task_token, what, output)
         self._end(True)
+
+    def _still_wanted(self, message: QueueMessage) -> bool:
+        """The checks of a task just taken, made for one taken early as it is taken: False when dropped."""
+        try:
+            task = self._handler.parse(message.body)
+        except ValidationError:
+            return True  # discarded, with its token failed, when its turn comes
+        attempt = Attempt.of(message, prior=getattr(task, "prior_attempts", 0))
+        return not self._gone_at_take(message, task, self._handler.describe(task), attempt)
 
     def _keeper_while_waiting(self, message: QueueMessage) -> Keeper | None:
         """What holds a task taken early until its turn: its visibility, its token, its cancel marker."""

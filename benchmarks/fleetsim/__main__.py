@@ -15,8 +15,10 @@ from benchmarks.fleetsim.scenarios import (
     ACCEPTABLE_LATENCY_S,
     AWS_DISPATCH_S,
     COSTS,
+    LOOKAHEAD,
     LOW_BULK_JOBS,
     efficiency_curve,
+    efficiency_sensitivity,
     fairness,
     straggler_table,
     variants,
@@ -51,6 +53,7 @@ def plot(curve: list[dict[str, Any]], path: Path) -> None:
 def main() -> int:
     began = time.monotonic()
     curve = efficiency_curve()
+    sensitivity = efficiency_sensitivity()
     days = variants()
     fair = fairness()
     tails = straggler_table()
@@ -62,6 +65,7 @@ def main() -> int:
         "calibration": {
             "measured_on_local_stack": {
                 "per_segment_overhead_s": COSTS.engine.overhead_s,
+                "head_hidden_by_lookahead_s": COSTS.head_s,
                 "job_start_s": COSTS.job_start_s,
                 "dispatch_s": COSTS.dispatch_s,
                 "merge_base_s": COSTS.merge_base_s,
@@ -73,10 +77,15 @@ def main() -> int:
                 "gpu_boot_s": 180,
                 "spot_interruptions_per_gpu_hour": 0.02,
             },
-            "day": {"acceptable_latency_s": ACCEPTABLE_LATENCY_S, "low_bulk_jobs": LOW_BULK_JOBS},
+            "day": {
+                "acceptable_latency_s": ACCEPTABLE_LATENCY_S,
+                "low_bulk_jobs": LOW_BULK_JOBS,
+                "lookahead_min_backlog": LOOKAHEAD,
+            },
         },
         "efficiency_curve": curve,
         "efficiency_at_64": at_64,
+        "efficiency_at_64_sensitivity": sensitivity,
         "days": days,
         "fairness": fair,
         "stragglers": tails,
@@ -93,6 +102,12 @@ def main() -> int:
     print("parallel efficiency, 3-minute 1080p job at 64 GPUs (goal >= 0.9):")
     for name, value in at_64.items():
         print(f"  {name:<28} {value:.3f}")
+    print("\nthe same, adaptive plan, other costs (rows: dispatch interval; columns: per-segment overhead):")
+    overheads = sorted({r["overhead_s"] for r in sensitivity}, reverse=True)
+    print("  " + " " * 10 + "".join(f"{o:>8.2f}s" for o in overheads))
+    for dispatch in sorted({r["dispatch_s"] for r in sensitivity}, reverse=True):
+        cells = {r["overhead_s"]: r["efficiency_render"] for r in sensitivity if r["dispatch_s"] == dispatch}
+        print(f"  {dispatch:>8.3f}s" + "".join(f"{cells[o]:>9.3f}" for o in overheads))
     print(f"\n{'mixed day, 64 GPUs max':<40} {'busy':>6} {'worker':>7} {'billed h':>9} {'hi p95':>7} {'low max':>8}")
     for name, day in days.items():
         print(

@@ -32,6 +32,8 @@ AWS_DISPATCH_S = 0.01
 FPS = 30
 LOW_BULK_JOBS = 600
 ACCEPTABLE_LATENCY_S = 60.0
+# Workers' lookahead (FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG) in the day's lookahead variants.
+LOOKAHEAD = 2
 
 
 def p95(values: list[float]) -> float:
@@ -101,6 +103,7 @@ def run_day(
     adaptive: bool = True,
     spot_per_hour: float = 0.02,
     latency_s: float = ACCEPTABLE_LATENCY_S,
+    lookahead: int = 0,
     seed: int = 7,
 ) -> dict[str, Any]:
     jobs = mixed_day(seed=seed)
@@ -110,6 +113,7 @@ def run_day(
         boot_s=boot_s,
         spot_interruptions_per_hour=spot_per_hour,
         adaptive_segments=adaptive,
+        lookahead_min_backlog=lookahead,
     )
     farm = Farm(COSTS, fleet, seed=seed)
     farm.run(jobs)
@@ -159,6 +163,23 @@ def efficiency_curve(workers: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512
             for dispatch, costs in (("localstack", COSTS), ("aws-estimate", aws)):
                 row = parallel_efficiency(n, adaptive, costs=costs)
                 rows.append({**row, "plan": "adaptive" if adaptive else "fixed", "dispatch": dispatch})
+    return rows
+
+
+def efficiency_sensitivity(
+    workers: int = 64,
+    dispatches: tuple[float, ...] = (0.07, 0.01, 0.0),
+    overheads: tuple[float, ...] = (1.0, 0.5, 0.25),
+) -> list[dict[str, Any]]:
+    """What it takes: the adaptive plan's efficiency at `workers` GPUs for other dispatch intervals and
+    per-segment overheads than the measured ones (every other cost as calibrated)."""
+    rows = []
+    for dispatch in dispatches:
+        for overhead in overheads:
+            engine = replace(COSTS.engine, overhead_s=overhead)
+            costs = replace(COSTS, dispatch_s=dispatch, engine=engine, head_s=min(COSTS.head_s, overhead))
+            row = parallel_efficiency(workers, adaptive=True, costs=costs)
+            rows.append({"dispatch_s": dispatch, "overhead_s": overhead, **row})
     return rows
 
 
@@ -220,5 +241,7 @@ def variants() -> dict[str, dict[str, Any]]:
         "adaptive, latency 60 s, boot 60 s": {**base, "boot_s": 60.0},
         "adaptive, latency 900 s, boot 180 s": {**base, "latency_s": 900.0},
         "adaptive, latency 900 s, no Spot": {**base, "latency_s": 900.0, "spot_per_hour": 0.0},
+        "adaptive, latency 60 s, lookahead": {**base, "lookahead": LOOKAHEAD},
+        "adaptive, latency 900 s, lookahead": {**base, "latency_s": 900.0, "lookahead": LOOKAHEAD},
     }
     return {name: run_day(**kwargs) for name, kwargs in table.items()}

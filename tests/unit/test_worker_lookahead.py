@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from pydantic import BaseModel
 
@@ -32,13 +33,21 @@ class WatchingHandler:
 
     role = "render"
 
-    def __init__(self, queue: FakeQueue, hold_s: float = 0.0, on_first: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        queue: FakeQueue,
+        hold_s: float = 0.0,
+        on_first: threading.Event | None = None,
+        after_first: Callable[[], object] | None = None,
+    ) -> None:
         self.queue = queue
         self.hold_s = hold_s
         self.rendered: list[str] = []
         self.visible_during: list[int] = []
         self.subject: Worker | None = None
+        self.cancelled_jobs: set[str] = set()  # tokens whose job an operator cancelled
         self._on_first = on_first
+        self._after_first = after_first
 
     def parse(self, body: str) -> Step:
         return Step.model_validate_json(body)
@@ -52,6 +61,8 @@ class WatchingHandler:
         # Long enough for the lookahead thread to finish its look: what a real render gives it.
         while time.monotonic() < deadline and not self._looked():
             time.sleep(0.01)
+        if self._after_first is not None and len(self.rendered) == 1:
+            self._after_first()
         time.sleep(self.hold_s)
         self.visible_during.append(self.queue.depth(QUEUE).visible)
         if self._on_first is not None and len(self.rendered) == 1:
@@ -63,7 +74,7 @@ class WatchingHandler:
         return thread is None or not thread.is_alive()
 
     def cancelled(self, task: Step) -> bool:
-        return task.cancelled
+        return task.cancelled or task.task_token in self.cancelled_jobs
 
     def superseded(self, task: Step) -> str | None:
         return None
@@ -157,16 +168,51 @@ def test_a_worker_that_stops_releases_the_task_it_took_early_without_rendering_i
     assert ids[1] not in queue.deleted and queue.depth(QUEUE).visible == 2
 
 
-def test_a_task_whose_job_is_cancelled_while_it_waits_its_turn_is_dropped_unrendered() -> None:
-    # GIVEN a long first task and, behind it, a task of a cancelled job and another
+def test_a_task_of_a_cancelled_job_is_dropped_when_taken_early_not_held() -> None:
+    # GIVEN a first task and, behind it, a task of a cancelled job and another
     queue, orchestrator = FakeQueue(), FakeOrchestrator()
     ids = queued(queue, Step(task_token="t0"), Step(task_token="gone", cancelled=True), Step(task_token="t2"))
-    handler = WatchingHandler(queue, hold_s=0.6)
+    handler = WatchingHandler(queue)
+    subject = worker(handler, queue, orchestrator, min_backlog=2)
+    # WHEN it works through the queue
+    subject.run(max_tasks=2)
+    # THEN the cancelled job's task was looked at as it was taken, deleted unrendered, and not held
+    assert handler.rendered == ["t0", "t2"]
+    assert ids[1] in queue.deleted and subject.lookahead.taken == 0
+    assert "gone" not in [token for kind, token, _ in orchestrator.calls if kind == "success"]
+
+
+def test_a_task_whose_job_is_cancelled_while_it_waits_its_turn_is_dropped_unrendered() -> None:
+    # GIVEN a long first task, two behind it, and the second's job cancelled once it was taken early
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    ids = queued(queue, Step(task_token="t0"), Step(task_token="late"), Step(task_token="t2"))
+    handler = WatchingHandler(queue, hold_s=0.8, after_first=lambda: handler.cancelled_jobs.add("late"))
     subject = worker(handler, queue, orchestrator, min_backlog=2)
     # WHEN it works through the queue
     subject.run(max_tasks=3)
-    # THEN the cancelled job's task was taken early, never rendered, and its message deleted
+    # THEN the task was taken early, its keeper saw the cancel, and it was deleted unrendered
     assert subject.lookahead.taken >= 1
     assert handler.rendered == ["t0", "t2"]
     assert ids[1] in queue.deleted
-    assert ("success", "gone") not in [(kind, token) for kind, token, _ in orchestrator.calls]
+    assert "late" not in [token for kind, token, _ in orchestrator.calls if kind == "success"]
+
+
+def test_a_task_taken_early_gives_way_to_higher_priority_work_that_arrived_while_it_waited() -> None:
+    # GIVEN a worker on a high and a normal queue, three normal tasks, and a high task sent while the
+    # first normal one renders (after the second was taken early)
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    high = "https://sqs.fake/render-high"
+    queue.create(high)
+    ids = queued(queue, *(Step(task_token=f"n{n}") for n in range(3)))
+    handler = WatchingHandler(queue, after_first=lambda: queue.send(high, Step(task_token="h").wire_json()))
+    subject = Worker(
+        "w", [high, QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(2),
+    )  # fmt: skip
+    handler.subject = subject
+    # WHEN it works through them
+    subject.run(max_tasks=4)
+    # THEN the high task went second: the normal task taken early was handed back and rendered later
+    assert handler.rendered[:2] == ["n0", "h"]
+    assert sorted(handler.rendered) == ["h", "n0", "n1", "n2"]
+    assert (ids[1], 0) in queue.visibility_changes
