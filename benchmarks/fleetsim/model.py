@@ -167,6 +167,10 @@ class Farm:
 
     def enqueue(self, segment: Segment) -> None:
         segment.queued_at = self.env.now
+        self.requeue(segment)
+
+    def requeue(self, segment: Segment) -> None:
+        """Back in the queue, its wait still counted from when it was first queued."""
         rank = PRIORITY_RANK[segment.priority]
         self.queue.put(simpy.PriorityItem((rank, next(self._order)), segment))
 
@@ -281,6 +285,9 @@ class Worker:
         env, farm = self.farm.env, self.farm
         yield env.timeout(max(0.0, self.ready_at - env.now))
         while not self.retired:
+            if self.held is not None and self._outranked(self.held):
+                farm.requeue(self.held)  # gives way to higher-priority work, as the worker does
+                self.held = None
             early = self.held is not None
             if self.held is not None:
                 segment, self.held = self.held, None
@@ -331,6 +338,10 @@ class Worker:
                 farm.segment_done(segment, env.now - began)
             # else: the other copy won; this one stops as its token closes
         self.stopped_at = env.now
+
+    def _outranked(self, held: Segment) -> bool:
+        items = self.farm.queue.items
+        return bool(items) and items[0].priority[0] < PRIORITY_RANK[held.priority]
 
     def _look_ahead(self) -> None:
         """Take the next segment now when the backlog is deep enough (it is there: no time passes)."""

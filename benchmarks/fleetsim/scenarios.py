@@ -25,6 +25,10 @@ COSTS = Costs(
     dispatch_s=0.07,
     merge_base_s=0.5,
     merge_per_segment_s=0.02,
+    # The worker loop's own part of the overhead between two segments (callback, delete, receive, the
+    # take checks): 0.25 s median on the local stack (worker logs of benchmarks/results/
+    # throughput-lookahead.json's runs). What lookahead can hide AT MOST: the runs showed no gain.
+    head_s=0.25,
 )
 # Step Functions on AWS sends a Distributed Map's items from many child executions at once; the
 # 70 ms above is LocalStack's one-at-a-time rate. An ESTIMATE of AWS's, for comparison.
