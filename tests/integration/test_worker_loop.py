@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,7 @@ from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines import registry
 from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.lookahead import LookaheadPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
 from gpu_worker.render import InlineRenderer, RenderDeps
@@ -41,6 +43,8 @@ from gpu_worker.tasks import MergeHandler, RenderHandler
 from tests.integration.conftest import Aws, upload
 
 pytestmark = pytest.mark.timeout(120)
+# An attempt's record, not the segment's task or winner records beside it.
+ATTEMPT_RECORD = re.compile(r"\.attempts/r\d{3}-\d{3}(?:-c\d+)?\.json$")
 
 
 class RecordingOrchestrator:
@@ -149,6 +153,7 @@ def render_worker(
     retry: RetryPolicy | None = None,
     stopping: threading.Event | None = None,
     faults_file: Path | None = None,
+    lookahead: int = 0,
 ) -> Worker:
     storage = S3Storage(aws.s3)
     deps = RenderDeps(
@@ -160,7 +165,7 @@ def render_worker(
     return Worker(
         "test-worker", urls, handler, SqsQueue(aws.sqs), orchestrator,
         retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), HeartbeatPolicy(visibility_s=60), StopSignal(),
-        idle_wait_s=0,
+        idle_wait_s=0, lookahead=LookaheadPolicy(lookahead),
     )  # fmt: skip
 
 
@@ -202,6 +207,35 @@ def test_a_segment_is_rendered_checked_uploaded_reported_then_deleted(
     assert attempt["status"] == "succeeded" and attempt["worker"] == "test-worker" and attempt["engine_s"] >= 0
     preview = aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.frame_preview_key(job.job_id))
     assert preview["Body"].read()[:2] == b"\xff\xd8" and preview["ContentType"] == "image/jpeg"
+
+
+def test_with_lookahead_every_segment_is_rendered_once_reported_and_deleted(
+    aws: Aws, job: JobContext, tmp_path: Path
+) -> None:
+    # GIVEN all of the job's segments in the normal queue, and a worker that takes its next task early
+    segments = plan(aws, job)
+    assert len(segments) >= 2
+    for segment in segments:
+        send_render(aws, "RenderQueueNormal", job, segment, f"token-{segment['index']}")
+    orchestrator = recorder(aws)
+    subject = render_worker(aws, tmp_path, orchestrator, lookahead=1)
+    # WHEN it works through them
+    assert subject.run(max_tasks=len(segments)) == len(segments)
+    # THEN it took tasks early, each segment succeeded once, and every message is gone
+    assert subject.lookahead.taken >= 1
+    reported = sorted(c[1] for c in orchestrator.calls if c[0] == "success")
+    assert reported == sorted(f"token-{s['index']}" for s in segments)
+    assert all_empty(aws)
+    # AND each segment has its frames and one attempt, its first
+    for segment in segments:
+        key = layout.segment_record_key(job.job_id, segment["index"])
+        record = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=key)["Body"].read())
+        assert record["frames"] == segment["end_frame"] - segment["start_frame"] and record["attempt"] == 1
+        attempts = aws.s3.list_objects_v2(
+            Bucket=aws.work_bucket, Prefix=layout.attempts_prefix(job.job_id, segment["index"])
+        )
+        kept = [a["Key"] for a in attempts["Contents"] if ATTEMPT_RECORD.search(a["Key"])]
+        assert kept == [layout.attempt_record_key(job.job_id, segment["index"], 0, 1)]
 
 
 def test_high_priority_work_is_taken_first(aws: Aws, job: JobContext, tmp_path: Path) -> None:
