@@ -4,6 +4,7 @@ and moves to done; `local status` names the dashboard's URL."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import drop_job, wait_until
-from tests.support.browser import dump_dom, elements, screenshot
+from tests.support.browser import Element, dump_dom, elements, screenshot
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -28,6 +29,7 @@ class JobView:
     listed: dict[str, str]  # the job list: job id → state
     workers: dict[str, bool]  # worker name → shown as lost
     cost: str  # the job's cost estimate as the page shows it
+    timings: dict[str, str]  # label → text, as the job's timings list shows them
 
     @property
     def done(self) -> int:
@@ -48,7 +50,19 @@ class JobView:
             workers={e.attrs["data-worker"]: e.attrs["data-lost"] == "true" for e in found if e.tag == "tr"
                      and "data-worker" in e.attrs},
             cost=next((e.text for e in found if e.attrs.get("id") == "cost-usd"), ""),
+            timings=_pairs(found),
         )  # fmt: skip
+
+
+def _pairs(found: list[Element]) -> dict[str, str]:
+    """Each <dt>'s text → the text of the <dd> after it."""
+    pairs, label = {}, None
+    for element in found:
+        if element.tag == "dt":
+            label = element.text
+        elif element.tag == "dd" and label is not None:
+            pairs[label], label = element.text, None
+    return pairs
 
 
 def test_local_status_names_the_dashboard_and_it_serves_the_page(stack: Stack) -> None:
@@ -96,6 +110,8 @@ def test_a_submitted_job_appears_with_its_segments_and_moves_to_done(
     assert last.segment_states == ("done",) * 5
     # AND the job list shows it as succeeded, and the workers are there and alive
     assert last.listed.get(job) == "SUCCEEDED", last.listed
+    # AND its timings show when the merge started as a time of day, not as epoch seconds
+    assert re.fullmatch(r"\d\d:\d\d:\d\d UTC", last.timings.get("merge started at", "")), last.timings
     assert {"worker-1", "worker-2"} <= set(last.workers), last.workers
     assert not last.workers["worker-1"] and not last.workers["worker-2"]
     # AND the progress went through the states the page shows (never backwards)

@@ -123,6 +123,8 @@ function renderTimings(timings) {
     let text = typeof value === "object" && value !== null ? JSON.stringify(value) : number(value, seconds ? "s" : "");
     if (typeof value === "string" && ISO_TIME.test(value)) {
       text = `${new Date(Date.parse(value)).toISOString().slice(11, 19)} UTC`;
+    } else if (key.endsWith("_at") && typeof value === "number") {
+      text = `${new Date(value * 1000).toISOString().slice(11, 19)} UTC`; // epoch seconds (merge_started_at)
     }
     return [el("dt", {}, label), el("dd", {}, text)];
   });
