@@ -29,7 +29,7 @@ from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps
 from gpu_worker.presence import Presence
 from gpu_worker.protection import task_protection
-from gpu_worker.render import InlineRenderer, build_render_deps
+from gpu_worker.render import InlineRenderer, build_render_deps, finish_segment
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
 from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler
@@ -62,6 +62,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
                     seconds_per_frame=settings.seconds_per_frame,
                     base_timeout_s=settings.base_timeout_s,
                 ),
+                lambda frames, attempt: finish_segment(frames, storage, settings.name, attempt).output,
             )
             host_process.start()
         blocklist = (

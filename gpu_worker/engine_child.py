@@ -1,8 +1,10 @@
 """The engine process: the child side of the engine host.
 
-It builds its own render dependencies (clients, engines) once, then renders one segment per request
-until it is told to stop. Requests and replies are small values sent over a multiprocessing pipe;
-the task arrives parsed (a RenderTask pickles), so a task is parsed once, by the worker loop.
+It builds its own render dependencies (clients, engines) once, then renders one segment's frames per
+request until it is told to stop; the worker joins, checks and uploads them (render.finish_segment),
+so this process is free for the next segment meanwhile. Requests and replies are small values sent
+over a multiprocessing pipe; the task arrives parsed (a RenderTask pickles), so a task is parsed once,
+by the worker loop.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from fusionfleet.messages import RenderTask, SegmentResult
+from fusionfleet.messages import RenderTask
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.errors import Drained
-from gpu_worker.render import RenderDeps, build_render_deps, render_segment
+from gpu_worker.render import RenderDeps, build_render_deps, render_frames
+from gpu_worker.rendered import RenderedFrames
 from gpu_worker.retry import describe, retryable
 
 PR_SET_PDEATHSIG = 1
@@ -38,7 +41,7 @@ class StopRequest:
 
 @dataclass(frozen=True)
 class Rendered:
-    result: SegmentResult
+    frames: RenderedFrames
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def answer(request: RenderRequest, deps: RenderDeps, drain: Any) -> Reply:
     """Render one requested segment; every outcome becomes a reply, none escapes as an exception."""
     never = threading.Event()  # the parent cancels by killing this process
     try:
-        return Rendered(render_segment(request.task, deps, never, request.attempt, drain).output)
+        return Rendered(render_frames(request.task, deps, never, request.attempt, drain))
     except Drained as stopped:
         return Checkpointed(stopped.next_frame)
     except Exception as error:

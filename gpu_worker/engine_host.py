@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -26,6 +27,7 @@ from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.engine_child import Checkpointed, Failed, Rendered, RenderRequest, Reply, StopRequest
 from gpu_worker.errors import Cancelled, EngineFailure, Released
+from gpu_worker.rendered import Finish, RenderedFrames
 
 logger = logging.getLogger(__name__)
 
@@ -109,9 +111,13 @@ def recycle_reason(tasks: int, rss: float, gpu: float | None, policy: HostPolicy
 
 
 class EngineHost:
-    def __init__(self, config: HostConfig, policy: HostPolicy) -> None:
+    def __init__(
+        self, config: HostConfig, policy: HostPolicy, finish: Callable[[RenderedFrames, Attempt], SegmentResult]
+    ) -> None:
         self._config = config
         self._policy = policy
+        # Joins, checks and uploads rendered frames in the worker's process (render.finish_segment).
+        self._finish = finish
         self._context = multiprocessing.get_context("spawn")
         self._drain = self._context.Event()
         self._process: Any = None
@@ -147,9 +153,8 @@ class EngineHost:
         self._process = None
         self._conn = None
 
-    def render(
-        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
-    ) -> SegmentResult:
+    def render(self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event) -> Finish:
+        """The segment's frames, rendered in the engine process; the step returned finishes it here."""
         self.start()
         assert self._conn is not None
         self._drain.clear()
@@ -165,7 +170,8 @@ class EngineHost:
         self._tasks += 1
         self._maybe_recycle()
         if isinstance(reply, Rendered):
-            return reply.result
+            frames = reply.frames
+            return lambda: self._finish(frames, attempt)
         if isinstance(reply, Checkpointed):
             raise Released(f"{what}: checkpointed before frame {reply.next_frame}")
         assert isinstance(reply, Failed)

@@ -10,9 +10,10 @@ import contextlib
 import dataclasses
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from pydantic import ValidationError
@@ -79,6 +80,8 @@ class Worker:
             self._still_wanted,
         )  # fmt: skip
         self._finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="finish")
+        self._finishing: Future[None] | None = None
+        self._counts = threading.Lock()
         self._may_look_ahead = False
         self.completed = 0
         self.failed = 0
@@ -106,7 +109,8 @@ class Worker:
                         continue
                     message = self.dequeue()
                     if message is None:
-                        self._protection.release()
+                        if not self._finishing_now():
+                            self._protection.release()
                         continue
                 else:
                     # Its queue time runs until its turn: the attempt records say how long it waited.
@@ -193,43 +197,74 @@ class Worker:
             cancelled=lambda: self._handler.cancelled(task), renew=self._protection.hold,
             superseded=lambda: self._handler.superseded(task),
         )  # fmt: skip
+        keeper.__enter__()
         try:
-            with keeper:
-                if self._may_look_ahead:
-                    self.lookahead.begin()
-                output = self._handler.execute(task, keeper.lost, attempt)
-        except ColdStop:
-            self._end(None)
-            self._release(message, what)
-            raise
-        except Cancelled:
-            self._end(None)
-            self._after_lost_hold(message, what, keeper.lost_hold)
-            return
-        except Released as released:
-            self._end(None)
-            logger.info("%s", released)
-            self._release(message, what)
-            return
-        except Blocked as blocked:
-            self._end(None)
-            logger.warning("%s", blocked)
-            self._hand_back(message, task, attempt, what)
-            return
-        except Exception as error:
-            if keeper.lost.is_set():
-                self._end(None)
-                self._after_lost_hold(message, what, keeper.lost_hold)
-                return
-            self._end(False)
-            self._fail(message, task, what, error, attempt.number)
+            if self._may_look_ahead:
+                self.lookahead.begin()
+            finish = self._handler.start(task, keeper.lost, attempt)
+        except BaseException as error:
+            keeper.__exit__(None, None, None)
+            self._ended_early(message, task, what, attempt, keeper, error)
             return
         if self.lookahead.enabled:
-            # The result is committed already: its callback and delete need not hold up the next task.
-            self._finisher.submit(self._succeed, message, task.task_token, what, output)
+            # The engine is free: the segment's join, check, upload, callback and delete go on in the
+            # background while the next one renders. One at a time, so finishing never falls behind.
+            self._await_finishing()
+            self._finishing = self._finisher.submit(self._complete, message, task, what, attempt, keeper, finish)
         else:
-            self._succeed(message, task.task_token, what, output)
-        self._end(True)
+            self._complete(message, task, what, attempt, keeper, finish)
+
+    def _complete(
+        self, message: QueueMessage, task: Any, what: str, attempt: Attempt, keeper: Keeper, finish: Callable[[], Any]
+    ) -> None:
+        """Finish a task whose engine part is done, still holding its message; then report it."""
+        try:
+            output = finish()
+        except BaseException as error:
+            keeper.__exit__(None, None, None)
+            self._ended_early(message, task, what, attempt, keeper, error)
+            return
+        keeper.__exit__(None, None, None)
+        self._succeed(message, task.task_token, what, output)
+        self._end(task, True)
+
+    def _await_finishing(self) -> None:
+        if self._finishing is not None:
+            with contextlib.suppress(Exception):  # its own errors are handled where it ran
+                self._finishing.result()
+            self._finishing = None
+
+    def _finishing_now(self) -> bool:
+        return self._finishing is not None and not self._finishing.done()
+
+    def _ended_early(
+        self, message: QueueMessage, task: Any, what: str, attempt: Attempt, keeper: Keeper, error: BaseException
+    ) -> None:
+        """A task that raised instead of producing its result: released, handed back, retried or failed."""
+        if isinstance(error, ColdStop):
+            self._end(task, None)
+            self._release(message, what)
+            raise error
+        if isinstance(error, Cancelled):
+            self._end(task, None)
+            self._after_lost_hold(message, what, keeper.lost_hold)
+        elif isinstance(error, Released):
+            self._end(task, None)
+            logger.info("%s", error)
+            self._release(message, what)
+        elif isinstance(error, Blocked):
+            self._end(task, None)
+            logger.warning("%s", error)
+            self._hand_back(message, task, attempt, what)
+        elif isinstance(error, Exception):
+            if keeper.lost.is_set():
+                self._end(task, None)
+                self._after_lost_hold(message, what, keeper.lost_hold)
+                return
+            self._end(task, False)
+            self._fail(message, task, what, error, attempt.number)
+        else:
+            raise error
 
     def _still_wanted(self, message: QueueMessage) -> bool:
         """The checks of a task just taken, made for one taken early as it is taken: False when dropped."""
@@ -320,24 +355,24 @@ class Worker:
     def _begin(self, task: Any) -> None:
         if self._presence is None:
             return
-        segment = getattr(task, "segment", None)
         job = getattr(task, "job", None)
-        job_id = getattr(job, "job_id", "?")
-        engine = getattr(job, "engine", None) if segment is not None else None
-        self._presence.begin(f"{job_id}:{segment.index if segment is not None else 'merge'}", engine)
+        engine = getattr(job, "engine", None) if getattr(task, "segment", None) is not None else None
+        self._presence.begin(_current(task), engine)
 
-    def _end(self, succeeded: bool | None) -> None:
+    def _end(self, task: Any, succeeded: bool | None) -> None:
+        """The presence record says this task is over (unless the next one already took its place)."""
         if self._presence is None:
             return
         if succeeded is None:
-            self._presence.idle()
+            self._presence.idle(_current(task))
         else:
-            self._presence.end(succeeded)
+            self._presence.end(succeeded, _current(task))
 
     def _succeed(self, message: QueueMessage, token: str, what: str, output: SegmentResult | MergeResult) -> None:
         try:
             self._orchestrator.task_success(token, output.model_dump(mode="json"))
-            self.completed += 1
+            with self._counts:
+                self.completed += 1
             logger.info("%s: done", what)
         except TokenGone as error:
             # Final: the job already moved on (or timed out); the result is not wanted any more.
@@ -353,7 +388,8 @@ class Worker:
         if not last:
             self._safely(lambda: self._queue.change_visibility(message, self._retry.delay_s(attempt)), what)
             return
-        self.failed += 1
+        with self._counts:
+            self.failed += 1
         if getattr(task, "copy_number", 0):
             # A straggler's backup copy never fails the segment: the original still holds the token.
             logger.warning("%s: backup copy %s gave up; the original carries on", what, task.copy_number)
@@ -429,6 +465,13 @@ class Worker:
             action()
         except Exception:
             logger.exception("%s: bookkeeping failed", what)
+
+
+def _current(task: Any) -> str:
+    """`<job_id>:<segment>` (or `:merge`), as the presence record names the task in hand."""
+    segment = getattr(task, "segment", None)
+    job_id = getattr(getattr(task, "job", None), "job_id", "?")
+    return f"{job_id}:{segment.index if segment is not None else 'merge'}"
 
 
 def _token_of(body: str) -> str | None:

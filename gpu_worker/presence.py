@@ -58,17 +58,26 @@ class Presence:
             self._beat = self._beat.model_copy(update={"current": current, "engine": engine or self._beat.engine})
         self.write()
 
-    def end(self, succeeded: bool) -> None:
+    def end(self, succeeded: bool, current: str | None = None) -> None:
+        """A task ended; the record stays busy if `current` names an earlier task than the one in hand."""
         with self._lock:
             field = "segments_done" if succeeded else "segments_failed"
-            self._beat = self._beat.model_copy(update={"current": None, field: getattr(self._beat, field) + 1})
+            update = {"current": self._after(current), field: getattr(self._beat, field) + 1}
+            self._beat = self._beat.model_copy(update=update)
         self.write()
 
-    def idle(self) -> None:
+    def idle(self, current: str | None = None) -> None:
         """A task ended without an outcome of its own (released, cancelled, abandoned)."""
         with self._lock:
-            self._beat = self._beat.model_copy(update={"current": None})
+            self._beat = self._beat.model_copy(update={"current": self._after(current)})
         self.write()
+
+    def _after(self, ended: str | None) -> str | None:
+        # A worker finishes a segment in the background while its engine renders the next
+        # (gpu_worker.lookahead): that segment's end must not mark the worker idle.
+        if ended is not None and self._beat.current is not None and self._beat.current != ended:
+            return self._beat.current
+        return None
 
     def write(self) -> None:
         with self._lock:

@@ -36,6 +36,7 @@ from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
 from gpu_worker.frames import chunk_grid, render_range
 from gpu_worker.job_analysis import job_content_verdict
+from gpu_worker.rendered import Finish, RenderedFrames
 from gpu_worker.sources import SourceCache
 
 logger = logging.getLogger(__name__)
@@ -81,15 +82,14 @@ class InlineRenderer:
     def __init__(self, deps: RenderDeps) -> None:
         self.deps = deps
 
-    def render(
-        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
-    ) -> SegmentResult:
+    def render(self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event) -> Finish:
         try:
-            return render_segment(task, self.deps, cancel, attempt, stopping).output
+            frames = render_frames(task, self.deps, cancel, attempt, stopping)
         except Drained as stopped:
             raise Released(
                 f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
             ) from stopped
+        return lambda: finish_segment(frames, self.deps.storage, self.deps.worker_id, attempt).output
 
     def close(self) -> None:
         self.deps.engines.close()
@@ -109,8 +109,18 @@ def render_segment(
     drain: threading.Event | None = None,
 ) -> RenderResult:
     """Render the segment's chunks that no earlier attempt saved, join them, check, upload, record."""
+    return finish_segment(render_frames(task, deps, cancel, attempt, drain), deps.storage, deps.worker_id, attempt)
+
+
+def render_frames(
+    task: RenderTask,
+    deps: RenderDeps,
+    cancel: threading.Event,
+    attempt: Attempt,
+    drain: threading.Event | None = None,
+) -> RenderedFrames:
+    """The engine's part: render the chunks no earlier attempt saved into a work folder of their own."""
     job, segment = task.job, task.segment
-    started = time.monotonic()
     started_at = time.time()
     engine = analyser = deps.engines.get(job.engine)
     faults = load_faults(deps.faults_file, job.job_id, segment.index, attempt.number, task.copy_number)
@@ -168,16 +178,43 @@ def render_segment(
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image),
             )  # fmt: skip
             engine_s = stats.engine_s
-        parts = [workdir / f"{first:07d}-{end:07d}.mp4" for first, end in grid]
-        output_path = _join(parts, workdir, what)
+        return RenderedFrames(
+            task=task,
+            workdir=workdir,
+            grid=tuple(grid),
+            resumed_from=remaining[0][0] if restored and remaining else (segment.end_frame if restored else -1),
+            frames_rendered=sum(end - first for first, end in remaining),
+            engine_s=engine_s,
+            started_at=started_at,
+            bytes_read=reader.bytes_fetched,
+        )
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
+def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attempt: Attempt) -> RenderResult:
+    """Join the chunks, check the segment, upload it and commit its record; the work folder goes either way.
+
+    No engine is needed, so a worker may run this while its engine renders the next segment
+    (gpu_worker.lookahead).
+    """
+    task = frames.task
+    job, segment = task.job, task.segment
+    what = f"segment {segment.index} of {job.job_id}"
+    began = time.monotonic()
+    try:
+        parts = [frames.workdir / f"{first:07d}-{end:07d}.mp4" for first, end in frames.grid]
+        output_path = _join(parts, frames.workdir, what)
         summary = _check_segment(output_path, task)
-        earlier = winner(deps.storage, job.work_bucket, job.job_id, segment.index, job.run)
+        earlier = winner(storage, job.work_bucket, job.job_id, segment.index, job.run)
         if earlier is not None:
             # The other copy finished while this one rendered: nothing of this one is uploaded.
             logger.info("%s: copy %s finished first; this copy's output is dropped", what, earlier.copy_number)
             return RenderResult(output=result_of(earlier), record=earlier)
         key = layout.copy_segment_key(job.job_id, segment.index, task.copy_number)
-        deps.storage.upload_file(job.work_bucket, key, output_path, "video/mp4")
+        storage.upload_file(job.work_bucket, key, output_path, "video/mp4")
+        finished_at = time.time()
         record = SegmentRecord(
             job_id=job.job_id,
             index=segment.index,
@@ -185,34 +222,35 @@ def render_segment(
             frames=summary,
             key=key,
             attempt=attempt.number,
-            worker=deps.worker_id,
-            resumed_from=remaining[0][0] if restored and remaining else (segment.end_frame if restored else -1),
-            frames_rendered=sum(end - first for first, end in remaining),
+            worker=worker,
+            resumed_from=frames.resumed_from,
+            frames_rendered=frames.frames_rendered,
             queued_s=attempt.queued_s,
-            engine_s=round(engine_s, 3),
-            total_s=round(time.monotonic() - started, 3),
-            started_at=started_at,
-            finished_at=time.time(),
+            engine_s=round(frames.engine_s, 3),
+            total_s=round(finished_at - frames.started_at, 3),
+            started_at=frames.started_at,
+            finished_at=finished_at,
             copy_number=task.copy_number,
         )
-        committed = commit(deps.storage, job.work_bucket, job.run, record)
+        committed = commit(storage, job.work_bucket, job.run, record)
         if committed.copy_number != task.copy_number:
             logger.info("%s: copy %s committed first; this copy's output is dropped", what, committed.copy_number)
-            drop_output(deps.storage, job.work_bucket, job.job_id, segment.index, task.copy_number, committed)
+            drop_output(storage, job.work_bucket, job.job_id, segment.index, task.copy_number, committed)
             return RenderResult(output=result_of(committed), record=committed)
         try:
-            checkpoints.clear()
+            Checkpoints(storage, job.work_bucket, job.job_id, segment.index).clear()
         except DeleteFailed as error:
             # The segment is rendered and recorded: leftover chunks cost storage (the work prefix's
             # lifecycle rule removes them), never the segment. Said loudly, with the keys.
             logger.error("%s: rendered, but its checkpoints stay: %s", what, error.reason)
         logger.info(
-            "%s: %s frames in %.2f s (engine %.2f s, %s frames rendered, read %s bytes)",
-            what, summary, record.total_s, engine_s, record.frames_rendered, reader.bytes_fetched,
+            "%s: %s frames in %.2f s (engine %.2f s, finish %.2f s, %s frames rendered, read %s bytes)",
+            what, summary, record.total_s, frames.engine_s, time.monotonic() - began, record.frames_rendered,
+            frames.bytes_read,
         )  # fmt: skip
         return RenderResult(output=result_of(record), record=record)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(frames.workdir, ignore_errors=True)
 
 
 PREVIEW_WIDTH = 320

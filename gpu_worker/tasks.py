@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from fusionfleet import layout
@@ -32,13 +34,20 @@ logger = logging.getLogger(__name__)
 
 
 class Renderer(Protocol):
-    """Renders one segment: in a supervised child process (EngineHost) or inline (InlineRenderer)."""
+    """Renders one segment: in a supervised child process (EngineHost) or inline (InlineRenderer).
+
+    `render` returns once the engine is done with the segment's frames; the step it returns joins,
+    checks, uploads and commits them, and needs no engine.
+    """
 
     def render(
         self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
-    ) -> SegmentResult: ...
+    ) -> Callable[[], SegmentResult]: ...
 
     def close(self) -> None: ...
+
+
+Output = SegmentResult | MergeResult
 
 
 class TaskHandler(Protocol):
@@ -46,7 +55,10 @@ class TaskHandler(Protocol):
 
     def parse(self, body: str) -> Any: ...
     def describe(self, task: Any) -> str: ...
-    def execute(self, task: Any, cancel: threading.Event, attempt: Attempt) -> SegmentResult | MergeResult: ...
+    def start(self, task: Any, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
+        """Do the part that needs the engine; the step returned does the rest (see Renderer)."""
+        ...
+
     def cancelled(self, task: Any) -> bool: ...
     def superseded(self, task: Any) -> str | None: ...
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
@@ -78,7 +90,11 @@ class RenderHandler:
         return f"segment {task.segment.index} of {task.job.job_id}"
 
     def execute(self, task: RenderTask, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
-        """Render, with a record of the attempt at its start and at its end (what `fusionfleet logs` shows)."""
+        """Render and finish, with a record of the attempt at its start and at its end (`fusionfleet logs`)."""
+        return self.start(task, cancel, attempt)()
+
+    def start(self, task: RenderTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        """Render the frames now; the step returned finishes the segment and records how the attempt ended."""
         job, index = task.job, task.segment.index
         if task.avoid_worker == self._worker and attempt.number < 2:
             # A backup copy of this worker's own straggler: another worker should render it. Only
@@ -92,13 +108,35 @@ class RenderHandler:
         if earlier is not None:
             # Committed already (by the other copy, or by this copy before a lost delete): answer with it.
             self._record_attempt(job.work_bucket, began, status="superseded", reason=_won_by(earlier))
-            return result_of(commit(self._storage, job.work_bucket, job.run, earlier))
+            answer = result_of(commit(self._storage, job.work_bucket, job.run, earlier))
+            return lambda: answer
         self._check_blocklist(task)
         self._record_attempt(job.work_bucket, began)
         if task.copy_number == 0:
             self._record_hold(task, began)
+        with self._recording(task, began, cancel):
+            finish = self._renderer.render(task, attempt, cancel, self._stopping)
+        return lambda: self._finish(task, began, cancel, finish)
+
+    def _finish(
+        self, task: RenderTask, began: SegmentAttempt, cancel: threading.Event, finish: Callable[[], SegmentResult]
+    ) -> SegmentResult:
+        with self._recording(task, began, cancel):
+            result = finish()
+        if result.copy_number != task.copy_number:
+            reason = f"copy {result.copy_number} committed first"
+            self._record_attempt(task.job.work_bucket, began, status="superseded", reason=reason)
+            return result
+        self._record_attempt(
+            task.job.work_bucket, began, status="succeeded", engine_s=result.engine_s, frames=result.frames
+        )
+        return result
+
+    @contextlib.contextmanager
+    def _recording(self, task: RenderTask, began: SegmentAttempt, cancel: threading.Event) -> Iterator[None]:
+        """An attempt that ends in an exception here is recorded with how it ended."""
         try:
-            result = self._renderer.render(task, attempt, cancel, self._stopping)
+            yield
         except Released as released:
             self._record_attempt(task.job.work_bucket, began, status="released", reason=str(released))
             raise
@@ -116,14 +154,6 @@ class RenderHandler:
             else:
                 self._record_attempt(task.job.work_bucket, began, status="failed", error=name, reason=reason)
             raise
-        if result.copy_number != task.copy_number:
-            reason = f"copy {result.copy_number} committed first"
-            self._record_attempt(task.job.work_bucket, began, status="superseded", reason=reason)
-            return result
-        self._record_attempt(
-            task.job.work_bucket, began, status="succeeded", engine_s=result.engine_s, frames=result.frames
-        )
-        return result
 
     def _record_attempt(self, bucket: str, began: SegmentAttempt, **ended: Any) -> None:
         record = began.model_copy(update={**ended, "finished_at": round(time.time(), 3)} if ended else {})
@@ -192,6 +222,10 @@ class MergeHandler:
 
     def describe(self, task: MergeTask) -> str:
         return f"merge of {task.job.job_id}"
+
+    def start(self, task: MergeTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], MergeResult]:
+        result = self.execute(task, cancel, attempt)  # no engine: all of it now
+        return lambda: result
 
     def execute(self, task: MergeTask, cancel: threading.Event, attempt: Attempt) -> MergeResult:
         return merge_job(task, self._deps)

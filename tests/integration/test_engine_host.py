@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from fusionfleet.messages import RenderTask
+from fusionfleet.messages import RenderTask, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.engine_host import EngineHost, HostPolicy
 from gpu_worker.errors import EngineFailure
+from gpu_worker.rendered import RenderedFrames
 from tests.support.jobs import halves, job_context
 
 pytestmark = pytest.mark.timeout(120)
@@ -19,7 +20,11 @@ pytestmark = pytest.mark.timeout(120)
 
 def test_a_failure_in_the_engine_process_comes_back_as_an_engine_failure(tmp_path: Path) -> None:
     # GIVEN an engine process (no AWS is reached: the engine is refused before any media is read)
-    host = EngineHost(HostConfig("us-east-1", "http://127.0.0.1:9", tmp_path, "test-worker"), HostPolicy())
+    def never_finish(frames: RenderedFrames, attempt: Attempt) -> SegmentResult:
+        raise AssertionError("nothing was rendered to finish")
+
+    config = HostConfig("us-east-1", "http://127.0.0.1:9", tmp_path, "test-worker")
+    host = EngineHost(config, HostPolicy(), never_finish)
     task = RenderTask(task_token="t", job=job_context(engine="no-such-engine"), segment=halves()[0])
     try:
         host.start()

@@ -5,6 +5,7 @@ original's worker releases a copy meant for another."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -83,7 +84,7 @@ def test_no_copy_while_the_segment_is_young_or_the_job_far_from_done(
 class NeverRenders:
     def render(
         self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
-    ) -> SegmentResult:
+    ) -> Callable[[], SegmentResult]:
         raise AssertionError("nothing should be rendered")
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -56,8 +57,8 @@ def test_the_second_failure_puts_the_worker_on_the_jobs_list() -> None:
 class Renders:
     def render(
         self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
-    ) -> SegmentResult:
-        return SegmentResult(index=task.segment.index, key="k", frames=50, engine_s=0.1)
+    ) -> Callable[[], SegmentResult]:
+        return lambda: SegmentResult(index=task.segment.index, key="k", frames=50, engine_s=0.1)
 
     def close(self) -> None:
         return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -173,6 +173,10 @@ class WaitingHandler:
 
     def describe(self, task: Step) -> str:
         return f"step {task.task_token}"
+
+    def start(self, task: Step, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        result = self.execute(task, cancel, attempt)
+        return lambda: result
 
     def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         self.protected_while_working.append(self.agent.enabled)

@@ -47,6 +47,10 @@ class ScriptedHandler:
     def describe(self, task: Step) -> str:
         return f"step {task.task_token}"
 
+    def start(self, task: Step, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        result = self.execute(task, cancel, attempt)
+        return lambda: result
+
     def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         self.attempts.append(attempt)
         if task.outcome == "fail":

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.heartbeat import HeartbeatPolicy
@@ -54,6 +55,10 @@ class WatchingHandler:
 
     def describe(self, task: Step) -> str:
         return f"step {task.task_token}"
+
+    def start(self, task: Step, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        result = self.execute(task, cancel, attempt)
+        return lambda: result
 
     def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         self.rendered.append(task.task_token)
@@ -150,15 +155,9 @@ def test_a_worker_that_stops_releases_the_task_it_took_early_without_rendering_i
     # GIVEN three tasks, and a stop asked for while the first renders (after its successor was taken)
     queue, orchestrator = FakeQueue(), FakeOrchestrator()
     ids = queued(queue, *(Step(task_token=f"t{n}") for n in range(3)))
-    stop, first = StopSignal(), threading.Event()
-    handler = WatchingHandler(queue, on_first=first)
+    stop = StopSignal()
+    handler = WatchingHandler(queue, after_first=stop.requested.set)
     subject = worker(handler, queue, orchestrator, min_backlog=2, stop=stop)
-
-    def stop_after_first() -> None:
-        if first.wait(5):
-            stop.requested.set()
-
-    threading.Thread(target=stop_after_first, daemon=True).start()
     # WHEN it runs
     subject.run()
     # THEN only the first rendered; the one taken early is visible again at once, not deleted
@@ -216,3 +215,104 @@ def test_a_task_taken_early_gives_way_to_higher_priority_work_that_arrived_while
     assert handler.rendered[:2] == ["n0", "h"]
     assert sorted(handler.rendered) == ["h", "n0", "n1", "n2"]
     assert (ids[1], 0) in queue.visibility_changes
+
+
+class FinishingHandler:
+    """The engine part returns at once; the finish step takes `finish_s` (or fails for `fail_token`)."""
+
+    role = "render"
+
+    def __init__(self, finish_s: float = 0.3, fail_token: str | None = None) -> None:
+        self.finish_s = finish_s
+        self.fail_token = fail_token
+        self.events: list[tuple[str, str]] = []
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+
+    def _note(self, what: str, token: str) -> None:
+        with self._lock:
+            self.events.append((what, token))
+
+    def parse(self, body: str) -> Step:
+        return Step.model_validate_json(body)
+
+    def describe(self, task: Step) -> str:
+        return f"step {task.task_token}"
+
+    def start(self, task: Step, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        self._note("rendered", task.task_token)
+
+        def finish() -> SegmentResult:
+            time.sleep(self.finish_s)
+            if task.task_token == self.fail_token:
+                self._note("failed", task.task_token)
+                raise SegmentFailed("segment 0 has 49 frames, planned 50")
+            self._note("finished", task.task_token)
+            return SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=1.5)
+
+        return finish
+
+    def cancelled(self, task: Step) -> bool:
+        return False
+
+    def superseded(self, task: Step) -> str | None:
+        return None
+
+    def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
+        self.failures.append(f"{task.task_token}: {error}")
+
+    def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
+        return reason
+
+    def close(self) -> None:
+        return None
+
+
+def finishing_worker(
+    handler: FinishingHandler, queue: FakeQueue, orchestrator: FakeOrchestrator, min_backlog: int
+) -> Worker:
+    return Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(min_backlog),
+    )  # fmt: skip
+
+
+def test_with_lookahead_the_next_segment_renders_while_the_last_one_finishes_each_reported_after_its_finish() -> None:
+    # GIVEN three tasks whose finish (join, check, upload, commit) takes a while
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    ids = queued(queue, *(Step(task_token=f"t{n}") for n in range(3)))
+    handler = FinishingHandler(finish_s=0.3)
+    # WHEN a worker that looks ahead works through them
+    assert finishing_worker(handler, queue, orchestrator, min_backlog=2).run(max_tasks=3) == 3
+    # THEN each next task's engine part began before the task before it had finished
+    order = handler.events
+    for earlier, later in (("t0", "t1"), ("t1", "t2")):
+        assert order.index(("rendered", later)) < order.index(("finished", earlier))
+    # AND at most one task was finishing at a time, in order
+    assert [token for what, token in order if what == "finished"] == ["t0", "t1", "t2"]
+    # AND every task was reported as a success once, and its message deleted, after its finish
+    assert [token for kind, token, _ in orchestrator.calls if kind == "success"] == ["t0", "t1", "t2"]
+    assert sorted(queue.deleted) == sorted(ids)
+
+
+def test_with_lookahead_off_a_segment_finishes_before_the_next_one_renders() -> None:
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queued(queue, *(Step(task_token=f"t{n}") for n in range(2)))
+    handler = FinishingHandler(finish_s=0.05)
+    assert finishing_worker(handler, queue, orchestrator, min_backlog=0).run(max_tasks=2) == 2
+    assert handler.events == [("rendered", "t0"), ("finished", "t0"), ("rendered", "t1"), ("finished", "t1")]
+
+
+def test_a_segment_that_fails_while_finishing_in_the_background_is_retried_like_any_failed_attempt() -> None:
+    # GIVEN three tasks, the first of which fails its check while the second renders
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    ids = queued(queue, *(Step(task_token=f"t{n}") for n in range(3)))
+    handler = FinishingHandler(finish_s=0.2, fail_token="t0")
+    # WHEN a worker that looks ahead works through them
+    finishing_worker(handler, queue, orchestrator, min_backlog=2).run(max_tasks=3)
+    # THEN the failure was recorded and the message put back for a retry after the policy's delay, not deleted
+    assert handler.failures == ["t0: SegmentFailed"]
+    assert ids[0] not in queue.deleted
+    assert (ids[0], RetryPolicy(max_attempts=3).delay_s(1)) in queue.visibility_changes
+    # AND no success was reported for it, while the others succeeded
+    assert [token for kind, token, _ in orchestrator.calls if kind == "success"] == ["t1", "t2"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 
 import cv2
 import numpy as np
@@ -37,7 +38,7 @@ class ScriptedRenderer:
 
     def render(
         self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
-    ) -> SegmentResult:
+    ) -> Callable[[], SegmentResult]:
         if self.outcome == "release":
             raise Released("checkpointed before frame 50")
         if self.outcome == "wait":
@@ -45,7 +46,7 @@ class ScriptedRenderer:
                 raise AssertionError("the cancel was not noticed")
             raise RuntimeError("interrupted")
         self.rendered += 1
-        return SegmentResult(index=task.segment.index, key="k", frames=25, engine_s=0.75)
+        return lambda: SegmentResult(index=task.segment.index, key="k", frames=25, engine_s=0.75)
 
     def close(self) -> None:
         return None
@@ -111,6 +112,22 @@ def test_presence_is_written_at_start_updated_per_task_and_removed_on_a_clean_ex
     assert beat.current is None and beat.segments_done == 1 and beat.last_beat == 1007.0
     presence.close()
     assert not storage.exists(WORK, key)
+
+
+def test_a_segment_finishing_behind_the_next_one_leaves_the_worker_busy_with_the_next() -> None:
+    # GIVEN a worker whose engine began segment 5 while segment 4 was still being uploaded
+    storage = FakeStorage()
+    presence = Presence(storage, WORK, "worker-3", "render", engine="copy", every_s=60)
+    presence.begin(f"{JOB}:4", "copy")
+    presence.begin(f"{JOB}:5", "copy")
+    # WHEN segment 4 ends, then segment 5
+    presence.end(True, f"{JOB}:4")
+    during = WorkerBeat.model_validate(storage.json(WORK, layout.worker_key("worker-3")))
+    presence.end(True, f"{JOB}:5")
+    after = WorkerBeat.model_validate(storage.json(WORK, layout.worker_key("worker-3")))
+    # THEN the record shows segment 5 in hand until it ends (an autoscaler never sees it idle), and counts both
+    assert (during.current, during.segments_done) == (f"{JOB}:5", 1)
+    assert (after.current, after.segments_done) == (None, 2)
 
 
 def test_the_preview_is_one_small_jpeg_of_the_latest_frame() -> None:

@@ -1,0 +1,33 @@
+"""A segment's frames, rendered and encoded but not yet joined, checked or uploaded.
+
+What the engine's part of a segment hands to the rest (render.finish_segment), across the engine
+process's pipe: once it exists the engine is free for the next segment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fusionfleet.messages import RenderTask, SegmentResult
+
+# The rest of a segment once its frames are encoded: join, check, upload, commit (see finish_segment).
+Finish = Callable[[], SegmentResult]
+
+
+@dataclass(frozen=True)
+class RenderedFrames:
+    """A segment's frames, encoded into chunk files in `workdir`: what finish_segment joins and uploads.
+
+    Plain values, so it crosses the engine process's pipe; the engine is free again once it exists.
+    """
+
+    task: RenderTask
+    workdir: Path
+    grid: tuple[tuple[int, int], ...]
+    resumed_from: int
+    frames_rendered: int
+    engine_s: float
+    started_at: float
+    bytes_read: int
