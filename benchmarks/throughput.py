@@ -11,6 +11,9 @@ Reports (benchmarks/results/throughput.json and a table):
 - per-segment overhead: a segment's life on a worker minus its engine time (download, decode,
   encode, join, check, upload, records), and the gap on a worker between one segment's end and
   its next segment's start while work was waiting (callback, delete, receive, attempt record);
+- the finish (a segment's last frame → its record committed: join, check, upload, commit) and the
+  engine's free time on a worker between one segment's last frame and the next one's render start,
+  while that one waited: what a GPU would sit idle for;
 - dispatch: how fast Step Functions put segments in the queue (the spread of send times).
 
 `--lookahead 0,2` runs each fleet size with workers that take their next task while one renders
@@ -54,6 +57,14 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
+def _spread(values: list[float]) -> dict[str, Any]:
+    return {
+        "count": len(values),
+        "p50": round(percentile(values, 0.5), 3) if values else None,
+        "p95": round(percentile(values, 0.95), 3) if values else None,
+    }
+
+
 def summarise(records: list[SegmentRecord], workers: int) -> dict[str, Any]:
     """The throughput figures from the segment records of one run. Pure."""
     sent = [r.started_at - r.queued_s for r in records]
@@ -65,13 +76,17 @@ def summarise(records: list[SegmentRecord], workers: int) -> dict[str, Any]:
     by_worker: dict[str, list[SegmentRecord]] = defaultdict(list)
     for record in records:
         by_worker[record.worker].append(record)
-    gaps = []
+    gaps, engine_free = [], []
     for own in by_worker.values():
         own.sort(key=lambda r: r.started_at)
         for before, after in itertools.pairwise(own):
             # Only gaps while this next segment was already waiting: idle time is not overhead.
             if after.started_at - after.queued_s <= before.finished_at:
                 gaps.append(max(0.0, after.started_at - before.finished_at))
+            if before.rendered_at and after.started_at - after.queued_s <= before.rendered_at:
+                # From one segment's last frame to the next one's render start: what a GPU waits.
+                engine_free.append(max(0.0, after.started_at - before.rendered_at))
+    finish = [r.finished_at - r.rendered_at for r in records if r.rendered_at]
     return {
         "segments": len(records),
         "workers_seen": len(by_worker),
@@ -89,6 +104,8 @@ def summarise(records: list[SegmentRecord], workers: int) -> dict[str, Any]:
             "mean": round(statistics.fmean(gaps), 3) if gaps else None,
             "p95": round(percentile(gaps, 0.95), 3) if gaps else None,
         },
+        "finish_s": _spread(finish),
+        "engine_free_between_segments_s": _spread(engine_free),
         "dispatch": {
             "send_span_s": round(max(sent) - min(sent), 3),
             "mean_interval_s": round((max(sent) - min(sent)) / max(1, len(sent) - 1), 4),
@@ -197,7 +214,7 @@ def main() -> int:
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"{args.name}.json").write_text(json.dumps(results, indent=1))
     header = f"{'workers':>7} {'ahead':>5} {'segments':>8} {'seg/s':>6} {'busy':>5} {'overhead p50/p95':>17}"
-    print(f"\n{header} {'gap mean':>9} {'send every':>10}")
+    print(f"\n{header} {'gap mean':>9} {'finish p50':>10} {'engine free p50':>15} {'send every':>10}")
     for row in results["runs"]:
         ahead = row.get("lookahead_min_backlog") or "off"
         if "failed" in row:
@@ -208,6 +225,7 @@ def main() -> int:
             f"{row['workers']:>7} {ahead:>5} {row['segments']:>8}"
             f" {row['segments_per_s']:>6.2f} {row['busy_share']:>5.2f}"
             f" {overhead['p50']:>7.2f}/{overhead['p95']:<7.2f}s {gap['mean'] or 0:>8.2f}s"
+            f" {row['finish_s']['p50'] or 0:>9.2f}s {row['engine_free_between_segments_s']['p50'] or 0:>14.2f}s"
             f" {row['dispatch']['mean_interval_s']:>9.3f}s"
         )
     return 0 if all("failed" not in row for row in results["runs"]) else 1

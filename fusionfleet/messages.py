@@ -100,6 +100,8 @@ class SegmentRecord(_Model):
     started_at: float = 0.0
     finished_at: float = 0.0
     copy_number: int = 0  # the copy that won (1: the watchdog's backup of a straggler)
+    # When the engine's part ended (frames encoded); the join, check, upload and commit follow.
+    rendered_at: float = 0.0
 
 
 class SegmentHold(_Model):

@@ -9,9 +9,11 @@ taking one early delays nobody, while with fewer a worker that frees up first sh
 The message taken early gets a taken task's checks at once (its token is alive, its job not cancelled),
 is held as any other (a Keeper extends its visibility, beats its token and watches the cancel marker)
 until its turn comes, and is released for another worker if this one stops before starting it or if
-higher-priority work arrived meanwhile. The finished task's callback and delete then run in the
-background: its result is committed already, and a worker that dies before the callback leaves a
-message whose next taker answers with that committed result.
+higher-priority work arrived meanwhile. The finished task's finish then runs in the background, beside
+the next task's render: the engine's part ends with the segment's frames encoded, and the join, check,
+upload, commit, callback and delete need no engine (gpu_worker.rendered). Its message is held until
+then, a failure there is retried like any other, and a worker that dies meanwhile leaves a message
+whose next taker renders it again or answers with the committed result.
 """
 
 from __future__ import annotations

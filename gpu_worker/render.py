@@ -186,6 +186,7 @@ def render_frames(
             frames_rendered=sum(end - first for first, end in remaining),
             engine_s=engine_s,
             started_at=started_at,
+            rendered_at=time.time(),
             bytes_read=reader.bytes_fetched,
         )
     except BaseException:
@@ -231,6 +232,7 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
             started_at=frames.started_at,
             finished_at=finished_at,
             copy_number=task.copy_number,
+            rendered_at=frames.rendered_at,
         )
         committed = commit(storage, job.work_bucket, job.run, record)
         if committed.copy_number != task.copy_number:

@@ -30,4 +30,5 @@ class RenderedFrames:
     frames_rendered: int
     engine_s: float
     started_at: float
+    rendered_at: float
     bytes_read: int

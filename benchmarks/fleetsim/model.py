@@ -7,7 +7,8 @@ priority queue that a worker reads high first; each segment costing the engine's
 plus a fixed overhead on the worker (the GPU idles during it); workers that take `boot_s` to come
 and are billed from request to stop; scale-in stopping idle workers only; Spot interruptions that
 put a segment back (its progress lost); the merge; workers that take their next segment while one
-renders (gpu_worker.lookahead), which skips that segment's part of the overhead spent before its engine starts.
+renders (gpu_worker.lookahead), which skips that segment's part of the overhead spent before its engine
+starts, and finish a segment (upload, commit, report) while the engine renders the next.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class Costs:
     # The part of the engine's per-segment overhead spent before the engine starts (receive, token,
     # records): what a segment taken early, while its predecessor renders, no longer waits for.
     head_s: float = 0.0
+    # The part spent after the engine's last frame (join, check, upload, commit, callback, delete):
+    # what a worker that looks ahead finishes in the background while its engine renders the next.
+    tail_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -313,7 +317,9 @@ class Worker:
             result.waits.append(env.now - segment.queued_at)
             cost = farm.costs.engine
             head = farm.costs.head_s if early else 0.0
-            work = (cost.fixed_s() - head + segment.frames * cost.seconds_per_frame) * self.speed
+            # With lookahead on, the segment's finish runs beside the next segment's render.
+            tail = farm.costs.tail_s if farm.fleet.lookahead_min_backlog > 0 else 0.0
+            work = (cost.fixed_s() - head - tail + segment.frames * cost.seconds_per_frame) * self.speed
             self._look_ahead()
             interrupted_after = self._interruption()
             if interrupted_after is not None and interrupted_after < work:
@@ -333,11 +339,20 @@ class Worker:
             farm.in_flight -= 1
             share = 1.0 if rendered in fired else (env.now - began) / work
             farm.totals.engine_s += (segment.frames + cost.lead_in_frames) * cost.seconds_per_frame * share
-            farm.totals.overhead_s += (cost.overhead_s - head) * share
+            farm.totals.overhead_s += (cost.overhead_s - head - tail) * share
             if rendered in fired and not farm.finished[key].triggered:
-                farm.segment_done(segment, env.now - began)
+                if tail > 0:
+                    env.process(self._finish(segment, began, tail))
+                else:
+                    farm.segment_done(segment, env.now - began)
             # else: the other copy won; this one stops as its token closes
         self.stopped_at = env.now
+
+    def _finish(self, segment: Segment, began: float, tail: float) -> Generator[Any, Any, None]:
+        """The segment's finish, in the background: it counts as done once uploaded and reported."""
+        yield self.farm.env.timeout(tail)
+        if not self.farm.finished[(segment.job, segment.index)].triggered:
+            self.farm.segment_done(segment, self.farm.env.now - began)
 
     def _outranked(self, held: Segment) -> bool:
         items = self.farm.queue.items

@@ -91,3 +91,24 @@ def test_taking_the_next_segment_early_hides_its_head_overhead_and_renders_each_
     # AND the same engine time was spent: no segment rendered twice
     assert on.totals.engine_s == off.totals.engine_s
     assert on.results["job"].segments == segments
+
+
+def test_finishing_in_the_background_hides_the_tail_of_every_segment_but_the_last_ones() -> None:
+    # GIVEN a 2-minute job on 4 workers in fixed 4 s segments, 0.3 s of each segment's overhead spent
+    # after its last frame (join, check, upload, commit) and none before its engine starts
+    costs = replace(COSTS, head_s=0.0, tail_s=0.3)
+    job = JobSpec("job", 0.0, 120 * 30, 30, "normal")
+    runs = {}
+    for threshold in (0, 2):
+        farm = Farm(costs, FleetConfig(fixed_workers=4, adaptive_segments=False, lookahead_min_backlog=threshold))
+        farm.run([job])
+        runs[threshold] = farm
+    off, on = runs[0], runs[2]
+    # THEN with lookahead each worker's next segment starts while the last one finishes: the job is done
+    # sooner by about one tail per segment a worker rendered after its first
+    per_worker = off.results["job"].segments / 4
+    saved = off.results["job"].last_end_s - on.results["job"].last_end_s
+    assert 0.3 * (per_worker - 2) <= saved <= 0.3 * per_worker + 0.01
+    # AND the GPU-idle overhead counted drops by the tail of every segment, with the same engine time
+    assert on.totals.engine_s == off.totals.engine_s
+    assert abs(off.totals.overhead_s - on.totals.overhead_s - 0.3 * off.results["job"].segments) < 1e-6
