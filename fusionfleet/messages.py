@@ -83,6 +83,10 @@ class MergeTask(_Model):
 class SegmentRecord(_Model):
     """Written beside each segment output: the merge gate reads it (see DESIGN, failure semantics)."""
 
+    # Render workers write it and the merge, watchdog and dashboards read it; during a rolling deploy
+    # these run different versions, so a reader ignores fields a newer writer added.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
     job_id: str
     index: int
     status: Literal["succeeded", "failed"]

@@ -401,10 +401,15 @@ class Worker:
             )
         except TokenGone as gone:
             logger.warning("%s: token already gone (%s)", what, gone.reason)
-        if retryable(error):
+        # Attempts that reached this message itself; a blocklisted worker's hand-back made a new message
+        # carrying the earlier ones, and SQS counts only its own receives towards the redrive.
+        received = attempt - getattr(task, "prior_attempts", 0)
+        if retryable(error) and self._retry.is_last(received):
             # Exhausted: make it visible so SQS moves it to the DLQ, where it can be inspected.
             self._safely(lambda: self._queue.change_visibility(message, 0), what)
         else:
+            # Released again it would be delivered again, rendered again and fail again, over the
+            # recorded reason of the job's failure: nobody wants it now that its token has failed.
             self._delete(message)
 
     def _after_lost_hold(self, message: QueueMessage, what: str, hold: LostHold | None) -> None:

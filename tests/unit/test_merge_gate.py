@@ -104,3 +104,14 @@ def test_a_failed_segment_is_named_before_the_ones_a_stopped_job_never_rendered(
         "segment 0 (frames 0-9): no result"
     )
     assert failure.value.reason.endswith("; and 10 more")
+
+
+def test_the_gate_reads_records_written_by_a_newer_worker_with_fields_it_does_not_know(
+    storage: FakeStorage, job: JobContext
+) -> None:
+    # GIVEN records from render workers a rolling deploy already updated (a field this merge lacks)
+    for index in (0, 1):
+        values = {"job_id": job.job_id, "index": index, "status": "succeeded", "frames": 50, "a_later_field": 1.5}
+        storage.put_json(WORK, layout.segment_record_key(job.job_id, index), values)
+    # THEN the gate passes on what it knows
+    assert [r.index for r in gate(storage, job, load_plan(storage, job))] == [0, 1]

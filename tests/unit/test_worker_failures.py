@@ -360,3 +360,19 @@ def test_a_blocklisted_worker_hands_a_task_back_as_a_new_message_without_spendin
     assert [attempt.number for attempt in handler.attempts] == [2, 2]
     assert handler.recorded == [("t", "SegmentFailed", "the encoder fell over", 2)]
     assert orchestrator.reports() == []
+
+
+def test_a_handed_back_task_that_fails_its_last_attempt_is_dropped_not_delivered_again() -> None:
+    # GIVEN a task handed back after two attempts (a new message, received once so far)
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="fail", prior_attempts=2).model_dump_json())
+    subject = worker(handler, queue, orchestrator)
+    # WHEN its third attempt fails
+    assert take_one(subject)
+    # THEN the token fails with that attempt's reason and the message is deleted: the queue's redrive
+    # counts only this message's one receive, so released it would be rendered a fourth time
+    assert orchestrator.reports() == [("failure", "t", ("SegmentFailed", FELL_OVER))]
+    assert queue.deleted == [message_id]
+    queue.clock.advance(60)
+    assert not take_one(subject) and handler.recorded == [("t", "SegmentFailed", "the encoder fell over", 3)]
