@@ -66,6 +66,7 @@ def main() -> int:
             "measured_on_local_stack": {
                 "per_segment_overhead_s": COSTS.engine.overhead_s,
                 "head_hidden_by_lookahead_s": COSTS.head_s,
+                "tail_hidden_by_lookahead_s": COSTS.tail_s,
                 "job_start_s": COSTS.job_start_s,
                 "dispatch_s": COSTS.dispatch_s,
                 "merge_base_s": COSTS.merge_base_s,

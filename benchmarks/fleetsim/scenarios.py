@@ -25,10 +25,14 @@ COSTS = Costs(
     dispatch_s=0.07,
     merge_base_s=0.5,
     merge_per_segment_s=0.02,
-    # The worker loop's own part of the overhead between two segments (callback, delete, receive, the
-    # take checks): 0.25 s median on the local stack (worker logs of benchmarks/results/
-    # throughput-lookahead.json's runs). What lookahead can hide AT MOST: the runs showed no gain.
-    head_s=0.25,
+    # What a worker that looks ahead hides of each segment's overhead, MEASURED on the local stack
+    # (benchmarks/results/throughput-finish.json: 3 workers, 2 s sleep engine, 128×72 frames): the
+    # engine's free time between segments fell from 0.34 / 0.25 s (p50, off) to 0.07 / 0.08 s (on),
+    # 0.22 s on average. Of that, the finish after the last frame (join, check, upload, commit) took
+    # 0.10 s (p50, off); the rest, 0.12 s, is the loop's work before the next render (callback,
+    # delete, receive, the take checks). Small frames: at 1080p the upload, and so the tail, is longer.
+    head_s=0.12,
+    tail_s=0.10,
 )
 # Step Functions on AWS sends a Distributed Map's items from many child executions at once; the
 # 70 ms above is LocalStack's one-at-a-time rate. An ESTIMATE of AWS's, for comparison.
