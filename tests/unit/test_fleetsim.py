@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from benchmarks.fleetsim.model import Farm, FleetConfig, JobSpec
+from benchmarks.fleetsim.model import Costs, Farm, FleetConfig, JobSpec
 from benchmarks.fleetsim.scenarios import COSTS, fairness, p95, single_job, stragglers
 from fusionfleet.autoscale import ScalingPolicy
 
@@ -72,17 +72,21 @@ def test_without_slow_hosts_no_copy_is_made() -> None:
     assert result["on"]["render_s_mean"] == result["off"]["render_s_mean"]
 
 
+def without_and_with_lookahead(costs: Costs) -> tuple[Farm, Farm]:
+    """A 2-minute job on 4 workers in fixed 4 s segments, with lookahead off and then at 2."""
+    farms = []
+    for threshold in (0, 2):
+        farm = Farm(costs, FleetConfig(fixed_workers=4, adaptive_segments=False, lookahead_min_backlog=threshold))
+        farm.run([JobSpec("job", 0.0, 120 * 30, 30, "normal")])
+        farms.append(farm)
+    return farms[0], farms[1]
+
+
 def test_taking_the_next_segment_early_hides_its_head_overhead_and_renders_each_segment_once() -> None:
     # GIVEN a 2-minute job on 4 workers in fixed 4 s segments, and 0.4 s of each segment's overhead
     # spent before its engine starts
-    costs = replace(COSTS, head_s=0.4)
-    job = JobSpec("job", 0.0, 120 * 30, 30, "normal")
-    runs = {}
-    for threshold in (0, 2):
-        farm = Farm(costs, FleetConfig(fixed_workers=4, adaptive_segments=False, lookahead_min_backlog=threshold))
-        farm.run([job])
-        runs[threshold] = farm
-    off, on = runs[0], runs[2]
+    costs = replace(COSTS, head_s=0.4, tail_s=0.0)
+    off, on = without_and_with_lookahead(costs)
     # THEN with lookahead the job renders sooner, by about the hidden head of every segment but each
     # worker's first and the ones taken from a shallow backlog
     segments = off.results["job"].segments
@@ -97,13 +101,7 @@ def test_finishing_in_the_background_hides_the_tail_of_every_segment_but_the_las
     # GIVEN a 2-minute job on 4 workers in fixed 4 s segments, 0.3 s of each segment's overhead spent
     # after its last frame (join, check, upload, commit) and none before its engine starts
     costs = replace(COSTS, head_s=0.0, tail_s=0.3)
-    job = JobSpec("job", 0.0, 120 * 30, 30, "normal")
-    runs = {}
-    for threshold in (0, 2):
-        farm = Farm(costs, FleetConfig(fixed_workers=4, adaptive_segments=False, lookahead_min_backlog=threshold))
-        farm.run([job])
-        runs[threshold] = farm
-    off, on = runs[0], runs[2]
+    off, on = without_and_with_lookahead(costs)
     # THEN with lookahead each worker's next segment starts while the last one finishes: the job is done
     # sooner by about one tail per segment a worker rendered after its first
     per_worker = off.results["job"].segments / 4
