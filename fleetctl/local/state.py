@@ -26,10 +26,20 @@ class ManagedProcess:
             stat = Path(f"/proc/{self.pid}/stat").read_text()
         except OSError:
             return True
-        if stat.split(") ", 1)[-1].startswith("Z"):
-            return False
         marker = self.name.encode() if self.role not in ("localstack",) else b"localstack"
-        return marker in cmdline
+        return is_ours(cmdline, stat, marker)
+
+
+def is_ours(cmdline: bytes, stat: str, marker: bytes) -> bool:
+    """Whether a live pid's /proc entries are the process we started (`marker` in its command line).
+
+    An empty command line is a process still inside exec: Popen returns once the new image has replaced
+    the old one, a moment before the kernel shows its arguments, so `local up` checking at once must
+    not take its fresh process for dead (seen as "the api exited at start" with an empty log).
+    """
+    if stat.split(") ", 1)[-1].startswith("Z"):
+        return False
+    return not cmdline or marker in cmdline
 
 
 @dataclass
