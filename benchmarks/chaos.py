@@ -19,13 +19,14 @@ import random
 import signal
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import av
 
+from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import grace_hopper_path, write_video
@@ -602,7 +603,7 @@ def main() -> int:
     finally:
         stack.down()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / result_name).write_text(json.dumps(report, indent=2))
+    write_results(result_name, report, {**vars(args), "chaos": asdict(config)})
     print()
     print(table(report))
     for problem in report["problems"]:

@@ -19,7 +19,6 @@ Writes benchmarks/results/facefusion_fixed_cost.json and prints a short table.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import tempfile
@@ -28,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import write_results
 from gpu_worker.engines.base import EngineJob
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
 from gpu_worker.engines.facefusion.execution import HostFacts
@@ -202,7 +202,7 @@ def main() -> None:
         raise SystemExit(f"cannot run: {reason}")
     result = measure(args.repeats)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "facefusion_fixed_cost.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_results("facefusion_fixed_cost.json", result, vars(args))
     print(table(result))
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import write_results
 from fleetctl.client import Client
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, UpOptions
@@ -301,7 +302,7 @@ def main() -> int:
     ]  # fmt: skip
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "pipeline.json" if args.engine == "copy" else f"pipeline-{args.engine}.json"
-    (RESULTS / name).write_text(json.dumps(results, indent=2, default=str))
+    write_results(name, results, vars(args))
     print()
     print(table(results))
     print(f"\nwritten to {RESULTS / name}")

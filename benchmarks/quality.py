@@ -25,7 +25,6 @@ benchmarks/results/quality.json and benchmarks/results/quality_side_by_side.png.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import time
@@ -39,6 +38,7 @@ import cv2
 import numpy as np
 
 from benchmarks.judged import judged_goals, judged_run, start_judged_run
+from benchmarks.provenance import write_results
 from fleetctl import samples
 from gpu_worker.engines.base import QUALITY_PRESETS, EngineJob, Frame, Image
 from gpu_worker.engines.classic import identity as ident
@@ -420,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "goals": goals,
         "all_pass": all(goal["pass"] for goal in goals.values()),
     }
-    (RESULTS / "quality.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_results("quality.json", report, vars(args))
     print_table(report)
     return 0 if report["all_pass"] else 1
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.pipeline import Bench, run_job
+from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import grace_hopper_path, write_video
@@ -127,7 +128,7 @@ def main() -> int:
     finally:
         stack.down()
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "scaling.json").write_text(json.dumps(results, indent=1))
+        write_results("scaling.json", results, vars(args))
     runs = results["speedup"]["runs"]
     print(f"\n{'run':<16} {'segments':>8} {'end to end':>11} {'render':>8} {'load 1m':>8}")
     for name, run in runs.items():

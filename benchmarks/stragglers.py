@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.pipeline import Bench, run_job
+from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.state import LocalState
 from fleetctl.local.supervisor import LocalStack, UpOptions
@@ -159,7 +160,7 @@ def main() -> int:
                     "end_to_end_s": times,
                 }
         results["summary"] = summary
-        (RESULTS / "stragglers.json").write_text(json.dumps(results, indent=1))
+        write_results("stragglers.json", results, vars(args))
     print(
         f"\n{'run':>3} {'backups':>7} {'end to end':>11} {'render':>8} {'slow held':>10} {'backup won':>11} {'load':>5}"
     )

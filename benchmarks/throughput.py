@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.pipeline import Bench
+from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import grace_hopper_path, write_video
@@ -212,7 +213,7 @@ def main() -> int:
     finally:
         stack.down()
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / f"{args.name}.json").write_text(json.dumps(results, indent=1))
+        write_results(f"{args.name}.json", results, vars(args))
     header = f"{'workers':>7} {'ahead':>5} {'segments':>8} {'seg/s':>6} {'busy':>5} {'overhead p50/p95':>17}"
     print(f"\n{header} {'gap mean':>9} {'finish p50':>10} {'engine free p50':>15} {'send every':>10}")
     for row in results["runs"]:

@@ -6,7 +6,6 @@ and prints a table. Simulated time, so the machine's load does not change the fi
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from benchmarks.fleetsim.scenarios import (
     straggler_table,
     variants,
 )
+from benchmarks.provenance import write_results
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 GOALS = {"efficiency_64": 0.9, "gpu_busy_share": 0.9, "high_wait_p95_s": 60.0}
@@ -98,7 +98,7 @@ def main() -> int:
         "wall_s": round(time.monotonic() - began, 1),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "fleetsim.json").write_text(json.dumps(results, indent=1))
+    write_results("fleetsim.json", results)
     plot(curve, RESULTS / "fleetsim.png")
     print("parallel efficiency, 3-minute 1080p job at 64 GPUs (goal >= 0.9):")
     for name, value in at_64.items():
