@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusionfleet.environment.contract import variable
-
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
+from fusionfleet.environment.aws import AwsEnvironment
 
 
 @dataclass(frozen=True)
-class DeadLetterEnvironment:
-    region: str = variable(ENV_REGION)
-    endpoint_url: str | None = variable(ENV_ENDPOINT, None)
+class DeadLetterEnvironment(AwsEnvironment):
+    pass
