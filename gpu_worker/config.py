@@ -12,18 +12,16 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusionfleet.environment.contract import EnvironmentInvalid, from_env
-
 # The variables' names and defaults are the worker's environment contract, re-exported as `config.ENV_…`.
-from fusionfleet.environment.worker import (
-    ENV_ENDPOINT,
+from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
+from fusionfleet.environment.contract import EnvironmentInvalid, from_env
+from fusionfleet.environment.worker import (  # the contract itself
     ENV_FAULTS_FILE,
     ENV_GPU_HOURLY_PRICE,
     ENV_LOOKAHEAD,
     ENV_NAME,
     ENV_PRELOAD,
     ENV_QUEUE_URLS,
-    ENV_REGION,
     ENV_ROLE,
     ENV_SCRATCH,
     ENV_VISIBILITY,

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
 
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
 ENV_MEDIA_BUCKET = "MEDIA_BUCKET"
 ENV_WORK_BUCKET = "WORK_BUCKET"
 ENV_STATE_MACHINE = "STATE_MACHINE_ARN"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
 from fusionfleet.stragglers import BackupPolicy
 from fusionfleet.watchdog import WatchdogPolicy
 
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
 ENV_WORK_BUCKET = "WORK_BUCKET"
 ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
 ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
 from fusionfleet.timeouts import DEFAULT_VISIBILITY_S, TimeoutPolicy
 
@@ -15,9 +16,7 @@ ENV_NAME = "FUSIONFLEET_WORKER_NAME"
 ENV_SCRATCH = "FUSIONFLEET_SCRATCH"
 ENV_VISIBILITY = "FUSIONFLEET_VISIBILITY_SECONDS"
 ENV_IDLE_WAIT = "FUSIONFLEET_IDLE_WAIT_SECONDS"
-ENV_REGION = "AWS_REGION"
 ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"  # the SDK's older name, read when AWS_REGION is unset
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
 ENV_PRELOAD = "FUSIONFLEET_PRELOAD_ENGINE"
 ENV_CPU_THREADS = "FUSIONFLEET_CPU_THREADS"
 ENV_ISOLATION = "FUSIONFLEET_ENGINE_ISOLATION"
