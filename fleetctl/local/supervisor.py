@@ -91,6 +91,69 @@ class UpOptions:
 Say = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class ProcessEnvironments:
+    """The variables `local up` gives each kind of process, beside the AWS ones every process gets."""
+
+    slicer: dict[str, str]
+    watchdog: dict[str, str]
+    dead_letters: dict[str, str]
+    merge: dict[str, str]
+    render: dict[str, str]  # the render workers, and the autoscaler that starts them
+    api: dict[str, str]
+
+
+def process_environments(options: UpOptions, resources: StackResources, scratch: Path) -> ProcessEnvironments:
+    """Each process's variables from its component's contract (fusionfleet.environment). Only what
+    `local up` decides is set: the rest each process inherits from the shell, as it always has. Pure."""
+    faults = str(options.faults_file.resolve()) if options.faults_file is not None else None
+    workers = env_of(WorkerEnvironment, scratch=scratch, work_bucket=resources.work_bucket, faults_file=faults)
+    stack = {
+        "work_bucket": resources.work_bucket,
+        "state_machine_arn": resources.state_machine_arn,
+        "topic_arn": resources.topic_arn,
+    }
+    slicer = env_of(
+        SlicerEnvironment,
+        **stack,
+        default_engine=options.default_engine,
+        visibility_s=options.visibility_s,
+        accepted_backlog_s=options.accepted_backlog_s,
+        render_concurrency=options.render_concurrency,
+        max_running_jobs=options.max_running_jobs,
+        tenant_max_running_jobs=options.tenant_max_running_jobs,
+        tenant_max_segments=options.tenant_max_segments,
+        fleet_max_workers=options.max_workers or 0,
+    )
+    watchdog = env_of(
+        WatchdogEnvironment,
+        **stack,
+        stall_s=options.watchdog_stall_s,
+        dispatch_grace_s=options.watchdog_dispatch_grace_s,
+        render_queue_urls=resources.render_queue_urls,
+        backups=options.backups,
+        backup_factor=options.backup_factor,
+        backup_min_age_s=options.backup_min_age_s,
+        backup_done_fraction=options.backup_done_fraction,
+        backup_last_segments=options.backup_last_segments,
+    )
+    render = env_of(
+        WorkerEnvironment,
+        queue_urls=resources.render_queue_urls,
+        preload_engine=options.default_engine,
+        visibility_s=options.visibility_s,
+    )
+    api = env_of(ApiEnvironment, media_bucket=resources.media_bucket, **stack, tenant_claim=TENANT_CLAIM)
+    return ProcessEnvironments(
+        slicer={**slicer, **_powertools("fusionfleet-slicer")},
+        watchdog={**watchdog, **_powertools("fusionfleet-watchdog")},
+        dead_letters=_powertools("fusionfleet-dead-letters"),
+        merge={**workers, **env_of(WorkerEnvironment, queue_urls=(resources.merge_queue_url,))},
+        render={**workers, **render},
+        api={**api, **_powertools("fusionfleet-api")},
+    )
+
+
 def _powertools(service: str) -> dict[str, str]:
     """What Powertools reads in a handler's process (its service name in every log line)."""
     return {POWERTOOLS_SERVICE: service}
@@ -188,55 +251,21 @@ class LocalStack:
         state.processes = [p for p in state.processes if p.role == "localstack" or p.alive()]
         python = sys.executable
         env = _aws_env(state)
-        # Each process's variables come from its component's contract (fusionfleet.environment); what
-        # is not set here the process inherits, as before.
-        faults = str(options.faults_file.resolve()) if options.faults_file is not None else None
-        workers = env_of(
-            WorkerEnvironment, scratch=self.paths.scratch, work_bucket=resources.work_bucket, faults_file=faults
-        )
-        stack = {
-            "work_bucket": resources.work_bucket,
-            "state_machine_arn": resources.state_machine_arn,
-            "topic_arn": resources.topic_arn,
-        }
-        slicer = env_of(
-            SlicerEnvironment,
-            **stack,
-            default_engine=options.default_engine,
-            visibility_s=options.visibility_s,
-            accepted_backlog_s=options.accepted_backlog_s,
-            render_concurrency=options.render_concurrency,
-            max_running_jobs=options.max_running_jobs,
-            tenant_max_running_jobs=options.tenant_max_running_jobs,
-            tenant_max_segments=options.tenant_max_segments,
-            fleet_max_workers=options.max_workers or 0,
-        )
-        watchdog = env_of(
-            WatchdogEnvironment,
-            **stack,
-            stall_s=options.watchdog_stall_s,
-            dispatch_grace_s=options.watchdog_dispatch_grace_s,
-            render_queue_urls=resources.render_queue_urls,
-            backups=options.backups,
-            backup_factor=options.backup_factor,
-            backup_min_age_s=options.backup_min_age_s,
-            backup_done_fraction=options.backup_done_fraction,
-            backup_last_segments=options.backup_last_segments,
-        )
+        envs = process_environments(options, resources, self.paths.scratch)
         wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
             (
                 "slicer",
                 "slicer",
                 [python, str(self.paths.event_source_runner), "--name", "slicer",
                  "--queue-url", resources.ingest_queue_url, "--handler", "functions.slicer.app.handler"],
-                {**slicer, **_powertools("fusionfleet-slicer")},
+                envs.slicer,
             ),
             (
                 "watchdog",
                 "watchdog",
                 [python, str(self.paths.schedule_runner), "--name", "watchdog",
                  "--handler", "functions.watchdog.app.handler", "--every", str(options.watchdog_every_s)],
-                {**watchdog, **_powertools("fusionfleet-watchdog")},
+                envs.watchdog,
             ),
             *[
                 (
@@ -244,7 +273,7 @@ class LocalStack:
                     f"dlq-{kind}",
                     [python, str(self.paths.event_source_runner), "--name", f"dlq-{kind}",
                      "--queue-url", url, "--handler", "functions.dlq.app.handler"],
-                    _powertools("fusionfleet-dead-letters"),
+                    envs.dead_letters,
                 )
                 for kind, url in (("render", resources.render_dlq_url), ("merge", resources.merge_dlq_url))
             ],
@@ -252,18 +281,10 @@ class LocalStack:
                 "merge",
                 "merge-1",
                 [python, "-m", "gpu_worker", "--role", "merge", "--name", "merge-1"],
-                {**workers, **env_of(WorkerEnvironment, queue_urls=(resources.merge_queue_url,))},
+                envs.merge,
             ),
         ]  # fmt: skip
-        worker_env = {
-            **workers,
-            **env_of(
-                WorkerEnvironment,
-                queue_urls=resources.render_queue_urls,
-                preload_engine=options.default_engine,
-                visibility_s=options.visibility_s,
-            ),
-        }
+        worker_env = envs.render
         if _autoscaled(options):
             wanted.append(self._autoscaler(state, options, resources, worker_env))
         for number in range(1, 0 if _autoscaled(options) else options.workers + 1):
@@ -377,15 +398,7 @@ class LocalStack:
         if state.dashboard_url:
             # The tenant page (the dashboard's /tenant/) calls the API from the dashboard's origin.
             argv += ["--cors-origin", state.dashboard_url.rstrip("/")]
-        contract = env_of(
-            ApiEnvironment,
-            media_bucket=resources.media_bucket,
-            work_bucket=resources.work_bucket,
-            state_machine_arn=resources.state_machine_arn,
-            topic_arn=resources.topic_arn,
-            tenant_claim=TENANT_CLAIM,
-        )
-        api_env = {**env, **contract, **_powertools("fusionfleet-api")}
+        api_env = {**env, **process_environments(options, resources, self.paths.scratch).api}
         log = self.paths.logs / "api.log"
         process = ManagedProcess("api", "api", _spawn(argv, api_env, log, self.paths.root), str(log))
         state.processes.append(process)

@@ -9,9 +9,13 @@ from typing import Any
 
 import pytest
 
+from fleetctl.local.supervisor import UpOptions, process_environments
+from fleetctl.local.tokens import TENANT_CLAIM
+from fleetctl.stack import StackResources
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import (
     POWERTOOLS,
+    POWERTOOLS_SERVICE,
     EnvironmentInvalid,
     from_env,
     names,
@@ -123,3 +127,52 @@ def test_every_worker_container_sets_only_variables_the_worker_reads() -> None:
         unread = set_here - names(WorkerEnvironment)
         assert not unread, f"container {container['Name']} sets {sorted(unread)}, which no worker reads"
         assert {"FUSIONFLEET_QUEUE_URLS", "AWS_REGION"} <= set_here, container["Name"]
+
+
+def test_local_up_gives_each_process_what_its_contract_reads_back_as_the_options() -> None:
+    # GIVEN options that differ from every default `local up` passes on
+    resources = StackResources(
+        stage="local", media_bucket="media", work_bucket="work", ingest_queue_url="q/ingest",
+        ingest_dlq_url="q/ingest-dlq", render_queue_urls=("q/high", "q/normal", "q/low"), render_dlq_url="q/rdlq",
+        merge_queue_url="q/merge", merge_dlq_url="q/mdlq", topic_arn="arn:t", state_machine_arn="arn:m",
+    )  # fmt: skip
+    options = UpOptions(
+        default_engine="copy", visibility_s=45, accepted_backlog_s=600, max_workers=6, watchdog_stall_s=99,
+        backups=False, backup_factor=4.0, faults_file=Path("/tmp/faults.json"),
+    )  # fmt: skip
+    # WHEN the process table's environments are built, and each process reads its own
+    envs = process_environments(options, resources, Path("/scratch"))
+    where = {"AWS_REGION": "us-east-1"}
+    slicer = from_env(SlicerEnvironment, {**where, **envs.slicer})
+    watchdog = from_env(WatchdogEnvironment, {**where, **envs.watchdog})
+    render = from_env(WorkerEnvironment, envs.render)
+    merge = from_env(WorkerEnvironment, envs.merge)
+    api = from_env(ApiEnvironment, {**where, **envs.api})
+    # THEN each reads what `local up` was asked for
+    assert (slicer.default_engine, slicer.visibility_s, slicer.accepted_backlog_s) == ("copy", 45, 600)
+    assert (slicer.work_bucket, slicer.fleet_max_workers) == ("work", 6)
+    assert (watchdog.stall_s, watchdog.backups, watchdog.backup_factor) == (99, False, 4.0)
+    assert watchdog.render_queue_urls == resources.render_queue_urls
+    assert (render.queue_urls, render.visibility_s, render.preload_engine) == (
+        ("q/high", "q/normal", "q/low"),
+        45,
+        "copy",
+    )
+    assert (render.scratch, render.work_bucket, render.faults_file) == (
+        Path("/scratch"),
+        "work",
+        Path("/tmp/faults.json"),
+    )
+    assert (merge.queue_urls, merge.preload_engine, merge.visibility_s) == (
+        ("q/merge",),
+        None,
+        WorkerEnvironment.visibility_s,
+    )
+    assert (api.media_bucket, api.tenant_claim) == ("media", TENANT_CLAIM)
+    # AND nothing else: the rest each process inherits, as a shell-set variable always was
+    assert set(envs.render) == {
+        "FUSIONFLEET_QUEUE_URLS", "FUSIONFLEET_PRELOAD_ENGINE", "FUSIONFLEET_VISIBILITY_SECONDS",
+        "FUSIONFLEET_SCRATCH", "FUSIONFLEET_WORK_BUCKET", "FUSIONFLEET_FAULTS_FILE",
+    }  # fmt: skip
+    for variables in (envs.slicer, envs.watchdog, envs.api, envs.dead_letters):
+        assert POWERTOOLS_SERVICE in variables
