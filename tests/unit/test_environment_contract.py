@@ -26,6 +26,7 @@ from fusionfleet.environment.dead_letters import DeadLetterEnvironment
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.environment.worker import WorkerEnvironment
+from gpu_worker.engines.facefusion import settings as facefusion_settings
 from tests.support.template import load_template
 
 # The Lambda runtime sets AWS_REGION in every function; ECS does not (the task definition does).
@@ -37,6 +38,10 @@ HANDLERS: dict[str, type[Any]] = {
     "functions.api.app.handler": ApiEnvironment,
 }
 CONTRACTS = (WorkerEnvironment, *HANDLERS.values())
+# What the worker's engines read from the environment it hands down (FaceFusion's settings).
+ENGINE_VARIABLES = frozenset(
+    value for name, value in vars(facefusion_settings).items() if name.startswith("ENV_") and isinstance(value, str)
+)
 REQUIRED = {"region": "r", "work_bucket": "w", "state_machine_arn": "arn:m", "topic_arn": "arn:t", "media_bucket": "m"}
 
 EXAMPLES: list[Any] = [
@@ -124,7 +129,7 @@ def test_every_worker_container_sets_only_variables_the_worker_reads() -> None:
     assert len(containers) >= 2  # render and merge
     for container in containers:
         set_here = {item["Name"] for item in container.get("Environment", [])}
-        unread = set_here - names(WorkerEnvironment)
+        unread = set_here - names(WorkerEnvironment) - ENGINE_VARIABLES
         assert not unread, f"container {container['Name']} sets {sorted(unread)}, which no worker reads"
         assert {"FUSIONFLEET_QUEUE_URLS", "AWS_REGION"} <= set_here, container["Name"]
 
