@@ -33,6 +33,8 @@ from fleetctl.samples import write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
+from fusionfleet.environment.contract import env_of
+from fusionfleet.environment.worker import WorkerEnvironment
 from fusionfleet.messages import SegmentRecord
 from fusionfleet.storage import get_json
 
@@ -68,10 +70,11 @@ def start_slow_worker(state: LocalState, resources: StackResources, seconds: flo
     env = {
         **os.environ, "AWS_ENDPOINT_URL": state.endpoint, "AWS_REGION": state.region,
         "AWS_DEFAULT_REGION": state.region, "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": LOCAL_ACCESS_KEY, "FUSIONFLEET_QUEUE_URLS": ",".join(resources.render_queue_urls),
-        "FUSIONFLEET_PRELOAD_ENGINE": "copy", "FUSIONFLEET_FAULTS_FILE": str(faults),
-        "FUSIONFLEET_SCRATCH": str(STATE / "scratch-slow"), "FUSIONFLEET_WORKER_NAME": SLOW_WORKER,
-        "FUSIONFLEET_WORK_BUCKET": resources.work_bucket,
+        "AWS_SECRET_ACCESS_KEY": LOCAL_ACCESS_KEY,
+        **env_of(WorkerEnvironment,
+            queue_urls=resources.render_queue_urls, preload_engine="copy", faults_file=faults,
+            scratch=STATE / "scratch-slow", name=SLOW_WORKER, work_bucket=resources.work_bucket,
+        ),
     }  # fmt: skip
     log = (STATE / "logs" / f"{SLOW_WORKER}.log").open("ab")
     return subprocess.Popen(

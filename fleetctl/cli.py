@@ -28,6 +28,7 @@ from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.progress import ProgressLine, bar
 from fusionfleet.storage import S3Storage
 from fusionfleet.tenants import notice_tenant
+from fusionfleet.timeouts import DEFAULT_VISIBILITY_S
 
 EXIT_FAILED = 1
 EXIT_REJECTED = 2
@@ -70,7 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--default-engine", default="classic", choices=ENGINE_NAMES, help="engine for jobs that name none")
     up.add_argument("--stack", default=connection.DEFAULT_STACK)
     up.add_argument(
-        "--visibility-seconds", type=int, default=120, help="how long a worker holds a message between heartbeats"
+        "--visibility-seconds",
+        type=int,
+        default=DEFAULT_VISIBILITY_S,
+        help="how long a worker holds a message between heartbeats",
     )
     up.add_argument(
         "--accepted-backlog-seconds", type=int, default=UpOptions.accepted_backlog_s,

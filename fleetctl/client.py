@@ -13,13 +13,12 @@ from typing import Any
 
 from fleetctl.stack import StackResources
 from fusionfleet import layout
-from fusionfleet.errors import FusionFleetError, ObjectMissing
+from fusionfleet.errors import FusionFleetError
 from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.job_state import JobStates
 from fusionfleet.links import DOWNLOAD_LINK_SECONDS, PresignedLink
-from fusionfleet.operations import CANCEL_REASON
-from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
-from fusionfleet.runs import current_run, execution_name, is_cancelled
-from fusionfleet.storage import Storage, get_json
+from fusionfleet.orchestrator import Execution, Orchestrator, Progress
+from fusionfleet.storage import Storage
 from fusionfleet.tenants import check_tenant_name
 
 _CONTENT_TYPES = {
@@ -122,10 +121,9 @@ class Client:
                 raise FusionFleetError(f"{path} is not a file")
         name = name or job_name(target)
         bucket = self._resources.media_bucket
-        home = layout.tenant_prefix(tenant) if tenant else ""
 
         def upload(path: Path, slot: str) -> str:
-            key = f"{home}{layout.INPUT_PREFIX}{name}/{slot}{path.suffix.lower()}"
+            key = layout.input_key(name, f"{slot}{path.suffix.lower()}", tenant)
             say(f"uploading {path} → s3://{bucket}/{key}")
             self._storage.upload_file(
                 bucket, key, path, _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
@@ -135,7 +133,7 @@ class Client:
         source_keys = [upload(path, f"source-{i}") for i, path in enumerate(sources)]
         target_key = upload(target, "target")
         reference_key = upload(reference, "reference") if reference else None
-        manifest_key = f"{home}{layout.MANIFEST_PREFIX}{name}{layout.MANIFEST_SUFFIX}"
+        manifest_key = layout.manifest_key(name, tenant)
         output_key = layout.default_output_key(manifest_key)
         manifest = build_manifest(
             source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}
@@ -147,25 +145,16 @@ class Client:
         return Submission(derive_job_id(bucket, manifest_key, etag), manifest_key, output_key)
 
     def status(self, job_id: str) -> JobStatus:
-        try:
-            rejection = get_json(self._storage, self._resources.work_bucket, layout.rejection_key(job_id))
-        except ObjectMissing:
-            rejection = None
-        if rejection is not None:
-            return JobStatus(job_id, "REJECTED", reason=str(rejection.get("reason", "")))
-        # The job's current run: its first execution, or the latest retry's (fusionfleet.runs).
-        run = current_run(self._storage, self._resources.work_bucket, job_id).run
-        arn = execution_arn(self._resources.state_machine_arn, execution_name(job_id, run))
-        try:
-            execution = self._orchestrator.describe(arn)
-        except ExecutionMissing:
-            return JobStatus(job_id, "PENDING")
-        progress = _whole_job(self._orchestrator.progress(arn), execution) if run else self._orchestrator.progress(arn)
-        if execution.status in ("RUNNING", "ABORTED") and is_cancelled(
-            self._storage, self._resources.work_bucket, job_id
-        ):
-            return JobStatus(job_id, "CANCELLED", progress, reason=CANCEL_REASON, execution=execution)
-        if execution.status == "SUCCEEDED":
+        # Read through the job-state model, so `status` and the dashboard can never disagree.
+        states = JobStates(
+            self._storage, self._orchestrator, self._resources.work_bucket, self._resources.state_machine_arn
+        )
+        facts = states.facts(job_id, known=False)
+        execution = facts.execution
+        if facts.state == "REJECTED" or execution is None:
+            return JobStatus(job_id, facts.state, reason=facts.reason)
+        progress = states.progress(facts)
+        if facts.state == "SUCCEEDED":
             return JobStatus(
                 job_id,
                 "SUCCEEDED",
@@ -174,11 +163,7 @@ class Client:
                 execution=execution,
                 download=self._fresh_link(execution),
             )
-        if execution.finished:
-            return JobStatus(
-                job_id, execution.status, progress, reason=execution.cause or execution.error or "", execution=execution
-            )
-        return JobStatus(job_id, "RUNNING", progress, execution=execution)
+        return JobStatus(job_id, facts.state, progress, reason=facts.reason, execution=execution)
 
     def wait(
         self,
@@ -209,18 +194,3 @@ class Client:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._storage.download_file(output["bucket"], output["key"], path)
         return path
-
-
-def _whole_job(progress: Progress | None, execution: Execution) -> Progress | None:
-    """A retry's Map Run covers only the segments it renders: the others were done before it."""
-    total = int((execution.input or {}).get("job", {}).get("segment_count", 0))
-    if progress is None or total <= progress.total:
-        return progress
-    before = total - progress.total
-    return Progress(
-        total=total,
-        succeeded=progress.succeeded + before,
-        failed=progress.failed,
-        running=progress.running,
-        pending=progress.pending,
-    )

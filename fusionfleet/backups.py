@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping
 
 from fusionfleet import layout
@@ -34,7 +33,6 @@ from fusionfleet.stragglers import (
 logger = logging.getLogger(__name__)
 
 BACKUP_COPY = 1
-_FILE = re.compile(r"/segments/(\d{5})\.attempts/r(\d{3})-(winner|task|backup)\.json$")
 
 
 class BackupSender:
@@ -66,9 +64,9 @@ class BackupSender:
         indices = set(run.segments) if run.run > 0 and run.segments else set(range(context.segment_count))
         files: dict[str, set[int]] = {"winner": set(), "task": set(), "backup": set()}
         for key in self._storage.list_keys(self._bucket, layout.segments_prefix(job_id)):
-            match = _FILE.search(key)
-            if match and int(match[2]) == run.run and int(match[1]) in indices:
-                files[match[3]].add(int(match[1]))
+            found = layout.parse_run_file(key)
+            if found is not None and found.run == run.run and found.index in indices:
+                files[found.kind].add(found.index)
         if not nearly_done(len(files["winner"]), len(indices), self._policy):
             return []  # the common case, decided without reading a record
         times = self._render_times(job_id, run.run, files["winner"])

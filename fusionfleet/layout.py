@@ -5,6 +5,8 @@ from __future__ import annotations
 import posixpath
 import re
 import unicodedata
+from dataclasses import dataclass
+from typing import Literal
 
 MANIFEST_PREFIX = "jobs/"
 MANIFEST_SUFFIX = ".json"
@@ -61,6 +63,11 @@ def segment_record_key(job_id: str, index: int) -> str:
 
 def checkpoint_prefix(job_id: str, index: int) -> str:
     return f"{work_prefix(job_id)}checkpoints/{index:05d}/"
+
+
+def chunk_key(job_id: str, index: int, first: int, end: int) -> str:
+    """A checkpoint chunk of a segment: frames [first, end), uploaded as soon as it is encoded."""
+    return f"{checkpoint_prefix(job_id, index)}{first:07d}-{end:07d}.mp4"
 
 
 def preview_key(output_key: str) -> str:
@@ -226,6 +233,162 @@ def is_manifest_key(key: str) -> bool:
         return False
     prefix = manifest_prefix_of(key)
     return key.startswith(prefix) and key.endswith(MANIFEST_SUFFIX) and len(key) > len(prefix + MANIFEST_SUFFIX)
+
+
+def input_key(name: str, file_name: str, tenant: str | None = None) -> str:
+    """Where the CLI uploads one file of a job named `name`: `inputs/<name>/<file>`, under
+    `tenants/T/` for a tenant."""
+    return f"{tenant_input_prefix(tenant) if tenant else INPUT_PREFIX}{name}/{file_name}"
+
+
+def manifest_key(name: str, tenant: str | None = None) -> str:
+    """`jobs/<name>.json`, or a tenant's `tenants/<tenant>/jobs/<name>.json`."""
+    return tenant_manifest_key(tenant, name) if tenant else f"{MANIFEST_PREFIX}{name}{MANIFEST_SUFFIX}"
+
+
+# ---------------------------------------------------------------------- reading keys back
+# Each parser takes a key one of the builders above made and gives back what built it (None for any
+# other key), so listings are read here and nowhere else spells the formats out again.
+_JOB = r"(?P<job>[^/_][^/]*)"  # a job id; records that are not jobs live under `work/_…/`
+_INDEX = r"(?P<index>\d{5,})"
+_WORK_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/")
+_SEGMENT_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}(?:\.c(?P<copy>[1-9]\d*))?\.(?P<kind>mp4|json)$")
+_ATTEMPT_FILE = re.compile(
+    rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}\.attempts/r(?P<run>\d{{3,}})-(?P<attempt>\d{{3,}})(?:-c(?P<copy>[1-9]\d*))?\.json$"
+)
+_RUN_FILE = re.compile(
+    rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}\.attempts/r(?P<run>\d{{3,}})-(?P<kind>winner|task|backup)\.json$"
+)
+_CHUNK_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/checkpoints/{_INDEX}/(?P<first>\d{{7,}})-(?P<end>\d{{7,}})\.mp4$")
+_RUN_PLAN_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/plans/r(?P<run>\d{{3,}})\.json$")
+
+
+@dataclass(frozen=True)
+class SegmentFile:
+    """`segment_key` / `copy_segment_key` (kind "mp4") or `segment_record_key` (kind "json")."""
+
+    job_id: str
+    index: int
+    kind: Literal["mp4", "json"]
+    copy: int = 0
+
+
+@dataclass(frozen=True)
+class AttemptFile:
+    """`attempt_record_key`."""
+
+    job_id: str
+    index: int
+    run: int
+    attempt: int
+    copy: int = 0
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """`segment_winner_key`, `segment_task_key` or `segment_backup_key` of one run of a segment."""
+
+    job_id: str
+    index: int
+    run: int
+    kind: Literal["winner", "task", "backup"]
+
+
+@dataclass(frozen=True)
+class ChunkFile:
+    """`chunk_key`."""
+
+    job_id: str
+    index: int
+    first: int
+    end: int
+
+
+def job_of_work_key(key: str) -> str | None:
+    """The job a key under `work/<job_id>/` belongs to (any of the per-job builders above), or None."""
+    match = _WORK_FILE.match(key)
+    return match["job"] if match else None
+
+
+def parse_segment_file(key: str) -> SegmentFile | None:
+    match = _SEGMENT_FILE.match(key)
+    if match is None:
+        return None
+    kind: Literal["mp4", "json"] = "mp4" if match["kind"] == "mp4" else "json"
+    return SegmentFile(match["job"], int(match["index"]), kind, int(match["copy"] or 0))
+
+
+def parse_attempt_record_key(key: str) -> AttemptFile | None:
+    match = _ATTEMPT_FILE.match(key)
+    if match is None:
+        return None
+    return AttemptFile(
+        match["job"], int(match["index"]), int(match["run"]), int(match["attempt"]), int(match["copy"] or 0)
+    )
+
+
+def parse_run_file(key: str) -> RunFile | None:
+    match = _RUN_FILE.match(key)
+    if match is None:
+        return None
+    kind: Literal["winner", "task", "backup"] = match["kind"]  # type: ignore[assignment]  # the pattern's three
+    return RunFile(match["job"], int(match["index"]), int(match["run"]), kind)
+
+
+def parse_chunk_key(key: str) -> ChunkFile | None:
+    match = _CHUNK_FILE.match(key)
+    if match is None:
+        return None
+    return ChunkFile(match["job"], int(match["index"]), int(match["first"]), int(match["end"]))
+
+
+def parse_run_plan_key(key: str) -> tuple[str, int] | None:
+    """(job id, run) of `run_plan_key` (run 0's plan is the job's `plan_key`)."""
+    if (match := _RUN_PLAN_FILE.match(key)) is not None:
+        return match["job"], int(match["run"])
+    job_id = job_of_work_key(key)
+    return (job_id, 0) if job_id is not None and key == plan_key(job_id) else None
+
+
+def _name_under(key: str, prefix: str, suffix: str) -> str | None:
+    """The one path segment between `prefix` and `suffix`, or None."""
+    if not key.startswith(prefix) or not key.endswith(suffix) or len(key) <= len(prefix) + len(suffix):
+        return None
+    name = key[len(prefix) : len(key) - len(suffix)]
+    return None if "/" in name else name
+
+
+def parse_worker_key(key: str) -> str | None:
+    """The worker name of `worker_key`."""
+    return _name_under(key, WORKERS_PREFIX, ".json")
+
+
+def parse_rejected_index_key(key: str) -> str | None:
+    """The job id of `rejected_index_key`."""
+    return _name_under(key, REJECTED_INDEX_PREFIX, ".json")
+
+
+def parse_blocked_worker_key(key: str) -> tuple[str, str] | None:
+    """(job id, worker) of `blocked_worker_key`."""
+    job_id = job_of_work_key(key)
+    worker = _name_under(key, blocklist_prefix(job_id), ".json") if job_id else None
+    return (job_id, worker) if job_id and worker else None
+
+
+def parse_api_job_key(key: str) -> tuple[str, str] | None:
+    """(tenant, api job id) of `api_job_key`."""
+    tenant, slash, rest = key.removeprefix(API_PREFIX).partition("/") if key.startswith(API_PREFIX) else ("", "", "")
+    api_job_id = _name_under(rest, "", ".json") if slash and is_tenant_name(tenant) else None
+    return (tenant, api_job_id) if api_job_id else None
+
+
+def parse_tenant_upload_key(key: str) -> tuple[str, str, str] | None:
+    """(tenant, api job id, file name) of `tenant_upload_key`."""
+    tenant = tenant_of(key)
+    if tenant is None or not key.startswith(tenant_input_prefix(tenant)):
+        return None
+    api_job_id, slash, file_name = key[len(tenant_input_prefix(tenant)) :].partition("/")
+    return (tenant, api_job_id, file_name) if slash and api_job_id and file_name and "/" not in file_name else None
 
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")

@@ -9,7 +9,6 @@ the cancel marker, the notice record, the workers' presence records).
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,23 +19,18 @@ from fusionfleet import layout
 from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
 from fusionfleet.identity import tenant_of_job
-from fusionfleet.messages import JobContext, SegmentAttempt, SegmentRecord, WorkerBeat
+from fusionfleet.job_state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
+from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
 from fusionfleet.notify import Notifier, notice_subject
-from fusionfleet.orchestrator import TERMINAL, Execution, ExecutionMissing, Orchestrator, execution_arn
+from fusionfleet.orchestrator import TERMINAL, ExecutionMissing, Orchestrator, execution_arn
 from fusionfleet.plan import Segment
-from fusionfleet.runs import (
-    MAX_EXECUTION_NAME,
-    RunRecord,
-    current_run,
-    execution_name,
-    is_cancelled,
-    parse_execution_name,
-)
+from fusionfleet.runs import RunRecord, execution_name
 from fusionfleet.storage import Storage, get_json, put_json
 from fusionfleet.tenants import notice_tenant
 from fusionfleet.watchdog import NOTIFIED_FAILURE_ERROR
 
 __all__ = [
+    "CANCEL_REASON",
     "JOB_STATES",
     "AttemptRecord",
     "FarmResources",
@@ -50,19 +44,13 @@ __all__ = [
     "job_state",
 ]
 
-JOB_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED")
 RETRYABLE = ("FAILED", "CANCELLED", "TIMED_OUT", "ABORTED")
 SEGMENT_STATES = ("pending", "running", "done", "failed")
 CANCEL_ERROR = "JobCancelled"
-CANCEL_REASON = "cancelled by an operator"
 # A cancel that claimed the notice and died before publishing is finished by another after this.
 RECLAIM_S = 120.0
 DEFAULT_LOST_AFTER_S = 30.0
 FORGET_AFTER_S = 24 * 3600.0
-
-# `00003.mp4`, or `00003.c1.mp4` where a straggler's backup copy won (gpu_worker.commit).
-_SEGMENT_FILE = re.compile(r"/segments/(\d{5})(?:\.c\d+)?\.(mp4|json)$")
-_ATTEMPT_FILE = re.compile(r"/segments/(\d{5})\.attempts/r(\d{3})-(\d{3})(?:-c\d+)?\.json$")
 
 
 class FarmResources(Protocol):
@@ -137,63 +125,6 @@ class WorkerView:
     lost: bool
 
 
-def job_state(execution_status: str | None, rejected: bool, cancelled: bool) -> str:
-    """A job's state from its current run's execution, its rejection record and its cancel marker. Pure."""
-    if execution_status is None:
-        return "REJECTED" if rejected else "PENDING"
-    # The marker is written once the execution was told to stop; some engines (LocalStack) report
-    # it RUNNING until its waiting tasks have noticed.
-    if execution_status in ("ABORTED", "RUNNING") and cancelled:
-        return "CANCELLED"
-    return execution_status
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """What the farm knows about one job, gathered once per call."""
-
-    job_id: str
-    context: JobContext | None
-    rejection: dict[str, Any] | None
-    run: RunRecord
-    execution: Execution | None
-    cancelled: bool
-    first_input: dict[str, Any] | None = None
-
-    @property
-    def state(self) -> str:
-        return job_state(self.execution.status if self.execution else None, self.rejection is not None, self.cancelled)
-
-
-@dataclass(frozen=True)
-class _Listing:
-    """The job's files under segments/: segment outputs, their records, the attempt records."""
-
-    outputs: frozenset[int] = frozenset()
-    records: frozenset[int] = frozenset()
-    attempts: tuple[tuple[int, int, int, str], ...] = ()  # (segment, run, attempt, key)
-
-    @classmethod
-    def of(cls, keys: list[str]) -> _Listing:
-        outputs: set[int] = set()
-        records: set[int] = set()
-        attempts: list[tuple[int, int, int, str]] = []
-        for key in keys:
-            if match := _SEGMENT_FILE.search(key):
-                (outputs if match[2] == "mp4" else records).add(int(match[1]))
-            elif match := _ATTEMPT_FILE.search(key):
-                attempts.append((int(match[1]), int(match[2]), int(match[3]), key))
-        return cls(frozenset(outputs), frozenset(records), tuple(sorted(attempts)))
-
-    @property
-    def done(self) -> frozenset[int]:
-        return self.outputs & self.records
-
-    @property
-    def failed(self) -> frozenset[int]:
-        return self.records - self.outputs
-
-
 @dataclass
 class Operations:
     storage: Storage
@@ -233,7 +164,7 @@ class Operations:
 
     def job(self, job_id: str) -> JobDetail:
         facts = self._facts(job_id)
-        listing = self._listing(job_id) if facts.context else _Listing()
+        listing = self._listing(job_id) if facts.context else SegmentFiles()
         summary = self._summary(facts, listing)
         if facts.context is None:
             return JobDetail(summary, [], [], {}, None)
@@ -400,32 +331,18 @@ class Operations:
         except ObjectMissing:
             return None
 
-    def _facts(self, job_id: str) -> _Facts:
-        raw = self._json(layout.job_key(job_id))
-        rejection = None if raw is not None else self._json(layout.rejection_key(job_id))
-        if raw is None and rejection is None:
-            raise JobNotFound(f"no job {job_id!r} (no job record and no rejection in the work bucket)")
-        context = JobContext.model_validate(raw) if raw is not None else None
-        run = current_run(self.storage, self.resources.work_bucket, job_id)
-        execution = None
-        if context is not None:
-            arn = execution_arn(self.resources.state_machine_arn, execution_name(job_id, run.run))
-            try:
-                execution = self.orchestrator.describe(arn)
-            except ExecutionMissing:
-                execution = None
-        cancelled = (
-            execution is not None
-            and execution.status in ("ABORTED", "RUNNING")
-            and is_cancelled(self.storage, self.resources.work_bucket, job_id)
-        )
-        first_input = execution.input if execution is not None and run.run == 0 else None
-        return _Facts(job_id, context, rejection, run, execution, cancelled, first_input)
+    @property
+    def states(self) -> JobStates:
+        """The job-state read model over this farm (`fusionfleet.job_state`)."""
+        return JobStates(self.storage, self.orchestrator, self.resources.work_bucket, self.resources.state_machine_arn)
 
-    def _listing(self, job_id: str) -> _Listing:
-        return _Listing.of(self.storage.list_keys(self.resources.work_bucket, layout.segments_prefix(job_id)))
+    def _facts(self, job_id: str) -> JobFacts:
+        return self.states.facts(job_id)
 
-    def _summary(self, facts: _Facts, listing: _Listing | None = None) -> JobSummary:
+    def _listing(self, job_id: str) -> SegmentFiles:
+        return self.states.segment_files(job_id)
+
+    def _summary(self, facts: JobFacts, listing: SegmentFiles | None = None) -> JobSummary:
         state = facts.state
         context = facts.context
         if context is None:
@@ -441,7 +358,7 @@ class Operations:
                 segments_total=0,
                 submitted_at=self._rejected_at(facts.job_id),
                 output=None,
-                reason=str(rejection.get("reason", "")),
+                reason=facts.reason,
             )
         listing = listing or self._listing(facts.job_id)
         return JobSummary(
@@ -454,16 +371,8 @@ class Operations:
             segments_total=context.segment_count,
             submitted_at=_parse_time(context.submitted_at),
             output=f"s3://{context.output.bucket}/{context.output.key}" if state == "SUCCEEDED" else None,
-            reason=self._reason(facts, state),
+            reason=facts.reason,
         )
-
-    def _reason(self, facts: _Facts, state: str) -> str:
-        if state == "CANCELLED":
-            return CANCEL_REASON
-        execution = facts.execution
-        if execution is None or state in ("RUNNING", "SUCCEEDED"):
-            return ""
-        return execution.cause or execution.error or ""
 
     def _rejected_at(self, job_id: str) -> datetime | None:
         record = self._json(layout.rejected_index_key(job_id))
@@ -472,13 +381,10 @@ class Operations:
     def _candidates(self) -> list[tuple[str, float, str]]:
         """(job id, when it started, the status of its newest run) for every job, newest first."""
         runs: dict[str, list[tuple[int, float, str]]] = {}  # job → [(run, started, status)]
+        states = self.states
         for status in ("RUNNING", *TERMINAL):
             for execution in self.orchestrator.list_executions(self.resources.state_machine_arn, status):
-                job_id, run = parse_execution_name(execution.name)
-                if run > 0 and len(execution.name) >= MAX_EXECUTION_NAME:
-                    # A retry of a job whose id was cut to fit: the input names the job in full.
-                    described = self.orchestrator.describe(execution.arn).input or {}
-                    job_id = str(described.get("job", {}).get("job_id", job_id))
+                job_id, run = states.job_of(execution)
                 started = execution.started.timestamp() if execution.started else 0.0
                 runs.setdefault(job_id, []).append((run, started, execution.status))
         found = []
@@ -487,18 +393,18 @@ class Operations:
             first_start = min((started for _run, started, _status in items if started), default=0.0)
             found.append((job_id, first_start, newest[2]))
         for key in self.storage.list_keys(self.resources.work_bucket, layout.REJECTED_INDEX_PREFIX):
-            job_id = key[len(layout.REJECTED_INDEX_PREFIX) :].removesuffix(".json")
-            if job_id in runs:
+            rejected = layout.parse_rejected_index_key(key)
+            if rejected is None or rejected in runs:
                 continue
-            at = self._rejected_at(job_id)
-            found.append((job_id, at.timestamp() if at else 0.0, "REJECTED"))
+            at = self._rejected_at(rejected)
+            found.append((rejected, at.timestamp() if at else 0.0, "REJECTED"))
         return sorted(found, key=lambda item: item[1], reverse=True)
 
     def _plan(self, job_id: str) -> list[Segment]:
         items = self._json(layout.plan_key(job_id)) or []
         return [Segment.from_dict(item) for item in items]
 
-    def _attempts(self, job_id: str, listing: _Listing) -> list[SegmentAttempt]:
+    def _attempts(self, job_id: str, listing: SegmentFiles) -> list[SegmentAttempt]:
         """Every attempt record, oldest first per segment; a segment without any (a job rendered before
         attempts were recorded) shows its segment record as its one attempt."""
         stored: list[SegmentAttempt] = []
@@ -528,7 +434,7 @@ class Operations:
             return None
 
     def _segment_view(
-        self, segment: Segment, facts: _Facts, state: str, listing: _Listing, stored: list[SegmentAttempt]
+        self, segment: Segment, facts: JobFacts, state: str, listing: SegmentFiles, stored: list[SegmentAttempt]
     ) -> SegmentView:
         mine = [record for record in stored if record.index == segment.index]
         latest = mine[-1] if mine else None
@@ -555,7 +461,7 @@ class Operations:
             view_state = "pending"
         return SegmentView(segment.index, segment.start_frame, segment.end_frame, view_state, worker, attempt)
 
-    def _timings(self, facts: _Facts, stored: list[SegmentAttempt]) -> dict[str, Any]:
+    def _timings(self, facts: JobFacts, stored: list[SegmentAttempt]) -> dict[str, Any]:
         execution = facts.execution
         timings: dict[str, Any] = {}
         if execution is not None and execution.output and isinstance(execution.output.get("timings"), dict):
@@ -578,7 +484,7 @@ class Operations:
         timings["run"] = facts.run.run
         return timings
 
-    def _cost(self, facts: _Facts, stored: list[SegmentAttempt]) -> dict[str, Any] | None:
+    def _cost(self, facts: JobFacts, stored: list[SegmentAttempt]) -> dict[str, Any] | None:
         execution = facts.execution
         if execution is not None and execution.output and isinstance(execution.output.get("cost"), dict):
             return {**execution.output["cost"], "final": True}

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 MAX_TASK_SECONDS = 99_999_999
 # Slack for API latency and clock differences between the worker, SQS and Step Functions.
 MARGIN_S = 60
+# How long a worker holds a render message between its heartbeats (the render queues' visibility timeout).
+DEFAULT_VISIBILITY_S = 120
 
 
 @dataclass(frozen=True)
 class TimeoutPolicy:
-    visibility_s: int = 120
+    visibility_s: int = DEFAULT_VISIBILITY_S
     max_attempts: int = 3
     # The longest a failed attempt's message stays invisible before its retry (the worker's backoff).
     retry_delay_s: int = 60

@@ -29,10 +29,11 @@ from typing import Any, Literal
 
 from fusionfleet import layout
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.job_state import JobStates
 from fusionfleet.messages import JobContext
 from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
-from fusionfleet.runs import RunRecord, current_run, parse_execution_name
+from fusionfleet.runs import RunRecord, current_run
 from fusionfleet.storage import Storage, get_json, put_json
 from fusionfleet.stragglers import Backups, BackupSent
 from fusionfleet.tenants import notice_tenant
@@ -149,6 +150,7 @@ class Watchdog:
         self._orchestrator = orchestrator
         self._notifier = notifier
         self._config = config
+        self._jobs = JobStates(storage, orchestrator, config.work_bucket, config.state_machine_arn)
         # Sends straggler backup copies for running jobs nearly done (None: no backups).
         self._backups = backups
         self.backups_sent: list[BackupSent] = []  # by the last sweep
@@ -178,13 +180,8 @@ class Watchdog:
         if execution.stopped and (now - execution.stopped).total_seconds() > policy.horizon_s:
             self._settled.add(execution.arn)
             return None
-        job_id, run = parse_execution_name(execution.name)
-        context = self._context(job_id)
-        if context is None and run > 0:
-            # A retry of a job whose id was cut to fit the run suffix: the input names the job.
-            described = self._orchestrator.describe(execution.arn).input or {}
-            job_id = str(described.get("job", {}).get("job_id", job_id))
-            context = self._context(job_id)
+        job_id, run = self._jobs.job_of(execution)
+        context = self._jobs.context(job_id)
         if context is None:
             # Not a job of ours (a Map Run's child execution, or another tool's): nothing to watch.
             self._settled.add(execution.arn)
@@ -217,7 +214,8 @@ class Watchdog:
         progress = last_change = None
         age = (now - described.started).total_seconds() if described.started else 0.0
         if described.status == "RUNNING" and age > self._config.policy.dispatch_grace_s:
-            progress = self._orchestrator.progress(execution.arn)
+            # This run's own Map Run: a retry that dispatched nothing has not progressed.
+            progress = self._jobs.run_progress(execution.arn)
         if described.status == "RUNNING" and age > self._config.policy.stall_s:
             # Segments, their records and chunk checkpoints all land under the job's work prefix.
             last_change = self._storage.latest_change(self._config.work_bucket, layout.work_prefix(job_id))
@@ -283,12 +281,6 @@ class Watchdog:
             "reason": verdict.reason,
             "notified_by": "watchdog",
         }
-
-    def _context(self, job_id: str) -> JobContext | None:
-        try:
-            return JobContext.model_validate(get_json(self._storage, self._config.work_bucket, layout.job_key(job_id)))
-        except ObjectMissing:
-            return None
 
     def _record(self, job_id: str) -> dict[str, Any] | None:
         try:

@@ -8,7 +8,6 @@ before it is trusted.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,8 +18,6 @@ from fusionfleet.storage import Storage
 
 logger = logging.getLogger(__name__)
 
-_CHUNK = re.compile(r"(\d{7})-(\d{7})\.mp4$")
-
 
 @dataclass(frozen=True)
 class Chunk:
@@ -29,16 +26,12 @@ class Chunk:
     key: str
 
 
-def chunk_key(job_id: str, segment: int, first: int, end: int) -> str:
-    return f"{layout.checkpoint_prefix(job_id, segment)}{first:07d}-{end:07d}.mp4"
-
-
 def parse_chunks(keys: list[str]) -> list[Chunk]:
     chunks = []
     for key in keys:
-        match = _CHUNK.search(key)
-        if match:
-            chunks.append(Chunk(int(match[1]), int(match[2]), key))
+        found = layout.parse_chunk_key(key)
+        if found is not None:
+            chunks.append(Chunk(found.first, found.end, key))
     return sorted(chunks, key=lambda chunk: (chunk.first, chunk.end))
 
 
@@ -62,7 +55,9 @@ class Checkpoints:
         self._segment = segment
 
     def save(self, path: Path, first: int, end: int) -> None:
-        self._storage.upload_file(self._bucket, chunk_key(self._job_id, self._segment, first, end), path, "video/mp4")
+        self._storage.upload_file(
+            self._bucket, layout.chunk_key(self._job_id, self._segment, first, end), path, "video/mp4"
+        )
 
     def restore(self, grid: list[tuple[int, int]], workdir: Path) -> list[Path]:
         """Download the finished chunks of `grid` into workdir; stop at the first missing or broken one."""

@@ -12,34 +12,37 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
-from gpu_worker.errors import ConfigError
+# The variables' names and defaults are the worker's environment contract, re-exported as `config.ENV_…`.
+from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
+from fusionfleet.environment.contract import EnvironmentInvalid, from_env
+from fusionfleet.environment.worker import (  # the contract itself
+    ENV_FAULTS_FILE,
+    ENV_GPU_HOURLY_PRICE,
+    ENV_LOOKAHEAD,
+    ENV_NAME,
+    ENV_PRELOAD,
+    ENV_QUEUE_URLS,
+    ENV_ROLE,
+    ENV_SCRATCH,
+    ENV_VISIBILITY,
+    ENV_VISIBLE_GPUS,
+    WorkerEnvironment,
+)
 
-ENV_ROLE = "FUSIONFLEET_ROLE"
-ENV_QUEUE_URLS = "FUSIONFLEET_QUEUE_URLS"
-ENV_NAME = "FUSIONFLEET_WORKER_NAME"
-ENV_SCRATCH = "FUSIONFLEET_SCRATCH"
-ENV_VISIBILITY = "FUSIONFLEET_VISIBILITY_SECONDS"
-ENV_IDLE_WAIT = "FUSIONFLEET_IDLE_WAIT_SECONDS"
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
-ENV_PRELOAD = "FUSIONFLEET_PRELOAD_ENGINE"
-ENV_CPU_THREADS = "FUSIONFLEET_CPU_THREADS"
-ENV_ISOLATION = "FUSIONFLEET_ENGINE_ISOLATION"
-ENV_ENGINE_MAX_TASKS = "FUSIONFLEET_ENGINE_MAX_TASKS"
-ENV_ENGINE_MAX_RSS_MB = "FUSIONFLEET_ENGINE_MAX_RSS_MB"
-ENV_ENGINE_MAX_GPU_MB = "FUSIONFLEET_ENGINE_MAX_GPU_MB"
-ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
-ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
-ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
-ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
-ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
-ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
-ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
-ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
-ENV_BLOCK_AFTER = "FUSIONFLEET_BLOCK_AFTER_FAILURES"
-ENV_LOOKAHEAD = "FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG"
-ENV_VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
+__all__ = [
+    "ENV_FAULTS_FILE",
+    "ENV_GPU_HOURLY_PRICE",
+    "ENV_LOOKAHEAD",
+    "ENV_QUEUE_URLS",
+    "ENV_REGION",
+    "ENV_VISIBLE_GPUS",
+    "ROLES",
+    "HostConfig",
+    "WorkerConfig",
+    "add_arguments",
+    "resolve",
+]
+from gpu_worker.errors import ConfigError
 
 ROLES = ("render", "merge")
 
@@ -64,10 +67,12 @@ class WorkerConfig:
     seconds_per_frame: float
     base_timeout_s: float
     faults_file: Path | None = None
-    gpu_hourly_price: float = DEFAULT_GPU_HOURLY_PRICE  # dollars per GPU-hour: the merge prices each job with it
+    gpu_hourly_price: float = (
+        WorkerEnvironment.gpu_hourly_price
+    )  # dollars per GPU-hour: the merge prices each job with it
     # Where the worker's presence record goes (work/_workers/<name>.json); None: no record.
     work_bucket: str | None = None
-    beat_s: float = 5.0
+    beat_s: float = WorkerEnvironment.beat_s
     # The ECS agent's endpoint: task scale-in protection while a segment is held; None off ECS.
     ecs_agent_uri: str | None = None
     # A render worker takes a segment only with this much GPU memory free (None: no check), on the
@@ -76,10 +81,10 @@ class WorkerConfig:
     visible_gpus: tuple[str, ...] = ()
     # A render worker that fails this many segments of one job stops taking that job's segments
     # (needs the presence records of work_bucket to tell whether anyone else is left); 0: never.
-    block_after_failures: int = 2
+    block_after_failures: int = WorkerEnvironment.block_after_failures
     # A render worker takes its next task while this one renders when the queues hold at least this
     # many visible messages (gpu_worker.lookahead); 0: never.
-    lookahead_min_backlog: int = 0
+    lookahead_min_backlog: int = WorkerEnvironment.lookahead_min_backlog
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -141,51 +146,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> WorkerConfig:
     """The worker's settings from its arguments and environment; ConfigError when one is missing."""
     env = dict(os.environ) if env is None else env
-    role = args.role or env.get(ENV_ROLE, "render")
-    urls = tuple(args.queue_urls or [url for url in env.get(ENV_QUEUE_URLS, "").split(",") if url])
+    try:
+        read = from_env(WorkerEnvironment, env)
+    except EnvironmentInvalid as problem:
+        raise ConfigError(problem.reason) from None
+    urls = tuple(args.queue_urls or read.queue_urls)
     if not urls:
         raise ConfigError(f"no queue: pass --queue-url or set {ENV_QUEUE_URLS}")
-    region = args.region or env.get(ENV_REGION) or env.get("AWS_DEFAULT_REGION")
+    region = args.region or read.region or read.default_region
     if not region:
         raise ConfigError(f"no region: pass --region or set {ENV_REGION}")
+    if not read.gpu_hourly_price >= 0:
+        raise ConfigError(f"{ENV_GPU_HOURLY_PRICE} must be 0 or more, not {env.get(ENV_GPU_HOURLY_PRICE)!r}")
     return WorkerConfig(
-        role=role,
+        role=args.role or read.role,
         queue_urls=urls,
-        name=args.name or env.get(ENV_NAME) or f"{socket.gethostname()}-{os.getpid()}",
-        scratch=args.scratch or Path(env.get(ENV_SCRATCH, "/tmp/fusionfleet")),
+        name=args.name or read.name or f"{socket.gethostname()}-{os.getpid()}",
+        scratch=args.scratch or read.scratch,
         region=region,
-        endpoint_url=args.endpoint_url or env.get(ENV_ENDPOINT) or None,
-        visibility_s=args.visibility_seconds or int(env.get(ENV_VISIBILITY, "120")),
-        idle_wait_s=int(env.get(ENV_IDLE_WAIT, "1")),
+        endpoint_url=args.endpoint_url or read.endpoint_url,
+        visibility_s=args.visibility_seconds or read.visibility_s,
+        idle_wait_s=read.idle_wait_s,
         max_tasks=args.max_tasks,
-        preload_engine=args.preload_engine or env.get(ENV_PRELOAD) or None,
-        cpu_threads=int(env.get(ENV_CPU_THREADS, "0")),
-        isolation=env.get(ENV_ISOLATION, "process"),
-        engine_max_tasks=int(env.get(ENV_ENGINE_MAX_TASKS, "100")),
-        engine_max_rss_mb=int(env.get(ENV_ENGINE_MAX_RSS_MB, "8192")),
-        engine_max_gpu_mb=int(env[ENV_ENGINE_MAX_GPU_MB]) if env.get(ENV_ENGINE_MAX_GPU_MB) else None,
-        seconds_per_frame=float(env.get(ENV_SECONDS_PER_FRAME, "2.0")),
-        base_timeout_s=float(env.get(ENV_BASE_TIMEOUT, "120")),
-        faults_file=Path(env[ENV_FAULTS_FILE]) if env.get(ENV_FAULTS_FILE) else None,
-        gpu_hourly_price=_price(env.get(ENV_GPU_HOURLY_PRICE)),
-        work_bucket=env.get(ENV_WORK_BUCKET) or None,
-        beat_s=float(env.get(ENV_BEAT, "5")),
-        ecs_agent_uri=env.get(ENV_ECS_AGENT_URI) or None,
-        min_free_gpu_mb=float(env[ENV_MIN_FREE_GPU]) if env.get(ENV_MIN_FREE_GPU) else None,
-        visible_gpus=tuple(e.strip() for e in env.get(ENV_VISIBLE_GPUS, "").split(",") if e.strip()),
-        block_after_failures=int(env.get(ENV_BLOCK_AFTER, "2")),
-        lookahead_min_backlog=int(env.get(ENV_LOOKAHEAD, "0")),
+        preload_engine=args.preload_engine or read.preload_engine,
+        cpu_threads=read.cpu_threads,
+        isolation=read.isolation,
+        engine_max_tasks=read.engine_max_tasks,
+        engine_max_rss_mb=read.engine_max_rss_mb,
+        engine_max_gpu_mb=read.engine_max_gpu_mb,
+        seconds_per_frame=read.seconds_per_frame,
+        base_timeout_s=read.base_timeout_s,
+        faults_file=read.faults_file,
+        gpu_hourly_price=read.gpu_hourly_price,
+        work_bucket=read.work_bucket,
+        beat_s=read.beat_s,
+        ecs_agent_uri=read.ecs_agent_uri,
+        min_free_gpu_mb=read.min_free_gpu_mb,
+        visible_gpus=read.visible_gpus,
+        block_after_failures=read.block_after_failures,
+        lookahead_min_backlog=read.lookahead_min_backlog,
         engine_env=tuple(sorted(env.items())),
     )
-
-
-def _price(text: str | None) -> float:
-    if not text:
-        return DEFAULT_GPU_HOURLY_PRICE
-    try:
-        price = float(text)
-    except ValueError:
-        raise ConfigError(f"{ENV_GPU_HOURLY_PRICE} is not a number: {text!r}") from None
-    if not price >= 0:
-        raise ConfigError(f"{ENV_GPU_HOURLY_PRICE} must be 0 or more, not {text!r}")
-    return price

@@ -17,13 +17,14 @@ from types import TracebackType
 from fusionfleet.errors import TokenGone
 from fusionfleet.orchestrator import TaskCallbacks
 from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
+from fusionfleet.timeouts import DEFAULT_VISIBILITY_S
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class HeartbeatPolicy:
-    visibility_s: int = 120
+    visibility_s: int = DEFAULT_VISIBILITY_S
     # Extend when a third of the visibility is left: two chances before the message reappears.
     fraction: float = 1 / 3
     # How often the job's cancel marker is looked at while a segment renders: a cancelled job's

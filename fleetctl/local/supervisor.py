@@ -29,9 +29,15 @@ from fleetctl.local.state import LocalState, ManagedProcess
 from fleetctl.local.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, TENANT_CLAIM, KeyFiles, mint
 from fleetctl.stack import StackResources
 from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
+from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.environment.contract import POWERTOOLS_SERVICE, env_of
+from fusionfleet.environment.slicer import SlicerEnvironment
+from fusionfleet.environment.watchdog import WatchdogEnvironment
+from fusionfleet.environment.worker import WorkerEnvironment
 from fusionfleet.layout import is_tenant_name
 from fusionfleet.queues import SqsQueue
 from fusionfleet.stragglers import BackupPolicy
+from fusionfleet.timeouts import DEFAULT_VISIBILITY_S
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +60,7 @@ class UpOptions:
     stack: str = DEFAULT_STACK
     region: str = DEFAULT_REGION
     default_engine: str = "classic"
-    visibility_s: int = 120
+    visibility_s: int = DEFAULT_VISIBILITY_S
     # The longest a segment may wait in the render queues; every task timeout derives from it.
     accepted_backlog_s: int = 2 * 3600
     # Segments of one job in flight at once: LocalStack keeps several threads per waiting task.
@@ -83,6 +89,74 @@ class UpOptions:
 
 
 Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ProcessEnvironments:
+    """The variables `local up` gives each kind of process, beside the AWS ones every process gets."""
+
+    slicer: dict[str, str]
+    watchdog: dict[str, str]
+    dead_letters: dict[str, str]
+    merge: dict[str, str]
+    render: dict[str, str]  # the render workers, and the autoscaler that starts them
+    api: dict[str, str]
+
+
+def process_environments(options: UpOptions, resources: StackResources, scratch: Path) -> ProcessEnvironments:
+    """Each process's variables from its component's contract (fusionfleet.environment). Only what
+    `local up` decides is set: the rest each process inherits from the shell, as it always has. Pure."""
+    faults = str(options.faults_file.resolve()) if options.faults_file is not None else None
+    workers = env_of(WorkerEnvironment, scratch=scratch, work_bucket=resources.work_bucket, faults_file=faults)
+    stack = {
+        "work_bucket": resources.work_bucket,
+        "state_machine_arn": resources.state_machine_arn,
+        "topic_arn": resources.topic_arn,
+    }
+    slicer = env_of(
+        SlicerEnvironment,
+        **stack,
+        default_engine=options.default_engine,
+        visibility_s=options.visibility_s,
+        accepted_backlog_s=options.accepted_backlog_s,
+        render_concurrency=options.render_concurrency,
+        max_running_jobs=options.max_running_jobs,
+        tenant_max_running_jobs=options.tenant_max_running_jobs,
+        tenant_max_segments=options.tenant_max_segments,
+        fleet_max_workers=options.max_workers or 0,
+    )
+    watchdog = env_of(
+        WatchdogEnvironment,
+        **stack,
+        stall_s=options.watchdog_stall_s,
+        dispatch_grace_s=options.watchdog_dispatch_grace_s,
+        render_queue_urls=resources.render_queue_urls,
+        backups=options.backups,
+        backup_factor=options.backup_factor,
+        backup_min_age_s=options.backup_min_age_s,
+        backup_done_fraction=options.backup_done_fraction,
+        backup_last_segments=options.backup_last_segments,
+    )
+    render = env_of(
+        WorkerEnvironment,
+        queue_urls=resources.render_queue_urls,
+        preload_engine=options.default_engine,
+        visibility_s=options.visibility_s,
+    )
+    api = env_of(ApiEnvironment, media_bucket=resources.media_bucket, **stack, tenant_claim=TENANT_CLAIM)
+    return ProcessEnvironments(
+        slicer={**slicer, **_powertools("fusionfleet-slicer")},
+        watchdog={**watchdog, **_powertools("fusionfleet-watchdog")},
+        dead_letters=_powertools("fusionfleet-dead-letters"),
+        merge={**workers, **env_of(WorkerEnvironment, queue_urls=(resources.merge_queue_url,))},
+        render={**workers, **render},
+        api={**api, **_powertools("fusionfleet-api")},
+    )
+
+
+def _powertools(service: str) -> dict[str, str]:
+    """What Powertools reads in a handler's process (its service name in every log line)."""
+    return {POWERTOOLS_SERVICE: service}
 
 
 def _aws_env(state: LocalState) -> dict[str, str]:
@@ -176,53 +250,22 @@ class LocalStack:
         resources = StackResources.from_outputs(state.outputs)
         state.processes = [p for p in state.processes if p.role == "localstack" or p.alive()]
         python = sys.executable
-        env = {
-            **_aws_env(state),
-            "FUSIONFLEET_SCRATCH": str(self.paths.scratch),
-            "FUSIONFLEET_WORK_BUCKET": resources.work_bucket,
-        }
-        if options.faults_file is not None:
-            env["FUSIONFLEET_FAULTS_FILE"] = str(options.faults_file.resolve())
+        env = _aws_env(state)
+        envs = process_environments(options, resources, self.paths.scratch)
         wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
             (
                 "slicer",
                 "slicer",
                 [python, str(self.paths.event_source_runner), "--name", "slicer",
                  "--queue-url", resources.ingest_queue_url, "--handler", "functions.slicer.app.handler"],
-                {
-                    "WORK_BUCKET": resources.work_bucket,
-                    "STATE_MACHINE_ARN": resources.state_machine_arn,
-                    "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
-                    "DEFAULT_ENGINE": options.default_engine,
-                    "RENDER_VISIBILITY_SECONDS": str(options.visibility_s),
-                    "ACCEPTED_BACKLOG_SECONDS": str(options.accepted_backlog_s),
-                    "RENDER_CONCURRENCY": str(options.render_concurrency),
-                    "MAX_RUNNING_JOBS": str(options.max_running_jobs),
-                    "TENANT_MAX_RUNNING_JOBS": str(options.tenant_max_running_jobs),
-                    "TENANT_MAX_SEGMENTS": str(options.tenant_max_segments),
-                    "FLEET_MAX_WORKERS": str(options.max_workers or 0),
-                    "POWERTOOLS_SERVICE_NAME": "fusionfleet-slicer",
-                },
+                envs.slicer,
             ),
             (
                 "watchdog",
                 "watchdog",
                 [python, str(self.paths.schedule_runner), "--name", "watchdog",
                  "--handler", "functions.watchdog.app.handler", "--every", str(options.watchdog_every_s)],
-                {
-                    "WORK_BUCKET": resources.work_bucket,
-                    "STATE_MACHINE_ARN": resources.state_machine_arn,
-                    "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
-                    "WATCHDOG_STALL_SECONDS": str(options.watchdog_stall_s),
-                    "WATCHDOG_DISPATCH_GRACE_SECONDS": str(options.watchdog_dispatch_grace_s),
-                    "RENDER_QUEUE_URLS": ",".join(resources.render_queue_urls),
-                    "WATCHDOG_BACKUPS": "1" if options.backups else "0",
-                    "WATCHDOG_BACKUP_FACTOR": str(options.backup_factor),
-                    "WATCHDOG_BACKUP_MIN_AGE_SECONDS": str(options.backup_min_age_s),
-                    "WATCHDOG_BACKUP_DONE_FRACTION": str(options.backup_done_fraction),
-                    "WATCHDOG_BACKUP_LAST_SEGMENTS": str(options.backup_last_segments),
-                    "POWERTOOLS_SERVICE_NAME": "fusionfleet-watchdog",
-                },
+                envs.watchdog,
             ),
             *[
                 (
@@ -230,7 +273,7 @@ class LocalStack:
                     f"dlq-{kind}",
                     [python, str(self.paths.event_source_runner), "--name", f"dlq-{kind}",
                      "--queue-url", url, "--handler", "functions.dlq.app.handler"],
-                    {"POWERTOOLS_SERVICE_NAME": "fusionfleet-dead-letters"},
+                    envs.dead_letters,
                 )
                 for kind, url in (("render", resources.render_dlq_url), ("merge", resources.merge_dlq_url))
             ],
@@ -238,14 +281,10 @@ class LocalStack:
                 "merge",
                 "merge-1",
                 [python, "-m", "gpu_worker", "--role", "merge", "--name", "merge-1"],
-                {"FUSIONFLEET_QUEUE_URLS": resources.merge_queue_url},
+                envs.merge,
             ),
         ]  # fmt: skip
-        worker_env = {
-            "FUSIONFLEET_QUEUE_URLS": ",".join(resources.render_queue_urls),
-            "FUSIONFLEET_PRELOAD_ENGINE": options.default_engine,
-            "FUSIONFLEET_VISIBILITY_SECONDS": str(options.visibility_s),
-        }
+        worker_env = envs.render
         if _autoscaled(options):
             wanted.append(self._autoscaler(state, options, resources, worker_env))
         for number in range(1, 0 if _autoscaled(options) else options.workers + 1):
@@ -359,15 +398,7 @@ class LocalStack:
         if state.dashboard_url:
             # The tenant page (the dashboard's /tenant/) calls the API from the dashboard's origin.
             argv += ["--cors-origin", state.dashboard_url.rstrip("/")]
-        api_env = {
-            **env,
-            "MEDIA_BUCKET": resources.media_bucket,
-            "WORK_BUCKET": resources.work_bucket,
-            "STATE_MACHINE_ARN": resources.state_machine_arn,
-            "NOTIFICATION_TOPIC_ARN": resources.topic_arn,
-            "TENANT_CLAIM": TENANT_CLAIM,
-            "POWERTOOLS_SERVICE_NAME": "fusionfleet-api",
-        }
+        api_env = {**env, **process_environments(options, resources, self.paths.scratch).api}
         log = self.paths.logs / "api.log"
         process = ManagedProcess("api", "api", _spawn(argv, api_env, log, self.paths.root), str(log))
         state.processes.append(process)

@@ -18,22 +18,14 @@ from aws_lambda_powertools import Logger
 from functions.api.jobs import TenantJobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
 from fusionfleet.aws import AwsTarget
+from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.environment.contract import from_env
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.operations import Operations
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.storage import S3Storage
 
 logger = Logger(service="fusionfleet-api")
-
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
-ENV_MEDIA_BUCKET = "MEDIA_BUCKET"
-ENV_WORK_BUCKET = "WORK_BUCKET"
-ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
-ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
-ENV_TENANT_CLAIM = "TENANT_CLAIM"
-ENV_UPLOAD_URL_SECONDS = "UPLOAD_URL_SECONDS"
-ENV_DOWNLOAD_URL_SECONDS = "DOWNLOAD_URL_SECONDS"
 
 
 @dataclass(frozen=True)
@@ -42,22 +34,23 @@ class ApiSettings:
     work_bucket: str
     state_machine_arn: str
     topic_arn: str
-    tenant_claim: str = "tenant"
-    upload_url_s: int = 300
-    download_url_s: int = 900
+    tenant_claim: str = ApiEnvironment.tenant_claim
+    upload_url_s: int = ApiEnvironment.upload_url_s
+    download_url_s: int = ApiEnvironment.download_url_s
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
-    """Everything the API takes from its environment, read here and nowhere else."""
-    aws = AwsTarget(region=env[ENV_REGION], endpoint_url=env.get(ENV_ENDPOINT))
+    """Everything the API takes from its environment (fusionfleet.environment.api), read here and nowhere else."""
+    read = from_env(ApiEnvironment, env)
+    aws = AwsTarget(region=read.region, endpoint_url=read.endpoint_url)
     return aws, ApiSettings(
-        media_bucket=env[ENV_MEDIA_BUCKET],
-        work_bucket=env[ENV_WORK_BUCKET],
-        state_machine_arn=env[ENV_STATE_MACHINE],
-        topic_arn=env[ENV_TOPIC],
-        tenant_claim=env.get(ENV_TENANT_CLAIM) or "tenant",
-        upload_url_s=int(env.get(ENV_UPLOAD_URL_SECONDS, "300")),
-        download_url_s=int(env.get(ENV_DOWNLOAD_URL_SECONDS, "900")),
+        media_bucket=read.media_bucket,
+        work_bucket=read.work_bucket,
+        state_machine_arn=read.state_machine_arn,
+        topic_arn=read.topic_arn,
+        tenant_claim=read.tenant_claim,
+        upload_url_s=read.upload_url_s,
+        download_url_s=read.download_url_s,
     )
 
 

@@ -13,6 +13,8 @@ from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 
 from fusionfleet.aws import AwsTarget
 from fusionfleet.deadletter import fail_dead_letter
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.dead_letters import DeadLetterEnvironment
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.storage import S3Storage
 
@@ -20,13 +22,10 @@ logger = Logger(service="fusionfleet-dead-letters")
 processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel)
 
 
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
-
-
 def settings(env: Mapping[str, str]) -> AwsTarget:
     """Everything the dead-letter handler takes from its environment, read here and nowhere else."""
-    return AwsTarget(region=env[ENV_REGION], endpoint_url=env.get(ENV_ENDPOINT))
+    read = from_env(DeadLetterEnvironment, env)
+    return AwsTarget(region=read.region, endpoint_url=read.endpoint_url)
 
 
 @cache

@@ -13,6 +13,8 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from functions.slicer.models import IngestRecord, S3TestEvent
 from fusionfleet.aws import AwsTarget
 from fusionfleet.capacity import GpuCapacity, GpuFleet, ServiceQuotasCapacity
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.slicing import Slicer, SlicerConfig
@@ -24,58 +26,29 @@ logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)
 
 
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
-ENV_WORK_BUCKET = "WORK_BUCKET"
-ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
-ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
-ENV_DEFAULT_ENGINE = "DEFAULT_ENGINE"
-ENV_VISIBILITY = "RENDER_VISIBILITY_SECONDS"
-ENV_MAX_ATTEMPTS = "RENDER_MAX_ATTEMPTS"
-ENV_BACKLOG = "ACCEPTED_BACKLOG_SECONDS"
-ENV_RENDER_CONCURRENCY = "RENDER_CONCURRENCY"
-ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
-ENV_ENCODER_THREADS = "ENCODER_THREADS"
-ENV_TENANT_MAX_RUNNING_JOBS = "TENANT_MAX_RUNNING_JOBS"
-ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
-ENV_GPU_INSTANCE_TYPES = "GPU_INSTANCE_TYPES"
-ENV_GPU_ON_DEMAND_PERCENTAGE = "GPU_ON_DEMAND_PERCENTAGE"
-ENV_GPU_QUOTA_CACHE_SECONDS = "GPU_QUOTA_CACHE_SECONDS"
-ENV_FLEET_MAX_WORKERS = "FLEET_MAX_WORKERS"
-
-
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
-    """Everything the slicer takes from its environment, read here and nowhere else."""
-    aws = AwsTarget(region=env[ENV_REGION], endpoint_url=env.get(ENV_ENDPOINT))
+    """Everything the slicer takes from its environment (fusionfleet.environment.slicer), read here and nowhere else."""
+    read = from_env(SlicerEnvironment, env)
+    aws = AwsTarget(region=read.region, endpoint_url=read.endpoint_url)
     config = SlicerConfig(
-        work_bucket=env[ENV_WORK_BUCKET],
-        state_machine_arn=env[ENV_STATE_MACHINE],
-        topic_arn=env[ENV_TOPIC],
-        default_engine=env.get(ENV_DEFAULT_ENGINE, "classic"),
+        work_bucket=read.work_bucket,
+        state_machine_arn=read.state_machine_arn,
+        topic_arn=read.topic_arn,
+        default_engine=read.default_engine,
         timeouts=TimeoutPolicy(
-            visibility_s=int(env.get(ENV_VISIBILITY, "120")),
-            max_attempts=int(env.get(ENV_MAX_ATTEMPTS, "3")),
-            accepted_backlog_s=int(env.get(ENV_BACKLOG, "21600")),
+            visibility_s=read.visibility_s,
+            max_attempts=read.max_attempts,
+            accepted_backlog_s=read.accepted_backlog_s,
         ),
-        render_concurrency=int(env.get(ENV_RENDER_CONCURRENCY, "1000")),
-        max_running_jobs=int(env.get(ENV_MAX_RUNNING_JOBS, "0")),
-        tenants=TenantLimits(
-            max_running_jobs=int(env.get(ENV_TENANT_MAX_RUNNING_JOBS, "0")),
-            max_segments=int(env.get(ENV_TENANT_MAX_SEGMENTS, "0")),
-        ),
-        encoder_threads=int(env.get(ENV_ENCODER_THREADS, "2")),
-        gpu_fleet=_gpu_fleet(env),
-        gpu_quota_cache_s=int(env.get(ENV_GPU_QUOTA_CACHE_SECONDS, "300")),
-        fleet_max_workers=int(env.get(ENV_FLEET_MAX_WORKERS, "0")),
+        render_concurrency=read.render_concurrency,
+        max_running_jobs=read.max_running_jobs,
+        tenants=TenantLimits(max_running_jobs=read.tenant_max_running_jobs, max_segments=read.tenant_max_segments),
+        encoder_threads=read.encoder_threads,
+        gpu_fleet=GpuFleet(read.gpu_instance_types, read.gpu_on_demand_percentage) if read.gpu_instance_types else None,
+        gpu_quota_cache_s=read.gpu_quota_cache_s,
+        fleet_max_workers=read.fleet_max_workers,
     )
     return aws, config
-
-
-def _gpu_fleet(env: Mapping[str, str]) -> GpuFleet | None:
-    types = tuple(name.strip() for name in env.get(ENV_GPU_INSTANCE_TYPES, "").split(",") if name.strip())
-    if not types:
-        return None
-    return GpuFleet(types, int(env.get(ENV_GPU_ON_DEMAND_PERCENTAGE, "100")))
 
 
 @cache

@@ -11,6 +11,8 @@ from aws_lambda_powertools import Logger
 
 from fusionfleet.aws import AwsTarget
 from fusionfleet.backups import BackupSender
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.manifest import PRIORITIES
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import StepFunctions
@@ -22,46 +24,28 @@ from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
 logger = Logger(service="fusionfleet-watchdog")
 
 
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
-ENV_WORK_BUCKET = "WORK_BUCKET"
-ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
-ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
-ENV_STALL = "WATCHDOG_STALL_SECONDS"
-ENV_DISPATCH_GRACE = "WATCHDOG_DISPATCH_GRACE_SECONDS"
-ENV_RENDER_QUEUES = "RENDER_QUEUE_URLS"  # high, normal, low; unset: no backup copies
-ENV_BACKUPS = "WATCHDOG_BACKUPS"
-ENV_BACKUP_FACTOR = "WATCHDOG_BACKUP_FACTOR"
-ENV_BACKUP_MIN_AGE = "WATCHDOG_BACKUP_MIN_AGE_SECONDS"
-ENV_BACKUP_DONE_FRACTION = "WATCHDOG_BACKUP_DONE_FRACTION"
-ENV_BACKUP_LAST_SEGMENTS = "WATCHDOG_BACKUP_LAST_SEGMENTS"
-
-
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, WatchdogConfig]:
-    """Everything the watchdog takes from its environment, read here and nowhere else."""
-    defaults = WatchdogPolicy()
-    policy = WatchdogPolicy(
-        stall_s=int(env.get(ENV_STALL, defaults.stall_s)),
-        dispatch_grace_s=int(env.get(ENV_DISPATCH_GRACE, defaults.dispatch_grace_s)),
-    )
+    """Everything the watchdog takes from its environment (fusionfleet.environment.watchdog), read here only."""
+    read = from_env(WatchdogEnvironment, env)
+    policy = WatchdogPolicy(stall_s=read.stall_s, dispatch_grace_s=read.dispatch_grace_s)
     config = WatchdogConfig(
-        work_bucket=env[ENV_WORK_BUCKET], state_machine_arn=env[ENV_STATE_MACHINE], topic_arn=env[ENV_TOPIC],
+        work_bucket=read.work_bucket, state_machine_arn=read.state_machine_arn, topic_arn=read.topic_arn,
         policy=policy,
     )  # fmt: skip
-    return AwsTarget(region=env[ENV_REGION], endpoint_url=env.get(ENV_ENDPOINT)), config
+    return AwsTarget(region=read.region, endpoint_url=read.endpoint_url), config
 
 
 def backup_settings(env: Mapping[str, str]) -> tuple[dict[str, str], BackupPolicy]:
     """The render queues by priority and the straggler rule (fusionfleet.stragglers)."""
-    urls = [url.strip() for url in env.get(ENV_RENDER_QUEUES, "").split(",") if url.strip()]
+    read = from_env(WatchdogEnvironment, env)
+    urls = read.render_queue_urls
     queues: dict[str, str] = dict(zip(PRIORITIES, urls, strict=True)) if len(urls) == len(PRIORITIES) else {}
-    defaults = BackupPolicy()
     policy = BackupPolicy(
-        enabled=env.get(ENV_BACKUPS, "1").lower() not in ("0", "false", "off", "no"),
-        factor=float(env.get(ENV_BACKUP_FACTOR, defaults.factor)),
-        min_age_s=float(env.get(ENV_BACKUP_MIN_AGE, defaults.min_age_s)),
-        done_fraction=float(env.get(ENV_BACKUP_DONE_FRACTION, defaults.done_fraction)),
-        last_segments=int(env.get(ENV_BACKUP_LAST_SEGMENTS, defaults.last_segments)),
+        enabled=read.backups,
+        factor=read.backup_factor,
+        min_age_s=read.backup_min_age_s,
+        done_fraction=read.backup_done_fraction,
+        last_segments=read.backup_last_segments,
     )
     return queues, policy
 

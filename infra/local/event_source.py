@@ -89,8 +89,12 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     module_name, _, function_name = args.handler.rpartition(".")
     handler = getattr(importlib.import_module(module_name), function_name)
-    region = os.environ["AWS_REGION"]
-    sqs = boto3.client("sqs", region_name=region, endpoint_url=os.environ.get("AWS_ENDPOINT_URL"))
+    # After the path is set: run as a script, the project is importable only from here on.
+    from fusionfleet.environment.aws import AwsEnvironment
+    from fusionfleet.environment.contract import from_env
+
+    aws = from_env(AwsEnvironment, os.environ)
+    sqs = boto3.client("sqs", region_name=aws.region, endpoint_url=aws.endpoint_url)
     queue_arn = sqs.get_queue_attributes(QueueUrl=args.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     stopping = False
 
@@ -119,7 +123,7 @@ def main() -> int:
             deadline_ms=time.time() * 1000 + args.timeout * 1000,
         )
         try:
-            failures = failed_ids(handler(to_event(messages, queue_arn, region), context))
+            failures = failed_ids(handler(to_event(messages, queue_arn, aws.region), context))
         except Exception:
             # A handler that raises fails the whole batch, as in Lambda.
             logger.exception("handler raised; the whole batch will be retried")

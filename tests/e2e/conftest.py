@@ -18,6 +18,8 @@ import pytest
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from fusionfleet.aws import AwsTarget
+from fusionfleet.environment.contract import env_of
+from fusionfleet.environment.worker import WorkerEnvironment
 from tests.support.browser import chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,9 +92,11 @@ class Stack:
         return {
             **os.environ, **FAULT_ENV,
             "AWS_ENDPOINT_URL": state.endpoint, "AWS_REGION": state.region, "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test", "FUSIONFLEET_QUEUE_URLS": ",".join(self.resources.render_queue_urls),
-            "FUSIONFLEET_VISIBILITY_SECONDS": str(VISIBILITY_S), "FUSIONFLEET_FAULTS_FILE": str(self.faults_file),
-            "FUSIONFLEET_SCRATCH": str(self.state_dir / "scratch"), "FUSIONFLEET_WORKER_NAME": name,
+            "AWS_SECRET_ACCESS_KEY": "test",
+            **env_of(WorkerEnvironment,
+                queue_urls=self.resources.render_queue_urls, visibility_s=VISIBILITY_S, faults_file=self.faults_file,
+                scratch=self.state_dir / "scratch", name=name,
+            ),
         }  # fmt: skip
 
     def env(self) -> dict[str, str]:

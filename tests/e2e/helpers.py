@@ -14,7 +14,6 @@ from fleetctl.samples import grace_hopper_path, read_stamp
 from fusionfleet import layout
 from fusionfleet.identity import job_id
 from fusionfleet.queues import SqsQueue
-from gpu_worker.checkpoints import chunk_key
 from tests.e2e.conftest import Stack
 from tests.support.media import decode_all
 
@@ -66,7 +65,7 @@ def record(stack: Stack, job: str, index: int) -> dict[str, Any]:
 
 
 def checkpoint_exists(stack: Stack, job: str, index: int, first: int, end: int) -> bool:
-    key = chunk_key(job, index, first, end)
+    key = layout.chunk_key(job, index, first, end)
     listing = stack.client("s3").list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=key)
     return int(listing.get("KeyCount", 0)) > 0
 

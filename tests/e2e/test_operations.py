@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
 import time
 from pathlib import Path
@@ -54,13 +53,12 @@ def work_json(stack: Stack, key: str) -> Any:
     return json.loads(stack.client("s3").get_object(Bucket=stack.resources.work_bucket, Key=key)["Body"].read())
 
 
-# Attempt records only: beside them sit the segment's task, backup and winner records (backup copies).
-ATTEMPT_RECORD = re.compile(r"\.attempts/r\d{3}-\d{3}(?:-c\d+)?\.json$")
-
-
 def attempts_of(stack: Stack, job: str) -> list[dict[str, Any]]:
+    # Attempt records only: beside them sit the segment's task, backup and winner records (backup copies).
     return [
-        work_json(stack, key) for key in work_keys(stack, layout.segments_prefix(job)) if ATTEMPT_RECORD.search(key)
+        work_json(stack, key)
+        for key in work_keys(stack, layout.segments_prefix(job))
+        if layout.parse_attempt_record_key(key) is not None
     ]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,7 +43,6 @@ from tests.integration.conftest import Aws, upload
 
 pytestmark = pytest.mark.timeout(120)
 # An attempt's record, not the segment's task or winner records beside it.
-ATTEMPT_RECORD = re.compile(r"\.attempts/r\d{3}-\d{3}(?:-c\d+)?\.json$")
 
 
 class RecordingOrchestrator:
@@ -234,7 +232,7 @@ def test_with_lookahead_every_segment_is_rendered_once_reported_and_deleted(
         attempts = aws.s3.list_objects_v2(
             Bucket=aws.work_bucket, Prefix=layout.attempts_prefix(job.job_id, segment["index"])
         )
-        kept = [a["Key"] for a in attempts["Contents"] if ATTEMPT_RECORD.search(a["Key"])]
+        kept = [a["Key"] for a in attempts["Contents"] if layout.parse_attempt_record_key(a["Key"]) is not None]
         assert kept == [layout.attempt_record_key(job.job_id, segment["index"], 0, 1)]
 
 

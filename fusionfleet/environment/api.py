@@ -1,0 +1,29 @@
+"""The tenant HTTP API's environment (the Lambda behind API Gateway; the local stack's API process)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
+from fusionfleet.environment.contract import variable
+
+ENV_MEDIA_BUCKET = "MEDIA_BUCKET"
+ENV_WORK_BUCKET = "WORK_BUCKET"
+ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
+ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
+ENV_TENANT_CLAIM = "TENANT_CLAIM"
+ENV_UPLOAD_URL_SECONDS = "UPLOAD_URL_SECONDS"
+ENV_DOWNLOAD_URL_SECONDS = "DOWNLOAD_URL_SECONDS"
+
+
+@dataclass(frozen=True)
+class ApiEnvironment:
+    region: str = variable(ENV_REGION)
+    media_bucket: str = variable(ENV_MEDIA_BUCKET)
+    work_bucket: str = variable(ENV_WORK_BUCKET)
+    state_machine_arn: str = variable(ENV_STATE_MACHINE)
+    topic_arn: str = variable(ENV_TOPIC)
+    endpoint_url: str | None = variable(ENV_ENDPOINT, None)
+    tenant_claim: str = variable(ENV_TENANT_CLAIM, "tenant")  # the JWT claim that names the caller's tenant
+    upload_url_s: int = variable(ENV_UPLOAD_URL_SECONDS, 300)
+    download_url_s: int = variable(ENV_DOWNLOAD_URL_SECONDS, 900)

@@ -1,0 +1,41 @@
+"""The watchdog's environment (the scheduled Lambda; the local stack's schedule runner)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
+from fusionfleet.environment.contract import variable
+from fusionfleet.stragglers import BackupPolicy
+from fusionfleet.watchdog import WatchdogPolicy
+
+ENV_WORK_BUCKET = "WORK_BUCKET"
+ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
+ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
+ENV_STALL = "WATCHDOG_STALL_SECONDS"
+ENV_DISPATCH_GRACE = "WATCHDOG_DISPATCH_GRACE_SECONDS"
+ENV_RENDER_QUEUES = "RENDER_QUEUE_URLS"  # high, normal, low; unset: no backup copies
+ENV_BACKUPS = "WATCHDOG_BACKUPS"
+ENV_BACKUP_FACTOR = "WATCHDOG_BACKUP_FACTOR"
+ENV_BACKUP_MIN_AGE = "WATCHDOG_BACKUP_MIN_AGE_SECONDS"
+ENV_BACKUP_DONE_FRACTION = "WATCHDOG_BACKUP_DONE_FRACTION"
+ENV_BACKUP_LAST_SEGMENTS = "WATCHDOG_BACKUP_LAST_SEGMENTS"
+
+
+@dataclass(frozen=True)
+class WatchdogEnvironment:
+    """What the watchdog reads from its environment; defaults are the domain's (WatchdogPolicy, BackupPolicy)."""
+
+    region: str = variable(ENV_REGION)
+    work_bucket: str = variable(ENV_WORK_BUCKET)
+    state_machine_arn: str = variable(ENV_STATE_MACHINE)
+    topic_arn: str = variable(ENV_TOPIC)
+    endpoint_url: str | None = variable(ENV_ENDPOINT, None)
+    stall_s: int = variable(ENV_STALL, WatchdogPolicy.stall_s)
+    dispatch_grace_s: int = variable(ENV_DISPATCH_GRACE, WatchdogPolicy.dispatch_grace_s)
+    render_queue_urls: tuple[str, ...] = variable(ENV_RENDER_QUEUES, ())
+    backups: bool = variable(ENV_BACKUPS, BackupPolicy.enabled)
+    backup_factor: float = variable(ENV_BACKUP_FACTOR, BackupPolicy.factor)
+    backup_min_age_s: float = variable(ENV_BACKUP_MIN_AGE, BackupPolicy.min_age_s)
+    backup_done_fraction: float = variable(ENV_BACKUP_DONE_FRACTION, BackupPolicy.done_fraction)
+    backup_last_segments: int = variable(ENV_BACKUP_LAST_SEGMENTS, BackupPolicy.last_segments)
