@@ -35,12 +35,23 @@ STAGE = "prod"
 STACK = "fleet"
 PACKAGES = ("fusionfleet", "functions", "gpu_worker")
 
-# The adapter classes, and the names the code gives the objects it calls them on.
+# The adapter classes, the names the code gives the objects it calls them on, and the names each gives
+# its boto3 clients with their IAM service prefix.
 ADAPTERS = {
-    "storage": ("fusionfleet/storage.py", "S3Storage", "s3"),
-    "orchestrator": ("fusionfleet/orchestrator.py", "StepFunctions", "states"),
-    "queue": ("fusionfleet/queues.py", "SqsQueue", "sqs"),
-    "notifier": ("fusionfleet/notify.py", "SnsNotifier", "sns"),
+    "storage": ("fusionfleet/storage.py", "S3Storage", {"s3": "s3"}),
+    "orchestrator": ("fusionfleet/orchestrator.py", "StepFunctions", {"sfn": "states", "client": "states"}),
+    "queue": ("fusionfleet/queues.py", "SqsQueue", {"sqs": "sqs", "client": "sqs"}),
+    "notifier": ("fusionfleet/notify.py", "SnsNotifier", {"sns": "sns", "client": "sns"}),
+    "capacity": ("fusionfleet/capacity.py", "ServiceQuotasCapacity", {"quotas": "servicequotas", "ec2": "ec2"}),
+}
+# boto3 service names → the adapter class that alone is handed such a client in deployed code.
+CLIENT_ADAPTERS = {
+    "s3": {"S3Storage"},
+    "stepfunctions": {"StepFunctions"},
+    "sqs": {"SqsQueue"},
+    "sns": {"SnsNotifier"},
+    "service-quotas": {"ServiceQuotasCapacity"},
+    "ec2": {"ServiceQuotasCapacity"},
 }
 # SDK calls whose IAM action is not their own name in CamelCase.
 SDK_ACTIONS = {
@@ -53,6 +64,7 @@ SDK_ACTIONS = {
     "s3:delete_objects": "s3:DeleteObject",
     # A presigned GET is authorised as the signer's GetObject when it is used.
     "s3:generate_presigned_url": "s3:GetObject",
+    "servicequotas:get_aws_default_service_quota": "servicequotas:GetAWSDefaultServiceQuota",
 }
 # Actions IAM has no resource type for: only these may be granted on "*".
 RESOURCE_LESS = {
@@ -129,7 +141,7 @@ def _receiver(call: ast.Call) -> tuple[str, str] | None:
 @cache
 def adapter_actions(kind: str) -> dict[str, frozenset[str]]:
     """IAM actions of each public method of an adapter, from the SDK calls in its body (and its own helpers)."""
-    path, class_name, service = ADAPTERS[kind]
+    path, class_name, clients = ADAPTERS[kind]
     tree = ast.parse((ROOT / path).read_text())
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
     methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
@@ -144,7 +156,8 @@ def adapter_actions(kind: str) -> dict[str, frozenset[str]]:
             receiver, method = target
             if receiver == "self" and method in methods:
                 helpers[name].add(method)
-            elif receiver in {"s3", "sfn", "sqs", "sns", "client"}:
+            elif receiver in clients:
+                service = clients[receiver]
                 if method == "get_paginator" and isinstance(call.args[0], ast.Constant):
                     method = str(call.args[0].value)
                 direct[name].add(SDK_ACTIONS.get(f"{service}:{method}") or f"{service}:{_camel(method)}")
@@ -254,6 +267,47 @@ def test_the_derivation_sees_the_calls_that_were_once_missing() -> None:
     assert {"s3:DeleteObject", "sqs:ChangeMessageVisibility", "states:SendTaskHeartbeat"} <= component_actions(
         WORKER_ENTRY
     )
+
+
+def client_uses() -> list[tuple[str, str, str | None]]:
+    """(module, boto3 service, the class the new client is handed to) for every client the deployed code makes."""
+    found: list[tuple[str, str, str | None]] = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            handed: dict[int, str | None] = {}
+            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+                receiver = call.func.id if isinstance(call.func, ast.Name) else None
+                for argument in (*call.args, *(k.value for k in call.keywords)):
+                    handed[id(argument)] = receiver
+            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+                if isinstance(call.func, ast.Attribute) and call.func.attr == "client" and call.args:
+                    service = call.args[0].value if isinstance(call.args[0], ast.Constant) else "<computed>"
+                    found.append((str(path.relative_to(ROOT)), str(service), handed.get(id(call))))
+    return found
+
+
+def test_every_boto3_client_of_the_deployed_code_goes_to_an_adapter_the_derivation_reads() -> None:
+    # GIVEN every `.client("<service>")` in the code that runs on AWS (not only the four adapters:
+    # Service Quotas, EC2, and whatever is added later: ECS, CloudWatch, autoscaling)
+    uses = client_uses()
+    assert {service for _, service, _ in uses} >= {"s3", "stepfunctions", "service-quotas", "ec2"}
+    # THEN each is handed straight to the adapter whose SDK calls are derived into IAM actions above,
+    # so a call made through a client without an adapter here (and thus without a grant) fails
+    stray = [
+        (module, service, adapter)
+        for module, service, adapter in uses
+        if module != "fusionfleet/aws.py" and adapter not in CLIENT_ADAPTERS.get(service, set())
+    ]
+    assert stray == []
+    adapted = {class_name for _, class_name, _ in ADAPTERS.values()}
+    assert set().union(*CLIENT_ADAPTERS.values()) <= adapted
+
+
+def test_the_quota_check_is_derived_into_the_slicers_actions() -> None:
+    assert component_actions("functions.slicer.app") >= {
+        "servicequotas:GetServiceQuota", "servicequotas:GetAWSDefaultServiceQuota", "ec2:DescribeInstanceTypes",
+    }  # fmt: skip
 
 
 # The derivation follows imports, so it sees every method of a shared class a component imports. The
