@@ -19,6 +19,7 @@ from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.storage import S3Storage
 from fusionfleet.tenants import TenantLimits
 from fusionfleet.timeouts import TimeoutPolicy
+from fusionfleet.wake import EcsServiceWaker, FleetWaker, WakePolicy
 
 logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)
@@ -42,6 +43,10 @@ ENV_GPU_INSTANCE_TYPES = "GPU_INSTANCE_TYPES"
 ENV_GPU_ON_DEMAND_PERCENTAGE = "GPU_ON_DEMAND_PERCENTAGE"
 ENV_GPU_QUOTA_CACHE_SECONDS = "GPU_QUOTA_CACHE_SECONDS"
 ENV_FLEET_MAX_WORKERS = "FLEET_MAX_WORKERS"
+# The render service the slicer raises for a new job (AWS stages; unset locally).
+ENV_RENDER_CLUSTER = "RENDER_CLUSTER"
+ENV_RENDER_SERVICE = "RENDER_SERVICE"
+ENV_RENDER_BACKLOG_PER_TASK = "RENDER_BACKLOG_PER_TASK"
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
@@ -92,7 +97,15 @@ def slicer() -> Slicer:
         SnsNotifier(aws.client("sns")),
         config,
         capacity,
+        _waker(aws, os.environ, config.fleet_max_workers),
     )
+
+
+def _waker(aws: AwsTarget, env: Mapping[str, str], max_tasks: int) -> FleetWaker | None:
+    if not env.get(ENV_RENDER_SERVICE) or max_tasks < 1:
+        return None
+    policy = WakePolicy(max_tasks, float(env.get(ENV_RENDER_BACKLOG_PER_TASK, "2")))
+    return EcsServiceWaker(aws.client("ecs"), env[ENV_RENDER_CLUSTER], env[ENV_RENDER_SERVICE], policy)
 
 
 def record_handler(record: IngestRecord) -> None:

@@ -43,6 +43,7 @@ ADAPTERS = {
     "queue": ("fusionfleet/queues.py", "SqsQueue", {"sqs": "sqs", "client": "sqs"}),
     "notifier": ("fusionfleet/notify.py", "SnsNotifier", {"sns": "sns", "client": "sns"}),
     "capacity": ("fusionfleet/capacity.py", "ServiceQuotasCapacity", {"quotas": "servicequotas", "ec2": "ec2"}),
+    "waker": ("fusionfleet/wake.py", "EcsServiceWaker", {"ecs": "ecs"}),
 }
 # boto3 service names → the adapter class that alone is handed such a client in deployed code.
 CLIENT_ADAPTERS = {
@@ -52,6 +53,7 @@ CLIENT_ADAPTERS = {
     "sns": {"SnsNotifier"},
     "service-quotas": {"ServiceQuotasCapacity"},
     "ec2": {"ServiceQuotasCapacity"},
+    "ecs": {"EcsServiceWaker"},
 }
 # SDK calls whose IAM action is not their own name in CamelCase.
 SDK_ACTIONS = {
@@ -304,10 +306,16 @@ def test_every_boto3_client_of_the_deployed_code_goes_to_an_adapter_the_derivati
     assert set().union(*CLIENT_ADAPTERS.values()) <= adapted
 
 
-def test_the_quota_check_is_derived_into_the_slicers_actions() -> None:
+def test_the_quota_check_and_the_fleet_wake_are_derived_into_the_slicers_actions() -> None:
     assert component_actions("functions.slicer.app") >= {
         "servicequotas:GetServiceQuota", "servicequotas:GetAWSDefaultServiceQuota", "ec2:DescribeInstanceTypes",
+        "ecs:DescribeServices", "ecs:UpdateService",
     }  # fmt: skip
+
+
+def test_the_slicer_may_raise_the_render_service_and_no_other() -> None:
+    (statement,) = [s for s in role_statements("SlicerFunctionRole") if "ecs:UpdateService" in _listed(s["Action"])]
+    assert [resolve(r) for r in _listed(statement["Resource"])] == ["<RenderService>"]
 
 
 # The derivation follows imports, so it sees every method of a shared class a component imports. The

@@ -647,13 +647,15 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
     assert alarm["Threshold"] == 0
 
 
-def test_render_service_starts_empty_and_may_replace_every_task_on_deploy() -> None:
+def test_render_service_keeps_its_count_on_update_and_may_replace_every_task_on_deploy() -> None:
     # GIVEN the render service
     service = properties(_source(), "RenderService")
     # WHEN its count and deployment settings are read
     deployment = service["DeploymentConfiguration"]
-    # THEN it starts with no task, runs on the GPU capacity provider and needs no spare GPU to deploy
-    assert service["DesiredCount"] == 0
+    # THEN it states no count (a stack update would reset a rendering fleet to it; without one
+    # CloudFormation keeps the current count), runs on the GPU capacity provider and needs no spare GPU
+    assert "DesiredCount" not in service
+    assert "DesiredCount" not in properties(_source(), "MergeService")
     assert service["CapacityProviderStrategy"][0]["CapacityProvider"] == {"Ref": "GpuCapacityProvider"}
     assert deployment["MinimumHealthyPercent"] == 0
 
