@@ -77,6 +77,9 @@ RESOURCE_LESS = {
     # Task-token callbacks: no resource type; the token names the execution (test_iam_audit.py checks
     # every grant's resource type against parliament's copy of the Service Authorization Reference).
     "states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat",
+    # The state machine's execution logging: CloudWatch Logs' vended-log delivery takes "*".
+    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
 }  # fmt: skip
 CALLBACKS = {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
 # AWS managed policies a role may carry (what Lambda, SQS event sources and ECS need to run).
