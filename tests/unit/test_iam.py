@@ -460,3 +460,35 @@ def test_whoever_publishes_to_an_encrypted_topic_may_use_its_key() -> None:
             and {"kms:Decrypt", "kms:GenerateDataKey*"} <= set(_listed(s["Action"]))
             for s in policy
         ), topic
+
+
+def test_whoever_reads_or_writes_media_may_use_the_media_key() -> None:
+    # GIVEN the media bucket's key on AWS (SSE-KMS: every read needs kms:Decrypt, every write
+    # kms:GenerateDataKey, by the caller's own role, presigned URLs included)
+    template, conditions = _aws()
+    (rule,) = template["Resources"]["MediaBucket"]["Properties"]["BucketEncryption"][
+        "ServerSideEncryptionConfiguration"
+    ]
+    name, on_aws, _ = rule["Fn::If"]
+    assert conditions[name]
+    (key,) = set(references(on_aws["ServerSideEncryptionByDefault"]["KMSMasterKeyID"], conditions))
+    missing: list[str] = []
+    users = 0
+    for role in _inline_roles():
+        statements_ = [s for s in role_statements(role) if s["Effect"] == "Allow"]
+        on_media = [s for s in statements_ if "MediaBucket" in set(references(s.get("Resource", []), conditions))]
+        needs = {
+            "kms:Decrypt": any("s3:GetObject" in _listed(s["Action"]) for s in on_media),
+            "kms:GenerateDataKey": any("s3:PutObject" in _listed(s["Action"]) for s in on_media),
+        }
+        users += any(needs.values())
+        for action, needed in needs.items():
+            granted_ = any(
+                action in _listed(s["Action"]) and key in set(references(s["Resource"], conditions))
+                for s in statements_
+            )
+            if needed and not granted_:
+                missing.append(f"{role}: {action} on {key}")
+    # THEN every role that reads media may decrypt and every role that writes may generate data keys
+    assert users >= 4  # slicer, render, merge, api
+    assert missing == []
