@@ -15,6 +15,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from functions.api.claims import TokenRules, token_problem
 from functions.api.jobs import TenantJobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
 from fusionfleet.aws import AwsTarget
@@ -34,6 +35,12 @@ ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
 ENV_TENANT_CLAIM = "TENANT_CLAIM"
 ENV_UPLOAD_URL_SECONDS = "UPLOAD_URL_SECONDS"
 ENV_DOWNLOAD_URL_SECONDS = "DOWNLOAD_URL_SECONDS"
+# Checked again by the handler (functions/api/claims.py): the audience, and Cognito's token_use.
+ENV_AUDIENCE = "API_AUDIENCE"
+ENV_TOKEN_USE = "API_TOKEN_USE"
+
+
+NO_RULES = TokenRules()
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class ApiSettings:
     tenant_claim: str = "tenant"
     upload_url_s: int = 300
     download_url_s: int = 900
+    token_rules: TokenRules = NO_RULES
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
@@ -58,6 +66,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
         tenant_claim=env.get(ENV_TENANT_CLAIM) or "tenant",
         upload_url_s=int(env.get(ENV_UPLOAD_URL_SECONDS, "300")),
         download_url_s=int(env.get(ENV_DOWNLOAD_URL_SECONDS, "900")),
+        token_rules=TokenRules(env.get(ENV_AUDIENCE, ""), env.get(ENV_TOKEN_USE, "")),
     )
 
 
@@ -70,9 +79,9 @@ def tenant_jobs(aws: AwsTarget, config: ApiSettings) -> TenantJobs:
 
 
 @cache
-def _configured() -> tuple[TenantJobs, str]:
+def _configured() -> tuple[TenantJobs, ApiSettings]:
     aws, config = settings(os.environ)
-    return tenant_jobs(aws, config), config.tenant_claim
+    return tenant_jobs(aws, config), config
 
 
 def to_request(event: Mapping[str, Any]) -> ApiRequest:
@@ -96,11 +105,17 @@ def to_result(response: ApiResponse) -> dict[str, Any]:
             "isBase64Encoded": False}  # fmt: skip
 
 
-def respond(event: Mapping[str, Any], jobs: TenantJobs, tenant_claim: str = "tenant") -> dict[str, Any]:
-    return to_result(handle(to_request(event), jobs, tenant_claim))
+def respond(
+    event: Mapping[str, Any], jobs: TenantJobs, tenant_claim: str = "tenant", rules: TokenRules = NO_RULES
+) -> dict[str, Any]:
+    request = to_request(event)
+    problem = token_problem(request.claims, rules)
+    if problem is not None:
+        return to_result(ApiResponse(401, {"error": problem}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}))
+    return to_result(handle(request, jobs, tenant_claim))
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    jobs, claim = _configured()
-    return respond(event, jobs, claim)
+    jobs, config = _configured()
+    return respond(event, jobs, config.tenant_claim, config.token_rules)
