@@ -18,8 +18,12 @@ CHECKOV_VERSION := 3.3.30
 SAM_CLI_VERSION := 1.170.0
 CKVENV := .venv-checkov
 SAMVENV := .venv-sam
+# parliament audits every IAM policy against AWS's service authorization data (tests/unit/test_iam_audit.py);
+# its own environment too: it pulls the newest boto3, which the project pins.
+PARLIAMENT_VERSION := 1.6.4
+PLVENV := .venv-parliament
 
-.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-sim chaos soak up down status clean
+.PHONY: all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-sim chaos soak up down status clean
 
 all: test
 
@@ -54,10 +58,17 @@ $(SAMVENV)/.installed-$(SAM_CLI_VERSION):
 	$(SAMVENV)/bin/python -m pip install --quiet "aws-sam-cli==$(SAM_CLI_VERSION)"
 	touch $@
 
+parliament-env: $(PLVENV)/.installed-$(PARLIAMENT_VERSION)
+$(PLVENV)/.installed-$(PARLIAMENT_VERSION):
+	test -x $(PLVENV)/bin/python || $(PYTHON) -m venv $(PLVENV)
+	$(PLVENV)/bin/python -m pip install --quiet "parliament==$(PARLIAMENT_VERSION)"
+	touch $@
+
 # Everything checked about the AWS stage without AWS: cfn-lint on the raw and the SAM-transformed
-# template for both stages, checkov, sam validate --lint and sam build, IAM against the code.
-aws-checks: venv checkov-env sam-env
-	$(PY) -m pytest tests/unit/test_template.py tests/unit/test_iam.py tests/unit/test_hardening.py \
+# template for both stages, checkov, sam validate --lint and sam build, IAM against the code and against
+# AWS's service authorization data (parliament).
+aws-checks: venv checkov-env sam-env parliament-env
+	$(PY) -m pytest tests/unit/test_template.py tests/unit/test_iam.py tests/unit/test_iam_audit.py tests/unit/test_hardening.py \
 		tests/unit/test_state_machine.py tests/unit/test_packages.py tests/unit/test_checkov.py \
 		tests/unit/test_sam_cli.py $(PYTEST_ARGS)
 
@@ -83,7 +94,7 @@ unit: venv
 e2e: venv localstack-env
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
-test: venv localstack-env checkov-env sam-env lint
+test: venv localstack-env checkov-env sam-env parliament-env lint
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 demo: venv localstack-env

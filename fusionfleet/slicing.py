@@ -36,6 +36,7 @@ from fusionfleet.sizing import SizingPolicy, engine_cost, plan_for_fleet
 from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
 from fusionfleet.tenants import TenantLimits, notice_tenant
 from fusionfleet.timeouts import TimeoutPolicy, job_timeouts
+from fusionfleet.wake import FleetWaker
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +89,8 @@ class Slicer:
     notifier: Notifier
     config: SlicerConfig
     capacity: GpuCapacity | None = None
+    # Raises the render service for a new job at once (fusionfleet.wake); None: workers are not a service.
+    waker: FleetWaker | None = None
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
         misnamed = _misnamed_tenant(key)
@@ -134,6 +137,8 @@ class Slicer:
             self._execution_input(context),
         )
         logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
+        if self.waker is not None:
+            self.waker.wake(context.segment_count)
         return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
 
     def _busy(self, tenant: str | None) -> str | None:

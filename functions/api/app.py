@@ -15,6 +15,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
+from functions.api.claims import TokenRules, token_problem
 from functions.api.jobs import TenantJobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
 from fusionfleet.aws import AwsTarget
@@ -26,6 +27,7 @@ from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.storage import S3Storage
 
 logger = Logger(service="fusionfleet-api")
+NO_RULES = TokenRules()
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class ApiSettings:
     tenant_claim: str = ApiEnvironment.tenant_claim
     upload_url_s: int = ApiEnvironment.upload_url_s
     download_url_s: int = ApiEnvironment.download_url_s
+    token_rules: TokenRules = NO_RULES
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
@@ -51,6 +54,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
         tenant_claim=read.tenant_claim,
         upload_url_s=read.upload_url_s,
         download_url_s=read.download_url_s,
+        token_rules=TokenRules(read.audience, read.token_use),
     )
 
 
@@ -63,9 +67,9 @@ def tenant_jobs(aws: AwsTarget, config: ApiSettings) -> TenantJobs:
 
 
 @cache
-def _configured() -> tuple[TenantJobs, str]:
+def _configured() -> tuple[TenantJobs, ApiSettings]:
     aws, config = settings(os.environ)
-    return tenant_jobs(aws, config), config.tenant_claim
+    return tenant_jobs(aws, config), config
 
 
 def to_request(event: Mapping[str, Any]) -> ApiRequest:
@@ -89,11 +93,17 @@ def to_result(response: ApiResponse) -> dict[str, Any]:
             "isBase64Encoded": False}  # fmt: skip
 
 
-def respond(event: Mapping[str, Any], jobs: TenantJobs, tenant_claim: str = "tenant") -> dict[str, Any]:
-    return to_result(handle(to_request(event), jobs, tenant_claim))
+def respond(
+    event: Mapping[str, Any], jobs: TenantJobs, tenant_claim: str = "tenant", rules: TokenRules = NO_RULES
+) -> dict[str, Any]:
+    request = to_request(event)
+    problem = token_problem(request.claims, rules)
+    if problem is not None:
+        return to_result(ApiResponse(401, {"error": problem}, {"WWW-Authenticate": 'Bearer error="invalid_token"'}))
+    return to_result(handle(request, jobs, tenant_claim))
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    jobs, claim = _configured()
-    return respond(event, jobs, claim)
+    jobs, config = _configured()
+    return respond(event, jobs, config.tenant_claim, config.token_rules)

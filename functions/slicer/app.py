@@ -21,6 +21,7 @@ from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.storage import S3Storage
 from fusionfleet.tenants import TenantLimits
 from fusionfleet.timeouts import TimeoutPolicy
+from fusionfleet.wake import EcsServiceWaker, FleetWaker, WakePolicy
 
 logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)
@@ -65,7 +66,16 @@ def slicer() -> Slicer:
         SnsNotifier(aws.client("sns")),
         config,
         capacity,
+        _waker(aws, os.environ, config.fleet_max_workers),
     )
+
+
+def _waker(aws: AwsTarget, env: Mapping[str, str], max_tasks: int) -> FleetWaker | None:
+    read = from_env(SlicerEnvironment, env)
+    if not read.render_service or max_tasks < 1:
+        return None
+    policy = WakePolicy(max_tasks, read.render_backlog_per_task)
+    return EcsServiceWaker(aws.client("ecs"), read.render_cluster, read.render_service, policy)
 
 
 def record_handler(record: IngestRecord) -> None:

@@ -14,6 +14,9 @@ ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
 ENV_TENANT_CLAIM = "TENANT_CLAIM"
 ENV_UPLOAD_URL_SECONDS = "UPLOAD_URL_SECONDS"
 ENV_DOWNLOAD_URL_SECONDS = "DOWNLOAD_URL_SECONDS"
+# Checked again by the handler (functions/api/claims.py): the audience, and Cognito's token_use.
+ENV_AUDIENCE = "API_AUDIENCE"
+ENV_TOKEN_USE = "API_TOKEN_USE"
 
 
 @dataclass(frozen=True)
@@ -27,3 +30,5 @@ class ApiEnvironment:
     tenant_claim: str = variable(ENV_TENANT_CLAIM, "tenant")  # the JWT claim that names the caller's tenant
     upload_url_s: int = variable(ENV_UPLOAD_URL_SECONDS, 300)
     download_url_s: int = variable(ENV_DOWNLOAD_URL_SECONDS, 900)
+    audience: str = variable(ENV_AUDIENCE, "")  # empty: not checked again
+    token_use: str = variable(ENV_TOKEN_USE, "")  # empty: not checked

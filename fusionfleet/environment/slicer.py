@@ -10,6 +10,7 @@ from fusionfleet.environment.contract import variable
 from fusionfleet.slicing import SlicerConfig
 from fusionfleet.tenants import TenantLimits
 from fusionfleet.timeouts import TimeoutPolicy
+from fusionfleet.wake import WakePolicy
 
 ENV_WORK_BUCKET = "WORK_BUCKET"
 ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
@@ -27,6 +28,10 @@ ENV_GPU_INSTANCE_TYPES = "GPU_INSTANCE_TYPES"
 ENV_GPU_ON_DEMAND_PERCENTAGE = "GPU_ON_DEMAND_PERCENTAGE"
 ENV_GPU_QUOTA_CACHE_SECONDS = "GPU_QUOTA_CACHE_SECONDS"
 ENV_FLEET_MAX_WORKERS = "FLEET_MAX_WORKERS"
+# The render service the slicer raises for a new job (AWS stages; unset locally).
+ENV_RENDER_CLUSTER = "RENDER_CLUSTER"
+ENV_RENDER_SERVICE = "RENDER_SERVICE"
+ENV_RENDER_BACKLOG_PER_TASK = "RENDER_BACKLOG_PER_TASK"
 
 
 @dataclass(frozen=True)
@@ -51,3 +56,6 @@ class SlicerEnvironment:
     gpu_on_demand_percentage: int = variable(ENV_GPU_ON_DEMAND_PERCENTAGE, GpuFleet.on_demand_percentage)
     gpu_quota_cache_s: int = variable(ENV_GPU_QUOTA_CACHE_SECONDS, SlicerConfig.gpu_quota_cache_s)
     fleet_max_workers: int = variable(ENV_FLEET_MAX_WORKERS, SlicerConfig.fleet_max_workers)
+    render_cluster: str = variable(ENV_RENDER_CLUSTER, "")
+    render_service: str = variable(ENV_RENDER_SERVICE, "")  # empty: no service to wake (local stack)
+    render_backlog_per_task: float = variable(ENV_RENDER_BACKLOG_PER_TASK, WakePolicy.backlog_per_task)

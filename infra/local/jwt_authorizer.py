@@ -1,8 +1,9 @@
 """Stand-in for API Gateway's JWT authorizer: verify `Authorization: Bearer <JWT>`, hand on its claims.
 
 As API Gateway does, a token is accepted only when it is signed by a trusted key (RS256 or ES256; `none`
-and HMAC are refused), unexpired, and names the configured issuer and audience. Any failure is a 401
-with a `WWW-Authenticate` header (RFC 6750) saying what was wrong.
+and HMAC are refused), unexpired, and names the configured issuer and audience; where configured, also
+Cognito's `token_use` (API Gateway leaves that to the handler: functions/api/claims.py). Any failure is
+a 401 with a `WWW-Authenticate` header (RFC 6750) saying what was wrong.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class JwtAuthorizer:
     issuer: str
     audience: str
     leeway_s: float = 0.0
+    # Cognito's `id` or `access`; None: not checked (OIDC providers do not set it).
+    token_use: str | None = None
 
     @classmethod
     def from_file(cls, path: Path, issuer: str, audience: str) -> JwtAuthorizer:
@@ -53,7 +56,7 @@ class JwtAuthorizer:
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("the Authorization header must be 'Bearer <token>'")
         try:
-            return dict(
+            claims = dict(
                 jwt.decode(
                     token.strip(),
                     self.public_key_pem,
@@ -76,3 +79,6 @@ class JwtAuthorizer:
             raise Unauthorized(f"the token is not valid: {error}") from error
         except jwt.PyJWTError as error:  # e.g. an RS256 token where the trusted key is an EC key
             raise Unauthorized(f"the token cannot be verified with the trusted key: {error}") from error
+        if self.token_use is not None and claims.get("token_use") != self.token_use:
+            raise Unauthorized(f"the token is not an {self.token_use!r} token")
+        return claims

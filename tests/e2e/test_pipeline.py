@@ -207,3 +207,54 @@ def process_pids(status: str) -> list[str]:
     # Rows of the process table only (ROLE NAME PID STATE); `dashboard <url>` is a line of its own.
     rows = [line.split() for line in status.splitlines()]
     return sorted(row[2] for row in rows if len(row) == 4 and row[0] in roles and row[3] in ("running", "dead"))
+
+
+ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "render.asl.json"
+
+
+def test_a_merge_that_times_out_without_a_cause_still_ends_in_a_failure_notice(stack: Stack) -> None:
+    # GIVEN the real definition deployed as a machine of its own whose queues nobody reads, so the merge
+    # can only time out (States.Timeout: an Error and, on some engines, no Cause), and a topic to read
+    sqs, sns, sfn = stack.client("sqs"), stack.client("sns"), stack.client("stepfunctions")
+    suffix = str(time.monotonic_ns())
+    urls = {name: sqs.create_queue(QueueName=f"catch-{name}-{suffix}")["QueueUrl"] for name in ("high", "normal",
+            "low", "merge")}  # fmt: skip
+    topic = sns.create_topic(Name=f"catch-{suffix}")["TopicArn"]
+    inbox = sqs.create_queue(QueueName=f"catch-inbox-{suffix}")["QueueUrl"]
+    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn)
+    definition = ASL.read_text()
+    for name, value in {"RenderQueueHighUrl": urls["high"], "RenderQueueNormalUrl": urls["normal"],
+                        "RenderQueueLowUrl": urls["low"], "MergeQueueUrl": urls["merge"],
+                        "NotificationTopicArn": topic}.items():  # fmt: skip
+        definition = definition.replace("${" + name + "}", value)
+    machine = sfn.create_state_machine(
+        name=f"catch-{suffix}", definition=definition, roleArn="arn:aws:iam::000000000000:role/catch"
+    )["stateMachineArn"]
+    plan_key = f"work/catch-{suffix}/plan.json"
+    stack.client("s3").put_object(Bucket=stack.resources.work_bucket, Key=plan_key, Body=b"[]")
+    job = {"job_id": f"catch-{suffix}", "manifest": "jobs/catch.json"}
+    limits = {"render_timeout_s": 5, "render_heartbeat_s": 5, "merge_timeout_s": 3, "merge_heartbeat_s": 3,
+              "render_concurrency": 1}  # fmt: skip
+    execution_input = {"job": job, "plan": {"bucket": stack.resources.work_bucket, "key": plan_key},
+                       "limits": limits, "tenant": "-"}  # fmt: skip
+    # WHEN a job runs on it
+    arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps(execution_input))["executionArn"]
+    assert wait_until(lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING", timeout_s=120)
+    # THEN it fails as a job the state machine told about, with a cause that names the error
+    described = sfn.describe_execution(executionArn=arn)
+    history = [
+        {k: v for k, v in event.items() if k.endswith("Details") or k == "type"}
+        for event in sfn.get_execution_history(executionArn=arn)["events"]
+    ]
+    assert (described["status"], described.get("error")) == ("FAILED", "JobFailed"), json.dumps(history, default=str)
+    assert described.get("cause"), json.dumps(history, default=str)
+    # AND the failure notice was published, naming the job, the error and a reason
+    notices: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 30
+    while not notices and time.monotonic() < deadline:
+        for message in sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=1).get("Messages", []):
+            notices.append(json.loads(json.loads(message["Body"])["Message"]))
+    (notice,) = notices
+    assert (notice["status"], notice["job_id"], notice["error"]) == ("failed", job["job_id"], "States.Timeout")
+    assert notice["reason"]

@@ -331,3 +331,13 @@ class FakeCapacity:
     def refusal(self) -> str | None:
         self.asked += 1
         return self.verdict
+
+
+@dataclass
+class FakeWaker:
+    """Records the segment counts the slicer woke the fleet for (fusionfleet.wake.FleetWaker)."""
+
+    woken: list[int] = field(default_factory=list)
+
+    def wake(self, segments: int) -> None:
+        self.woken.append(segments)

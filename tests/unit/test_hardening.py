@@ -8,6 +8,7 @@ CloudFormation receives it after the SAM transform, with the AWS stage's conditi
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from functools import cache
 from pathlib import Path
@@ -198,3 +199,41 @@ def test_the_merge_runs_its_own_cpu_image() -> None:
     assert "cuda" not in merge_base.lower() and merge_base not in {"base", "build", "${CUDA_IMAGE}"}
     # AND the default target (the last stage) is still the GPU render worker
     assert stages[-1][0] == "base"
+
+
+# ---------------------------------------------------------------- media: kept, encrypted, fed only by its bucket
+
+
+@pytest.mark.parametrize("name", ["MediaBucket", "MediaKey", "NotificationKey"])
+def test_media_and_keys_survive_stack_deletion_and_replacement(name: str) -> None:
+    resource = _aws()[2][name]
+    assert (resource.get("DeletionPolicy"), resource.get("UpdateReplacePolicy")) == ("Retain", "Retain")
+
+
+def test_media_is_encrypted_with_a_rotated_key_of_the_stack_on_aws_and_by_s3_locally() -> None:
+    _, conditions, present = _aws()
+    (rule,) = present["MediaBucket"]["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    on_aws = _if(rule, conditions)["ServerSideEncryptionByDefault"]
+    assert on_aws["SSEAlgorithm"] == "aws:kms"
+    (key,) = set(references(on_aws["KMSMasterKeyID"], conditions))
+    assert present[key]["Type"] == "AWS::KMS::Key" and present[key]["Properties"]["EnableKeyRotation"] is True
+    # LocalStack here runs no KMS: the local stage keeps S3's own encryption
+    local = transform("local")
+    local_conditions = Conditions(local, parameter_values(local, "local"))
+    (local_rule,) = local["Resources"]["MediaBucket"]["Properties"]["BucketEncryption"][
+        "ServerSideEncryptionConfiguration"
+    ]
+    assert _if(local_rule, local_conditions)["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+
+
+def test_only_the_media_bucket_may_send_to_the_ingest_queue() -> None:
+    # GIVEN the ingest queue's policy for S3
+    (statement,) = _aws()[2]["IngestQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "s3.amazonaws.com"}
+    condition = statement["Condition"]
+    # THEN it names the account and the bucket's ARN (by the name CloudFormation gives the bucket)
+    assert condition["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
+    pattern = condition["ArnLike"]["aws:SourceArn"]["Fn::Sub"].replace("${AWS::Partition}", "aws")
+    assert fnmatch.fnmatchcase("arn:aws:s3:::fleet-mediabucket-1x2y3z4w5v6u", pattern)
+    assert not fnmatch.fnmatchcase("arn:aws:s3:::fleet-workbucket-1x2y3z4w5v6u", pattern)
+    assert not fnmatch.fnmatchcase("arn:aws:s3:::someone-elses-bucket", pattern)

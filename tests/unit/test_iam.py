@@ -35,12 +35,25 @@ STAGE = "prod"
 STACK = "fleet"
 PACKAGES = ("fusionfleet", "functions", "gpu_worker")
 
-# The adapter classes, and the names the code gives the objects it calls them on.
+# The adapter classes, the names the code gives the objects it calls them on, and the names each gives
+# its boto3 clients with their IAM service prefix.
 ADAPTERS = {
-    "storage": ("fusionfleet/storage.py", "S3Storage", "s3"),
-    "orchestrator": ("fusionfleet/orchestrator.py", "StepFunctions", "states"),
-    "queue": ("fusionfleet/queues.py", "SqsQueue", "sqs"),
-    "notifier": ("fusionfleet/notify.py", "SnsNotifier", "sns"),
+    "storage": ("fusionfleet/storage.py", "S3Storage", {"s3": "s3"}),
+    "orchestrator": ("fusionfleet/orchestrator.py", "StepFunctions", {"sfn": "states", "client": "states"}),
+    "queue": ("fusionfleet/queues.py", "SqsQueue", {"sqs": "sqs", "client": "sqs"}),
+    "notifier": ("fusionfleet/notify.py", "SnsNotifier", {"sns": "sns", "client": "sns"}),
+    "capacity": ("fusionfleet/capacity.py", "ServiceQuotasCapacity", {"quotas": "servicequotas", "ec2": "ec2"}),
+    "waker": ("fusionfleet/wake.py", "EcsServiceWaker", {"ecs": "ecs"}),
+}
+# boto3 service names → the adapter class that alone is handed such a client in deployed code.
+CLIENT_ADAPTERS = {
+    "s3": {"S3Storage"},
+    "stepfunctions": {"StepFunctions"},
+    "sqs": {"SqsQueue"},
+    "sns": {"SnsNotifier"},
+    "service-quotas": {"ServiceQuotasCapacity"},
+    "ec2": {"ServiceQuotasCapacity"},
+    "ecs": {"EcsServiceWaker"},
 }
 # SDK calls whose IAM action is not their own name in CamelCase.
 SDK_ACTIONS = {
@@ -53,6 +66,7 @@ SDK_ACTIONS = {
     "s3:delete_objects": "s3:DeleteObject",
     # A presigned GET is authorised as the signer's GetObject when it is used.
     "s3:generate_presigned_url": "s3:GetObject",
+    "servicequotas:get_aws_default_service_quota": "servicequotas:GetAWSDefaultServiceQuota",
 }
 # Actions IAM has no resource type for: only these may be granted on "*".
 RESOURCE_LESS = {
@@ -60,7 +74,14 @@ RESOURCE_LESS = {
     # EC2 Describe* calls take no resource; the Service Quotas reads are listed without a resource type
     # in the Service Authorization Reference as far as could be checked here (not verified on AWS).
     "ec2:DescribeInstanceTypes", "servicequotas:GetServiceQuota", "servicequotas:GetAWSDefaultServiceQuota",
+    # Task-token callbacks: no resource type; the token names the execution (test_iam_audit.py checks
+    # every grant's resource type against parliament's copy of the Service Authorization Reference).
+    "states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat",
+    # The state machine's execution logging: CloudWatch Logs' vended-log delivery takes "*".
+    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
 }  # fmt: skip
+CALLBACKS = {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
 # AWS managed policies a role may carry (what Lambda, SQS event sources and ECS need to run).
 MANAGED_POLICIES = {
     "AWSLambdaBasicExecutionRole",
@@ -125,7 +146,7 @@ def _receiver(call: ast.Call) -> tuple[str, str] | None:
 @cache
 def adapter_actions(kind: str) -> dict[str, frozenset[str]]:
     """IAM actions of each public method of an adapter, from the SDK calls in its body (and its own helpers)."""
-    path, class_name, service = ADAPTERS[kind]
+    path, class_name, clients = ADAPTERS[kind]
     tree = ast.parse((ROOT / path).read_text())
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
     methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
@@ -140,7 +161,8 @@ def adapter_actions(kind: str) -> dict[str, frozenset[str]]:
             receiver, method = target
             if receiver == "self" and method in methods:
                 helpers[name].add(method)
-            elif receiver in {"s3", "sfn", "sqs", "sns", "client"}:
+            elif receiver in clients:
+                service = clients[receiver]
                 if method == "get_paginator" and isinstance(call.args[0], ast.Constant):
                     method = str(call.args[0].value)
                 direct[name].add(SDK_ACTIONS.get(f"{service}:{method}") or f"{service}:{_camel(method)}")
@@ -252,6 +274,53 @@ def test_the_derivation_sees_the_calls_that_were_once_missing() -> None:
     )
 
 
+def client_uses() -> list[tuple[str, str, str | None]]:
+    """(module, boto3 service, the class the new client is handed to) for every client the deployed code makes."""
+    found: list[tuple[str, str, str | None]] = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            handed: dict[int, str | None] = {}
+            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+                receiver = call.func.id if isinstance(call.func, ast.Name) else None
+                for argument in (*call.args, *(k.value for k in call.keywords)):
+                    handed[id(argument)] = receiver
+            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+                if isinstance(call.func, ast.Attribute) and call.func.attr == "client" and call.args:
+                    service = call.args[0].value if isinstance(call.args[0], ast.Constant) else "<computed>"
+                    found.append((str(path.relative_to(ROOT)), str(service), handed.get(id(call))))
+    return found
+
+
+def test_every_boto3_client_of_the_deployed_code_goes_to_an_adapter_the_derivation_reads() -> None:
+    # GIVEN every `.client("<service>")` in the code that runs on AWS (not only the four adapters:
+    # Service Quotas, EC2, and whatever is added later: ECS, CloudWatch, autoscaling)
+    uses = client_uses()
+    assert {service for _, service, _ in uses} >= {"s3", "stepfunctions", "service-quotas", "ec2"}
+    # THEN each is handed straight to the adapter whose SDK calls are derived into IAM actions above,
+    # so a call made through a client without an adapter here (and thus without a grant) fails
+    stray = [
+        (module, service, adapter)
+        for module, service, adapter in uses
+        if module != "fusionfleet/aws.py" and adapter not in CLIENT_ADAPTERS.get(service, set())
+    ]
+    assert stray == []
+    adapted = {class_name for _, class_name, _ in ADAPTERS.values()}
+    assert set().union(*CLIENT_ADAPTERS.values()) <= adapted
+
+
+def test_the_quota_check_and_the_fleet_wake_are_derived_into_the_slicers_actions() -> None:
+    assert component_actions("functions.slicer.app") >= {
+        "servicequotas:GetServiceQuota", "servicequotas:GetAWSDefaultServiceQuota", "ec2:DescribeInstanceTypes",
+        "ecs:DescribeServices", "ecs:UpdateService",
+    }  # fmt: skip
+
+
+def test_the_slicer_may_raise_the_render_service_and_no_other() -> None:
+    (statement,) = [s for s in role_statements("SlicerFunctionRole") if "ecs:UpdateService" in _listed(s["Action"])]
+    assert [resolve(r) for r in _listed(statement["Resource"])] == ["<RenderService>"]
+
+
 # The derivation follows imports, so it sees every method of a shared class a component imports. The
 # tenants' API imports fusionfleet.operations for the methods checked below (the tenant page's reads,
 # cancel and retry); the listing and history calls of the others are the CLI's and the dashboard's.
@@ -321,24 +390,20 @@ def _callback_roles() -> list[str]:
 
 
 @pytest.mark.parametrize("role", _callback_roles())
-def test_task_token_callbacks_reach_distributed_map_children_and_nothing_else(role: str) -> None:
-    # GIVEN the ARNs a role may answer task tokens for
-    allowed = [
-        resolve(resource)
+def test_task_token_callbacks_are_granted_on_any_token_and_nothing_else_rides_along(role: str) -> None:
+    # GIVEN the statements that grant a role its task-token callbacks
+    callbacks = [
+        statement
         for statement in role_statements(role)
         if any(a.startswith("states:SendTask") for a in _listed(statement["Action"]))
-        for resource in _listed(statement["Resource"])
     ]
-    machine = f"arn:aws:states:us-east-1:123456789012:stateMachine:{STACK}-render"
-    parent = f"arn:aws:states:us-east-1:123456789012:execution:{STACK}-render:job-1"
-    child = f"arn:aws:states:us-east-1:123456789012:execution:{STACK}-render/0c9a7f2e-map:5d1e0b36"
-    other = f"arn:aws:states:us-east-1:123456789012:execution:{STACK}-other:job-1"
-    # THEN a segment's token (a Map child's execution) and the merge's (the job's) are covered
-    for arn in (machine, parent, child):
-        assert any(fnmatch.fnmatchcase(arn, pattern) for pattern in allowed), (role, arn)
-    # AND no other state machine's, and never "*"
-    assert "*" not in allowed
-    assert not any(fnmatch.fnmatchcase(other, pattern) for pattern in allowed)
+    assert callbacks
+    for statement in callbacks:
+        # THEN they are granted on "*": the actions take no resource type (a grant on a state machine or
+        # execution ARN never matches, and AWS denies every heartbeat and success)
+        assert _listed(statement["Resource"]) == ["*"], role
+        # AND such a statement grants nothing but the callbacks (the token is the capability)
+        assert all(a in CALLBACKS for a in _listed(statement["Action"])), role
 
 
 def test_the_state_machine_may_watch_its_map_children() -> None:
@@ -395,3 +460,35 @@ def test_whoever_publishes_to_an_encrypted_topic_may_use_its_key() -> None:
             and {"kms:Decrypt", "kms:GenerateDataKey*"} <= set(_listed(s["Action"]))
             for s in policy
         ), topic
+
+
+def test_whoever_reads_or_writes_media_may_use_the_media_key() -> None:
+    # GIVEN the media bucket's key on AWS (SSE-KMS: every read needs kms:Decrypt, every write
+    # kms:GenerateDataKey, by the caller's own role, presigned URLs included)
+    template, conditions = _aws()
+    (rule,) = template["Resources"]["MediaBucket"]["Properties"]["BucketEncryption"][
+        "ServerSideEncryptionConfiguration"
+    ]
+    name, on_aws, _ = rule["Fn::If"]
+    assert conditions[name]
+    (key,) = set(references(on_aws["ServerSideEncryptionByDefault"]["KMSMasterKeyID"], conditions))
+    missing: list[str] = []
+    users = 0
+    for role in _inline_roles():
+        statements_ = [s for s in role_statements(role) if s["Effect"] == "Allow"]
+        on_media = [s for s in statements_ if "MediaBucket" in set(references(s.get("Resource", []), conditions))]
+        needs = {
+            "kms:Decrypt": any("s3:GetObject" in _listed(s["Action"]) for s in on_media),
+            "kms:GenerateDataKey": any("s3:PutObject" in _listed(s["Action"]) for s in on_media),
+        }
+        users += any(needs.values())
+        for action, needed in needs.items():
+            granted_ = any(
+                action in _listed(s["Action"]) and key in set(references(s["Resource"], conditions))
+                for s in statements_
+            )
+            if needed and not granted_:
+                missing.append(f"{role}: {action} on {key}")
+    # THEN every role that reads media may decrypt and every role that writes may generate data keys
+    assert users >= 4  # slicer, render, merge, api
+    assert missing == []

@@ -136,3 +136,163 @@ def test_the_distributed_map_keeps_no_results() -> None:
         # 256 KiB a state's result may hold, and the Map's result is discarded
         assert ends and all("OutputPath" in s and s["OutputPath"] is None for s in ends), name
         assert state["ResultPath"] is None, name
+
+
+# ---------------------------------------------------------------- every Catch path, run
+
+
+class PathMissing(Exception):
+    """A JSONPath that selects nothing: Step Functions fails the state with States.Runtime."""
+
+
+CONTEXT = {
+    "Task": {"Token": "token-1"},
+    "Execution": {"StartTime": "2026-01-01T00:00:00Z"},
+    "State": {"EnteredTime": "2026-01-01T00:10:00Z"},
+}
+
+
+def select(path: str, data: Any) -> Any:
+    """A JSONPath of dotted names ($.a.b, or $$.a.b in the context object)."""
+    root, rest = (CONTEXT, path[2:]) if path.startswith("$$") else (data, path[1:])
+    value = root
+    for name in filter(None, rest.split(".")):
+        if not isinstance(value, dict) or name not in value:
+            raise PathMissing(path)
+        value = value[name]
+    return value
+
+
+def evaluate(expression: str, data: Any) -> Any:
+    if expression.startswith("States.JsonToString("):
+        return json.dumps(select(expression[len("States.JsonToString(") : -1], data))
+    if expression.startswith("States.Format("):
+        match = _FORMAT.match(expression)
+        assert match, expression
+        text = match.group(1)
+        for argument in (a.strip() for a in match.group(2).split(",") if a.strip()):
+            text = text.replace("{}", str(select(argument, data)), 1)
+        return text
+    return select(expression, data)
+
+
+def parameters(template: Any, data: Any) -> Any:
+    if not isinstance(template, dict):
+        return template
+    resolved: dict[str, Any] = {}
+    for key, value in template.items():
+        if key.endswith(".$"):
+            resolved[key[:-2]] = evaluate(value, data)
+        else:
+            resolved[key] = parameters(value, data)
+    return resolved
+
+
+def put(data: dict[str, Any], path: str | None, value: Any) -> dict[str, Any]:
+    if path is None:
+        return data
+    assert path.startswith("$.") and "." not in path[2:], path
+    return {**data, path[2:]: value}
+
+
+def holds(rule: dict[str, Any], data: Any) -> bool:
+    """A Choice rule (And, Not, IsPresent, StringEquals) as Step Functions evaluates it."""
+    if "And" in rule:
+        return all(holds(r, data) for r in rule["And"])
+    if "Not" in rule:
+        return not holds(rule["Not"], data)
+    try:
+        value = select(rule["Variable"], data)
+    except PathMissing:
+        value = PathMissing
+    if "IsPresent" in rule:
+        return (value is not PathMissing) == bool(rule["IsPresent"])
+    if "StringEquals" in rule:
+        # On AWS a missing variable fails the state: rules test IsPresent first (And evaluates in order).
+        assert value is not PathMissing, rule
+        return bool(value == rule["StringEquals"])
+    raise AssertionError(f"a Choice rule the runner does not know: {rule}")
+
+
+def run_until_settled(definition: dict[str, Any], start: str, data: dict[str, Any]) -> tuple[str, Any]:
+    """Runs Pass, Choice, SNS and Fail states from `start` as Step Functions would, with JSONPath's rule that
+    a missing path fails the state; stops at a callback task (its outcome is a worker's) or a Fail state.
+    Returns (the state it stopped at, the Fail state's cause or the callback's parameters)."""
+    flat = dict(states(definition))
+    name = start
+    published: list[Any] = []
+    while True:
+        state = flat[name]
+        kind = state["Type"]
+        if kind == "Fail":
+            cause = select(state["CausePath"], data) if "CausePath" in state else state.get("Cause")
+            return name, {"cause": cause, "published": published}
+        if kind == "Task" and state["Resource"].endswith(".waitForTaskToken"):
+            return name, parameters(state["Parameters"], data)
+        if kind == "Choice":
+            name = next((c["Next"] for c in state["Choices"] if holds(c, data)), state["Default"])
+            continue
+        if kind == "Pass":
+            result = parameters(state["Parameters"], data) if "Parameters" in state else state.get("Result", data)
+        elif kind == "Task" and state["Resource"] == "arn:aws:states:::sns:publish":
+            result = parameters(state["Parameters"], data)
+            published.append(result)
+        else:
+            raise AssertionError(f"{name}: a {kind} state the runner does not know")
+        data = put(data, state.get("ResultPath", "$"), result) if state.get("ResultPath", "$") != "$" else result
+        if state.get("OutputPath", "$") != "$":
+            assert state["OutputPath"] is None or state.get("End"), name
+        name = state["Next"]
+
+
+JOB_INPUT = {
+    "job": {"job_id": "job-1", "manifest": "jobs/a.json", "submitted_at": "2026-01-01T00:00:00Z"},
+    "tenant": "",
+    "limits": {"merge_heartbeat_s": 600, "merge_timeout_s": 3600},
+}
+# What a Catch receives (States.Timeout and States.HeartbeatTimeout sometimes come with no Cause).
+FAILURES = [
+    {"Error": "States.Timeout"},
+    {"Error": "States.HeartbeatTimeout"},
+    # LocalStack 2026.3.0 gives a timed-out task an empty Cause (seen in tests/e2e/test_pipeline.py)
+    {"Error": "States.Timeout", "Cause": ""},
+    {"Error": "States.TaskFailed", "Cause": "segment 3: ffmpeg exited 1"},
+]
+
+
+def catches(definition: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, catch) for name, state in states(definition) for catch in state.get("Catch", [])]
+
+
+def test_the_runner_fails_a_state_on_a_missing_path_as_step_functions_does() -> None:
+    broken = {"States": {"Notice": {"Type": "Pass", "Parameters": {"reason.$": "$.failure.Cause"}, "Next": "End"}}}
+    with pytest.raises(PathMissing):
+        run_until_settled(broken, "Notice", {"failure": {"Error": "States.Timeout"}})
+
+
+@pytest.mark.parametrize("failure", FAILURES, ids=[f"{f['Error']}-{f.get('Cause', 'none')!r}" for f in FAILURES])
+def test_every_catch_path_ends_in_a_notice_that_names_the_error_even_without_a_cause(failure: dict[str, str]) -> None:
+    definition = _definition()
+    found = catches(definition)
+    assert {name for name, _ in found} >= {"RenderSegments", "Merge"}
+    for name, catch in found:
+        # GIVEN a job whose state `name` failed with this error, caught where its Catch puts it
+        data = put(dict(JOB_INPUT), catch["ResultPath"], failure)
+        # WHEN the states after the Catch run
+        stopped, outcome = run_until_settled(definition, catch["Next"], data)
+        # THEN none fails for a missing field: the job reaches a worker (the merge gate) or fails with a
+        # notice that was published and a cause that names the error
+        if flat_state(definition, stopped)["Type"] == "Fail":
+            assert (failure.get("Cause") or failure["Error"]) in outcome["cause"], (name, outcome)
+            (notice,) = outcome["published"]
+            message = json.loads(notice["Message"])
+            assert message["status"] == "failed" and message["error"] == failure["Error"], (name, message)
+            assert message["reason"], (name, message)
+            if failure.get("Cause"):
+                assert message["reason"] == failure["Cause"]
+        else:
+            assert outcome["MessageBody"]["job"] == JOB_INPUT["job"], (name, stopped)
+
+
+def flat_state(definition: dict[str, Any], name: str) -> dict[str, Any]:
+    return dict(states(definition))[name]

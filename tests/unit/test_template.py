@@ -647,13 +647,15 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
     assert alarm["Threshold"] == 0
 
 
-def test_render_service_starts_empty_and_may_replace_every_task_on_deploy() -> None:
+def test_render_service_keeps_its_count_on_update_and_may_replace_every_task_on_deploy() -> None:
     # GIVEN the render service
     service = properties(_source(), "RenderService")
     # WHEN its count and deployment settings are read
     deployment = service["DeploymentConfiguration"]
-    # THEN it starts with no task, runs on the GPU capacity provider and needs no spare GPU to deploy
-    assert service["DesiredCount"] == 0
+    # THEN it states no count (a stack update would reset a rendering fleet to it; without one
+    # CloudFormation keeps the current count), runs on the GPU capacity provider and needs no spare GPU
+    assert "DesiredCount" not in service
+    assert "DesiredCount" not in properties(_source(), "MergeService")
     assert service["CapacityProviderStrategy"][0]["CapacityProvider"] == {"Ref": "GpuCapacityProvider"}
     assert deployment["MinimumHealthyPercent"] == 0
 
@@ -723,6 +725,55 @@ def test_failed_and_timed_out_jobs_alarm_the_operators(metric: str) -> None:
     assert _notifies_operators(alarm)
 
 
+def _functions() -> list[str]:
+    return sorted(n for n, r in _source()["Resources"].items() if r["Type"] == "AWS::Serverless::Function")
+
+
+@pytest.mark.parametrize("function", _functions())
+@pytest.mark.parametrize("metric", ["Errors", "Throttles"])
+def test_every_functions_errors_and_throttles_alarm_the_operators(function: str, metric: str) -> None:
+    # GIVEN every Lambda function of the template (a function added later is held to the same rule)
+    (alarm,) = [
+        _alarm(_source(), name)
+        for name, r in _source()["Resources"].items()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        and r["Properties"].get("MetricName") == metric
+        and r["Properties"].get("Dimensions") == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+    ]
+    # THEN one alarm on its Lambda metric fires at the first failed or refused invocation
+    assert (alarm["Namespace"], alarm["Statistic"]) == ("AWS/Lambda", "Sum")
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+    assert _notifies_operators(alarm)
+
+
+def test_the_apis_5xx_answers_alarm_the_operators_and_every_request_is_logged() -> None:
+    template = _source()
+    alarm = _alarm(template, "HttpApi5xxAlarm")
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/ApiGateway", "5xx")
+    assert {"Name": "ApiId", "Value": {"Ref": "HttpApi"}} in alarm["Dimensions"]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+    assert _notifies_operators(alarm)
+    # AND the API writes an access log line per request, with its status and the integration's error
+    settings = properties(template, "HttpApi")["AccessLogSettings"]
+    assert settings["DestinationArn"] == {"Fn::GetAtt": ["HttpApiAccessLogGroup", "Arn"]}
+    fields = json.loads(settings["Format"])
+    assert {"status", "requestId", "integrationError"} <= set(fields)
+
+
+def test_the_state_machine_logs_its_errors_on_aws() -> None:
+    # GIVEN the state machine as CloudFormation receives it for an AWS stage
+    template = transform("prod")
+    name, when_true, when_false = template["Resources"]["RenderStateMachine"]["Properties"]["LoggingConfiguration"][
+        "Fn::If"
+    ]
+    # THEN on AWS every execution's errors go to a log group of the stack (LocalStack: none)
+    assert (name, when_false) == ("IsAws", {"Ref": "AWS::NoValue"})
+    assert when_true["Level"] in {"ERROR", "ALL"}
+    (destination,) = when_true["Destinations"]
+    group = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+    assert template["Resources"][group]["Type"] == "AWS::Logs::LogGroup"
+
+
 @pytest.mark.parametrize(("service", "minutes"), [("RenderService", 15), ("MergeService", 5)])
 def test_a_service_short_of_its_desired_workers_alarms_after_a_start_up_allowance(service: str, minutes: int) -> None:
     # GIVEN the service's workers-short alarm
@@ -784,7 +835,7 @@ def test_the_dashboard_is_valid_json_and_shows_every_alarm() -> None:
         if resource["Type"] == "AWS::CloudWatch::Alarm"
         and resource["Properties"].get("AlarmActions") == [{"Ref": "OpsTopic"}]
     }
-    assert len(alarms) == 11
+    assert len(alarms) == 20
     # WHEN its substitutions are filled in
     names = set(_SUB_NAME.findall(body))
     assert {f"{alarm}.Arn" for alarm in alarms} <= names
