@@ -12,18 +12,18 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
 # Static checks of the AWS stage, each in a virtual environment of its own (their pins would fight the
-# project's): checkov (tests/unit/test_checkov.py) and the SAM CLI (`sam validate --lint`, `sam build`;
-# tests/unit/test_sam_cli.py). Both install from PyPI and run offline.
+# project's): checkov (tests/static/test_checkov.py) and the SAM CLI (`sam validate --lint`, `sam build`;
+# tests/static/test_sam_cli.py). Both install from PyPI and run offline.
 CHECKOV_VERSION := 3.3.30
 SAM_CLI_VERSION := 1.170.0
 CKVENV := .venv-checkov
 SAMVENV := .venv-sam
-# parliament audits every IAM policy against AWS's service authorization data (tests/unit/test_iam_audit.py);
+# parliament audits every IAM policy against AWS's service authorization data (tests/static/test_iam_audit.py);
 # its own environment too: it pulls the newest boto3, which the project pins.
 PARLIAMENT_VERSION := 1.6.4
 PLVENV := .venv-parliament
 
-.PHONY: all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-sim chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-sim chaos soak up down status clean
 
 all: test
 
@@ -68,9 +68,9 @@ $(PLVENV)/.installed-$(PARLIAMENT_VERSION):
 # template for both stages, checkov, sam validate --lint and sam build, IAM against the code and against
 # AWS's service authorization data (parliament).
 aws-checks: venv checkov-env sam-env parliament-env
-	$(PY) -m pytest tests/unit/test_template.py tests/unit/test_iam.py tests/unit/test_iam_audit.py tests/unit/test_hardening.py \
-		tests/unit/test_state_machine.py tests/unit/test_packages.py tests/unit/test_checkov.py \
-		tests/unit/test_sam_cli.py $(PYTEST_ARGS)
+	$(PY) -m pytest tests/static/test_template.py tests/static/test_iam.py tests/static/test_iam_audit.py tests/static/test_hardening.py \
+		tests/static/test_state_machine.py tests/static/test_packages.py tests/static/test_checkov.py \
+		tests/static/test_sam_cli.py tests/static/test_environment_contract.py $(PYTEST_ARGS)
 
 # FaceFusion's own dependencies, for the development harness that runs the facefusion engine on a
 # FaceFusion 3.8.1 checkout (FUSIONFLEET_FACEFUSION_SOURCE) with stand-in models; never in .venv.
@@ -88,8 +88,15 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy fusionfleet fleetctl functions gpu_worker infra benchmarks tests scripts
 
+# The tiers alone (each test carries its tier's marker: static, unit, integration, e2e; tests/conftest.py).
+static: venv checkov-env sam-env parliament-env
+	$(PY) -m pytest tests/static $(PYTEST_ARGS)
+
 unit: venv
-	$(PY) -m pytest tests/unit tests/integration $(PYTEST_ARGS)
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+integration: venv
+	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 e2e: venv localstack-env
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)

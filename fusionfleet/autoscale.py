@@ -12,7 +12,7 @@ ratio has no denominator there). Scale-out waits `scale_out_cooldown_s` after th
 scale-in `scale_in_cooldown_s` after any change, so a fleet does not flap between polls. The local
 autoscaler (`fleetctl/local/autoscaler.py`) applies it to worker processes, stopping only idle ones;
 on AWS the template's target tracking on `(visible + in flight) / running` with `RenderBacklogPerTask`
-and the same cooldowns is this rule (`AWS_COOLDOWNS`, checked by tests/unit/test_template.py).
+and the same cooldowns is this rule (`AWS_COOLDOWNS`, checked by tests/static/test_template.py).
 """
 
 from __future__ import annotations

@@ -8,6 +8,17 @@ import pytest
 
 from tests.support.media import ffmpeg, write_video
 
+TIERS = ("static", "unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test carries its tier's marker, by the folder it lives in (`-m unit`, `-m "not e2e"`)."""
+    for item in items:
+        tier = item.path.relative_to(Path(__file__).parent).parts[0]
+        if tier not in TIERS:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in one of the tiers' folders {TIERS}")
+        item.add_marker(getattr(pytest.mark, tier))
+
 
 @pytest.fixture(scope="session")
 def media_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

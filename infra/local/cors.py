@@ -3,7 +3,7 @@
 API Gateway answers a preflight (OPTIONS with Access-Control-Request-Method) itself, before any
 authorizer, and adds Access-Control-Allow-Origin to every response for an allowed origin. An origin
 that is not allowed gets no CORS headers at all, so the browser refuses the page the response. The
-template's `HttpApi.CorsConfiguration` states the same values (tests/unit/test_dashboard_site.py
+template's `HttpApi.CorsConfiguration` states the same values (tests/static/test_dashboard_site.py
 compares them).
 """
 

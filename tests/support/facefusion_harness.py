@@ -61,7 +61,7 @@ def skip_reason() -> str | None:
     """Why the harness cannot run here, or None when it can."""
     source = source_checkout()
     if source is None:
-        return f"{ENV_SOURCE} is not set (a FaceFusion 3.8.1 checkout; see README 'FaceFusion harness')"
+        return f"{ENV_SOURCE} is not set (a FaceFusion 3.8.1 checkout; see docs/engines.md, 'FaceFusion harness')"
     if not (source / "facefusion.py").is_file() or not (source / "facefusion" / "core.py").is_file():
         return f"{ENV_SOURCE}={source} is not a FaceFusion checkout (no facefusion.py / facefusion/core.py)"
     python = facefusion_python()

@@ -17,9 +17,9 @@ from functions.api.jobs import TenantJobs
 from fusionfleet.environment.api import ENV_AUDIENCE, ENV_TOKEN_USE
 from fusionfleet.operations import Operations
 from infra.local.jwt_authorizer import JwtAuthorizer, Unauthorized
+from tests.support.cfn import source
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK
-from tests.unit.test_template import _source
 
 RULES = TokenRules(audience="client-1", token_use="id")
 
@@ -79,7 +79,7 @@ def test_the_rules_come_from_the_environment_the_template_sets() -> None:
     env = {"AWS_REGION": "us-east-1", "MEDIA_BUCKET": "m", "WORK_BUCKET": "w", "STATE_MACHINE_ARN": "s",
            "NOTIFICATION_TOPIC_ARN": "t", ENV_AUDIENCE: "client-1", ENV_TOKEN_USE: "id"}  # fmt: skip
     assert settings(env)[1].token_rules == RULES
-    variables = _source()["Resources"]["ApiFunction"]["Properties"]["Environment"]["Variables"]
+    variables = source()["Resources"]["ApiFunction"]["Properties"]["Environment"]["Variables"]
     assert variables[ENV_AUDIENCE] == {"Ref": "ApiJwtAudience"}
     assert variables[ENV_TOKEN_USE] == {"Ref": "ApiTokenUse"}
 

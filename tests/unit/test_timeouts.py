@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fusionfleet.timeouts import MAX_TASK_SECONDS, JobTimeouts, TimeoutPolicy, check, job_timeouts
-from tests.unit.test_template import _source, properties, transform
+from tests.support.cfn import properties, source, transform
 
 ROOT = Path(__file__).resolve().parents[2]
 ASL = ROOT / "infra" / "statemachine" / "render.asl.json"
@@ -79,7 +79,7 @@ def test_every_task_in_the_state_machine_has_an_explicit_timeout_and_callbacks_t
 
 def test_the_templates_defaults_satisfy_the_relation() -> None:
     # GIVEN the template's queue and backlog parameters as deployed by default
-    parameters = _source()["Parameters"]
+    parameters = source()["Parameters"]
 
     def default(name: str) -> int:
         return int(parameters[name]["Default"])

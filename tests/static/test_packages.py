@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_template import _source
+from tests.support.cfn import source
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKEFILE = ROOT / "functions" / "Makefile"
@@ -24,7 +24,7 @@ MEDIA_FUNCTIONS = {"SlicerFunction"}
 def _functions() -> dict[str, dict[str, object]]:
     return {
         name: resource
-        for name, resource in _source()["Resources"].items()
+        for name, resource in source()["Resources"].items()
         if resource["Type"] == "AWS::Serverless::Function"
     }
 

@@ -19,8 +19,8 @@ from infra.local import cors
 from infra.local.api_gateway import LocalApi
 from infra.local.cors import CorsPolicy
 from infra.local.jwt_authorizer import JwtAuthorizer
+from tests.support.cfn import Conditions, existing, parameter_values, transform
 from tests.support.dashboard import FakeDashboardSource
-from tests.unit.test_template import Conditions, existing, parameter_values, transform
 
 PAGE = "https://d111111abcdef8.cloudfront.net"
 API = "https://abc123.execute-api.eu-west-1.amazonaws.com/"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_template import (
+from tests.support.cfn import (
     PSEUDO_PARAMETERS,
     STAGES,
     Conditions,

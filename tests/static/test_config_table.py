@@ -1,7 +1,7 @@
-"""The README's configuration tables list exactly the environment variables the code reads.
+"""The configuration tables (docs/configuration.md) list exactly the environment variables the code reads.
 
 The source is scanned by glob (every .py file of the deployed and tooling packages, wherever a file
-moves between them), so a variable added, renamed or dropped anywhere fails here until the README
+moves between them), so a variable added, renamed or dropped anywhere fails here until the docs
 says so.
 """
 
@@ -74,8 +74,7 @@ def code_variables() -> dict[str, list[str]]:
 
 
 def readme_variables() -> set[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "configuration.md").read_text()
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     return {name for row in rows for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])}
 
@@ -105,7 +104,7 @@ def test_every_variable_the_code_reads_is_in_the_readme_and_no_other() -> None:
     documented = readme_variables()
     # THEN each side has exactly the other's
     missing = {name: files for name, files in sorted(in_code.items()) if name not in documented}
-    assert not missing, f"add these to README.md's Configuration tables: {missing}"
+    assert not missing, f"add these to docs/configuration.md's tables: {missing}"
     stale = sorted(documented - set(in_code))
-    assert not stale, f"README.md documents variables the code no longer reads: {stale}"
+    assert not stale, f"docs/configuration.md documents variables the code no longer reads: {stale}"
     assert len([name for name in in_code if name.startswith("FUSIONFLEET_")]) >= 27

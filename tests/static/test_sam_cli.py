@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_packages import MEDIA_FUNCTIONS, MEDIA_MODULES, _functions, _handler_module
+from tests.static.test_packages import MEDIA_FUNCTIONS, MEDIA_MODULES, _functions, _handler_module
 
 ROOT = Path(__file__).resolve().parents[2]
 SAM = ROOT / ".venv-sam" / "bin" / "sam"

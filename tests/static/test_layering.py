@@ -9,7 +9,7 @@ count as much as those at the top (a lazy import once hid a cycle). Imports unde
     functions/      Lambda handlers            gpu_worker/   render and merge workers
     fusionfleet/    the domain: what the slicer, the workers and the merge share
 
-Run on its own: python -m pytest tests/unit/test_layering.py
+Run on its own: python -m pytest tests/static/test_layering.py
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_template import Conditions, Template, existing, parameter_values, references, transform
+from tests.support.cfn import Conditions, Template, existing, parameter_values, references, transform
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "gpu_worker" / "Dockerfile"

@@ -8,34 +8,40 @@ and which exist on AWS. Conditions are evaluated here by a small evaluator of th
 from __future__ import annotations
 
 import ast
-import copy
-import fnmatch
 import json
 import re
 from collections.abc import Iterator
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from cfnlint.api import ManualArgs, lint, lint_file
-from cfnlint.decode import cfn_yaml
-from samtranslator.parser.parser import Parser
-from samtranslator.translator.translator import Translator
 
-from fleetctl.local.deploy import local_artifacts, rewrite_artifacts
 from fleetctl.stack import StackResources
 from fusionfleet.autoscale import AWS_COOLDOWNS
+from tests.support.cfn import (
+    _SUB_NAME,
+    ASL,
+    PSEUDO_PARAMETERS,
+    ROOT,
+    STAGES,
+    TEMPLATE,
+    Conditions,
+    Template,
+    _transform,
+    allows,
+    existing,
+    find_in_map,
+    parameter_values,
+    properties,
+    references,
+    source,
+    statements,
+    transform,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "template.yaml"
-ASL = ROOT / "infra" / "statemachine" / "render.asl.json"
 SLICER_APP = ROOT / "functions" / "slicer" / "app.py"
 SLICER_MAKEFILE = ROOT / "functions" / "Makefile"
-
-Template = dict[str, Any]
-
 # Resource types LocalStack cannot run here: they must not exist when Stage=local.
 AWS_ONLY_PREFIXES = (
     "AWS::Lambda::",
@@ -54,183 +60,9 @@ LOCAL_TYPES = (
     "AWS::SNS::Topic",
     "AWS::StepFunctions::StateMachine",
 )
-STAGES = ("local", "prod")
 # Resources of LOCAL_TYPES that exist on AWS only: the tenant page's bucket (CloudFront serves it; the
 # local stack serves the page from its dashboard process).
 AWS_ONLY_OF_LOCAL_TYPES = {"DashboardBucket": "IsAws"}
-PSEUDO_PARAMETERS = {"AWS::Region": "us-east-1", "AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
-
-
-# ---------------------------------------------------------------- loading and transforming
-
-
-def _plain(value: Any) -> Any:
-    """cfn-lint's YAML nodes as plain dicts, lists and strings."""
-    return json.loads(json.dumps(value))
-
-
-@cache
-def _source() -> Template:
-    """template.yaml as written (short tags such as !Ref become their Fn:: form)."""
-    return dict(_plain(cfn_yaml.load(str(TEMPLATE))))
-
-
-def _managed_policy_map() -> dict[str, str]:
-    """AWS managed policies by name, offline: SAM's bundled copy (never iam:ListPolicies)."""
-    try:
-        from samtranslator.internal.managed_policies import get_bundled_managed_policy_map
-    except ImportError:  # an aws-sam-translator without the bundled map
-        return {}
-    return dict(get_bundled_managed_policy_map("aws") or {})
-
-
-@cache
-def _packaged_text() -> str:
-    """The template as `sam package` (and the local deploy) hands it over: local paths as S3 URIs."""
-    text = TEMPLATE.read_text()
-    uploaded = {
-        path: f"artifacts/{index}/{Path(path).name or 'code'}" for index, (_, path) in enumerate(local_artifacts(text))
-    }
-    return rewrite_artifacts(text, uploaded, "deployment-bucket")
-
-
-def transform(stage: str) -> Template:
-    return copy.deepcopy(_transform(stage))
-
-
-@cache
-def _transform(stage: str) -> Template:
-    sam_template = _plain(cfn_yaml.loads(_packaged_text()))
-    translator = Translator(None, Parser(), boto_session=boto3.session.Session(region_name="us-east-1"))
-    result = translator.translate(
-        sam_template,
-        parameter_values={"Stage": stage},
-        get_managed_policy_map=_managed_policy_map,
-    )
-    return dict(_plain(result))
-
-
-# ---------------------------------------------------------------- conditions and references
-
-
-def parameter_values(template: Template, stage: str) -> dict[str, Any]:
-    values: dict[str, Any] = {name: spec.get("Default") for name, spec in template.get("Parameters", {}).items()}
-    values.update(PSEUDO_PARAMETERS)
-    values["Stage"] = stage
-    return values
-
-
-class Conditions:
-    """Evaluates a template's Conditions for given parameter values (Fn::Equals/Not/And/Or, Condition)."""
-
-    def __init__(self, template: Template, parameters: dict[str, Any]) -> None:
-        self._definitions: dict[str, Any] = template.get("Conditions", {})
-        self._parameters = parameters
-        self._values: dict[str, bool] = {}
-
-    def __getitem__(self, name: str) -> bool:
-        if name not in self._values:
-            self._values[name] = self._boolean(self._definitions[name])
-        return self._values[name]
-
-    def holds(self, name: str | None) -> bool:
-        return True if name is None else self[name]
-
-    def _boolean(self, expression: Any) -> bool:
-        ((function, argument),) = expression.items()
-        if function == "Condition":
-            return self[argument]
-        if function == "Fn::Not":
-            return not self._boolean(argument[0])
-        if function == "Fn::And":
-            return all(self._boolean(item) for item in argument)
-        if function == "Fn::Or":
-            return any(self._boolean(item) for item in argument)
-        if function == "Fn::Equals":
-            left, right = (self._value(item) for item in argument)
-            return bool(str(left) == str(right))
-        raise ValueError(f"unsupported condition function {function}")
-
-    def _value(self, expression: Any) -> Any:
-        if isinstance(expression, dict):
-            if set(expression) == {"Ref"}:
-                return self._parameters[expression["Ref"]]
-            return self._boolean(expression)
-        return expression
-
-
-_SUB_NAME = re.compile(r"\$\{(?!!)([^}]+)\}")
-
-
-def references(node: Any, conditions: Conditions) -> Iterator[str]:
-    """Logical ids (and parameters) a piece of template refers to, following only the Fn::If branch taken."""
-    if isinstance(node, list):
-        for item in node:
-            yield from references(item, conditions)
-        return
-    if not isinstance(node, dict):
-        return
-    if set(node) == {"Ref"}:
-        yield node["Ref"]
-        return
-    if set(node) == {"Fn::GetAtt"}:
-        target = node["Fn::GetAtt"]
-        yield (target[0] if isinstance(target, list) else target.split(".")[0])
-        return
-    if set(node) == {"Fn::If"}:
-        name, when_true, when_false = node["Fn::If"]
-        yield from references(when_true if conditions[name] else when_false, conditions)
-        return
-    if set(node) == {"Fn::Sub"}:
-        value = node["Fn::Sub"]
-        text, variables = (value, {}) if isinstance(value, str) else (value[0], value[1])
-        for name in _SUB_NAME.findall(text):
-            base = name.split(".")[0]
-            if base not in variables:
-                yield base
-        yield from references(list(variables.values()), conditions)
-        return
-    for value in node.values():
-        yield from references(value, conditions)
-
-
-def existing(template: Template, conditions: Conditions) -> dict[str, Any]:
-    return {
-        name: resource
-        for name, resource in template["Resources"].items()
-        if conditions.holds(resource.get("Condition"))
-    }
-
-
-def find_in_map(template: Template, node: Any) -> Any:
-    if isinstance(node, dict) and set(node) == {"Fn::FindInMap"}:
-        mapping, top, second = node["Fn::FindInMap"]
-        return template["Mappings"][mapping][top][second]
-    return node
-
-
-def properties(template: Template, name: str) -> dict[str, Any]:
-    return dict(template["Resources"][name]["Properties"])
-
-
-def statements(role: dict[str, Any], conditions: Conditions | None = None) -> Iterator[dict[str, Any]]:
-    """A role's inline statements; a policy under Fn::If counts when its condition holds (always without conditions)."""
-    for entry in role["Properties"].get("Policies", []):
-        policy = entry
-        if set(entry) == {"Fn::If"}:
-            name, when_true, when_false = entry["Fn::If"]
-            policy = when_true if conditions is None or conditions[name] else when_false
-            if policy == {"Ref": "AWS::NoValue"}:
-                continue
-        yield from policy["PolicyDocument"]["Statement"]
-
-
-def allows(statement: dict[str, Any], action: str) -> bool:
-    actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-    return statement["Effect"] == "Allow" and any(fnmatch.fnmatch(action.lower(), a.lower()) for a in actions)
-
-
-# ---------------------------------------------------------------- (a) lint
 
 
 def test_template_passes_cfn_lint_without_errors_or_warnings() -> None:
@@ -395,7 +227,7 @@ def test_local_outputs_are_what_the_client_reads() -> None:
 
 def test_aws_only_parameters_need_no_value_for_a_local_deploy() -> None:
     # GIVEN the template's parameters
-    parameters = _source()["Parameters"]
+    parameters = source()["Parameters"]
     # WHEN a local deploy passes only Stage
     without_default = [name for name, spec in parameters.items() if name != "Stage" and "Default" not in spec]
     resolved_by_cloudformation = [name for name, spec in parameters.items() if spec["Type"].startswith("AWS::")]
@@ -404,7 +236,7 @@ def test_aws_only_parameters_need_no_value_for_a_local_deploy() -> None:
     assert without_default == []
     assert resolved_by_cloudformation == []
     # AND an AWS stage must supply the network, the image and the API's token issuer (the Rules section says so)
-    assertions = json.dumps(_source()["Rules"])
+    assertions = json.dumps(source()["Rules"])
     for required in ("VpcId", "SubnetIds", "WorkerImage", "ApiJwtIssuer", "ApiJwtAudience"):
         assert f'"Ref": "{required}"' in assertions
 
@@ -417,7 +249,7 @@ def _asl_text() -> str:
 
 
 def _substitutions() -> dict[str, Any]:
-    return dict(properties(_source(), "RenderStateMachine")["DefinitionSubstitutions"])
+    return dict(properties(source(), "RenderStateMachine")["DefinitionSubstitutions"])
 
 
 def _integrations(node: Any) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -490,7 +322,7 @@ def test_every_integration_in_the_asl_is_allowed_by_the_state_machine_role() -> 
 @pytest.mark.parametrize("queue", ["RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow"])
 def test_render_queue_attempts_come_from_the_parameter_and_end_in_a_dead_letter_queue(queue: str) -> None:
     # GIVEN a render queue as written
-    template = _source()
+    template = source()
     redrive = properties(template, queue)["RedrivePolicy"]
     # WHEN its redrive policy is read
     dead_letter = redrive["deadLetterTargetArn"]["Fn::GetAtt"]
@@ -509,7 +341,7 @@ def test_render_queue_attempts_come_from_the_parameter_and_end_in_a_dead_letter_
 
 def test_slicer_function_is_built_by_the_makefile_and_gets_every_variable_the_handler_reads() -> None:
     # GIVEN the slicer function and the handler module it names
-    template = _source()
+    template = source()
     function = template["Resources"]["SlicerFunction"]
     handler = function["Properties"]["Handler"]
     module_path = ROOT / (handler.rsplit(".", 1)[0].replace(".", "/") + ".py")
@@ -542,7 +374,7 @@ def test_slicer_function_is_built_by_the_makefile_and_gets_every_variable_the_ha
 
 def test_workers_get_their_role_queues_in_priority_order_and_one_gpu() -> None:
     # GIVEN the render and merge task definitions
-    template = _source()
+    template = source()
     render = properties(template, "RenderTaskDefinition")["ContainerDefinitions"][0]
     merge = properties(template, "MergeTaskDefinition")["ContainerDefinitions"][0]
     # WHEN their environments are read
@@ -562,7 +394,7 @@ def test_workers_get_their_role_queues_in_priority_order_and_one_gpu() -> None:
 
 def test_worker_stop_timeout_matches_the_gpu_hosts_agent_timeout() -> None:
     # GIVEN the render container's stop timeout and the GPU hosts' user data
-    template = _source()
+    template = source()
     stop_timeout = find_in_map(
         template, properties(template, "RenderTaskDefinition")["ContainerDefinitions"][0]["StopTimeout"]
     )
@@ -585,7 +417,7 @@ def test_worker_stop_timeout_matches_the_gpu_hosts_agent_timeout() -> None:
 
 def test_gpu_capacity_can_go_to_zero_without_killing_a_render() -> None:
     # GIVEN the GPU Auto Scaling group and its capacity provider
-    template = _source()
+    template = source()
     group = properties(template, "GpuAutoScalingGroup")
     provider = properties(template, "GpuCapacityProvider")["AutoScalingGroupProvider"]
     # WHEN their scaling settings are read
@@ -602,7 +434,7 @@ def test_gpu_capacity_can_go_to_zero_without_killing_a_render() -> None:
 
 def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
     # GIVEN the render service's scaling resources
-    template = _source()
+    template = source()
     target = properties(template, "RenderScalableTarget")
     tracking = properties(template, "RenderBacklogTracking")
     metrics = tracking["TargetTrackingScalingPolicyConfiguration"]["CustomizedMetricSpecification"]["Metrics"]
@@ -649,13 +481,13 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
 
 def test_render_service_keeps_its_count_on_update_and_may_replace_every_task_on_deploy() -> None:
     # GIVEN the render service
-    service = properties(_source(), "RenderService")
+    service = properties(source(), "RenderService")
     # WHEN its count and deployment settings are read
     deployment = service["DeploymentConfiguration"]
     # THEN it states no count (a stack update would reset a rendering fleet to it; without one
     # CloudFormation keeps the current count), runs on the GPU capacity provider and needs no spare GPU
     assert "DesiredCount" not in service
-    assert "DesiredCount" not in properties(_source(), "MergeService")
+    assert "DesiredCount" not in properties(source(), "MergeService")
     assert service["CapacityProviderStrategy"][0]["CapacityProvider"] == {"Ref": "GpuCapacityProvider"}
     assert deployment["MinimumHealthyPercent"] == 0
 
@@ -676,7 +508,7 @@ def _notifies_operators(alarm: dict[str, Any]) -> bool:
 
 def test_operators_have_a_topic_of_their_own_with_an_optional_email() -> None:
     # GIVEN the template
-    template = _source()
+    template = source()
     # THEN the operators' topic exists on every stage, apart from the job notices' topic
     assert template["Resources"]["OpsTopic"]["Type"] == "AWS::SNS::Topic"
     assert "Condition" not in template["Resources"]["OpsTopic"]
@@ -690,7 +522,7 @@ def test_operators_have_a_topic_of_their_own_with_an_optional_email() -> None:
 
 @pytest.mark.parametrize("queue", ["IngestDeadLetterQueue", "RenderDeadLetterQueue", "MergeDeadLetterQueue"])
 def test_any_dead_letter_alarms_the_operators(queue: str) -> None:
-    alarm = _alarm(_source(), f"{queue}DepthAlarm")
+    alarm = _alarm(source(), f"{queue}DepthAlarm")
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
     assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}]
     assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["Statistic"]) == (
@@ -703,7 +535,7 @@ def test_any_dead_letter_alarms_the_operators(queue: str) -> None:
 
 def test_each_priority_alarms_on_its_oldest_message_before_the_accepted_backlog_runs_out() -> None:
     # GIVEN the age alarms of the three render queues
-    template = _source()
+    template = source()
     thresholds = []
     for queue in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow"):
         alarm = _alarm(template, f"{queue}AgeAlarm")
@@ -718,7 +550,7 @@ def test_each_priority_alarms_on_its_oldest_message_before_the_accepted_backlog_
 
 @pytest.mark.parametrize("metric", ["ExecutionsFailed", "ExecutionsTimedOut"])
 def test_failed_and_timed_out_jobs_alarm_the_operators(metric: str) -> None:
-    alarm = _alarm(_source(), f"Render{metric}Alarm")
+    alarm = _alarm(source(), f"Render{metric}Alarm")
     assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/States", metric, "Sum")
     assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": "RenderStateMachine"}}]
     assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
@@ -726,7 +558,7 @@ def test_failed_and_timed_out_jobs_alarm_the_operators(metric: str) -> None:
 
 
 def _functions() -> list[str]:
-    return sorted(n for n, r in _source()["Resources"].items() if r["Type"] == "AWS::Serverless::Function")
+    return sorted(n for n, r in source()["Resources"].items() if r["Type"] == "AWS::Serverless::Function")
 
 
 @pytest.mark.parametrize("function", _functions())
@@ -734,8 +566,8 @@ def _functions() -> list[str]:
 def test_every_functions_errors_and_throttles_alarm_the_operators(function: str, metric: str) -> None:
     # GIVEN every Lambda function of the template (a function added later is held to the same rule)
     (alarm,) = [
-        _alarm(_source(), name)
-        for name, r in _source()["Resources"].items()
+        _alarm(source(), name)
+        for name, r in source()["Resources"].items()
         if r["Type"] == "AWS::CloudWatch::Alarm"
         and r["Properties"].get("MetricName") == metric
         and r["Properties"].get("Dimensions") == [{"Name": "FunctionName", "Value": {"Ref": function}}]
@@ -747,7 +579,7 @@ def test_every_functions_errors_and_throttles_alarm_the_operators(function: str,
 
 
 def test_the_apis_5xx_answers_alarm_the_operators_and_every_request_is_logged() -> None:
-    template = _source()
+    template = source()
     alarm = _alarm(template, "HttpApi5xxAlarm")
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/ApiGateway", "5xx")
     assert {"Name": "ApiId", "Value": {"Ref": "HttpApi"}} in alarm["Dimensions"]
@@ -777,7 +609,7 @@ def test_the_state_machine_logs_its_errors_on_aws() -> None:
 @pytest.mark.parametrize(("service", "minutes"), [("RenderService", 15), ("MergeService", 5)])
 def test_a_service_short_of_its_desired_workers_alarms_after_a_start_up_allowance(service: str, minutes: int) -> None:
     # GIVEN the service's workers-short alarm
-    alarm = _alarm(_source(), f"{service.removesuffix('Service')}WorkersShortAlarm")
+    alarm = _alarm(source(), f"{service.removesuffix('Service')}WorkersShortAlarm")
     by_id = {metric["Id"]: metric for metric in alarm["Metrics"]}
     # THEN it compares desired with running tasks of that service (Container Insights)
     for name, metric_name in (("desired", "DesiredTaskCount"), ("running", "RunningTaskCount")):
@@ -804,7 +636,7 @@ def test_every_job_the_watchdog_closes_is_counted_and_alarms_the_operators() -> 
         and node.args
         and isinstance(node.args[0], ast.Constant)
     }
-    template = _source()
+    template = source()
     metric_filter = template["Resources"]["WatchdogActionsMetricFilter"]
     assert metric_filter["Condition"] == "IsAws"
     filter_properties = metric_filter["Properties"]
@@ -825,7 +657,7 @@ def test_every_job_the_watchdog_closes_is_counted_and_alarms_the_operators() -> 
 
 def test_the_dashboard_is_valid_json_and_shows_every_alarm() -> None:
     # GIVEN the dashboard and every alarm that notifies the operators
-    template = _source()
+    template = source()
     dashboard = template["Resources"]["OperationsDashboard"]
     assert dashboard["Condition"] == "IsAws"
     body, variables = dashboard["Properties"]["DashboardBody"]["Fn::Sub"]
@@ -855,7 +687,7 @@ def test_the_dashboard_is_valid_json_and_shows_every_alarm() -> None:
 
 
 def test_the_merge_prices_jobs_at_the_stacks_gpu_price() -> None:
-    template = _source()
+    template = source()
     merge = properties(template, "MergeTaskDefinition")["ContainerDefinitions"][0]
     env = {item["Name"]: item["Value"] for item in merge["Environment"]}
     assert env["FUSIONFLEET_GPU_HOURLY_PRICE"] == {"Ref": "GpuHourlyPrice"}

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_template import (
+from tests.support.cfn import (
     PSEUDO_PARAMETERS,
     Conditions,
     Template,
