@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, JobNotFound, JobRejected, ObjectMissing, OperationRefused
 from fusionfleet.identity import job_id as pipeline_job_id
 from fusionfleet.manifest import parse_manifest
 from fusionfleet.operations import AttemptRecord, JobDetail, JobSummary, Operations
-from fusionfleet.storage import Storage, get_json, put_json
+from fusionfleet.storage import ObjectInfo, Storage, get_json, put_json
 
 # What the API reports; the pipeline's TIMED_OUT and ABORTED (stopped by the watchdog) are failures.
 API_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")
@@ -307,25 +309,41 @@ class TenantJobs:
     def _pipeline_job(self, tenant: str, job_id: str) -> str | None:
         """The pipeline's job id for the manifest of this job, or None before it was started."""
         key = layout.tenant_manifest_key(tenant, job_id)
-        try:
-            info = self.storage.head(self.media_bucket, key)
-        except ObjectMissing:
-            return None
-        return pipeline_job_id(self.media_bucket, key, info.etag)
+        info = self._head_own(key)
+        return None if info is None else pipeline_job_id(self.media_bucket, key, info.etag)
 
     def _record(self, tenant: str, job_id: str) -> dict[str, Any] | None:
         try:
             record = get_json(self.storage, self.work_bucket, layout.api_job_key(tenant, job_id))
         except ObjectMissing:
             return None
+        except ClientError as error:
+            if _forbidden(error):  # the caller's own key, so refused means absent (as _head_own)
+                return None
+            raise
         return record if isinstance(record, dict) else None
 
     def _exists(self, key: str) -> bool:
+        return self._head_own(key) is not None
+
+    def _head_own(self, key: str) -> ObjectInfo | None:
+        """The object under the caller's own prefix (every key here is built from it), or None.
+
+        S3 answers a HEAD of a missing key 403, not 404, whenever the role's ListBucket grant does not
+        match the request (a HEAD carries no s3:prefix), so here a 403 means "not there yet" too.
+        """
         try:
-            self.storage.head(self.media_bucket, key)
+            return self.storage.head(self.media_bucket, key)
         except ObjectMissing:
-            return False
-        return True
+            return None
+        except ClientError as error:
+            if _forbidden(error):
+                return None
+            raise
+
+
+def _forbidden(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") in {"403", "AccessDenied", "Forbidden"}
 
 
 def _iso(value: datetime | None) -> str | None:
