@@ -24,6 +24,7 @@ from fusionfleet.runs import is_cancelled
 from fusionfleet.storage import Storage
 from gpu_worker.attempt import Attempt
 from gpu_worker.blocklist import Blocklist
+from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.commit import commit, result_of, winner
 from gpu_worker.errors import Blocked, Cancelled, Released, WorkersBlocklisted
 from gpu_worker.merge import MergeDeps, merge_job
@@ -60,6 +61,7 @@ class TaskHandler(Protocol):
         ...
 
     def cancelled(self, task: Any) -> bool: ...
+    def saved_frames(self, task: Any) -> int: ...
     def superseded(self, task: Any) -> str | None: ...
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
     def failure_cause(self, task: Any, error: str, reason: str, attempts: int) -> str: ...
@@ -191,6 +193,10 @@ class RenderHandler:
     def cancelled(self, task: RenderTask) -> bool:
         return is_cancelled(self._storage, task.job.work_bucket, task.job.job_id)
 
+    def saved_frames(self, task: RenderTask) -> int:
+        job, segment = task.job, task.segment
+        return Checkpoints(self._storage, job.work_bucket, job.job_id, segment.index).saved(segment.start_frame)
+
     def superseded(self, task: RenderTask) -> str | None:
         """Why this copy's work is pointless (the other copy committed the segment), or None."""
         job = task.job
@@ -232,6 +238,9 @@ class MergeHandler:
 
     def cancelled(self, task: MergeTask) -> bool:
         return is_cancelled(self._deps.storage, task.job.work_bucket, task.job.job_id)
+
+    def saved_frames(self, task: MergeTask) -> int:
+        return 0  # a merge keeps no checkpoints
 
     def superseded(self, task: MergeTask) -> str | None:
         return None

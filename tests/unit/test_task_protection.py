@@ -187,6 +187,9 @@ class WaitingHandler:
     def cancelled(self, task: Step) -> bool:
         return False
 
+    def saved_frames(self, task: Step) -> int:
+        return 0
+
     def superseded(self, task: Step) -> str | None:
         return None
 

@@ -71,6 +71,9 @@ class ScriptedHandler:
     def cancelled(self, task: Step) -> bool:
         return task.outcome == "cancelled"
 
+    def saved_frames(self, task: Step) -> int:
+        return 0
+
     def superseded(self, task: Step) -> str | None:
         return "copy 1 on w2 committed the segment first" if task.outcome == "superseded" else None
 

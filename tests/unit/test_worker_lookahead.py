@@ -81,6 +81,9 @@ class WatchingHandler:
     def cancelled(self, task: Step) -> bool:
         return task.cancelled or task.task_token in self.cancelled_jobs
 
+    def saved_frames(self, task: Step) -> int:
+        return 0
+
     def superseded(self, task: Step) -> str | None:
         return None
 
@@ -254,6 +257,9 @@ class FinishingHandler:
 
     def cancelled(self, task: Step) -> bool:
         return False
+
+    def saved_frames(self, task: Step) -> int:
+        return 0
 
     def superseded(self, task: Step) -> str | None:
         return None
