@@ -314,7 +314,7 @@ class Worker:
             logger.warning("%s: the cancel marker could not be read", what, exc_info=True)
             cancelled = False
         if cancelled:
-            logger.warning("%s: its job was cancelled; dropping the message unrendered", what)
+            logger.warning("%s: its job was cancelled or has failed; dropping the message unrendered", what)
             self._wake(task.task_token)
             self._delete(message)
         return cancelled
@@ -436,10 +436,11 @@ class Worker:
             logger.warning("%s: backup copy %s gave up; the original carries on", what, task.copy_number)
             self._delete(message)
             return
+        cause = self._handler.failure_cause(task, name, reason, attempt)
+        # First, so the job's other segments stop now rather than after its notice (fusionfleet.job_loss).
+        self._safely(lambda: self._handler.job_lost(task, name, cause, attempt), what)
         try:
-            self._orchestrator.task_failure(
-                task.task_token, name, self._handler.failure_cause(task, name, reason, attempt)
-            )
+            self._orchestrator.task_failure(task.task_token, name, cause)
         except TokenGone as gone:
             logger.warning("%s: token already gone (%s)", what, gone.reason)
         # Attempts that reached this message itself; a blocklisted worker's hand-back made a new message
@@ -462,7 +463,7 @@ class Worker:
             logger.warning("%s: stopped, %s", what, detail)
             self._delete(message)
         elif hold is not None and hold.loss is HoldLoss.JOB_CANCELLED:
-            logger.warning("%s: stopped, its job was cancelled (%s)", what, detail)
+            logger.warning("%s: stopped, its job was cancelled or has failed (%s)", what, detail)
             self._wake(_token_of(message.body))
             self._delete(message)
         else:

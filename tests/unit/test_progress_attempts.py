@@ -84,6 +84,9 @@ class CheckpointingHandler:
     def saved_frames(self, task: Slice) -> int:
         return self.saved
 
+    def job_lost(self, task: Slice, error: str, cause: str, attempts: int) -> None:
+        return None
+
     def superseded(self, task: Slice) -> str | None:
         return None
 

@@ -190,6 +190,9 @@ class WaitingHandler:
     def saved_frames(self, task: Step) -> int:
         return 0
 
+    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
+        return None
+
     def superseded(self, task: Step) -> str | None:
         return None
 

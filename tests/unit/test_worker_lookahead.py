@@ -84,6 +84,9 @@ class WatchingHandler:
     def saved_frames(self, task: Step) -> int:
         return 0
 
+    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
+        return None
+
     def superseded(self, task: Step) -> str | None:
         return None
 
@@ -260,6 +263,9 @@ class FinishingHandler:
 
     def saved_frames(self, task: Step) -> int:
         return 0
+
+    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
+        return None
 
     def superseded(self, task: Step) -> str | None:
         return None
