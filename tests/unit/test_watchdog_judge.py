@@ -63,8 +63,6 @@ def test_a_job_with_no_progress_for_the_stall_time_is_stopped_saying_since_when(
 
 
 def test_a_running_job_marked_failed_is_stopped_with_the_markers_cause_however_young() -> None:
-    marker = JobFailedMarker(
-        job_id="job", segment=2, attempts=3, error="SegmentFailed", cause="segment 2 …", by="w", at=0
-    )
+    marker = JobFailedMarker(job_id="job", segment=2, attempts=3, error="SegmentFailed", cause="seg 2", by="w", at=0)
     observation = dataclasses.replace(running(started_s_ago=5, progress=Progress(total=4, running=1)), failed=marker)
     assert judge(observation, NOW, POLICY) == Verdict("stop", error="SegmentFailed", reason="seg 2")
