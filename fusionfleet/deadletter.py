@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.errors import ObjectMissing, TokenGone
 from fusionfleet.failures import segment_failure, segment_label
+from fusionfleet.job_loss import JobFailedMarker, mark_job_failed
 from fusionfleet.messages import SegmentRecord
 from fusionfleet.orchestrator import TaskCallbacks
 from fusionfleet.storage import Storage, get_json, put_json
@@ -75,6 +77,12 @@ def fail_dead_letter(
                 ).model_dump(),
             )
         error = "SegmentDeadLettered"
+        # The job is lost: its other segments need not render (fusionfleet.job_loss).
+        marker = JobFailedMarker(
+            job_id=job_id, run=int(job.get("run", 0) or 0), segment=index, attempts=attempts, error=error,
+            cause=reason, by="dead-letter handler", at=time.time(),
+        )  # fmt: skip
+        mark_job_failed(storage, bucket, marker)
     else:
         what = f"merge of {job_id}"
         reason = f"{what} was dead-lettered after {attempts} deliveries"

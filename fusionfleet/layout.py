@@ -138,6 +138,11 @@ def cancel_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}cancelled.json"
 
 
+def job_failed_key(job_id: str) -> str:
+    """Written once by whoever first knows a job is lost (fusionfleet.job_loss): workers drop its segments."""
+    return f"{work_prefix(job_id)}failed.json"
+
+
 def frame_preview_key(job_id: str) -> str:
     """A small JPEG of the latest rendered frame, for the dashboard."""
     return f"{work_prefix(job_id)}preview.jpg"

@@ -66,12 +66,18 @@ class RenderTask(_Model):
     # Attempts made through earlier messages of this task: a blocklisted worker hands a task back
     # as a new message (so the release costs no SQS receive) and carries the count over.
     prior_attempts: int = 0
+    # Set when a delivery that saved chunks is forgiven (gpu_worker.retry.renew_delivery): the frames
+    # checkpointed when this message was sent, and the earlier deliveries the retry limit leaves out.
+    progress_frames: int = 0
+    forgiven_attempts: int = 0
 
     def wire_json(self) -> str:
         """The message body we send ourselves: fields added for backups and hand-backs are left out at
         their defaults, so a worker older than them can still read the message (models forbid unknown
         fields, and a worker fails the token of a message it cannot read)."""
-        newer = {"copy_number": 0, "avoid_worker": "", "prior_attempts": 0}
+        newer = {
+            "copy_number": 0, "avoid_worker": "", "prior_attempts": 0, "progress_frames": 0, "forgiven_attempts": 0,
+        }  # fmt: skip
         return self.model_dump_json(exclude={name for name, default in newer.items() if getattr(self, name) == default})
 
 

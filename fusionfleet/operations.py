@@ -298,6 +298,7 @@ class Operations:
         put_json(self.storage, bucket, layout.run_plan_key(job_id, run), [segment.to_dict() for segment in missing])
         # The new run starts clean: no cancel marker, no notice record (the watchdog watches it afresh).
         self.storage.delete_prefix(bucket, layout.cancel_key(job_id))
+        self.storage.delete_prefix(bucket, layout.job_failed_key(job_id))
         self.storage.delete_prefix(bucket, layout.notice_key(job_id))
         started_at = datetime.fromtimestamp(self.clock(), UTC).isoformat()
         put_json(

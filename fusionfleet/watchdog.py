@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from fusionfleet import layout
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.job_loss import JobFailedMarker, job_failed
 from fusionfleet.job_state import JobStates
 from fusionfleet.messages import JobContext
 from fusionfleet.notify import Notifier, notice_subject
@@ -73,6 +74,8 @@ class Observation:
     cause: str | None = None
     progress: Progress | None = None
     last_change: datetime | None = None
+    # The job's failed marker (fusionfleet.job_loss), read only while its execution runs.
+    failed: JobFailedMarker | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,9 @@ def judge(observation: Observation, now: datetime, policy: WatchdogPolicy) -> Ve
             error=f"Execution{status.title().replace('_', '')}",
             reason=f"the job's execution ended {status}{f' ({detail})' if detail else ''} without a notification",
         )
+    if observation.failed is not None:
+        # Doomed: LocalStack's Map would dispatch (and the merge gate wait for) every other segment.
+        return Verdict("stop", error=observation.failed.error, reason=observation.failed.cause)
     started = observation.started or now
     progress = observation.progress
     dispatched = progress is not None and progress.running + progress.succeeded + progress.failed > 0
@@ -219,8 +225,14 @@ class Watchdog:
         if described.status == "RUNNING" and age > self._config.policy.stall_s:
             # Segments, their records and chunk checkpoints all land under the job's work prefix.
             last_change = self._storage.latest_change(self._config.work_bucket, layout.work_prefix(job_id))
+        failed = None
+        if described.status == "RUNNING":
+            marker = job_failed(self._storage, self._config.work_bucket, job_id)
+            # Only a marker of this run: a retry's run is not doomed by its predecessor's failure.
+            failed = marker if marker is not None and marker.run == parse_execution_name(execution.name)[1] else None
         return Observation(
             job_id=job_id,
+            failed=failed,
             status=described.status,
             started=described.started,
             stopped=described.stopped,
@@ -253,8 +265,8 @@ class Watchdog:
             except ExecutionMissing:
                 logger.warning("watchdog: execution %s disappeared", execution.arn)
             after = self._orchestrator.describe(execution.arn)
-            ended = Observation(job_id, after.status, error=after.error)
-            if judge(ended, datetime.now(UTC), self._config.policy).action == "none":
+            # Still RUNNING is a stop under way (LocalStack wakes each waiting task first), not a notice.
+            if after.status == "SUCCEEDED" or (after.status == "FAILED" and after.error == NOTIFIED_FAILURE_ERROR):
                 # It ended by itself, notice and all, while we were deciding: nothing to add.
                 self._mark(job_id, verdict, published_by="state machine")
                 return None

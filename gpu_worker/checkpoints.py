@@ -47,6 +47,15 @@ def done_prefix(chunks: list[Chunk], grid: list[tuple[int, int]]) -> list[Chunk]
     return done
 
 
+def saved_frames(chunks: list[Chunk], start: int) -> int:
+    """Frames checkpointed in an unbroken run of chunks from `start` (unchecked: a listing only). Pure."""
+    ends = {chunk.first: chunk.end for chunk in chunks}
+    frame = start
+    while frame in ends and ends[frame] > frame:
+        frame = ends[frame]
+    return frame - start
+
+
 class Checkpoints:
     def __init__(self, storage: Storage, bucket: str, job_id: str, segment: int) -> None:
         self._storage = storage
@@ -58,6 +67,13 @@ class Checkpoints:
         self._storage.upload_file(
             self._bucket, layout.chunk_key(self._job_id, self._segment, first, end), path, "video/mp4"
         )
+
+    def saved(self, start: int) -> int:
+        """Frames of the segment (from `start`) its chunks hold so far: the progress its attempts made."""
+        return saved_frames(parse_chunks(self._storage.list_keys(self._bucket, self._prefix())), start)
+
+    def _prefix(self) -> str:
+        return layout.checkpoint_prefix(self._job_id, self._segment)
 
     def restore(self, grid: list[tuple[int, int]], workdir: Path) -> list[Path]:
         """Download the finished chunks of `grid` into workdir; stop at the first missing or broken one."""

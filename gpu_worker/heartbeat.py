@@ -97,7 +97,7 @@ class Keeper:
         next_beat = time.monotonic() + self._policy.interval_s()
         while not self._stop.wait(self._policy.tick_s()):
             if self._job_cancelled():
-                self._lose(LostHold(HoldLoss.JOB_CANCELLED, "the cancel marker is set"))
+                self._lose(LostHold(HoldLoss.JOB_CANCELLED, "the job's cancel or failed marker is set"))
                 return
             lost_to = self._probe(self._superseded)
             if lost_to:

@@ -28,7 +28,7 @@ from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
 from gpu_worker.lookahead import Held, Lookahead, LookaheadPolicy, release
 from gpu_worker.presence import Presence
 from gpu_worker.protection import NoProtection, TaskProtection
-from gpu_worker.retry import RetryPolicy, describe, retryable
+from gpu_worker.retry import ProgressPolicy, RetryPolicy, describe, renew_delivery, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
 from gpu_worker.tasks import TaskHandler
 
@@ -53,6 +53,7 @@ class Worker:
         protection: TaskProtection | None = None,
         capacity: Callable[[], str | None] | None = None,
         lookahead: LookaheadPolicy | None = None,
+        progress: ProgressPolicy | None = None,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -62,6 +63,8 @@ class Worker:
         self._queue = queue
         self._orchestrator = orchestrator
         self._retry = retry
+        self._progress = progress or ProgressPolicy()
+        self._max_receives: dict[str, int | None] = {}
         self._heartbeat = heartbeat
         self._stop = stop
         self._idle_wait_s = idle_wait_s
@@ -189,6 +192,8 @@ class Worker:
         attempt = Attempt.of(message, prior=getattr(task, "prior_attempts", 0))
         if waited is None and self._gone_at_take(message, task, what, attempt):
             return  # (a task taken early was looked at when taken, and kept an eye on since)
+        if self._renewed(message, task, what, attempt):
+            return
         logger.info("%s: attempt %s", what, attempt.number)
         self._protection.hold()
         self._begin(task)
@@ -309,10 +314,45 @@ class Worker:
             logger.warning("%s: the cancel marker could not be read", what, exc_info=True)
             cancelled = False
         if cancelled:
-            logger.warning("%s: its job was cancelled; dropping the message unrendered", what)
+            logger.warning("%s: its job was cancelled or has failed; dropping the message unrendered", what)
             self._wake(task.task_token)
             self._delete(message)
         return cancelled
+
+    def _renewed(self, message: QueueMessage, task: Any, what: str, attempt: Attempt) -> bool:
+        """A segment on its last SQS delivery whose attempts saved chunks goes back as a new message.
+
+        Killed deliveries that made progress must not walk the segment into the dead-letter queue;
+        the new message carries the progress it was sent with, so only further progress renews it
+        again, and ProgressPolicy.max_deliveries caps the total. Any error: render under this one.
+        """
+        copy_number: int = getattr(task, "copy_number", 0)
+        if getattr(task, "segment", None) is None or copy_number:
+            return False  # a merge saves nothing; a backup copy never holds the token's last word
+        try:
+            if message.queue_url not in self._max_receives:
+                self._max_receives[message.queue_url] = self._queue.max_receive_count(message.queue_url)
+            limit = self._max_receives[message.queue_url]
+            if limit is None or message.receive_count < limit:
+                return False  # spare the listing: not its last delivery
+            saved = self._handler.saved_frames(task)
+            sent_with = int(task.progress_frames)
+            if not renew_delivery(self._progress, message.receive_count, limit, attempt.number, saved, sent_with):
+                return False
+            earlier = attempt.number - 1
+            again = task.model_copy(
+                update={"prior_attempts": earlier, "forgiven_attempts": earlier, "progress_frames": saved}
+            )
+            self._queue.send(message.queue_url, again.wire_json())
+        except Exception:
+            logger.warning("%s: could not renew its delivery; rendering it under this one", what, exc_info=True)
+            return False
+        logger.info(
+            "%s: delivery %s of %s, but %s frames saved (%s when sent): sent again with a fresh receive count",
+            what, message.receive_count, limit, saved, sent_with,
+        )  # fmt: skip
+        self._delete(message)
+        return True
 
     def _first_heartbeat(self, task: Any, attempt: Attempt) -> None:
         """Heartbeat a task just taken; TokenGone only when its token is gone for good.
@@ -381,7 +421,8 @@ class Worker:
 
     def _fail(self, message: QueueMessage, task: Any, what: str, error: Exception, attempt: int) -> None:
         name, reason = describe(error)
-        last = not retryable(error) or self._retry.is_last(attempt)
+        # Deliveries forgiven for their progress (see _renewed) do not count towards the retry limit.
+        last = not retryable(error) or self._retry.is_last(attempt - getattr(task, "forgiven_attempts", 0))
         logger.error("%s: attempt %s failed (%s: %s)%s", what, attempt, name, reason, "; giving up" if last else "")
         if not isinstance(error, ValidationError | TokenGone):
             self._safely(lambda: self._handler.record_failure(task, name, reason, attempt), what)
@@ -395,10 +436,11 @@ class Worker:
             logger.warning("%s: backup copy %s gave up; the original carries on", what, task.copy_number)
             self._delete(message)
             return
+        cause = self._handler.failure_cause(task, name, reason, attempt)
+        # First, so the job's other segments stop now rather than after its notice (fusionfleet.job_loss).
+        self._safely(lambda: self._handler.job_lost(task, name, cause, attempt), what)
         try:
-            self._orchestrator.task_failure(
-                task.task_token, name, self._handler.failure_cause(task, name, reason, attempt)
-            )
+            self._orchestrator.task_failure(task.task_token, name, cause)
         except TokenGone as gone:
             logger.warning("%s: token already gone (%s)", what, gone.reason)
         # Attempts that reached this message itself; a blocklisted worker's hand-back made a new message
@@ -421,7 +463,7 @@ class Worker:
             logger.warning("%s: stopped, %s", what, detail)
             self._delete(message)
         elif hold is not None and hold.loss is HoldLoss.JOB_CANCELLED:
-            logger.warning("%s: stopped, its job was cancelled (%s)", what, detail)
+            logger.warning("%s: stopped, its job was cancelled or has failed (%s)", what, detail)
             self._wake(_token_of(message.body))
             self._delete(message)
         else:

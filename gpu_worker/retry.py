@@ -36,3 +36,29 @@ def describe(error: BaseException) -> tuple[str, str]:
     if isinstance(error, FusionFleetError | EngineError):
         return type(error).__name__, error.reason
     return type(error).__name__, str(error) or repr(error)
+
+
+@dataclass(frozen=True)
+class ProgressPolicy:
+    """When a delivery that saved chunks is forgiven: the message is sent again with a fresh receive count.
+
+    SQS counts every receive towards the dead-letter queue, so kills alone (kill -9, a lost host)
+    would dead-letter a segment that advanced each time. A message on its last delivery whose
+    checkpoints advanced since it was sent is re-sent instead; `max_deliveries` bounds the total, so a
+    segment that crashes a little later each time still ends.
+    """
+
+    max_deliveries: int = 12
+
+
+def renew_delivery(
+    policy: ProgressPolicy, receive_count: int, max_receive_count: int | None, attempt: int, saved: int, sent_with: int
+) -> bool:
+    """Re-send a message just taken instead of rendering it under its last SQS delivery. Pure.
+
+    `receive_count`: this message's receives; `attempt`: the task's delivery number over all its
+    messages; `saved`: frames checkpointed now; `sent_with`: frames checkpointed when it was sent.
+    """
+    if max_receive_count is None or receive_count < max_receive_count:
+        return False  # not the last delivery: a kill now costs nothing final
+    return saved > sent_with and attempt < policy.max_deliveries

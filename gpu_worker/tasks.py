@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from fusionfleet import layout
 from fusionfleet.failures import segment_failure, segment_label
+from fusionfleet.job_loss import JobFailedMarker, is_job_failed, mark_job_failed
 from fusionfleet.messages import (
     MergeResult,
     MergeTask,
@@ -24,6 +25,7 @@ from fusionfleet.runs import is_cancelled
 from fusionfleet.storage import Storage
 from gpu_worker.attempt import Attempt
 from gpu_worker.blocklist import Blocklist
+from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.commit import commit, result_of, winner
 from gpu_worker.errors import Blocked, Cancelled, Released, WorkersBlocklisted
 from gpu_worker.merge import MergeDeps, merge_job
@@ -60,6 +62,8 @@ class TaskHandler(Protocol):
         ...
 
     def cancelled(self, task: Any) -> bool: ...
+    def saved_frames(self, task: Any) -> int: ...
+    def job_lost(self, task: Any, error: str, cause: str, attempts: int) -> None: ...
     def superseded(self, task: Any) -> str | None: ...
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
     def failure_cause(self, task: Any, error: str, reason: str, attempts: int) -> str: ...
@@ -189,7 +193,25 @@ class RenderHandler:
             logger.warning("task record %s not written", key, exc_info=True)
 
     def cancelled(self, task: RenderTask) -> bool:
-        return is_cancelled(self._storage, task.job.work_bucket, task.job.job_id)
+        """Cancelled by an operator, or doomed by a segment that failed for good (fusionfleet.job_loss)."""
+        job = task.job
+        return is_cancelled(self._storage, job.work_bucket, job.job_id) or is_job_failed(
+            self._storage, job.work_bucket, job.job_id
+        )
+
+    def job_lost(self, task: RenderTask, error: str, cause: str, attempts: int) -> None:
+        """This segment failed for good: mark its job failed, so its other segments are not rendered."""
+        job = task.job
+        marker = JobFailedMarker(
+            job_id=job.job_id, run=job.run, segment=task.segment.index, attempts=attempts, error=error, cause=cause,
+            by=f"worker {self._worker}", at=time.time(),
+        )  # fmt: skip
+        if mark_job_failed(self._storage, job.work_bucket, marker):
+            logger.warning("job %s marked failed: %s", job.job_id, cause)
+
+    def saved_frames(self, task: RenderTask) -> int:
+        job, segment = task.job, task.segment
+        return Checkpoints(self._storage, job.work_bucket, job.job_id, segment.index).saved(segment.start_frame)
 
     def superseded(self, task: RenderTask) -> str | None:
         """Why this copy's work is pointless (the other copy committed the segment), or None."""
@@ -232,6 +254,12 @@ class MergeHandler:
 
     def cancelled(self, task: MergeTask) -> bool:
         return is_cancelled(self._deps.storage, task.job.work_bucket, task.job.job_id)
+
+    def saved_frames(self, task: MergeTask) -> int:
+        return 0  # a merge keeps no checkpoints
+
+    def job_lost(self, task: MergeTask, error: str, cause: str, attempts: int) -> None:
+        return None  # a failed merge fails its execution, which publishes the notice itself
 
     def superseded(self, task: MergeTask) -> str | None:
         return None

@@ -8,6 +8,7 @@ from typing import Any
 from fusionfleet import layout
 from fusionfleet.deadletter import fail_dead_letter
 from fusionfleet.errors import TokenGone
+from fusionfleet.job_loss import job_failed
 from fusionfleet.messages import SegmentRecord
 from fusionfleet.storage import S3Storage, get_json, put_json
 from tests.integration.conftest import Aws
@@ -69,3 +70,15 @@ def test_a_dead_lettered_backup_copy_never_fails_the_token_the_original_holds(aw
     task = {**json.loads(body({"index": 4})), "copy_number": 1, "avoid_worker": "w1"}
     assert fail_dead_letter(json.dumps(task), 3, storage, tokens) is None  # type: ignore[arg-type]
     assert tokens.failures == [] and storage.list_keys("work", "work/") == []
+
+
+def test_a_dead_lettered_segment_marks_its_job_failed_so_its_other_segments_are_dropped(aws: Aws) -> None:
+    # GIVEN a segment whose workers died on every delivery
+    storage = S3Storage(aws.s3)
+    # WHEN its dead letter is handled
+    fail_dead_letter(body({"index": 4}), 3, storage, Tokens())  # type: ignore[arg-type]
+    # THEN the job's failed marker names the segment, its deliveries and the cause
+    marker = job_failed(storage, "work", "job-1")
+    assert marker is not None and (marker.segment, marker.attempts, marker.error) == (4, 3, "SegmentDeadLettered")
+    assert marker.cause.startswith("segment 4 of job-1 was dead-lettered after 3 deliveries")
+    assert marker.by == "dead-letter handler"

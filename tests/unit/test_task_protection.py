@@ -187,6 +187,12 @@ class WaitingHandler:
     def cancelled(self, task: Step) -> bool:
         return False
 
+    def saved_frames(self, task: Step) -> int:
+        return 0
+
+    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
+        return None
+
     def superseded(self, task: Step) -> str | None:
         return None
 

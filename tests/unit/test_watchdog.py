@@ -6,8 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 from fusionfleet import layout
 from fusionfleet.backups import BackupSender
+from fusionfleet.job_loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
 from fusionfleet.messages import SegmentHold, SegmentRecord
 from fusionfleet.orchestrator import Execution, Progress, execution_arn
+from fusionfleet.runs import execution_name
 from fusionfleet.stragglers import BackupPolicy
 from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeQueue, FakeStorage
@@ -118,3 +120,44 @@ def test_a_running_job_nearly_done_gets_its_straggler_copied_by_the_sweep() -> N
     # THEN the job is not closed, and exactly one backup copy is queued
     assert watchdog.backups_sent == [] and queue.depth("q-normal").total == 1
     assert notifier.published == [] and orchestrator.stopped == []
+
+
+def test_a_job_marked_failed_is_stopped_at_once_with_one_notice_naming_segment_attempts_and_cause() -> None:
+    # GIVEN a young running job (no stall, no dispatch problem) whose segment 3 failed for good
+    doomed = execution("job-doomed", "RUNNING", started_s_ago=30)
+    watchdog, storage, orchestrator, notifier = setup(("job-doomed", doomed))
+    cause = "segment 3 (frames 150-200) of job-doomed failed after 3 attempts: SegmentFailed: the encoder fell over"
+    marker = JobFailedMarker(
+        job_id="job-doomed", segment=3, attempts=3, error="SegmentFailed", cause=cause, by="worker w1", at=0.0
+    )
+    assert mark_job_failed(storage, WORK, marker)
+    # WHEN the watchdog sweeps, twice
+    (closed,) = watchdog.sweep(NOW)
+    watchdog.sweep(NOW + timedelta(seconds=10))
+    # THEN its execution was stopped and exactly one failure notice says which segment, how often and why
+    assert orchestrator.stopped == [(doomed.arn, "SegmentFailed")]
+    (published,) = notifier.published
+    assert published[2]["status"] == "failed" and published[2]["error"] == "SegmentFailed"
+    assert published[2]["reason"] == cause and closed.status == "failed"
+
+
+def test_a_failed_marker_of_an_earlier_run_does_not_stop_a_retry() -> None:
+    # GIVEN a retry (run 1) of a job whose run 0 left its failed marker behind
+    retry = Execution(execution_arn(MACHINE, execution_name("job-r", 1)), "RUNNING", NOW - timedelta(seconds=30), None)
+    watchdog, storage, orchestrator, notifier = setup(("job-r", retry))
+    marker = JobFailedMarker(
+        job_id="job-r", run=0, segment=0, attempts=3, error="SegmentFailed", cause="c", by="w", at=0
+    )
+    mark_job_failed(storage, WORK, marker)
+    storage.put_json(WORK, layout.run_key("job-r"), {"run": 1})
+    # WHEN the watchdog sweeps, THEN the retry runs on
+    assert watchdog.sweep(NOW) == [] and orchestrator.stopped == [] and notifier.published == []
+
+
+def test_the_failed_marker_is_written_once_the_first_knower_wins() -> None:
+    storage = FakeStorage()
+    first = JobFailedMarker(job_id="j", segment=1, attempts=3, error="SegmentFailed", cause="first", by="w1", at=1)
+    later = first.model_copy(update={"segment": 2, "cause": "later", "by": "dead-letter handler"})
+    assert not is_job_failed(storage, WORK, "j") and job_failed(storage, WORK, "j") is None
+    assert mark_job_failed(storage, WORK, first) and not mark_job_failed(storage, WORK, later)
+    assert is_job_failed(storage, WORK, "j") and job_failed(storage, WORK, "j") == first

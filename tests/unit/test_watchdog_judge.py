@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from fusionfleet.job_loss import JobFailedMarker
 from fusionfleet.orchestrator import Progress
-from fusionfleet.watchdog import Observation, WatchdogPolicy, judge
+from fusionfleet.watchdog import Observation, Verdict, WatchdogPolicy, judge
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 POLICY = WatchdogPolicy(stall_s=600, dispatch_grace_s=120)
@@ -58,3 +60,9 @@ def test_a_job_with_no_progress_for_the_stall_time_is_stopped_saying_since_when(
     verdict = judge(running(5000, Progress(total=5, running=2, succeeded=3), changed_s_ago=601), NOW, POLICY)
     assert (verdict.action, verdict.error) == ("stop", "JobStalled")
     assert "no progress for 601 s" in verdict.reason
+
+
+def test_a_running_job_marked_failed_is_stopped_with_the_markers_cause_however_young() -> None:
+    marker = JobFailedMarker(job_id="job", segment=2, attempts=3, error="SegmentFailed", cause="seg 2", by="w", at=0)
+    observation = dataclasses.replace(running(started_s_ago=5, progress=Progress(total=4, running=1)), failed=marker)
+    assert judge(observation, NOW, POLICY) == Verdict("stop", error="SegmentFailed", reason="seg 2")

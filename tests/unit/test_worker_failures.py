@@ -39,6 +39,7 @@ class ScriptedHandler:
     def __init__(self, during: Callable[[], None] | None = None) -> None:
         self.attempts: list[Attempt] = []
         self.recorded: list[tuple[str, str, str, int]] = []
+        self.lost: list[tuple[str, str, int]] = []  # (token, cause, attempts) of job_lost
         self._during = during
 
     def parse(self, body: str) -> Step:
@@ -70,6 +71,12 @@ class ScriptedHandler:
 
     def cancelled(self, task: Step) -> bool:
         return task.outcome == "cancelled"
+
+    def saved_frames(self, task: Step) -> int:
+        return 0
+
+    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
+        self.lost.append((task.task_token, cause, attempts))
 
     def superseded(self, task: Step) -> str | None:
         return "copy 1 on w2 committed the segment first" if task.outcome == "superseded" else None
@@ -132,6 +139,8 @@ def test_a_failed_attempt_is_retried_after_the_policy_delay_and_the_last_one_fai
     assert queue.visibility_changes[-1] == (message_id, 0)
     assert [attempt.number for attempt in handler.attempts] == [1, 2, 3]
     assert subject.failed == 1 and queue.deleted == []
+    # AND the job is marked failed once, with the same cause, so its other segments are dropped
+    assert handler.lost == [("t", FELL_OVER, 3)]
     # AND the queue's redrive takes it to the dead letters instead of a fourth attempt
     assert not take_one(subject)
     assert len(queue.dead_letters(QUEUE)) == 1

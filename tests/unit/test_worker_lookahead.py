@@ -81,6 +81,12 @@ class WatchingHandler:
     def cancelled(self, task: Step) -> bool:
         return task.cancelled or task.task_token in self.cancelled_jobs
 
+    def saved_frames(self, task: Step) -> int:
+        return 0
+
+    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
+        return None
+
     def superseded(self, task: Step) -> str | None:
         return None
 
@@ -254,6 +260,12 @@ class FinishingHandler:
 
     def cancelled(self, task: Step) -> bool:
         return False
+
+    def saved_frames(self, task: Step) -> int:
+        return 0
+
+    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
+        return None
 
     def superseded(self, task: Step) -> str | None:
         return None

@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 
 from fusionfleet import layout
+from fusionfleet.job_loss import JobFailedMarker, mark_job_failed
 from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
 from fusionfleet.plan import Segment
 from gpu_worker.attempt import Attempt
@@ -94,6 +95,51 @@ def test_a_job_cancelled_while_its_segment_renders_is_stopped_within_seconds_and
     assert time.monotonic() - began < 5
     assert orchestrator.reports() == [] and queue.deleted == [message_id]
     assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 0, 1))["status"] == "cancelled"
+
+
+def _marker(segment: int = 0) -> JobFailedMarker:
+    cause = f"segment {segment} of {JOB} failed after 3 attempts: SegmentFailed: the encoder fell over"
+    return JobFailedMarker(job_id=JOB, segment=segment, attempts=3, error="SegmentFailed", cause=cause, by="w0", at=0)
+
+
+def _render_worker(storage: FakeStorage, queue: FakeQueue, renderer: ScriptedRenderer) -> Worker:
+    handler = RenderHandler(renderer, storage, "w", threading.Event())
+    return Worker(
+        "w", [QUEUE], handler, queue, FakeOrchestrator(), RetryPolicy(max_attempts=3),
+        HeartbeatPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+
+
+def test_a_queued_segment_of_a_failed_job_is_dropped_unrendered() -> None:
+    # GIVEN a job marked failed by another of its segments, and one of its segments still queued
+    storage, queue, renderer = FakeStorage(), FakeQueue(), ScriptedRenderer()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, task(index=2).model_dump_json())
+    assert mark_job_failed(storage, WORK, _marker(segment=0))
+    worker = _render_worker(storage, queue, renderer)
+    # WHEN a worker takes it
+    message = worker.dequeue()
+    assert message is not None
+    worker.execute(message)
+    # THEN it spends no engine time, and the message is gone for good
+    assert renderer.rendered == 0 and queue.deleted == [message_id]
+
+
+def test_a_segment_rendering_when_its_job_is_marked_failed_stops_within_seconds() -> None:
+    # GIVEN a worker rendering a segment that only ends when told to stop
+    storage, queue = FakeStorage(), FakeQueue()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, task().model_dump_json())
+    worker = _render_worker(storage, queue, ScriptedRenderer("wait"))
+    # WHEN another segment of its job fails for good while it renders
+    timer = threading.Timer(0.5, lambda: mark_job_failed(storage, WORK, _marker(segment=0)))
+    timer.start()
+    began = time.monotonic()
+    message = worker.dequeue()
+    assert message is not None
+    worker.execute(message)
+    # THEN it stopped within seconds and deleted the message
+    assert time.monotonic() - began < 5 and queue.deleted == [message_id]
 
 
 def test_presence_is_written_at_start_updated_per_task_and_removed_on_a_clean_exit() -> None:

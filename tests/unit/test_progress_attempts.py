@@ -1,0 +1,193 @@
+"""Progress-aware attempts: deliveries that saved chunks do not walk a segment into the dead letters."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from fusionfleet.messages import SegmentResult
+from gpu_worker.attempt import Attempt
+from gpu_worker.checkpoints import parse_chunks, saved_frames
+from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.loop import Worker
+from gpu_worker.retry import ProgressPolicy, RetryPolicy, renew_delivery
+from gpu_worker.stopping import StopSignal
+from tests.support.fakes import FakeOrchestrator, FakeQueue
+
+QUEUE = "https://sqs.fake/render-normal"
+POLICY = ProgressPolicy(max_deliveries=6)
+
+
+def test_only_the_last_delivery_with_new_progress_under_the_cap_is_renewed() -> None:
+    # GIVEN a queue that dead-letters after 3 receives
+    # THEN an earlier delivery is never renewed: a kill then costs nothing final
+    assert not renew_delivery(POLICY, receive_count=2, max_receive_count=3, attempt=2, saved=40, sent_with=0)
+    # AND the last delivery is renewed when chunks were saved since the message was sent
+    assert renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=40, sent_with=0)
+    # AND not when nothing new was saved (a fruitless kill or a crash at the same frame)
+    assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=40, sent_with=40)
+    # AND not at the hard cap on deliveries, so a poison segment that advances a little still ends
+    assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=6, saved=80, sent_with=40)
+    # AND never on a queue without a redrive limit
+    assert not renew_delivery(POLICY, receive_count=9, max_receive_count=None, attempt=3, saved=40, sent_with=0)
+
+
+def test_saved_frames_counts_only_an_unbroken_run_of_chunks_from_the_segment_start() -> None:
+    keys = [
+        f"work/j/checkpoints/00001/{first:07d}-{end:07d}.mp4" for first, end in ((100, 120), (120, 140), (160, 180))
+    ]
+    assert saved_frames(parse_chunks(keys), 100) == 40  # the gap at 140 ends the run
+    assert saved_frames(parse_chunks(keys), 90) == 0
+    assert saved_frames([], 100) == 0
+
+
+class Segment(BaseModel):
+    index: int = 0
+
+
+class Slice(BaseModel):
+    task_token: str
+    segment: Segment = Segment()
+    prior_attempts: int = 0
+    progress_frames: int = 0
+    forgiven_attempts: int = 0
+
+    def wire_json(self) -> str:
+        return self.model_dump_json()
+
+
+class CheckpointingHandler:
+    """Renders a slice; `saved` stands for the frames its killed attempts checkpointed so far."""
+
+    role = "render"
+
+    def __init__(self) -> None:
+        self.saved = 0
+        self.attempts: list[tuple[int, int]] = []  # (attempt number, frames it started from)
+
+    def parse(self, body: str) -> Slice:
+        return Slice.model_validate_json(body)
+
+    def describe(self, task: Slice) -> str:
+        return f"slice {task.task_token}"
+
+    def start(self, task: Slice, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        self.attempts.append((attempt.number, self.saved))
+        result = SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=1.0)
+        return lambda: result
+
+    def cancelled(self, task: Slice) -> bool:
+        return False
+
+    def saved_frames(self, task: Slice) -> int:
+        return self.saved
+
+    def job_lost(self, task: Slice, error: str, cause: str, attempts: int) -> None:
+        return None
+
+    def superseded(self, task: Slice) -> str | None:
+        return None
+
+    def record_failure(self, task: Slice, error: str, reason: str, attempt: int) -> None:
+        return None
+
+    def failure_cause(self, task: Slice, error: str, reason: str, attempts: int) -> str:
+        return f"{error}: {reason}"
+
+    def close(self) -> None:
+        return None
+
+
+def _kill_delivery(queue: FakeQueue, handler: CheckpointingHandler, frames: int) -> None:
+    """A worker takes the message, checkpoints `frames` more frames and is killed (-9): it never answers."""
+    assert queue.receive(QUEUE, wait_s=0, visibility_s=60)
+    handler.saved += frames
+    queue.clock.advance(61)
+
+
+def _worker(handler: CheckpointingHandler, queue: FakeQueue, orchestrator: FakeOrchestrator) -> Worker:
+    return Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(0,)),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, progress=POLICY,
+    )  # fmt: skip
+
+
+def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_lettering() -> None:
+    # GIVEN a segment on a queue that dead-letters after 3 receives, whose workers are killed
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    # WHEN its first two deliveries are killed after saving chunks each time
+    _kill_delivery(queue, handler, 20)
+    _kill_delivery(queue, handler, 20)
+    # AND the worker takes its last delivery
+    message = subject.dequeue()
+    assert message is not None and message.receive_count == 3
+    subject.execute(message)
+    # THEN it is not rendered under that delivery: it goes back as a new message with its progress
+    assert handler.attempts == [] and queue.deleted == [message.message_id]
+    renewed = subject.dequeue()
+    assert renewed is not None and renewed.receive_count == 1
+    task = Slice.model_validate_json(renewed.body)
+    assert (task.prior_attempts, task.forgiven_attempts, task.progress_frames) == (2, 2, 40)
+    handler.saved += 10  # (that take was killed too, after saving more)
+    queue.clock.advance(61)
+    # WHEN the new message's second delivery is killed as well, after saving more
+    _kill_delivery(queue, handler, 10)
+    # THEN its last delivery is renewed once more (60 frames saved, 40 when sent)
+    again = subject.dequeue()
+    assert again is not None and again.receive_count == 3
+    subject.execute(again)
+    assert handler.attempts == []
+    # WHEN the next worker lives
+    final = subject.dequeue()
+    assert final is not None and final.receive_count == 1
+    subject.execute(final)
+    # THEN the segment completes (its token succeeds) and nothing reached the dead letters
+    assert [report[0] for report in orchestrator.reports()] == ["success"]
+    assert queue.dead_letters(QUEUE) == []
+    assert handler.attempts == [(5, 60)]  # after four kills: the fifth delivery, from 60 saved frames
+
+
+def test_a_segment_whose_kills_save_nothing_still_dead_letters() -> None:
+    # GIVEN a segment whose workers are killed before any chunk is saved
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    _kill_delivery(queue, handler, 0)
+    _kill_delivery(queue, handler, 0)
+    _kill_delivery(queue, handler, 0)
+    # WHEN a worker next looks, THEN the queue's redrive has taken it: nothing was renewed
+    assert subject.dequeue() is None
+    assert len(queue.dead_letters(QUEUE)) == 1
+
+
+def test_renewals_stop_at_the_cap_on_total_deliveries() -> None:
+    # GIVEN a segment that saves a few frames on every killed delivery (a slow poison)
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    renewals = 0
+    # WHEN each delivery saves 5 frames and is killed, except that a worker looks at each last one
+    for _ in range(40):
+        message = subject.dequeue()
+        if message is None:
+            break
+        handler.saved += 5
+        if message.receive_count < 3:
+            queue.clock.advance(61)  # killed
+            continue
+        subject.execute(message)
+        if handler.attempts:
+            break  # rendered under its last delivery: not renewed
+        renewals += 1
+        queue.clock.advance(61)
+    # THEN it was renewed at deliveries 3 and 5 only; delivery 7 is past the cap (6) and renders
+    # under its last SQS receive, so a kill now dead-letters it: a slow poison still ends
+    assert renewals == 2
+    assert handler.attempts == [(7, 45)]
