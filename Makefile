@@ -19,7 +19,7 @@ SAM_CLI_VERSION := 1.170.0
 CKVENV := .venv-checkov
 SAMVENV := .venv-sam
 
-.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-sim chaos soak up down status clean
+.PHONY: all setup venv localstack-env checkov-env sam-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim chaos soak up down status clean
 
 all: test
 
@@ -101,6 +101,10 @@ bench-scale: venv localstack-env
 # The orchestration's own throughput: 16 and 32 workers with a sleep engine (benchmarks/throughput.py).
 bench-throughput: venv localstack-env
 	$(PY) -m benchmarks.throughput
+
+# The farm's own overhead: a sleep engine at 1, 6 and 12 workers, end to end (benchmarks/fleet_overhead.py).
+bench-fleet: venv localstack-env
+	$(PY) -m benchmarks.fleet_overhead
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim
