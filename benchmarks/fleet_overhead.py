@@ -49,6 +49,8 @@ from gpu_worker.config import ENV_LOOKAHEAD
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+# Plans cut segments of at most 5 s (fusionfleet.sizing): rules for 20 s of frames cover any of them.
+LONGEST_SEGMENT_FRAMES = 20 * 25
 GOALS = {"render_6": 0.9, "end_to_end_6": 0.8, "render_12": 0.85}
 # The stages outside the engine, in the order a job meets them (the table's and the picture's order).
 STAGES = (
@@ -258,7 +260,7 @@ def fleet(stack: LocalStack, workers: int, frames: int, args: argparse.Namespace
         os.environ[ENV_LOOKAHEAD] = str(args.lookahead)
     faults = stack.paths.state_dir / "fleet-overhead-faults.json"
     faults.parent.mkdir(parents=True, exist_ok=True)
-    # Rules past a segment's last frame never fire: one file serves every clip.
+    # Rules past a segment's last frame never fire: one file serves every clip whose segments are shorter.
     faults.write_text(json.dumps(sleep_faults(frames)))
     stack.down()
     # max_workers = workers: a fixed fleet whose plans are sized to it, as `local up --max-workers N`.
@@ -349,7 +351,7 @@ def main() -> int:
                 write_video(clips[clip_s], seconds=clip_s, fps=25, width=width, height=height)
         for workers in (int(n) for n in args.workers.split(",")):
             try:
-                bench = fleet(stack, workers, round(max(clips) * 25), args)
+                bench = fleet(stack, workers, LONGEST_SEGMENT_FRAMES, args)
             except Exception as error:  # a failed run is kept and reported, never dropped
                 runs += [{"clip_s": c, "workers": workers, "failed": f"stack: {error!r}"[:500]} for c in clips]
                 continue

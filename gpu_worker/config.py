@@ -39,6 +39,10 @@ ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
 ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
 ENV_BLOCK_AFTER = "FUSIONFLEET_BLOCK_AFTER_FAILURES"
 ENV_LOOKAHEAD = "FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG"
+# On by default: with two or more segments waiting a worker takes its next one while it renders, so the
+# engine does not wait on receive, checks and the finish (benchmarks/results/fleet-overhead*.json,
+# throughput-lookahead.json). 0 turns it off.
+DEFAULT_LOOKAHEAD_MIN_BACKLOG = 2
 ENV_VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
 
 ROLES = ("render", "merge")
@@ -79,7 +83,7 @@ class WorkerConfig:
     block_after_failures: int = 2
     # A render worker takes its next task while this one renders when the queues hold at least this
     # many visible messages (gpu_worker.lookahead); 0: never.
-    lookahead_min_backlog: int = 0
+    lookahead_min_backlog: int = DEFAULT_LOOKAHEAD_MIN_BACKLOG
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
@@ -174,7 +178,7 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         min_free_gpu_mb=float(env[ENV_MIN_FREE_GPU]) if env.get(ENV_MIN_FREE_GPU) else None,
         visible_gpus=tuple(e.strip() for e in env.get(ENV_VISIBLE_GPUS, "").split(",") if e.strip()),
         block_after_failures=int(env.get(ENV_BLOCK_AFTER, "2")),
-        lookahead_min_backlog=int(env.get(ENV_LOOKAHEAD, "0")),
+        lookahead_min_backlog=int(env.get(ENV_LOOKAHEAD, str(DEFAULT_LOOKAHEAD_MIN_BACKLOG))),
         engine_env=tuple(sorted(env.items())),
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from pydantic import BaseModel
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
+from gpu_worker.config import DEFAULT_LOOKAHEAD_MIN_BACKLOG, ENV_LOOKAHEAD, add_arguments, resolve
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.lookahead import LookaheadPolicy
 from gpu_worker.loop import Worker
@@ -316,3 +318,12 @@ def test_a_segment_that_fails_while_finishing_in_the_background_is_retried_like_
     assert (ids[0], RetryPolicy(max_attempts=3).delay_s(1)) in queue.visibility_changes
     # AND no success was reported for it, while the others succeeded
     assert [token for kind, token, _ in orchestrator.calls if kind == "success"] == ["t1", "t2"]
+
+
+def test_a_render_worker_looks_ahead_by_default_and_the_environment_can_turn_it_off() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--queue-url", QUEUE, "--region", "eu-west-1"])
+    assert DEFAULT_LOOKAHEAD_MIN_BACKLOG == 2
+    assert resolve(args, env={}).lookahead_min_backlog == 2
+    assert resolve(args, env={ENV_LOOKAHEAD: "0"}).lookahead_min_backlog == 0
