@@ -2,7 +2,7 @@
 
 The engine's cost is simulated as sleep: the `copy` engine with a `slow` fault of 0.2 s at every
 5th output frame (about 40 ms a frame, what a GPU would spend, and no CPU). One job at a time, as a
-user submits it (`Client.submit`, `Client.wait`, `Client.download`), on fleets of 1, 6 and 12
+user submits it (`Client.submit`, `Client.wait` on the job's notice as `submit --wait` does, `Client.download`), on fleets of 1, 6 and 12
 render workers whose plans are sized to the fleet (`local up --max-workers N`), on a one-minute and
 a three-minute clip.
 
@@ -39,6 +39,7 @@ from benchmarks.provenance import write_results
 from benchmarks.throughput import percentile
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.notices import SqsNoticeInbox
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
@@ -289,7 +290,17 @@ def run(bench: Bench, workers: int, clip: Path, clip_s: float, args: argparse.Na
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    status = client.wait(submission.job_id, args.timeout)
+    # The client waits as `submit --wait` does: on the job's notice, or (--wait poll) polling every second.
+    inbox = None
+    if args.wait == "notice":
+        inbox = SqsNoticeInbox.open(
+            bench.aws.client("sqs"), bench.aws.client("sns"), bench.resources.topic_arn, submission.job_id
+        )
+    try:
+        status = client.wait(submission.job_id, args.timeout, notices=inbox)
+    finally:
+        if inbox is not None:
+            inbox.close()
     waited = time.time()
     if status.state != "SUCCEEDED" or not status.output:
         raise RuntimeError(f"job {submission.job_id} ended {status.state}: {status.reason}")
@@ -322,6 +333,7 @@ def run(bench: Bench, workers: int, clip: Path, clip_s: float, args: argparse.Na
         "job_id": submission.job_id,
         "lookahead_min_backlog": os.environ.get(ENV_LOOKAHEAD, "default"),
         "notice_seen": "notice" in arrivals,
+        "client_waits_by": args.wait,
         "load_average_1m_after": round(os.getloadavg()[0], 2),
         **account(times, records, dict(status.output["timings"]), workers),
     }
@@ -335,6 +347,7 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=4611)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a job may take, else it failed")
     parser.add_argument("--lookahead", type=int, default=None, help="workers' lookahead backlog (default: theirs)")
+    parser.add_argument("--wait", choices=("notice", "poll"), default="notice", help="how the client follows the job")
     parser.add_argument("--name", default="fleet-overhead", help="results: benchmarks/results/<name>.json and .png")
     args = parser.parse_args()
     width, height = (int(side) for side in args.size.split("x"))
