@@ -2,9 +2,9 @@
 
 The engine's cost is simulated as sleep: the `copy` engine with a `slow` fault of 0.2 s at every
 5th output frame (about 40 ms a frame, what a GPU would spend, and no CPU). One job at a time, as a
-user submits it (`Client.submit`, `Client.wait` on the job's notice as `submit --wait` does, `Client.download`), on fleets of 1, 6 and 12
-render workers whose plans are sized to the fleet (`local up --max-workers N`), on a one-minute and
-a three-minute clip.
+user submits it (`Client.submit`; `Client.wait` on the job's notice, as `submit --wait` does;
+`Client.download`), on fleets of 1, 6 and 12 render workers whose plans are sized to the fleet
+(`local up --max-workers N`), on a one-minute and a three-minute clip.
 
 Reports (benchmarks/results/fleet-overhead.json, a table, benchmarks/results/fleet-overhead.png):
 - render and end-to-end efficiency at N workers: T(1) / (N × T(N)), render being the first
