@@ -191,6 +191,42 @@ def efficiencies(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def calibration(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """The fleet simulation's inputs from the multi-worker runs (benchmarks/fleetsim/scenarios.py). Pure.
+
+    Medians over the runs: a job's start (the slicer and the first dispatch), the interval between
+    two segments' dispatches, a segment's cost on a worker outside the engine (its life on the worker
+    minus the engine, plus the gap before its worker's next segment), the wait from the last segment
+    to the merge, and from the merge's end to the client holding the notice; the merge as a line in
+    the number of segments (least squares over all runs).
+    """
+    ok = [r for r in runs if "failed" not in r]
+    many = [r for r in ok if r["workers"] > 1] or ok
+    stages = [r["stages_s"] for r in many]
+    merges = [(float(r["segments"]), r["stages_s"]["merge"]) for r in ok]
+    mean_n = statistics.fmean(n for n, _ in merges)
+    mean_m = statistics.fmean(m for _, m in merges)
+    spread = sum((n - mean_n) ** 2 for n, _ in merges)
+    slope = sum((n - mean_n) * (m - mean_m) for n, m in merges) / spread if spread else 0.0
+    slope = max(0.0, slope)
+    return {
+        "job_start_s": round(statistics.median(s["slicer"] + s["first_dispatch"] for s in stages), 3),
+        "dispatch_s": round(statistics.median(r["dispatch_per_segment_s"] for r in many), 3),
+        "per_segment_overhead_s": round(
+            statistics.median(
+                r["segment_overhead_on_worker_s"]["mean"]
+                + r["stages_s"]["between_segments"] * r["workers"] / r["segments"]
+                for r in many
+            ),
+            3,
+        ),
+        "to_merge_s": round(statistics.median(s["to_merge"] for s in stages), 3),
+        "merge_base_s": round(max(0.0, mean_m - slope * mean_n), 3),
+        "merge_per_segment_s": round(slope, 4),
+        "notice_s": round(statistics.median(s["notice"] + s["client_wait"] for s in stages), 3),
+    }
+
+
 def goals_met(rows: list[dict[str, Any]]) -> dict[str, bool | None]:
     """The issue's goals, judged on the one-minute clip's runs (None: not measured). Pure."""
 
@@ -291,16 +327,16 @@ def run(bench: Bench, workers: int, clip: Path, clip_s: float, args: argparse.Na
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     # The client waits as `submit --wait` does: on the job's notice, or (--wait poll) polling every second.
-    inbox = None
+    notices = None
     if args.wait == "notice":
-        inbox = SqsNoticeInbox.open(
+        notices = SqsNoticeInbox.open(
             bench.aws.client("sqs"), bench.aws.client("sns"), bench.resources.topic_arn, submission.job_id
         )
     try:
-        status = client.wait(submission.job_id, args.timeout, notices=inbox)
+        status = client.wait(submission.job_id, args.timeout, notices=notices)
     finally:
-        if inbox is not None:
-            inbox.close()
+        if notices is not None:
+            notices.close()
     waited = time.time()
     if status.state != "SUCCEEDED" or not status.output:
         raise RuntimeError(f"job {submission.job_id} ended {status.state}: {status.reason}")
@@ -384,6 +420,7 @@ def main() -> int:
         "goals_met": goals_met(rows),
         "load_average_at_start": [round(x, 2) for x in load_at_start],
         "efficiency": rows,
+        "calibration": calibration(runs) if any("failed" not in r for r in runs) else None,
         "runs": runs,
     }
     path = write_results(f"{args.name}.json", report, vars(args))

@@ -10,6 +10,7 @@ from benchmarks.fleet_overhead import (
     STAGES,
     ClientTimes,
     account,
+    calibration,
     efficiencies,
     goals_met,
     picture,
@@ -109,3 +110,26 @@ def test_efficiency_is_one_workers_time_over_n_times_n_workers_time_and_goals_us
     assert "60s x6" in text and "FAILED" in text
     picture(runs, tmp_path / "p.png", "t")
     assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_the_simulations_inputs_are_medians_of_the_multi_worker_runs_and_the_merge_a_line_in_segments() -> None:
+    def run(workers: int, segments: int, merge: float, dispatch: float, overhead: float) -> dict[str, object]:
+        stages = dict.fromkeys(STAGES, 0.0)
+        stages.update(slicer=1.0, first_dispatch=2.0, between_segments=0.5, to_merge=0.3, merge=merge, notice=0.4)
+        return {
+            "workers": workers, "segments": segments, "stages_s": stages, "dispatch_per_segment_s": dispatch,
+            "segment_overhead_on_worker_s": {"mean": overhead},
+        }  # fmt: skip
+
+    runs = [
+        run(1, 10, merge=1.0, dispatch=9.0, overhead=9.0),  # one worker: only its merge counts
+        run(6, 20, merge=1.5, dispatch=0.4, overhead=0.5),
+        run(12, 30, merge=2.0, dispatch=0.5, overhead=0.7),
+        {"workers": 12, "failed": "x"},
+    ]
+    got = calibration(runs)
+    assert got["job_start_s"] == 3.0 and got["to_merge_s"] == 0.3 and got["notice_s"] == 0.4
+    assert got["dispatch_s"] == 0.45
+    # 0.5 + 0.5 × 6 / 20 = 0.65 and 0.7 + 0.5 × 12 / 30 = 0.9: median 0.775
+    assert got["per_segment_overhead_s"] == 0.775
+    assert (got["merge_base_s"], got["merge_per_segment_s"]) == (0.5, 0.05)
