@@ -44,6 +44,7 @@ from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.aws import AwsTarget
+from fusionfleet.fairness import fair_concurrency
 from fusionfleet.messages import SegmentRecord
 from fusionfleet.storage import get_json
 from gpu_worker.config import ENV_LOOKAHEAD
@@ -191,35 +192,46 @@ def efficiencies(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def calibration(runs: list[dict[str, Any]]) -> dict[str, float]:
-    """The fleet simulation's inputs from the multi-worker runs (benchmarks/fleetsim/scenarios.py). Pure.
+def in_flight(workers: int) -> int:
+    """Segments of one job the local stack's Map sends at once for this fleet (fusionfleet.fairness)."""
+    return min(UpOptions().render_concurrency, fair_concurrency(workers))
 
-    Medians over the runs: a job's start (the slicer and the first dispatch), the interval between
-    two segments' dispatches, a segment's cost on a worker outside the engine (its life on the worker
-    minus the engine, plus the gap before its worker's next segment), the wait from the last segment
-    to the merge, and from the merge's end to the client holding the notice; the merge as a line in
-    the number of segments (least squares over all runs).
+
+def _per_segment_overhead(run: dict[str, Any]) -> float:
+    """A segment's cost on its worker outside the engine, and its worker's gap before the next one."""
+    return float(
+        run["segment_overhead_on_worker_s"]["mean"]
+        + run["stages_s"]["between_segments"] * run["workers"] / run["segments"]
+    )
+
+
+def calibration(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """The fleet simulation's inputs from these runs (benchmarks/fleetsim/scenarios.py). Pure.
+
+    Medians: a job's start (the slicer and the first dispatch) and the waits from the last segment to
+    the merge and from the merge's end to the client holding the notice, over the multi-worker runs;
+    the interval between two segments' dispatches over the runs whose segments were all sent at once
+    (otherwise the Map sends the next only as one ends, and the interval is the render's pace); a
+    segment's cost on a worker outside the engine (life on the worker minus the engine, plus the gap
+    before its worker's next segment) alone on the machine (the one-worker runs: a GPU worker has its
+    host to itself) and shared with the others (the multi-worker runs, 2 cores for all); the merge as
+    a line in the number of segments (least squares over all runs).
     """
     ok = [r for r in runs if "failed" not in r]
     many = [r for r in ok if r["workers"] > 1] or ok
+    alone = [r for r in ok if r["workers"] == 1] or ok
+    at_once = [r for r in many if r["segments"] <= in_flight(r["workers"])] or many
     stages = [r["stages_s"] for r in many]
     merges = [(float(r["segments"]), r["stages_s"]["merge"]) for r in ok]
     mean_n = statistics.fmean(n for n, _ in merges)
     mean_m = statistics.fmean(m for _, m in merges)
     spread = sum((n - mean_n) ** 2 for n, _ in merges)
-    slope = sum((n - mean_n) * (m - mean_m) for n, m in merges) / spread if spread else 0.0
-    slope = max(0.0, slope)
+    slope = max(0.0, sum((n - mean_n) * (m - mean_m) for n, m in merges) / spread if spread else 0.0)
     return {
         "job_start_s": round(statistics.median(s["slicer"] + s["first_dispatch"] for s in stages), 3),
-        "dispatch_s": round(statistics.median(r["dispatch_per_segment_s"] for r in many), 3),
-        "per_segment_overhead_s": round(
-            statistics.median(
-                r["segment_overhead_on_worker_s"]["mean"]
-                + r["stages_s"]["between_segments"] * r["workers"] / r["segments"]
-                for r in many
-            ),
-            3,
-        ),
+        "dispatch_s": round(statistics.median(r["dispatch_per_segment_s"] for r in at_once), 3),
+        "per_segment_overhead_alone_s": round(statistics.median(_per_segment_overhead(r) for r in alone), 3),
+        "per_segment_overhead_shared_s": round(statistics.median(_per_segment_overhead(r) for r in many), 3),
         "to_merge_s": round(statistics.median(s["to_merge"] for s in stages), 3),
         "merge_base_s": round(max(0.0, mean_m - slope * mean_n), 3),
         "merge_per_segment_s": round(slope, 4),

@@ -122,14 +122,16 @@ def test_the_simulations_inputs_are_medians_of_the_multi_worker_runs_and_the_mer
         }  # fmt: skip
 
     runs = [
-        run(1, 10, merge=1.0, dispatch=9.0, overhead=9.0),  # one worker: only its merge counts
-        run(6, 20, merge=1.5, dispatch=0.4, overhead=0.5),
-        run(12, 30, merge=2.0, dispatch=0.5, overhead=0.7),
+        run(1, 10, merge=1.0, dispatch=9.0, overhead=0.3),  # alone: dispatch paced by one worker
+        run(6, 12, merge=1.1, dispatch=0.1, overhead=0.5),  # 12 segments, all in flight at once
+        run(12, 30, merge=2.0, dispatch=0.5, overhead=0.7),  # 30 segments, 16 at once: paced by the render
         {"workers": 12, "failed": "x"},
     ]
     got = calibration(runs)
     assert got["job_start_s"] == 3.0 and got["to_merge_s"] == 0.3 and got["notice_s"] == 0.4
-    assert got["dispatch_s"] == 0.45
-    # 0.5 + 0.5 × 6 / 20 = 0.65 and 0.7 + 0.5 × 12 / 30 = 0.9: median 0.775
-    assert got["per_segment_overhead_s"] == 0.775
+    assert got["dispatch_s"] == 0.1
+    assert got["per_segment_overhead_alone_s"] == 0.3 + 0.5 * 1 / 10
+    # 0.5 + 0.5 × 6 / 12 = 0.75 and 0.7 + 0.5 × 12 / 30 = 0.9: median 0.825
+    assert got["per_segment_overhead_shared_s"] == 0.825
+    # the merges (10, 1.0), (12, 1.1), (30, 2.0) lie on 0.5 s + 0.05 s a segment
     assert (got["merge_base_s"], got["merge_per_segment_s"]) == (0.5, 0.05)
