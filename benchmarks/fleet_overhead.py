@@ -108,7 +108,8 @@ def account(times: ClientTimes, records: list[SegmentRecord], timings: dict[str,
     render = last_end - first_start
     engine = sum(r.engine_s for r in records)
     setup = sum(max(0.0, (r.rendered_at or r.finished_at) - r.started_at - r.engine_s) for r in records)
-    finish = sum(r.finished_at - r.rendered_at for r in records if r.rendered_at)
+    # A worker that looks ahead finishes a segment while it renders the next: that part costs no wall time.
+    finish = sum(r.finished_at - r.rendered_at for r in records if r.rendered_at) - _overlaps(records)
     gaps = _gaps_between_segments(records)
     merge_started = float(timings["merge_started_at"])
     merge_s = float(timings["merge_s"])
@@ -144,14 +145,28 @@ def account(times: ClientTimes, records: list[SegmentRecord], timings: dict[str,
     }
 
 
-def _gaps_between_segments(records: list[SegmentRecord]) -> float:
-    """Seconds on each worker between one segment's end and its next segment's start, while that waited."""
+def _overlaps(records: list[SegmentRecord]) -> float:
+    """Seconds on each worker when a segment's finish ran beside its next segment's render."""
+    total = 0.0
+    for own in _by_worker(records).values():
+        for before, after in itertools.pairwise(own):
+            total += max(0.0, before.finished_at - after.started_at)
+    return total
+
+
+def _by_worker(records: list[SegmentRecord]) -> dict[str, list[SegmentRecord]]:
     by_worker: dict[str, list[SegmentRecord]] = defaultdict(list)
     for record in records:
         by_worker[record.worker].append(record)
-    total = 0.0
     for own in by_worker.values():
         own.sort(key=lambda r: r.started_at)
+    return by_worker
+
+
+def _gaps_between_segments(records: list[SegmentRecord]) -> float:
+    """Seconds on each worker between one segment's end and its next segment's start, while that waited."""
+    total = 0.0
+    for own in _by_worker(records).values():
         for before, after in itertools.pairwise(own):
             if after.started_at - after.queued_s <= before.finished_at:
                 total += max(0.0, after.started_at - before.finished_at)

@@ -82,6 +82,20 @@ def test_a_jobs_account_names_every_second_outside_the_engine() -> None:
     assert summary["workers_seen"] == 2
 
 
+def test_a_finish_that_ran_beside_the_next_render_costs_no_wall_time() -> None:
+    # GIVEN one worker that looked ahead: segment 1 started at 105.9, while segment 0 finished until 106.0
+    records = [
+        record(0, "a", sent=101.0, start=101.5, engine=4.0, rendered=105.8, end=106.0),
+        record(1, "a", sent=101.2, start=105.9, engine=4.0, rendered=110.2, end=110.4),
+    ]
+    times = ClientTimes(98.0, 99.0, 100.0, 112.0, 112.1, 112.2)
+    summary = account(times, records, {"merge_started_at": 110.5, "merge_s": 1.0}, workers=1)
+    # THEN only the finish's 0.1 s outside the next render counts, besides the last segment's 0.2 s
+    assert summary["stages_s"]["segment_finish"] == 0.3
+    assert summary["stages_s"]["workers_idle"] == 0.0
+    assert summary["unaccounted_s"] == 0.0
+
+
 def test_efficiency_is_one_workers_time_over_n_times_n_workers_time_and_goals_use_the_one_minute_clip(
     tmp_path: Path,
 ) -> None:
