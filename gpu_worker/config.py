@@ -39,12 +39,12 @@ ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
 ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
 ENV_BLOCK_AFTER = "FUSIONFLEET_BLOCK_AFTER_FAILURES"
 ENV_LOOKAHEAD = "FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG"
-# Off by default, as measured (benchmarks/results/fleet-overhead-after.json, lookahead at 2): it hides
-# the gaps between a worker's segments (1 worker: render 70.8 → 67.5 s for a minute of video), but a
-# job that meets as many idle workers as it has segments lost half its fleet: idle workers long-poll
-# the low queue only, so the first workers to start each took a second segment early while 6 of 12
-# never got one (render 7.7 → 12.7 s). Set FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG to turn it on.
-DEFAULT_LOOKAHEAD_MIN_BACKLOG = 0
+# On by default (benchmarks/results/fleet-overhead.json). Measured without its settling time
+# (fleet-overhead-after.json) it hid the gaps between a worker's segments (1 worker: render 70.8 →
+# 67.5 s for a minute of video) but cost a job that met as many idle workers as it had segments half
+# its fleet (6 of 12 took two segments each early); it now looks only after an idle poll's time
+# (gpu_worker.lookahead, settle_s). FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG=0 turns it off.
+DEFAULT_LOOKAHEAD_MIN_BACKLOG = 2
 ENV_VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
 
 ROLES = ("render", "merge")
