@@ -321,13 +321,13 @@ def test_a_segment_that_fails_while_finishing_in_the_background_is_retried_like_
     assert [token for kind, token, _ in orchestrator.calls if kind == "success"] == ["t1", "t2"]
 
 
-def test_a_render_worker_looks_ahead_by_default_and_the_environment_can_turn_it_off() -> None:
+def test_a_render_worker_looks_ahead_only_when_the_environment_asks() -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["--queue-url", QUEUE, "--region", "eu-west-1"])
-    assert DEFAULT_LOOKAHEAD_MIN_BACKLOG == 2
-    assert resolve(args, env={}).lookahead_min_backlog == 2
-    assert resolve(args, env={ENV_LOOKAHEAD: "0"}).lookahead_min_backlog == 0
+    assert DEFAULT_LOOKAHEAD_MIN_BACKLOG == 0
+    assert resolve(args, env={}).lookahead_min_backlog == 0
+    assert resolve(args, env={ENV_LOOKAHEAD: "2"}).lookahead_min_backlog == 2
 
 
 def settling(queue: FakeQueue, settle_s: float) -> Lookahead:
