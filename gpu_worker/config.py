@@ -39,8 +39,8 @@ ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
 ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
 ENV_BLOCK_AFTER = "FUSIONFLEET_BLOCK_AFTER_FAILURES"
 ENV_LOOKAHEAD = "FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG"
-# Off by default, as measured on one job at a time (benchmarks/results/fleet-overhead.json on, and
-# fleet-overhead-lookahead-off.json off, same code): it hides the gaps between a worker's segments
+# Off by default, as measured on one job at a time (benchmarks/results/fleet-overhead-lookahead-on.json
+# and -off.json, same code): it hides the gaps between a worker's segments
 # (1 worker, a minute of video: render 71.4 → 66.8 s) but on 6 and 12 workers the early takes left
 # others idle (render 12.4 → 13.2 s and 7.0 → 9.2 s), even looking only after an idle poll's time
 # (gpu_worker.lookahead, settle_s). Set FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG (e.g. 2) to turn it on.
