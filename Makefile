@@ -23,7 +23,7 @@ SAMVENV := .venv-sam
 PARLIAMENT_VERSION := 1.6.4
 PLVENV := .venv-parliament
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-sim chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim chaos soak up down status clean
 
 all: test
 
@@ -119,6 +119,10 @@ bench-scale: venv localstack-env
 # The orchestration's own throughput: 16 and 32 workers with a sleep engine (benchmarks/throughput.py).
 bench-throughput: venv localstack-env
 	$(PY) -m benchmarks.throughput
+
+# The farm's own overhead: a sleep engine at 1, 6 and 12 workers, end to end (benchmarks/fleet_overhead.py).
+bench-fleet: venv localstack-env
+	$(PY) -m benchmarks.fleet_overhead
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim

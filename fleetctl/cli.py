@@ -9,11 +9,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from fleetctl import connection
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download
 from fleetctl.client import Client, JobStatus, build_manifest
 from fleetctl.dashboard import publish
 from fleetctl.local.supervisor import UpOptions
+from fleetctl.notices import SqsNoticeInbox
 from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.tables import duration, table
@@ -216,6 +219,16 @@ def _client(args: argparse.Namespace) -> Client:
     return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
 
 
+def _notice_inbox(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | None:
+    """An inbox for the job's notice; None (wait by polling) where this identity may not make one."""
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    try:
+        return SqsNoticeInbox.open(conn.aws.client("sqs"), conn.aws.client("sns"), conn.resources().topic_arn, job_id)
+    except (BotoCoreError, ClientError) as error:
+        say(f"following the job by polling (no notice queue: {error})")
+        return None
+
+
 def _operations(args: argparse.Namespace, lost_after_s: float = DEFAULT_LOST_AFTER_S) -> Operations:
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
     return Operations(
@@ -402,7 +415,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     code = 0
     if args.wait:
         line = ProgressLine()
-        status = client.wait(submission.job_id, args.timeout, lambda s: line.show(_describe(s)))
+        inbox = _notice_inbox(args, submission.job_id)
+        try:
+            status = client.wait(submission.job_id, args.timeout, lambda s: line.show(_describe(s)), notices=inbox)
+        finally:
+            if inbox is not None:
+                inbox.close()
         line.done()
         code = _report(client, status, args.output or Path.cwd() / Path(submission.output_key).name)
     print(submission.job_id, flush=True)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fleetctl.notices import NoticeInbox
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError
@@ -21,6 +22,9 @@ from fusionfleet.orchestrator import Execution, Orchestrator, Progress
 from fusionfleet.storage import Storage
 from fusionfleet.tenants import check_tenant_name
 
+# After a job's notice, how long and how often `wait` reads the status until the execution has ended.
+NOTICE_SETTLE_S = 30.0
+NOTICE_SETTLE_POLL_S = 0.1
 _CONTENT_TYPES = {
     ".jpg": "image/jpeg",
     ".jpeg": "image/jpeg",
@@ -171,18 +175,30 @@ class Client:
         timeout_s: float,
         on_update: Callable[[JobStatus], None] = lambda _status: None,
         poll_s: float = 1.0,
+        notices: NoticeInbox | None = None,
+        progress_s: float = 5.0,
     ) -> JobStatus:
+        """Until the job ends or `timeout_s` passes: by polling every `poll_s`, or, given an inbox of the
+        job's notices, on its notice (the status is then read every `progress_s` for `on_update` only)."""
         deadline = time.monotonic() + timeout_s
+        settling_until = 0.0
         while True:
             status = self.status(job_id)
             on_update(status)
             if status.finished:
                 return status
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 return JobStatus(
                     job_id, "WAIT_TIMEOUT", status.progress, reason=f"still {status.state} after {timeout_s:.0f} s"
                 )
-            time.sleep(poll_s)
+            if notices is None or now < settling_until:
+                time.sleep(poll_s if notices is None else NOTICE_SETTLE_POLL_S)
+                continue
+            # The status is read first, so a job that ended before the inbox was subscribed is not missed.
+            if notices.next_notice(min(progress_s, deadline - now)) is not None:
+                # The notice is published just before the execution records its end: follow it closely.
+                settling_until = time.monotonic() + NOTICE_SETTLE_S
 
     def _fresh_link(self, execution: Execution) -> PresignedLink | None:
         output = (execution.output or {}).get("output")

@@ -34,7 +34,7 @@ from fusionfleet.job_state import JobStates
 from fusionfleet.messages import JobContext
 from fusionfleet.notify import Notifier, notice_subject
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
-from fusionfleet.runs import RunRecord, current_run
+from fusionfleet.runs import RunRecord, current_run, parse_execution_name
 from fusionfleet.storage import Storage, get_json, put_json
 from fusionfleet.stragglers import Backups, BackupSent
 from fusionfleet.tenants import notice_tenant

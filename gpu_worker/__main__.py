@@ -97,7 +97,11 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
         capacity=gpu_capacity(settings.min_free_gpu_mb, settings.visible_gpus)
         if settings.min_free_gpu_mb is not None and settings.role == "render"
         else None,
-        lookahead=LookaheadPolicy(settings.lookahead_min_backlog if settings.role == "render" else 0),
+        lookahead=LookaheadPolicy(
+            settings.lookahead_min_backlog if settings.role == "render" else 0,
+            # One idle poll and a second's margin: by then every idle worker has seen the visible messages.
+            settle_s=settings.idle_wait_s + 1.0,
+        ),
     )
 
 

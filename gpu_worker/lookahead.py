@@ -33,6 +33,12 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class LookaheadPolicy:
     min_backlog: int = 0  # 0: never take a task early
+    # Look only this long after the task in hand began. An idle worker long-polls one queue at a time,
+    # so a message can sit visible for up to one poll while workers are idle; a job meeting as many
+    # idle workers as it has segments lost half of them to early takes without it (6 of 12,
+    # benchmarks/results/fleet-overhead-after.json). After a poll's time visible messages do mean
+    # that no worker is idle.
+    settle_s: float = 0.0
 
     def worth_taking(self, visible: int) -> bool:
         """Pure: take the next task early only from a backlog this deep."""
@@ -72,6 +78,7 @@ class Lookahead:
         self._wanted = wanted
         self._thread: threading.Thread | None = None
         self._held: Held | None = None
+        self._done = threading.Event()  # the task in hand ended: a look still settling gives up
         self.taken = 0  # tasks taken early, for the log and the tests
 
     @property
@@ -82,18 +89,23 @@ class Lookahead:
         """Look for the next task now, in the background (no-op when off or already looking)."""
         if not self.enabled or self._thread is not None:
             return
+        self._done.clear()
         self._thread = threading.Thread(target=self._look, name="lookahead", daemon=True)
         self._thread.start()
 
     def collect(self) -> Held | None:
-        """The task taken early, if one was; waits for a look still under way (at most one receive)."""
+        """The task taken early, if one was; waits for a look still under way (at most one receive), and
+        stops one still settling."""
         if self._thread is not None:
+            self._done.set()
             self._thread.join()
             self._thread = None
         held, self._held = self._held, None
         return held
 
     def _look(self) -> None:
+        if self._policy.settle_s > 0 and self._done.wait(self._policy.settle_s):
+            return
         try:
             visible = sum(self._queue.depth(url).visible for url in self._queue_urls)
             if not self._policy.worth_taking(visible):

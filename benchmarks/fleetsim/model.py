@@ -55,6 +55,10 @@ class Costs:
     # The part spent after the engine's last frame (join, check, upload, commit, callback, delete):
     # what a worker that looks ahead finishes in the background while its engine renders the next.
     tail_s: float = 0.0
+    # Last segment done → merge taken (callbacks, the Map's close, the merge's dispatch), and merge done →
+    # the client holds the job's notice (the success state, SNS, the client's queue).
+    to_merge_s: float = 0.0
+    notice_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,10 @@ class Farm:
             self.env.process(self._merge(result))
 
     def _merge(self, result: JobResult) -> Generator[Any, Any, None]:
-        yield self.env.timeout(self.costs.merge_base_s + self.costs.merge_per_segment_s * result.segments)
+        yield self.env.timeout(
+            self.costs.to_merge_s + self.costs.merge_base_s + self.costs.merge_per_segment_s * result.segments
+        )
+        yield self.env.timeout(self.costs.notice_s)
         result.done_s = self.env.now
 
     # ------------------------------------------------------------------ fleet

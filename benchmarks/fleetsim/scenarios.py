@@ -1,10 +1,10 @@
 """The simulated scenarios behind issue 10's goals, and their measures.
 
-Calibration (say which is which): per-segment overhead 1.0 s, job start 2.5 s and 0.07 s between
-dispatches are MEASURED on the local stack (benchmarks/results/pipeline.json: execution start →
-first task 1.3–2.6 s; ENVIRONMENT.md: ~70 ms per Map item round trip); the merge (0.5 s + 0.02 s a
-segment, a stream copy) is measured at 720p (0.77 s for 15 segments). FaceFusion's 0.05 s a 1080p
-frame on one GPU, GPU boot 180 s and Spot's interruption rate are ESTIMATES (no GPU here).
+Every input is either MEASURED, with the results file it came from (`Measured`: the fleet-overhead
+benchmark's figures are recomputed from that file's runs by `benchmarks.fleet_overhead.calibration`,
+and tests/unit/test_fleetsim_inputs.py checks they still agree), or an ESTIMATE that says why
+(`Estimate`: no GPU and no AWS account here). `python -m benchmarks.fleetsim` writes both lists into
+its results file.
 """
 
 from __future__ import annotations
@@ -12,31 +12,82 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from benchmarks.fleetsim.model import Costs, Farm, FleetConfig, JobSpec
 from fusionfleet.autoscale import AWS_COOLDOWNS, ScalingPolicy, backlog_target
-from fusionfleet.sizing import engine_cost
+from fusionfleet.sizing import WorkCost
+
+
+@dataclass(frozen=True)
+class Measured:
+    value: float
+    file: str  # under benchmarks/results/
+    what: str  # the key of benchmarks.fleet_overhead.calibration, or how it was derived from the file
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    why: str
+
+
+# The final code with its default configuration (lookahead off; the simulation models lookahead itself).
+OVERHEAD_FILE = "fleet-overhead-lookahead-off.json"
+INPUTS: dict[str, Measured | Estimate] = {
+    # The local stack, a sleep engine, 320×180 frames, 1, 6 and 12 workers (benchmarks/fleet_overhead.py).
+    "job_start_s": Measured(0.738, OVERHEAD_FILE, "job_start_s"),
+    "dispatch_s": Measured(0.013, OVERHEAD_FILE, "dispatch_s"),
+    # Alone on the machine, as a GPU worker is on its host. At 1080p a segment's download, encode and
+    # upload cost more than at 320×180: this is the farm's own part, not the media's.
+    "per_segment_overhead_s": Measured(0.359, OVERHEAD_FILE, "per_segment_overhead_alone_s"),
+    "to_merge_s": Measured(0.112, OVERHEAD_FILE, "to_merge_s"),
+    "merge_base_s": Measured(0.022, OVERHEAD_FILE, "merge_base_s"),
+    "merge_per_segment_s": Measured(0.025, OVERHEAD_FILE, "merge_per_segment_s"),
+    "notice_s": Measured(0.37, OVERHEAD_FILE, "notice_s"),
+    # What a worker that looks ahead hides of each segment's overhead (3 workers, 2 s sleep engine,
+    # 128×72 frames): the engine's free time between segments fell from 0.34 / 0.25 s (p50, off) to
+    # 0.07 / 0.08 s (on), 0.22 s on average; of it the finish after the last frame (join, check,
+    # upload, commit) took 0.10 s (p50, off), the rest is the loop's work before the next render.
+    "head_s": Measured(0.12, "throughput-finish.json", "engine_free_between_segments_s p50 off − on, less the finish"),
+    "tail_s": Measured(0.10, "throughput-finish.json", "finish_s p50, lookahead off"),
+    "facefusion_s_per_1080p_frame": Estimate(0.05, "FaceFusion on one A10G at 1080p, about 20 frames/s; no GPU here"),
+    # The seed's headline job: a 3-minute 1080p clip that takes 12 minutes on one GPU.
+    "seed_s_per_frame": Estimate(720 / (180 * 30), "the seed's own figure: 12 minutes for 5400 frames on one GPU"),
+    "aws_dispatch_s": Estimate(
+        0.01, "Step Functions on AWS starts a Distributed Map's child executions many at a time; not measured"
+    ),
+    "gpu_boot_s": Estimate(180.0, "an ECS GPU task's start with its image cached; not measured"),
+    "spot_interruptions_per_gpu_hour": Estimate(0.02, "Spot's published interruption frequency, < 5 %"),
+}
+
+
+def value(name: str) -> float:
+    return INPUTS[name].value
+
+
+def described(kind: type[Measured] | type[Estimate]) -> dict[str, dict[str, Any]]:
+    """The inputs of one kind, with where each came from (for the results file)."""
+    return {name: vars(item) for name, item in INPUTS.items() if isinstance(item, kind)}
+
 
 COSTS = Costs(
-    engine=engine_cost("facefusion"),
-    job_start_s=2.5,
-    dispatch_s=0.07,
-    merge_base_s=0.5,
-    merge_per_segment_s=0.02,
-    # What a worker that looks ahead hides of each segment's overhead, MEASURED on the local stack
-    # (benchmarks/results/throughput-finish.json: 3 workers, 2 s sleep engine, 128×72 frames): the
-    # engine's free time between segments fell from 0.34 / 0.25 s (p50, off) to 0.07 / 0.08 s (on),
-    # 0.22 s on average. Of that, the finish after the last frame (join, check, upload, commit) took
-    # 0.10 s (p50, off); the rest, 0.12 s, is the loop's work before the next render (callback,
-    # delete, receive, the take checks). Small frames: at 1080p the upload, and so the tail, is longer.
-    head_s=0.12,
-    tail_s=0.10,
+    engine=WorkCost(
+        seconds_per_frame=value("facefusion_s_per_1080p_frame"),
+        overhead_s=value("per_segment_overhead_s"),
+        lead_in_frames=0,
+    ),
+    job_start_s=value("job_start_s"),
+    dispatch_s=value("dispatch_s"),
+    merge_base_s=value("merge_base_s"),
+    merge_per_segment_s=value("merge_per_segment_s"),
+    head_s=value("head_s"),
+    tail_s=value("tail_s"),
+    to_merge_s=value("to_merge_s"),
+    notice_s=value("notice_s"),
 )
-# Step Functions on AWS sends a Distributed Map's items from many child executions at once; the
-# 70 ms above is LocalStack's one-at-a-time rate. An ESTIMATE of AWS's, for comparison.
-AWS_DISPATCH_S = 0.01
+AWS_DISPATCH_S = value("aws_dispatch_s")
 FPS = 30
 LOW_BULK_JOBS = 600
 ACCEPTABLE_LATENCY_S = 60.0
@@ -107,9 +158,9 @@ def day_policy(maximum: int, latency_s: float = ACCEPTABLE_LATENCY_S) -> Scaling
 def run_day(
     *,
     maximum: int = 64,
-    boot_s: float = 180.0,
+    boot_s: float = value("gpu_boot_s"),
     adaptive: bool = True,
-    spot_per_hour: float = 0.02,
+    spot_per_hour: float = value("spot_interruptions_per_gpu_hour"),
     latency_s: float = ACCEPTABLE_LATENCY_S,
     lookahead: int = 0,
     seed: int = 7,
@@ -176,8 +227,8 @@ def efficiency_curve(workers: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512
 
 def efficiency_sensitivity(
     workers: int = 64,
-    dispatches: tuple[float, ...] = (0.07, 0.01, 0.0),
-    overheads: tuple[float, ...] = (1.0, 0.5, 0.25),
+    dispatches: tuple[float, ...] = (COSTS.dispatch_s, AWS_DISPATCH_S, 0.0),
+    overheads: tuple[float, ...] = (1.0, COSTS.engine.overhead_s, 0.25),
 ) -> list[dict[str, Any]]:
     """What it takes: the adaptive plan's efficiency at `workers` GPUs for other dispatch intervals and
     per-segment overheads than the measured ones (every other cost as calibrated)."""
@@ -188,6 +239,21 @@ def efficiency_sensitivity(
             costs = replace(COSTS, dispatch_s=dispatch, engine=engine, head_s=min(COSTS.head_s, overhead))
             row = parallel_efficiency(workers, adaptive=True, costs=costs)
             rows.append({"dispatch_s": dispatch, "overhead_s": overhead, **row})
+    return rows
+
+
+def headline(workers: int = 64) -> dict[str, dict[str, Any]]:
+    """The seed's job (3 minutes of 1080p, 12 minutes on one GPU) on `workers` GPUs with sized plans:
+    with the local stack's measured dispatch interval and with AWS's estimated one. Its end to end is
+    from the manifest's upload to the client holding the notice (the media's upload and the output's
+    download depend on the user's link and are left out)."""
+    engine = replace(COSTS.engine, seconds_per_frame=value("seed_s_per_frame"))
+    rows = {}
+    for dispatch, costs in (
+        ("localstack", replace(COSTS, engine=engine)),
+        ("aws-estimate", replace(COSTS, engine=engine, dispatch_s=AWS_DISPATCH_S)),
+    ):
+        rows[dispatch] = parallel_efficiency(workers, adaptive=True, costs=costs)
     return rows
 
 
@@ -242,7 +308,10 @@ def straggler_table() -> list[dict[str, Any]]:
 
 def variants() -> dict[str, dict[str, Any]]:
     """The day under policies side by side."""
-    base: dict[str, Any] = {"maximum": 64, "boot_s": 180.0, "adaptive": True, "spot_per_hour": 0.02}
+    base: dict[str, Any] = {
+        "maximum": 64, "boot_s": value("gpu_boot_s"), "adaptive": True,
+        "spot_per_hour": value("spot_interruptions_per_gpu_hour"),
+    }  # fmt: skip
     table = {
         "adaptive, latency 60 s, boot 180 s": base,
         "fixed 4 s segments, latency 60 s": {**base, "adaptive": False},

@@ -29,7 +29,10 @@ def localstack_env(port: int, volume: Path) -> dict[str, str]:
     }
 
 
-def start(python: Path, port: int, volume: Path, log: Path, base_env: dict[str, str]) -> subprocess.Popen[bytes]:
+def start(
+    python: Path, launcher: Path, port: int, volume: Path, log: Path, base_env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """LocalStack through `launcher` (infra/localstack/launch.py: its JSONPath parses memoised)."""
     if not python.is_file():
         raise FileNotFoundError(
             f"LocalStack's environment is missing ({python}); run `make localstack-env` (needs Python 3.13)"
@@ -38,7 +41,7 @@ def start(python: Path, port: int, volume: Path, log: Path, base_env: dict[str, 
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [str(python), "-m", "localstack.runtime.main"],
+            [str(python), str(launcher)],
             env={**base_env, **localstack_env(port, volume)},
             stdin=subprocess.DEVNULL,
             stdout=out,

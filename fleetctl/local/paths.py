@@ -64,6 +64,10 @@ class LocalPaths:
         return self.localstack_python_override or self.root / ".venv-localstack" / "bin" / "python"
 
     @property
+    def localstack_launcher(self) -> Path:
+        return self.root / "infra" / "localstack" / "launch.py"
+
+    @property
     def event_source_runner(self) -> Path:
         return self.root / "infra" / "local" / "event_source.py"
 

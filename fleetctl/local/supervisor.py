@@ -223,7 +223,12 @@ class LocalStack:
         state = LocalState(port=port, region=options.region, stack=options.stack)
         log = self.paths.logs / "localstack.log"
         child = localstack.start(
-            self.paths.localstack_python, port, self.paths.localstack_volume, log, dict(os.environ)
+            self.paths.localstack_python,
+            self.paths.localstack_launcher,
+            port,
+            self.paths.localstack_volume,
+            log,
+            dict(os.environ),
         )
         pid = child.pid
         process = ManagedProcess("localstack", "localstack", pid, str(log))

@@ -65,4 +65,7 @@ class WorkerEnvironment:
     min_free_gpu_mb: float | None = variable(ENV_MIN_FREE_GPU, None)
     visible_gpus: tuple[str, ...] = variable(ENV_VISIBLE_GPUS, ())
     block_after_failures: int = variable(ENV_BLOCK_AFTER, 2)
+    # Off by default, as measured one job at a time (benchmarks/results/fleet-overhead-lookahead-on.json
+    # and -off.json): it hides the gaps between one worker's segments (render 71.4 → 66.8 s) but on 6 and
+    # 12 workers the early takes left others idle (12.4 → 13.2 s, 7.0 → 9.2 s). Set it (e.g. 2) to turn it on.
     lookahead_min_backlog: int = variable(ENV_LOOKAHEAD, 0)

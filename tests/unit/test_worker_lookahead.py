@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from fusionfleet.environment.worker import WorkerEnvironment
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
+from fusionfleet.queues import QueueMessage
 from gpu_worker.attempt import Attempt
+from gpu_worker.config import ENV_LOOKAHEAD, add_arguments, resolve
 from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.lookahead import LookaheadPolicy
+from gpu_worker.lookahead import Lookahead, LookaheadPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
@@ -328,3 +332,53 @@ def test_a_segment_that_fails_while_finishing_in_the_background_is_retried_like_
     assert (ids[0], RetryPolicy(max_attempts=3).delay_s(1)) in queue.visibility_changes
     # AND no success was reported for it, while the others succeeded
     assert [token for kind, token, _ in orchestrator.calls if kind == "success"] == ["t1", "t2"]
+
+
+def test_a_render_worker_looks_ahead_only_when_the_environment_asks() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--queue-url", QUEUE, "--region", "eu-west-1"])
+    assert WorkerEnvironment.lookahead_min_backlog == 0
+    assert resolve(args, env={}).lookahead_min_backlog == 0
+    assert resolve(args, env={ENV_LOOKAHEAD: "2"}).lookahead_min_backlog == 2
+
+
+def settling(queue: FakeQueue, settle_s: float) -> Lookahead:
+    def take() -> QueueMessage | None:
+        messages = queue.receive(QUEUE, wait_s=0, visibility_s=60)
+        return messages[0] if messages else None
+
+    return Lookahead(LookaheadPolicy(1, settle_s=settle_s), queue, [QUEUE], take, keep=lambda _message: None)
+
+
+def test_a_look_waits_a_poll_so_that_idle_workers_take_the_visible_tasks_first() -> None:
+    # GIVEN two tasks just sent, and a worker that began one render and looks ahead after 0.3 s
+    queue = FakeQueue()
+    queued(queue, Step(task_token="t0"), Step(task_token="t1"))
+    look = settling(queue, 0.3)
+    look.begin()
+    # WHEN idle workers take both meanwhile
+    assert queue.receive(QUEUE, wait_s=0, visibility_s=60) and queue.receive(QUEUE, wait_s=0, visibility_s=60)
+    time.sleep(0.5)
+    # THEN the look took nothing
+    assert look.collect() is None and look.taken == 0
+
+
+def test_a_backlog_still_there_after_the_settling_is_taken_early() -> None:
+    queue = FakeQueue()
+    queued(queue, Step(task_token="t0"))
+    look = settling(queue, 0.1)
+    look.begin()
+    time.sleep(0.4)
+    held = look.collect()
+    assert held is not None and look.taken == 1 and queue.depth(QUEUE).visible == 0
+
+
+def test_a_task_that_ends_while_the_look_settles_is_not_kept_waiting() -> None:
+    queue = FakeQueue()
+    queued(queue, Step(task_token="t0"))
+    look = settling(queue, 30.0)
+    look.begin()
+    began = time.monotonic()
+    assert look.collect() is None
+    assert time.monotonic() - began < 1.0 and queue.depth(QUEUE).visible == 1
