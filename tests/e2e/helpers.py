@@ -104,3 +104,11 @@ def put_file(url: str, path: Path) -> int:
     request = urllib.request.Request(url, data=path.read_bytes(), method="PUT")
     with urllib.request.urlopen(request, timeout=60) as response:
         return int(response.status)
+
+
+def output_of(stack: Stack, notice: dict[str, object], tmp_path: Path) -> Path:
+    output = notice["output"]
+    assert isinstance(output, dict)
+    path = tmp_path / "out.mp4"
+    stack.client("s3").download_file(output["bucket"], output["key"], str(path))
+    return path

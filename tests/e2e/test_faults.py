@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import ROOT, Stack
-from tests.e2e.helpers import checkpoint_exists, drop_job, notice_for, queues_empty, record, stamps_of, wait_until
+from tests.e2e.helpers import (
+    checkpoint_exists,
+    drop_job,
+    notice_for,
+    output_of,
+    queues_empty,
+    record,
+    stamps_of,
+    wait_until,
+)
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -30,14 +39,6 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def no_faults(stack: Stack) -> None:
     stack.set_faults([])
-
-
-def output_of(stack: Stack, notice: dict[str, object], tmp_path: Path) -> Path:
-    output = notice["output"]
-    assert isinstance(output, dict)
-    path = tmp_path / "out.mp4"
-    stack.client("s3").download_file(output["bucket"], output["key"], str(path))
-    return path
 
 
 def test_a_killed_worker_loses_nothing_and_its_segment_resumes_elsewhere(

@@ -18,8 +18,16 @@ from botocore.exceptions import ClientError
 
 from fusionfleet.orchestrator import execution_arn
 from tests.e2e.conftest import ROOT, Stack
-from tests.e2e.helpers import checkpoint_exists, drop_job, notice_for, queues_empty, record, stamps_of, wait_until
-from tests.e2e.test_faults import output_of
+from tests.e2e.helpers import (
+    checkpoint_exists,
+    drop_job,
+    notice_for,
+    output_of,
+    queues_empty,
+    record,
+    stamps_of,
+    wait_until,
+)
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]

@@ -12,45 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cfn import source
+from tests.support.packages import MEDIA_MODULES, control_functions, functions, handler_module
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKEFILE = ROOT / "functions" / "Makefile"
-MEDIA_MODULES = ("av", "numpy", "imageio_ffmpeg", "cv2")
-# The one function that probes media.
-MEDIA_FUNCTIONS = {"SlicerFunction"}
-
-
-def _functions() -> dict[str, dict[str, object]]:
-    return {
-        name: resource
-        for name, resource in source()["Resources"].items()
-        if resource["Type"] == "AWS::Serverless::Function"
-    }
-
-
-def _control_functions() -> list[str]:
-    return sorted(set(_functions()) - MEDIA_FUNCTIONS)
-
-
-def _handler_module(function: str) -> str:
-    properties = _functions()[function]["Properties"]
-    assert isinstance(properties, dict)
-    return str(properties["Handler"]).rsplit(".", 1)[0]
 
 
 def test_every_function_has_a_build_target() -> None:
     text = MAKEFILE.read_text()
     targets = {t for line in re.findall(r"^(build-[^:]+):", text, re.MULTILINE) for t in line.split()}
-    for name, resource in _functions().items():
+    for name, resource in functions().items():
         assert resource["Metadata"] == {"BuildMethod": "makefile"}, name
         assert f"build-{name}" in targets, name
 
 
-@pytest.mark.parametrize("function", _control_functions())
+@pytest.mark.parametrize("function", control_functions())
 def test_control_functions_import_no_media_library(function: str) -> None:
     # GIVEN a fresh interpreter
-    module = _handler_module(function)
+    module = handler_module(function)
     code = f"import sys, {module}; print(','.join(m for m in {MEDIA_MODULES!r} if m in sys.modules))"
     # WHEN it imports the function's handler module
     env = {**os.environ, "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -59,7 +38,7 @@ def test_control_functions_import_no_media_library(function: str) -> None:
     assert result.stdout.strip() == "", result.stdout
 
 
-@pytest.mark.parametrize("function", _control_functions())
+@pytest.mark.parametrize("function", control_functions())
 def test_control_function_packages_leave_out_the_media_stack(function: str) -> None:
     # GIVEN what make would run for the function's target
     dry_run = subprocess.run(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.static.test_packages import MEDIA_FUNCTIONS, MEDIA_MODULES, _functions, _handler_module
+from tests.support.packages import MEDIA_FUNCTIONS, MEDIA_MODULES, functions, handler_module
 
 ROOT = Path(__file__).resolve().parents[2]
 SAM = ROOT / ".venv-sam" / "bin" / "sam"
@@ -69,12 +69,12 @@ def _size_mb(path: Path) -> float:
 @pytest.mark.slow
 def test_sam_build_makes_every_function_within_lambdas_limit(tmp_path: Path) -> None:
     # GIVEN the template's functions
-    functions = _functions()
+    declared = functions()
     # WHEN sam build runs their Makefile targets
     result = _sam("build", "--template-file", str(ROOT / "template.yaml"), "--build-dir", str(tmp_path / "build"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     python = _lambda_python()
-    for name in functions:
+    for name in declared:
         package = tmp_path / "build" / name
         # THEN each package exists within Lambda's unzipped limit
         assert package.is_dir(), name
@@ -83,7 +83,7 @@ def test_sam_build_makes_every_function_within_lambdas_limit(tmp_path: Path) -> 
             continue
         # AND its handler imports on the Lambda runtime's Python from the package alone (no site-packages),
         # the control functions without any media library
-        module = _handler_module(name)
+        module = handler_module(name)
         code = f"import sys, {module}; print(','.join(m for m in {MEDIA_MODULES!r} if m in sys.modules))"
         env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(package), "AWS_REGION": "us-east-1"}
         run = subprocess.run(

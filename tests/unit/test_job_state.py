@@ -12,8 +12,8 @@ from fusionfleet.errors import JobNotFound
 from fusionfleet.job_state import CANCEL_REASON, JobStates, job_state
 from fusionfleet.orchestrator import Progress, execution_arn
 from fusionfleet.runs import execution_name
+from tests.support.farm import MACHINE, RESOURCES, Farm
 from tests.support.jobs import WORK
-from tests.unit.test_operations import MACHINE, RESOURCES, Farm
 
 
 def states(farm: Farm) -> JobStates:

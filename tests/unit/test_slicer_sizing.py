@@ -18,7 +18,7 @@ from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.storage import get_json
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.media import write_video
-from tests.unit.test_tenants import MACHINE, MEDIA, TOPIC, WORK, drop
+from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from fleetctl.client import Client
-from fleetctl.samples import grace_hopper_path
 from fleetctl.stack import StackResources
 from fleetctl.subscriptions import subscription_request
 from functions.slicer.app import settings
@@ -19,46 +18,15 @@ from fusionfleet.identity import job_id as derive_job_id
 from fusionfleet.messages import JobContext
 from fusionfleet.notify import notice_attributes
 from fusionfleet.orchestrator import Execution, execution_arn
-from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.tenants import TenantLimits
 from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.farm import Farm
 from tests.support.jobs import job_context
 from tests.support.template import ROOT, load_template
-from tests.unit.test_operations import Farm
+from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop, make_slicer, notices
 
-MEDIA, WORK = "media", "work"
-MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
-TOPIC = "arn:aws:sns:us-east-1:123456789012:notifications"
 ASL = ROOT / "infra" / "statemachine" / "render.asl.json"
-
-
-def face_bytes() -> bytes:
-    return grace_hopper_path().read_bytes()
-
-
-def make_slicer(limits: TenantLimits | None = None) -> tuple[Slicer, FakeStorage, FakeOrchestrator]:
-    storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
-    slicer = Slicer(
-        storage, orchestrator, notifier, SlicerConfig(WORK, MACHINE, TOPIC, tenants=limits or TenantLimits())
-    )
-    return slicer, storage, orchestrator
-
-
-def notices(slicer: Slicer) -> list[dict[str, object]]:
-    assert isinstance(slicer.notifier, FakeNotifier)
-    return [message for _topic, _subject, message in slicer.notifier.published]
-
-
-def drop(storage: FakeStorage, clip: Path, tenant: str | None, manifest: dict[str, object] | None = None) -> str:
-    """Media and a manifest in `tenant`'s drop (or the plain jobs/ drop); returns the manifest key."""
-    home = layout.tenant_prefix(tenant) if tenant else ""
-    storage.put_bytes(MEDIA, f"{home}inputs/face.jpg", face_bytes())
-    storage.put_bytes(MEDIA, f"{home}inputs/clip.mp4", clip.read_bytes())
-    body = manifest or {"version": 1, "source": [f"{home}inputs/face.jpg"], "target": f"{home}inputs/clip.mp4"}
-    key = f"{home}jobs/clip.json"
-    storage.put_bytes(MEDIA, key, json.dumps(body).encode())
-    return key
 
 
 def running(orchestrator: FakeOrchestrator, *names: str) -> None:

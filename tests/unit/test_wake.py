@@ -12,7 +12,7 @@ from fusionfleet.slicing import Slicer, SlicerConfig
 from fusionfleet.wake import EcsServiceWaker, NoWaker, WakePolicy, raised_count
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage, FakeWaker
 from tests.support.media import write_video
-from tests.unit.test_tenants import MACHINE, MEDIA, TOPIC, WORK, drop
+from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop
 
 CLUSTER, SERVICE = "fleet-cluster", "fleet-render"
 POLICY = WakePolicy(max_tasks=4, backlog_per_task=2)

@@ -11,7 +11,7 @@ from gpu_worker.loop import Worker
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
-from tests.unit.test_worker_failures import QUEUE, ScriptedHandler, Step
+from tests.support.scripted import QUEUE, ScriptedHandler, Step
 
 NVIDIA_SMI = """0, GPU-aaaa, 70000
 1, GPU-bbbb, 1200
