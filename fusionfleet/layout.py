@@ -70,6 +70,11 @@ def chunk_key(job_id: str, index: int, first: int, end: int) -> str:
     return f"{checkpoint_prefix(job_id, index)}{first:07d}-{end:07d}.mp4"
 
 
+def chunk_state_key(job_id: str, index: int, first: int, end: int) -> str:
+    """Beside a chunk: the engine's frame-to-frame state after its last frame, so a resume continues exactly."""
+    return f"{checkpoint_prefix(job_id, index)}{first:07d}-{end:07d}.state"
+
+
 def preview_key(output_key: str) -> str:
     """Beside the output: `outputs/x.mp4` → `outputs/x.preview.jpg`."""
     stem, dot, extension = output_key.rpartition(".")
@@ -264,7 +269,9 @@ _ATTEMPT_FILE = re.compile(
 _RUN_FILE = re.compile(
     rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}\.attempts/r(?P<run>\d{{3,}})-(?P<kind>winner|task|backup)\.json$"
 )
-_CHUNK_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/checkpoints/{_INDEX}/(?P<first>\d{{7,}})-(?P<end>\d{{7,}})\.mp4$")
+_CHUNK_FILE = re.compile(
+    rf"^{WORK_PREFIX}{_JOB}/checkpoints/{_INDEX}/(?P<first>\d{{7,}})-(?P<end>\d{{7,}})\.(?P<kind>mp4|state)$"
+)
 _RUN_PLAN_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/plans/r(?P<run>\d{{3,}})\.json$")
 
 
@@ -301,12 +308,13 @@ class RunFile:
 
 @dataclass(frozen=True)
 class ChunkFile:
-    """`chunk_key`."""
+    """`chunk_key` (kind "mp4") or `chunk_state_key` (kind "state")."""
 
     job_id: str
     index: int
     first: int
     end: int
+    kind: Literal["mp4", "state"] = "mp4"
 
 
 def job_of_work_key(key: str) -> str | None:
@@ -344,7 +352,8 @@ def parse_chunk_key(key: str) -> ChunkFile | None:
     match = _CHUNK_FILE.match(key)
     if match is None:
         return None
-    return ChunkFile(match["job"], int(match["index"]), int(match["first"]), int(match["end"]))
+    kind: Literal["mp4", "state"] = "mp4" if match["kind"] == "mp4" else "state"
+    return ChunkFile(match["job"], int(match["index"]), int(match["first"]), int(match["end"]), kind)
 
 
 def parse_run_plan_key(key: str) -> tuple[str, int] | None:

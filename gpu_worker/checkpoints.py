@@ -3,16 +3,24 @@
 A chunk's key names its frame range, so a redelivered segment finds what is done by listing one
 prefix; only an unbroken run of chunks from the segment's start counts, and each one is checked
 before it is trusted.
+
+Beside a chunk an engine that carries temporal state (gpu_worker.engines.base.CarriesState) saves
+that state as it stood after the chunk's last frame (`<first>-<end>.state`, uploaded before the
+chunk, so a chunk never lacks the state written with it). A resumed render continues from it and
+equals an undisturbed one bit for bit. The state is versioned; a checkpoint without one (written
+by an older worker, or by an engine without state) resumes with the lead-in as before, and older
+workers ignore state files (they list only `.mp4` keys).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from fusionfleet import layout
-from fusionfleet.errors import MediaError
+from fusionfleet.errors import MediaError, ObjectMissing
 from fusionfleet.media.inspect import summarize
 from fusionfleet.storage import Storage
 
@@ -26,11 +34,39 @@ class Chunk:
     key: str
 
 
+# The envelope around an engine's state; the engine versions what is inside.
+STATE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Restored:
+    chunks: list[Path]
+    # The engine state after the last restored chunk; None: resume with the lead-in.
+    state: bytes | None = None
+
+
+def seal_state(engine: str, state: bytes) -> bytes:
+    """The state in its envelope: one JSON line naming the format and the engine, then the engine's bytes. Pure."""
+    return json.dumps({"format": STATE_FORMAT, "engine": engine}).encode() + b"\n" + state
+
+
+def open_state(sealed: bytes, engine: str) -> bytes | None:
+    """The engine's bytes, or None when the envelope is of another format or engine. Pure."""
+    header, _, state = sealed.partition(b"\n")
+    try:
+        meta = json.loads(header)
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != STATE_FORMAT or meta.get("engine") != engine:
+        return None
+    return state
+
+
 def parse_chunks(keys: list[str]) -> list[Chunk]:
     chunks = []
     for key in keys:
         found = layout.parse_chunk_key(key)
-        if found is not None:
+        if found is not None and found.kind == "mp4":
             chunks.append(Chunk(found.first, found.end, key))
     return sorted(chunks, key=lambda chunk: (chunk.first, chunk.end))
 
@@ -74,6 +110,29 @@ class Checkpoints:
 
     def _prefix(self) -> str:
         return layout.checkpoint_prefix(self._job_id, self._segment)
+
+    def save_state(self, engine: str, first: int, end: int, state: bytes) -> None:
+        """Before `save()` of the same chunk: a saved chunk then always has its state beside it."""
+        key = layout.chunk_state_key(self._job_id, self._segment, first, end)
+        self._storage.put_bytes(self._bucket, key, seal_state(engine, state), "application/octet-stream")
+
+    def restore_with_state(self, grid: list[tuple[int, int]], workdir: Path, engine: str) -> Restored:
+        """`restore()`, and the engine's state after the last restored chunk when it was saved."""
+        chunks = self.restore(grid, workdir)
+        if not chunks:
+            return Restored(chunks)
+        first, end = grid[len(chunks) - 1]
+        try:
+            sealed = self._storage.get_bytes(
+                self._bucket, layout.chunk_state_key(self._job_id, self._segment, first, end)
+            )
+        except ObjectMissing:
+            logger.info("checkpoint %s-%s has no engine state; resuming with the lead-in", first, end)
+            return Restored(chunks)
+        state = open_state(sealed, engine)
+        if state is None:
+            logger.warning("state of checkpoint %s-%s is not %s's; resuming with the lead-in", first, end, engine)
+        return Restored(chunks, state)
 
     def restore(self, grid: list[tuple[int, int]], workdir: Path) -> list[Path]:
         """Download the finished chunks of `grid` into workdir; stop at the first missing or broken one."""

@@ -8,6 +8,7 @@ checkpoint, so a redelivered segment resumes after the last chunk instead of sta
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,12 +22,15 @@ from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import FramePipe
-from gpu_worker.engines.base import Engine, EngineJob, Frame, Image, ReportsSelection
+from gpu_worker.engines.base import CarriesState, Engine, EngineJob, Frame, Image, ReportsSelection, StateUnreadable
 from gpu_worker.errors import Cancelled, Drained
 from gpu_worker.integrity import IntegrityWatch
 
+logger = logging.getLogger(__name__)
+
 # Frames decoded before a range's first frame so trackers and filters start warm; the merged
 # video then shows no jump where one segment (or a resumed chunk) hands over to the next.
+# A chunk resumed from the engine's saved state needs none.
 LEAD_IN_FRAMES = 12
 
 
@@ -45,6 +49,30 @@ def chunk_grid(start: int, end: int, chunk_frames: int | None) -> list[tuple[int
 
 
 OnChunk = Callable[[Path, int, int], None]
+OnState = Callable[[int, int, bytes], None]
+
+
+@dataclass(frozen=True)
+class Carry:
+    """Temporal state across an interruption: `engine` is the one whose state is saved (unwrapped
+    from any fault injector); `resume` its state before the range's first frame (None: lead-in);
+    `on_state` is given the state after each chunk, before `on_chunk` sees the chunk."""
+
+    engine: CarriesState
+    on_state: OnState
+    resume: bytes | None = None
+
+
+def _resume(carry: Carry | None, what: str) -> bool:
+    """Load the saved state into the engine; False when there is none to continue from (lead-in)."""
+    if carry is None or carry.resume is None:
+        return False
+    try:
+        carry.engine.load_state(carry.resume)
+    except StateUnreadable as error:
+        logger.warning("%s: %s; resuming with the lead-in", what, error)
+        return False
+    return True
 
 
 def render_range(
@@ -63,12 +91,13 @@ def render_range(
     timeout_s: float = 3600,
     decode_threads: int = 0,
     on_preview: Callable[[Image], None] | None = None,
+    carry: Carry | None = None,
 ) -> RangeStats:
     """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files."""
     began = time.monotonic()
     width, height = video.display_size
     start, end = chunks[0][0], chunks[-1][1]
-    first = max(0, start - LEAD_IN_FRAMES)
+    first = start if _resume(carry, what) else max(0, start - LEAD_IN_FRAMES)
     emits: list[bool] = []
     watch = IntegrityWatch()
 
@@ -107,6 +136,9 @@ def render_range(
                     if on_frame:
                         on_frame(written)
                 produced += 1
+        if carry is not None:
+            # The engine has yielded the chunk's last frame and not yet pulled the next one.
+            carry.on_state(chunk_first, chunk_end, carry.engine.save_state())
         if on_chunk:
             on_chunk(path, chunk_first, chunk_end)
         if on_preview is not None and last is not None:

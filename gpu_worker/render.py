@@ -30,11 +30,11 @@ from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.commit import commit, drop_output, result_of, winner
 from gpu_worker.config import HostConfig
 from gpu_worker.engine_pool import EnginePool
-from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Image
+from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image
 from gpu_worker.errors import Drained, Released
 from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
-from gpu_worker.frames import chunk_grid, render_range
+from gpu_worker.frames import Carry, chunk_grid, render_range
 from gpu_worker.job_analysis import job_content_verdict
 from gpu_worker.rendered import Finish, RenderedFrames
 from gpu_worker.sources import SourceCache
@@ -155,8 +155,17 @@ def render_frames(
             raise InputRejected(error.reason) from error
         grid = chunk_grid(segment.start_frame, segment.end_frame, job.encoder.chunk_frames or None)
         checkpoints = Checkpoints(deps.storage, job.work_bucket, job.job_id, segment.index)
-        restored = checkpoints.restore(grid, workdir)
+        saved = checkpoints.restore_with_state(grid, workdir, analyser.name)
+        restored = saved.chunks
         remaining = grid[len(restored) :]
+        carry = None
+        if isinstance(analyser, CarriesState):
+            name = analyser.name
+
+            def save_state(first: int, end: int, state: bytes) -> None:
+                checkpoints.save_state(name, first, end, state)
+
+            carry = Carry(analyser, save_state, saved.state)
         if restored:
             logger.info(
                 "%s: resuming at frame %s (%s chunks saved earlier)",
@@ -174,7 +183,7 @@ def render_frames(
         if remaining:
             stats = render_range(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
-                on_chunk=checkpoints.save, drain=drain, decode_threads=deps.cpu_threads,
+                on_chunk=checkpoints.save, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image),
             )  # fmt: skip
             engine_s = stats.engine_s

@@ -101,6 +101,28 @@ class Engine(Protocol):
         """Release models, subprocesses and temporary files."""
 
 
+class StateUnreadable(Exception):
+    """A saved temporal state that this engine cannot continue from (another version, damaged)."""
+
+
+@runtime_checkable
+class CarriesState(Protocol):
+    """An engine whose frame-to-frame state (trackers, filters) can be saved beside a checkpoint.
+
+    A render resumed from that state continues exactly where the interrupted one stood, so its
+    output equals an undisturbed render's bit for bit; without it the worker warms the engine up on
+    lead-in frames, which comes close but not exact.
+    """
+
+    def save_state(self) -> bytes:
+        """The state after the last image the running `render()` yielded (it has not pulled the next frame)."""
+        ...
+
+    def load_state(self, state: bytes) -> None:
+        """The next `render()` starts from `state` instead of cold; StateUnreadable when it cannot."""
+        ...
+
+
 @runtime_checkable
 class ReportsSelection(Protocol):
     """An engine that knows which frames it chose faces to swap in, so a swap that changed nothing is caught."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from gpu_worker.engines.base import EngineJob, Frame, Image
+from gpu_worker.engines.base import EngineJob, Frame, Image, StateUnreadable
 
 
 class CopyEngine:
@@ -19,6 +19,14 @@ class CopyEngine:
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         for frame in frames:
             yield frame.image
+
+    def save_state(self) -> bytes:
+        # Nothing carries from frame to frame: a resumed render needs no lead-in.
+        return b""
+
+    def load_state(self, state: bytes) -> None:
+        if state:
+            raise StateUnreadable("the copy engine carries no state")
 
     def close(self) -> None:
         return None

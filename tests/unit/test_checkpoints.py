@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fusionfleet import layout
-from gpu_worker.checkpoints import Checkpoints, Chunk, done_prefix, parse_chunks
+from gpu_worker.checkpoints import Checkpoints, Chunk, done_prefix, open_state, parse_chunks, seal_state
 from gpu_worker.frames import chunk_grid
 from tests.support.fakes import FakeStorage
 
@@ -69,3 +69,14 @@ def test_a_broken_first_chunk_is_not_trusted(tmp_path: Path) -> None:
     # THEN nothing is restored and the later chunk was never fetched
     assert restored == []
     assert layout.chunk_key(JOB, 0, 25, 50) not in storage.reads
+
+
+def test_an_engine_state_opens_only_for_its_own_engine_and_format() -> None:
+    # GIVEN a classic engine's state in its envelope
+    sealed = seal_state("classic", b"\x00state\nbytes")
+    # THEN the same engine gets its bytes back unchanged, newlines and all
+    assert open_state(sealed, "classic") == b"\x00state\nbytes"
+    # AND another engine, another envelope format, or bytes with no envelope resume with the lead-in
+    assert open_state(sealed, "copy") is None
+    assert open_state(sealed.replace(b'"format": 1', b'"format": 2'), "classic") is None
+    assert open_state(b"PK\x03\x04 not an envelope", "classic") is None

@@ -56,6 +56,8 @@ def test_winner_task_and_backup_records_round_trip(job: str) -> None:
 @pytest.mark.parametrize("job", JOBS)
 def test_checkpoint_chunks_and_run_plans_round_trip(job: str) -> None:
     assert layout.parse_chunk_key(layout.chunk_key(job, 3, 75, 100)) == layout.ChunkFile(job, 3, 75, 100)
+    state = layout.chunk_state_key(job, 3, 75, 100)
+    assert layout.parse_chunk_key(state) == layout.ChunkFile(job, 3, 75, 100, "state")
     assert layout.parse_run_plan_key(layout.run_plan_key(job, 0)) == (job, 0)
     assert layout.parse_run_plan_key(layout.run_plan_key(job, 2)) == (job, 2)
 

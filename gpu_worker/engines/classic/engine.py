@@ -8,12 +8,14 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import cv2
 import numpy as np
 
-from gpu_worker.engines.base import EngineError, EngineJob, Frame, Image
+from gpu_worker.engines import state as blob
+from gpu_worker.engines.base import EngineError, EngineJob, Frame, Image, StateUnreadable
 from gpu_worker.engines.classic import identity as ident
 from gpu_worker.engines.classic.colour import LabStats
 from gpu_worker.engines.classic.models import DlibModels, load_models, release_models
@@ -33,6 +35,9 @@ LOG = logging.getLogger(__name__)
 
 IDENTITY_CACHE = 4
 FADE_IN_FRAMES = 4
+# Raised whenever what the engine carries from frame to frame changes: an older state is then
+# refused and the worker warms the engine up on lead-in frames instead.
+STATE_VERSION = 1
 
 
 def swap_opacity(weight: float) -> float:
@@ -65,6 +70,54 @@ def job_settings(job: EngineJob) -> JobSettings:
     return JobSettings(preset_for(job.quality), selector_options(job.options), swap_opacity(weight))
 
 
+@dataclass
+class Temporal:
+    """What a render carries from one frame to the next."""
+
+    tracker: FaceTracker
+    descriptors: dict[int, Descriptor] = field(default_factory=dict)
+    colour: dict[int, LabStats | None] = field(default_factory=dict)
+    first_track_ids: set[int] | None = None
+    # Picked from a frame when the job has no reference picture (an engine used on its own).
+    frame_reference: Descriptor | None = None
+
+    def dump(self) -> bytes:
+        tracker_fields, tracker_arrays = self.tracker.state()
+        arrays = {f"tracker.{name}": value for name, value in tracker_arrays.items()}
+        arrays |= {f"descriptor.{key}": value for key, value in self.descriptors.items()}
+        for key, stats in self.colour.items():
+            if stats is not None:
+                arrays |= {f"colour.{key}.mean": stats.mean, f"colour.{key}.std": stats.std}
+        if self.frame_reference is not None:
+            arrays["frame_reference"] = self.frame_reference
+        fields = {
+            "engine": "classic",
+            "version": STATE_VERSION,
+            "tracker": tracker_fields,
+            "descriptors": sorted(self.descriptors),
+            "colour": sorted(self.colour),
+            "first_track_ids": None if self.first_track_ids is None else sorted(self.first_track_ids),
+        }
+        return blob.pack(fields, arrays)
+
+    def restore(self, fields: dict[str, Any], arrays: blob.Arrays) -> None:
+        """KeyError when the state is incomplete."""
+        prefix = "tracker."
+        self.tracker.restore(
+            fields["tracker"], {name[len(prefix) :]: v for name, v in arrays.items() if name.startswith(prefix)}
+        )
+        self.descriptors = {int(key): arrays[f"descriptor.{key}"] for key in fields["descriptors"]}
+        self.colour = {
+            int(key): LabStats(arrays[f"colour.{key}.mean"], arrays[f"colour.{key}.std"])
+            if f"colour.{key}.mean" in arrays
+            else None
+            for key in fields["colour"]
+        }
+        first = fields["first_track_ids"]
+        self.first_track_ids = None if first is None else {int(key) for key in first}
+        self.frame_reference = arrays.get("frame_reference")
+
+
 class ClassicEngine:
     name = "classic"
 
@@ -73,6 +126,8 @@ class ClassicEngine:
         self._identities: OrderedDict[tuple[object, ...], ident.SourceIdentity] = OrderedDict()
         self._references: dict[tuple[object, ...], Descriptor] = {}
         self._selected: set[int] = set()
+        self._temporal: Temporal | None = None
+        self._resume: tuple[dict[str, Any], blob.Arrays] | None = None
 
     def prepare(self) -> None:
         self._models = load_models()
@@ -126,16 +181,42 @@ class ClassicEngine:
     def selected_frames(self) -> frozenset[int]:
         return frozenset(self._selected)
 
+    def save_state(self) -> bytes:
+        if self._temporal is None:
+            raise RuntimeError("no render is running: there is no state to save")
+        return self._temporal.dump()
+
+    def load_state(self, state: bytes) -> None:
+        fields, arrays = blob.unpack(state)
+        if fields.get("engine") != "classic" or fields.get("version") != STATE_VERSION:
+            raise StateUnreadable(
+                f"engine state of {fields.get('engine')!r} version {fields.get('version')!r}, "
+                f"not classic version {STATE_VERSION}"
+            )
+        self._resume = fields, arrays
+
+    def _start_temporal(self, job: EngineJob, preset: Preset) -> Temporal:
+        temporal = Temporal(FaceTracker(self.models, preset, job.fps))
+        resume, self._resume = self._resume, None
+        if resume is not None:
+            try:
+                temporal.restore(*resume)
+            except (KeyError, TypeError, ValueError) as error:
+                # Unreachable with a state of this version; a cold start still renders the chunk.
+                LOG.warning("engine state incomplete (%s): starting cold", error)
+                temporal = Temporal(FaceTracker(self.models, preset, job.fps))
+        return temporal
+
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         settings = job_settings(job)
         source = self.identity(job, settings.preset)
         reference = None
         if settings.selector.mode == "reference":
             reference = self.reference_from_image(job, settings.selector)
-        tracker = FaceTracker(self.models, settings.preset, job.fps)
-        descriptors: dict[int, Descriptor] = {}
-        colour_state: dict[int, LabStats | None] = {}
-        first_track_ids: set[int] | None = None
+        temporal = self._temporal = self._start_temporal(job, settings.preset)
+        if reference is None:
+            reference = temporal.frame_reference
+        tracker, descriptors, colour_state = temporal.tracker, temporal.descriptors, temporal.colour
         self._selected = set()
         for frame in frames:
             image = frame.image
@@ -143,10 +224,11 @@ class ClassicEngine:
                 raise EngineError(f"frame {frame.index} is not a BGR uint8 image")
             gray = np.asarray(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), dtype=np.uint8)
             faces = tracker.update(gray)
-            if first_track_ids is None:
+            if temporal.first_track_ids is None:
                 # Faces present from the segment's first frame show fully at once (the previous
                 # segment ended showing them); only faces appearing later fade in.
-                first_track_ids = {face.track_id for face in faces}
+                temporal.first_track_ids = {face.track_id for face in faces}
+            first_track_ids = temporal.first_track_ids
             if settings.selector.mode == "reference":
                 for face in faces:
                     # A re-found track may be someone else (a cut to another person at that place).
@@ -155,7 +237,9 @@ class ClassicEngine:
                 # Only without any reference picture (an engine used on its own): the fleet and `swap`
                 # always give one, so every segment matches the same person.
                 if reference is None and job.reference is None and frame.emit and faces:
-                    reference = self._reference_from_frame(faces, descriptors, settings.selector)
+                    reference = temporal.frame_reference = self._reference_from_frame(
+                        faces, descriptors, settings.selector
+                    )
             records = [FaceRecord(f.track_id, f.box, f.score, descriptors.get(f.track_id)) for f in faces]
             chosen = {record.key for record in select_faces(records, settings.selector, reference)}
             if not chosen:
@@ -191,6 +275,7 @@ class ClassicEngine:
         return chosen.descriptor
 
     def close(self) -> None:
+        self._temporal = self._resume = None
         self._identities.clear()
         self._references.clear()
         self._models = None

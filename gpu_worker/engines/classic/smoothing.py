@@ -72,6 +72,16 @@ class OneEuroFilter:
         self._value = None
         self._speed = None
 
+    def state(self) -> dict[str, Array]:
+        """What the filter carries from frame to frame (empty before its first sample)."""
+        if self._value is None or self._speed is None:
+            return {}
+        return {"value": self._value.copy(), "speed": self._speed.copy()}
+
+    def set_state(self, state: dict[str, Array]) -> None:
+        """Continue from `state()` of an earlier filter with the same parameters."""
+        self._value, self._speed = state.get("value"), state.get("speed")
+
     def follow(self, matrix: Array) -> None:
         """Carry the state along a 2x3 rigid motion (the state must be N x 2 points)."""
         if self._value is not None and self._value.ndim == 2 and self._value.shape[1] == 2:
@@ -113,6 +123,18 @@ class KalmanFilter:
         self._position = None
         self._velocity = None
         self._covariance = np.eye(2)
+
+    def state(self) -> dict[str, Array]:
+        """What the filter carries from frame to frame (its covariance only, before its first sample)."""
+        state = {"covariance": self._covariance.copy()}
+        if self._position is not None and self._velocity is not None:
+            state |= {"position": self._position.copy(), "velocity": self._velocity.copy()}
+        return state
+
+    def set_state(self, state: dict[str, Array]) -> None:
+        """Continue from `state()` of an earlier filter with the same parameters."""
+        self._position, self._velocity = state.get("position"), state.get("velocity")
+        self._covariance = state["covariance"]
 
     def follow(self, matrix: Array) -> None:
         """Carry the state along a 2x3 rigid motion (the state must be N x 2 points)."""

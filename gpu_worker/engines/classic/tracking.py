@@ -9,9 +9,9 @@ leaving the frame) triggers an immediate re-detection and dies if it is not re-d
 
 from __future__ import annotations
 
-import itertools
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import cv2
 import numpy as np
@@ -27,6 +27,7 @@ from gpu_worker.engines.classic.warp import Points
 LOG = logging.getLogger(__name__)
 
 Gray = npt.NDArray[np.uint8]
+Arrays = dict[str, npt.NDArray[Any]]
 MIN_SCORE = -0.2
 MATCH_IOU = 0.3
 DUPLICATE_IOU = 0.5
@@ -123,7 +124,7 @@ class FaceTracker:
         self._tracks: list[_Track] = []
         self._previous: Gray | None = None
         self._frame = 0
-        self._ids = itertools.count(1)
+        self._next_id = 1
 
     def _smoother(self) -> OneEuroFilter | KalmanFilter | None:
         if self.preset.smoothing is Smoothing.ONE_EURO:
@@ -213,10 +214,55 @@ class FaceTracker:
             if not lm.is_real_face(self.models.predictor, gray, detection.box, points, detection.score):
                 LOG.debug("rejected a false-positive face at %s (score %.2f)", detection.box, detection.score)
                 continue
-            track = _Track(next(self._ids), points, detection.box, detection.score, self._smoother())
+            track = _Track(self._next_id, points, detection.box, detection.score, self._smoother())
+            self._next_id += 1
             survivors.append(track)
             LOG.debug("face track %d started at frame %d", track.track_id, self._frame)
         self._tracks = survivors
+
+    def state(self) -> tuple[dict[str, Any], Arrays]:
+        """Everything `update()` carries to the next frame, as JSON-able fields and exact arrays.
+
+        A tracker given it by `restore()` continues bit for bit where this one is now.
+        """
+        arrays: Arrays = {}
+        tracks = []
+        for number, track in enumerate(self._tracks):
+            arrays[f"track{number}.raw"] = track.raw
+            arrays[f"track{number}.smoothed"] = track.smoothed
+            filtered = track.smoother.state() if track.smoother is not None else {}
+            arrays |= {f"track{number}.smoother.{name}": value for name, value in filtered.items()}
+            tracks.append(
+                {
+                    "id": track.track_id, "box": list(track.box), "score": track.score, "misses": track.misses,
+                    "degraded": track.degraded, "refreshed": track.refreshed, "age": track.age,
+                    "smoother": sorted(filtered),
+                }
+            )  # fmt: skip
+        if self._previous is not None:
+            arrays["previous"] = self._previous
+        return {"frame": self._frame, "next_id": self._next_id, "tracks": tracks}, arrays
+
+    def restore(self, fields: dict[str, Any], arrays: Arrays) -> None:
+        """Continue from another tracker's `state()` (same preset and rate); KeyError when it is incomplete."""
+        tracks = []
+        for number, saved in enumerate(fields["tracks"]):
+            smoother = self._smoother()
+            if smoother is not None:
+                smoother.set_state({name: arrays[f"track{number}.smoother.{name}"] for name in saved["smoother"]})
+            elif saved["smoother"]:
+                raise KeyError("the state was saved with a temporal filter this preset does not use")
+            x0, y0, x1, y1 = (float(value) for value in saved["box"])
+            track = _Track(
+                int(saved["id"]), arrays[f"track{number}.raw"], (x0, y0, x1, y1), float(saved["score"]), smoother
+            )
+            track.smoothed = arrays[f"track{number}.smoothed"]
+            track.misses, track.age = int(saved["misses"]), int(saved["age"])
+            track.degraded, track.refreshed = bool(saved["degraded"]), bool(saved["refreshed"])
+            tracks.append(track)
+        self._tracks = tracks
+        self._previous = arrays.get("previous")
+        self._frame, self._next_id = int(fields["frame"]), int(fields["next_id"])
 
     def update(self, gray: Gray) -> list[TrackedFace]:
         for track in self._tracks:
