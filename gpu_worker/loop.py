@@ -194,11 +194,7 @@ class Worker(Generic[T]):
         logger.info("%s: attempt %s", what, attempt.number)
         self._protection.hold()
         self._begin(task)
-        keeper = Keeper(
-            self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
-            cancelled=lambda: self._handler.cancelled(task), renew=self._protection.hold,
-            superseded=lambda: self._handler.superseded(task),
-        )  # fmt: skip
+        keeper = self._keeper(message, task, renew=self._protection.hold)
         keeper.start()
         try:
             if self._may_look_ahead:
@@ -283,9 +279,14 @@ class Worker(Generic[T]):
             task = self._handler.parse(message.body)
         except ValidationError:
             return None  # malformed: discarded when its turn comes
+        return self._keeper(message, task)
+
+    def _keeper(self, message: QueueMessage, task: T, renew: Callable[[], None] | None = None) -> Keeper:
+        """A keeper (not started) of the message, its token and its job's cancel marker and winner."""
         return Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
-            cancelled=lambda: self._handler.cancelled(task), superseded=lambda: self._handler.superseded(task),
+            cancelled=lambda: self._handler.cancelled(task), renew=renew,
+            superseded=lambda: self._handler.superseded(task),
         )  # fmt: skip
 
     def _gone_at_take(self, message: QueueMessage, task: T, what: str, attempt: Attempt) -> bool:
