@@ -33,7 +33,7 @@ from gpu_worker.protection import task_protection
 from gpu_worker.render import InlineRenderer, build_render_deps, finish_segment
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, T, TaskHandler
+from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler, TaskT
 
 
 def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Worker[RenderTask] | Worker[MergeTask]:
@@ -77,9 +77,9 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
 
 
 def _worker(
-    settings: worker_config.WorkerConfig, stop: StopSignal, handler: TaskHandler[T], aws: AwsTarget,
+    settings: worker_config.WorkerConfig, stop: StopSignal, handler: TaskHandler[TaskT], aws: AwsTarget,
     storage: S3Storage, queue: SqsQueue,
-) -> Worker[T]:  # fmt: skip
+) -> Worker[TaskT]:  # fmt: skip
     # The queue's own redrive policy says how many attempts a message gets: one source of truth.
     attempts = queue.max_receive_count(settings.queue_urls[0]) or 3
     presence = None

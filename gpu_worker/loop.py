@@ -30,17 +30,17 @@ from gpu_worker.presence import Presence
 from gpu_worker.protection import NoProtection, TaskProtection
 from gpu_worker.retry import ProgressPolicy, RetryPolicy, describe, renew_delivery, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
-from gpu_worker.tasks import Output, T, TaskHandler
+from gpu_worker.tasks import Output, TaskHandler, TaskT
 
 logger = logging.getLogger(__name__)
 
 
-class Worker(Generic[T]):
+class Worker(Generic[TaskT]):
     def __init__(
         self,
         name: str,
         queue_urls: Sequence[str],
-        handler: TaskHandler[T],
+        handler: TaskHandler[TaskT],
         queue: WorkQueue,
         orchestrator: TaskCallbacks,
         retry: RetryPolicy,
@@ -213,7 +213,13 @@ class Worker(Generic[T]):
             self._complete(message, task, what, attempt, keeper, finish)
 
     def _complete(
-        self, message: QueueMessage, task: T, what: str, attempt: Attempt, keeper: Keeper, finish: Callable[[], Output]
+        self,
+        message: QueueMessage,
+        task: TaskT,
+        what: str,
+        attempt: Attempt,
+        keeper: Keeper,
+        finish: Callable[[], Output],
     ) -> None:
         """Finish a task whose engine part is done, still holding its message; then report it."""
         try:
@@ -236,7 +242,7 @@ class Worker(Generic[T]):
         return self._finishing is not None and not self._finishing.done()
 
     def _ended_early(
-        self, message: QueueMessage, task: T, what: str, attempt: Attempt, keeper: Keeper, error: BaseException
+        self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, keeper: Keeper, error: BaseException
     ) -> None:
         """A task that raised instead of producing its result: released, handed back, retried or failed."""
         if isinstance(error, ColdStop):
@@ -281,7 +287,7 @@ class Worker(Generic[T]):
             return None  # malformed: discarded when its turn comes
         return self._keeper(message, task)
 
-    def _keeper(self, message: QueueMessage, task: T, renew: Callable[[], None] | None = None) -> Keeper:
+    def _keeper(self, message: QueueMessage, task: TaskT, renew: Callable[[], None] | None = None) -> Keeper:
         """A keeper (not started) of the message, its token and its job's cancel marker and winner."""
         return Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
@@ -289,7 +295,7 @@ class Worker(Generic[T]):
             superseded=lambda: self._handler.superseded(task),
         )  # fmt: skip
 
-    def _gone_at_take(self, message: QueueMessage, task: T, what: str, attempt: Attempt) -> bool:
+    def _gone_at_take(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
         """A task of a cancelled job, or whose token is gone (its execution stopped), is dropped unrendered.
 
         Checked when the message is taken, before any work: a cancelled job's queued segments then
@@ -317,7 +323,7 @@ class Worker(Generic[T]):
             self._delete(message)
         return cancelled
 
-    def _renewed(self, message: QueueMessage, task: T, what: str, attempt: Attempt) -> bool:
+    def _renewed(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
         """A segment on its last SQS delivery whose attempts saved chunks goes back as a new message.
 
         Killed deliveries that made progress must not walk the segment into the dead-letter queue;
@@ -349,7 +355,7 @@ class Worker(Generic[T]):
         self._delete(message)
         return True
 
-    def _first_heartbeat(self, task: T, attempt: Attempt) -> None:
+    def _first_heartbeat(self, task: TaskT, attempt: Attempt) -> None:
         """Heartbeat a task just taken; TokenGone only when its token is gone for good.
 
         LocalStack registers a task's token just after sending its message, and later still under
@@ -374,7 +380,7 @@ class Worker(Generic[T]):
             time.sleep(pause)
             pause = min(2 * pause, 8.0)
 
-    def _ended(self, task: T) -> bool:
+    def _ended(self, task: TaskT) -> bool:
         """Its job was cancelled, or another copy committed its segment: a gone token is gone."""
         try:
             return bool(self._handler.cancelled(task) or self._handler.superseded(task))
@@ -387,11 +393,11 @@ class Worker(Generic[T]):
             with contextlib.suppress(Exception):
                 self._orchestrator.heartbeat(token)
 
-    def _begin(self, task: T) -> None:
+    def _begin(self, task: TaskT) -> None:
         if self._presence is not None:
             self._presence.begin(task.in_hand, task.engine)
 
-    def _end(self, task: T, succeeded: bool | None) -> None:
+    def _end(self, task: TaskT, succeeded: bool | None) -> None:
         """The presence record says this task is over (unless the next one already took its place)."""
         if self._presence is None:
             return
@@ -411,7 +417,7 @@ class Worker(Generic[T]):
             logger.warning("%s: finished but its token is gone (%s); dropping the message", what, error.reason)
         self._delete(message)
 
-    def _fail(self, message: QueueMessage, task: T, what: str, error: Exception, attempt: int) -> None:
+    def _fail(self, message: QueueMessage, task: TaskT, what: str, error: Exception, attempt: int) -> None:
         name, reason = describe(error)
         # Deliveries forgiven for their progress (see _renewed) do not count towards the retry limit.
         last = not retryable(error) or self._retry.is_last(attempt - task.forgiven_attempts)
@@ -461,7 +467,7 @@ class Worker(Generic[T]):
         else:
             logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)
 
-    def _hand_back(self, message: QueueMessage, task: T, attempt: Attempt, what: str) -> None:
+    def _hand_back(self, message: QueueMessage, task: TaskT, attempt: Attempt, what: str) -> None:
         """Back to the queue as a new message, this delivery not counted: a blocklisted worker's release
         must not walk the task into the dead-letter queue or spend its attempts."""
         again = task.resent(attempt.number - 1, task.forgiven_attempts, task.progress_frames)

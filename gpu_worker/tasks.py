@@ -54,10 +54,10 @@ class Renderer(Protocol):
 Output = SegmentResult | MergeResult
 
 
-T = TypeVar("T", bound=Task)
+TaskT = TypeVar("TaskT", bound=Task)  # the task type of one role (RenderTask, MergeTask)
 
 
-class TaskHandler(ABC, Generic[T]):
+class TaskHandler(ABC, Generic[TaskT]):
     """What a worker does with its role's tasks: parse, describe and start them; the rest has defaults.
 
     The defaults fit a task that keeps no checkpoints, is never cancelled or superseded, and whose
@@ -67,33 +67,33 @@ class TaskHandler(ABC, Generic[T]):
     role: str
 
     @abstractmethod
-    def parse(self, body: str) -> T: ...
+    def parse(self, body: str) -> TaskT: ...
 
     @abstractmethod
-    def describe(self, task: T) -> str: ...
+    def describe(self, task: TaskT) -> str: ...
 
     @abstractmethod
-    def start(self, task: T, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
+    def start(self, task: TaskT, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
         """Do the part that needs the engine; the step returned does the rest (see Renderer)."""
 
-    def cancelled(self, task: T) -> bool:
+    def cancelled(self, task: TaskT) -> bool:
         return False
 
-    def saved_frames(self, task: T) -> int:
+    def saved_frames(self, task: TaskT) -> int:
         return 0
 
-    def job_lost(self, task: T, error: str, cause: str, attempts: int) -> None:
+    def job_lost(self, task: TaskT, error: str, cause: str, attempts: int) -> None:
         """This task failed for good; anything to stop besides failing its token."""
         return None
 
-    def superseded(self, task: T) -> str | None:
+    def superseded(self, task: TaskT) -> str | None:
         """Why this copy's work is pointless, or None."""
         return None
 
-    def record_failure(self, task: T, error: str, reason: str, attempt: int) -> None:
+    def record_failure(self, task: TaskT, error: str, reason: str, attempt: int) -> None:
         return None
 
-    def failure_cause(self, task: T, error: str, reason: str, attempts: int) -> str:
+    def failure_cause(self, task: TaskT, error: str, reason: str, attempts: int) -> str:
         return f"{self.describe(task)}: {reason}"
 
     def close(self) -> None:
