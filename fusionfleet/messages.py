@@ -3,7 +3,7 @@ notifications."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -55,6 +55,54 @@ class JobContext(_Model):
     fleet_workers: int = 0  # the fleet its plan was sized for (fusionfleet.sizing); 0: a fixed plan
 
 
+class Task(Protocol):
+    """What the worker loop reads of any task it holds, whatever its role (RenderTask, MergeTask)."""
+
+    @property
+    def task_token(self) -> str: ...
+
+    @property
+    def copy_number(self) -> int:
+        """0: the state machine's message; 1: the watchdog's backup copy of a straggler."""
+        ...
+
+    @property
+    def prior_attempts(self) -> int:
+        """Attempts made through earlier messages of this task (hand-backs, renewed deliveries)."""
+        ...
+
+    @property
+    def forgiven_attempts(self) -> int:
+        """Earlier deliveries the retry limit leaves out (they saved progress)."""
+        ...
+
+    @property
+    def progress_frames(self) -> int:
+        """Frames checkpointed when this message was sent."""
+        ...
+
+    @property
+    def saves_progress(self) -> bool:
+        """Its attempts checkpoint frames, so a delivery that saved some may be renewed."""
+        ...
+
+    @property
+    def in_hand(self) -> str:
+        """`<job_id>:<segment index>` or `<job_id>:merge`: how a worker's presence record names it."""
+        ...
+
+    @property
+    def engine(self) -> str | None:
+        """The engine that renders it; None for a task that renders nothing."""
+        ...
+
+    def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> Self:
+        """This task as a new message carrying these counts (a hand-back, a renewed delivery)."""
+        ...
+
+    def wire_json(self) -> str: ...
+
+
 class RenderTask(_Model):
     task_token: str
     job: JobContext
@@ -80,10 +128,63 @@ class RenderTask(_Model):
         }  # fmt: skip
         return self.model_dump_json(exclude={name for name, default in newer.items() if getattr(self, name) == default})
 
+    def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> RenderTask:
+        counts = {"prior_attempts": prior_attempts, "forgiven_attempts": forgiven_attempts}
+        return self.model_copy(update={**counts, "progress_frames": progress_frames})
+
+    @property
+    def saves_progress(self) -> bool:
+        return True
+
+    @property
+    def in_hand(self) -> str:
+        return f"{self.job.job_id}:{self.segment.index}"
+
+    @property
+    def engine(self) -> str:
+        return self.job.engine
+
 
 class MergeTask(_Model):
+    """The merge of a job's segments. A merge is never copied, keeps no checkpoints and carries no
+    attempt counts: SQS's receive count is all it has (the Task properties below say so)."""
+
     task_token: str
     job: JobContext
+
+    @property
+    def copy_number(self) -> int:
+        return 0
+
+    @property
+    def prior_attempts(self) -> int:
+        return 0
+
+    @property
+    def forgiven_attempts(self) -> int:
+        return 0
+
+    @property
+    def progress_frames(self) -> int:
+        return 0
+
+    @property
+    def saves_progress(self) -> bool:
+        return False
+
+    @property
+    def in_hand(self) -> str:
+        return f"{self.job.job_id}:merge"
+
+    @property
+    def engine(self) -> None:
+        return None
+
+    def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> MergeTask:
+        return self  # no counts to carry: the new message is the same merge
+
+    def wire_json(self) -> str:
+        return self.model_dump_json()
 
 
 class SegmentRecord(_Model):

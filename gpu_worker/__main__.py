@@ -12,6 +12,7 @@ import sys
 
 from fusionfleet.aws import AwsTarget
 from fusionfleet.blocklist import BlockPolicy
+from fusionfleet.messages import MergeTask, RenderTask
 from fusionfleet.orchestrator import StepFunctions
 from fusionfleet.queues import SqsQueue
 from fusionfleet.storage import S3Storage
@@ -32,15 +33,14 @@ from gpu_worker.protection import task_protection
 from gpu_worker.render import InlineRenderer, build_render_deps, finish_segment
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler
+from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler, TaskT
 
 
-def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Worker:
+def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Worker[RenderTask] | Worker[MergeTask]:
     aws = AwsTarget(region=settings.region, endpoint_url=settings.endpoint_url)
     storage = S3Storage(aws.client("s3"))
     queue = SqsQueue(aws.client("sqs"))
     settings.scratch.mkdir(parents=True, exist_ok=True)
-    handler: TaskHandler
     if settings.role == "render":
         if settings.cpu_threads:
             # The engine process inherits these: numeric libraries keep to the worker's share too.
@@ -70,9 +70,16 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
             if settings.work_bucket and settings.block_after_failures > 0
             else None
         )
-        handler = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist)
-    else:
-        handler = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
+        render = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist)
+        return _worker(settings, stop, render, aws, storage, queue)
+    merge = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
+    return _worker(settings, stop, merge, aws, storage, queue)
+
+
+def _worker(
+    settings: worker_config.WorkerConfig, stop: StopSignal, handler: TaskHandler[TaskT], aws: AwsTarget,
+    storage: S3Storage, queue: SqsQueue,
+) -> Worker[TaskT]:  # fmt: skip
     # The queue's own redrive policy says how many attempts a message gets: one source of truth.
     attempts = queue.max_receive_count(settings.queue_urls[0]) or 3
     presence = None

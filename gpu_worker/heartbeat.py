@@ -146,12 +146,20 @@ class Keeper:
         logger.warning("lost hold of message %s: %s", self._message.message_id, hold)
         self.lost.set()
 
-    def __enter__(self) -> Keeper:
+    def start(self) -> None:
+        """Begin keeping the message: extend, beat and watch until `stop`."""
         self._thread.start()
+
+    def stop(self) -> None:
+        """Stop keeping it (the work in hand ended); waits for a beat in flight."""
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> Keeper:
+        self.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
+        self.stop()

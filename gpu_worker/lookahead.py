@@ -21,8 +21,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from fusionfleet.queues import QueueMessage, WorkQueue
 from gpu_worker.heartbeat import Keeper
@@ -45,6 +46,22 @@ class LookaheadPolicy:
         return self.min_backlog > 0 and visible >= self.min_backlog
 
 
+class EarlyTaker(Protocol):
+    """What taking a task early needs from the worker: the worker's own receive and checks."""
+
+    def dequeue(self) -> QueueMessage | None:
+        """The next message, as the worker receives one (highest priority first), or None."""
+        ...
+
+    def still_wanted(self, message: QueueMessage) -> bool:
+        """The checks a task gets when taken (token alive, job not cancelled); False: it was dropped."""
+        ...
+
+    def keeper_until_turn(self, message: QueueMessage) -> Keeper | None:
+        """A keeper (not started) to hold the message until its turn, or None for one that needs none."""
+        ...
+
+
 @dataclass
 class Held:
     """A message taken early and the keeper holding it until its turn."""
@@ -54,7 +71,7 @@ class Held:
 
     def stop_keeping(self) -> None:
         if self.keeper is not None:
-            self.keeper.__exit__(None, None, None)
+            self.keeper.stop()
 
 
 class Lookahead:
@@ -65,17 +82,12 @@ class Lookahead:
         policy: LookaheadPolicy,
         queue: WorkQueue,
         queue_urls: Sequence[str],
-        take: Callable[[], QueueMessage | None],
-        keep: Callable[[QueueMessage], Keeper | None],
-        wanted: Callable[[QueueMessage], bool] = lambda message: True,
+        taker: EarlyTaker,
     ) -> None:
         self._policy = policy
         self._queue = queue
         self._queue_urls = tuple(queue_urls)
-        self._take = take
-        self._keep = keep
-        # The checks a task gets when taken (token alive, job not cancelled), made now; False: dropped.
-        self._wanted = wanted
+        self._taker = taker
         self._thread: threading.Thread | None = None
         self._held: Held | None = None
         self._done = threading.Event()  # the task in hand ended: a look still settling gives up
@@ -110,12 +122,12 @@ class Lookahead:
             visible = sum(self._queue.depth(url).visible for url in self._queue_urls)
             if not self._policy.worth_taking(visible):
                 return
-            message = self._take()
-            if message is None or not self._wanted(message):
+            message = self._taker.dequeue()
+            if message is None or not self._taker.still_wanted(message):
                 return
-            keeper = self._keep(message)
+            keeper = self._taker.keeper_until_turn(message)
             if keeper is not None:
-                keeper.__enter__()
+                keeper.start()
             self._held = Held(message, keeper)
             self.taken += 1
             logger.info("took message %s early (%s visible)", message.message_id[:8], visible)

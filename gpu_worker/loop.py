@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Generic
 
 from pydantic import ValidationError
 
@@ -30,17 +30,17 @@ from gpu_worker.presence import Presence
 from gpu_worker.protection import NoProtection, TaskProtection
 from gpu_worker.retry import ProgressPolicy, RetryPolicy, describe, renew_delivery, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
-from gpu_worker.tasks import TaskHandler
+from gpu_worker.tasks import Output, TaskHandler, TaskT
 
 logger = logging.getLogger(__name__)
 
 
-class Worker:
+class Worker(Generic[TaskT]):
     def __init__(
         self,
         name: str,
         queue_urls: Sequence[str],
-        handler: TaskHandler,
+        handler: TaskHandler[TaskT],
         queue: WorkQueue,
         orchestrator: TaskCallbacks,
         retry: RetryPolicy,
@@ -78,10 +78,7 @@ class Worker:
         # scale-in picks idle tasks; renewed with each heartbeat.
         self._protection = protection or NoProtection()
         # The next task, taken while this one renders when the backlog is deep (gpu_worker.lookahead).
-        self.lookahead = Lookahead(
-            lookahead or LookaheadPolicy(), queue, self._queue_urls, self.dequeue, self._keeper_while_waiting,
-            self._still_wanted,
-        )  # fmt: skip
+        self.lookahead = Lookahead(lookahead or LookaheadPolicy(), queue, self._queue_urls, self)
         self._finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="finish")
         self._finishing: Future[None] | None = None
         self._counts = threading.Lock()
@@ -189,7 +186,7 @@ class Worker:
             # Cancelled, superseded or gone while it waited for its turn.
             self._after_lost_hold(message, what, waited.keeper.lost_hold)
             return
-        attempt = Attempt.of(message, prior=getattr(task, "prior_attempts", 0))
+        attempt = Attempt.of(message, prior=task.prior_attempts)
         if waited is None and self._gone_at_take(message, task, what, attempt):
             return  # (a task taken early was looked at when taken, and kept an eye on since)
         if self._renewed(message, task, what, attempt):
@@ -197,18 +194,14 @@ class Worker:
         logger.info("%s: attempt %s", what, attempt.number)
         self._protection.hold()
         self._begin(task)
-        keeper = Keeper(
-            self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
-            cancelled=lambda: self._handler.cancelled(task), renew=self._protection.hold,
-            superseded=lambda: self._handler.superseded(task),
-        )  # fmt: skip
-        keeper.__enter__()
+        keeper = self._keeper(message, task, renew=self._protection.hold)
+        keeper.start()
         try:
             if self._may_look_ahead:
                 self.lookahead.begin()
             finish = self._handler.start(task, keeper.lost, attempt)
         except BaseException as error:
-            keeper.__exit__(None, None, None)
+            keeper.stop()
             self._ended_early(message, task, what, attempt, keeper, error)
             return
         if self.lookahead.enabled:
@@ -220,16 +213,22 @@ class Worker:
             self._complete(message, task, what, attempt, keeper, finish)
 
     def _complete(
-        self, message: QueueMessage, task: Any, what: str, attempt: Attempt, keeper: Keeper, finish: Callable[[], Any]
+        self,
+        message: QueueMessage,
+        task: TaskT,
+        what: str,
+        attempt: Attempt,
+        keeper: Keeper,
+        finish: Callable[[], Output],
     ) -> None:
         """Finish a task whose engine part is done, still holding its message; then report it."""
         try:
             output = finish()
         except BaseException as error:
-            keeper.__exit__(None, None, None)
+            keeper.stop()
             self._ended_early(message, task, what, attempt, keeper, error)
             return
-        keeper.__exit__(None, None, None)
+        keeper.stop()
         self._succeed(message, task.task_token, what, output)
         self._end(task, True)
 
@@ -243,7 +242,7 @@ class Worker:
         return self._finishing is not None and not self._finishing.done()
 
     def _ended_early(
-        self, message: QueueMessage, task: Any, what: str, attempt: Attempt, keeper: Keeper, error: BaseException
+        self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, keeper: Keeper, error: BaseException
     ) -> None:
         """A task that raised instead of producing its result: released, handed back, retried or failed."""
         if isinstance(error, ColdStop):
@@ -271,27 +270,32 @@ class Worker:
         else:
             raise error
 
-    def _still_wanted(self, message: QueueMessage) -> bool:
+    def still_wanted(self, message: QueueMessage) -> bool:
         """The checks of a task just taken, made for one taken early as it is taken: False when dropped."""
         try:
             task = self._handler.parse(message.body)
         except ValidationError:
             return True  # discarded, with its token failed, when its turn comes
-        attempt = Attempt.of(message, prior=getattr(task, "prior_attempts", 0))
+        attempt = Attempt.of(message, prior=task.prior_attempts)
         return not self._gone_at_take(message, task, self._handler.describe(task), attempt)
 
-    def _keeper_while_waiting(self, message: QueueMessage) -> Keeper | None:
+    def keeper_until_turn(self, message: QueueMessage) -> Keeper | None:
         """What holds a task taken early until its turn: its visibility, its token, its cancel marker."""
         try:
             task = self._handler.parse(message.body)
         except ValidationError:
             return None  # malformed: discarded when its turn comes
+        return self._keeper(message, task)
+
+    def _keeper(self, message: QueueMessage, task: TaskT, renew: Callable[[], None] | None = None) -> Keeper:
+        """A keeper (not started) of the message, its token and its job's cancel marker and winner."""
         return Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
-            cancelled=lambda: self._handler.cancelled(task), superseded=lambda: self._handler.superseded(task),
+            cancelled=lambda: self._handler.cancelled(task), renew=renew,
+            superseded=lambda: self._handler.superseded(task),
         )  # fmt: skip
 
-    def _gone_at_take(self, message: QueueMessage, task: Any, what: str, attempt: Attempt) -> bool:
+    def _gone_at_take(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
         """A task of a cancelled job, or whose token is gone (its execution stopped), is dropped unrendered.
 
         Checked when the message is taken, before any work: a cancelled job's queued segments then
@@ -319,15 +323,14 @@ class Worker:
             self._delete(message)
         return cancelled
 
-    def _renewed(self, message: QueueMessage, task: Any, what: str, attempt: Attempt) -> bool:
+    def _renewed(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
         """A segment on its last SQS delivery whose attempts saved chunks goes back as a new message.
 
         Killed deliveries that made progress must not walk the segment into the dead-letter queue;
         the new message carries the progress it was sent with, so only further progress renews it
         again, and ProgressPolicy.max_deliveries caps the total. Any error: render under this one.
         """
-        copy_number: int = getattr(task, "copy_number", 0)
-        if getattr(task, "segment", None) is None or copy_number:
+        if not task.saves_progress or task.copy_number:
             return False  # a merge saves nothing; a backup copy never holds the token's last word
         try:
             if message.queue_url not in self._max_receives:
@@ -336,13 +339,11 @@ class Worker:
             if limit is None or message.receive_count < limit:
                 return False  # spare the listing: not its last delivery
             saved = self._handler.saved_frames(task)
-            sent_with = int(task.progress_frames)
+            sent_with = task.progress_frames
             if not renew_delivery(self._progress, message.receive_count, limit, attempt.number, saved, sent_with):
                 return False
             earlier = attempt.number - 1
-            again = task.model_copy(
-                update={"prior_attempts": earlier, "forgiven_attempts": earlier, "progress_frames": saved}
-            )
+            again = task.resent(prior_attempts=earlier, forgiven_attempts=earlier, progress_frames=saved)
             self._queue.send(message.queue_url, again.wire_json())
         except Exception:
             logger.warning("%s: could not renew its delivery; rendering it under this one", what, exc_info=True)
@@ -354,7 +355,7 @@ class Worker:
         self._delete(message)
         return True
 
-    def _first_heartbeat(self, task: Any, attempt: Attempt) -> None:
+    def _first_heartbeat(self, task: TaskT, attempt: Attempt) -> None:
         """Heartbeat a task just taken; TokenGone only when its token is gone for good.
 
         LocalStack registers a task's token just after sending its message, and later still under
@@ -379,7 +380,7 @@ class Worker:
             time.sleep(pause)
             pause = min(2 * pause, 8.0)
 
-    def _ended(self, task: Any) -> bool:
+    def _ended(self, task: TaskT) -> bool:
         """Its job was cancelled, or another copy committed its segment: a gone token is gone."""
         try:
             return bool(self._handler.cancelled(task) or self._handler.superseded(task))
@@ -392,21 +393,18 @@ class Worker:
             with contextlib.suppress(Exception):
                 self._orchestrator.heartbeat(token)
 
-    def _begin(self, task: Any) -> None:
-        if self._presence is None:
-            return
-        job = getattr(task, "job", None)
-        engine = getattr(job, "engine", None) if getattr(task, "segment", None) is not None else None
-        self._presence.begin(_current(task), engine)
+    def _begin(self, task: TaskT) -> None:
+        if self._presence is not None:
+            self._presence.begin(task.in_hand, task.engine)
 
-    def _end(self, task: Any, succeeded: bool | None) -> None:
+    def _end(self, task: TaskT, succeeded: bool | None) -> None:
         """The presence record says this task is over (unless the next one already took its place)."""
         if self._presence is None:
             return
         if succeeded is None:
-            self._presence.idle(_current(task))
+            self._presence.idle(task.in_hand)
         else:
-            self._presence.end(succeeded, _current(task))
+            self._presence.end(succeeded, task.in_hand)
 
     def _succeed(self, message: QueueMessage, token: str, what: str, output: SegmentResult | MergeResult) -> None:
         try:
@@ -419,10 +417,10 @@ class Worker:
             logger.warning("%s: finished but its token is gone (%s); dropping the message", what, error.reason)
         self._delete(message)
 
-    def _fail(self, message: QueueMessage, task: Any, what: str, error: Exception, attempt: int) -> None:
+    def _fail(self, message: QueueMessage, task: TaskT, what: str, error: Exception, attempt: int) -> None:
         name, reason = describe(error)
         # Deliveries forgiven for their progress (see _renewed) do not count towards the retry limit.
-        last = not retryable(error) or self._retry.is_last(attempt - getattr(task, "forgiven_attempts", 0))
+        last = not retryable(error) or self._retry.is_last(attempt - task.forgiven_attempts)
         logger.error("%s: attempt %s failed (%s: %s)%s", what, attempt, name, reason, "; giving up" if last else "")
         if not isinstance(error, ValidationError | TokenGone):
             self._safely(lambda: self._handler.record_failure(task, name, reason, attempt), what)
@@ -431,7 +429,7 @@ class Worker:
             return
         with self._counts:
             self.failed += 1
-        if getattr(task, "copy_number", 0):
+        if task.copy_number:
             # A straggler's backup copy never fails the segment: the original still holds the token.
             logger.warning("%s: backup copy %s gave up; the original carries on", what, task.copy_number)
             self._delete(message)
@@ -445,7 +443,7 @@ class Worker:
             logger.warning("%s: token already gone (%s)", what, gone.reason)
         # Attempts that reached this message itself; a blocklisted worker's hand-back made a new message
         # carrying the earlier ones, and SQS counts only its own receives towards the redrive.
-        received = attempt - getattr(task, "prior_attempts", 0)
+        received = attempt - task.prior_attempts
         if retryable(error) and self._retry.is_last(received):
             # Exhausted: make it visible so SQS moves it to the DLQ, where it can be inspected.
             self._safely(lambda: self._queue.change_visibility(message, 0), what)
@@ -469,10 +467,10 @@ class Worker:
         else:
             logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)
 
-    def _hand_back(self, message: QueueMessage, task: Any, attempt: Attempt, what: str) -> None:
+    def _hand_back(self, message: QueueMessage, task: TaskT, attempt: Attempt, what: str) -> None:
         """Back to the queue as a new message, this delivery not counted: a blocklisted worker's release
         must not walk the task into the dead-letter queue or spend its attempts."""
-        again = task.model_copy(update={"prior_attempts": attempt.number - 1})
+        again = task.resent(attempt.number - 1, task.forgiven_attempts, task.progress_frames)
         try:
             self._queue.send(message.queue_url, again.wire_json())
         except Exception:
@@ -507,18 +505,11 @@ class Worker:
             logger.warning("message %s was already redelivered; not deleted", message.message_id)
 
     @staticmethod
-    def _safely(action: Any, what: str) -> None:
+    def _safely(action: Callable[[], object], what: str) -> None:
         try:
             action()
         except Exception:
             logger.exception("%s: bookkeeping failed", what)
-
-
-def _current(task: Any) -> str:
-    """`<job_id>:<segment>` (or `:merge`), as the presence record names the task in hand."""
-    segment = getattr(task, "segment", None)
-    job_id = getattr(getattr(task, "job", None), "job_id", "?")
-    return f"{job_id}:{segment.index if segment is not None else 'merge'}"
 
 
 def _token_of(body: str) -> str | None:

@@ -6,8 +6,9 @@ import contextlib
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from fusionfleet import layout
 from fusionfleet.failures import segment_failure, segment_label
@@ -20,6 +21,7 @@ from fusionfleet.messages import (
     SegmentHold,
     SegmentRecord,
     SegmentResult,
+    Task,
 )
 from fusionfleet.runs import is_cancelled
 from fusionfleet.storage import Storage
@@ -52,25 +54,53 @@ class Renderer(Protocol):
 Output = SegmentResult | MergeResult
 
 
-class TaskHandler(Protocol):
+TaskT = TypeVar("TaskT", bound=Task)  # the task type of one role (RenderTask, MergeTask)
+
+
+class TaskHandler(ABC, Generic[TaskT]):
+    """What a worker does with its role's tasks: parse, describe and start them; the rest has defaults.
+
+    The defaults fit a task that keeps no checkpoints, is never cancelled or superseded, and whose
+    failure needs no record beyond its token's.
+    """
+
     role: str
 
-    def parse(self, body: str) -> Any: ...
-    def describe(self, task: Any) -> str: ...
-    def start(self, task: Any, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
+    @abstractmethod
+    def parse(self, body: str) -> TaskT: ...
+
+    @abstractmethod
+    def describe(self, task: TaskT) -> str: ...
+
+    @abstractmethod
+    def start(self, task: TaskT, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
         """Do the part that needs the engine; the step returned does the rest (see Renderer)."""
-        ...
 
-    def cancelled(self, task: Any) -> bool: ...
-    def saved_frames(self, task: Any) -> int: ...
-    def job_lost(self, task: Any, error: str, cause: str, attempts: int) -> None: ...
-    def superseded(self, task: Any) -> str | None: ...
-    def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
-    def failure_cause(self, task: Any, error: str, reason: str, attempts: int) -> str: ...
-    def close(self) -> None: ...
+    def cancelled(self, task: TaskT) -> bool:
+        return False
+
+    def saved_frames(self, task: TaskT) -> int:
+        return 0
+
+    def job_lost(self, task: TaskT, error: str, cause: str, attempts: int) -> None:
+        """This task failed for good; anything to stop besides failing its token."""
+        return None
+
+    def superseded(self, task: TaskT) -> str | None:
+        """Why this copy's work is pointless, or None."""
+        return None
+
+    def record_failure(self, task: TaskT, error: str, reason: str, attempt: int) -> None:
+        return None
+
+    def failure_cause(self, task: TaskT, error: str, reason: str, attempts: int) -> str:
+        return f"{self.describe(task)}: {reason}"
+
+    def close(self) -> None:
+        return None
 
 
-class RenderHandler:
+class RenderHandler(TaskHandler[RenderTask]):
     role = "render"
 
     def __init__(
@@ -233,7 +263,11 @@ class RenderHandler:
         self._renderer.close()
 
 
-class MergeHandler:
+class MergeHandler(TaskHandler[MergeTask]):
+    """Merges a job's segments. Keeps no checkpoints, is never superseded; a failed merge fails its
+    execution, which publishes the notice itself, and the gate's reason (the default failure cause)
+    already names each segment, its frames, attempts and last error."""
+
     role = "merge"
 
     def __init__(self, deps: MergeDeps) -> None:
@@ -254,25 +288,6 @@ class MergeHandler:
 
     def cancelled(self, task: MergeTask) -> bool:
         return is_cancelled(self._deps.storage, task.job.work_bucket, task.job.job_id)
-
-    def saved_frames(self, task: MergeTask) -> int:
-        return 0  # a merge keeps no checkpoints
-
-    def job_lost(self, task: MergeTask, error: str, cause: str, attempts: int) -> None:
-        return None  # a failed merge fails its execution, which publishes the notice itself
-
-    def superseded(self, task: MergeTask) -> str | None:
-        return None
-
-    def record_failure(self, task: MergeTask, error: str, reason: str, attempt: int) -> None:
-        return None
-
-    def failure_cause(self, task: MergeTask, error: str, reason: str, attempts: int) -> str:
-        # The gate's reason already names each segment, its frames, attempts and last error.
-        return f"merge of {task.job.job_id}: {reason}"
-
-    def close(self) -> None:
-        return None
 
 
 def _won_by(committed: SegmentRecord) -> str:

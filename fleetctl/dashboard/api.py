@@ -15,19 +15,28 @@ without the browser asking first, so no page but the dashboard's own can press i
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
-import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import unquote
 
 from fleetctl.dashboard.source import DashboardSource, JobNotFound, OperationRefused
 from fusionfleet.errors import FusionFleetError
+from fusionfleet.json_http import (
+    Headers,
+    HttpError,
+    Router,
+    json_bytes,
+    method_not_allowed,
+    not_found,
+    query_value,
+    whole_number,
+)
+
+# Re-exported: the page's records as JSON values, for the dashboard's callers and tests.
+from fusionfleet.json_http import plain as plain  # noqa: PLC0414
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +46,17 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 JSON = "application/json"
 JPEG = "image/jpeg"
+ROUTES = Router(
+    "/api",
+    [
+        ("GET", "jobs", "jobs"),
+        ("GET", "workers", "workers"),
+        ("GET", "jobs/{job_id}", "job"),
+        ("GET", "jobs/{job_id}/preview.jpg", "preview"),
+        ("POST", "jobs/{job_id}/cancel", "cancel"),
+        ("POST", "jobs/{job_id}/retry", "retry"),
+    ],
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +64,7 @@ class Response:
     status: int
     body: bytes
     content_type: str = JSON
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: Headers = ()
 
 
 @dataclass(frozen=True)
@@ -54,85 +74,56 @@ class Route:
     job_id: str | None = None
 
 
-class BadRequest(ValueError):
-    """The query cannot be served; the message says why."""
+def json_response(status: int, value: Any, headers: Headers = ()) -> Response:
+    return Response(status, json_bytes(plain(value)), JSON, headers)
 
 
-def plain(value: Any) -> Any:
-    """Dataclasses, datetimes and containers as JSON values (any field a record grows is shown too)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Mapping):
-        return {str(key): plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [plain(item) for item in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+def error(status: int, message: str, headers: Headers = ()) -> Response:
+    return failure(HttpError(status, message, headers))
 
 
-def json_response(status: int, value: Any, headers: tuple[tuple[str, str], ...] = ()) -> Response:
-    return Response(status, json.dumps(plain(value), separators=(",", ":")).encode(), JSON, headers)
-
-
-def error(status: int, message: str, headers: tuple[tuple[str, str], ...] = ()) -> Response:
-    return json_response(status, {"error": message}, headers)
+def failure(problem: HttpError) -> Response:
+    return json_response(problem.status, problem.body(), problem.headers)
 
 
 def route(path: str) -> Route | None:
     """The API route a path names, or None. Job ids are checked here: nothing else reaches the source."""
-    parts = path.split("/")
-    if parts[:2] != ["", "api"]:
+    found = ROUTES.match(path)
+    if found is None:
         return None
-    rest = parts[2:]
-    if rest == ["jobs"]:
-        return Route("jobs", frozenset({"GET"}))
-    if rest == ["workers"]:
-        return Route("workers", frozenset({"GET"}))
-    if len(rest) < 2 or rest[0] != "jobs":
-        return None
-    job_id = unquote(rest[1])
-    if not JOB_ID.fullmatch(job_id):
-        return None
-    if len(rest) == 2:
-        return Route("job", frozenset({"GET"}), job_id)
-    if len(rest) == 3 and rest[2] == "preview.jpg":
-        return Route("preview", frozenset({"GET"}), job_id)
-    if len(rest) == 3 and rest[2] in ("cancel", "retry"):
-        return Route(rest[2], frozenset({"POST"}), job_id)
-    return None
+    job_id = found.params.get("job_id")
+    if job_id is not None:
+        job_id = unquote(job_id)
+        if not JOB_ID.fullmatch(job_id):
+            return None
+    (name,) = set(found.names.values())  # one route per path here, whatever its method
+    return Route(name, found.methods, job_id)
 
 
 def list_query(query: str) -> tuple[str | None, int]:
     """`state` and `limit` of GET /api/jobs, checked."""
-    values = parse_qs(query, keep_blank_values=True)
-    state = (values.get("state") or [""])[-1].strip() or None
+    state = query_value(query, "state") or None
     if state is not None and not STATE.fullmatch(state):
-        raise BadRequest(f"state must be a job state such as RUNNING, not {state[:40]!r}")
-    raw = (values.get("limit") or [""])[-1].strip()
+        raise HttpError(400, f"state must be a job state such as RUNNING, not {state[:40]!r}")
+    raw = query_value(query, "limit")
     if not raw:
         return (state.upper() if state else None), DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise BadRequest(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {raw[:40]!r}")
-    return (state.upper() if state else None), int(raw)
+    return (state.upper() if state else None), whole_number(raw, "limit", 1, MAX_LIMIT)
 
 
 def handle(source: DashboardSource, method: str, path: str, query: str, content_type: str, now: datetime) -> Response:
     """Answer one API request. `now` is the server's clock, sent along so the page computes ages from it."""
     found = route(path)
     if found is None:
-        return error(404, f"no such resource: {path[:200]}")
+        return failure(not_found(path))
     if method not in found.methods:
-        allow = ", ".join(sorted(found.methods))
-        return error(405, f"{method} is not allowed here (allowed: {allow})", (("Allow", allow),))
+        return failure(method_not_allowed(method, found.methods))
     if method == "POST" and content_type.split(";", maxsplit=1)[0].strip().lower() != JSON:
         return error(415, f"POST needs Content-Type: {JSON}")
     try:
         return _serve(source, found, query, now)
-    except BadRequest as problem:
-        return error(400, str(problem))
+    except HttpError as problem:
+        return failure(problem)
     except JobNotFound:
         return error(404, f"no job {found.job_id}")
     except OperationRefused as problem:

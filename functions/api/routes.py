@@ -24,23 +24,43 @@ problem; an action the job's state does not allow is 409.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qs
 
 from functions.api.jobs import DEFAULT_LIST_LIMIT, JOB_ID, BadBody, TenantJobs
 from fusionfleet import layout
 from fusionfleet.errors import JobNotFound, OperationRefused
+from fusionfleet.json_http import (
+    HttpError,
+    Router,
+    json_bytes,
+    method_not_allowed,
+    not_found,
+    query_value,
+    whole_number,
+)
 
 logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 200
-ACTIONS = frozenset({"start", "cancel", "retry"})  # POST /jobs/{id}/<action>
-READS = frozenset({"detail", "logs", "preview"})  # GET /jobs/{id}/<read>
+ROUTES = Router(
+    "/",
+    [
+        ("GET", "jobs", "list"),
+        ("POST", "jobs", "create"),
+        ("GET", "jobs/{job_id}", "status"),
+        ("POST", "jobs/{job_id}/start", "start"),
+        ("POST", "jobs/{job_id}/cancel", "cancel"),
+        ("POST", "jobs/{job_id}/retry", "retry"),
+        ("GET", "jobs/{job_id}/detail", "detail"),
+        ("GET", "jobs/{job_id}/logs", "logs"),
+        ("GET", "jobs/{job_id}/preview", "preview"),
+    ],
+    trailing_slash=True,
+)
 
 
 @dataclass(frozen=True)
@@ -59,11 +79,15 @@ class ApiResponse:
     headers: Mapping[str, str] = field(default_factory=dict)
 
     def encoded(self) -> bytes:
-        return json.dumps(self.body, separators=(",", ":")).encode()
+        return json_bytes(self.body)
 
 
 def error(status: int, message: str, **extra: Any) -> ApiResponse:
-    return ApiResponse(status, {"error": message, **extra})
+    return failure(HttpError(status, message, **extra))
+
+
+def failure(problem: HttpError) -> ApiResponse:
+    return ApiResponse(problem.status, problem.body(), dict(problem.headers))
 
 
 def tenant_of(claims: Mapping[str, Any], claim: str) -> str | None:
@@ -78,22 +102,18 @@ def handle(
     tenant = tenant_of(request.claims, tenant_claim)
     if tenant is None:
         return error(403, f"the token has no valid {tenant_claim!r} claim (lowercase letters, digits and '-')")
-    parts = request.path.rstrip("/").split("/")[1:] if request.path != "/" else []
-    if not parts or parts[0] != "jobs" or len(parts) > 3:
-        return error(404, f"no such resource: {request.path[:200]}")
-    job_id = parts[1] if len(parts) > 1 else None
-    action = parts[2] if len(parts) > 2 else None
-    allowed = _allowed(job_id, action)
-    if not allowed:
-        return error(404, f"no such resource: {request.path[:200]}")
-    if request.method not in allowed:
-        return ApiResponse(
-            405, {"error": f"{request.method} is not allowed here"}, {"Allow": ", ".join(sorted(allowed))}
-        )
+    found = ROUTES.match(request.path)
+    if found is None:
+        return failure(not_found(request.path))
+    if request.method not in found.methods:
+        return failure(method_not_allowed(request.method, found.methods, name_allowed=False))
+    job_id = found.params.get("job_id")
     if job_id is not None and not JOB_ID.fullmatch(job_id):
         return error(404, f"no job {job_id[:80]}")
     try:
-        return _serve(request, jobs, tenant, job_id, action, clock().isoformat())
+        return _serve(request, jobs, tenant, found.names[request.method], job_id or "", clock().isoformat())
+    except HttpError as problem:
+        return failure(problem)
     except BadBody as bad:
         return error(400, "the job is invalid", problems=list(bad.problems))
     except JobNotFound:
@@ -102,47 +122,31 @@ def handle(
         return error(409, refused.reason)
 
 
-def _allowed(job_id: str | None, action: str | None) -> frozenset[str]:
-    if job_id is None:
-        return frozenset({"GET", "POST"})
-    if action is None:
-        return frozenset({"GET"})
-    if action in ACTIONS:
-        return frozenset({"POST"})
-    return frozenset({"GET"}) if action in READS else frozenset()
-
-
-def _serve(
-    request: ApiRequest, jobs: TenantJobs, tenant: str, job_id: str | None, action: str | None, now: str
-) -> ApiResponse:
-    if job_id is None and request.method == "POST":
+def _serve(request: ApiRequest, jobs: TenantJobs, tenant: str, name: str, job_id: str, now: str) -> ApiResponse:
+    if name == "create":
         created = jobs.create(tenant, request.body)
         uploads = [{"name": u.name, "key": u.key, "url": u.url} for u in created.uploads]
         logger.info("tenant %s created job %s", tenant, created.job_id)
         return ApiResponse(201, {"job_id": created.job_id, "uploads": uploads, "expires_in": created.expires_in})
-    if job_id is None:
-        limit = _limit(request.query)
-        if isinstance(limit, ApiResponse):
-            return limit
+    if name == "list":
+        raw = query_value(request.query, "limit", keep_blank=False)
+        limit = whole_number(raw, "limit", 1, MAX_LIMIT) if raw else DEFAULT_LIST_LIMIT
         return ApiResponse(200, {"jobs": [view.to_dict() for view in jobs.list_jobs(tenant, limit)], "now": now})
-    if action == "start":
+    if name == "start":
         logger.info("tenant %s starts job %s", tenant, job_id)
         return ApiResponse(202, jobs.start(tenant, job_id).to_dict())
-    if action == "cancel":
+    if name == "cancel":
         return ApiResponse(202, {"job_id": job_id, "message": jobs.cancel(tenant, job_id)})
-    if action == "retry":
+    if name == "retry":
         logger.info("tenant %s retries job %s", tenant, job_id)
         return ApiResponse(202, {"job_id": job_id, "message": jobs.retry(tenant, job_id)})
-    if action == "detail":
+    if name == "detail":
         view, detail = jobs.detail(tenant, job_id)
         return ApiResponse(200, {"job": view.to_dict(), **detail, "now": now})
-    if action == "logs":
-        segment = _segment(request.query)
-        if isinstance(segment, ApiResponse):
-            return segment
-        attempts = [dataclasses.asdict(record) for record in jobs.logs(tenant, job_id, segment)]
+    if name == "logs":
+        attempts = [dataclasses.asdict(record) for record in jobs.logs(tenant, job_id, _segment(request.query))]
         return ApiResponse(200, {"job_id": job_id, "attempts": attempts})
-    if action == "preview":
+    if name == "preview":
         image = jobs.preview(tenant, job_id)
         if image is None:
             return error(404, f"job {job_id} has no preview yet")
@@ -150,19 +154,10 @@ def _serve(
     return ApiResponse(200, jobs.status(tenant, job_id).to_dict())
 
 
-def _limit(query: str) -> int | ApiResponse:
-    raw = (parse_qs(query).get("limit") or [""])[-1].strip()
-    if not raw:
-        return DEFAULT_LIST_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        return error(400, f"limit must be a whole number from 1 to {MAX_LIMIT}, not {raw[:40]!r}")
-    return int(raw)
-
-
-def _segment(query: str) -> int | ApiResponse | None:
-    raw = (parse_qs(query).get("segment") or [""])[-1].strip()
+def _segment(query: str) -> int | None:
+    raw = query_value(query, "segment", keep_blank=False)
     if not raw:
         return None
     if not raw.isdigit():
-        return error(400, f"segment must be a segment's index (a whole number), not {raw[:40]!r}")
+        raise HttpError(400, f"segment must be a segment's index (a whole number), not {raw[:40]!r}")
     return int(raw)

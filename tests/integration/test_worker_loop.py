@@ -20,7 +20,7 @@ from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
-from fusionfleet.messages import JobContext
+from fusionfleet.messages import JobContext, RenderTask
 from fusionfleet.notify import SnsNotifier
 from fusionfleet.orchestrator import Progress, StepFunctions
 from fusionfleet.plan import SegmentPolicy
@@ -152,7 +152,7 @@ def render_worker(
     stopping: threading.Event | None = None,
     faults_file: Path | None = None,
     lookahead: int = 0,
-) -> Worker:
+) -> Worker[RenderTask]:
     storage = S3Storage(aws.s3)
     deps = RenderDeps(
         storage, EnginePool({}), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker",

@@ -5,27 +5,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from pydantic import BaseModel
-
 from fusionfleet.errors import InputRejected, SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Blocked, Cancelled
+from gpu_worker.tasks import TaskHandler
+from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"
 
 
-class Step(BaseModel):
-    task_token: str
+class Step(StubTask):
     outcome: str  # ok | fail | reject | wait | superseded | blocked | blocked-once
-    copy_number: int = 0
-    prior_attempts: int = 0
-
-    def wire_json(self) -> str:
-        return self.model_dump_json()
 
 
-class ScriptedHandler:
+class ScriptedHandler(TaskHandler[Step]):
     """A task handler whose task says how it ends; `during` runs while a waiting task waits."""
 
     role = "render"
@@ -66,9 +60,6 @@ class ScriptedHandler:
     def cancelled(self, task: Step) -> bool:
         return task.outcome == "cancelled"
 
-    def saved_frames(self, task: Step) -> int:
-        return 0
-
     def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
         self.lost.append((task.task_token, cause, attempts))
 
@@ -80,6 +71,3 @@ class ScriptedHandler:
 
     def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
         return f"step {task.task_token} failed after {attempts}: {error}: {reason}"
-
-    def close(self) -> None:
-        return None

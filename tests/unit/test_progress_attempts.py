@@ -14,7 +14,9 @@ from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.retry import ProgressPolicy, RetryPolicy, renew_delivery
 from gpu_worker.stopping import StopSignal
+from gpu_worker.tasks import TaskHandler
 from tests.support.fakes import FakeOrchestrator, FakeQueue
+from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"
 POLICY = ProgressPolicy(max_deliveries=6)
@@ -47,18 +49,15 @@ class Segment(BaseModel):
     index: int = 0
 
 
-class Slice(BaseModel):
-    task_token: str
+class Slice(StubTask):
     segment: Segment = Segment()
-    prior_attempts: int = 0
-    progress_frames: int = 0
-    forgiven_attempts: int = 0
 
-    def wire_json(self) -> str:
-        return self.model_dump_json()
+    @property
+    def saves_progress(self) -> bool:
+        return True
 
 
-class CheckpointingHandler:
+class CheckpointingHandler(TaskHandler[Slice]):
     """Renders a slice; `saved` stands for the frames its killed attempts checkpointed so far."""
 
     role = "render"
@@ -78,26 +77,11 @@ class CheckpointingHandler:
         result = SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=1.0)
         return lambda: result
 
-    def cancelled(self, task: Slice) -> bool:
-        return False
-
     def saved_frames(self, task: Slice) -> int:
         return self.saved
 
-    def job_lost(self, task: Slice, error: str, cause: str, attempts: int) -> None:
-        return None
-
-    def superseded(self, task: Slice) -> str | None:
-        return None
-
-    def record_failure(self, task: Slice, error: str, reason: str, attempt: int) -> None:
-        return None
-
     def failure_cause(self, task: Slice, error: str, reason: str, attempts: int) -> str:
         return f"{error}: {reason}"
-
-    def close(self) -> None:
-        return None
 
 
 def _kill_delivery(queue: FakeQueue, handler: CheckpointingHandler, frames: int) -> None:
@@ -107,7 +91,7 @@ def _kill_delivery(queue: FakeQueue, handler: CheckpointingHandler, frames: int)
     queue.clock.advance(61)
 
 
-def _worker(handler: CheckpointingHandler, queue: FakeQueue, orchestrator: FakeOrchestrator) -> Worker:
+def _worker(handler: CheckpointingHandler, queue: FakeQueue, orchestrator: FakeOrchestrator) -> Worker[Slice]:
     return Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(0,)),
         HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, progress=POLICY,

@@ -15,7 +15,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
@@ -29,7 +28,9 @@ from gpu_worker.protection import (
 )
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
+from gpu_worker.tasks import TaskHandler
 from tests.support.fakes import Clock, FakeOrchestrator, FakeQueue
+from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"
 TASK_ARN = "arn:aws:ecs:us-east-1:123456789012:task/render/abc"
@@ -154,12 +155,11 @@ def test_off_ecs_protection_is_a_no_op() -> None:
     assert isinstance(task_protection("http://169.254.170.2/api/x", 120, 40), EcsTaskProtection)
 
 
-class Step(BaseModel):
-    task_token: str
+class Step(StubTask):
     seconds: float
 
 
-class WaitingHandler:
+class WaitingHandler(TaskHandler[Step]):
     """A render handler that works for `seconds` and notes whether the task was protected meanwhile."""
 
     role = "render"
@@ -184,26 +184,8 @@ class WaitingHandler:
         self.protected_while_working.append(self.agent.enabled)
         return SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=task.seconds)
 
-    def cancelled(self, task: Step) -> bool:
-        return False
-
-    def saved_frames(self, task: Step) -> int:
-        return 0
-
-    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
-        return None
-
-    def superseded(self, task: Step) -> str | None:
-        return None
-
-    def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
-        return None
-
     def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
         return reason
-
-    def close(self) -> None:
-        return None
 
 
 def test_the_worker_is_protected_while_it_holds_a_segment_renews_with_the_heartbeat_and_clears_when_idle(

@@ -18,14 +18,14 @@ NO_FACE = "step t failed after 1: InputRejected: no face in source[0]"
 
 def worker(
     handler: ScriptedHandler, queue: FakeQueue, orchestrator: FakeOrchestrator, visibility_s: int = 60
-) -> Worker:
+) -> Worker[Step]:
     return Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
         HeartbeatPolicy(visibility_s=visibility_s), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
 
 
-def take_one(subject: Worker) -> bool:
+def take_one(subject: Worker[Step]) -> bool:
     message = subject.dequeue()
     if message is None:
         return False

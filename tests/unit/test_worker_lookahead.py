@@ -7,33 +7,29 @@ import threading
 import time
 from collections.abc import Callable
 
-from pydantic import BaseModel
-
 from fusionfleet.environment.worker import WorkerEnvironment
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
 from fusionfleet.queues import QueueMessage
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import ENV_LOOKAHEAD, add_arguments, resolve
-from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
 from gpu_worker.lookahead import Lookahead, LookaheadPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
+from gpu_worker.tasks import TaskHandler
 from tests.support.fakes import FakeOrchestrator, FakeQueue
+from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"
 
 
-class Step(BaseModel):
-    task_token: str
+class Step(StubTask):
     cancelled: bool = False
 
-    def wire_json(self) -> str:
-        return self.model_dump_json()
 
-
-class WatchingHandler:
+class WatchingHandler(TaskHandler[Step]):
     """Renders by waiting until the lookahead has looked (or `hold_s` passed); notes the queue as it starts."""
 
     role = "render"
@@ -49,7 +45,7 @@ class WatchingHandler:
         self.hold_s = hold_s
         self.rendered: list[str] = []
         self.visible_during: list[int] = []
-        self.subject: Worker | None = None
+        self.subject: Worker[Step] | None = None
         self.cancelled_jobs: set[str] = set()  # tokens whose job an operator cancelled
         self._on_first = on_first
         self._after_first = after_first
@@ -85,23 +81,8 @@ class WatchingHandler:
     def cancelled(self, task: Step) -> bool:
         return task.cancelled or task.task_token in self.cancelled_jobs
 
-    def saved_frames(self, task: Step) -> int:
-        return 0
-
-    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
-        return None
-
-    def superseded(self, task: Step) -> str | None:
-        return None
-
-    def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
-        return None
-
     def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
         return error
-
-    def close(self) -> None:
-        return None
 
 
 def worker(
@@ -110,7 +91,7 @@ def worker(
     orchestrator: FakeOrchestrator,
     min_backlog: int,
     stop: StopSignal | None = None,
-) -> Worker:
+) -> Worker[Step]:
     subject = Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
         HeartbeatPolicy(visibility_s=60, cancel_check_s=0.2), stop or StopSignal(), idle_wait_s=0,
@@ -227,7 +208,7 @@ def test_a_task_taken_early_gives_way_to_higher_priority_work_that_arrived_while
     assert (ids[1], 0) in queue.visibility_changes
 
 
-class FinishingHandler:
+class FinishingHandler(TaskHandler[Step]):
     """The engine part returns at once; the finish step takes `finish_s` (or fails for `fail_token`)."""
 
     role = "render"
@@ -262,31 +243,16 @@ class FinishingHandler:
 
         return finish
 
-    def cancelled(self, task: Step) -> bool:
-        return False
-
-    def saved_frames(self, task: Step) -> int:
-        return 0
-
-    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
-        return None
-
-    def superseded(self, task: Step) -> str | None:
-        return None
-
     def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
         self.failures.append(f"{task.task_token}: {error}")
 
     def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
         return reason
 
-    def close(self) -> None:
-        return None
-
 
 def finishing_worker(
     handler: FinishingHandler, queue: FakeQueue, orchestrator: FakeOrchestrator, min_backlog: int
-) -> Worker:
+) -> Worker[Step]:
     return Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
         HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(min_backlog),
@@ -343,12 +309,25 @@ def test_a_render_worker_looks_ahead_only_when_the_environment_asks() -> None:
     assert resolve(args, env={ENV_LOOKAHEAD: "2"}).lookahead_min_backlog == 2
 
 
-def settling(queue: FakeQueue, settle_s: float) -> Lookahead:
-    def take() -> QueueMessage | None:
-        messages = queue.receive(QUEUE, wait_s=0, visibility_s=60)
+class QueueTaker:
+    """Takes from the queue as a worker would; every task is wanted and none needs keeping."""
+
+    def __init__(self, queue: FakeQueue) -> None:
+        self.queue = queue
+
+    def dequeue(self) -> QueueMessage | None:
+        messages = self.queue.receive(QUEUE, wait_s=0, visibility_s=60)
         return messages[0] if messages else None
 
-    return Lookahead(LookaheadPolicy(1, settle_s=settle_s), queue, [QUEUE], take, keep=lambda _message: None)
+    def still_wanted(self, message: QueueMessage) -> bool:
+        return True
+
+    def keeper_until_turn(self, message: QueueMessage) -> Keeper | None:
+        return None
+
+
+def settling(queue: FakeQueue, settle_s: float) -> Lookahead:
+    return Lookahead(LookaheadPolicy(1, settle_s=settle_s), queue, [QUEUE], QueueTaker(queue))
 
 
 def test_a_look_waits_a_poll_so_that_idle_workers_take_the_visible_tasks_first() -> None:

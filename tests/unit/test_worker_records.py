@@ -102,7 +102,7 @@ def _marker(segment: int = 0) -> JobFailedMarker:
     return JobFailedMarker(job_id=JOB, segment=segment, attempts=3, error="SegmentFailed", cause=cause, by="w0", at=0)
 
 
-def _render_worker(storage: FakeStorage, queue: FakeQueue, renderer: ScriptedRenderer) -> Worker:
+def _render_worker(storage: FakeStorage, queue: FakeQueue, renderer: ScriptedRenderer) -> Worker[RenderTask]:
     handler = RenderHandler(renderer, storage, "w", threading.Event())
     return Worker(
         "w", [QUEUE], handler, queue, FakeOrchestrator(), RetryPolicy(max_attempts=3),
