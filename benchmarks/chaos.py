@@ -31,11 +31,11 @@ from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
-from fusionfleet.aws import AwsTarget
-from fusionfleet.identity import job_id
-from fusionfleet.manifest import PRIORITIES
-from fusionfleet.orchestrator import execution_arn
-from fusionfleet.plan import plan_segments
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.orchestrator import execution_arn
+from fusionfleet.jobs.ids import job_id
+from fusionfleet.jobs.manifest import PRIORITIES
+from fusionfleet.jobs.plan import plan_segments
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -43,15 +43,15 @@ from fleetctl.notices import SqsNoticeInbox
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
-from fusionfleet.aws import AwsTarget
-from fusionfleet.fairness import fair_concurrency
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.storage import get_json
+from fusionfleet.fleet.fairness import fair_concurrency
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.storage import get_json
 from gpu_worker.config import ENV_LOOKAHEAD
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-# Plans cut segments of at most 5 s (fusionfleet.sizing): rules for 20 s of frames cover any of them.
+# Plans cut segments of at most 5 s (fusionfleet.jobs.sizing): rules for 20 s of frames cover any of them.
 LONGEST_SEGMENT_FRAMES = 20 * 25
 GOALS = {"render_6": 0.9, "end_to_end_6": 0.8, "render_12": 0.85}
 # The stages outside the engine, in the order a job meets them (the table's and the picture's order).
@@ -208,7 +208,7 @@ def efficiencies(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def in_flight(workers: int) -> int:
-    """Segments of one job the local stack's Map sends at once for this fleet (fusionfleet.fairness)."""
+    """Segments of one job the local stack's Map sends at once for this fleet (fusionfleet.fleet.fairness)."""
     return min(UpOptions().render_concurrency, fair_concurrency(workers))
 
 

@@ -28,13 +28,13 @@ from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
-from fusionfleet.aws import AwsTarget
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage, get_json
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.notify import SnsNotifier
-from fusionfleet.orchestrator import StepFunctions
-from fusionfleet.slicing import Slicer, SlicerConfig
-from fusionfleet.storage import S3Storage, get_json
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -25,7 +25,7 @@ from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
-from fusionfleet.aws import AwsTarget
+from fusionfleet.adapters.aws import AwsTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

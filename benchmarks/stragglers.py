@@ -32,11 +32,11 @@ from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
-from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
+from fusionfleet.adapters.aws import LOCAL_ACCESS_KEY, AwsTarget
+from fusionfleet.adapters.storage import get_json
 from fusionfleet.environment.contract import env_of
 from fusionfleet.environment.worker import WorkerEnvironment
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.storage import get_json
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -44,9 +44,9 @@ from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
-from fusionfleet.aws import AwsTarget
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.storage import get_json
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.storage import get_json
 from gpu_worker.config import ENV_LOOKAHEAD
 
 ROOT = Path(__file__).resolve().parents[1]

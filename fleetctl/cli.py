@@ -20,18 +20,18 @@ from fleetctl.notices import SqsNoticeInbox
 from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.tables import duration, table
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.errors import FusionFleetError, JobNotFound
-from fusionfleet.identity import tenant_of_job
-from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
-from fusionfleet.notify import SnsNotifier
-from fusionfleet.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
-from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
-from fusionfleet.options import OptionsError
-from fusionfleet.orchestrator import StepFunctions
+from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
+from fusionfleet.facefusion.options import OptionsError
+from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.ids import tenant_of_job
+from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
+from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
 from fusionfleet.progress import ProgressLine, bar
-from fusionfleet.storage import S3Storage
-from fusionfleet.tenants import notice_tenant
-from fusionfleet.timeouts import DEFAULT_VISIBILITY_S
+from fusionfleet.services.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
 
 EXIT_FAILED = 1
 EXIT_REJECTED = 2

@@ -14,13 +14,13 @@ from typing import Any
 from fleetctl.notices import NoticeInbox
 from fleetctl.stack import StackResources
 from fusionfleet import layout
+from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS, PresignedLink
+from fusionfleet.adapters.orchestrator import Execution, Orchestrator, Progress
+from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.identity import job_id as derive_job_id
-from fusionfleet.job_state import JobStates
-from fusionfleet.links import DOWNLOAD_LINK_SECONDS, PresignedLink
-from fusionfleet.orchestrator import Execution, Orchestrator, Progress
-from fusionfleet.storage import Storage
-from fusionfleet.tenants import check_tenant_name
+from fusionfleet.fleet.tenants import check_tenant_name
+from fusionfleet.jobs.ids import job_id as derive_job_id
+from fusionfleet.jobs.state import JobStates
 
 # After a job's notice, how long and how often `wait` reads the status until the execution has ended.
 NOTICE_SETTLE_S = 30.0
@@ -53,7 +53,7 @@ class JobStatus:
     reason: str = ""
     execution: Execution | None = None
     # A SUCCEEDED job's output, signed afresh when the status was read: the notice's link may have
-    # died with the merge task's role session (fusionfleet.links).
+    # died with the merge task's role session (fusionfleet.adapters.links).
     download: PresignedLink | None = None
 
     @property

@@ -13,7 +13,7 @@ from pathlib import Path
 from fleetctl.local.paths import ENV_LOCAL_DIR
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources, load_stack
-from fusionfleet.aws import AwsTarget
+from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.errors import FusionFleetError
 
 ENV_ENDPOINT = "FUSIONFLEET_ENDPOINT_URL"

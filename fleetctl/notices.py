@@ -4,7 +4,7 @@
 Step Functions every second: the end is seen as soon as it is published, and the wait costs the
 stack a request every few seconds (for the progress line) instead of several a second. The queue
 takes only this job's notices (a filter policy on the notice's `job_id` attribute, see
-fusionfleet.notify) and is removed when the wait ends.
+fusionfleet.adapters.notify) and is removed when the wait ends.
 """
 
 from __future__ import annotations

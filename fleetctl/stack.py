@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.manifest import PRIORITIES
+from fusionfleet.jobs.manifest import PRIORITIES
 
 PRIORITY_ORDER = PRIORITIES
 

@@ -1,6 +1,6 @@
 """Subscribe one tenant to the job notices: an SNS subscription whose filter policy passes only its own.
 
-Every notice carries a `tenant` message attribute (fusionfleet.notify), so one topic serves every
+Every notice carries a `tenant` message attribute (fusionfleet.adapters.notify), so one topic serves every
 tenant; a subscription made here receives only the notices of the tenant it names.
 """
 
@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from fusionfleet.adapters.notify import tenant_filter_policy
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.notify import tenant_filter_policy
-from fusionfleet.tenants import NO_TENANT, check_tenant_name
+from fusionfleet.fleet.tenants import NO_TENANT, check_tenant_name
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient

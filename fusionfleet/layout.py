@@ -43,12 +43,12 @@ def notice_key(job_id: str) -> str:
 
 
 def reference_frame_key(job_id: str) -> str:
-    """The frame the job's reference face comes from, decoded once by the slicer (fusionfleet.reference)."""
+    """The frame the job's reference face comes from, decoded once by the slicer (fusionfleet.facefusion.reference)."""
     return f"{work_prefix(job_id)}reference-frame.png"
 
 
 def content_analysis_key(job_id: str) -> str:
-    """The job's content-analysis verdict, made once over the whole target (fusionfleet.content_analysis)."""
+    """The job's content-analysis verdict, made once over the whole target (fusionfleet.facefusion.content_analysis)."""
     return f"{work_prefix(job_id)}content-analysis.json"
 
 
@@ -144,7 +144,7 @@ def cancel_key(job_id: str) -> str:
 
 
 def job_failed_key(job_id: str) -> str:
-    """Written once by whoever first knows a job is lost (fusionfleet.job_loss): workers drop its segments."""
+    """Written once by whoever first knows a job is lost (fusionfleet.jobs.loss): workers drop its segments."""
     return f"{work_prefix(job_id)}failed.json"
 
 

@@ -7,11 +7,11 @@ from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from fusionfleet.encoding import EncoderSettings
-from fusionfleet.manifest import Priority, Quality
+from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.encoding import EncoderSettings
+from fusionfleet.jobs.manifest import Priority, Quality
+from fusionfleet.jobs.plan import Segment
 from fusionfleet.media.info import VideoInfo
-from fusionfleet.plan import Segment
-from fusionfleet.tenants import notice_tenant
 
 
 class _Model(BaseModel):
@@ -34,10 +34,10 @@ class JobContext(_Model):
     target: ObjectRef
     reference: ObjectRef | None = None
     # Without a reference image in reference mode: frame `reference_frame_number` of the whole target,
-    # decoded once by the slicer, so every segment swaps the same person (fusionfleet.reference).
+    # decoded once by the slicer, so every segment swaps the same person (fusionfleet.facefusion.reference).
     reference_frame: ObjectRef | None = None
     # Where the job's content-analysis verdict is kept, for engines that declare it job-level
-    # (fusionfleet.job_decisions): made once over the whole target, read by every segment.
+    # (fusionfleet.jobs.decisions): made once over the whole target, read by every segment.
     content_analysis: ObjectRef | None = None
     output: ObjectRef
     work_bucket: str
@@ -50,9 +50,9 @@ class JobContext(_Model):
     segment_count: int
     frame_count: int
     submitted_at: str
-    run: int = 0  # 0, then 1, 2, … for each retry (fusionfleet.runs)
+    run: int = 0  # 0, then 1, 2, … for each retry (fusionfleet.jobs.runs)
     tenant: str | None = None  # the T of a `tenants/T/jobs/` manifest; None for a single-tenant `jobs/` drop
-    fleet_workers: int = 0  # the fleet its plan was sized for (fusionfleet.sizing); 0: a fixed plan
+    fleet_workers: int = 0  # the fleet its plan was sized for (fusionfleet.jobs.sizing); 0: a fixed plan
 
 
 class Task(Protocol):
@@ -303,7 +303,7 @@ class Preview(_Model):
     bucket: str
     key: str
     url: str
-    url_expires_at: str  # ISO 8601 UTC: when `url` stops working (see fusionfleet.links)
+    url_expires_at: str  # ISO 8601 UTC: when `url` stops working (see fusionfleet.adapters.links)
     width: int
     height: int
     frames: tuple[int, ...]  # the frame numbers shown, top to bottom
@@ -315,7 +315,7 @@ class MergeResult(_Model):
     output: OutputLocation
     download_url: str
     # ISO 8601 UTC: when download_url stops working, the earlier of 24 h and the end of the merge
-    # task's role session that signed it (fusionfleet.links).
+    # task's role session that signed it (fusionfleet.adapters.links).
     download_url_expires_at: str
     frames: int
     duration_s: float

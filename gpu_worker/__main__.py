@@ -10,12 +10,12 @@ import logging
 import os
 import sys
 
-from fusionfleet.aws import AwsTarget
-from fusionfleet.blocklist import BlockPolicy
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.queues import SqsQueue
+from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.fleet.blocklist import BlockPolicy
 from fusionfleet.messages import MergeTask, RenderTask
-from fusionfleet.orchestrator import StepFunctions
-from fusionfleet.queues import SqsQueue
-from fusionfleet.storage import S3Storage
 from gpu_worker import config as worker_config
 from gpu_worker import per_gpu
 from gpu_worker.blocklist import Blocklist
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s", stream=sys.stderr
     )
     if argv[:1] == ["swap"]:
-        from gpu_worker.swap import main as swap_main
+        from gpu_worker.standalone import main as swap_main
 
         return int(swap_main(argv[1:]))
     parser = argparse.ArgumentParser(prog="fusionfleet-worker", description=__doc__)

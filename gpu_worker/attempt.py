@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusionfleet.queues import QueueMessage
+from fusionfleet.adapters.queues import QueueMessage
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""This worker's side of the per-job blocklist (fusionfleet.blocklist): count its failures at each job,
+"""This worker's side of the per-job blocklist (fusionfleet.fleet.blocklist): count its failures at each job,
 record itself in the job's blocklist when they reach the limit, and know which jobs it left.
 
 The record is one object per worker (`work/<job>/blocklist/<worker>.json`), so two workers joining a
@@ -12,11 +12,11 @@ import logging
 import time
 
 from fusionfleet import layout
-from fusionfleet.blocklist import BlockPolicy, nobody_left
+from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import ObjectMissing
-from fusionfleet.fleet import live_render_workers
+from fusionfleet.fleet.blocklist import BlockPolicy, nobody_left
+from fusionfleet.fleet.presence import live_render_workers
 from fusionfleet.messages import JobContext
-from fusionfleet.storage import Storage
 
 logger = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fusionfleet import layout
+from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import MediaError, ObjectMissing
 from fusionfleet.media.inspect import summarize
-from fusionfleet.storage import Storage
 
 logger = logging.getLogger(__name__)
 

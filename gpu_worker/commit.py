@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 
 from fusionfleet import layout
+from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.messages import SegmentRecord, SegmentResult
-from fusionfleet.storage import Storage, get_json, put_json
 
 logger = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from typing import Any
 from fusionfleet.messages import RenderTask
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
+from gpu_worker.encoded_segment import RenderedFrames
 from gpu_worker.errors import Drained
 from gpu_worker.render import RenderDeps, build_render_deps, render_frames
-from gpu_worker.rendered import RenderedFrames
 from gpu_worker.retry import describe, retryable
 
 PR_SET_PDEATHSIG = 1

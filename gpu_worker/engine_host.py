@@ -25,9 +25,9 @@ from fusionfleet.messages import RenderTask, SegmentResult
 from gpu_worker import engine_child
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
+from gpu_worker.encoded_segment import Finish, RenderedFrames
 from gpu_worker.engine_child import Checkpointed, Failed, Rendered, RenderRequest, Reply, StopRequest
 from gpu_worker.errors import Cancelled, EngineFailure, Released
-from gpu_worker.rendered import Finish, RenderedFrames
 
 logger = logging.getLogger(__name__)
 

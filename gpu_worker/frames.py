@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusionfleet.encoding import EncoderSettings
 from fusionfleet.errors import SegmentFailed
+from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.probe import VideoInfo

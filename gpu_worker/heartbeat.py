@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
 
+from fusionfleet.adapters.orchestrator import TaskCallbacks
+from fusionfleet.adapters.queues import QueueMessage, ReceiptExpired, WorkQueue
 from fusionfleet.errors import TokenGone
-from fusionfleet.orchestrator import TaskCallbacks
-from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
-from fusionfleet.timeouts import DEFAULT_VISIBILITY_S
+from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
 
 logger = logging.getLogger(__name__)
 

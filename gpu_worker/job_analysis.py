@@ -1,7 +1,7 @@
 """The job's content-analysis verdict: read where the job keeps it, or made once and kept there.
 
 The first segment that needs it (any worker, any segment) decodes the whole target, hands every
-sampled frame (fusionfleet.content_analysis.sampled_frames: FaceFusion's rate) to the engine's content
+sampled frame (fusionfleet.facefusion.content_analysis.sampled_frames: FaceFusion's rate) to the engine's content
 analyser, judges with FaceFusion's threshold and writes the verdict with create-if-absent; every
 other segment reads it. Two workers that both find it missing make the same verdict from the same
 frames, and the first write stands.
@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import time
 
-from fusionfleet.content_analysis import ContentVerdict, judge, sample_step
+from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.facefusion.content_analysis import ContentVerdict, judge, sample_step
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.messages import JobContext
-from fusionfleet.storage import S3RangeSource, Storage, get_json
 from gpu_worker.engines.base import ContentAnalyser, Engine
 
 logger = logging.getLogger(__name__)

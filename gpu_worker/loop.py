@@ -18,10 +18,10 @@ from typing import Generic
 
 from pydantic import ValidationError
 
+from fusionfleet.adapters.orchestrator import TaskCallbacks
+from fusionfleet.adapters.queues import QueueMessage, ReceiptExpired, WorkQueue
 from fusionfleet.errors import TokenGone
 from fusionfleet.messages import MergeResult, SegmentResult
-from fusionfleet.orchestrator import TaskCallbacks
-from fusionfleet.queues import QueueMessage, ReceiptExpired, WorkQueue
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Blocked, Cancelled, Released
 from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
@@ -435,7 +435,7 @@ class Worker(Generic[TaskT]):
             self._delete(message)
             return
         cause = self._handler.failure_cause(task, name, reason, attempt)
-        # First, so the job's other segments stop now rather than after its notice (fusionfleet.job_loss).
+        # First, so the job's other segments stop now rather than after its notice (fusionfleet.jobs.loss).
         self._safely(lambda: self._handler.job_lost(task, name, cause, attempt), what)
         try:
             self._orchestrator.task_failure(task.task_token, name, cause)

@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fusionfleet import layout
-from fusionfleet.audio_settings import AudioSettings, audio_settings
-from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
+from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
+from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
-from fusionfleet.failures import segment_failure, segment_label
-from fusionfleet.links import DOWNLOAD_LINK_SECONDS
+from fusionfleet.jobs.audio import AudioSettings, audio_settings
+from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
+from fusionfleet.jobs.failures import segment_failure, segment_label
+from fusionfleet.jobs.plan import Segment
 from fusionfleet.media.ffmpeg import merge_argv
 from fusionfleet.media.inspect import MediaSummary, summarize
 from fusionfleet.media.limits import MediaLimits
@@ -36,8 +38,6 @@ from fusionfleet.messages import (
     Preview,
     SegmentRecord,
 )
-from fusionfleet.plan import Segment
-from fusionfleet.storage import S3RangeSource, Storage, get_json
 from gpu_worker.audio import extract_audio
 from gpu_worker.preview import render_preview
 

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 
 from fusionfleet import layout
+from fusionfleet.adapters.storage import Storage
 from fusionfleet.messages import WorkerBeat
-from fusionfleet.storage import Storage
 
 logger = logging.getLogger(__name__)
 

@@ -15,20 +15,21 @@ from typing import Any
 import cv2
 
 from fusionfleet import layout
-from fusionfleet.aws import AwsTarget
-from fusionfleet.content_analysis import refusal_reason
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.storage import S3RangeSource, S3Storage, Storage, get_json, put_json
 from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
+from fusionfleet.facefusion.content_analysis import refusal_reason
 from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import RenderTask, SegmentRecord, SegmentResult
-from fusionfleet.storage import S3RangeSource, S3Storage, Storage, get_json, put_json
 from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.commit import commit, drop_output, result_of, winner
 from gpu_worker.config import HostConfig
+from gpu_worker.encoded_segment import Finish, RenderedFrames
 from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image
 from gpu_worker.errors import Drained, Released
@@ -36,7 +37,6 @@ from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
 from gpu_worker.frames import Carry, chunk_grid, render_range
 from gpu_worker.job_analysis import job_content_verdict
-from gpu_worker.rendered import Finish, RenderedFrames
 from gpu_worker.sources import SourceCache
 
 logger = logging.getLogger(__name__)

@@ -7,11 +7,11 @@ from collections import OrderedDict
 import cv2
 import numpy as np
 
+from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import InputRejected
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.messages import JobContext, ObjectRef
-from fusionfleet.storage import Storage
 from gpu_worker.engines.base import Image
 
 

@@ -11,8 +11,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 from fusionfleet import layout
-from fusionfleet.failures import segment_failure, segment_label
-from fusionfleet.job_loss import JobFailedMarker, is_job_failed, mark_job_failed
+from fusionfleet.adapters.storage import Storage
+from fusionfleet.jobs.failures import segment_failure, segment_label
+from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, mark_job_failed
+from fusionfleet.jobs.runs import is_cancelled
 from fusionfleet.messages import (
     MergeResult,
     MergeTask,
@@ -23,8 +25,6 @@ from fusionfleet.messages import (
     SegmentResult,
     Task,
 )
-from fusionfleet.runs import is_cancelled
-from fusionfleet.storage import Storage
 from gpu_worker.attempt import Attempt
 from gpu_worker.blocklist import Blocklist
 from gpu_worker.checkpoints import Checkpoints
@@ -223,7 +223,7 @@ class RenderHandler(TaskHandler[RenderTask]):
             logger.warning("task record %s not written", key, exc_info=True)
 
     def cancelled(self, task: RenderTask) -> bool:
-        """Cancelled by an operator, or doomed by a segment that failed for good (fusionfleet.job_loss)."""
+        """Cancelled by an operator, or doomed by a segment that failed for good (fusionfleet.jobs.loss)."""
         job = task.job
         return is_cancelled(self._storage, job.work_bucket, job.job_id) or is_job_failed(
             self._storage, job.work_bucket, job.job_id

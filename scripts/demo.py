@@ -19,9 +19,9 @@ sys.path.insert(0, str(ROOT))
 from fleetctl import connection  # noqa: E402
 from fleetctl.client import Client  # noqa: E402
 from fleetctl.samples import grace_hopper_path, write_video  # noqa: E402
-from fusionfleet.orchestrator import StepFunctions  # noqa: E402
+from fusionfleet.adapters.orchestrator import StepFunctions  # noqa: E402
+from fusionfleet.adapters.storage import S3Storage  # noqa: E402
 from fusionfleet.progress import ProgressLine, bar  # noqa: E402
-from fusionfleet.storage import S3Storage  # noqa: E402
 from gpu_worker.engines.registry import FACTORIES  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """A discrete-event model of the farm (SimPy): jobs → plans → priority queues → GPU workers → merge.
 
-It runs the project's own decisions, not copies of them: `fusionfleet.sizing` cuts every job (or the
-fixed 4 s plan, for comparison) and `fusionfleet.autoscale.decide` sizes the fleet. What it models:
+It runs the project's own decisions, not copies of them: `fusionfleet.jobs.sizing` cuts every job (or the
+fixed 4 s plan, for comparison) and `fusionfleet.fleet.autoscale.decide` sizes the fleet. What it models:
 a job's fixed start (slicer, Step Functions' first dispatch) and its segments' dispatch rate; one
 priority queue that a worker reads high first; each segment costing the engine's time per frame
 plus a fixed overhead on the worker (the GPU idles during it); workers that take `boot_s` to come
@@ -24,9 +24,9 @@ from typing import Any
 
 import simpy
 
-from fusionfleet.autoscale import Backlog, ScalingPolicy, ScalingState, decide
-from fusionfleet.fairness import fair_concurrency
-from fusionfleet.sizing import FleetView, WorkCost, fixed_segment_count, sized_segment_count
+from fusionfleet.fleet.autoscale import Backlog, ScalingPolicy, ScalingState, decide
+from fusionfleet.fleet.fairness import fair_concurrency
+from fusionfleet.jobs.sizing import FleetView, WorkCost, fixed_segment_count, sized_segment_count
 
 PRIORITY_RANK = {"high": 0, "normal": 1, "low": 2}
 
@@ -69,7 +69,7 @@ class FleetConfig:
     boot_s: float = 180.0
     spot_interruptions_per_hour: float = 0.0
     adaptive_segments: bool = True
-    fairness: bool = False  # each job's segments in flight capped at fusionfleet.fairness's share
+    fairness: bool = False  # each job's segments in flight capped at fusionfleet.fleet.fairness's share
     # Slow hosts (a throttled GPU, a noisy neighbour): this share of workers renders this much slower.
     slow_share: float = 0.0
     slow_factor: float = 3.0

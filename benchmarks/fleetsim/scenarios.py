@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from benchmarks.fleetsim.model import Costs, Farm, FleetConfig, JobSpec
-from fusionfleet.autoscale import AWS_COOLDOWNS, ScalingPolicy, backlog_target
-from fusionfleet.sizing import WorkCost
+from fusionfleet.fleet.autoscale import AWS_COOLDOWNS, ScalingPolicy, backlog_target
+from fusionfleet.jobs.sizing import WorkCost
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ from types import FrameType
 
 from fleetctl import connection
 from fleetctl.dashboard.server import DashboardServer
-from fusionfleet.notify import SnsNotifier
-from fusionfleet.operations import Operations
-from fusionfleet.orchestrator import StepFunctions
-from fusionfleet.storage import S3Storage
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.services.operations import Operations
 
 logger = logging.getLogger("fleetctl.dashboard")
 

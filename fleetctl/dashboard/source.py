@@ -1,4 +1,4 @@
-"""What the dashboard reads and does: a small protocol that `fusionfleet.operations.Operations` satisfies.
+"""What the dashboard reads and does: a small protocol that `fusionfleet.services.operations.Operations` satisfies.
 
 The server depends on this protocol only, so its tests run against an in-memory source
 (`tests/support/dashboard.py`) and the page never sees boto3. An unknown job raises `JobNotFound`,
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from fusionfleet.errors import JobNotFound, OperationRefused
-from fusionfleet.operations import JobDetail, JobSummary, WorkerView
+from fusionfleet.services.operations import JobDetail, JobSummary, WorkerView
 
 __all__ = ["DashboardSource", "JobNotFound", "OperationRefused"]
 

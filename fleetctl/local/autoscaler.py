@@ -1,5 +1,5 @@
 """The local stack's autoscaler (`python -m fleetctl.local.autoscaler`): the fleet's scaling rule
-(`fusionfleet.autoscale`) applied to render worker processes, as ECS applies it to tasks on AWS.
+(`fusionfleet.fleet.autoscale`) applied to render worker processes, as ECS applies it to tasks on AWS.
 
 Every few seconds: read the render queues (waiting and in-flight segments) and the workers'
 presence records, decide, start workers up to the desired count, and on scale-in stop only idle
@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fusionfleet import layout
-from fusionfleet.autoscale import Backlog, Decision, ScalingPolicy, ScalingState, decide, workers_to_stop
-from fusionfleet.aws import AwsTarget
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.queues import SqsQueue, WorkQueue
+from fusionfleet.adapters.storage import S3Storage, Storage
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.fleet.autoscale import Backlog, Decision, ScalingPolicy, ScalingState, decide, workers_to_stop
 from fusionfleet.messages import WorkerBeat
-from fusionfleet.queues import SqsQueue, WorkQueue
-from fusionfleet.storage import S3Storage, Storage
 
 logger = logging.getLogger("fleetctl.autoscaler")
 

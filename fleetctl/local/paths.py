@@ -69,8 +69,8 @@ class LocalPaths:
 
     @property
     def event_source_runner(self) -> Path:
-        return self.root / "infra" / "local" / "event_source.py"
+        return self.root / "infra" / "emulators" / "event_source.py"
 
     @property
     def schedule_runner(self) -> Path:
-        return self.root / "infra" / "local" / "schedule.py"
+        return self.root / "infra" / "emulators" / "schedule.py"

@@ -28,16 +28,16 @@ from fleetctl.local.paths import LocalPaths
 from fleetctl.local.state import LocalState, ManagedProcess
 from fleetctl.local.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, TENANT_CLAIM, KeyFiles, mint
 from fleetctl.stack import StackResources
-from fusionfleet.aws import LOCAL_ACCESS_KEY, AwsTarget
+from fusionfleet.adapters.aws import LOCAL_ACCESS_KEY, AwsTarget
+from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import POWERTOOLS_SERVICE, env_of
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.environment.worker import WorkerEnvironment
+from fusionfleet.fleet.stragglers import BackupPolicy
+from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
 from fusionfleet.layout import is_tenant_name
-from fusionfleet.queues import SqsQueue
-from fusionfleet.stragglers import BackupPolicy
-from fusionfleet.timeouts import DEFAULT_VISIBILITY_S
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ API_READY_S = 60.0
 class UpOptions:
     workers: int = 2
     # Above `workers`: an autoscaler process keeps between `workers` and this many render workers
-    # (fusionfleet.autoscale), and the slicer sizes plans to it. None: a fixed fleet, fixed plans.
+    # (fusionfleet.fleet.autoscale), and the slicer sizes plans to it. None: a fixed fleet, fixed plans.
     max_workers: int | None = None
     backlog_per_worker: float = 1.0
     port: int | None = None
@@ -74,7 +74,7 @@ class UpOptions:
     watchdog_every_s: float = 10.0
     watchdog_stall_s: int = 2 * 3600 + 1800
     watchdog_dispatch_grace_s: int = 300
-    # Straggler backup copies (fusionfleet.stragglers): the watchdog's rule, as on AWS.
+    # Straggler backup copies (fusionfleet.fleet.stragglers): the watchdog's rule, as on AWS.
     backups: bool = True
     backup_factor: float = BackupPolicy.factor
     backup_min_age_s: float = BackupPolicy.min_age_s
@@ -396,7 +396,7 @@ class LocalStack:
         if localstack.port_in_use(port):
             raise RuntimeError(f"the API's port {port} is in use; choose another with --api-port")
         argv = [
-            sys.executable, "-m", "infra.local.api_gateway", "--name", "api", "--port", str(port),
+            sys.executable, "-m", "infra.emulators.api_gateway", "--name", "api", "--port", str(port),
             "--handler", "functions.api.app.handler", "--public-key", str(keys.public),
             "--issuer", LOCAL_ISSUER, "--audience", LOCAL_AUDIENCE,
         ]  # fmt: skip

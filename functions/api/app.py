@@ -1,7 +1,7 @@
 """HTTP API Lambda: API Gateway (HTTP API, payload 2.0, JWT authorizer) → functions.api.routes.
 
 API Gateway verified the token before the call and passes its claims in
-`requestContext.authorizer.jwt.claims`; locally `infra/local/api_gateway.py` does the same.
+`requestContext.authorizer.jwt.claims`; locally `infra/emulators/api_gateway.py` does the same.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from aws_lambda_powertools import Logger
 from functions.api.claims import TokenRules, token_problem
 from functions.api.jobs import TenantJobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
-from fusionfleet.aws import AwsTarget
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import from_env
-from fusionfleet.notify import SnsNotifier
-from fusionfleet.operations import Operations
-from fusionfleet.orchestrator import StepFunctions
-from fusionfleet.storage import S3Storage
+from fusionfleet.services.operations import Operations
 
 logger = Logger(service="fusionfleet-api")
 NO_RULES = TokenRules()

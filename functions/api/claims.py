@@ -1,6 +1,6 @@
 """What the handler checks of a verified token before it reads the tenant from it.
 
-API Gateway's JWT authorizer (and infra/local/jwt_authorizer.py locally) has checked the signature, the
+API Gateway's JWT authorizer (and infra/emulators/jwt_authorizer.py locally) has checked the signature, the
 issuer, the expiry and the audience before the call. The handler checks again what decides whose data a
 call touches, so a misconfigured authorizer cannot hand it a token meant for another client:
 

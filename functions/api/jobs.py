@@ -4,7 +4,7 @@ detail (segments, attempts, timings, cost), preview, cancel and retry.
 The API adds no store of its own to the farm's: between `POST /jobs` and `start` the validated body
 waits in a small record (`work/_api/<tenant>/<id>.json`); `start` writes the manifest under the
 tenant's `jobs/` prefix, the same trigger as a drop into the bucket; the pipeline's job is then found
-from the manifest object (its ETag gives the job id, `fusionfleet.identity`) and read through
+from the manifest object (its ETag gives the job id, `fusionfleet.jobs.ids`) and read through
 `Operations`, as the CLI and the dashboard read it. Every key is built from the caller's tenant, so
 another tenant's job is simply not found.
 """
@@ -25,11 +25,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from fusionfleet import layout
+from fusionfleet.adapters.storage import ObjectInfo, Storage, get_json, put_json
 from fusionfleet.errors import FusionFleetError, JobNotFound, JobRejected, ObjectMissing, OperationRefused
-from fusionfleet.identity import job_id as pipeline_job_id
-from fusionfleet.manifest import parse_manifest
-from fusionfleet.operations import AttemptRecord, JobDetail, JobSummary, Operations
-from fusionfleet.storage import ObjectInfo, Storage, get_json, put_json
+from fusionfleet.jobs.ids import job_id as pipeline_job_id
+from fusionfleet.jobs.manifest import parse_manifest
+from fusionfleet.services.operations import AttemptRecord, JobDetail, JobSummary, Operations
 
 # What the API reports; the pipeline's TIMED_OUT and ABORTED (stopped by the watchdog) are failures.
 API_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")

@@ -11,12 +11,12 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 
-from fusionfleet.aws import AwsTarget
-from fusionfleet.deadletter import fail_dead_letter
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.dead_letters import DeadLetterEnvironment
-from fusionfleet.orchestrator import StepFunctions
-from fusionfleet.storage import S3Storage
+from fusionfleet.services.deadletter import fail_dead_letter
 
 logger = Logger(service="fusionfleet-dead-letters")
 processor = BatchProcessor(event_type=EventType.SQS, model=SqsRecordModel)

@@ -1,4 +1,4 @@
-"""Slicer Lambda: S3 manifest events from the ingest queue → fusionfleet.slicing → one execution per job."""
+"""Slicer Lambda: S3 manifest events from the ingest queue → fusionfleet.services.slicing → one execution per job."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
 from functions.slicer.models import IngestRecord, S3TestEvent
-from fusionfleet.aws import AwsTarget
-from fusionfleet.capacity import GpuCapacity, GpuFleet, ServiceQuotasCapacity
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.slicer import SlicerEnvironment
-from fusionfleet.notify import SnsNotifier
-from fusionfleet.orchestrator import StepFunctions
-from fusionfleet.slicing import Slicer, SlicerConfig
-from fusionfleet.storage import S3Storage
-from fusionfleet.tenants import TenantLimits
-from fusionfleet.timeouts import TimeoutPolicy
-from fusionfleet.wake import EcsServiceWaker, FleetWaker, WakePolicy
+from fusionfleet.fleet.quotas import GpuCapacity, GpuFleet, ServiceQuotasCapacity
+from fusionfleet.fleet.tenants import TenantLimits
+from fusionfleet.fleet.wake import EcsServiceWaker, FleetWaker, WakePolicy
+from fusionfleet.jobs.timeouts import TimeoutPolicy
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 
 logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)

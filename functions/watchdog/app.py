@@ -9,17 +9,17 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from fusionfleet.aws import AwsTarget
-from fusionfleet.backups import BackupSender
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.queues import SqsQueue
+from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.watchdog import WatchdogEnvironment
-from fusionfleet.manifest import PRIORITIES
-from fusionfleet.notify import SnsNotifier
-from fusionfleet.orchestrator import StepFunctions
-from fusionfleet.queues import SqsQueue
-from fusionfleet.storage import S3Storage
-from fusionfleet.stragglers import BackupPolicy
-from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.fleet.stragglers import BackupPolicy
+from fusionfleet.jobs.manifest import PRIORITIES
+from fusionfleet.services.backups import BackupSender
+from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
 
 logger = Logger(service="fusionfleet-watchdog")
 
@@ -36,7 +36,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, WatchdogConfig]:
 
 
 def backup_settings(env: Mapping[str, str]) -> tuple[dict[str, str], BackupPolicy]:
-    """The render queues by priority and the straggler rule (fusionfleet.stragglers)."""
+    """The render queues by priority and the straggler rule (fusionfleet.fleet.stragglers)."""
     read = from_env(WatchdogEnvironment, env)
     urls = read.render_queue_urls
     queues: dict[str, str] = dict(zip(PRIORITIES, urls, strict=True)) if len(urls) == len(PRIORITIES) else {}

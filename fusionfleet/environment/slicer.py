@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusionfleet.capacity import GpuFleet
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
-from fusionfleet.slicing import SlicerConfig
-from fusionfleet.tenants import TenantLimits
-from fusionfleet.timeouts import TimeoutPolicy
-from fusionfleet.wake import WakePolicy
+from fusionfleet.fleet.quotas import GpuFleet
+from fusionfleet.fleet.tenants import TenantLimits
+from fusionfleet.fleet.wake import WakePolicy
+from fusionfleet.jobs.timeouts import TimeoutPolicy
+from fusionfleet.services.slicing import SlicerConfig
 
 ENV_WORK_BUCKET = "WORK_BUCKET"
 ENV_STATE_MACHINE = "STATE_MACHINE_ARN"

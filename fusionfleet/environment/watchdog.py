@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
-from fusionfleet.stragglers import BackupPolicy
-from fusionfleet.watchdog import WatchdogPolicy
+from fusionfleet.fleet.stragglers import BackupPolicy
+from fusionfleet.services.watchdog import WatchdogPolicy
 
 ENV_WORK_BUCKET = "WORK_BUCKET"
 ENV_STATE_MACHINE = "STATE_MACHINE_ARN"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
-from fusionfleet.timeouts import DEFAULT_VISIBILITY_S, TimeoutPolicy
+from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S, TimeoutPolicy
 
 ENV_ROLE = "FUSIONFLEET_ROLE"
 ENV_QUEUE_URLS = "FUSIONFLEET_QUEUE_URLS"

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
 
-from fusionfleet.audio_settings import AudioSettings, audio_encode_args
-from fusionfleet.encoding import EncoderSettings
+from fusionfleet.jobs.audio import AudioSettings, audio_encode_args
+from fusionfleet.jobs.encoding import EncoderSettings
 
 # Audio codecs the MP4 muxer takes as they are; anything else is re-encoded to AAC once.
 MP4_AUDIO_CODECS = frozenset({"aac", "mp3", "opus", "ac3", "eac3", "alac", "flac"})

@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from fusionfleet.manifest import QUALITIES
+from fusionfleet.jobs.manifest import QUALITIES
 
 Image = npt.NDArray[np.uint8]
 """An H×W×3 uint8 image in BGR channel order (OpenCV's convention)."""
@@ -68,7 +68,7 @@ class EngineJob:
     fps: float = 25.0
     work_dir: Path = Path("/tmp")
     # The job's content-analysis verdict was made once over the whole target and passed
-    # (fusionfleet.content_analysis): the engine must not decide again from this segment's frames.
+    # (fusionfleet.facefusion.content_analysis): the engine must not decide again from this segment's frames.
     content_decided: bool = False
 
     def option(self, name: str, default: Any = None) -> Any:

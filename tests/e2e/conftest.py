@@ -17,7 +17,7 @@ import pytest
 
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
-from fusionfleet.aws import AwsTarget
+from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.environment.contract import env_of
 from fusionfleet.environment.worker import WorkerEnvironment
 from tests.support.browser import chromium

@@ -12,8 +12,8 @@ from typing import Any
 
 from fleetctl.samples import grace_hopper_path, read_stamp
 from fusionfleet import layout
-from fusionfleet.identity import job_id
-from fusionfleet.queues import SqsQueue
+from fusionfleet.adapters.queues import SqsQueue
+from fusionfleet.jobs.ids import job_id
 from tests.e2e.conftest import Stack
 from tests.support.media import decode_all
 

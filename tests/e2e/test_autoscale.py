@@ -17,9 +17,9 @@ import pytest
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from fusionfleet import layout
-from fusionfleet.aws import AwsTarget
-from fusionfleet.sizing import FleetView, engine_cost, sized_segment_count
-from fusionfleet.storage import S3Storage, get_json
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.storage import S3Storage, get_json
+from fusionfleet.jobs.sizing import FleetView, engine_cost, sized_segment_count
 from tests.e2e.conftest import ROOT, Stack, free_port
 from tests.e2e.helpers import drop_job, notice_for, wait_until
 from tests.support.media import write_video

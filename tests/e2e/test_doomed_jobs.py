@@ -1,5 +1,5 @@
 """A doomed job on the real local stack: told within minutes of its fatal fault, even behind a
-backlog, and its queued segments cost no engine time (fusionfleet.job_loss)."""
+backlog, and its queued segments cost no engine time (fusionfleet.jobs.loss)."""
 
 from __future__ import annotations
 

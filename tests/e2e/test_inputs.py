@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fleetctl.samples import grace_hopper, read_stamp
-from fusionfleet.identity import job_id
+from fusionfleet.jobs.ids import job_id
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import drop_job, notice_for, queues_empty, wait_until
 from tests.support.media import decode_all, ffmpeg, write_video

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fusionfleet import layout
-from fusionfleet.orchestrator import execution_arn
+from fusionfleet.adapters.orchestrator import execution_arn
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import drop_job, notice_for, queues_empty, record, stamps_of, wait_until
 from tests.support.media import write_video

@@ -15,8 +15,8 @@ import pytest
 
 from fleetctl.samples import grace_hopper_path, read_stamp
 from fusionfleet import layout
-from fusionfleet.identity import job_id
-from fusionfleet.orchestrator import execution_arn
+from fusionfleet.adapters.orchestrator import execution_arn
+from fusionfleet.jobs.ids import job_id
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import queues_empty, wait_until
 from tests.support.media import decode_all, write_video

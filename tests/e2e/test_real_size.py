@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from fusionfleet.orchestrator import execution_arn
+from fusionfleet.adapters.orchestrator import execution_arn
 from tests.e2e.conftest import ROOT, Stack
 from tests.e2e.helpers import (
     checkpoint_exists,

@@ -13,8 +13,8 @@ from botocore.exceptions import ClientError
 
 from fleetctl.samples import grace_hopper_path
 from fusionfleet import layout
-from fusionfleet.identity import job_id
-from fusionfleet.orchestrator import execution_arn
+from fusionfleet.adapters.orchestrator import execution_arn
+from fusionfleet.jobs.ids import job_id
 from tests.e2e.conftest import Stack
 from tests.support.media import decode_all, write_video
 

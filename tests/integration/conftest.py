@@ -77,7 +77,7 @@ def s3_event(bucket: str, key: str) -> str:
 
 
 def sqs_event(*bodies: str) -> dict[str, Any]:
-    from infra.local.event_source import to_event
+    from infra.emulators.event_source import to_event
 
     return to_event(
         [

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from functions.api.app import ApiSettings, tenant_jobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
-from fusionfleet.aws import AwsTarget
+from fusionfleet.adapters.aws import AwsTarget
 from tests.integration.conftest import REGION, Aws
 
 

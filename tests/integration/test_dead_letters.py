@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 from fusionfleet import layout
-from fusionfleet.deadletter import fail_dead_letter
+from fusionfleet.adapters.storage import S3Storage, get_json, put_json
 from fusionfleet.errors import TokenGone
-from fusionfleet.job_loss import job_failed
+from fusionfleet.jobs.loss import job_failed
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.storage import S3Storage, get_json, put_json
+from fusionfleet.services.deadletter import fail_dead_letter
 from tests.integration.conftest import Aws
 
 

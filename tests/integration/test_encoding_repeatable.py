@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from fusionfleet.encoding import encoder_settings
+from fusionfleet.jobs.encoding import encoder_settings
 
 
 def test_encoding_is_repeatable_while_the_cpu_is_contended() -> None:

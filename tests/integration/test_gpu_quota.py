@@ -17,7 +17,7 @@ import pytest
 from moto import mock_aws
 from moto.servicequotas.models import ServiceQuotasBackend
 
-from fusionfleet.capacity import ON_DEMAND_QUOTA, SPOT_QUOTA, GpuFleet, ServiceQuotasCapacity
+from fusionfleet.fleet.quotas import ON_DEMAND_QUOTA, SPOT_QUOTA, GpuFleet, ServiceQuotasCapacity
 from tests.support.fakes import Clock
 
 REGION = "us-east-1"

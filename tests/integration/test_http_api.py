@@ -23,9 +23,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from fleetctl.local.tokens import mint
 from functions.api.app import ApiSettings, respond, tenant_jobs
-from fusionfleet.aws import AwsTarget
-from infra.local.api_gateway import Answer, LocalApi
-from infra.local.jwt_authorizer import JwtAuthorizer
+from fusionfleet.adapters.aws import AwsTarget
+from infra.emulators.api_gateway import Answer, LocalApi
+from infra.emulators.jwt_authorizer import JwtAuthorizer
 from tests.integration.conftest import REGION, Aws
 
 ISSUER = "https://issuer.example/"

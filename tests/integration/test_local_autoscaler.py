@@ -11,10 +11,10 @@ from pathlib import Path
 
 from fleetctl.local.autoscaler import AutoscalerSettings, run
 from fusionfleet import layout
-from fusionfleet.autoscale import ScalingPolicy
+from fusionfleet.adapters.queues import SqsQueue
+from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.fleet.autoscale import ScalingPolicy
 from fusionfleet.messages import WorkerBeat
-from fusionfleet.queues import SqsQueue
-from fusionfleet.storage import S3Storage
 from tests.integration.conftest import Aws
 
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from fleetctl.samples import read_stamp
+from fusionfleet.adapters.storage import S3RangeSource
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import ObjectRef
-from fusionfleet.storage import S3RangeSource
 from gpu_worker.merge import make_preview
 from gpu_worker.preview import render_preview
 from tests.support.fakes import FakeStorage

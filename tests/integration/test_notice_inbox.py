@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fleetctl.notices import SqsNoticeInbox
-from fusionfleet.notify import SnsNotifier
+from fusionfleet.adapters.notify import SnsNotifier
 from tests.integration.conftest import Aws
 
 

@@ -15,8 +15,8 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from fleetctl.samples import grace_hopper_path, read_stamp
 from functions.slicer import app
 from fusionfleet import layout
-from fusionfleet.identity import job_id
-from infra.local.event_source import LambdaContext
+from fusionfleet.jobs.ids import job_id
+from infra.emulators.event_source import LambdaContext
 from tests.integration.conftest import FIXTURES, Aws, s3_event, sqs_event, upload
 from tests.support.hostile import HOSTILE_TARGETS, SECRET
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from fusionfleet.adapters.storage import MIN_PART_BYTES, S3Storage
 from fusionfleet.errors import DeleteFailed
-from fusionfleet.storage import MIN_PART_BYTES, S3Storage
 from tests.integration.conftest import Aws
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fleetctl.subscriptions import subscribe
-from fusionfleet.notify import SnsNotifier
+from fusionfleet.adapters.notify import SnsNotifier
 from tests.integration.conftest import Aws
 
 

@@ -14,19 +14,19 @@ import pytest
 
 from fleetctl.samples import grace_hopper_path, read_stamp
 from fusionfleet import layout
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import Progress, StepFunctions
+from fusionfleet.adapters.queues import SqsQueue
+from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.errors import TokenGone
+from fusionfleet.jobs.plan import SegmentPolicy
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, RenderTask
-from fusionfleet.notify import SnsNotifier
-from fusionfleet.orchestrator import Progress, StepFunctions
-from fusionfleet.plan import SegmentPolicy
-from fusionfleet.queues import SqsQueue
-from fusionfleet.slicing import Slicer, SlicerConfig
-from fusionfleet.storage import S3Storage
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines import registry
 from gpu_worker.engines.base import EngineJob, Frame, Image

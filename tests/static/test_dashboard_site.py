@@ -15,10 +15,10 @@ from fleetctl.dashboard import DashboardServer
 from fleetctl.dashboard.publish import NoDashboard, site_for, upload
 from fleetctl.dashboard.site import CONFIG_KEY, content_policy, origin, tenant_site
 from fleetctl.local.supervisor import tenant_page_url
-from infra.local import cors
-from infra.local.api_gateway import LocalApi
-from infra.local.cors import CorsPolicy
-from infra.local.jwt_authorizer import JwtAuthorizer
+from infra.emulators import cors
+from infra.emulators.api_gateway import LocalApi
+from infra.emulators.cors import CorsPolicy
+from infra.emulators.jwt_authorizer import JwtAuthorizer
 from tests.support.cfn import Conditions, existing, parameter_values, transform
 from tests.support.dashboard import FakeDashboardSource
 

@@ -38,12 +38,12 @@ PACKAGES = ("fusionfleet", "functions", "gpu_worker")
 # The adapter classes, the names the code gives the objects it calls them on, and the names each gives
 # its boto3 clients with their IAM service prefix.
 ADAPTERS = {
-    "storage": ("fusionfleet/storage.py", "S3Storage", {"s3": "s3"}),
-    "orchestrator": ("fusionfleet/orchestrator.py", "StepFunctions", {"sfn": "states", "client": "states"}),
-    "queue": ("fusionfleet/queues.py", "SqsQueue", {"sqs": "sqs", "client": "sqs"}),
-    "notifier": ("fusionfleet/notify.py", "SnsNotifier", {"sns": "sns", "client": "sns"}),
-    "capacity": ("fusionfleet/capacity.py", "ServiceQuotasCapacity", {"quotas": "servicequotas", "ec2": "ec2"}),
-    "waker": ("fusionfleet/wake.py", "EcsServiceWaker", {"ecs": "ecs"}),
+    "storage": ("fusionfleet/adapters/storage.py", "S3Storage", {"s3": "s3"}),
+    "orchestrator": ("fusionfleet/adapters/orchestrator.py", "StepFunctions", {"sfn": "states", "client": "states"}),
+    "queue": ("fusionfleet/adapters/queues.py", "SqsQueue", {"sqs": "sqs", "client": "sqs"}),
+    "notifier": ("fusionfleet/adapters/notify.py", "SnsNotifier", {"sns": "sns", "client": "sns"}),
+    "capacity": ("fusionfleet/fleet/quotas.py", "ServiceQuotasCapacity", {"quotas": "servicequotas", "ec2": "ec2"}),
+    "waker": ("fusionfleet/fleet/wake.py", "EcsServiceWaker", {"ecs": "ecs"}),
 }
 # boto3 service names → the adapter class that alone is handed such a client in deployed code.
 CLIENT_ADAPTERS = {
@@ -302,7 +302,7 @@ def test_every_boto3_client_of_the_deployed_code_goes_to_an_adapter_the_derivati
     stray = [
         (module, service, adapter)
         for module, service, adapter in uses
-        if module != "fusionfleet/aws.py" and adapter not in CLIENT_ADAPTERS.get(service, set())
+        if module != "fusionfleet/adapters/aws.py" and adapter not in CLIENT_ADAPTERS.get(service, set())
     ]
     assert stray == []
     adapted = {class_name for _, class_name, _ in ADAPTERS.values()}
@@ -322,7 +322,7 @@ def test_the_slicer_may_raise_the_render_service_and_no_other() -> None:
 
 
 # The derivation follows imports, so it sees every method of a shared class a component imports. The
-# tenants' API imports fusionfleet.operations for the methods checked below (the tenant page's reads,
+# tenants' API imports fusionfleet.services.operations for the methods checked below (the tenant page's reads,
 # cancel and retry); the listing and history calls of the others are the CLI's and the dashboard's.
 UNUSED_REACHABLE: dict[str, set[str]] = {
     "ApiFunctionRole": {

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from fusionfleet.identity import JOB_ID_CHARS
-from fusionfleet.notify import SUBJECT_LIMIT
+from fusionfleet.adapters.notify import SUBJECT_LIMIT
+from fusionfleet.jobs.ids import JOB_ID_CHARS
 
 ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "render.asl.json"
 

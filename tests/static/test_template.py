@@ -18,7 +18,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint, lint_file
 
 from fleetctl.stack import StackResources
-from fusionfleet.autoscale import AWS_COOLDOWNS
+from fusionfleet.fleet.autoscale import AWS_COOLDOWNS
 from tests.support.cfn import (
     _SUB_NAME,
     ASL,
@@ -458,7 +458,7 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
     assert by_id["running"]["MetricStat"]["Metric"]["MetricName"] == "RunningTaskCount"
     assert by_id["running"]["MetricStat"]["Metric"]["Namespace"] == "ECS/ContainerInsights"
     assert len(returned) == 1
-    # (fusionfleet/autoscale.py's rule: in-flight segments count, and the same cooldowns)
+    # (fusionfleet/fleet/autoscale.py's rule: in-flight segments count, and the same cooldowns)
     expression = returned[0]["Expression"].replace(" ", "")
     assert expression == "(high+normal+low+high_busy+normal_busy+low_busy)/running"
     config = tracking["TargetTrackingScalingPolicyConfiguration"]

@@ -11,7 +11,7 @@ from tests.support.template import ROOT
 PACKAGE = ROOT / "gpu_worker"
 # Imported where used on purpose, not to dodge a cycle: the `swap` command (a tree a worker never
 # needs), and engines, which the registry loads only when one is asked for (heavy optional packages).
-LAZY_ALLOWED = {("gpu_worker.__main__", "gpu_worker.swap")}
+LAZY_ALLOWED = {("gpu_worker.__main__", "gpu_worker.standalone")}
 LAZY_LOADER = ("gpu_worker.engines.registry", "gpu_worker.engines.")
 
 

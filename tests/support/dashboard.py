@@ -1,6 +1,6 @@
 """An in-memory `DashboardSource` for the dashboard's tests: jobs, workers and previews held in dicts.
 
-The records are the frozen dataclasses `fusionfleet.operations` returns; `cancel` and `retry` follow its
+The records are the frozen dataclasses `fusionfleet.services.operations` returns; `cancel` and `retry` follow its
 rules closely enough for the API (only a running job is cancelled, only failed or cancelled jobs are
 retried, anything else is `OperationRefused`), and every call is recorded.
 """
@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from fusionfleet.errors import JobNotFound, OperationRefused
-from fusionfleet.operations import JOB_STATES, AttemptRecord, JobDetail, JobSummary, SegmentView, WorkerView
+from fusionfleet.services.operations import JOB_STATES, AttemptRecord, JobDetail, JobSummary, SegmentView, WorkerView
 
 NOW = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
 JPEG_BYTES = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00fake-frame\xff\xd9"

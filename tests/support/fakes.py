@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fusionfleet.adapters.links import PresignedLink, link_expiry
+from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
+from fusionfleet.adapters.queues import QueueDepth, QueueMessage, ReceiptExpired
+from fusionfleet.adapters.storage import ObjectInfo
 from fusionfleet.errors import ObjectMissing, TokenGone
-from fusionfleet.links import PresignedLink, link_expiry
-from fusionfleet.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
-from fusionfleet.queues import QueueDepth, QueueMessage, ReceiptExpired
-from fusionfleet.storage import ObjectInfo
 
 EPOCH = 1_700_000_000.0
 
@@ -335,7 +335,7 @@ class FakeCapacity:
 
 @dataclass
 class FakeWaker:
-    """Records the segment counts the slicer woke the fleet for (fusionfleet.wake.FleetWaker)."""
+    """Records the segment counts the slicer woke the fleet for (fusionfleet.fleet.wake.FleetWaker)."""
 
     woken: list[int] = field(default_factory=list)
 

@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 from fleetctl.stack import StackResources
 from fusionfleet import layout
+from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import SegmentAttempt, SegmentRecord
-from fusionfleet.operations import Operations
-from fusionfleet.orchestrator import Execution, execution_arn
-from fusionfleet.plan import Segment
+from fusionfleet.services.operations import Operations
 from tests.support.fakes import Clock, FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK, job_context
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusionfleet.encoding import EncoderSettings
+from fusionfleet.jobs.encoding import EncoderSettings
+from fusionfleet.jobs.plan import Segment
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.messages import JobContext, ObjectRef
-from fusionfleet.plan import Segment
 
 MEDIA = "media"
 WORK = "work"

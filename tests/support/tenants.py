@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fleetctl.samples import grace_hopper_path
 from fusionfleet import layout
-from fusionfleet.slicing import Slicer, SlicerConfig
-from fusionfleet.tenants import TenantLimits
+from fusionfleet.fleet.tenants import TenantLimits
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 
 MEDIA, WORK = "media", "work"

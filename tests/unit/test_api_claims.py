@@ -15,8 +15,8 @@ from functions.api.app import ApiSettings, respond, settings
 from functions.api.claims import TokenRules, token_problem
 from functions.api.jobs import TenantJobs
 from fusionfleet.environment.api import ENV_AUDIENCE, ENV_TOKEN_USE
-from fusionfleet.operations import Operations
-from infra.local.jwt_authorizer import JwtAuthorizer, Unauthorized
+from fusionfleet.services.operations import Operations
+from infra.emulators.jwt_authorizer import JwtAuthorizer, Unauthorized
 from tests.support.cfn import source
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK

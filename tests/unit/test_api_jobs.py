@@ -13,11 +13,11 @@ from functions.api.app import ApiSettings
 from functions.api.jobs import TenantJobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
 from fusionfleet import layout
-from fusionfleet.identity import job_id as pipeline_job_id
+from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.jobs.ids import job_id as pipeline_job_id
+from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import ObjectRef
-from fusionfleet.operations import Operations
-from fusionfleet.orchestrator import Execution, execution_arn
-from fusionfleet.plan import Segment
+from fusionfleet.services.operations import Operations
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK, job_context
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from fusionfleet.autoscale import (
+from fusionfleet.fleet.autoscale import (
     Backlog,
     ScalingPolicy,
     ScalingState,

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import pytest
 
 from fusionfleet import layout
-from fusionfleet.backups import BackupSender
+from fusionfleet.fleet.stragglers import BackupPolicy
+from fusionfleet.jobs.runs import RunRecord
 from fusionfleet.messages import RenderTask, SegmentHold, SegmentRecord, SegmentResult
-from fusionfleet.runs import RunRecord
-from fusionfleet.stragglers import BackupPolicy
+from fusionfleet.services.backups import BackupSender
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Released
 from gpu_worker.tasks import RenderHandler

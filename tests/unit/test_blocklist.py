@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from fusionfleet import layout
-from fusionfleet.blocklist import BlockPolicy, nobody_left
+from fusionfleet.fleet.blocklist import BlockPolicy, nobody_left
 from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
 from gpu_worker.attempt import Attempt
 from gpu_worker.blocklist import Blocklist

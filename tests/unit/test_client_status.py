@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from fleetctl.client import Client
 from fleetctl.stack import StackResources
-from fusionfleet.links import DOWNLOAD_LINK_SECONDS
-from fusionfleet.orchestrator import Execution, execution_arn
+from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
+from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from tests.support.fakes import FakeOrchestrator, FakeStorage
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"

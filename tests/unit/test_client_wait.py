@@ -8,7 +8,7 @@ from typing import Any
 
 from fleetctl.client import Client
 from fleetctl.stack import StackResources
-from fusionfleet.orchestrator import Execution, execution_arn
+from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from tests.support.fakes import FakeOrchestrator, FakeStorage
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from fusionfleet.content_analysis import LIMIT_PERCENT, judge, refusal_reason, sample_step, sampled_frames
-from fusionfleet.job_decisions import CONTENT_ANALYSIS, JOB_LEVEL, REFERENCE_FRAME, job_level
-from fusionfleet.manifest import ENGINE_NAMES
-from fusionfleet.option_support import selects_faces
+from fusionfleet.facefusion.content_analysis import LIMIT_PERCENT, judge, refusal_reason, sample_step, sampled_frames
+from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, JOB_LEVEL, REFERENCE_FRAME, job_level
+from fusionfleet.jobs.engine_options import selects_faces
+from fusionfleet.jobs.manifest import ENGINE_NAMES
 
 
 def test_frames_are_sampled_as_facefusion_samples_a_whole_video() -> None:

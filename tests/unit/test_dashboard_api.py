@@ -17,7 +17,7 @@ import pytest
 
 from fleetctl.dashboard import DashboardServer
 from fleetctl.dashboard.api import plain, route
-from fusionfleet.operations import WorkerView
+from fusionfleet.services.operations import WorkerView
 from tests.support.dashboard import JPEG_BYTES, NOW, FakeDashboardSource, sample_job
 
 pytestmark = pytest.mark.timeout(30)

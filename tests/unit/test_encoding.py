@@ -4,8 +4,8 @@ from fractions import Fraction
 
 import pytest
 
-from fusionfleet.encoding import encoder_settings, quality_to_crf, track_timescale
 from fusionfleet.errors import JobRejected
+from fusionfleet.jobs.encoding import encoder_settings, quality_to_crf, track_timescale
 
 
 def test_quality_maps_to_crf_like_facefusion() -> None:

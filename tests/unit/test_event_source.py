@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from infra.local.event_source import failed_ids, to_event
+from infra.emulators.event_source import failed_ids, to_event
 
 
 def test_messages_take_lambdas_sqs_event_shape() -> None:

@@ -1,5 +1,5 @@
 """The FaceFusion worker image is honest: FaceFusion's own pins in its own `pip check`ed environment,
-and exactly the models `fusionfleet/image_models.py` lists, which validation refuses others by.
+and exactly the models `fusionfleet/facefusion/image_models.py` lists, which validation refuses others by.
 
 Static checks of gpu_worker/Dockerfile (no Docker engine here); the harness tests below compare the
 list with FaceFusion 3.8.1's own model sets when a checkout is at hand (FUSIONFLEET_FACEFUSION_SOURCE).
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from fusionfleet.errors import JobRejected
-from fusionfleet.image_models import ALL_OF_THEM, DOWNLOAD_SCOPE, IMAGE_MODELS, image_model_problems
-from fusionfleet.option_catalogue import CATALOGUE
-from fusionfleet.option_support import check_engine_options
+from fusionfleet.facefusion.catalogue import CATALOGUE
+from fusionfleet.facefusion.image_models import ALL_OF_THEM, DOWNLOAD_SCOPE, IMAGE_MODELS, image_model_problems
+from fusionfleet.jobs.engine_options import check_engine_options
 from gpu_worker.engines.facefusion import image_models_check
 from tests.support.facefusion_harness import facefusion_python, skip_reason, source_checkout
 
@@ -57,7 +57,9 @@ def test_facefusion_gets_an_environment_of_its_own_checked_by_pip_check() -> Non
 
 
 def test_the_image_downloads_and_checks_exactly_the_listed_models() -> None:
-    assert "COPY fusionfleet/image_models.py gpu_worker/engines/facefusion/image_models_check.py" in DOCKERFILE
+    assert (
+        "COPY fusionfleet/facefusion/image_models.py gpu_worker/engines/facefusion/image_models_check.py" in DOCKERFILE
+    )
     (download,) = [step for step in run_steps("build") if "force-download" in step]
     # The scope comes from the list, and the check runs over what was downloaded, in the same step
     assert "image_models_check.py scope /tmp/image-models/image_models.py" in download
@@ -110,7 +112,7 @@ needs_checkout = pytest.mark.skipif(skip_reason() is not None, reason=skip_reaso
 def run_check(command: str, home: Path) -> subprocess.CompletedProcess[str]:
     script = Path(image_models_check.__file__)
     return subprocess.run(
-        [str(facefusion_python()), str(script), command, str(ROOT / "fusionfleet" / "image_models.py")],
+        [str(facefusion_python()), str(script), command, str(ROOT / "fusionfleet" / "facefusion" / "image_models.py")],
         cwd=home, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 

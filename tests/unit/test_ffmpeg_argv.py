@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from fusionfleet.encoding import encoder_settings
+from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.media.ffmpeg import audio_codec_args, encode_segment_argv, merge_argv, size_filter
 
 SETTINGS = encoder_settings(640, 360, Fraction(25), {"output_video_quality": 80}, max_segment_frames=125)

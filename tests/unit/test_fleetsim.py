@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from benchmarks.fleetsim.model import Costs, Farm, FleetConfig, JobSpec
 from benchmarks.fleetsim.scenarios import COSTS, fairness, p95, single_job, stragglers
-from fusionfleet.autoscale import ScalingPolicy
+from fusionfleet.fleet.autoscale import ScalingPolicy
 
 
 def test_sized_plans_finish_a_short_clip_sooner_on_two_workers() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 
 from fusionfleet import layout
-from fusionfleet.identity import job_id, tenant_of_job
+from fusionfleet.jobs.ids import job_id, tenant_of_job
 
 
 def test_job_id_is_a_valid_execution_name_and_stable() -> None:

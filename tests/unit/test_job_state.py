@@ -8,10 +8,10 @@ import pytest
 
 from fleetctl.client import Client
 from fusionfleet import layout
+from fusionfleet.adapters.orchestrator import Progress, execution_arn
 from fusionfleet.errors import JobNotFound
-from fusionfleet.job_state import CANCEL_REASON, JobStates, job_state
-from fusionfleet.orchestrator import Progress, execution_arn
-from fusionfleet.runs import execution_name
+from fusionfleet.jobs.runs import execution_name
+from fusionfleet.jobs.state import CANCEL_REASON, JobStates, job_state
 from tests.support.farm import MACHINE, RESOURCES, Farm
 from tests.support.jobs import WORK
 

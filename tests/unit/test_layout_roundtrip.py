@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fusionfleet import layout
-from fusionfleet.identity import job_id
+from fusionfleet.jobs.ids import job_id
 
 # A real job id (as the slicer derives it) and a plain one; a tenant's job id carries its tenant.
 JOBS = (job_id("media", "jobs/Zoë + friends.json", '"e1"'), "clip-1", job_id("m", "tenants/acme/jobs/a.json", "e"))

@@ -16,14 +16,14 @@ import botocore.session
 import pytest
 from botocore.credentials import CredentialProvider, Credentials, RefreshableCredentials
 
-from fusionfleet.aws import AwsTarget
-from fusionfleet.links import (
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.links import (
     DOWNLOAD_LINK_SECONDS,
     SIGV4_MAX_SECONDS,
     credentials_expiry,
     link_lifetime_s,
 )
-from fusionfleet.storage import S3Storage
+from fusionfleet.adapters.storage import S3Storage
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

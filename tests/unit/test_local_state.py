@@ -12,7 +12,7 @@ ZOMBIE = "4979 (python3.11) Z 1 4979 4979 0 -1 4194560"
 
 
 def test_a_process_whose_command_line_names_it_is_ours() -> None:
-    assert is_ours(b"python\0-m\0infra.local.api_gateway\0--name\0api\0", RUNNING, b"api")
+    assert is_ours(b"python\0-m\0infra.emulators.api_gateway\0--name\0api\0", RUNNING, b"api")
 
 
 def test_a_recycled_pid_running_something_else_is_not_ours() -> None:

@@ -13,7 +13,7 @@ from fleetctl.local.paths import LocalPaths
 from fleetctl.local.state import LocalState
 from fleetctl.local.supervisor import LocalStack
 from fleetctl.local.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, KeyFiles, mint
-from infra.local.jwt_authorizer import JwtAuthorizer, Unauthorized
+from infra.emulators.jwt_authorizer import JwtAuthorizer, Unauthorized
 
 
 def _authorizer(keys: KeyFiles) -> JwtAuthorizer:

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from fusionfleet.errors import JobRejected
-from fusionfleet.manifest import parse_manifest
+from fusionfleet.jobs.manifest import parse_manifest
 
 KEY = "jobs/summer/alice.json"
 

@@ -1,9 +1,9 @@
-"""The engine, quality and priority names are defined once, in fusionfleet.manifest; the workers agree."""
+"""The engine, quality and priority names are defined once, in fusionfleet.jobs.manifest; the workers agree."""
 
 from __future__ import annotations
 
 from fleetctl.stack import PRIORITY_ORDER
-from fusionfleet.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
+from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
 from gpu_worker.engines.base import QUALITY_PRESETS
 from gpu_worker.engines.registry import engine_names
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from fusionfleet import layout
-from fusionfleet.cost import job_cost
-from fusionfleet.failures import segment_failure, segment_label
-from fusionfleet.identity import job_id
+from fusionfleet.adapters.notify import SUBJECT_LIMIT, SUBJECT_WORDS, notice_subject, subject_line
+from fusionfleet.jobs.cost import job_cost
+from fusionfleet.jobs.failures import segment_failure, segment_label
+from fusionfleet.jobs.ids import job_id
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.notify import SUBJECT_LIMIT, SUBJECT_WORDS, notice_subject, subject_line
-from fusionfleet.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 from gpu_worker.preview import cell_size, contact_sheet, encode_jpeg, sample_frames
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 
@@ -155,7 +155,7 @@ def test_every_subject_in_the_state_machine_fits_sns_with_the_longest_job_id() -
 
 def test_code_that_publishes_uses_the_bounded_subject() -> None:
     # GIVEN the modules that publish notices
-    for module in ("fusionfleet/slicing.py", "fusionfleet/watchdog.py"):
+    for module in ("fusionfleet/services/slicing.py", "fusionfleet/services/watchdog.py"):
         source = (ROOT / module).read_text()
         # THEN each builds its subject with notice_subject, never by formatting the job id itself
         assert "notice_subject(" in source, module
@@ -200,6 +200,6 @@ def test_a_failed_render_still_reaches_the_gate_so_its_notice_names_the_segments
 def test_the_success_notice_keeps_its_fields_and_adds_the_preview_and_the_cost() -> None:
     notice = json.loads(ASL.read_text())["States"]["SuccessNotice"]["Parameters"]
     assert {"output.$", "download_url.$", "frames.$", "duration_s.$", "audio_tracks.$", "timings"} <= set(notice)
-    # The link's true end travels with it: a role session may end it before 24 h (fusionfleet.links).
+    # The link's true end travels with it: a role session may end it before 24 h (fusionfleet.adapters.links).
     assert notice["download_url_expires_at.$"] == "$.merge.download_url_expires_at"
     assert (notice["cost.$"], notice["preview.$"]) == ("$.merge.cost", "$.merge.preview")

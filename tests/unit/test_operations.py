@@ -9,11 +9,11 @@ import pytest
 
 from fleetctl.tables import duration, table
 from fusionfleet import layout
-from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.messages import SegmentRecord, WorkerBeat
-from fusionfleet.operations import JobNotFound, OperationRefused, Operations
-from fusionfleet.orchestrator import Execution, execution_arn
-from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.services.operations import JobNotFound, OperationRefused, Operations
+from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
 from tests.support.farm import MACHINE, NOW, RESOURCES, Farm
 from tests.support.jobs import WORK
 

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
-from fusionfleet.options import CATALOGUE, OptionsError
+from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
+from fusionfleet.facefusion.options import CATALOGUE, OptionsError
 
 
 def _parser() -> argparse.ArgumentParser:

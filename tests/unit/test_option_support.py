@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from fusionfleet.audio_settings import audio_encode_args, audio_settings
 from fusionfleet.errors import JobRejected
-from fusionfleet.image_models import IMAGE_MODELS
-from fusionfleet.manifest import ENGINE_NAMES, REFUSED_OPTIONS, parse_manifest
-from fusionfleet.option_catalogue import CATALOGUE, OptionSpec
-from fusionfleet.option_support import ENGINE_OPTIONS, FLEET_OPTIONS, check_engine_options
-from fusionfleet.options import to_cli_args, validate_options
+from fusionfleet.facefusion.catalogue import CATALOGUE, OptionSpec
+from fusionfleet.facefusion.image_models import IMAGE_MODELS
+from fusionfleet.facefusion.options import to_cli_args, validate_options
+from fusionfleet.jobs.audio import audio_encode_args, audio_settings
+from fusionfleet.jobs.engine_options import ENGINE_OPTIONS, FLEET_OPTIONS, check_engine_options
+from fusionfleet.jobs.manifest import ENGINE_NAMES, REFUSED_OPTIONS, parse_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where each kind of option is applied; a name claimed as applied must appear in that code.
 APPLIED_BY = {
-    "classic": [ROOT / "gpu_worker/engines/classic", ROOT / "fusionfleet/reference.py"],
-    "fleet": [ROOT / "fusionfleet/encoding.py", ROOT / "fusionfleet/audio_settings.py"],
+    "classic": [ROOT / "gpu_worker/engines/classic", ROOT / "fusionfleet/facefusion/reference.py"],
+    "fleet": [ROOT / "fusionfleet/jobs/encoding.py", ROOT / "fusionfleet/jobs/audio.py"],
 }
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from fusionfleet.options import (
+from fusionfleet.facefusion.options import (
     CATALOGUE,
     DEPENDENT_CHOICES,
     SYSTEM_OPTIONS,

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from fusionfleet.plan import SegmentPolicy, frame_time_us, plan_segments, segment_count
+from fusionfleet.jobs.plan import SegmentPolicy, frame_time_us, plan_segments, segment_count
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from fusionfleet.sizing import (
+from fusionfleet.jobs.sizing import (
     FleetView,
     SizingPolicy,
     WorkCost,

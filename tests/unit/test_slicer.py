@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from fusionfleet import layout
-from fusionfleet.identity import job_id as derive_job_id
-from fusionfleet.orchestrator import Execution
-from fusionfleet.slicing import Slicer, SlicerConfig
+from fusionfleet.adapters.orchestrator import Execution
+from fusionfleet.jobs.ids import job_id as derive_job_id
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 from tests.support.fakes import FakeCapacity, FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK, job_context
 

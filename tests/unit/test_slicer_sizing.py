@@ -10,12 +10,12 @@ import pytest
 
 from functions.slicer.app import settings
 from fusionfleet import layout
-from fusionfleet.fairness import fair_concurrency
-from fusionfleet.fleet import fleet_view
+from fusionfleet.adapters.storage import get_json
+from fusionfleet.fleet.fairness import fair_concurrency
+from fusionfleet.fleet.presence import fleet_view
+from fusionfleet.jobs.sizing import FleetView, engine_cost, sized_segment_count
 from fusionfleet.messages import WorkerBeat
-from fusionfleet.sizing import FleetView, engine_cost, sized_segment_count
-from fusionfleet.slicing import Slicer, SlicerConfig
-from fusionfleet.storage import get_json
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.media import write_video
 from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from fusionfleet.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 
 MEDIA, WORK = "media", "work"

@@ -1,8 +1,8 @@
-"""Who gets a straggler backup copy, and when: the pure rule (fusionfleet.stragglers)."""
+"""Who gets a straggler backup copy, and when: the pure rule (fusionfleet.fleet.stragglers)."""
 
 from __future__ import annotations
 
-from fusionfleet.stragglers import BackupPolicy, SegmentProgress, backups_due, nearly_done, straggler_threshold_s
+from fusionfleet.fleet.stragglers import BackupPolicy, SegmentProgress, backups_due, nearly_done, straggler_threshold_s
 
 POLICY = BackupPolicy(factor=2.0, min_age_s=10.0, done_fraction=0.75, last_segments=1)
 NOW = 1_000.0

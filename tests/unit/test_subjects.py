@@ -1,4 +1,4 @@
-"""Every SNS subject the Python code publishes is built by fusionfleet.notify, which keeps it within SNS's
+"""Every SNS subject the Python code publishes is built by fusionfleet.adapters.notify, which keeps it within SNS's
 100 characters (AWS refuses longer ones; LocalStack does not check). The state machine's own subjects are
 checked in test_state_machine.py."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from fusionfleet.identity import JOB_ID_CHARS
-from fusionfleet.notify import SUBJECT_LIMIT, notice_subject
+from fusionfleet.adapters.notify import SUBJECT_LIMIT, notice_subject
+from fusionfleet.jobs.ids import JOB_ID_CHARS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("fusionfleet", "fleetctl", "functions", "gpu_worker", "infra")

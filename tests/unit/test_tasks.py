@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fusionfleet import layout
+from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import MergeTask, RenderTask, SegmentResult
-from fusionfleet.plan import Segment
 from gpu_worker.attempt import Attempt
 from gpu_worker.merge import MergeDeps
 from gpu_worker.tasks import MergeHandler, TaskHandler

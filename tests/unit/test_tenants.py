@@ -13,13 +13,13 @@ from fleetctl.stack import StackResources
 from fleetctl.subscriptions import subscription_request
 from functions.slicer.app import settings
 from fusionfleet import layout
+from fusionfleet.adapters.notify import notice_attributes
+from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.identity import job_id as derive_job_id
+from fusionfleet.fleet.tenants import TenantLimits
+from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.messages import JobContext
-from fusionfleet.notify import notice_attributes
-from fusionfleet.orchestrator import Execution, execution_arn
-from fusionfleet.tenants import TenantLimits
-from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.farm import Farm
 from tests.support.jobs import job_context

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fusionfleet.timeouts import MAX_TASK_SECONDS, JobTimeouts, TimeoutPolicy, check, job_timeouts
+from fusionfleet.jobs.timeouts import MAX_TASK_SECONDS, JobTimeouts, TimeoutPolicy, check, job_timeouts
 from tests.support.cfn import properties, source, transform
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""A cold render fleet is raised the moment a job starts (fusionfleet/wake.py), not when queue metrics notice."""
+"""A cold render fleet is raised the moment a job starts (fusionfleet/fleet/wake.py), not when queue metrics notice."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from fusionfleet.slicing import Slicer, SlicerConfig
-from fusionfleet.wake import EcsServiceWaker, NoWaker, WakePolicy, raised_count
+from fusionfleet.fleet.wake import EcsServiceWaker, NoWaker, WakePolicy, raised_count
+from fusionfleet.services.slicing import Slicer, SlicerConfig
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage, FakeWaker
 from tests.support.media import write_video
 from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop
@@ -108,7 +108,7 @@ def test_the_slicer_wakes_the_fleet_for_a_started_job_and_not_for_a_duplicate(cl
 
 def test_the_slicer_entry_point_wakes_only_where_a_render_service_is_named() -> None:
     from functions.slicer.app import _waker
-    from fusionfleet.aws import AwsTarget
+    from fusionfleet.adapters.aws import AwsTarget
 
     aws = AwsTarget(region="us-east-1")
     base = {"AWS_REGION": "us-east-1", "WORK_BUCKET": WORK, "STATE_MACHINE_ARN": MACHINE}

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from fusionfleet import layout
-from fusionfleet.backups import BackupSender
-from fusionfleet.job_loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
+from fusionfleet.adapters.orchestrator import Execution, Progress, execution_arn
+from fusionfleet.fleet.stragglers import BackupPolicy
+from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
+from fusionfleet.jobs.runs import execution_name
 from fusionfleet.messages import SegmentHold, SegmentRecord
-from fusionfleet.orchestrator import Execution, Progress, execution_arn
-from fusionfleet.runs import execution_name
-from fusionfleet.stragglers import BackupPolicy
-from fusionfleet.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.services.backups import BackupSender
+from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fusionfleet.job_loss import JobFailedMarker
-from fusionfleet.orchestrator import Progress
-from fusionfleet.watchdog import Observation, Verdict, WatchdogPolicy, judge
+from fusionfleet.adapters.orchestrator import Progress
+from fusionfleet.jobs.loss import JobFailedMarker
+from fusionfleet.services.watchdog import Observation, Verdict, WatchdogPolicy, judge
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 POLICY = WatchdogPolicy(stall_s=600, dispatch_grace_s=120)

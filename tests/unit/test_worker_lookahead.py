@@ -7,10 +7,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from fusionfleet.adapters.queues import QueueMessage
 from fusionfleet.environment.worker import WorkerEnvironment
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
-from fusionfleet.queues import QueueMessage
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import ENV_LOOKAHEAD, add_arguments, resolve
 from gpu_worker.heartbeat import HeartbeatPolicy, Keeper

@@ -11,9 +11,9 @@ import cv2
 import numpy as np
 
 from fusionfleet import layout
-from fusionfleet.job_loss import JobFailedMarker, mark_job_failed
+from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
+from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
-from fusionfleet.plan import Segment
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Released
 from gpu_worker.heartbeat import HeartbeatPolicy, Keeper

@@ -4,7 +4,7 @@ Run by FaceFusion's interpreter in FaceFusion's folder instead of its `facefusio
 arguments. FaceFusion 3.8.1's `headless-run` always starts a video with `analyse_video` over the frames
 it was given, so a segment would decide again from its own two or three samples what the job decided
 once over the whole video with FaceFusion's own analyser, rate and threshold
-(fusionfleet/content_analysis.py). Here that one step of its video workflow reports "passed"; the
+(fusionfleet/facefusion/content_analysis.py). Here that one step of its video workflow reports "passed"; the
 analyser module itself is untouched (FaceFusion checks its source hash) and everything else is
 FaceFusion's own run. Standard library and FaceFusion only.
 """

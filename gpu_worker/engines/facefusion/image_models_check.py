@@ -1,4 +1,4 @@
-"""The worker image's build step that holds `fusionfleet/image_models.py` to the models it downloaded.
+"""The worker image's build step that holds `fusionfleet/facefusion/image_models.py` to the models it downloaded.
 
 Run by FaceFusion's interpreter in FaceFusion's folder, with the list's file by path (the project is
 not installed yet at that point of the build):

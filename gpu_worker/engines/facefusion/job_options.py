@@ -1,7 +1,7 @@
 """Which of a job's options FaceFusion gets as they are, which the engine owns, which it refuses.
 
 Every option of the catalogue is FaceFusion 3.8.1's own, so almost all go to FaceFusion one-to-one
-(`fusionfleet.options.to_cli_args`). A few are not FaceFusion's business in this pipeline: the
+(`fusionfleet.facefusion.options.to_cli_args`). A few are not FaceFusion's business in this pipeline: the
 output video settings belong to the worker's own encoder, which reads them from the same options,
 and the reference frame is numbered in the whole video while FaceFusion sees one segment.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from fusionfleet.options import OptionsError, to_cli_args, validate_options
+from fusionfleet.facefusion.options import OptionsError, to_cli_args, validate_options
 from gpu_worker.engines.base import EngineError, EngineJob
 
 DEFAULT_PROCESSORS = ("face_swapper",)
 
-_ENCODER = "applied by the worker's encoder when it encodes the segment (fusionfleet.encoding)"
+_ENCODER = "applied by the worker's encoder when it encodes the segment (fusionfleet.jobs.encoding)"
 ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
     {
         "output_video_encoder": _ENCODER,

@@ -12,8 +12,8 @@ from pathlib import Path
 import av
 import numpy as np
 
-from fusionfleet.encoding import track_timescale
 from fusionfleet.errors import InputRejected, MediaError
+from fusionfleet.jobs.encoding import track_timescale
 from fusionfleet.media.probe import open_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.media.runner import FramePipe

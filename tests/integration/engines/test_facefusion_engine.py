@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from fleetctl import samples
-from fusionfleet.options import to_cli_args
+from fusionfleet.facefusion.options import to_cli_args
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine, failures, settings
 from gpu_worker.engines.facefusion.argv import headless_run_argv, output_args, run_paths, trim_args

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fusionfleet.identity import tenant_of_job
-from fusionfleet.tenants import notice_tenant
+from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.ids import tenant_of_job
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fusionfleet import layout
+from fusionfleet.adapters.orchestrator import TaskCallbacks
+from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing, TokenGone
-from fusionfleet.failures import segment_failure, segment_label
-from fusionfleet.job_loss import JobFailedMarker, mark_job_failed
+from fusionfleet.jobs.failures import segment_failure, segment_label
+from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.orchestrator import TaskCallbacks
-from fusionfleet.storage import Storage, get_json, put_json
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def fail_dead_letter(
                 ).model_dump(),
             )
         error = "SegmentDeadLettered"
-        # The job is lost: its other segments need not render (fusionfleet.job_loss).
+        # The job is lost: its other segments need not render (fusionfleet.jobs.loss).
         marker = JobFailedMarker(
             job_id=job_id, run=int(job.get("run", 0) or 0), segment=index, attempts=attempts, error=error,
             cause=reason, by="dead-letter handler", at=time.time(),

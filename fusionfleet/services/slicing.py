@@ -13,30 +13,30 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fusionfleet import layout
-from fusionfleet.capacity import GpuCapacity, GpuFleet
-from fusionfleet.encoding import encoder_settings
+from fusionfleet.adapters.notify import Notifier, notice_subject
+from fusionfleet.adapters.orchestrator import Orchestrator
+from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json, put_json
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
-from fusionfleet.fairness import fair_concurrency
-from fusionfleet.fleet import fleet_view
-from fusionfleet.identity import job_id as derive_job_id
-from fusionfleet.job_decisions import CONTENT_ANALYSIS, job_level
-from fusionfleet.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
+from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
+from fusionfleet.fleet.fairness import fair_concurrency
+from fusionfleet.fleet.presence import fleet_view
+from fusionfleet.fleet.quotas import GpuCapacity, GpuFleet
+from fusionfleet.fleet.tenants import TenantLimits, notice_tenant
+from fusionfleet.fleet.wake import FleetWaker
+from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
+from fusionfleet.jobs.encoding import encoder_settings
+from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
+from fusionfleet.jobs.ids import job_id as derive_job_id
+from fusionfleet.jobs.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
+from fusionfleet.jobs.plan import Segment, SegmentPolicy, plan_segments
+from fusionfleet.jobs.sizing import SizingPolicy, engine_cost, plan_for_fleet
+from fusionfleet.jobs.timeouts import TimeoutPolicy, job_timeouts
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.still import encode_png, frame_at
 from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
-from fusionfleet.notify import Notifier, notice_subject
-from fusionfleet.option_support import check_engine_options, selects_faces
-from fusionfleet.orchestrator import Orchestrator
-from fusionfleet.plan import Segment, SegmentPolicy, plan_segments
-from fusionfleet.reference import reference_frame_problem, reference_frame_wanted
-from fusionfleet.sizing import SizingPolicy, engine_cost, plan_for_fleet
-from fusionfleet.storage import S3RangeSource, Storage, get_json, put_json
-from fusionfleet.tenants import TenantLimits, notice_tenant
-from fusionfleet.timeouts import TimeoutPolicy, job_timeouts
-from fusionfleet.wake import FleetWaker
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class SlicerConfig:
     state_machine_arn: str
     topic_arn: str
     default_engine: str = "classic"
-    # Each job's task heartbeats and timeouts follow from its length and these (fusionfleet.timeouts).
+    # Each job's task heartbeats and timeouts follow from its length and these (fusionfleet.jobs.timeouts).
     timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)
     # Segments of one job in flight at once. Bounded so one long job cannot hold every waiting
     # task the orchestrator has (LocalStack keeps threads per waiting task); a priority job still
@@ -61,14 +61,14 @@ class SlicerConfig:
     tenants: TenantLimits = field(default_factory=TenantLimits)
     encoder_threads: int = 2
     # On AWS, the GPU hosts' instance types and market: a job is refused while the account's vCPU
-    # quota cannot start one of them (fusionfleet.capacity). None: no check (the local stack).
+    # quota cannot start one of them (fusionfleet.fleet.quotas). None: no check (the local stack).
     gpu_fleet: GpuFleet | None = None
     gpu_quota_cache_s: int = 300
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
     segments: SegmentPolicy = field(default_factory=SegmentPolicy)
     # The most render workers the fleet may run (RenderMaxTasks, `local up --max-workers`). 0: fixed
-    # 2–5 s plans; otherwise plans are sized to that fleet and the engine's cost (fusionfleet.sizing).
+    # 2–5 s plans; otherwise plans are sized to that fleet and the engine's cost (fusionfleet.jobs.sizing).
     fleet_max_workers: int = 0
     sizing: SizingPolicy = field(default_factory=SizingPolicy)
 
@@ -89,7 +89,7 @@ class Slicer:
     notifier: Notifier
     config: SlicerConfig
     capacity: GpuCapacity | None = None
-    # Raises the render service for a new job at once (fusionfleet.wake); None: workers are not a service.
+    # Raises the render service for a new job at once (fusionfleet.fleet.wake); None: workers are not a service.
     waker: FleetWaker | None = None
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:

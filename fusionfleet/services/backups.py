@@ -2,7 +2,7 @@
 
 The facts come from the job's segment files alone (one LIST of `segments/`): each segment's winner
 record (done, and its render time), its task record (token, worker, current attempt's start) and its
-backup claim. The rule is `fusionfleet.stragglers`; the copy is the segment's render message again,
+backup claim. The rule is `fusionfleet.fleet.stragglers`; the copy is the segment's render message again,
 with the same task token, `copy_number` 1 and the original's worker to avoid, sent to the job's
 priority queue. A claim created with a conditional PUT before sending makes it one backup per
 segment, even with two watchdogs.
@@ -15,13 +15,10 @@ import logging
 from collections.abc import Mapping
 
 from fusionfleet import layout
+from fusionfleet.adapters.queues import WorkQueue
+from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import ObjectMissing
-from fusionfleet.messages import JobContext, RenderTask, SegmentHold, SegmentRecord
-from fusionfleet.plan import Segment
-from fusionfleet.queues import WorkQueue
-from fusionfleet.runs import RunRecord
-from fusionfleet.storage import Storage, get_json
-from fusionfleet.stragglers import (
+from fusionfleet.fleet.stragglers import (
     BackupPolicy,
     BackupSent,
     SegmentProgress,
@@ -29,6 +26,9 @@ from fusionfleet.stragglers import (
     nearly_done,
     straggler_threshold_s,
 )
+from fusionfleet.jobs.plan import Segment
+from fusionfleet.jobs.runs import RunRecord
+from fusionfleet.messages import JobContext, RenderTask, SegmentHold, SegmentRecord
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 The one place that derives a job's state. The CLI's `status`, `Operations` (and through it the
 dashboard and the tenant API) and the watchdog read jobs through it, so they cannot disagree:
 
-- a job's facts: its job record or rejection record, its current run (`fusionfleet.runs`), the
+- a job's facts: its job record or rejection record, its current run (`fusionfleet.jobs.runs`), the
   execution of that run, the operator's cancel marker;
 - its state (one of `JOB_STATES`) and the reason that goes with it, from those facts (pure);
 - its Map Run progress, counted over the whole job (a retry's Map Run covers only its segments);
@@ -17,10 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from fusionfleet import layout
+from fusionfleet.adapters.orchestrator import (
+    TERMINAL,
+    Execution,
+    ExecutionMissing,
+    Orchestrator,
+    Progress,
+    execution_arn,
+)
+from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import JobNotFound, ObjectMissing
-from fusionfleet.messages import JobContext
-from fusionfleet.orchestrator import TERMINAL, Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
-from fusionfleet.runs import (
+from fusionfleet.jobs.runs import (
     MAX_EXECUTION_NAME,
     RunRecord,
     current_run,
@@ -28,7 +35,7 @@ from fusionfleet.runs import (
     is_cancelled,
     parse_execution_name,
 )
-from fusionfleet.storage import Storage, get_json
+from fusionfleet.messages import JobContext
 
 __all__ = [
     "CANCEL_REASON",

@@ -1,7 +1,7 @@
 """The per-job encoder settings, fixed at planning so every segment concatenates by stream copy.
 
 Built from a validated manifest's options and the probed video: which options the fleet takes is
-decided once, in the manifest's validation pass (fusionfleet.manifest), before any media is read.
+decided once, in the manifest's validation pass (fusionfleet.jobs.manifest), before any media is read.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
-from fusionfleet.manifest import FLEET_ENCODERS, check_encoder_options
+from fusionfleet.jobs.manifest import FLEET_ENCODERS, check_encoder_options
 
 DEFAULT_ENCODER = "libx264"
 DEFAULT_QUALITY = 80

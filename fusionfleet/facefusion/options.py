@@ -1,7 +1,7 @@
 """Validation of a job's FaceFusion options against the catalogue, and their argv form.
 
 The catalogue itself (every option's type, choices and range) is data in
-``fusionfleet.option_catalogue``; its names are re-exported here, so ``fusionfleet.options`` stays the
+``fusionfleet.facefusion.catalogue``; its names are re-exported here, so ``fusionfleet.facefusion.options`` stays the
 one import for the options' users. ``validate_options`` normalises a manifest's ``options`` object
 and reports every problem at once, ``to_cli_args`` writes FaceFusion's ``headless-run`` flags and
 ``parse_cli_value`` reads one command-line flag back.
@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from fusionfleet.option_catalogue import (
+from fusionfleet.facefusion.catalogue import (
     CATALOGUE,
     DEPENDENT_CHOICES,
     FACEFUSION_VERSION,

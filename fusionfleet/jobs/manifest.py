@@ -17,9 +17,9 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fusionfleet import layout
-from fusionfleet.audio_settings import audio_option_problems
 from fusionfleet.errors import JobRejected
-from fusionfleet.options import OptionsError, validate_options
+from fusionfleet.facefusion.options import OptionsError, validate_options
+from fusionfleet.jobs.audio import audio_option_problems
 
 # The names a manifest may use, defined here only; everything else imports them.
 EngineName = Literal["classic", "copy", "facefusion"]

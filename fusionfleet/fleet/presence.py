@@ -7,10 +7,10 @@ its configured maximum is planned for that maximum without reading any record.
 from __future__ import annotations
 
 from fusionfleet import layout
+from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.jobs.sizing import FleetView
 from fusionfleet.messages import WorkerBeat
-from fusionfleet.sizing import FleetView
-from fusionfleet.storage import Storage
 
 RENDER_ROLE = "render"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from fusionfleet import layout
+from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import ObjectMissing
-from fusionfleet.storage import Storage, get_json
 
 
 class JobFailedMarker(BaseModel):
@@ -26,7 +26,7 @@ class JobFailedMarker(BaseModel):
     segment: int | None = None  # None: the job, not one segment (e.g. its merge)
     attempts: int = 0
     error: str  # the error name the notice carries, e.g. SegmentFailed
-    cause: str  # says what failed, after how many attempts, and why (fusionfleet.failures)
+    cause: str  # says what failed, after how many attempts, and why (fusionfleet.jobs.failures)
     by: str  # who knew first: `worker <name>`, `dead-letter handler`, …
     at: float  # epoch seconds
 

@@ -1,6 +1,6 @@
 """Stand-in for an EventBridge schedule, for LocalStack without Docker: call a handler every N seconds.
 
-Run: python infra/local/schedule.py --handler functions.watchdog.app.handler --every 10
+Run: python infra/emulators/schedule.py --handler functions.watchdog.app.handler --every 10
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from infra.local.event_source import LambdaContext
+    from infra.emulators.event_source import LambdaContext
 
     module_name, _, function_name = args.handler.rpartition(".")
     handler = getattr(importlib.import_module(module_name), function_name)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.identity import TENANT_SEPARATOR
+from fusionfleet.jobs.ids import TENANT_SEPARATOR
 from fusionfleet.layout import is_tenant_name
 
 # The `tenant` message attribute of a single-tenant (`jobs/`) notice: SNS String attributes cannot be

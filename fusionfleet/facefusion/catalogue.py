@@ -2,9 +2,9 @@
 
 A manifest's ``options`` object uses FaceFusion's own names: its CLI flags without the leading ``--``
 and with ``-`` turned into ``_``. One catalogue serves three users: manifest validation, the
-command-line flags (``fusionfleet.option_flags``, which offers every option as a
+command-line flags (``fusionfleet.facefusion.flags``, which offers every option as a
 ``--face-selector-mode many`` style flag) and the FaceFusion engine (which turns validated options
-one-to-one into ``headless-run`` argv). The rules that read it live in ``fusionfleet.options``.
+one-to-one into ``headless-run`` argv). The rules that read it live in ``fusionfleet.facefusion.options``.
 
 The catalogue is written from FaceFusion 3.8.1's ``program.py``, ``choices.py``, ``types.py`` and each
 processor module's ``choices.py``/``register_args``. Where FaceFusion works its choices out at run

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from fusionfleet.jobs.runs import RunRecord
     from fusionfleet.messages import JobContext
-    from fusionfleet.runs import RunRecord
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,6 @@ class BackupSent:
 
 
 class Backups(Protocol):
-    """What the watchdog asks of a backup sender (fusionfleet.backups) for one running job."""
+    """What the watchdog asks of a backup sender (fusionfleet.services.backups) for one running job."""
 
     def sweep(self, context: JobContext, run: RunRecord, now: float) -> list[BackupSent]: ...

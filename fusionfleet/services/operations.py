@@ -2,7 +2,7 @@
 
 The one place the CLI, the dashboard and the tenant API get their data and actions from. Everything comes from
 what the farm already keeps (no database of our own): Step Functions executions (one per run of a
-job, `fusionfleet.runs`), the records in the work bucket (job, plan, segment and attempt records,
+job, `fusionfleet.jobs.runs`), the records in the work bucket (job, plan, segment and attempt records,
 the cancel marker, the notice record, the workers' presence records).
 """
 
@@ -16,18 +16,18 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from fusionfleet import layout
-from fusionfleet.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.adapters.notify import Notifier, notice_subject
+from fusionfleet.adapters.orchestrator import TERMINAL, ExecutionMissing, Orchestrator, execution_arn
+from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
-from fusionfleet.identity import tenant_of_job
-from fusionfleet.job_state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
+from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.jobs.ids import tenant_of_job
+from fusionfleet.jobs.plan import Segment
+from fusionfleet.jobs.runs import RunRecord, execution_name
+from fusionfleet.jobs.state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
-from fusionfleet.notify import Notifier, notice_subject
-from fusionfleet.orchestrator import TERMINAL, ExecutionMissing, Orchestrator, execution_arn
-from fusionfleet.plan import Segment
-from fusionfleet.runs import RunRecord, execution_name
-from fusionfleet.storage import Storage, get_json, put_json
-from fusionfleet.tenants import notice_tenant
-from fusionfleet.watchdog import NOTIFIED_FAILURE_ERROR
+from fusionfleet.services.watchdog import NOTIFIED_FAILURE_ERROR
 
 __all__ = [
     "CANCEL_REASON",
@@ -334,7 +334,7 @@ class Operations:
 
     @property
     def states(self) -> JobStates:
-        """The job-state read model over this farm (`fusionfleet.job_state`)."""
+        """The job-state read model over this farm (`fusionfleet.jobs.state`)."""
         return JobStates(self.storage, self.orchestrator, self.resources.work_bucket, self.resources.state_machine_arn)
 
     def _facts(self, job_id: str) -> JobFacts:

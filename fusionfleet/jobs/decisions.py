@@ -6,10 +6,10 @@ is refused). An engine declares them here; the slicer prepares each (or says whe
 before the segments render, and every segment reads the same one:
 
 - `reference_frame`: frame `reference_frame_number` of the whole target, decoded by the slicer
-  (fusionfleet.reference);
+  (fusionfleet.facefusion.reference);
 - `content_analysis`: FaceFusion's content-analyser verdict over the whole target, computed once by
   the first worker that needs it (it needs FaceFusion's models, which only the workers carry) and kept
-  at `work/<job>/content-analysis.json` (fusionfleet.content_analysis, gpu_worker/job_analysis.py).
+  at `work/<job>/content-analysis.json` (fusionfleet.facefusion.content_analysis, gpu_worker/job_analysis.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from fusionfleet.manifest import ENGINE_NAMES
+from fusionfleet.jobs.manifest import ENGINE_NAMES
 
 REFERENCE_FRAME = "reference_frame"
 CONTENT_ANALYSIS = "content_analysis"

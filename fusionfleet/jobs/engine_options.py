@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from fusionfleet.audio_settings import AUDIO_OPTIONS
-from fusionfleet.image_models import image_model_problems
-from fusionfleet.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
-from fusionfleet.option_catalogue import CATALOGUE
+from fusionfleet.facefusion.catalogue import CATALOGUE
+from fusionfleet.facefusion.image_models import image_model_problems
+from fusionfleet.jobs.audio import AUDIO_OPTIONS
+from fusionfleet.jobs.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
 
-# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.encoding) and the
-# merge's audio (fusionfleet.audio_settings).
+# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding) and the
+# merge's audio (fusionfleet.jobs.audio).
 FLEET_OPTIONS = frozenset(
     {"output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale", *AUDIO_OPTIONS}
 )
@@ -33,7 +33,7 @@ ENGINE_OPTIONS: Mapping[str, frozenset[str]] = MappingProxyType(
                 "face_selector_order",
                 "reference_face_position",
                 "reference_face_distance",
-                "reference_frame_number",  # job-level: fusionfleet.reference
+                "reference_frame_number",  # job-level: fusionfleet.facefusion.reference
                 "face_swapper_weight",
             }
         ),

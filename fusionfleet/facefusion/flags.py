@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fusionfleet.options import CATALOGUE, OptionsError, parse_cli_value, validate_options
+from fusionfleet.facefusion.options import CATALOGUE, OptionsError, parse_cli_value, validate_options
 
 
 def add_facefusion_options(parser: argparse.ArgumentParser) -> None:

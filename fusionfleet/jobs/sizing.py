@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from fusionfleet.plan import Segment, cut_segments, segment_count
-from fusionfleet.plan import SegmentPolicy as FixedPolicy
+from fusionfleet.jobs.plan import Segment, cut_segments, segment_count
+from fusionfleet.jobs.plan import SegmentPolicy as FixedPolicy
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Polls a queue, hands batches to a handler in the exact event shape Lambda uses, and honours the
 handler's partial batch response: reported failures stay on the queue (made visible again after
-`--retry-delay`), everything else is deleted. Run: python infra/local/event_source.py --queue-url URL
+`--retry-delay`), everything else is deleted. Run: python infra/emulators/event_source.py --queue-url URL
 --handler functions.slicer.app.handler
 """
 

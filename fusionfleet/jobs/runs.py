@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from fusionfleet import layout
+from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import ObjectMissing
-from fusionfleet.storage import Storage, get_json
 
 RUN_SEPARATOR = "--r"
 MAX_EXECUTION_NAME = 80  # Step Functions' limit

@@ -13,7 +13,7 @@ Exactly one: a notice record is created with a conditional write before publishi
 (or two watchdogs) never both publish; a sweep that died between claiming and publishing is
 finished by a later one once the claim is older than `reclaim_s`.
 
-A retried job has one execution per run (`fusionfleet.runs`): only its current run is watched, and
+A retried job has one execution per run (`fusionfleet.jobs.runs`): only its current run is watched, and
 the retry removes the old notice record so the new run gets its own notice. A job cancelled by an
 operator has its notice record written (published) by the cancel, so its ABORTED execution is left
 alone.
@@ -28,16 +28,16 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fusionfleet import layout
+from fusionfleet.adapters.notify import Notifier, notice_subject
+from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
+from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing
-from fusionfleet.job_loss import JobFailedMarker, job_failed
-from fusionfleet.job_state import JobStates
+from fusionfleet.fleet.stragglers import Backups, BackupSent
+from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.loss import JobFailedMarker, job_failed
+from fusionfleet.jobs.runs import RunRecord, current_run, parse_execution_name
+from fusionfleet.jobs.state import JobStates
 from fusionfleet.messages import JobContext
-from fusionfleet.notify import Notifier, notice_subject
-from fusionfleet.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
-from fusionfleet.runs import RunRecord, current_run, parse_execution_name
-from fusionfleet.storage import Storage, get_json, put_json
-from fusionfleet.stragglers import Backups, BackupSent
-from fusionfleet.tenants import notice_tenant
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class Observation:
     cause: str | None = None
     progress: Progress | None = None
     last_change: datetime | None = None
-    # The job's failed marker (fusionfleet.job_loss), read only while its execution runs.
+    # The job's failed marker (fusionfleet.jobs.loss), read only while its execution runs.
     failed: JobFailedMarker | None = None
 
 

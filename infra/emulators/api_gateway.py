@@ -4,7 +4,7 @@ Answers CORS preflights and adds CORS headers as the HTTP API's `CorsConfigurati
 `--cors-origin`, repeatable), verifies each request's bearer token (`jwt_authorizer.py`), turns the
 request into the payload 2.0 event API Gateway sends (claims in `requestContext.authorizer.jwt.claims`),
 calls the handler in this process and writes back its `statusCode`, `headers` and `body`. Run from the checkout:
-python -m infra.local.api_gateway --handler functions.api.app.handler --public-key KEY.pem --port P
+python -m infra.emulators.api_gateway --handler functions.api.app.handler --public-key KEY.pem --port P
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from infra.local.cors import CorsPolicy
-from infra.local.event_source import LambdaContext
-from infra.local.jwt_authorizer import JwtAuthorizer, Unauthorized
+from infra.emulators.cors import CorsPolicy
+from infra.emulators.event_source import LambdaContext
+from infra.emulators.jwt_authorizer import JwtAuthorizer, Unauthorized
 
 logger = logging.getLogger("api-gateway")
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
+from fusionfleet.adapters.links import PresignedLink, credentials_expiry, link_expiry, link_lifetime_s
 from fusionfleet.errors import DeleteFailed, ObjectMissing
-from fusionfleet.links import PresignedLink, credentials_expiry, link_expiry, link_lifetime_s
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -16,19 +16,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from fusionfleet.audio_settings import audio_settings
-from fusionfleet.encoding import encoder_settings
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.manifest import QUALITIES, invalid_manifest
+from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
+from fusionfleet.facefusion.options import OptionsError
+from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
+from fusionfleet.jobs.audio import audio_settings
+from fusionfleet.jobs.encoding import encoder_settings
+from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
+from fusionfleet.jobs.manifest import QUALITIES, invalid_manifest
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.media.still import frame_at
-from fusionfleet.option_flags import add_facefusion_options, collect_facefusion_options
-from fusionfleet.option_support import check_engine_options, selects_faces
-from fusionfleet.options import OptionsError
 from fusionfleet.progress import ProgressLine, bar
-from fusionfleet.reference import reference_frame_problem, reference_frame_wanted
 from gpu_worker.audio import extract_audio
 from gpu_worker.engines.base import EngineError, EngineJob
 from gpu_worker.engines.registry import create_engine, default_engine_name, engine_names

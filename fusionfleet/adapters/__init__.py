@@ -1,0 +1,1 @@
+"""AWS at the edge: each module a small protocol and its SDK adapter (S3, SQS, Step Functions, SNS)."""

@@ -1,0 +1,1 @@
+"""FaceFusion's own knowledge as data and pure rules: options, models, reference, content analysis."""
