@@ -19,7 +19,7 @@ import pytest
 
 from fleetctl.samples import grace_hopper_path
 from tests.e2e.conftest import ROOT, Stack
-from tests.e2e.helpers import api_call, api_token, api_url, put_file
+from tests.e2e.helpers import api_call, api_token, api_url, post_file
 from tests.support.media import decode_all, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -38,7 +38,7 @@ def test_a_tenant_submits_follows_and_downloads_a_job_through_the_api(stack: Sta
     # AND puts each file to its presigned URL, then starts the job
     files = {"face.jpg": grace_hopper_path(), "clip.mp4": clip}
     for upload in created["uploads"]:
-        assert put_file(upload["url"], files[upload["name"]]) == 200
+        assert post_file(upload, files[upload["name"]]) == 204
     status, started = api_call(api, acme, "POST", f"/jobs/{job}/start")
     assert status == 202, started
     # THEN polling the job sees it succeed, every segment done

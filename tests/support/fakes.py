@@ -19,7 +19,7 @@ from fusionfleet.errors import ObjectMissing, TokenGone
 from fusionfleet.links import PresignedLink, link_expiry
 from fusionfleet.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
 from fusionfleet.queues import QueueDepth, QueueMessage, ReceiptExpired
-from fusionfleet.storage import ObjectInfo
+from fusionfleet.storage import ObjectInfo, PresignedPost
 
 EPOCH = 1_700_000_000.0
 
@@ -96,8 +96,10 @@ class FakeStorage:
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return f"https://{bucket}.fake/{key}?expires={expires_s}"
 
-    def presign_put(self, bucket: str, key: str, expires_s: int) -> str:
-        return f"https://{bucket}.fake/{key}?method=PUT&expires={expires_s}"
+    def presign_post(
+        self, bucket: str, key: str, expires_s: int, max_bytes: int, tags: dict[str, str]
+    ) -> PresignedPost:
+        return PresignedPost(f"https://{bucket}.fake/", {"key": key, "max_bytes": str(max_bytes), **tags})
 
     def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink:
         # The fake's credentials never end: the link lasts what was asked.
