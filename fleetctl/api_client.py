@@ -98,7 +98,7 @@ def upload_refusal(path: Path, status: int, raw: bytes, max_bytes: int) -> str:
     """S3's answer to a refused form upload, told as what the user can act on."""
     code = re.search(rb"<Code>([^<]+)</Code>", raw)
     text = raw.decode(errors="replace")
-    limit = f"{max_bytes / (1024 * 1024):g} MiB"
+    limit = f"{max_bytes / (1024 * 1024):g} MiB" if max_bytes >= 1024 * 1024 else f"{max_bytes} bytes"
     if code and code.group(1) == b"EntityTooLarge":
         return f"upload of {path} refused: {path.stat().st_size} bytes is over the upload limit of {limit}"
     if "Policy Condition failed" in text or "Policy expired" in text:
