@@ -1,13 +1,16 @@
 """Submitting and following jobs through the HTTP API (a bearer token, no AWS credentials).
 
-The same steps any client takes: `POST /jobs` with the job's fields and file names, a PUT of each
-file to its presigned URL, `POST /jobs/{id}/start`, then `GET /jobs/{id}` until the job ends, and
-the result fetched from its `download_url`.
+The same steps any client takes: `POST /jobs` with the job's fields, file names and sizes (a file
+over the limit is refused there, 400), an HTML-form POST of each file to its presigned URL,
+`POST /jobs/{id}/start`, then `GET /jobs/{id}` until the job ends, and the result fetched from its
+`download_url`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import secrets
 import shutil
 import time
 import urllib.error
@@ -55,11 +58,12 @@ class ApiClient:
 
     def submit(self, files: dict[str, Path], body: dict[str, Any], say: Callable[[str], None]) -> str:
         """Create the job, upload each named file to its URL, start it; returns the API's job id."""
-        created = self.call("POST", "/jobs", body)
+        sizes = {name: path.stat().st_size for name, path in files.items()}
+        created = self.call("POST", "/jobs", {**body, "sizes": sizes})
         for upload in created["uploads"]:
             path = files[upload["name"]]
             say(f"uploading {path} → {upload['key']}")
-            put(upload["url"], path, self.timeout_s)
+            post_form(upload["url"], upload["fields"], path, int(created["max_upload_bytes"]), self.timeout_s)
         self.call("POST", f"/jobs/{created['job_id']}/start")
         return str(created["job_id"])
 
@@ -75,15 +79,46 @@ class ApiClient:
             time.sleep(poll_s)
 
 
-def put(url: str, path: Path, timeout_s: float) -> None:
-    with path.open("rb") as body:
-        request = urllib.request.Request(url, data=body, method="PUT")
-        request.add_header("Content-Length", str(path.stat().st_size))
-        try:
-            with urllib.request.urlopen(request, timeout=timeout_s):
-                pass
-        except urllib.error.HTTPError as error:
-            raise ApiError(error.code, f"upload of {path} refused: {error.code} {_message(error.read())}") from error
+def form_body(fields: dict[str, str], name: str, data: bytes) -> tuple[bytes, str]:
+    """multipart/form-data of `fields`, then the file as `file` (S3 ignores fields after it)."""
+    boundary = f"----fusionfleet{secrets.token_hex(12)}"
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n".encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+def upload_refusal(path: Path, status: int, raw: bytes, max_bytes: int) -> str:
+    """S3's answer to a refused form upload, told as what the user can act on."""
+    code = re.search(rb"<Code>([^<]+)</Code>", raw)
+    text = raw.decode(errors="replace")
+    limit = f"{max_bytes / (1024 * 1024):g} MiB" if max_bytes >= 1024 * 1024 else f"{max_bytes} bytes"
+    if code and code.group(1) == b"EntityTooLarge":
+        return f"upload of {path} refused: {path.stat().st_size} bytes is over the upload limit of {limit}"
+    if "Policy Condition failed" in text or "Policy expired" in text:
+        return (f"upload of {path} refused by the upload's policy (the limit is {limit}; "
+                f"or the URL expired: create the job again): {_message(raw)}")  # fmt: skip
+    return f"upload of {path} refused: {status} {_message(raw)}"
+
+
+def post_form(url: str, fields: dict[str, str], path: Path, max_bytes: int, timeout_s: float) -> None:
+    """Upload `path` through a presigned POST; ApiError naming the file and the limit when S3 refuses it."""
+    if path.stat().st_size > max_bytes:
+        raise ApiError(413, upload_refusal(path, 413, b"<Code>EntityTooLarge</Code>", max_bytes))
+    body, content_type = form_body(fields, path.name, path.read_bytes())
+    request = urllib.request.Request(url, data=body, method="POST")
+    request.add_header("Content-Type", content_type)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s):
+            pass
+    except urllib.error.HTTPError as error:
+        raise ApiError(error.code, upload_refusal(path, error.code, error.read(), max_bytes)) from error
 
 
 def download(url: str, path: Path, timeout_s: float = 600.0) -> Path:

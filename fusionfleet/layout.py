@@ -13,6 +13,9 @@ MANIFEST_SUFFIX = ".json"
 OUTPUT_PREFIX = "outputs/"
 WORK_PREFIX = "work/"
 INPUT_PREFIX = "inputs/"
+# S3 lifecycle prefixes take no wildcards, so tenants/<tenant>/inputs/ uploads carry this tag
+# (set by the API's presigned POST) and template.yaml's expire-tagged-inputs rule matches it.
+INPUT_RETENTION_TAG = ("fusionfleet-retention", "input")
 # Tenant T's inputs, manifests and outputs live under `tenants/T/` (`tenants/T/jobs/…`, …). A plain
 # `jobs/` drop is the single-tenant deployment and may name nothing under `tenants/`.
 TENANTS_PREFIX = "tenants/"

@@ -16,7 +16,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from functions.api.claims import TokenRules, token_problem
-from functions.api.jobs import TenantJobs
+from functions.api.jobs import MIB, TenantJobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
@@ -39,6 +39,7 @@ class ApiSettings:
     tenant_claim: str = ApiEnvironment.tenant_claim
     upload_url_s: int = ApiEnvironment.upload_url_s
     download_url_s: int = ApiEnvironment.download_url_s
+    max_upload_mib: int = ApiEnvironment.max_upload_mib
     token_rules: TokenRules = NO_RULES
 
 
@@ -54,6 +55,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
         tenant_claim=read.tenant_claim,
         upload_url_s=read.upload_url_s,
         download_url_s=read.download_url_s,
+        max_upload_mib=read.max_upload_mib,
         token_rules=TokenRules(read.audience, read.token_use),
     )
 
@@ -63,7 +65,7 @@ def tenant_jobs(aws: AwsTarget, config: ApiSettings) -> TenantJobs:
     storage = S3Storage(aws.client("s3", signature_version="s3v4"))
     operations = Operations(storage, StepFunctions(aws.client("stepfunctions")), SnsNotifier(aws.client("sns")), config)
     return TenantJobs(storage, operations, config.media_bucket, config.work_bucket, config.upload_url_s,
-                      config.download_url_s)  # fmt: skip
+                      config.download_url_s, config.max_upload_mib * MIB)  # fmt: skip
 
 
 @cache

@@ -41,6 +41,23 @@ JOB_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 # names an object the tenant already has (checked by the manifest's own key rules).
 _FILE_FIELDS = ("source", "target", "reference")
 DEFAULT_LIST_LIMIT = 50
+# Optional in a body: {"sizes": {name: bytes}}, so a file over the limit is refused before any upload.
+_SIZES_FIELD = "sizes"
+MIB = 1024 * 1024
+
+
+def oversized(sizes: Any, max_bytes: int) -> tuple[str, ...]:
+    """A problem for each declared size that is not a byte count or is over `max_bytes`."""
+    if not isinstance(sizes, dict):
+        return (f"'{_SIZES_FIELD}' must map file names to sizes in bytes",)
+    limit = f"{max_bytes // MIB} MiB" if max_bytes % MIB == 0 else f"{max_bytes} bytes"
+    problems = []
+    for name, size in sizes.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            problems.append(f"size of {name!r} must be a whole number of bytes, not {size!r}")
+        elif size > max_bytes:
+            problems.append(f"{name!r} is {size} bytes, over the upload limit of {limit} ({max_bytes} bytes)")
+    return tuple(problems)
 
 
 class BadBody(FusionFleetError):
@@ -57,9 +74,12 @@ class NotStarted(OperationRefused):
 
 @dataclass(frozen=True)
 class Upload:
+    """One file's upload: an HTML-form POST of `fields`, then the file as form field `file`, to `url`."""
+
     name: str
     key: str
     url: str
+    fields: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -67,6 +87,7 @@ class Created:
     job_id: str
     uploads: tuple[Upload, ...]
     expires_in: int
+    max_upload_bytes: int
 
 
 @dataclass(frozen=True)
@@ -140,6 +161,7 @@ class TenantJobs:
     work_bucket: str
     upload_url_s: int = 300
     download_url_s: int = 900
+    max_upload_bytes: int = 2048 * MIB
     clock: Callable[[], float] = field(default=time.time)
 
     # ------------------------------------------------------------------ create and start
@@ -151,6 +173,11 @@ class TenantJobs:
             body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise BadBody((f"the body is not JSON: {error}",)) from error
+        if isinstance(body, dict) and _SIZES_FIELD in body:
+            body = dict(body)
+            problems = oversized(body.pop(_SIZES_FIELD), self.max_upload_bytes)
+            if problems:
+                raise BadBody(problems)
         manifest_bytes, files = manifest_for(body, tenant, job_id)
         manifest_key = layout.tenant_manifest_key(tenant, job_id)
         try:
@@ -165,11 +192,14 @@ class TenantJobs:
             "uploads": [{"name": name, "key": key} for name, key in files],
         }
         put_json(self.storage, self.work_bucket, layout.api_job_key(tenant, job_id), record)
-        uploads = tuple(
-            Upload(name, key, self.storage.presign_put(self.media_bucket, key, self.upload_url_s))
-            for name, key in files
-        )
-        return Created(job_id, uploads, self.upload_url_s)
+        uploads = []
+        for name, key in files:
+            # Signed with the size cap and the retention tag: the lifecycle rule expires tagged uploads.
+            post = self.storage.presign_post(
+                self.media_bucket, key, self.upload_url_s, self.max_upload_bytes, dict([layout.INPUT_RETENTION_TAG])
+            )
+            uploads.append(Upload(name, key, post.url, post.fields))
+        return Created(job_id, tuple(uploads), self.upload_url_s, self.max_upload_bytes)
 
     def start(self, tenant: str, job_id: str) -> JobView:
         """Write the manifest: from here on the job runs as any dropped manifest does."""

@@ -1,6 +1,7 @@
 """The HTTP API's routes: one function from an authenticated request to a response.
 
-    POST /jobs                   201 {"job_id", "uploads": [{"name", "key", "url"}], "expires_in"}
+    POST /jobs                   201 {"job_id", "uploads": [{"name", "key", "url", "fields"}], "expires_in",
+                                     "max_upload_bytes"}; each file is an HTML-form POST of `fields` + `file`
     POST /jobs/{job_id}/start    202 {"job_id", "state": "PENDING", ...}
     GET  /jobs/{job_id}          200 {"job_id", "state", "segments": {"done", "failed", "total"}, "reason"?,
                                       "download_url"?}
@@ -125,9 +126,11 @@ def handle(
 def _serve(request: ApiRequest, jobs: TenantJobs, tenant: str, name: str, job_id: str, now: str) -> ApiResponse:
     if name == "create":
         created = jobs.create(tenant, request.body)
-        uploads = [{"name": u.name, "key": u.key, "url": u.url} for u in created.uploads]
+        uploads = [{"name": u.name, "key": u.key, "url": u.url, "fields": u.fields} for u in created.uploads]
         logger.info("tenant %s created job %s", tenant, created.job_id)
-        return ApiResponse(201, {"job_id": created.job_id, "uploads": uploads, "expires_in": created.expires_in})
+        answer = {"job_id": created.job_id, "uploads": uploads, "expires_in": created.expires_in,
+                  "max_upload_bytes": created.max_upload_bytes}  # fmt: skip
+        return ApiResponse(201, answer)
     if name == "list":
         raw = query_value(request.query, "limit", keep_blank=False)
         limit = whole_number(raw, "limit", 1, MAX_LIMIT) if raw else DEFAULT_LIST_LIMIT

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+from xml.sax.saxutils import escape
 
 from botocore.exceptions import ClientError
 
@@ -28,6 +29,20 @@ class ObjectInfo:
     last_modified: datetime
 
 
+@dataclass(frozen=True)
+class PresignedPost:
+    """An HTML-form upload: POST `fields` then the file (form field `file`, last) to `url`."""
+
+    url: str
+    fields: dict[str, str]
+
+
+def tagging_xml(tags: dict[str, str]) -> str:
+    """The `tagging` form field S3 takes on a POST upload."""
+    body = "".join(f"<Tag><Key>{escape(k)}</Key><Value>{escape(v)}</Value></Tag>" for k, v in sorted(tags.items()))
+    return f"<Tagging><TagSet>{body}</TagSet></Tagging>"
+
+
 class Storage(Protocol):
     def head(self, bucket: str, key: str) -> ObjectInfo: ...
     def get_bytes(self, bucket: str, key: str) -> bytes: ...
@@ -39,7 +54,9 @@ class Storage(Protocol):
     def latest_change(self, bucket: str, prefix: str) -> datetime | None: ...
     def create(self, bucket: str, key: str, data: bytes, content_type: str = ...) -> bool: ...
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str: ...
-    def presign_put(self, bucket: str, key: str, expires_s: int) -> str: ...
+    def presign_post(
+        self, bucket: str, key: str, expires_s: int, max_bytes: int, tags: dict[str, str]
+    ) -> PresignedPost: ...
     def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink: ...
     def delete_prefix(self, bucket: str, prefix: str) -> int: ...
 
@@ -175,11 +192,24 @@ class S3Storage:
         url = self._s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=lifetime)
         return PresignedLink(str(url), link_expiry(now, lifetime))
 
-    def presign_put(self, bucket: str, key: str, expires_s: int) -> str:
-        """A URL that writes exactly this key until it expires: the signature covers bucket, key and method."""
-        return str(
-            self._s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_s)
+    def presign_post(
+        self, bucket: str, key: str, expires_s: int, max_bytes: int, tags: dict[str, str]
+    ) -> PresignedPost:
+        """A form upload of exactly this key, at most `max_bytes`, carrying exactly `tags`.
+
+        The policy signs the key, the size range and the tagging field: S3 refuses a larger file
+        (EntityTooLarge) and a form without these tags (AccessDenied, policy condition failed), so
+        every upload carries the tag the lifecycle rule expires it by.
+        """
+        tagging = tagging_xml(tags)
+        post = self._s3.generate_presigned_post(
+            bucket,
+            key,
+            Fields={"tagging": tagging},
+            Conditions=[{"tagging": tagging}, ["content-length-range", 0, max_bytes]],
+            ExpiresIn=expires_s,
         )
+        return PresignedPost(str(post["url"]), {str(k): str(v) for k, v in post["fields"].items()})
 
     def delete_prefix(self, bucket: str, prefix: str) -> int:
         """Delete every object under `prefix`; DeleteFailed naming each key S3 would not delete.

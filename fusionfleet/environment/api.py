@@ -14,6 +14,7 @@ ENV_TOPIC = "NOTIFICATION_TOPIC_ARN"
 ENV_TENANT_CLAIM = "TENANT_CLAIM"
 ENV_UPLOAD_URL_SECONDS = "UPLOAD_URL_SECONDS"
 ENV_DOWNLOAD_URL_SECONDS = "DOWNLOAD_URL_SECONDS"
+ENV_MAX_UPLOAD_MIB = "MAX_UPLOAD_MIB"
 # Checked again by the handler (functions/api/claims.py): the audience, and Cognito's token_use.
 ENV_AUDIENCE = "API_AUDIENCE"
 ENV_TOKEN_USE = "API_TOKEN_USE"
@@ -30,5 +31,6 @@ class ApiEnvironment:
     tenant_claim: str = variable(ENV_TENANT_CLAIM, "tenant")  # the JWT claim that names the caller's tenant
     upload_url_s: int = variable(ENV_UPLOAD_URL_SECONDS, 300)
     download_url_s: int = variable(ENV_DOWNLOAD_URL_SECONDS, 900)
+    max_upload_mib: int = variable(ENV_MAX_UPLOAD_MIB, 2048)  # per file; signed into each upload's POST policy
     audience: str = variable(ENV_AUDIENCE, "")  # empty: not checked again
     token_use: str = variable(ENV_TOKEN_USE, "")  # empty: not checked

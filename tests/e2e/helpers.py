@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleetctl.api_client import form_body
 from fleetctl.samples import grace_hopper_path, read_stamp
 from fusionfleet import layout
 from fusionfleet.adapters.queues import SqsQueue
@@ -100,8 +101,11 @@ def api_call(url: str, token: str, method: str, path: str, body: Any = None) -> 
         return error.code, json.loads(error.read() or b"{}")
 
 
-def put_file(url: str, path: Path) -> int:
-    request = urllib.request.Request(url, data=path.read_bytes(), method="PUT")
+def post_file(upload: dict[str, Any], path: Path) -> int:
+    """Upload as a client does: the presigned POST's form fields, then the file."""
+    body, content_type = form_body(upload["fields"], path.name, path.read_bytes())
+    request = urllib.request.Request(upload["url"], data=body, method="POST")
+    request.add_header("Content-Type", content_type)
     with urllib.request.urlopen(request, timeout=60) as response:
         return int(response.status)
 

@@ -17,9 +17,12 @@ from typing import Any
 
 import pytest
 
+from fleetctl.api_client import form_body, upload_refusal
 from fleetctl.samples import grace_hopper_path
+from fusionfleet import layout
+from fusionfleet.adapters.storage import S3Storage
 from tests.e2e.conftest import ROOT, Stack
-from tests.e2e.helpers import api_call, api_token, api_url, put_file
+from tests.e2e.helpers import api_call, api_token, api_url, post_file
 from tests.support.media import decode_all, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -38,7 +41,12 @@ def test_a_tenant_submits_follows_and_downloads_a_job_through_the_api(stack: Sta
     # AND puts each file to its presigned URL, then starts the job
     files = {"face.jpg": grace_hopper_path(), "clip.mp4": clip}
     for upload in created["uploads"]:
-        assert put_file(upload["url"], files[upload["name"]]) == 200
+        assert post_file(upload, files[upload["name"]]) == 204
+    # AND each upload carries the tag the template's lifecycle rule expires tenants' uploads by
+    s3 = stack.client("s3")
+    for upload in created["uploads"]:
+        tags = s3.get_object_tagging(Bucket=stack.resources.media_bucket, Key=upload["key"])["TagSet"]
+        assert {"Key": "fusionfleet-retention", "Value": "input"} in tags, (upload["key"], tags)
     status, started = api_call(api, acme, "POST", f"/jobs/{job}/start")
     assert status == 202, started
     # THEN polling the job sees it succeed, every segment done
@@ -88,3 +96,29 @@ def test_submit_goes_through_the_api_with_a_token_from_the_environment(stack: St
     job = result.stdout.splitlines()[-1]
     assert api_call(api, token, "GET", f"/jobs/{job}")[1]["state"] == "SUCCEEDED"
     assert len(decode_all(result_path)[1]) == 50
+
+
+def test_s3_refuses_an_upload_over_the_forms_limit_and_the_client_names_file_and_limit(
+    stack: Stack, tmp_path: Path
+) -> None:
+    # GIVEN a form as the API signs it, with a limit of 1 KiB
+    bucket, key = stack.resources.media_bucket, "tenants/acme/inputs/e2e-limit/clip.mp4"
+    form = S3Storage(stack.client("s3")).presign_post(bucket, key, 300, 1024, dict([layout.INPUT_RETENTION_TAG]))
+    big = tmp_path / "clip.mp4"
+    big.write_bytes(b"x" * 4096)
+    # WHEN 4 KiB are posted to it (the client's own check skipped: S3 must refuse it too)
+    body, content_type = form_body(form.fields, big.name, big.read_bytes())
+    request = urllib.request.Request(form.url, data=body, method="POST", headers={"Content-Type": content_type})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=60)
+    # THEN S3 refuses it, nothing is stored, and the client's message names the file and the limit
+    told = upload_refusal(big, refused.value.code, refused.value.read(), 1024)
+    assert str(big) in told and "over the upload limit of 1024 bytes" in told, told
+    listed = stack.client("s3").list_objects_v2(Bucket=bucket, Prefix="tenants/acme/inputs/e2e-limit/")
+    assert listed.get("KeyCount") == 0
+    # AND a form without the retention tag is refused as well
+    untagged = {name: value for name, value in form.fields.items() if name != "tagging"}
+    small, content_type = form_body(untagged, big.name, b"x")
+    request = urllib.request.Request(form.url, data=small, method="POST", headers={"Content-Type": content_type})
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(request, timeout=60)

@@ -16,7 +16,7 @@ from fleetctl.dashboard import DashboardServer
 from fleetctl.local.supervisor import tenant_page_url
 from fleetctl.samples import grace_hopper_path
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import api_call, api_token, api_url, put_file, wait_until
+from tests.e2e.helpers import api_call, api_token, api_url, post_file, wait_until
 from tests.support.browser import dump_dom, elements, screenshot
 from tests.support.dashboard import FakeDashboardSource
 from tests.support.media import write_video
@@ -63,7 +63,7 @@ def _submit(api: str, token: str, clip: Path, **fields: Any) -> str:
     assert status == 201, created
     files = {"face.jpg": grace_hopper_path(), "clip.mp4": clip}
     for upload in created["uploads"]:
-        assert put_file(upload["url"], files[upload["name"]]) == 200
+        assert post_file(upload, files[upload["name"]]) == 204
     status, started = api_call(api, token, "POST", f"/jobs/{created['job_id']}/start")
     assert status == 202, started
     return str(created["job_id"])

@@ -7,14 +7,16 @@ handler's routes and `TenantJobs`, with S3 and Step Functions from moto.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from xml.etree import ElementTree
 
 import jwt
 import pytest
@@ -24,9 +26,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from fleetctl.local.tokens import mint
 from functions.api.app import ApiSettings, respond, tenant_jobs
 from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.environment.api import ApiEnvironment
 from infra.emulators.api_gateway import Answer, LocalApi
 from infra.emulators.jwt_authorizer import JwtAuthorizer
 from tests.integration.conftest import REGION, Aws
+from tests.support import cfn
 
 ISSUER = "https://issuer.example/"
 AUDIENCE = "fusionfleet-api"
@@ -188,14 +192,70 @@ def test_creating_a_job_hands_out_upload_urls_for_the_tenants_own_keys(api: Api)
     assert status == 201
     job_id = created["job_id"]
     assert [u["name"] for u in created["uploads"]] == ["face.png", "clip.mp4"]
+    assert created["max_upload_bytes"] == ApiEnvironment.max_upload_mib * 1024 * 1024
     for upload in created["uploads"]:
-        # each URL writes exactly the tenant's key for this job, and expires within minutes
-        assert upload["key"] == f"tenants/acme/inputs/{job_id}/{upload['name']}"
-        url = urlsplit(upload["url"])
-        assert url.path.endswith(f"/tenants/acme/inputs/{job_id}/{upload['name']}")
-        assert 0 < int(parse_qs(url.query)["X-Amz-Expires"][0]) <= 900
+        # each form writes exactly the tenant's key for this job, and its policy expires within minutes
+        key = f"tenants/acme/inputs/{job_id}/{upload['name']}"
+        assert upload["key"] == upload["fields"]["key"] == key
+        policy = _policy(upload["fields"])
+        assert {"key": key} in policy["conditions"]
+        expiry = datetime.fromisoformat(policy["expiration"].replace("Z", "+00:00"))
+        assert 0 < (expiry - datetime.now(UTC)).total_seconds() <= 900
     # AND nothing is triggered yet: no manifest was written
     assert api.aws.s3.list_objects_v2(Bucket="media", Prefix="tenants/acme/jobs/").get("KeyCount") == 0
+
+
+def _policy(fields: dict[str, str]) -> dict[str, Any]:
+    policy: dict[str, Any] = json.loads(base64.b64decode(fields["policy"]))
+    return policy
+
+
+def _rule(rule_id: str) -> dict[str, Any]:
+    rules = cfn.properties(cfn.source(), "MediaBucket")["LifecycleConfiguration"]["Rules"]
+    return next(rule for rule in rules if rule["Id"] == rule_id)
+
+
+def test_every_upload_form_requires_the_tag_the_templates_expiry_rule_matches(api: Api) -> None:
+    # GIVEN the template's rule that expires tenants' uploads (prefixes take no wildcards: a tag)
+    rule = _rule("expire-tagged-inputs")
+    wanted = {item["Key"]: item["Value"] for item in rule["TagFilters"]}
+    assert rule["ExpirationInDays"] == {"Ref": "FaceRetentionDays"}
+    # WHEN a job is created
+    _status, created = api.as_tenant("acme", "POST", "/jobs", BODY)
+    for upload in created["uploads"]:
+        # THEN the form sends exactly the rule's tags, and its signed policy requires them
+        tagging = ElementTree.fromstring(upload["fields"]["tagging"])
+        sent = {tag.findtext("Key"): tag.findtext("Value") for tag in tagging.iter("Tag")}
+        assert sent == wanted
+        assert {"tagging": upload["fields"]["tagging"]} in _policy(upload["fields"])["conditions"]
+
+
+def test_every_upload_form_signs_the_size_limit(aws: Aws) -> None:
+    # GIVEN an API whose limit is 3 MiB
+    settings = ApiSettings(aws.media_bucket, aws.work_bucket, aws.state_machine_arn, aws.topic_arn,
+                           max_upload_mib=3)  # fmt: skip
+    jobs = tenant_jobs(AwsTarget(REGION), settings)
+    created = jobs.create("acme", json.dumps(BODY).encode())
+    # THEN the answer states the limit and each form's policy refuses anything larger
+    assert created.max_upload_bytes == 3 * 1024 * 1024
+    for upload in created.uploads:
+        assert ["content-length-range", 0, 3 * 1024 * 1024] in _policy(upload.fields)["conditions"]
+
+
+def test_a_declared_size_over_the_limit_is_400_naming_the_file_and_the_limit(api: Api) -> None:
+    limit = ApiEnvironment.max_upload_mib * 1024 * 1024
+    body = {**BODY, "sizes": {"face.png": 1000, "clip.mp4": limit + 1}}
+    status, answer = api.as_tenant("acme", "POST", "/jobs", body)
+    assert status == 400
+    assert any(
+        "clip.mp4" in problem and f"{ApiEnvironment.max_upload_mib} MiB" in problem for problem in answer["problems"]
+    ), answer
+    assert not any("face.png" in problem for problem in answer["problems"])
+    # AND no job record was kept for it
+    assert api.aws.s3.list_objects_v2(Bucket="work", Prefix="work/_api/").get("KeyCount") == 0
+    # AND sizes within the limit make a job as before
+    status, created = api.as_tenant("acme", "POST", "/jobs", {**BODY, "sizes": {"face.png": 1000, "clip.mp4": limit}})
+    assert status == 201, created
 
 
 def test_a_body_naming_another_tenants_key_is_400(api: Api) -> None:

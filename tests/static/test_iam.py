@@ -66,6 +66,9 @@ SDK_ACTIONS = {
     "s3:delete_objects": "s3:DeleteObject",
     # A presigned GET is authorised as the signer's GetObject when it is used.
     "s3:generate_presigned_url": "s3:GetObject",
+    # A presigned POST upload is authorised as the signer's PutObject (and PutObjectTagging, for the
+    # retention tag its form carries) when it is used.
+    "s3:generate_presigned_post": "s3:PutObject",
     "servicequotas:get_aws_default_service_quota": "servicequotas:GetAWSDefaultServiceQuota",
 }
 # Actions IAM has no resource type for: only these may be granted on "*".

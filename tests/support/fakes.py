@@ -18,7 +18,7 @@ from typing import Any
 from fusionfleet.adapters.links import PresignedLink, link_expiry
 from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
 from fusionfleet.adapters.queues import QueueDepth, QueueMessage, ReceiptExpired
-from fusionfleet.adapters.storage import ObjectInfo
+from fusionfleet.adapters.storage import ObjectInfo, PresignedPost
 from fusionfleet.errors import ObjectMissing, TokenGone
 
 EPOCH = 1_700_000_000.0
@@ -96,8 +96,10 @@ class FakeStorage:
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return f"https://{bucket}.fake/{key}?expires={expires_s}"
 
-    def presign_put(self, bucket: str, key: str, expires_s: int) -> str:
-        return f"https://{bucket}.fake/{key}?method=PUT&expires={expires_s}"
+    def presign_post(
+        self, bucket: str, key: str, expires_s: int, max_bytes: int, tags: dict[str, str]
+    ) -> PresignedPost:
+        return PresignedPost(f"https://{bucket}.fake/", {"key": key, "max_bytes": str(max_bytes), **tags})
 
     def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink:
         # The fake's credentials never end: the link lasts what was asked.
