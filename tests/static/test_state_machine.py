@@ -244,7 +244,9 @@ def run_until_settled(
                 data = put(data, catch["ResultPath"], {"Error": "S3.S3Exception", "Cause": "PreconditionFailed"})
                 name = catch["Next"]
                 continue
-            records[request["Key"]] = request["Body"]
+            # An object Body is written as its JSON text (a string would be stored JSON-quoted on LocalStack).
+            assert isinstance(request["Body"], dict), name
+            records[request["Key"]] = json.dumps(request["Body"])
             name = state["Next"]
             continue
         if kind == "Task" and state["Resource"].endswith(".waitForTaskToken"):
