@@ -7,11 +7,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from fusionfleet import layout
 from fusionfleet.failures import segment_failure, segment_label
-from fusionfleet.job_loss import JobFailedMarker, is_job_failed, mark_job_failed
+from fusionfleet.job_loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
 from fusionfleet.messages import (
     MergeResult,
     MergeTask,
@@ -68,6 +68,20 @@ class TaskHandler(Protocol):
     def record_failure(self, task: Any, error: str, reason: str, attempt: int) -> None: ...
     def failure_cause(self, task: Any, error: str, reason: str, attempts: int) -> str: ...
     def close(self) -> None: ...
+
+
+# The error a task dropped for its lost job fails its token with (see KnowsJobLoss).
+JOB_LOST_ERROR = "JobLost"
+
+
+@runtime_checkable
+class KnowsJobLoss(Protocol):
+    """A handler that can say why a task it drops belongs to a lost job (its render tasks can)."""
+
+    def loss_cause(self, task: Any) -> str | None:
+        """The cause to fail the task's token with; None when its token only needs waking (a cancel
+        stops the execution itself; a backup copy never holds the token's last word)."""
+        ...
 
 
 class RenderHandler:
@@ -198,6 +212,16 @@ class RenderHandler:
         return is_cancelled(self._storage, job.work_bucket, job.job_id) or is_job_failed(
             self._storage, job.work_bucket, job.job_id
         )
+
+    def loss_cause(self, task: RenderTask) -> str | None:
+        job, segment = task.job, task.segment
+        if task.copy_number or is_cancelled(self._storage, job.work_bucket, job.job_id):
+            return None
+        marker = job_failed(self._storage, job.work_bucket, job.job_id)
+        if marker is None or marker.run != job.run or marker.segment == segment.index:
+            return None  # no marker of this run, or this segment's own failure (its token failed then)
+        label = segment_label(segment.index, segment.start_frame, segment.end_frame)
+        return f"{label} of {job.job_id} dropped unrendered: the job is lost ({marker.by}): {marker.cause}"
 
     def job_lost(self, task: RenderTask, error: str, cause: str, attempts: int) -> None:
         """This segment failed for good: mark its job failed, so its other segments are not rendered."""
