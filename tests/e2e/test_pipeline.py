@@ -232,7 +232,7 @@ def test_a_merge_that_times_out_without_a_cause_still_ends_in_a_failure_notice(s
     definition = ASL.read_text()
     for name, value in {"RenderQueueHighUrl": urls["high"], "RenderQueueNormalUrl": urls["normal"],
                         "RenderQueueLowUrl": urls["low"], "MergeQueueUrl": urls["merge"],
-                        "NotificationTopicArn": topic}.items():  # fmt: skip
+                        "NotificationTopicArn": topic, "WorkBucket": stack.resources.work_bucket}.items():  # fmt: skip
         definition = definition.replace("${" + name + "}", value)
     machine = sfn.create_state_machine(
         name=f"catch-{suffix}", definition=definition, roleArn="arn:aws:iam::000000000000:role/catch"
