@@ -210,12 +210,14 @@ class Watchdog:
             return None
         if record is not None and record.get("by") == CLAIMED_BY_STATE_MACHINE and execution.status != "FAILED":
             # The state machine claimed the notice just before publishing it; only an execution that
-            # then failed (its publish failed) left it unsent. One stopped from outside (ABORTED) had
-            # most likely sent it: a second notice is the worse mistake.
+            # then failed (its publish failed) left it unsent, and that one is finished at once: an
+            # ended execution publishes nothing more. One stopped from outside (ABORTED) had most
+            # likely sent it: a second notice is the worse mistake.
             if execution.finished:
                 self._settled.add(execution.arn)
             return None
-        if record is not None and _age_s(record.get("claimed_at"), now) < policy.reclaim_s:
+        ended_unsent = record is not None and record.get("by") == CLAIMED_BY_STATE_MACHINE and execution.finished
+        if record is not None and not ended_unsent and _age_s(record.get("claimed_at"), now) < policy.reclaim_s:
             return None  # another sweep is publishing it right now
         verdict = judge(self._observe(execution, context.job_id, now), now, policy)
         if verdict.action == "none":

@@ -196,17 +196,31 @@ def test_a_notice_the_state_machine_claimed_is_not_sent_again_when_its_execution
     assert watchdog.sweep(NOW) == [] and notifier.published == []
 
 
-def test_a_state_machine_claim_whose_publish_failed_is_finished_once_the_claim_is_old() -> None:
-    # GIVEN a job whose state machine claimed its notice and then failed to publish it
+def test_a_state_machine_claim_whose_publish_failed_is_finished_at_once_when_its_execution_ended() -> None:
+    # GIVEN a job whose state machine claimed its notice a moment ago and then failed to publish it
     failed = execution("job-pub", "FAILED", error="SNS.InternalErrorException")
     watchdog, storage, orchestrator, notifier = setup(("job-pub", failed))
     claim = {"claimed_at": NOW.isoformat(), "published": False, "by": "state machine"}
     storage.put_json(WORK, layout.notice_key("job-pub"), claim)
     orchestrator.state_outputs[failed.arn] = {"notice": {"status": "succeeded", "job_id": "job-pub", "output": "o"}}
-    # WHEN the watchdog sweeps while the claim is young, THEN it waits
-    assert watchdog.sweep(NOW) == [] and notifier.published == []
-    # WHEN it sweeps once the claim is old, THEN the success it built goes out, once
-    watchdog.sweep(NOW + timedelta(seconds=300))
+    # WHEN the watchdog sweeps, at once and later
+    watchdog.sweep(NOW)
     watchdog.sweep(NOW + timedelta(seconds=600))
+    # THEN the success it built went out once, without waiting out the claim (an ended execution
+    # publishes nothing more)
     (published,) = notifier.published
     assert published[2]["status"] == "succeeded" and published[2]["output"] == "o"
+
+
+def test_a_running_state_machine_that_claimed_its_notice_is_left_to_publish_it() -> None:
+    # GIVEN a job whose state machine claimed its notice long ago and still runs (publishing, retrying)
+    running = execution("job-slow", "RUNNING", started_s_ago=30)
+    watchdog, storage, orchestrator, notifier = setup(("job-slow", running))
+    marker = JobFailedMarker(job_id="job-slow", segment=1, attempts=3, error="SegmentFailed", cause="c", by="w", at=0)
+    mark_job_failed(storage, WORK, marker)
+    claimed = (NOW - timedelta(seconds=900)).isoformat()
+    storage.put_json(
+        WORK, layout.notice_key("job-slow"), {"claimed_at": claimed, "published": False, "by": "state machine"}
+    )
+    # WHEN the watchdog sweeps, THEN it neither stops it nor publishes
+    assert watchdog.sweep(NOW) == [] and orchestrator.stopped == [] and notifier.published == []
