@@ -30,7 +30,7 @@ from gpu_worker.presence import Presence
 from gpu_worker.protection import NoProtection, TaskProtection
 from gpu_worker.retry import ProgressPolicy, RetryPolicy, describe, renew_delivery, retryable
 from gpu_worker.stopping import ColdStop, StopSignal
-from gpu_worker.tasks import Output, TaskHandler, TaskT
+from gpu_worker.tasks import JOB_LOST_ERROR, Output, TaskHandler, TaskT
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ class Worker(Generic[TaskT]):
         what = self._handler.describe(task)
         if waited is not None and waited.keeper is not None and waited.keeper.lost.is_set():
             # Cancelled, superseded or gone while it waited for its turn.
-            self._after_lost_hold(message, what, waited.keeper.lost_hold)
+            self._after_lost_hold(message, task, what, waited.keeper.lost_hold)
             return
         attempt = Attempt.of(message, prior=task.prior_attempts)
         if waited is None and self._gone_at_take(message, task, what, attempt):
@@ -251,7 +251,7 @@ class Worker(Generic[TaskT]):
             raise error
         if isinstance(error, Cancelled):
             self._end(task, None)
-            self._after_lost_hold(message, what, keeper.lost_hold)
+            self._after_lost_hold(message, task, what, keeper.lost_hold)
         elif isinstance(error, Released):
             self._end(task, None)
             logger.info("%s", error)
@@ -263,7 +263,7 @@ class Worker(Generic[TaskT]):
         elif isinstance(error, Exception):
             if keeper.lost.is_set():
                 self._end(task, None)
-                self._after_lost_hold(message, what, keeper.lost_hold)
+                self._after_lost_hold(message, task, what, keeper.lost_hold)
                 return
             self._end(task, False)
             self._fail(message, task, what, error, attempt.number)
@@ -319,8 +319,7 @@ class Worker(Generic[TaskT]):
             cancelled = False
         if cancelled:
             logger.warning("%s: its job was cancelled or has failed; dropping the message unrendered", what)
-            self._wake(task.task_token)
-            self._delete(message)
+            self._let_go(message, task, what)
         return cancelled
 
     def _renewed(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
@@ -387,6 +386,32 @@ class Worker(Generic[TaskT]):
         except Exception:
             return False
 
+    def _let_go(self, message: QueueMessage, task: TaskT, what: str) -> None:
+        """Drop a task of a cancelled or lost job; the Map learns of a lost job's task at once.
+
+        A lost job's execution may go on (LocalStack's Distributed Map does not stop at a failed
+        item): a token only heartbeated would keep its Map waiting until the watchdog stops it, so
+        it is failed, once, before the message goes (a redelivery finds the token closed: TokenGone
+        is final). A cancelled job's execution is already stopped: its token is only woken.
+        """
+        cause = None
+        try:
+            cause = self._handler.loss_cause(task)
+        except Exception:
+            logger.warning("%s: the job's failed marker could not be read", what, exc_info=True)
+        if cause is None:
+            self._wake(task.task_token)
+        else:
+            try:
+                self._orchestrator.task_failure(task.task_token, JOB_LOST_ERROR, cause)
+                logger.warning("%s: token failed (%s)", what, JOB_LOST_ERROR)
+            except TokenGone as gone:
+                logger.info("%s: token already closed (%s)", what, gone.reason)
+            except Exception:
+                logger.warning("%s: could not fail its token; waking it instead", what, exc_info=True)
+                self._wake(task.task_token)
+        self._delete(message)
+
     def _wake(self, token: str | None) -> None:
         """One more heartbeat for a cancelled job's task, so a stopped execution sees it is stopped."""
         if token:
@@ -452,7 +477,7 @@ class Worker(Generic[TaskT]):
             # recorded reason of the job's failure: nobody wants it now that its token has failed.
             self._delete(message)
 
-    def _after_lost_hold(self, message: QueueMessage, what: str, hold: LostHold | None) -> None:
+    def _after_lost_hold(self, message: QueueMessage, task: TaskT, what: str, hold: LostHold | None) -> None:
         detail = hold.detail if hold is not None else "no reason recorded"
         if hold is not None and hold.loss is HoldLoss.TOKEN_GONE:
             logger.warning("%s: abandoned, its token is gone (%s)", what, detail)
@@ -462,8 +487,7 @@ class Worker(Generic[TaskT]):
             self._delete(message)
         elif hold is not None and hold.loss is HoldLoss.JOB_CANCELLED:
             logger.warning("%s: stopped, its job was cancelled or has failed (%s)", what, detail)
-            self._wake(_token_of(message.body))
-            self._delete(message)
+            self._let_go(message, task, what)
         else:
             logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)
 

@@ -22,6 +22,7 @@ from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.jobs.audio import AudioSettings, audio_settings
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
 from fusionfleet.jobs.failures import segment_failure, segment_label
+from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.media.ffmpeg import merge_argv
 from fusionfleet.media.inspect import MediaSummary, summarize
@@ -65,6 +66,9 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
     records: list[SegmentRecord] = []
     failed: list[str] = []
     missing: list[str] = []
+    # (segment, attempts) of the first that failed, else of the first with no result: the marker's.
+    first_failed: tuple[int, int] | None = None
+    first_missing: tuple[int, int] | None = None
     for segment in plan:
         label = segment_label(segment.index, segment.start_frame, segment.end_frame)
         try:
@@ -73,17 +77,38 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
             )
         except ObjectMissing:
             missing.append(f"{label}: no result")
+            first_missing = first_missing or (segment.index, 0)
             continue
         if record.status != "succeeded":
             failed.append(segment_failure(label, record.attempt, record.error, record.reason))
+            first_failed = first_failed or (segment.index, record.attempt)
         elif record.frames != segment.frame_count:
             failed.append(f"segment {segment.index}: {record.frames} frames, planned {segment.frame_count}")
+            first_failed = first_failed or (segment.index, record.attempt)
         records.append(record)
     problems = failed + missing
     if problems:
         shown = "; ".join(problems[:20]) + (f"; and {len(problems) - 20} more" if len(problems) > 20 else "")
-        raise SegmentFailed(f"{len(problems)} of {len(plan)} segments did not render: {shown}")
+        reason = f"{len(problems)} of {len(plan)} segments did not render: {shown}"
+        segment_index, attempts = first_failed or first_missing or (None, 0)
+        _mark_lost(storage, job, segment_index, attempts, reason)
+        raise SegmentFailed(reason)
     return records
+
+
+def _mark_lost(storage: Storage, job: JobContext, segment: int | None, attempts: int, cause: str) -> None:
+    """The gate knows the job is lost: segments of it still queued (AWS stops the Map, not the queue;
+    a run's backup copies) are dropped unrendered. A marker already there (its first knower's) stands."""
+    marker = JobFailedMarker(
+        job_id=job.job_id, run=job.run, segment=segment, attempts=attempts, error=SegmentFailed.__name__,
+        cause=cause, by="merge gate", at=time.time(),
+    )  # fmt: skip
+    try:
+        if mark_job_failed(storage, job.work_bucket, marker):
+            logger.warning("job %s marked failed by the merge gate: %s", job.job_id, cause)
+    except Exception:
+        # The marker only saves engine time: the job's failure still goes out with the gate's reason.
+        logger.warning("job %s: failed marker not written", job.job_id, exc_info=True)
 
 
 def output_keys(job: JobContext, plan: list[Segment], records: list[SegmentRecord]) -> list[str]:

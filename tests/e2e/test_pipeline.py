@@ -98,8 +98,9 @@ def test_s3_drop_renders_a_frame_exact_video_and_notifies_once(stack: Stack, ten
         QueueUrl=stack.resources.ingest_queue_url, MessageBody=s3_event_body(bucket, "jobs/e2e+drop.json", etag)
     )
     assert s3.put_object(Bucket=bucket, Key="jobs/e2e drop.json", Body=body)["ETag"] == etag
-    assert wait_until(lambda: queues_empty(stack), 30)
-    time.sleep(3)
+    # (the slicer logs each manifest event it handled: the first, the replay and the re-upload)
+    assert wait_until(lambda: handled(stack, job) >= 3, 120), stack.logs()
+    assert wait_until(lambda: queues_empty(stack), 60)
     # THEN there is still one job and one notification
     sfn = stack.client("stepfunctions")
     executions = [
@@ -116,6 +117,12 @@ def test_s3_drop_renders_a_frame_exact_video_and_notifies_once(stack: Stack, ten
     listing = s3.list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=layout.work_prefix(job) + "segments/")
     segments = sorted(item["Key"] for item in listing["Contents"] if item["Key"].endswith(".mp4"))
     assert segments == [layout.segment_key(job, i) for i in range(2)]
+
+
+def handled(stack: Stack, job: str) -> int:
+    """How many manifest events of `job` the slicer has handled (its log has a line for each)."""
+    log = stack.worker_log("slicer")
+    return sum(1 for line in log.splitlines() if "manifest handled" in line and job in line)
 
 
 def check_preview(preview: dict[str, Any], bucket: str, key: str, cell: tuple[int, int], rows: int) -> None:
@@ -161,12 +168,11 @@ def test_a_target_that_is_not_a_video_fails_promptly_and_loses_nothing(stack: St
     inbox = stack.subscribe()
     fake = tmp_path / "holiday.mp4"
     fake.write_text("this is a shopping list, not a video\n")
-    started = time.monotonic()
     result = stack.cli(
-        "submit", "--source", str(grace_hopper_path()), "--target", str(fake), "--wait", "--name", "not-a-video"
-    )
-    # THEN the CLI ends promptly, non-zero, with the reason
-    assert time.monotonic() - started < 60
+        "submit", "--source", str(grace_hopper_path()), "--target", str(fake), "--wait", "--name", "not-a-video",
+        timeout=300,
+    )  # fmt: skip
+    # THEN the CLI ends by itself (told by the slicer's failure notice, not by a cap), non-zero, with the reason
     assert result.returncode == 2, result.stderr
     assert "is not a video in an accepted container" in result.stderr and "it is a text file" in result.stderr
     # AND the notification says the same, the manifest and media are in place, no queue holds anything
@@ -226,7 +232,7 @@ def test_a_merge_that_times_out_without_a_cause_still_ends_in_a_failure_notice(s
     definition = ASL.read_text()
     for name, value in {"RenderQueueHighUrl": urls["high"], "RenderQueueNormalUrl": urls["normal"],
                         "RenderQueueLowUrl": urls["low"], "MergeQueueUrl": urls["merge"],
-                        "NotificationTopicArn": topic}.items():  # fmt: skip
+                        "NotificationTopicArn": topic, "WorkBucket": stack.resources.work_bucket}.items():  # fmt: skip
         definition = definition.replace("${" + name + "}", value)
     machine = sfn.create_state_machine(
         name=f"catch-{suffix}", definition=definition, roleArn="arn:aws:iam::000000000000:role/catch"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,15 +58,14 @@ def test_a_straggler_is_copied_the_backup_wins_and_the_slow_copy_stops(
     # GIVEN two workers, and segment 1's original copy stalling 100 s at frame 60 (its backup is not slowed)
     stack.set_faults([{"job": "straggler", "segment": 1, "copy": 0, "action": "slow", "at_frame": 60, "seconds": 100}])
     inbox = stack.subscribe()
-    started = time.monotonic()
     # WHEN the job runs
     job = drop_job(stack, "straggler", clip)
     slow = stack.worker_holding(f"segment 1 of {job}: attempt 1")
-    # THEN it succeeds long before the stalled copy could have finished
-    notice = notice_for(stack, inbox, job, wait_s=90)
-    took_s = time.monotonic() - started
+    # THEN it succeeds before the stalled copy finished: the backup copy's output is the one merged
+    # (below), and the stalled copy never committed. Judged by who won, not by the clock: how much
+    # sooner a job ends with backups is benchmarks/stragglers.py's measurement.
+    notice = notice_for(stack, inbox, job, wait_s=300)
     assert notice["status"] == "succeeded", notice
-    assert took_s < 60, f"took {took_s:.0f} s"
     # AND the output is frame-exact: every source frame once, at its own index, for the source's duration
     output = notice["output"]
     path = tmp_path / "out.mp4"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from fusionfleet import layout
 from fusionfleet.adapters.notify import SUBJECT_LIMIT
 from fusionfleet.jobs.ids import JOB_ID_CHARS
 
@@ -147,7 +148,7 @@ class PathMissing(Exception):
 
 CONTEXT = {
     "Task": {"Token": "token-1"},
-    "Execution": {"StartTime": "2026-01-01T00:00:00Z"},
+    "Execution": {"StartTime": "2026-01-01T00:00:00Z", "Id": "arn:aws:states:us-east-1:1:execution:render:job-1"},
     "State": {"EnteredTime": "2026-01-01T00:10:00Z"},
 }
 
@@ -214,19 +215,40 @@ def holds(rule: dict[str, Any], data: Any) -> bool:
     raise AssertionError(f"a Choice rule the runner does not know: {rule}")
 
 
-def run_until_settled(definition: dict[str, Any], start: str, data: dict[str, Any]) -> tuple[str, Any]:
-    """Runs Pass, Choice, SNS and Fail states from `start` as Step Functions would, with JSONPath's rule that
-    a missing path fails the state; stops at a callback task (its outcome is a worker's) or a Fail state.
-    Returns (the state it stopped at, the Fail state's cause or the callback's parameters)."""
+CLAIM = "arn:aws:states:::aws-sdk:s3:putObject"
+
+
+def run_until_settled(
+    definition: dict[str, Any], start: str, data: dict[str, Any], records: dict[str, str] | None = None
+) -> tuple[str, Any]:
+    """Runs Pass, Choice, SNS, S3 conditional-create and Fail states from `start` as Step Functions would,
+    with JSONPath's rule that a missing path fails the state; stops at a callback task (its outcome is a
+    worker's) or a Fail state. `records`: the work bucket's objects (a conditional create of one that
+    exists fails, as S3's 412 does). Returns (the state it stopped at, the Fail state's cause or the
+    callback's parameters)."""
     flat = dict(states(definition))
     name = start
     published: list[Any] = []
+    records = {} if records is None else records
     while True:
         state = flat[name]
         kind = state["Type"]
         if kind == "Fail":
             cause = select(state["CausePath"], data) if "CausePath" in state else state.get("Cause")
-            return name, {"cause": cause, "published": published}
+            return name, {"cause": cause, "published": published, "error": state["Error"]}
+        if kind == "Task" and state["Resource"] == CLAIM:
+            request = parameters(state["Parameters"], data)
+            assert request["IfNoneMatch"] == "*", name
+            if request["Key"] in records:
+                (catch,) = state["Catch"]
+                data = put(data, catch["ResultPath"], {"Error": "S3.S3Exception", "Cause": "PreconditionFailed"})
+                name = catch["Next"]
+                continue
+            # An object Body is written as its JSON text (a string would be stored JSON-quoted on LocalStack).
+            assert isinstance(request["Body"], dict), name
+            records[request["Key"]] = json.dumps(request["Body"])
+            name = state["Next"]
+            continue
         if kind == "Task" and state["Resource"].endswith(".waitForTaskToken"):
             return name, parameters(state["Parameters"], data)
         if kind == "Choice":
@@ -242,6 +264,8 @@ def run_until_settled(definition: dict[str, Any], start: str, data: dict[str, An
         data = put(data, state.get("ResultPath", "$"), result) if state.get("ResultPath", "$") != "$" else result
         if state.get("OutputPath", "$") != "$":
             assert state["OutputPath"] is None or state.get("End"), name
+        if state.get("End"):
+            return name, {"published": published}
         name = state["Next"]
 
 
@@ -261,7 +285,13 @@ FAILURES = [
 
 
 def catches(definition: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(name, catch) for name, state in states(definition) for catch in state.get("Catch", [])]
+    """Every Catch of the job's work (a lost notice claim publishes nothing by design: tested below)."""
+    return [
+        (name, catch)
+        for name, state in states(definition)
+        if state.get("Resource") != CLAIM
+        for catch in state.get("Catch", [])
+    ]
 
 
 def test_the_runner_fails_a_state_on_a_missing_path_as_step_functions_does() -> None:
@@ -296,3 +326,63 @@ def test_every_catch_path_ends_in_a_notice_that_names_the_error_even_without_a_c
 
 def flat_state(definition: dict[str, Any], name: str) -> dict[str, Any]:
     return dict(states(definition))[name]
+
+
+# ---------------------------------------------------------------- the final notice, once
+
+
+MERGED = {
+    "output": "outputs/a.mp4", "download_url": "http://x", "download_url_expires_at": "2026-01-02T00:00:00Z",
+    "frames": 100, "duration_s": 4.0, "audio_tracks": 1, "cost": {}, "preview": None,
+    "timings": {"render_s": 1, "merge_s": 1, "merge_started_at": "2026-01-01T00:09:00Z", "worker_s": 1, "engine_s": 1},
+}  # fmt: skip
+NOTICE_KEY = layout.notice_key("job-1")
+
+
+def notice_paths() -> list[tuple[str, dict[str, Any]]]:
+    """Where the state machine starts building a final notice: after the merge, and after each Catch."""
+    failure = {"Error": "States.TaskFailed", "Cause": "segment 3: ffmpeg exited 1"}
+    paths = [("SuccessNotice", {**JOB_INPUT, "merge": MERGED})]
+    definition = _definition()
+    for _name, catch in catches(definition):
+        if flat_state(definition, catch["Next"]).get("Resource", "").endswith(".waitForTaskToken"):
+            continue  # a failed Map goes on to the merge's gate, whose own Catch is here too
+        paths.append((catch["Next"], put(dict(JOB_INPUT), catch["ResultPath"], failure)))
+    return paths
+
+
+def test_every_publish_of_a_final_notice_follows_a_claim_of_the_notice_record() -> None:
+    definition = _definition()
+    flat = dict(states(definition))
+    publishes = [name for name, state in flat.items() if state.get("Resource", "").startswith("arn:aws:states:::sns:")]
+    assert publishes
+    for publish in publishes:
+        before = [name for name, state in flat.items() if state.get("Next") == publish]
+        assert before and all(flat[name].get("Resource") == CLAIM for name in before), (publish, before)
+        for name in before:
+            key = parameters(flat[name]["Parameters"], {"job": {"job_id": "job-1"}, "claim": {}})["Key"]
+            assert key == NOTICE_KEY, name  # the record the watchdog and a cancel claim too
+
+
+@pytest.mark.parametrize("start,data", notice_paths(), ids=[start for start, _ in notice_paths()])
+def test_the_state_machine_publishes_only_a_notice_whose_record_it_created(start: str, data: dict[str, Any]) -> None:
+    definition = _definition()
+    # GIVEN nobody holds the job's notice record: the state machine claims it and publishes
+    records: dict[str, str] = {}
+    stopped, outcome = run_until_settled(definition, start, data, records)
+    claim = json.loads(records[NOTICE_KEY])
+    assert claim["by"] == "state machine" and claim["published"] is False and claim["claimed_at"]
+    (notice,) = outcome["published"]
+    status = json.loads(notice["Message"])["status"]
+    if flat_state(definition, stopped)["Type"] == "Fail":
+        assert outcome["error"] == "JobFailed" and status == "failed", outcome
+    else:
+        assert start == "SuccessNotice" and status == "succeeded", outcome
+    assert claim["status"] == status
+    # GIVEN the watchdog (stopping the job) or a cancel created the record first
+    held = {NOTICE_KEY: json.dumps({"published": False, "by": "cancel"})}
+    stopped, outcome = run_until_settled(definition, start, data, held)
+    # THEN the state machine publishes nothing and ends in NoticeNotClaimed, leaving the record alone
+    assert flat_state(definition, stopped)["Type"] == "Fail", stopped
+    assert outcome["published"] == [] and outcome["error"] == "NoticeNotClaimed", outcome
+    assert json.loads(held[NOTICE_KEY])["by"] == "cancel"

@@ -293,7 +293,8 @@ def test_every_integration_in_the_asl_is_allowed_by_the_state_machine_role() -> 
     # WHEN each integration is turned into the IAM action it needs and the resources it touches
     missing: list[str] = []
     for resource, parameters in integrations:
-        service, api = resource.removeprefix("arn:aws:states:::").split(".")[0].split(":")
+        # arn:aws:states:::sqs:sendMessage.waitForTaskToken, or an SDK call arn:aws:states:::aws-sdk:s3:putObject
+        service, api = resource.removeprefix("arn:aws:states:::").split(".")[0].split(":")[-2:]
         action = f"{service}:{api[0].upper()}{api[1:]}"
         targets: set[str] = set()
         for key, value in parameters.items():

@@ -257,6 +257,9 @@ class FakeOrchestrator:
         self.map_progress: dict[str, Progress] = {}
         self.state_outputs: dict[str, dict[str, Any]] = {}
         self.stopped: list[tuple[str, str]] = []
+        # How an execution ends when stopped, when not ABORTED: (status, error), e.g. a state machine
+        # that reached its notice's claim as the stop landed and found the record taken.
+        self.ends_on_stop: dict[str, tuple[str, str]] = {}
 
     def start(self, state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:
         arn = execution_arn(state_machine_arn, name)
@@ -283,8 +286,9 @@ class FakeOrchestrator:
     def stop(self, execution_arn: str, error: str, cause: str) -> None:
         self.stopped.append((execution_arn, error))
         running = self.describe(execution_arn)
+        status, error = self.ends_on_stop.get(execution_arn, ("ABORTED", error))
         self.states[execution_arn] = Execution(
-            execution_arn, "ABORTED", running.started, datetime.now(UTC), error=error, cause=cause, input=running.input
+            execution_arn, status, running.started, datetime.now(UTC), error=error, cause=cause, input=running.input
         )
 
     def state_output(self, execution_arn: str, state_names: tuple[str, ...]) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ import pytest
 
 from fusionfleet import layout
 from fusionfleet.errors import SegmentFailed
+from fusionfleet.jobs.loss import is_job_failed, job_failed
 from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
 from gpu_worker.merge import MergeDeps, gate, load_plan, merge_job
 from tests.support.fakes import FakeStorage
@@ -115,3 +116,40 @@ def test_the_gate_reads_records_written_by_a_newer_worker_with_fields_it_does_no
         storage.put_json(WORK, layout.segment_record_key(job.job_id, index), values)
     # THEN the gate passes on what it knows
     assert [r.index for r in gate(storage, job, load_plan(storage, job))] == [0, 1]
+
+
+def test_a_gate_that_fails_marks_the_job_failed_naming_the_first_failed_segment(
+    storage: FakeStorage, job: JobContext
+) -> None:
+    # GIVEN segment 1 failed after three attempts and segment 0 never wrote a record
+    record(storage, job, 1, status="failed", frames=0, attempt=3, error="RuntimeError", reason="the GPU fell off")
+    # WHEN the gate checks the plan
+    with pytest.raises(SegmentFailed) as failure:
+        gate(storage, job, load_plan(storage, job))
+    # THEN the job carries its failed marker, so workers drop any of its segments still queued
+    marker = job_failed(storage, WORK, job.job_id)
+    assert marker is not None and is_job_failed(storage, WORK, job.job_id)
+    assert (marker.segment, marker.attempts, marker.error, marker.by) == (1, 3, "SegmentFailed", "merge gate")
+    assert marker.cause == failure.value.reason and marker.run == job.run
+
+
+def test_a_gate_with_only_missing_segments_marks_the_first_missing_and_keeps_an_earlier_marker(
+    storage: FakeStorage, job: JobContext
+) -> None:
+    # GIVEN no segment recorded anything
+    with pytest.raises(SegmentFailed):
+        gate(storage, job, load_plan(storage, job))
+    marker = job_failed(storage, WORK, job.job_id)
+    assert marker is not None and (marker.segment, marker.attempts) == (0, 0)
+    # WHEN the gate fails again (a retried merge), THEN the first knower's marker stands
+    record(storage, job, 0, status="failed", frames=0, attempt=2, error="E", reason="r")
+    with pytest.raises(SegmentFailed):
+        gate(storage, job, load_plan(storage, job))
+    assert job_failed(storage, WORK, job.job_id) == marker
+
+
+def test_a_gate_that_passes_marks_nothing(storage: FakeStorage, job: JobContext) -> None:
+    record(storage, job, 0)
+    record(storage, job, 1)
+    gate(storage, job, load_plan(storage, job))
+    assert not is_job_failed(storage, WORK, job.job_id)

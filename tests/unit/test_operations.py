@@ -143,6 +143,28 @@ def test_cancel_stops_a_running_job_with_one_cancelled_notice_that_the_watchdog_
     assert len(farm.notifier.published) == 1
 
 
+def test_a_cancel_that_lands_as_the_job_notifies_sends_one_notice_the_jobs_own() -> None:
+    # GIVEN a running job that had merged and built its success notice when the cancel claimed the
+    # notice record: its own claim failed and it ended in NoticeNotClaimed, publishing nothing
+    farm = Farm()
+    arn = farm.job("photo-finish", "RUNNING", done=(0, 1, 2, 3))
+    farm.orchestrator.ends_on_stop[arn] = ("FAILED", "NoticeNotClaimed")
+    built = {"status": "succeeded", "job_id": "photo-finish", "output": "outputs/p.mp4"}
+    farm.orchestrator.state_outputs[arn] = {"notice": built}
+    # WHEN an operator cancels it, THEN the cancel is refused: the job ended by itself
+    with pytest.raises(OperationRefused, match="ended \\(succeeded\\) as it was cancelled"):
+        farm.ops.cancel("photo-finish")
+    # AND exactly one notice went out, the success, and no cancel marker is left to drop segments
+    ((_topic, subject, notice),) = farm.notifier.published
+    assert notice["status"] == "succeeded" and notice["output"] == "outputs/p.mp4" and "done" in subject
+    assert not farm.storage.exists(WORK, layout.cancel_key("photo-finish"))
+    assert farm.storage.json(WORK, layout.notice_key("photo-finish"))["published"] is True
+    # AND the watchdog adds nothing
+    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep()
+    assert len(farm.notifier.published) == 1
+
+
 @pytest.mark.parametrize("status", ["SUCCEEDED", "FAILED", "ABORTED"])
 def test_cancelling_an_ended_job_says_so_and_changes_nothing(status: str) -> None:
     farm = Farm()

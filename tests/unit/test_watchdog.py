@@ -161,3 +161,66 @@ def test_the_failed_marker_is_written_once_the_first_knower_wins() -> None:
     assert not is_job_failed(storage, WORK, "j") and job_failed(storage, WORK, "j") is None
     assert mark_job_failed(storage, WORK, first) and not mark_job_failed(storage, WORK, later)
     assert is_job_failed(storage, WORK, "j") and job_failed(storage, WORK, "j") == first
+
+
+def test_a_doomed_job_that_reaches_its_own_notice_as_it_is_stopped_gets_one_notice_the_one_it_built() -> None:
+    # GIVEN a job marked failed whose merge gate failed too: the state machine built its failure notice
+    # and reached its claim of the notice record just as the watchdog stopped it (the record was taken)
+    doomed = execution("job-race", "RUNNING", started_s_ago=30)
+    watchdog, storage, orchestrator, notifier = setup(("job-race", doomed))
+    marker = JobFailedMarker(job_id="job-race", segment=1, attempts=3, error="SegmentFailed", cause="c", by="w", at=0)
+    mark_job_failed(storage, WORK, marker)
+    built = {"status": "failed", "stage": "merge", "job_id": "job-race", "error": "SegmentFailed", "reason": "gate"}
+    orchestrator.state_outputs[doomed.arn] = {"notice": built}
+    orchestrator.ends_on_stop[doomed.arn] = ("FAILED", "NoticeNotClaimed")
+    # WHEN the watchdog sweeps, and again later
+    watchdog.sweep(NOW)
+    watchdog.sweep(NOW + timedelta(seconds=600))
+    # THEN one notice went out, the one the state machine built, sent by the watchdog
+    (published,) = notifier.published
+    assert published[2]["reason"] == "gate" and published[2]["notified_by"] == "watchdog"
+    assert storage.json(WORK, layout.notice_key("job-race"))["published"] is True
+
+
+def test_a_notice_the_state_machine_claimed_is_not_sent_again_when_its_execution_was_stopped() -> None:
+    # GIVEN a job whose state machine claimed its notice record (and published), then was stopped from
+    # outside before it could end: ABORTED, a record not marked published, its claim long past
+    stopped = execution("job-sm", "ABORTED")
+    watchdog, storage, orchestrator, notifier = setup(("job-sm", stopped))
+    claimed = (NOW - timedelta(seconds=900)).isoformat()
+    storage.put_json(
+        WORK, layout.notice_key("job-sm"), {"claimed_at": claimed, "published": False, "by": "state machine"}
+    )
+    orchestrator.state_outputs[stopped.arn] = {"notice": {"status": "succeeded", "job_id": "job-sm"}}
+    # WHEN the watchdog sweeps, THEN it sends no second notice
+    assert watchdog.sweep(NOW) == [] and notifier.published == []
+
+
+def test_a_state_machine_claim_whose_publish_failed_is_finished_at_once_when_its_execution_ended() -> None:
+    # GIVEN a job whose state machine claimed its notice a moment ago and then failed to publish it
+    failed = execution("job-pub", "FAILED", error="SNS.InternalErrorException")
+    watchdog, storage, orchestrator, notifier = setup(("job-pub", failed))
+    claim = {"claimed_at": NOW.isoformat(), "published": False, "by": "state machine"}
+    storage.put_json(WORK, layout.notice_key("job-pub"), claim)
+    orchestrator.state_outputs[failed.arn] = {"notice": {"status": "succeeded", "job_id": "job-pub", "output": "o"}}
+    # WHEN the watchdog sweeps, at once and later
+    watchdog.sweep(NOW)
+    watchdog.sweep(NOW + timedelta(seconds=600))
+    # THEN the success it built went out once, without waiting out the claim (an ended execution
+    # publishes nothing more)
+    (published,) = notifier.published
+    assert published[2]["status"] == "succeeded" and published[2]["output"] == "o"
+
+
+def test_a_running_state_machine_that_claimed_its_notice_is_left_to_publish_it() -> None:
+    # GIVEN a job whose state machine claimed its notice long ago and still runs (publishing, retrying)
+    running = execution("job-slow", "RUNNING", started_s_ago=30)
+    watchdog, storage, orchestrator, notifier = setup(("job-slow", running))
+    marker = JobFailedMarker(job_id="job-slow", segment=1, attempts=3, error="SegmentFailed", cause="c", by="w", at=0)
+    mark_job_failed(storage, WORK, marker)
+    claimed = (NOW - timedelta(seconds=900)).isoformat()
+    storage.put_json(
+        WORK, layout.notice_key("job-slow"), {"claimed_at": claimed, "published": False, "by": "state machine"}
+    )
+    # WHEN the watchdog sweeps, THEN it neither stops it nor publishes
+    assert watchdog.sweep(NOW) == [] and orchestrator.stopped == [] and notifier.published == []

@@ -102,10 +102,12 @@ def _marker(segment: int = 0) -> JobFailedMarker:
     return JobFailedMarker(job_id=JOB, segment=segment, attempts=3, error="SegmentFailed", cause=cause, by="w0", at=0)
 
 
-def _render_worker(storage: FakeStorage, queue: FakeQueue, renderer: ScriptedRenderer) -> Worker[RenderTask]:
+def _render_worker(
+    storage: FakeStorage, queue: FakeQueue, renderer: ScriptedRenderer, orchestrator: FakeOrchestrator | None = None
+) -> Worker[RenderTask]:
     handler = RenderHandler(renderer, storage, "w", threading.Event())
     return Worker(
-        "w", [QUEUE], handler, queue, FakeOrchestrator(), RetryPolicy(max_attempts=3),
+        "w", [QUEUE], handler, queue, orchestrator or FakeOrchestrator(), RetryPolicy(max_attempts=3),
         HeartbeatPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
 
@@ -116,13 +118,47 @@ def test_a_queued_segment_of_a_failed_job_is_dropped_unrendered() -> None:
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, task(index=2).model_dump_json())
     assert mark_job_failed(storage, WORK, _marker(segment=0))
-    worker = _render_worker(storage, queue, renderer)
+    orchestrator = FakeOrchestrator()
+    worker = _render_worker(storage, queue, renderer, orchestrator)
     # WHEN a worker takes it
     message = worker.dequeue()
     assert message is not None
     worker.execute(message)
     # THEN it spends no engine time, and the message is gone for good
     assert renderer.rendered == 0 and queue.deleted == [message_id]
+    # AND its token failed once, naming the segment and the job's cause: the Map learns now, not when
+    # the watchdog stops the execution (LocalStack's Map goes on past a failed item)
+    ((kind, token, (error, cause)),) = orchestrator.reports()
+    assert (kind, token, error) == ("failure", "t", "JobLost")
+    assert cause.startswith(f"segment 2 (frames 25-49) of {JOB} dropped unrendered: the job is lost (w0): ")
+    assert cause.endswith("SegmentFailed: the encoder fell over")
+
+
+def test_a_dropped_segment_of_a_cancelled_job_has_its_token_woken_not_failed() -> None:
+    # GIVEN a job cancelled (its execution stopped by the cancel) and also marked failed
+    storage, queue, orchestrator = FakeStorage(), FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE)
+    queue.send(QUEUE, task(index=2).model_dump_json())
+    storage.put_json(WORK, layout.cancel_key(JOB), {"cancelled_at": "now"})
+    mark_job_failed(storage, WORK, _marker(segment=0))
+    worker = _render_worker(storage, queue, ScriptedRenderer(), orchestrator)
+    message = worker.dequeue()
+    assert message is not None
+    worker.execute(message)
+    # THEN its token is only heartbeated (a stopped execution's waiting task is woken by it)
+    assert orchestrator.reports() == [] and [c[0] for c in orchestrator.calls] == ["heartbeat", "heartbeat"]
+
+
+def test_a_failed_marker_of_an_earlier_run_or_of_the_segment_itself_fails_no_token() -> None:
+    storage = FakeStorage()
+    handler = RenderHandler(ScriptedRenderer(), storage, "w", threading.Event())
+    mark_job_failed(storage, WORK, _marker(segment=0))
+    # this segment's own failure already failed its token; a retry (run 1) is not lost by run 0's marker
+    assert handler.loss_cause(task(index=0)) is None
+    assert handler.loss_cause(task(index=2, run=1)) is None
+    assert handler.loss_cause(task(index=2)) is not None
+    # a backup copy never holds the token's last word
+    assert handler.loss_cause(task(index=2).model_copy(update={"copy_number": 1})) is None
 
 
 def test_a_segment_rendering_when_its_job_is_marked_failed_stops_within_seconds() -> None:
@@ -130,7 +166,8 @@ def test_a_segment_rendering_when_its_job_is_marked_failed_stops_within_seconds(
     storage, queue = FakeStorage(), FakeQueue()
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, task().model_dump_json())
-    worker = _render_worker(storage, queue, ScriptedRenderer("wait"))
+    orchestrator = FakeOrchestrator()
+    worker = _render_worker(storage, queue, ScriptedRenderer("wait"), orchestrator)
     # WHEN another segment of its job fails for good while it renders
     timer = threading.Timer(0.5, lambda: mark_job_failed(storage, WORK, _marker(segment=0)))
     timer.start()
@@ -140,6 +177,9 @@ def test_a_segment_rendering_when_its_job_is_marked_failed_stops_within_seconds(
     worker.execute(message)
     # THEN it stopped within seconds and deleted the message
     assert time.monotonic() - began < 5 and queue.deleted == [message_id]
+    # AND failed its token once with the job's cause
+    ((kind, _token, (error, cause)),) = orchestrator.reports()
+    assert (kind, error) == ("failure", "JobLost") and "the encoder fell over" in cause
 
 
 def test_presence_is_written_at_start_updated_per_task_and_removed_on_a_clean_exit() -> None:
