@@ -39,6 +39,9 @@ HEADER = struct.Struct(">I")
 NEIGHBOURS_DEFAULT = 2  # FaceFusion's --target-frame-amount default
 PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
 FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' worth)
+# FaceFusion's face store is keyed by a frame's pixels alone, whatever the options that found the faces;
+# the options that decide which faces are found and chosen (its UI clears the store when any changes).
+FACE_OPTION_PREFIXES = ("face_detector_", "face_landmarker_", "face_selector_", "reference_face_")
 
 
 def write_message(stream: IO[bytes], header: dict[str, Any], payload: bytes | memoryview = b"") -> None:
@@ -92,6 +95,7 @@ class FaceFusion:
         self.loaded: list[str] = []  # model files, in the order their sessions were created
         self.checked: set[tuple[str, ...]] = set()
         self.parsed: dict[tuple[str, ...], dict[str, Any]] = {}
+        self.face_options: list[tuple[str, str]] | None = None  # those the face store was filled under
         create = inference_manager.create_inference_session
 
         def counted(model_path: str, *args: Any, **kwargs: Any) -> Any:
@@ -130,6 +134,16 @@ class FaceFusion:
         # Every segment starts from FaceFusion's full state for its argv: nothing leaks between jobs.
         apply_args(args, state_manager.init_item)
         logger.init(state_manager.get_item("log_level"))
+        self.clear_faces_on_change(args)
+
+    def clear_faces_on_change(self, args: dict[str, Any]) -> None:
+        """Forget the faces found under other detection, landmark or selection options."""
+        from facefusion import face_store
+
+        options = face_options(args)
+        if options != self.face_options:
+            face_store.clear_faces()
+            self.face_options = options
 
     def check(self, key: tuple[str, ...]) -> None:
         """FaceFusion's pre-checks (model files and their hashes), once per distinct option set."""
@@ -153,6 +167,10 @@ class FaceFusion:
             if not module.pre_process("stream"):
                 raise Refused(last_log_line() or f"{module.__name__}: its pre-processing refused the job")
         return list(modules)
+
+
+def face_options(args: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted((name, repr(value)) for name, value in args.items() if name.startswith(FACE_OPTION_PREFIXES))
 
 
 @contextlib.contextmanager

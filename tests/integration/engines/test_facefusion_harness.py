@@ -357,3 +357,23 @@ def test_facefusions_own_parser_refuses_what_it_does_not_take(warm: WarmFaceFusi
     assert header["op"] == "refused" and "invalid choice: '320x320'" in header["reason"]
     frames = harness.clip(2)
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+
+
+def test_a_later_jobs_detector_options_are_not_answered_from_the_earlier_jobs_faces(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN a warm engine that rendered job A (FaceFusion's default detector score, 0.5)
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+    # AND job B, the same but for a detector score the stand-in's face (brightness ~0.76) does not reach
+    strict = {"face_selector_mode": "one", "face_detector_score": 0.8}
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN both engines render B THEN both refuse it as a fresh FaceFusion does: the faces A found
+    # in the same pixels were found under other options
+    for engine in (per_segment, warm):
+        with pytest.raises(EngineError, match="no source face detected"):
+            list(engine.render(_job(tmp_path, strict), frames))
+    per_segment.close()
+    # AND back on A's options the warm engine swaps again
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
