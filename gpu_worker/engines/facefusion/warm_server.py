@@ -26,6 +26,7 @@ import json
 import os
 import struct
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -105,6 +106,17 @@ class FaceFusion:
 
         # Counted, not changed: proof that a warm segment loads no model.
         inference_manager.create_inference_session = counted
+        get_pool = inference_manager.get_inference_pool
+        creating = threading.RLock()
+
+        def serialised(*args: Any, **kwargs: Any) -> Any:
+            # FaceFusion creates a pool on first use without a lock: threads that first need a model
+            # together (any frame, not only the first: a face can appear mid-segment) each create
+            # its sessions. A pool that exists is a dictionary look-up, so the lock costs nothing.
+            with creating:
+                return get_pool(*args, **kwargs)
+
+        inference_manager.get_inference_pool = serialised
 
     def configure(self, argv: list[str]) -> None:
         """Apply `argv` to FaceFusion's state as its CLI does; Refused with its own message."""
@@ -256,10 +268,6 @@ def render(
     def submit(position: int) -> None:
         frames = neighbours(position)
         pending.append(executor.submit(process_temp_frame, frames, frames[amount].copy(), position))
-        if new_options and position == 0:
-            # FaceFusion creates an inference pool on first use, unlocked: threads that start
-            # together each load the same models. The first frame of new options goes alone.
-            pending[0].result()
 
     def flush(limit: int) -> None:
         nonlocal produced

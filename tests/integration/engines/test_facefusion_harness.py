@@ -377,3 +377,61 @@ def test_a_later_jobs_detector_options_are_not_answered_from_the_earlier_jobs_fa
     per_segment.close()
     # AND back on A's options the warm engine swaps again
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+
+
+CONCURRENT_FIRST_USE = """
+import os, sys, threading, time
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, sys.argv[1])
+from facefusion import inference_manager, state_manager
+
+create = inference_manager.create_inference_session
+
+def slow(*args, **kwargs):
+    time.sleep(0.3)  # a real model takes seconds to load: the window the threads meet in
+    return create(*args, **kwargs)
+
+inference_manager.create_inference_session = slow
+import warm_server
+
+engine = warm_server.FaceFusion()
+for name, value in (("execution_device_ids", [0]), ("execution_providers", ["cpu"]), ("download_scope", "lite"),
+                    ("download_providers", ["github"]), ("face_swapper_model", "hyperswap_1a_256")):
+    state_manager.init_item(name, value)
+from facefusion.processors.modules.face_swapper import core as face_swapper
+
+together = threading.Barrier(4)
+
+failures = []
+
+def first_use():
+    together.wait()
+    try:
+        face_swapper.get_inference_pool()
+    except Exception as error:
+        failures.append(repr(error))
+
+threads = [threading.Thread(target=first_use) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+if failures:
+    sys.exit("; ".join(failures))
+print(" ".join(engine.loaded))
+"""
+
+
+def test_threads_that_first_need_a_model_together_create_one_session(home: harness.Harness) -> None:
+    # GIVEN the warm process's FaceFusion, and 4 threads that first need the swapper at once (frames
+    # rendered together after a faceless first frame), its sessions slow to create as real ones are
+    import subprocess
+
+    from gpu_worker.engines.facefusion import warm_server
+
+    script = [home.python, "-c", CONCURRENT_FIRST_USE, str(Path(warm_server.__file__).parent)]
+    # WHEN they ask FaceFusion for its pool
+    done = subprocess.run(script, cwd=home.home, env=home.env, capture_output=True, text=True, timeout=120, check=False)
+    # THEN one inference session was created, not one per thread
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["hyperswap_1a_256.onnx"]
