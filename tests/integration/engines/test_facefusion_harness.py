@@ -81,7 +81,27 @@ def test_stand_in_models_are_where_facefusion_looks_with_their_hashes(home: harn
     for name in home.models:
         model = home.models_dir / name
         assert model.with_suffix(".hash").read_text() == format(zlib.crc32(model.read_bytes()), "08x")
-    assert "hyperswap_1a_256.onnx" in home.models and "yoloface_8n.onnx" in home.models
+    assert {"hyperswap_1a_256.onnx", "inswapper_128.onnx", "yoloface_8n.onnx"} <= set(home.models)
+
+
+def test_inswapper_runs_through_its_embedding_conversion_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN the other swapper family: inswapper_128 (128² crops, the source embedding multiplied by
+    # the 512×512 matrix FaceFusion reads from the model), stand-ins with the real shapes
+    options = {"face_selector_mode": "one", "face_swapper_model": "inswapper_128"}
+    frames = harness.clip(3, start=40)
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN both engines render with it
+    old = list(per_segment.render(_job(tmp_path, options), frames))
+    per_segment.close()
+    new = list(warm.render(_job(tmp_path, options), frames))
+    # THEN both swapped every face, alike, and the warm one loaded that swapper
+    _assert_swapped(frames, old)
+    _assert_swapped(frames, new)
+    assert max(int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in zip(old, new, strict=True)) <= 1
+    assert "inswapper_128.onnx" in warm.stats.session_models
 
 
 def test_per_segment_headless_run_swaps_every_frame(home: harness.Harness, tmp_path: Path) -> None:
