@@ -243,6 +243,12 @@ class WarmFaceFusionEngine:
             phases={str(name): float(seconds) for name, seconds in header.get("phases", {}).items()},
             pre_checked=bool(header.get("pre_checked")),
         )
+        # What a warm segment cost FaceFusion, in the worker's log (the farm's tests count these).
+        logger.info(
+            "warm FaceFusion %s: %s frames, %s inference sessions created (%s in all: %s), %s frames analysed",
+            process.pid, produced, self.stats.session_loads, self.stats.session_loads_total,
+            ", ".join(self.stats.session_models) or "none", self.stats.sampled,
+        )  # fmt: skip
         if produced != len(sent):
             raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail(mark)))
         if self._decided:
