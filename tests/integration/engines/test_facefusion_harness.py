@@ -7,6 +7,7 @@ so a swapped frame is recognisable: 255 - input in the face's middle, the input 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Generator, Iterator, Mapping
@@ -455,3 +456,41 @@ def test_threads_that_first_need_a_model_together_create_one_session(home: harne
     # THEN one inference session was created, not one per thread
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["hyperswap_1a_256.onnx"]
+
+
+SHAPE_PROBE = """
+import json, sys
+import numpy, onnxruntime
+
+refused = {}
+for model, feeds in json.loads(sys.argv[1]).items():
+    session = onnxruntime.InferenceSession(f".assets/models/{model}", providers=["CPUExecutionProvider"])
+    inputs = {name: numpy.zeros(shape, numpy.float32) for name, shape in feeds.items()}
+    try:
+        session.run(None, inputs)
+        refused[model] = False
+    except Exception:
+        refused[model] = True
+print(json.dumps(refused))
+"""
+
+
+def test_stand_ins_refuse_what_the_real_models_refuse(home: harness.Harness) -> None:
+    # GIVEN inputs of shapes the real models do not take (another detector size, a 128² recogniser
+    # crop, a 256-value embedding for inswapper, inswapper's 128² crop for hyperswap)
+    import subprocess
+
+    wrong = {
+        "yoloface_8n.onnx": {"input": [1, 3, 320, 320]},
+        "arcface_w600k_r50.onnx": {"input": [1, 3, 128, 128]},
+        "inswapper_128.onnx": {"source": [1, 256], "target": [1, 3, 128, 128]},
+        "hyperswap_1a_256.onnx": {"source": [1, 512], "target": [1, 3, 128, 128]},
+    }
+    # WHEN FaceFusion's onnxruntime runs the stand-ins on them
+    done = subprocess.run(
+        [home.python, "-c", SHAPE_PROBE, json.dumps(wrong)],
+        cwd=home.home, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    # THEN every one is refused, as the real model would be
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == dict.fromkeys(wrong, True)
