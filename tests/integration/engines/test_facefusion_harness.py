@@ -1,7 +1,8 @@
 """Both FaceFusion engines against FaceFusion 3.8.1's own code, with stand-in models on the CPU.
 
-Needs a FaceFusion checkout (FUSIONFLEET_FACEFUSION_SOURCE) and its environment (`make
-facefusion-env`); skipped with the reason otherwise. The stand-in swapper inverts the face region,
+Needs FaceFusion's source (../shared/third_party/facefusion-3.8.1 beside the clone, as CI has it, or
+FUSIONFLEET_FACEFUSION_SOURCE) and its environment (`make facefusion-env`, which `make test` builds);
+skipped with the reason otherwise. The stand-in swapper inverts the face region,
 so a swapped frame is recognisable: 255 - input in the face's middle, the input elsewhere.
 """
 
