@@ -155,11 +155,12 @@ def test_a_job_renders_on_the_warm_engine_frame_exact_and_a_second_job_gets_its_
     # on the same warm workers
     second = drop(farm, "ff-b", clip, {"face_selector_mode": "reference", "face_detector_score": 0.8})
     refused = notice_for(farm, inbox, second, wait_s=600)
-    # THEN it fails: its segments were refused as a fresh FaceFusion refuses them, not answered from
-    # job A's faces (the notice itself names the blocklisting that followed; see the issue notes)
+    # THEN it is refused with FaceFusion's reason, as a fresh FaceFusion refuses it, not answered from
+    # job A's faces; and at once: the same inputs fail alike on every worker, so none is retried
     assert refused["status"] == "failed", refused
-    refusal = rf"segment \d+ of {second}: attempt \d+ failed \(EngineError: FaceFusion refused the job: .*no source"
-    assert re.search(refusal, all_logs(farm)), farm.logs()
+    assert "no source face detected" in json.dumps(refused), refused
+    attempts = re.findall(rf"segment \d+ of {second}: attempt (\d+) failed", all_logs(farm))
+    assert attempts and set(attempts) == {"1"}, attempts
 
     # WHEN job C asks for a detector score the face does reach, on the same warm workers
     third = drop(farm, "ff-c", clip, {"face_selector_mode": "reference", "face_detector_score": 0.6})

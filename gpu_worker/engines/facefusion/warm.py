@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fusionfleet.errors import InputRejected
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
@@ -160,9 +161,11 @@ class WarmFaceFusionEngine:
             header, _ = process.receive(first, "checking the job")
             self._unfinished = header["op"] == "ready"
             if header["op"] == "refused":
-                raise EngineError(
-                    failures.with_output(f"FaceFusion refused the job: {header['reason']}", process.log_tail(mark))
-                )
+                reason = failures.with_output(f"FaceFusion refused the job: {header['reason']}", process.log_tail(mark))
+                if header.get("job_inputs"):
+                    # Every worker refuses these inputs alike: no retry, no blocklisting, the reason reaches the user.
+                    raise InputRejected(reason)
+                raise EngineError(reason)
             if header["op"] != "ready":
                 raise EngineError(
                     failures.with_output(

@@ -85,6 +85,12 @@ def frame_from(header: dict[str, Any], payload: bytes) -> np.ndarray:
 class Refused(Exception):
     """FaceFusion would not run this segment; the message is its reason."""
 
+    def __init__(self, reason: str, job_inputs: bool = False) -> None:
+        super().__init__(reason)
+        # True where the job's own inputs are refused (a processor's pre-processing: no source face),
+        # which every worker would refuse alike; False where this worker may be at fault (models, providers).
+        self.job_inputs = job_inputs
+
 
 class FaceFusion:
     """FaceFusion's modules, imported once, and what this process has done with them."""
@@ -177,7 +183,8 @@ class FaceFusion:
         modules = get_processors_modules(state_manager.get_item("processors"))
         for module in modules:
             if not module.pre_process("stream"):
-                raise Refused(last_log_line() or f"{module.__name__}: its pre-processing refused the job")
+                reason = last_log_line() or f"{module.__name__}: its pre-processing refused the job"
+                raise Refused(reason, job_inputs=True)
         return list(modules)
 
 
@@ -368,7 +375,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         try:
             (analyse if message["op"] == "analyse" else render)(engine, message, receive, send_tracking)
         except Refused as refusal:
-            send({"op": "refused", "reason": str(refusal)})
+            send({"op": "refused", "reason": str(refusal), "job_inputs": refusal.job_inputs})
         except Exception as error:  # every failure becomes an answer; the process stays warm
             where = traceback.format_exception_only(error)[-1].strip()
             send({"op": "error", "reason": f"{where} (last output: {last_log_line() or 'none'})"})

@@ -19,10 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from fusionfleet.errors import InputRejected
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
 from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.settings import EngineSettings
+from gpu_worker.retry import retryable
 from tests.support import facefusion_harness as harness
 
 pytestmark = [
@@ -198,9 +200,11 @@ def test_refusal_carries_facefusions_reason_in_both_engines(
     per_segment.prepare()
     # WHEN either engine renders THEN it fails with FaceFusion's own words
     for engine in (per_segment, warm):
-        with pytest.raises(EngineError, match="no source face detected"):
+        with pytest.raises((EngineError, InputRejected), match="no source face detected") as refusal:
             list(engine.render(_job(tmp_path, source=faceless), harness.clip(3)))
     per_segment.close()
+    # AND the warm engine, which knows the refusal is of the job's inputs, says so: no worker retries it
+    assert isinstance(refusal.value, InputRejected) and not retryable(refusal.value)
     # AND the warm engine renders the next job as before
     frames = harness.clip(2)
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
@@ -323,6 +327,7 @@ import os, sys, time
 from pathlib import Path
 from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.settings import EngineSettings
+from gpu_worker.retry import retryable
 from gpu_worker.engines.facefusion.warm import WarmFaceFusionEngine
 
 facts = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
@@ -394,7 +399,7 @@ def test_a_later_jobs_detector_options_are_not_answered_from_the_earlier_jobs_fa
     # WHEN both engines render B THEN both refuse it as a fresh FaceFusion does: the faces A found
     # in the same pixels were found under other options
     for engine in (per_segment, warm):
-        with pytest.raises(EngineError, match="no source face detected"):
+        with pytest.raises((EngineError, InputRejected), match="no source face detected"):
             list(engine.render(_job(tmp_path, strict), frames))
     per_segment.close()
     # AND back on A's options the warm engine swaps again
