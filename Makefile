@@ -3,8 +3,9 @@
 # own environment (Python 3.13, pinned; LocalStack's moto fork must not meet the real moto).
 
 PYTHON ?= python3
-PYTHON313 ?= python3.13
-PYTHON312 ?= python3.12
+# Found by infra/python/find-python (PATH, then pyenv, then pyenv's versions folder) unless named.
+PYTHON313 ?= $(shell sh infra/python/find-python 3.13 2>/dev/null || echo python3.13)
+PYTHON312 ?=
 VENV := .venv
 LSVENV := .venv-localstack
 FFVENV := .venv-facefusion
@@ -72,13 +73,16 @@ aws-checks: venv checkov-env sam-env parliament-env
 		tests/static/test_state_machine.py tests/static/test_packages.py tests/static/test_checkov.py \
 		tests/static/test_sam_cli.py tests/static/test_environment_contract.py $(PYTEST_ARGS)
 
-# FaceFusion's own dependencies, for the development harness that runs the facefusion engine on a
-# FaceFusion 3.8.1 checkout (FUSIONFLEET_FACEFUSION_SOURCE) with stand-in models; never in .venv.
+# FaceFusion's own dependencies, for the harness that runs the facefusion engine on FaceFusion 3.8.1's
+# source (FUSIONFLEET_FACEFUSION_SOURCE, else ../shared/third_party/facefusion-3.8.1) with stand-in
+# models; never in .venv. `make test` builds it, so CI runs FaceFusion's own code.
 facefusion-env: $(FFVENV)/.installed
 $(FFVENV)/.installed: infra/facefusion/requirements.txt
-	@$(PYTHON312) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null || \
-		{ echo "FaceFusion 3.8.1's pins (scipy 1.18) need Python >= 3.12 as '$(PYTHON312)' (set PYTHON312=/path/to/python3.12)"; exit 1; }
-	test -x $(FFVENV)/bin/python || $(PYTHON312) -m venv $(FFVENV)
+	@test -x $(FFVENV)/bin/python || { \
+		python312='$(PYTHON312)'; python312="$${python312:-$$(sh infra/python/find-python 3.12)}" || exit 1; \
+		"$$python312" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null || \
+			{ echo "FaceFusion 3.8.1's pins (scipy 1.18) need Python >= 3.12 as '$$python312' (set PYTHON312=/path/to/python3.12)"; exit 1; }; \
+		echo "$$python312 -m venv $(FFVENV)"; "$$python312" -m venv $(FFVENV); }
 	$(FFVENV)/bin/python -m pip install --quiet -r infra/facefusion/requirements.txt
 	$(FFVENV)/bin/python -m pip check
 	touch $@
@@ -101,7 +105,7 @@ integration: venv
 e2e: venv localstack-env
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
-test: venv localstack-env checkov-env sam-env parliament-env lint
+test: venv localstack-env checkov-env sam-env parliament-env facefusion-env lint
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 demo: venv localstack-env

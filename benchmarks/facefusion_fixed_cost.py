@@ -1,18 +1,21 @@
 """Fixed cost per segment of the FaceFusion engines: one `headless-run` per segment vs the warm one.
 
 Runs both engines on FaceFusion 3.8.1's own code with the harness's stand-in models on the CPU
-(tests/support/facefusion_harness.py: FUSIONFLEET_FACEFUSION_SOURCE and `make facefusion-env`).
-Each engine renders segments of two lengths; a segment's time is fixed cost + frames × per-frame
-cost, so the fixed cost is the intercept of the line through them (from the fastest repeats). The
-warm engine's is too small for that fit on a busy machine, so it is also measured directly: a
-segment's wall time less the time FaceFusion spent on its frames (the smallest of the repeats).
-The warm engine is measured on segments after its first; its first segment on a fresh worker (process
-start, FaceFusion's imports, every model loaded) is reported on its own, with the inference
-sessions each segment created. The old path's fixed cost is also split into its parts, each timed
-on its own: interpreter start with FaceFusion's imports, model loading, and the video round trip.
+(tests/support/facefusion_harness.py: the checkout beside the clone or FUSIONFLEET_FACEFUSION_SOURCE,
+and `make facefusion-env`). Each engine renders segments of three lengths, interleaved, the same
+number of times; a segment's time is fixed cost + frames × per-frame cost, so both engines' fixed
+costs come from one estimator: the intercept of the least-squares line through each length's fastest
+repeat (on a shared machine the slower repeats measure the neighbours too). Nothing is clamped: a fit
+whose slope comes out negative is reported as such (`fit_sound`: false), not replaced. As a
+cross-check only, the warm engine's fixed cost is also measured directly (a segment's wall time less
+the time FaceFusion spent on its frames); the share uses the intercepts. The warm engine is measured
+on segments after its first; its first segment on a fresh worker (process start, FaceFusion's
+imports, every model loaded) is reported on its own, with the inference sessions each segment
+created. The old path's fixed cost is also split into its parts, each timed on its own: interpreter
+start with FaceFusion's imports, model loading, and the video round trip.
 
 Run from the repository root:
-    FUSIONFLEET_FACEFUSION_SOURCE=/path/to/facefusion-3.8.1 .venv/bin/python -m benchmarks.facefusion_fixed_cost
+    .venv/bin/python -m benchmarks.facefusion_fixed_cost [--repeats N]
 Writes benchmarks/results/facefusion_fixed_cost.json and prints a short table.
 """
 
@@ -37,7 +40,8 @@ from tests.support import facefusion_harness as harness
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GOAL_FIXED_SHARE = 0.05  # the warm engine's fixed cost, as a share of the old path's
-SHORT, LONG = 4, 16  # frames per segment
+LENGTHS = (4, 8, 16)  # frames per segment
+SHORT = LENGTHS[0]
 
 _IMPORTS = "import facefusion.core, facefusion.workflows.to_video, facefusion.processors.modules.face_swapper.core"
 _LOAD_MODELS = """
@@ -55,11 +59,21 @@ def _timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def _fixed_and_per_frame(short_s: list[float], long_s: list[float]) -> tuple[float, float]:
-    # The fastest of the repeats: on a shared machine the others measure the neighbours too.
-    short, long = min(short_s), min(long_s)
-    per_frame = (long - short) / (LONG - SHORT)
-    return short - SHORT * per_frame, per_frame
+def fixed_and_per_frame(times: dict[int, list[float]]) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line through each segment length's fastest time."""
+    lengths = sorted(times)
+    slope, intercept = statistics.linear_regression(lengths, [min(times[length]) for length in lengths])
+    return intercept, slope
+
+
+def _segments(engine: Any, job: EngineJob, repeats: int, after: Callable[[float], None]) -> dict[int, list[float]]:
+    """Every length `repeats` times, interleaved, so a slow spell of the machine hits all lengths."""
+    times: dict[int, list[float]] = {length: [] for length in LENGTHS}
+    for _ in range(repeats):
+        for length in LENGTHS:
+            times[length].append(_render(engine, job, length))
+            after(times[length][-1])
+    return times
 
 
 def _job(work: Path) -> EngineJob:
@@ -83,24 +97,22 @@ def measure(repeats: int) -> dict[str, Any]:
 
         old = FaceFusionEngine(settings, facts, env=home.env)
         old.prepare()
-        old_short = [_render(old, job, SHORT) for _ in range(repeats)]
-        old_long = [_render(old, job, LONG) for _ in range(repeats)]
+        old_times = _segments(old, job, repeats, lambda _: None)
         old.close()
 
         warm = WarmFaceFusionEngine(settings, facts, env=home.env)
         start_s = _timed(warm.prepare)
         first_s = _render(warm, job, SHORT)
         first_loads = warm.stats.session_loads
-        warm_short: list[float] = []
-        warm_long: list[float] = []
         later_loads: list[int] = []
         overheads: list[float] = []
-        for _ in range(repeats):
-            for frames, times in ((SHORT, warm_short), (LONG, warm_long)):
-                times.append(_render(warm, job, frames))
-                later_loads.append(warm.stats.session_loads)
-                # Directly: the segment's wall time less FaceFusion's time on its frames.
-                overheads.append(times[-1] - warm.stats.phases["frames_s"])
+
+        def after_warm(seconds: float) -> None:
+            later_loads.append(warm.stats.session_loads)
+            # The cross-check: the segment's wall time less FaceFusion's time on its frames.
+            overheads.append(seconds - warm.stats.phases["frames_s"])
+
+        warm_times = _segments(warm, job, repeats, after_warm)
         phases = warm.stats.phases
         warm.close()
 
@@ -123,23 +135,19 @@ def measure(repeats: int) -> dict[str, Any]:
         write_s = _timed(lambda: write_target(harness.clip(SHORT), target, 25.0, None))
         read_s = _timed(lambda: list(read_output(target, written, "")))
 
-    _, old_fit = _fixed_and_per_frame(old_short, old_long)
-    # Where the machine's noise makes the slope negative, no frame cost is taken off: the fixed cost
-    # is then at most the short segment's whole time, an overstatement of a few frames' work.
-    old_per_frame = max(0.0, old_fit)
-    old_fixed = min(old_short) - SHORT * old_per_frame
+    old_fixed, old_per_frame = fixed_and_per_frame(old_times)
     old_parts = imports_s + models_s + write_s + read_s
-    warm_fit, warm_per_frame = _fixed_and_per_frame(warm_short, warm_long)
-    warm_fixed = min(overheads)
+    warm_fixed, warm_per_frame = fixed_and_per_frame(warm_times)
     return {
         "machine": "CPU (CPUExecutionProvider), stand-in models, 320x240 frames",
-        "segment_frames": [SHORT, LONG],
+        "segment_frames": list(LENGTHS),
         "repeats": repeats,
+        "estimator": "intercept of the least-squares line through each length's fastest segment, both engines",
         "per_segment": {
             "fixed_cost_s": round(old_fixed, 4),
             "per_frame_s": round(old_per_frame, 4),
-            "per_frame_fit_s": round(old_fit, 4),
-            "segment_s": {"short": old_short, "long": old_long},
+            "fit_sound": old_per_frame > 0,
+            "segment_s": {str(length): times for length, times in old_times.items()},
             "parts_s": {
                 "interpreter_and_facefusion_imports": round(imports_s, 4),
                 "model_loading": round(models_s, 4),
@@ -148,11 +156,13 @@ def measure(repeats: int) -> dict[str, Any]:
         },
         "warm": {
             "fixed_cost_s": round(warm_fixed, 4),
-            "fixed_cost_fit_s": round(warm_fit, 4),
-            "fixed_cost_direct_s": [round(overhead, 4) for overhead in overheads],
-            "last_segment_phases_s": phases,
             "per_frame_s": round(warm_per_frame, 4),
-            "segment_s": {"short": warm_short, "long": warm_long},
+            "fit_sound": warm_per_frame > 0,
+            # The cross-check, not used for the share: wall time less FaceFusion's time on the frames.
+            "fixed_cost_direct_s": [round(overhead, 4) for overhead in overheads],
+            "fixed_cost_direct_min_s": round(min(overheads), 4),
+            "last_segment_phases_s": phases,
+            "segment_s": {str(length): times for length, times in warm_times.items()},
             "fresh_worker": {
                 "process_start_s": round(start_s, 4),
                 "first_segment_s": round(first_s, 4),
@@ -173,10 +183,10 @@ def table(result: dict[str, Any]) -> str:
 
     def row(name: str, engine: dict[str, Any]) -> tuple[str, ...]:
         times = engine["segment_s"]
-        return (name, f"{engine['fixed_cost_s']:.3f} s", f"{engine['per_frame_s']:.3f} s",
-                f"{min(times['short']):.3f} s", f"{min(times['long']):.3f} s")  # fmt: skip
+        fastest = tuple(f"{min(times[str(length)]):.3f} s" for length in LENGTHS)
+        return (name, f"{engine['fixed_cost_s']:.3f} s", f"{engine['per_frame_s']:.3f} s", *fastest)
 
-    header = ("engine", "fixed cost/segment", "per frame", f"{SHORT}-frame segment", f"{LONG}-frame segment")
+    header = ("engine", "fixed cost/segment", "per frame", *(f"{length}-frame segment" for length in LENGTHS))
     rows = [header, row("per-segment", old), row("warm", warm)]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
@@ -184,7 +194,9 @@ def table(result: dict[str, Any]) -> str:
     lines += [
         f"warm fixed cost = {100 * (result['fixed_cost_share'] or 0):.1f} % of the per-segment engine's, "
         f"{100 * (result['fixed_cost_share_of_parts'] or 0):.1f} % of its measured parts alone "
-        f"(goal < {100 * GOAL_FIXED_SHARE:.0f} %)",
+        f"(goal < {100 * GOAL_FIXED_SHARE:.0f} %); both intercepts of the same fit"
+        f"{'' if old['fit_sound'] and warm['fit_sound'] else ' (a fit came out with a negative slope: unsound)'}",
+        f"warm fixed cost measured directly (cross-check): {warm['fixed_cost_direct_min_s']:.3f} s",
         f"fresh warm worker: process start {fresh['process_start_s']:.3f} s, first {SHORT}-frame segment "
         f"{fresh['first_segment_s']:.3f} s with {fresh['first_segment_session_loads']} inference sessions created; "
         f"later segments created {sum(warm['later_segment_session_loads'])}",

@@ -1,8 +1,9 @@
 """The development harness: FaceFusion 3.8.1's own source, run on the CPU with stand-in models.
 
 FaceFusion is not on PyPI and downloads its models at run time, so the tests that run its real code
-need two things a developer provides: a checkout of its source (FUSIONFLEET_FACEFUSION_SOURCE) and
-an interpreter with its dependencies (`make facefusion-env` builds `.venv-facefusion`; another one
+need two things: a checkout of its source (FUSIONFLEET_FACEFUSION_SOURCE, else the unchanged copy
+CI keeps beside the clone, ../shared/third_party/facefusion-3.8.1) and an interpreter with its
+dependencies (`make facefusion-env` builds `.venv-facefusion`; another one
 through FUSIONFLEET_FACEFUSION_PYTHON). The harness copies the checkout's code into a scratch folder
 (the checkout stays untouched), writes the stand-in models (tests/support/facefusion_standins.py)
 where FaceFusion looks for them, and puts the ffmpeg and ffprobe its pre-check wants on PATH.
@@ -26,6 +27,8 @@ ENV_SOURCE = "FUSIONFLEET_FACEFUSION_SOURCE"
 ENV_PYTHON = "FUSIONFLEET_FACEFUSION_PYTHON"
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PYTHON = REPO / ".venv-facefusion" / "bin" / "python"
+# Where CI (and this project's machines) keep FaceFusion 3.8.1's source: beside the clone.
+DEFAULT_SOURCE = REPO.parent / "shared" / "third_party" / "facefusion-3.8.1"
 STANDINS = Path(__file__).with_name("facefusion_standins.py")
 
 # Frames small enough for the CPU, with the one "face" the stand-in detector reports.
@@ -48,8 +51,11 @@ class Harness:
 
 
 def source_checkout() -> Path | None:
+    """The checkout named by FUSIONFLEET_FACEFUSION_SOURCE, else the shared copy when it is there."""
     text = os.environ.get(ENV_SOURCE, "").strip()
-    return Path(text) if text else None
+    if text:
+        return Path(text)
+    return DEFAULT_SOURCE if DEFAULT_SOURCE.is_dir() else None
 
 
 def facefusion_python() -> Path:
@@ -61,7 +67,10 @@ def skip_reason() -> str | None:
     """Why the harness cannot run here, or None when it can."""
     source = source_checkout()
     if source is None:
-        return f"{ENV_SOURCE} is not set (a FaceFusion 3.8.1 checkout; see docs/engines.md, 'FaceFusion harness')"
+        return (
+            f"no FaceFusion 3.8.1 checkout: {ENV_SOURCE} is not set and {DEFAULT_SOURCE} is absent"
+            " (see docs/engines.md, 'FaceFusion harness')"
+        )
     if not (source / "facefusion.py").is_file() or not (source / "facefusion" / "core.py").is_file():
         return f"{ENV_SOURCE}={source} is not a FaceFusion checkout (no facefusion.py / facefusion/core.py)"
     python = facefusion_python()

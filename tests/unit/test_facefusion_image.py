@@ -2,7 +2,7 @@
 and exactly the models `fusionfleet/facefusion/image_models.py` lists, which validation refuses others by.
 
 Static checks of gpu_worker/Dockerfile (no Docker engine here); the harness tests below compare the
-list with FaceFusion 3.8.1's own model sets when a checkout is at hand (FUSIONFLEET_FACEFUSION_SOURCE).
+list with FaceFusion 3.8.1's own model sets when its source is at hand (tests/support/facefusion_harness.py).
 """
 
 from __future__ import annotations

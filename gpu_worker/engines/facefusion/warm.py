@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fusionfleet.errors import InputRejected
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
@@ -160,9 +161,11 @@ class WarmFaceFusionEngine:
             header, _ = process.receive(first, "checking the job")
             self._unfinished = header["op"] == "ready"
             if header["op"] == "refused":
-                raise EngineError(
-                    failures.with_output(f"FaceFusion refused the job: {header['reason']}", process.log_tail(mark))
-                )
+                reason = failures.with_output(f"FaceFusion refused the job: {header['reason']}", process.log_tail(mark))
+                if header.get("job_inputs"):
+                    # Every worker refuses these inputs alike: no retry, no blocklisting, the reason reaches the user.
+                    raise InputRejected(reason)
+                raise EngineError(reason)
             if header["op"] != "ready":
                 raise EngineError(
                     failures.with_output(
@@ -243,6 +246,12 @@ class WarmFaceFusionEngine:
             phases={str(name): float(seconds) for name, seconds in header.get("phases", {}).items()},
             pre_checked=bool(header.get("pre_checked")),
         )
+        # What a warm segment cost FaceFusion, in the worker's log (the farm's tests count these).
+        logger.info(
+            "warm FaceFusion %s: %s frames, %s inference sessions created (%s in all: %s), %s frames analysed",
+            process.pid, produced, self.stats.session_loads, self.stats.session_loads_total,
+            ", ".join(self.stats.session_models) or "none", self.stats.sampled,
+        )  # fmt: skip
         if produced != len(sent):
             raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail(mark)))
         if self._decided:

@@ -26,6 +26,7 @@ import json
 import os
 import struct
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -39,6 +40,9 @@ HEADER = struct.Struct(">I")
 NEIGHBOURS_DEFAULT = 2  # FaceFusion's --target-frame-amount default
 PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
 FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' worth)
+# FaceFusion's face store is keyed by a frame's pixels alone, whatever the options that found the faces;
+# the options that decide which faces are found and chosen (its UI clears the store when any changes).
+FACE_OPTION_PREFIXES = ("face_detector_", "face_landmarker_", "face_selector_", "reference_face_")
 
 
 def write_message(stream: IO[bytes], header: dict[str, Any], payload: bytes | memoryview = b"") -> None:
@@ -81,6 +85,12 @@ def frame_from(header: dict[str, Any], payload: bytes) -> np.ndarray:
 class Refused(Exception):
     """FaceFusion would not run this segment; the message is its reason."""
 
+    def __init__(self, reason: str, job_inputs: bool = False) -> None:
+        super().__init__(reason)
+        # True where the job's own inputs are refused (a processor's pre-processing: no source face),
+        # which every worker would refuse alike; False where this worker may be at fault (models, providers).
+        self.job_inputs = job_inputs
+
 
 class FaceFusion:
     """FaceFusion's modules, imported once, and what this process has done with them."""
@@ -92,6 +102,7 @@ class FaceFusion:
         self.loaded: list[str] = []  # model files, in the order their sessions were created
         self.checked: set[tuple[str, ...]] = set()
         self.parsed: dict[tuple[str, ...], dict[str, Any]] = {}
+        self.face_options: list[tuple[str, str]] | None = None  # those the face store was filled under
         create = inference_manager.create_inference_session
 
         def counted(model_path: str, *args: Any, **kwargs: Any) -> Any:
@@ -101,6 +112,17 @@ class FaceFusion:
 
         # Counted, not changed: proof that a warm segment loads no model.
         inference_manager.create_inference_session = counted
+        get_pool = inference_manager.get_inference_pool
+        creating = threading.RLock()
+
+        def serialised(*args: Any, **kwargs: Any) -> Any:
+            # FaceFusion creates a pool on first use without a lock: threads that first need a model
+            # together (any frame, not only the first: a face can appear mid-segment) each create
+            # its sessions. A pool that exists is a dictionary look-up, so the lock costs nothing.
+            with creating:
+                return get_pool(*args, **kwargs)
+
+        inference_manager.get_inference_pool = serialised
 
     def configure(self, argv: list[str]) -> None:
         """Apply `argv` to FaceFusion's state as its CLI does; Refused with its own message."""
@@ -130,6 +152,16 @@ class FaceFusion:
         # Every segment starts from FaceFusion's full state for its argv: nothing leaks between jobs.
         apply_args(args, state_manager.init_item)
         logger.init(state_manager.get_item("log_level"))
+        self.clear_faces_on_change(args)
+
+    def clear_faces_on_change(self, args: dict[str, Any]) -> None:
+        """Forget the faces found under other detection, landmark or selection options."""
+        from facefusion import face_store
+
+        options = face_options(args)
+        if options != self.face_options:
+            face_store.clear_faces()
+            self.face_options = options
 
     def check(self, key: tuple[str, ...]) -> None:
         """FaceFusion's pre-checks (model files and their hashes), once per distinct option set."""
@@ -151,8 +183,13 @@ class FaceFusion:
         modules = get_processors_modules(state_manager.get_item("processors"))
         for module in modules:
             if not module.pre_process("stream"):
-                raise Refused(last_log_line() or f"{module.__name__}: its pre-processing refused the job")
+                reason = last_log_line() or f"{module.__name__}: its pre-processing refused the job"
+                raise Refused(reason, job_inputs=True)
         return list(modules)
+
+
+def face_options(args: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted((name, repr(value)) for name, value in args.items() if name.startswith(FACE_OPTION_PREFIXES))
 
 
 @contextlib.contextmanager
@@ -238,10 +275,6 @@ def render(
     def submit(position: int) -> None:
         frames = neighbours(position)
         pending.append(executor.submit(process_temp_frame, frames, frames[amount].copy(), position))
-        if new_options and position == 0:
-            # FaceFusion creates an inference pool on first use, unlocked: threads that start
-            # together each load the same models. The first frame of new options goes alone.
-            pending[0].result()
 
     def flush(limit: int) -> None:
         nonlocal produced
@@ -342,7 +375,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         try:
             (analyse if message["op"] == "analyse" else render)(engine, message, receive, send_tracking)
         except Refused as refusal:
-            send({"op": "refused", "reason": str(refusal)})
+            send({"op": "refused", "reason": str(refusal), "job_inputs": refusal.job_inputs})
         except Exception as error:  # every failure becomes an answer; the process stays warm
             where = traceback.format_exception_only(error)[-1].strip()
             send({"op": "error", "reason": f"{where} (last output: {last_log_line() or 'none'})"})

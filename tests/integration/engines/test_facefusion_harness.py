@@ -1,12 +1,14 @@
 """Both FaceFusion engines against FaceFusion 3.8.1's own code, with stand-in models on the CPU.
 
-Needs a FaceFusion checkout (FUSIONFLEET_FACEFUSION_SOURCE) and its environment (`make
-facefusion-env`); skipped with the reason otherwise. The stand-in swapper inverts the face region,
+Needs FaceFusion's source (../shared/third_party/facefusion-3.8.1 beside the clone, as CI has it, or
+FUSIONFLEET_FACEFUSION_SOURCE) and its environment (`make facefusion-env`, which `make test` builds);
+skipped with the reason otherwise. The stand-in swapper inverts the face region,
 so a swapped frame is recognisable: 255 - input in the face's middle, the input elsewhere.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Generator, Iterator, Mapping
@@ -17,10 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from fusionfleet.errors import InputRejected
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
 from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.settings import EngineSettings
+from gpu_worker.retry import retryable
 from tests.support import facefusion_harness as harness
 
 pytestmark = [
@@ -81,7 +85,27 @@ def test_stand_in_models_are_where_facefusion_looks_with_their_hashes(home: harn
     for name in home.models:
         model = home.models_dir / name
         assert model.with_suffix(".hash").read_text() == format(zlib.crc32(model.read_bytes()), "08x")
-    assert "hyperswap_1a_256.onnx" in home.models and "yoloface_8n.onnx" in home.models
+    assert {"hyperswap_1a_256.onnx", "inswapper_128.onnx", "yoloface_8n.onnx"} <= set(home.models)
+
+
+def test_inswapper_runs_through_its_embedding_conversion_in_both_engines(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN the other swapper family: inswapper_128 (128² crops, the source embedding multiplied by
+    # the 512×512 matrix FaceFusion reads from the model), stand-ins with the real shapes
+    options = {"face_selector_mode": "one", "face_swapper_model": "inswapper_128"}
+    frames = harness.clip(3, start=40)
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN both engines render with it
+    old = list(per_segment.render(_job(tmp_path, options), frames))
+    per_segment.close()
+    new = list(warm.render(_job(tmp_path, options), frames))
+    # THEN both swapped every face, alike, and the warm one loaded that swapper
+    _assert_swapped(frames, old)
+    _assert_swapped(frames, new)
+    assert max(int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in zip(old, new, strict=True)) <= 1
+    assert "inswapper_128.onnx" in warm.stats.session_models
 
 
 def test_per_segment_headless_run_swaps_every_frame(home: harness.Harness, tmp_path: Path) -> None:
@@ -176,9 +200,11 @@ def test_refusal_carries_facefusions_reason_in_both_engines(
     per_segment.prepare()
     # WHEN either engine renders THEN it fails with FaceFusion's own words
     for engine in (per_segment, warm):
-        with pytest.raises(EngineError, match="no source face detected"):
+        with pytest.raises((EngineError, InputRejected), match="no source face detected") as refusal:
             list(engine.render(_job(tmp_path, source=faceless), harness.clip(3)))
     per_segment.close()
+    # AND the warm engine, which knows the refusal is of the job's inputs, says so: no worker retries it
+    assert isinstance(refusal.value, InputRejected) and not retryable(refusal.value)
     # AND the warm engine renders the next job as before
     frames = harness.clip(2)
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
@@ -301,6 +327,7 @@ import os, sys, time
 from pathlib import Path
 from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.settings import EngineSettings
+from gpu_worker.retry import retryable
 from gpu_worker.engines.facefusion.warm import WarmFaceFusionEngine
 
 facts = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
@@ -357,3 +384,119 @@ def test_facefusions_own_parser_refuses_what_it_does_not_take(warm: WarmFaceFusi
     assert header["op"] == "refused" and "invalid choice: '320x320'" in header["reason"]
     frames = harness.clip(2)
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+
+
+def test_a_later_jobs_detector_options_are_not_answered_from_the_earlier_jobs_faces(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN a warm engine that rendered job A (FaceFusion's default detector score, 0.5)
+    frames = harness.clip(2)
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+    # AND job B, the same but for a detector score the stand-in's face (brightness ~0.76) does not reach
+    strict = {"face_selector_mode": "one", "face_detector_score": 0.8}
+    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment.prepare()
+    # WHEN both engines render B THEN both refuse it as a fresh FaceFusion does: the faces A found
+    # in the same pixels were found under other options
+    for engine in (per_segment, warm):
+        with pytest.raises((EngineError, InputRejected), match="no source face detected"):
+            list(engine.render(_job(tmp_path, strict), frames))
+    per_segment.close()
+    # AND back on A's options the warm engine swaps again
+    _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
+
+
+CONCURRENT_FIRST_USE = """
+import os, sys, threading, time
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, sys.argv[1])
+from facefusion import inference_manager, state_manager
+
+create = inference_manager.create_inference_session
+
+def slow(*args, **kwargs):
+    time.sleep(0.3)  # a real model takes seconds to load: the window the threads meet in
+    return create(*args, **kwargs)
+
+inference_manager.create_inference_session = slow
+import warm_server
+
+engine = warm_server.FaceFusion()
+for name, value in (("execution_device_ids", [0]), ("execution_providers", ["cpu"]), ("download_scope", "lite"),
+                    ("download_providers", ["github"]), ("face_swapper_model", "hyperswap_1a_256")):
+    state_manager.init_item(name, value)
+from facefusion.processors.modules.face_swapper import core as face_swapper
+
+together = threading.Barrier(4)
+
+failures = []
+
+def first_use():
+    together.wait()
+    try:
+        face_swapper.get_inference_pool()
+    except Exception as error:
+        failures.append(repr(error))
+
+threads = [threading.Thread(target=first_use) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+if failures:
+    sys.exit("; ".join(failures))
+print(" ".join(engine.loaded))
+"""
+
+
+def test_threads_that_first_need_a_model_together_create_one_session(home: harness.Harness) -> None:
+    # GIVEN the warm process's FaceFusion, and 4 threads that first need the swapper at once (frames
+    # rendered together after a faceless first frame), its sessions slow to create as real ones are
+    import subprocess
+
+    from gpu_worker.engines.facefusion import warm_server
+
+    script = [home.python, "-c", CONCURRENT_FIRST_USE, str(Path(warm_server.__file__).parent)]
+    # WHEN they ask FaceFusion for its pool
+    done = subprocess.run(script, cwd=home.home, env=home.env, capture_output=True, text=True, timeout=120, check=False)
+    # THEN one inference session was created, not one per thread
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["hyperswap_1a_256.onnx"]
+
+
+SHAPE_PROBE = """
+import json, sys
+import numpy, onnxruntime
+
+refused = {}
+for model, feeds in json.loads(sys.argv[1]).items():
+    session = onnxruntime.InferenceSession(f".assets/models/{model}", providers=["CPUExecutionProvider"])
+    inputs = {name: numpy.zeros(shape, numpy.float32) for name, shape in feeds.items()}
+    try:
+        session.run(None, inputs)
+        refused[model] = False
+    except Exception:
+        refused[model] = True
+print(json.dumps(refused))
+"""
+
+
+def test_stand_ins_refuse_what_the_real_models_refuse(home: harness.Harness) -> None:
+    # GIVEN inputs of shapes the real models do not take (another detector size, a 128² recogniser
+    # crop, a 256-value embedding for inswapper, inswapper's 128² crop for hyperswap)
+    import subprocess
+
+    wrong = {
+        "yoloface_8n.onnx": {"input": [1, 3, 320, 320]},
+        "arcface_w600k_r50.onnx": {"input": [1, 3, 128, 128]},
+        "inswapper_128.onnx": {"source": [1, 256], "target": [1, 3, 128, 128]},
+        "hyperswap_1a_256.onnx": {"source": [1, 512], "target": [1, 3, 128, 128]},
+    }
+    # WHEN FaceFusion's onnxruntime runs the stand-ins on them
+    done = subprocess.run(
+        [home.python, "-c", SHAPE_PROBE, json.dumps(wrong)],
+        cwd=home.home, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    # THEN every one is refused, as the real model would be
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == dict.fromkeys(wrong, True)

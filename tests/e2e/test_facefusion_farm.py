@@ -1,0 +1,188 @@
+"""A farm job on the warm FaceFusion engine: FaceFusion 3.8.1's own code with the harness's stand-in models.
+
+The local stack's two workers run the `facefusion` engine (warm: one FaceFusion process per worker)
+from the harness's FaceFusion folder (tests/support/facefusion_harness.py); a 12 s clip of the
+harness's face goes through S3 → slicer → Map → workers → merge → SNS in several segments. The
+stand-in swapper inverts the face region, so a swapped frame is recognisable. Each warm segment
+logs the inference sessions it created (gpu_worker/engines/facefusion/warm.py): a worker's first
+segment loads the models, every later segment and job none. Skipped with the reason where the
+harness cannot run (no FaceFusion checkout or no `.venv-facefusion`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+
+from fleetctl.local.state import LocalState
+from fleetctl.stack import StackResources
+from fusionfleet import layout
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.jobs.ids import job_id
+from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
+from tests.e2e.conftest import ROOT, Stack, free_port, up_command
+from tests.e2e.helpers import notice_for, output_of
+from tests.support import facefusion_harness as harness
+from tests.support.media import decode_all, write_video
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(harness.skip_reason() is not None, reason=str(harness.skip_reason())),
+]
+
+SECONDS, FPS = 12, 25
+FRAMES = SECONDS * FPS
+WARM_LINE = re.compile(
+    r"warm FaceFusion (\d+): (\d+) frames, (\d+) inference sessions created \(.*?\), (\d+) frames analysed"
+)
+Warm = tuple[str, int, int, int, int]  # worker, FaceFusion's pid, frames, sessions created, frames analysed
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A local stack of its own whose 2 workers run the harness's FaceFusion."""
+    home = harness.prepare(tmp_path_factory.mktemp("facefusion-home"))
+    state_dir = tmp_path_factory.mktemp("facefusion-stack")
+    (state_dir / "faults.json").write_text("[]")
+    port = free_port()
+    env = {**home.env, ENV_HOME: str(home.home), ENV_PYTHON: home.python}
+    down = [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)]
+    up = subprocess.run(
+        up_command(port, state_dir, 2), env=env, cwd=ROOT, capture_output=True, text=True, timeout=400, check=False
+    )
+    state = LocalState.load(state_dir / "state.json")
+    if up.returncode != 0 or state is None:
+        subprocess.run(down, cwd=ROOT, capture_output=True, timeout=120, check=False)
+        pytest.fail(f"local up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
+    aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
+    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port)
+    try:
+        yield stack
+    finally:
+        print(stack.logs())
+        subprocess.run(down, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """12 s of the harness's face (its background shade steps, so frames differ), with audio."""
+    path = tmp_path_factory.mktemp("facefusion-clip") / "face.mp4"
+    frames = [harness.face_image(shade=(index // 5) % 8) for index in range(FRAMES)]
+    width, height = harness.SIZE
+    return write_video(path, seconds=SECONDS, fps=FPS, width=width, height=height, frames=frames, crf=12)
+
+
+def drop(stack: Stack, name: str, clip: Path, options: dict[str, Any]) -> str:
+    """The harness's face as the source, the clip as the target, a `facefusion` manifest; the job id."""
+    s3, bucket = stack.client("s3"), stack.resources.media_bucket
+    ok, face = cv2.imencode(".png", harness.face_image())
+    assert ok
+    s3.put_object(Bucket=bucket, Key=f"inputs/{name}/face.png", Body=face.tobytes())
+    s3.upload_file(str(clip), bucket, f"inputs/{name}/{clip.name}")
+    manifest = {"version": 1, "source": [f"inputs/{name}/face.png"], "target": f"inputs/{name}/{clip.name}",
+                "engine": "facefusion", "priority": "high", "quality": "realtime", "options": options}  # fmt: skip
+    etag = s3.put_object(Bucket=bucket, Key=f"jobs/{name}.json", Body=json.dumps(manifest).encode())["ETag"]
+    return job_id(bucket, f"jobs/{name}.json", etag)
+
+
+def warm_segments(stack: Stack) -> list[Warm]:
+    """Every warm segment's line, in each worker's order."""
+    found = []
+    for process in stack.state().by_role("worker"):
+        for match in WARM_LINE.finditer(stack.worker_log(process.name)):
+            found.append((process.name, int(match[1]), int(match[2]), int(match[3]), int(match[4])))
+    return found
+
+
+def all_logs(stack: Stack) -> str:
+    return "\n".join(log.read_text(errors="replace") for log in sorted((stack.state_dir / "logs").glob("*.log")))
+
+
+def swapped_share(source: np.ndarray, output: np.ndarray) -> tuple[float, float]:
+    """(distance of the face's middle from 255 - source, distance of the rest from the source)."""
+    ys, xs = harness.face_core()
+    inverted = float(np.abs(output[ys, xs].astype(int) - (255 - source[ys, xs].astype(int))).mean())
+    kept = float(np.abs(harness.outside_face(output).astype(int) - harness.outside_face(source).astype(int)).mean())
+    return inverted, kept
+
+
+def test_a_job_renders_on_the_warm_engine_frame_exact_and_a_second_job_gets_its_own_options(
+    farm: Stack, clip: Path, tmp_path: Path
+) -> None:
+    # GIVEN the farm on FaceFusion's own code and a 12 s clip with audio
+    inbox = farm.subscribe()
+    # WHEN job A is dropped, in FaceFusion's default selector mode (the face like the reference frame's)
+    first = drop(farm, "ff-a", clip, {"face_selector_mode": "reference"})
+    notice = notice_for(farm, inbox, first, wait_s=600)
+    # THEN it succeeds, in several segments, every frame there, timed as the source, with its audio
+    assert notice["status"] == "succeeded", (notice, farm.logs())
+    s3, work = farm.client("s3"), farm.resources.work_bucket
+    plan = json.loads(s3.get_object(Bucket=work, Key=layout.plan_key(first))["Body"].read())
+    assert len(plan) >= 3, plan
+    source_info, source_frames = decode_all(clip)
+    info, frames = decode_all(output_of(farm, notice, tmp_path))
+    assert len(frames) == info.frame_count == source_info.frame_count == FRAMES
+    assert abs(info.duration_s - source_info.duration_s) <= 1 / FPS
+    assert len(info.audio) == 1 and abs(info.audio[0].duration_s - source_info.audio[0].duration_s) <= 1 / FPS
+    # AND FaceFusion swapped the face in every frame (the encoders' loss aside) and left the rest alone
+    for index, (source, output) in enumerate(zip(source_frames, frames, strict=True)):
+        inverted, kept = swapped_share(source, output)
+        assert inverted < 12 and kept < 6, (index, inverted, kept)
+    # AND the job-level decisions were made once: the reference frame by the slicer, the content
+    # verdict by one worker over the whole target, and no segment's FaceFusion analysed frames again
+    s3.head_object(Bucket=work, Key=layout.reference_frame_key(first))
+    verdict = json.loads(s3.get_object(Bucket=work, Key=layout.content_analysis_key(first))["Body"].read())
+    assert verdict["sampled"] == FRAMES // FPS and verdict["flagged"] == 0, verdict
+    made = re.findall(rf"{first}: content analysis over the whole target.*", all_logs(farm))
+    assert len([line for line in made if "another worker's" not in line]) == 1, made
+    segments = warm_segments(farm)
+    assert sum(segment[2] for segment in segments) >= FRAMES
+    assert all(segment[4] == 0 for segment in segments), segments
+    # AND each worker's warm FaceFusion created its sessions for its first segment only
+    check_warm(segments)
+
+    # WHEN job B, which differs only by a detector score the face (brightness ~0.76) does not reach, runs
+    # on the same warm workers
+    second = drop(farm, "ff-b", clip, {"face_selector_mode": "reference", "face_detector_score": 0.8})
+    refused = notice_for(farm, inbox, second, wait_s=600)
+    # THEN it is refused with FaceFusion's reason, as a fresh FaceFusion refuses it, not answered from
+    # job A's faces; and at once: the same inputs fail alike on every worker, so none is retried
+    assert refused["status"] == "failed", refused
+    assert "no source face detected" in json.dumps(refused), refused
+    attempts = re.findall(rf"segment \d+ of {second}: attempt (\d+) failed", all_logs(farm))
+    assert attempts and set(attempts) == {"1"}, attempts
+
+    # WHEN job C asks for a detector score the face does reach, on the same warm workers
+    third = drop(farm, "ff-c", clip, {"face_selector_mode": "reference", "face_detector_score": 0.6})
+    notice = notice_for(farm, inbox, third, wait_s=600)
+    # THEN it renders as job A did, and no warm segment of it created an inference session
+    assert notice["status"] == "succeeded", (notice, farm.logs())
+    (tmp_path / "c").mkdir()
+    _, again = decode_all(output_of(farm, notice, tmp_path / "c"))
+    assert len(again) == FRAMES
+    assert max(float(np.abs(a.astype(int) - b.astype(int)).mean()) for a, b in zip(frames, again, strict=True)) < 1
+    every = warm_segments(farm)
+    assert sum(segment[2] for segment in every[len(segments) :]) >= FRAMES
+    check_warm(every)
+
+
+def check_warm(segments: list[Warm]) -> None:
+    """Per FaceFusion process: sessions on its first segment, none on any later one."""
+    seen: set[int] = set()
+    for worker, pid, _, created, _ in segments:
+        if pid in seen:
+            assert created == 0, (worker, pid, segments)
+        else:
+            assert created > 0, (worker, pid, segments)
+            seen.add(pid)
+    assert len(segments) > len(seen), f"no process rendered a second segment: {segments}"
