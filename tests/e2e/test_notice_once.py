@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from fleetctl.samples import grace_hopper_path
 from fusionfleet import layout
@@ -47,8 +48,12 @@ def execution_of(stack: Stack, job: str) -> dict[str, Any]:
     arn = execution_arn(stack.resources.state_machine_arn, job)
     try:
         described: dict[str, Any] = stack.client("stepfunctions").describe_execution(executionArn=arn)
-    except stack.client("stepfunctions").exceptions.ExecutionDoesNotExist:
-        return {"status": "PENDING"}
+    except ClientError as error:
+        # Not started yet (the slicer runs after the manifest lands). Another client's exception
+        # classes are not this one's, so the code is compared, not the class.
+        if error.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
+            return {"status": "PENDING"}
+        raise
     return described
 
 
