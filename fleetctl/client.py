@@ -129,9 +129,10 @@ class Client:
         def upload(path: Path, slot: str) -> str:
             key = layout.input_key(name, f"{slot}{path.suffix.lower()}", tenant)
             say(f"uploading {path} → s3://{bucket}/{key}")
-            self._storage.upload_file(
-                bucket, key, path, _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
-            )
+            # A tenant's inputs expire by tag (lifecycle prefixes take no wildcard for the tenant).
+            tags = dict([layout.INPUT_RETENTION_TAG]) if tenant is not None else None
+            content_type = _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
+            self._storage.upload_file(bucket, key, path, content_type, tags)
             return key
 
         source_keys = [upload(path, f"source-{i}") for i, path in enumerate(sources)]

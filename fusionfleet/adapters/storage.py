@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlencode
 from xml.sax.saxutils import escape
 
 from botocore.exceptions import ClientError
@@ -48,7 +49,9 @@ class Storage(Protocol):
     def get_bytes(self, bucket: str, key: str) -> bytes: ...
     def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes: ...
     def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str = ...) -> str: ...
-    def upload_file(self, bucket: str, key: str, path: Path, content_type: str = ...) -> str: ...
+    def upload_file(
+        self, bucket: str, key: str, path: Path, content_type: str = ..., tags: dict[str, str] | None = None
+    ) -> str: ...
     def download_file(self, bucket: str, key: str, path: Path) -> None: ...
     def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
     def latest_change(self, bucket: str, prefix: str) -> datetime | None: ...
@@ -113,16 +116,29 @@ class S3Storage:
         response = self._s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type)
         return response["ETag"].strip('"')
 
-    def upload_file(self, bucket: str, key: str, path: Path, content_type: str = "application/octet-stream") -> str:
-        """One PUT up to a part's size, parts above it; returns the object's ETag either way."""
+    def upload_file(
+        self,
+        bucket: str,
+        key: str,
+        path: Path,
+        content_type: str = "application/octet-stream",
+        tags: dict[str, str] | None = None,
+    ) -> str:
+        """One PUT up to a part's size, parts above it; returns the object's ETag either way.
+
+        Tags go on with the object (a lifecycle rule that matches them sees it from its first day).
+        """
+        extra: dict[str, Any] = {"ContentType": content_type}
+        if tags:
+            extra["Tagging"] = urlencode(sorted(tags.items()))
         if path.stat().st_size <= self._part_bytes:
             with path.open("rb") as body:
-                response = self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
+                response = self._s3.put_object(Bucket=bucket, Key=key, Body=body, **extra)
             return response["ETag"].strip('"')
-        return self._upload_parts(bucket, key, path, content_type)
+        return self._upload_parts(bucket, key, path, extra)
 
-    def _upload_parts(self, bucket: str, key: str, path: Path, content_type: str) -> str:
-        upload_id = self._s3.create_multipart_upload(Bucket=bucket, Key=key, ContentType=content_type)["UploadId"]
+    def _upload_parts(self, bucket: str, key: str, path: Path, extra: dict[str, Any]) -> str:
+        upload_id = self._s3.create_multipart_upload(Bucket=bucket, Key=key, **extra)["UploadId"]
         parts: list[dict[str, Any]] = []
         try:
             with path.open("rb") as body:

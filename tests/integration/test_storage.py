@@ -96,3 +96,17 @@ def test_delete_prefix_removes_everything_and_counts_it(aws: Aws) -> None:
     storage.put_bytes("work", "work/other", b"1")
     assert storage.delete_prefix("work", "work/j/") == 3
     assert storage.list_keys("work", "work/") == ["work/other"]
+
+
+@pytest.mark.parametrize("size", [1000, MIN_PART_BYTES * 2 + 1], ids=["one-put", "in-parts"])
+def test_tags_given_on_upload_are_on_the_object(aws: Aws, tmp_path: Path, size: int) -> None:
+    # GIVEN a file, small or larger than a part
+    storage = S3Storage(aws.s3, part_bytes=MIN_PART_BYTES)
+    path = tmp_path / "face.jpg"
+    path.write_bytes(b"x" * size)
+    # WHEN it is uploaded with a tag
+    key = "tenants/acme/inputs/a/face.jpg"
+    storage.upload_file("media", key, path, "image/jpeg", {"fusionfleet-retention": "input"})
+    # THEN S3 holds the tag from the start (what a lifecycle tag filter matches)
+    tags = aws.s3.get_object_tagging(Bucket="media", Key=key)["TagSet"]
+    assert tags == [{"Key": "fusionfleet-retention", "Value": "input"}]

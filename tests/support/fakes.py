@@ -53,6 +53,7 @@ class FakeStorage:
         self.reads: dict[str, int] = {}
         # Every call as (method, bucket, key or prefix), for tests of what was touched and in which order.
         self.calls: list[tuple[str, str, str]] = []
+        self.tags: dict[tuple[str, str], dict[str, str]] = {}  # tags given on upload
 
     def _get(self, bucket: str, key: str) -> _Object:
         found = self._objects.get((bucket, key))
@@ -82,7 +83,16 @@ class FakeStorage:
         self._objects[(bucket, key)] = _Object(bytes(data), content_type, etag, datetime.now(UTC))
         return etag
 
-    def upload_file(self, bucket: str, key: str, path: Path, content_type: str = "application/octet-stream") -> str:
+    def upload_file(
+        self,
+        bucket: str,
+        key: str,
+        path: Path,
+        content_type: str = "application/octet-stream",
+        tags: dict[str, str] | None = None,
+    ) -> str:
+        if tags:
+            self.tags[(bucket, key)] = dict(tags)
         return self.put_bytes(bucket, key, path.read_bytes(), content_type)
 
     def download_file(self, bucket: str, key: str, path: Path) -> None:

@@ -228,6 +228,10 @@ def test_submit_as_a_tenant_puts_everything_under_the_tenants_prefix(tmp_path: P
         "tenants/acme/inputs/talk/source-0.jpg", "tenants/acme/inputs/talk/target.mp4", "tenants/acme/jobs/talk.json",
     ]  # fmt: skip
     assert submission.output_key == "tenants/acme/outputs/talk.mp4"
+    # AND the inputs carry the retention tag the lifecycle rule expires tenants' uploads by
+    retention = dict([layout.INPUT_RETENTION_TAG])
+    inputs = ["tenants/acme/inputs/talk/source-0.jpg", "tenants/acme/inputs/talk/target.mp4"]
+    assert storage.tags == {(MEDIA, key): retention for key in inputs}
     manifest = storage.json(MEDIA, "tenants/acme/jobs/talk.json")
     assert manifest["output"] == submission.output_key
     assert submission.job_id.startswith("acme_") and submission.job_id == derive_job_id(
