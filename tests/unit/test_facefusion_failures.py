@@ -7,6 +7,7 @@ from gpu_worker.engines.facefusion.failures import (
     MAX_REASON_CHARS,
     MAX_REASON_LINES,
     failure_reason,
+    input_refusal,
     last_words,
     meaningful_lines,
     redact,
@@ -52,3 +53,18 @@ def test_a_reason_gets_what_facefusion_said_besides_it() -> None:
     reason = with_output("FaceFusion refused the job: [FACEFUSION.CORE] no source face detected", log)
     assert reason.endswith("FaceFusion's last output: [FACEFUSION.DOWNLOAD] validating gfpgan_1.4.onnx failed")
     assert with_output("FaceFusion refused the job: x", "") == "FaceFusion refused the job: x"
+
+
+def test_a_source_without_a_face_is_a_refusal_of_the_jobs_inputs() -> None:
+    # GIVEN headless-run's log when face_swapper's pre-processing found no face in the source images
+    log = "[FACEFUSION.CORE] processing step 1 of 1\n[FACEFUSION.FACE_SWAPPER] no source face detected!\n"
+    # THEN it is told as the job's inputs refused, in FaceFusion's words
+    refusal = input_refusal(log)
+    assert refusal is not None and "no source face detected" in refusal
+
+
+def test_other_failures_are_not_refusals_of_the_jobs_inputs() -> None:
+    # A worker's own trouble (models, providers, the farm's argv) may pass on another worker: retried.
+    assert input_refusal("[FACEFUSION.FACE_SWAPPER] choose an image for the source!\n") is None
+    assert input_refusal("Traceback (most recent call last):\nonnxruntime.capi.Fail: CUDA error\n") is None
+    assert input_refusal("") is None

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from fusionfleet.errors import InputRejected
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import headless_run_argv, run_paths
@@ -116,6 +117,9 @@ class FaceFusionEngine:
                 ) from None
             logger.info("FaceFusion exited with %s after %.1f s", completed.exit_code, completed.wall_s)
             if completed.exit_code != 0:
+                refusal = failures.input_refusal(completed.log)
+                if refusal is not None:
+                    raise InputRejected(refusal)  # no retry, no blocklisting: the reason reaches the user
                 raise EngineError(failures.failure_reason(completed.exit_code, completed.log))
             if not paths.output.is_file():
                 raise EngineError(failures.missing_output_reason(completed.log))

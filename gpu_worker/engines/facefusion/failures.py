@@ -128,6 +128,20 @@ def failure_reason(exit_code: int, log: str) -> str:
     return f"FaceFusion failed (exit code {exit_code}): {last_words(log)}"
 
 
+# What FaceFusion 3.8.1's processors log when their pre-processing refuses the job's own inputs
+# (face_swapper: its source images hold no face under the job's detector options). Every worker
+# would refuse alike, so such a run is the user's to fix, not a worker's fault to retry.
+_INPUT_REFUSALS = ("no source face detected",)
+
+
+def input_refusal(log: str) -> str | None:
+    """FaceFusion's reason when it refused the job's inputs, else None."""
+    lines = meaningful_lines(log)
+    if not any(refusal in line.lower() for line in lines for refusal in _INPUT_REFUSALS):
+        return None
+    return f"FaceFusion refused the job's inputs: {last_words(log)}"
+
+
 def missing_output_reason(log: str) -> str:
     rate = analyser_refused(log)
     if rate is not None:

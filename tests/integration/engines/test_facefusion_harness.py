@@ -202,9 +202,9 @@ def test_refusal_carries_facefusions_reason_in_both_engines(
     for engine in (per_segment, warm):
         with pytest.raises((EngineError, InputRejected), match="no source face detected") as refusal:
             list(engine.render(_job(tmp_path, source=faceless), harness.clip(3)))
+        # AND each says the refusal is of the job's inputs: no worker retries it
+        assert isinstance(refusal.value, InputRejected) and not retryable(refusal.value), engine
     per_segment.close()
-    # AND the warm engine, which knows the refusal is of the job's inputs, says so: no worker retries it
-    assert isinstance(refusal.value, InputRejected) and not retryable(refusal.value)
     # AND the warm engine renders the next job as before
     frames = harness.clip(2)
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
