@@ -291,7 +291,9 @@ class Operations:
             raise OperationRefused(
                 f"job {job_id} is cancelled but its execution is still stopping; retry it in a moment"
             )
-        first = facts.first_input or self._first_input(job_id)
+        # The current run's input: a job uploaded again after its record expired started over as a
+        # later run, and its first execution's input is the earlier job's.
+        first = (facts.execution.input if facts.execution is not None else None) or self._first_input(job_id)
         if not first or "job" not in first:
             raise OperationRefused(f"job {job_id}: its first run's input is not available, so it cannot be retried")
         bucket = self.resources.work_bucket

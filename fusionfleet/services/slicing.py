@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier, notice_subject
-from fusionfleet.adapters.orchestrator import Orchestrator
+from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator, execution_arn
 from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json, put_json
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
 from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
@@ -29,6 +29,7 @@ from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.jobs.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
 from fusionfleet.jobs.plan import Segment, SegmentPolicy, plan_segments
+from fusionfleet.jobs.runs import execution_name
 from fusionfleet.jobs.sizing import SizingPolicy, engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeouts import TimeoutPolicy, job_timeouts
 from fusionfleet.media.image import check_image
@@ -39,6 +40,11 @@ from fusionfleet.media.still import encode_png, frame_at
 from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
 
 logger = logging.getLogger(__name__)
+
+# Step Functions keeps an ended execution's name for 90 days, longer than the job's record lives
+# (WorkRetentionDays): a manifest uploaded again after that runs as its job's next free run. Past
+# this many runs the upload is refused with a notice, so a name is never probed without end.
+MAX_RUNS = 100
 
 
 @dataclass(frozen=True)
@@ -116,24 +122,38 @@ class Slicer:
         started = self._started_context(job_id)
         if started is not None:
             # A duplicate event, or the same manifest uploaded again: the same job, not a new one.
-            arn = self.orchestrator.start(self.config.state_machine_arn, job_id, self._execution_input(started))
+            name = execution_name(job_id, started.run)
+            arn = self.orchestrator.start(self.config.state_machine_arn, name, self._execution_input(started))
             logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
             return SliceOutcome("duplicate", job_id, arn)
         busy = self._busy(layout.tenant_of(key))
         if busy:
             return self._reject(job_id, manifest_ref, JobRejected(busy))
+        run = self._free_run(job_id)
+        if run is None:
+            return self._reject(job_id, manifest_ref, JobRejected(
+                f"job {job_id} has been run {MAX_RUNS} times, as many as one job id may; nothing was read or "
+                "rendered: upload the manifest under another name to start it as a new job"
+            ))  # fmt: skip
+        if run:
+            # Uploaded again after its record expired. Files the earlier job wrote after its record
+            # (checkpoints, notice, markers) expire later: none of them may leak into this run.
+            logger.info("job %s ran before and its record expired: starting it again as run %s", job_id, run)
+            self.storage.delete_prefix(self.config.work_bucket, layout.work_prefix(job_id))
         try:
-            context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat())
+            context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat(), run)
         except JobRejected as rejection:
             return self._reject(job_id, manifest_ref, rejection)
         # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes,
         # before the job record: a delete that fails (DeleteFailed) then starts nothing, and the
         # retried event tries again, rather than a job that runs while `status` reads REJECTED.
         self.storage.delete_prefix(self.config.work_bucket, layout.rejection_key(job_id))
+        if run:
+            self._record_run(context)
         put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
         arn = self.orchestrator.start(
             self.config.state_machine_arn,
-            job_id,
+            execution_name(job_id, run),
             self._execution_input(context),
         )
         logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
@@ -162,6 +182,26 @@ class Slicer:
             "nothing was read or rendered: upload the manifest again when some have finished"
         )
 
+    def _free_run(self, job_id: str) -> int | None:
+        """The first run number whose execution name is free (0 for a new job), or None past MAX_RUNS."""
+        for run in range(MAX_RUNS):
+            arn = execution_arn(self.config.state_machine_arn, execution_name(job_id, run))
+            try:
+                self.orchestrator.describe(arn)
+            except ExecutionMissing:
+                return run
+        return None
+
+    def _record_run(self, context: JobContext) -> None:
+        """A later run's plan and run record, as a retry writes them; every segment renders again."""
+        bucket, job_id, run = self.config.work_bucket, context.job_id, context.run
+        plan = get_json(self.storage, bucket, layout.plan_key(job_id))
+        put_json(self.storage, bucket, layout.run_plan_key(job_id, run), plan)
+        started_at = datetime.now(UTC).isoformat()
+        put_json(self.storage, bucket, layout.run_key(job_id), {
+            "run": run, "segments": list(range(context.segment_count)), "started_at": started_at,
+        })  # fmt: skip
+
     def _started_context(self, job_id: str) -> JobContext | None:
         try:
             return JobContext.model_validate(get_json(self.storage, self.config.work_bucket, layout.job_key(job_id)))
@@ -178,7 +218,7 @@ class Slicer:
             concurrency = min(concurrency, fair_concurrency(context.fleet_workers))
         return {
             "job": context.model_dump(mode="json"),
-            "plan": {"bucket": self.config.work_bucket, "key": layout.plan_key(context.job_id)},
+            "plan": {"bucket": self.config.work_bucket, "key": layout.run_plan_key(context.job_id, context.run)},
             "limits": {
                 **job_timeouts(context.frame_count, _longest_segment(context), self.config.timeouts).as_limits(),
                 "render_concurrency": concurrency,
@@ -187,7 +227,7 @@ class Slicer:
             "tenant": notice_tenant(context.tenant),
         }
 
-    def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str) -> tuple[JobContext, int]:
+    def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str, run: int = 0) -> tuple[JobContext, int]:
         """The job's context and how many bytes of the target the probe read."""
         manifest = parse_manifest(
             self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.keys
@@ -230,6 +270,7 @@ class Slicer:
             frame_count=video.frame_count,
             submitted_at=submitted_at,
             fleet_workers=fleet_workers,
+            run=run,
         )
         return context, bytes_read
 

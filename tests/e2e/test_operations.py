@@ -159,6 +159,33 @@ def test_a_failed_job_retried_renders_only_its_missing_segments_and_succeeds_wit
     assert preview["Body"].read()[:2] == b"\xff\xd8"
 
 
+def test_a_manifest_uploaded_again_after_its_jobs_record_expired_runs_again_and_is_told(
+    stack: Stack, clip: Path, tmp_path: Path
+) -> None:
+    # GIVEN a job that ran to its end, whose work files then expired (the work bucket's lifecycle
+    # rule; Step Functions keeps its execution's name for 90 days)
+    inbox = stack.subscribe()
+    job = drop_job(stack, "again", clip)
+    assert notice_for(stack, inbox, job, wait_s=120)["status"] == "succeeded"
+    s3 = stack.client("s3")
+    for key in work_keys(stack, layout.work_prefix(job)):
+        s3.delete_object(Bucket=stack.resources.work_bucket, Key=key)
+    # WHEN the same manifest is uploaded again (the same bytes: the same job id)
+    manifest = s3.get_object(Bucket=stack.resources.media_bucket, Key="jobs/again.json")["Body"].read()
+    s3.put_object(Bucket=stack.resources.media_bucket, Key="jobs/again.json", Body=manifest)
+    # THEN it renders again as the job's run 1, frame-exact, and its one notice arrives
+    notice = notice_for(stack, inbox, job, wait_s=180)
+    assert notice["status"] == "succeeded", notice
+    output = tmp_path / "again.mp4"
+    s3.download_file(notice["output"]["bucket"], notice["output"]["key"], str(output))
+    assert stamps_of(output) == list(range(250))
+    assert work_json(stack, layout.run_key(job))["run"] == 1
+    assert {a["run"] for a in attempts_of(stack, job)} == {1}
+    status = stack.cli("status", job)
+    assert "SUCCEEDED" in status.stdout, status.stdout
+    assert notices_within(stack, inbox, job, wait_s=20) == []
+
+
 def test_a_job_cancelled_with_every_segment_rendered_is_retried_with_an_empty_map_and_only_merges(
     stack: Stack, clip: Path, tmp_path: Path
 ) -> None:
