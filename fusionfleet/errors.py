@@ -29,6 +29,15 @@ class ObjectMissing(FusionFleetError):
     """An S3 object that should exist does not."""
 
 
+class ObjectRefused(FusionFleetError):
+    """S3 refused to say whether an object exists (403): the caller's grant does not match the request.
+
+    A HEAD carries no `s3:prefix`, so a role whose ListBucket is scoped by prefix gets 403, not 404,
+    for a missing key under its own prefix: callers that built the key from their own scope may read
+    it as "not there".
+    """
+
+
 class DeleteFailed(FusionFleetError):
     """S3 refused to delete some objects (DeleteObjects answers 200 and lists them under Errors).
 

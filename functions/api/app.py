@@ -16,7 +16,6 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from functions.api.claims import TokenRules, token_problem
-from functions.api.jobs import MIB, TenantJobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
@@ -25,6 +24,7 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import from_env
 from fusionfleet.services.operations import Operations
+from fusionfleet.services.tenant_jobs import MIB, TenantJobs
 
 logger = Logger(service="fusionfleet-api")
 NO_RULES = TokenRules()

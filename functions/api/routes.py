@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from functions.api.jobs import DEFAULT_LIST_LIMIT, JOB_ID, BadBody, TenantJobs
 from fusionfleet import layout
 from fusionfleet.errors import JobNotFound, OperationRefused
 from fusionfleet.json_http import (
@@ -43,6 +42,7 @@ from fusionfleet.json_http import (
     query_value,
     whole_number,
 )
+from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, JOB_ID, BadBody, TenantJobs
 
 logger = logging.getLogger(__name__)
 

@@ -13,12 +13,13 @@ from xml.sax.saxutils import escape
 from botocore.exceptions import ClientError
 
 from fusionfleet.adapters.links import PresignedLink, credentials_expiry, link_expiry, link_lifetime_s
-from fusionfleet.errors import DeleteFailed, ObjectMissing
+from fusionfleet.errors import DeleteFailed, ObjectMissing, ObjectRefused
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 _MISSING = {"404", "NoSuchKey", "NotFound", "NoSuchBucket"}
+_REFUSED = {"403", "AccessDenied", "Forbidden"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,10 @@ def _missing(error: ClientError) -> bool:
     return str(error.response.get("Error", {}).get("Code")) in _MISSING
 
 
+def _refused(error: ClientError) -> bool:
+    return str(error.response.get("Error", {}).get("Code")) in _REFUSED
+
+
 # S3's smallest part (but the last) is 5 MiB and its largest single PUT is 5 GB: outputs of long
 # 1080p videos pass that, so files above one part go up in parts.
 MIN_PART_BYTES = 5 * 1024 * 1024
@@ -87,6 +92,8 @@ class S3Storage:
         except ClientError as error:
             if _missing(error):
                 raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
+            if _refused(error):
+                raise ObjectRefused(f"s3://{bucket}/{key}: access denied") from error
             raise
         return ObjectInfo(
             bucket, key, int(response["ContentLength"]), response["ETag"].strip('"'), response["LastModified"]
@@ -98,6 +105,8 @@ class S3Storage:
         except ClientError as error:
             if _missing(error):
                 raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
+            if _refused(error):
+                raise ObjectRefused(f"s3://{bucket}/{key}: access denied") from error
             raise
 
     def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:

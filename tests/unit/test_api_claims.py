@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from functions.api.app import ApiSettings, respond, settings
 from functions.api.claims import TokenRules, token_problem
-from functions.api.jobs import TenantJobs
 from fusionfleet.environment.api import ENV_AUDIENCE, ENV_TOKEN_USE
 from fusionfleet.services.operations import Operations
+from fusionfleet.services.tenant_jobs import TenantJobs
 from infra.emulators.jwt_authorizer import JwtAuthorizer, Unauthorized
 from tests.support.cfn import source
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 from functions.api.app import ApiSettings
-from functions.api.jobs import TenantJobs
 from functions.api.routes import ApiRequest, ApiResponse, handle
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
@@ -18,6 +17,7 @@ from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import ObjectRef
 from fusionfleet.services.operations import Operations
+from fusionfleet.services.tenant_jobs import TenantJobs
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK, job_context
 

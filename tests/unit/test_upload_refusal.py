@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fleetctl.api_client import ApiError, form_body, post_form, upload_refusal
-from functions.api.jobs import MIB, oversized
+from fusionfleet.services.tenant_jobs import MIB, oversized
 
 TOO_LARGE = b"<Error><Code>EntityTooLarge</Code><Message>Your proposed upload exceeds the maximum</Message></Error>"
 POLICY = (

@@ -22,11 +22,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from fusionfleet import layout
 from fusionfleet.adapters.storage import ObjectInfo, Storage, get_json, put_json
-from fusionfleet.errors import FusionFleetError, JobNotFound, JobRejected, ObjectMissing, OperationRefused
+from fusionfleet.errors import (
+    FusionFleetError,
+    JobNotFound,
+    JobRejected,
+    ObjectMissing,
+    ObjectRefused,
+    OperationRefused,
+)
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.services.operations import AttemptRecord, JobDetail, JobSummary, Operations
@@ -345,12 +350,8 @@ class TenantJobs:
     def _record(self, tenant: str, job_id: str) -> dict[str, Any] | None:
         try:
             record = get_json(self.storage, self.work_bucket, layout.api_job_key(tenant, job_id))
-        except ObjectMissing:
+        except (ObjectMissing, ObjectRefused):  # the caller's own key: refused means absent (as _head_own)
             return None
-        except ClientError as error:
-            if _forbidden(error):  # the caller's own key, so refused means absent (as _head_own)
-                return None
-            raise
         return record if isinstance(record, dict) else None
 
     def _exists(self, key: str) -> bool:
@@ -364,16 +365,8 @@ class TenantJobs:
         """
         try:
             return self.storage.head(self.media_bucket, key)
-        except ObjectMissing:
+        except (ObjectMissing, ObjectRefused):
             return None
-        except ClientError as error:
-            if _forbidden(error):
-                return None
-            raise
-
-
-def _forbidden(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") in {"403", "AccessDenied", "Forbidden"}
 
 
 def _iso(value: datetime | None) -> str | None:
