@@ -111,6 +111,47 @@ def grey_low_resolution_astronaut() -> Image:
     return np.ascontiguousarray(cv2.cvtColor(cv2.cvtColor(small, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR))
 
 
+# Grace Hopper's face in her portrait (dlib's CNN detector): (187, 145)-(357, 315), about 170 pixels.
+GRACE_HEAD = (100, 40, 444, 440)  # left, top, right, bottom
+GRACE_FACE = 170
+
+
+def unseen_source(face: int = 72, grey: bool = True, pad: float = 0.6) -> Image:
+    """A source face as a new user might bring one: Grace Hopper's head brought down to a `face`-pixel
+    face and upscaled back (blurred detail, low resolution), optionally grey-scale (one channel
+    repeated), padded on every side by `pad` x its size by repeating its edge pixels (smeared bands
+    that look like hair or shoulders to a detector and to an alignment)."""
+    left, top, right, bottom = GRACE_HEAD
+    head = samples.grace_hopper()[top:bottom, left:right]
+    factor = face / GRACE_FACE
+    small = cv2.resize(head, None, fx=factor, fy=factor, interpolation=cv2.INTER_AREA)
+    image = cv2.resize(small, (head.shape[1], head.shape[0]), interpolation=cv2.INTER_CUBIC)
+    if grey:
+        image = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+    if pad > 0:
+        y, x = round(pad * image.shape[0]), round(pad * image.shape[1])
+        image = cv2.copyMakeBorder(image, y, y, x, x, cv2.BORDER_REPLICATE)
+    return np.ascontiguousarray(image, dtype=np.uint8)
+
+
+def group_of_six(count: int) -> Iterator[Image]:
+    """Six people side by side (the astronaut at different sizes, mirrored, one grey-scale), each bobbing and
+    tilting on their own: a group shot's faces are small (about 40 to 60 pixels)."""
+    head = astronaut_head()
+    grey = cv2.cvtColor(cv2.cvtColor(head, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+    people = [
+        (head, 0.5, 0.09), (head[:, ::-1], 0.56, 0.25), (grey, 0.62, 0.42), (head, 0.66, 0.59),
+        (head[:, ::-1], 0.52, 0.76), (head, 0.48, 0.92),
+    ]  # fmt: skip
+    for index in range(count):
+        frame = _background(index)
+        for number, (picture, scale, x) in enumerate(people):
+            bob = 8 * math.sin(index / 6.0 + 2 * number)
+            sprite = _posed(np.ascontiguousarray(picture), scale, 6 * math.sin(index / 9.0 + number), 1.0)
+            _paste(frame, sprite, WIDTH * x, HEIGHT * 0.5 + bob)
+        yield frame
+
+
 CLIPS = (
     Clip("camera-path", samples.grace_hopper, lambda n: samples.astronaut_frames(n, WIDTH, HEIGHT),
          {"face_selector_mode": "one"}, "a camera path over the astronaut photo (the old benchmark's clip)"),
