@@ -31,6 +31,7 @@ from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, UpOptions
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
+from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.jobs.ids import job_id
@@ -82,6 +83,9 @@ class ChaosConfig:
     long_jobs: int = 0
     long_seconds: float = 180.0
     classic_share: float = 0.0
+    # Good jobs (after the long ones) with a poison segment: its engine crashes on every attempt, so
+    # the job must fail, naming the segment, soon after the first crash however deep the backlog.
+    poison_jobs: int = 0
     size: tuple[int, int] = (320, 240)
     # After the time limit: no more faults, and this long for open jobs to end before they count as lost.
     drain_s: float = 600.0
@@ -113,6 +117,7 @@ class Chaos:
         self.references_s = 0.0
         self.reference_files: dict[str, str] = {}
         self.file_digests: dict[str, str] = {}
+        self.poisoned: dict[str, int] = {}  # job id → its poison segment
 
     # ------------------------------------------------------------------ setup
     def _subscribe(self) -> str:
@@ -174,9 +179,41 @@ class Chaos:
         body = json.dumps(self.manifest(name, target, priority, engine)).encode()
         key = f"jobs/chaos/{name}.json"
         planned = job_id(self.resources.media_bucket, key, hashlib.md5(body).hexdigest())
+        if self.is_poison(index):
+            segment = self.plant_poison(planned, target)
+            return self.submit(name, body, target, f"segment {segment} ", engine=engine)
         if self.random.random() < self.config.engine_fault_share:
             self.plan_engine_fault(planned, target)
         return self.submit(name, body, target, engine=engine)
+
+    def is_poison(self, index: int) -> bool:
+        return self.config.long_jobs <= index < self.config.long_jobs + self.config.poison_jobs
+
+    def plant_poison(self, job: str, target: str) -> int:
+        """A segment whose engine crashes on every attempt; its first crash is the fault (timed in report)."""
+        seconds = float(target.removeprefix("clip-").removesuffix("s.mp4"))
+        segment = self.random.choice(plan_segments(round(seconds * 25), Fraction(25)))
+        self.rules.append({"job": job, "segment": segment.index, "action": "crash", "at_frame": 0})
+        self._write_rules()
+        self.poisoned[job] = segment.index
+        return segment.index
+
+    def first_crash(self, job: str) -> float | None:
+        """When the poison segment's first attempt ended, on this run's monotonic clock (from its records)."""
+        prefix = layout.segments_prefix(job)
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.resources.work_bucket, Prefix=prefix)
+        ended = []
+        for item in (item for page in pages for item in page.get("Contents", [])):
+            parsed = layout.parse_attempt_record_key(item["Key"])
+            if parsed is None or parsed.index != self.poisoned[job]:
+                continue
+            body = self.s3.get_object(Bucket=self.resources.work_bucket, Key=item["Key"])["Body"].read()
+            record = json.loads(body)
+            if record.get("status") == "failed" and record.get("finished_at"):
+                ended.append(float(record["finished_at"]))
+        if not ended:
+            return None
+        return time.monotonic() - (time.time() - min(ended))
 
     def plan_engine_fault(self, job: str, target: str) -> None:
         """Sabotage one segment's first attempt: written before the job exists, so it cannot be missed."""
@@ -438,8 +475,13 @@ class Chaos:
             else:
                 failed_unexpected += 1
                 problems.append(f"{job.name}: failed under chaos: {notice.get('reason')}")
+        # A poison segment's fault is its first crash (the records say when), not its job's submission.
+        for job_id_, segment in self.poisoned.items():
+            crashed = self.first_crash(job_id_)
+            if crashed is not None:
+                self.faults.append(Fault("engine-poison", crashed, job_id_, f"segment {segment}, every attempt"))
         # From each fault that hit a job to that job's first final notice; never clamped.
-        latencies, failed_latencies = [], []
+        latencies, failed_latencies, fatal_latencies = [], [], []
         for fault in self.faults:
             affected = self.jobs.get(fault.job or "")
             # A fault after the job's notice (a duplicate event of a finished job) hit no work.
@@ -447,6 +489,8 @@ class Chaos:
                 latencies.append(affected.first_final_at - fault.at)
                 if affected.notices and affected.notices[0].get("status") == "failed":
                     failed_latencies.append(affected.first_final_at - fault.at)
+                    if fault.kind == "engine-poison":
+                        fatal_latencies.append(affected.first_final_at - fault.at)
         renders = self.segment_renders()
         duplicate_renders = {what: count for what, count in renders.items() if count > 1}
         waiting_samples = [sample for sample in self.samples if sample[1] > 0]
@@ -478,6 +522,8 @@ class Chaos:
             "faults_that_hit_work": len(latencies),
             "fault_to_final_notification_s": _spread(latencies),
             "fault_to_final_notification_of_failed_jobs_s": _spread(failed_latencies),
+            # The doomed-job goal: from the fatal fault (a poison segment's first crash) to the notice.
+            "fatal_fault_to_final_notification_s": _spread(fatal_latencies),
             "jobs_with_more_than_one_final_notice": duplicates,
             "segments_rendered_more_than_once": len(duplicate_renders),
             "segment_renders_total": sum(renders.values()),
@@ -518,7 +564,7 @@ def table(report: dict[str, Any]) -> str:
         (
             "failed with a notification",
             report["failed_with_notification"],
-            f"{report['failed_as_expected']} bad inputs",
+            f"{report['failed_as_expected']} as planned (bad inputs, poison segments)",
         ),
         ("lost", report["lost"], "must be 0"),
         ("still running when the run ended", report["still_running_at_the_end"], "not lost; the run's time was up"),
@@ -535,7 +581,12 @@ def table(report: dict[str, Any]) -> str:
         (
             "  for jobs that failed (s)",
             "{min} / {median} / {p95} / {max}".format(**report["fault_to_final_notification_of_failed_jobs_s"]),
-            "goal: p95 < 180",
+            "any fault that hit them, kills before the fatal one included",
+        ),
+        (
+            "  from the fatal fault (s)",
+            "{min} / {median} / {p95} / {max}".format(**report["fatal_fault_to_final_notification_s"]),
+            "a poison segment's first crash; goal: p95 < 180",
         ),
         (
             "segments rendered more than once",
@@ -555,10 +606,12 @@ def table(report: dict[str, Any]) -> str:
 
 # `make soak`: at least 40 jobs, six 3-minute clips on the classic engine at 640×360 first (about
 # 27,000 frames, a backlog of well over 15 minutes for two workers), short clips on copy and classic,
-# mixed priorities, faults every 5–15 s for up to 30 minutes, then up to 45 minutes for open jobs to end.
+# mixed priorities, three jobs with a poison segment (crashes on every attempt: the job must fail, and
+# be told, soon after the first crash), faults every 5–15 s for up to 30 minutes, then up to 45 minutes
+# for open jobs to end.
 SOAK = ChaosConfig(
     jobs=42, bad_jobs=4, seconds=(8.0, 16.0, 30.0), fault_interval_s=(5.0, 15.0), time_limit_s=1800.0, seed=5,
-    long_jobs=6, long_seconds=180.0, classic_share=0.3, size=(640, 360), drain_s=2700.0,
+    long_jobs=6, long_seconds=180.0, classic_share=0.3, size=(640, 360), drain_s=2700.0, poison_jobs=3,
 )  # fmt: skip
 
 
@@ -574,6 +627,7 @@ def main() -> int:
     parser.add_argument("--bad-jobs", type=int, default=4)
     parser.add_argument("--time-limit", type=float, default=900.0)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--poison-jobs", type=int, default=0, help="good jobs with a segment that always crashes")
     parser.add_argument("--port", type=int, default=4598)
     parser.add_argument(
         "--soak", action="store_true",
@@ -592,7 +646,8 @@ def main() -> int:
                         visibility_s=15, faults_file=faults_file)  # fmt: skip
     paths = LocalPaths.discover(state_dir, env=os.environ)
     stack = LocalStack(paths, say=lambda line: print(f"  {line}"))
-    config = ChaosConfig(jobs=args.jobs, bad_jobs=args.bad_jobs, time_limit_s=args.time_limit, seed=args.seed)
+    config = ChaosConfig(jobs=args.jobs, bad_jobs=args.bad_jobs, time_limit_s=args.time_limit, seed=args.seed,
+                         poison_jobs=args.poison_jobs)  # fmt: skip
     result_name = "chaos.json"
     if args.soak:
         config = SOAK

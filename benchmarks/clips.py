@@ -1,7 +1,8 @@
 """Clips for the quality benchmark, generated from what the packages ship (two identities: scikit-image's
 astronaut and matplotlib's Grace Hopper). Beyond a camera path over a still, the people themselves move:
 they enter and leave, approach, turn (in-plane and a horizontal squeeze standing in for yaw), appear in
-groups of different sizes and colour; and one source face is grey-scale and low resolution.
+groups of different sizes and colour; and source faces nobody tuned for: grey-scale, low resolution,
+padded by repeating their edges, onto a group of six.
 """
 
 from __future__ import annotations
@@ -161,4 +162,6 @@ CLIPS = (
          "five people of different sizes, one mirrored, one grey-scale"),
     Clip("grey-low-res-source", grey_low_resolution_astronaut, grace_camera, {"face_selector_mode": "one"},
          "a grey-scale 64-pixel source face onto Grace Hopper"),
+    Clip("unseen-source-group", unseen_source, group_of_six, {"face_selector_mode": "many"},
+         "a grey, low-resolution (72-pixel face, upscaled), edge-padded source onto a group of six"),
 )  # fmt: skip
