@@ -164,4 +164,7 @@ CLIPS = (
          "a grey-scale 64-pixel source face onto Grace Hopper"),
     Clip("unseen-source-group", unseen_source, group_of_six, {"face_selector_mode": "many"},
          "a grey, low-resolution (72-pixel face, upscaled), edge-padded source onto a group of six"),
+    Clip("tiny-padded-source-group", lambda: unseen_source(face=40, pad=1.0), group_of_six,
+         {"face_selector_mode": "many"},
+         "a grey 40-pixel face (upscaled), padded by its own size on every side, onto a group of six"),
 )  # fmt: skip
