@@ -121,19 +121,20 @@ class Runner:
             _kill_group(process)
 
 
+def _probe(
+    argv: list[str], home: Path | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A short probe of the host (onnxruntime, nvidia-smi): its output as text, never past PROBE_TIMEOUT_S."""
+    return subprocess.run(
+        argv, cwd=home, env=None if env is None else dict(env), stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=PROBE_TIMEOUT_S, check=False,
+    )  # fmt: skip
+
+
 def probe_providers(python: str, home: Path, env: Mapping[str, str]) -> tuple[str, ...]:
     """What onnxruntime reports, asked of the interpreter and folder FaceFusion runs with."""
     try:
-        completed = subprocess.run(
-            [python, "-c", _PROVIDERS_SCRIPT],
-            cwd=home,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
-            check=False,
-        )
+        completed = _probe([python, "-c", _PROVIDERS_SCRIPT], home, env)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise EngineUnavailable(f"FaceFusion cannot run on this worker: {python} did not start: {error}") from None
     if completed.returncode != 0:
@@ -149,14 +150,7 @@ def probe_providers(python: str, home: Path, env: Mapping[str, str]) -> tuple[st
 def query_gpu_memory_mib(device: str) -> int | None:
     """Total memory of one GPU (index or UUID, as nvidia-smi names it), or None when unknown."""
     try:
-        completed = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits", "-i", device],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
-            check=False,
-        )
+        completed = _probe(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits", "-i", device])
     except (OSError, subprocess.TimeoutExpired):
         return None
     try:
@@ -168,16 +162,7 @@ def query_gpu_memory_mib(device: str) -> int | None:
 def run_provider_probe(python: str, home: Path, env: Mapping[str, str], provider: str, device: int = 0) -> ProbeOutcome:
     """A tiny model run on `provider` alone, on `device`, by FaceFusion's interpreter (provider_probe.py)."""
     try:
-        completed = subprocess.run(
-            [python, provider_probe.__file__, provider, str(device)],
-            cwd=home,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
-            check=False,
-        )
+        completed = _probe([python, provider_probe.__file__, provider, str(device)], home, env)
     except (OSError, subprocess.TimeoutExpired) as error:
         return ProbeOutcome(provider, (), None, f"the probe did not finish: {error}")
     try:
