@@ -247,7 +247,10 @@ class Worker(Generic[TaskT]):
         """A task that raised instead of producing its result: released, handed back, retried or failed."""
         if isinstance(error, ColdStop):
             self._end(task, None)
-            self._release(message, what)
+            # On its last delivery a release would dead-letter a segment that just checkpointed: it
+            # goes back as a new message instead when it saved chunks since it was sent.
+            if not self._renewed(message, task, what, attempt):
+                self._release(message, what)
             raise error
         if isinstance(error, Cancelled):
             self._end(task, None)

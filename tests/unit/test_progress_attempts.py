@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
 from pydantic import BaseModel
 
 from fusionfleet.messages import SegmentResult
@@ -13,7 +14,7 @@ from gpu_worker.checkpoints import parse_chunks, saved_frames
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.retry import ProgressPolicy, RetryPolicy, renew_delivery
-from gpu_worker.stopping import StopSignal
+from gpu_worker.stopping import ColdStop, StopSignal
 from gpu_worker.tasks import TaskHandler
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.tasks import StubTask
@@ -175,3 +176,52 @@ def test_renewals_stop_at_the_cap_on_total_deliveries() -> None:
     # under its last SQS receive, so a kill now dead-letters it: a slow poison still ends
     assert renewals == 2
     assert handler.attempts == [(7, 45)]
+
+
+class StoppedHandler(CheckpointingHandler):
+    """Checkpoints `frames` and is stopped warm (SIGTERM: the engine stops after its current chunk)."""
+
+    def __init__(self, frames: int) -> None:
+        super().__init__()
+        self.frames = frames
+
+    def start(self, task: Slice, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        self.attempts.append((attempt.number, self.saved))
+        self.saved += self.frames
+        raise ColdStop("stop requested")
+
+
+def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
+    # GIVEN a segment on a queue that dead-letters after 3 receives, killed twice before saving anything
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), StoppedHandler(frames=30)
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    _kill_delivery(queue, handler, 0)
+    _kill_delivery(queue, handler, 0)
+    # WHEN its last delivery renders, checkpoints 30 frames and is stopped warm
+    message = subject.dequeue()
+    assert message is not None and message.receive_count == 3
+    with pytest.raises(ColdStop):
+        subject.execute(message)
+    # THEN it goes back as a new message carrying that progress, not released into the dead letters
+    assert handler.attempts == [(3, 0)] and queue.deleted == [message.message_id]
+    renewed = subject.dequeue()
+    assert renewed is not None and renewed.receive_count == 1
+    assert Slice.model_validate_json(renewed.body).progress_frames == 30
+    assert queue.dead_letters(QUEUE) == []
+
+
+def test_a_warm_stop_before_the_last_delivery_releases_it_as_before() -> None:
+    # GIVEN a segment's first delivery, stopped warm after checkpointing
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), StoppedHandler(frames=30)
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    message = subject.dequeue()
+    assert message is not None
+    with pytest.raises(ColdStop):
+        subject.execute(message)
+    # THEN the same message is visible again at once (its receive count still tells SQS the truth)
+    again = subject.dequeue()
+    assert again is not None and again.message_id == message.message_id and again.receive_count == 2
