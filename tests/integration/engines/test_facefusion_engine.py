@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from fleetctl import samples
+from fusionfleet.errors import InputRejected
 from fusionfleet.facefusion.options import to_cli_args
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine, failures, settings
@@ -475,8 +476,8 @@ def test_content_analyser_refusal_fails_with_its_reason(tmp_path: Path) -> None:
 def test_failure_carries_facefusions_message(tmp_path: Path) -> None:
     # GIVEN a fake FaceFusion that finds no face in the source
     engine = _prepared(tmp_path, "fail")
-    # WHEN rendered THEN its message is the reason
-    with pytest.raises(EngineError, match=r"exit code 1\): .*no source face detected!"):
+    # WHEN rendered THEN its message is the reason, told as a refusal of the job's inputs (not retried)
+    with pytest.raises(InputRejected, match=r"refused the job's inputs: .*no source face detected!"):
         list(engine.render(_job(tmp_path), _frames(3)))
 
 
