@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from fusionfleet import layout
-from fusionfleet.adapters.storage import Storage, get_json
+from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing
 
 RUN_SEPARATOR = "--r"
@@ -58,6 +58,12 @@ def current_run(storage: Storage, bucket: str, job_id: str) -> RunRecord:
         segments=tuple(int(index) for index in value.get("segments", ())),
         started_at=str(value.get("started_at", "")),
     )
+
+
+def record_run(storage: Storage, bucket: str, job_id: str, record: RunRecord) -> None:
+    """Make `record` the job's current run (what `current_run` reads back)."""
+    value = {"run": record.run, "segments": list(record.segments), "started_at": record.started_at}
+    put_json(storage, bucket, layout.run_key(job_id), value)
 
 
 def is_cancelled(storage: Storage, bucket: str, job_id: str) -> bool:

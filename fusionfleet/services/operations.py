@@ -24,7 +24,7 @@ from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.plan import Segment
-from fusionfleet.jobs.runs import RunRecord, execution_name
+from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
 from fusionfleet.services.watchdog import NOTICE_NOT_CLAIMED_ERROR, NOTICE_STATES, NOTIFIED_FAILURE_ERROR
@@ -307,12 +307,8 @@ class Operations:
         self.storage.delete_prefix(bucket, layout.job_failed_key(job_id))
         self.storage.delete_prefix(bucket, layout.notice_key(job_id))
         started_at = datetime.fromtimestamp(self.clock(), UTC).isoformat()
-        put_json(
-            self.storage,
-            bucket,
-            layout.run_key(job_id),
-            {"run": run, "segments": [segment.index for segment in missing], "started_at": started_at},
-        )
+        segments = tuple(segment.index for segment in missing)
+        record_run(self.storage, bucket, job_id, RunRecord(run, segments, started_at))
         payload = {
             **first,
             "job": {**first["job"], "run": run},
@@ -539,12 +535,7 @@ class Operations:
         if previous.run == 0:
             self.storage.delete_prefix(bucket, layout.run_key(job_id))
             return
-        put_json(
-            self.storage,
-            bucket,
-            layout.run_key(job_id),
-            {"run": previous.run, "segments": list(previous.segments), "started_at": previous.started_at},
-        )
+        record_run(self.storage, bucket, job_id, previous)
 
     def _stop(self, arn: str) -> None:
         try:

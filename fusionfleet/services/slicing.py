@@ -29,7 +29,7 @@ from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.jobs.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
 from fusionfleet.jobs.plan import Segment, SegmentPolicy, plan_segments
-from fusionfleet.jobs.runs import execution_name
+from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.sizing import SizingPolicy, engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeouts import TimeoutPolicy, job_timeouts
 from fusionfleet.media.image import check_image
@@ -198,9 +198,7 @@ class Slicer:
         plan = get_json(self.storage, bucket, layout.plan_key(job_id))
         put_json(self.storage, bucket, layout.run_plan_key(job_id, run), plan)
         started_at = datetime.now(UTC).isoformat()
-        put_json(self.storage, bucket, layout.run_key(job_id), {
-            "run": run, "segments": list(range(context.segment_count)), "started_at": started_at,
-        })  # fmt: skip
+        record_run(self.storage, bucket, job_id, RunRecord(run, tuple(range(context.segment_count)), started_at))
 
     def _started_context(self, job_id: str) -> JobContext | None:
         try:
