@@ -102,7 +102,7 @@ class Worker(Generic[TaskT]):
                     break
                 if held is not None and self._outranked(held.message):
                     # Priorities overtake: a higher queue filled while this one waited its turn.
-                    release(self._queue, held)
+                    self._give_back(held)
                     held = None
                 if held is None:
                     if self._lacks_capacity():
@@ -124,7 +124,7 @@ class Worker(Generic[TaskT]):
             self.cold_stopped = True
         finally:
             # A task taken early and not started goes back to the queue at once, not at its timeout.
-            release(self._queue, held or self.lookahead.collect())
+            self._give_back(held or self.lookahead.collect())
             self._finisher.shutdown(wait=True)
             self._protection.release()
             self._handler.close()
@@ -335,9 +335,7 @@ class Worker(Generic[TaskT]):
         if not task.saves_progress or task.copy_number:
             return False  # a merge saves nothing; a backup copy never holds the token's last word
         try:
-            if message.queue_url not in self._max_receives:
-                self._max_receives[message.queue_url] = self._queue.max_receive_count(message.queue_url)
-            limit = self._max_receives[message.queue_url]
+            limit = self._receive_limit(message.queue_url)
             if limit is None or message.receive_count < limit:
                 return False  # spare the listing: not its last delivery
             saved = self._handler.saved_frames(task)
@@ -356,6 +354,33 @@ class Worker(Generic[TaskT]):
         )  # fmt: skip
         self._delete(message)
         return True
+
+    def _receive_limit(self, queue_url: str) -> int | None:
+        """The queue's redrive limit (None: it has none), asked once per queue."""
+        if queue_url not in self._max_receives:
+            self._max_receives[queue_url] = self._queue.max_receive_count(queue_url)
+        return self._max_receives[queue_url]
+
+    def _give_back(self, held: Held | None) -> None:
+        """A task taken early and never started goes back for another worker at once.
+
+        Taking it spent one of its SQS receives: on its last one a release would dead-letter a task
+        nobody tried, so that one goes back as a new message with this delivery not counted.
+        """
+        if held is None:
+            return
+        message = held.message
+        try:
+            limit = self._receive_limit(message.queue_url)
+            task = self._handler.parse(message.body) if limit is not None and message.receive_count >= limit else None
+        except Exception:
+            task = None  # malformed or the limit unknown: released as before, it meets its fate on its turn
+        if task is None:
+            release(self._queue, held)
+            return
+        held.stop_keeping()
+        what = self._handler.describe(task)
+        self._hand_back(message, task, Attempt.of(message, prior=task.prior_attempts), what, pause=False)
 
     def _first_heartbeat(self, task: TaskT, attempt: Attempt) -> None:
         """Heartbeat a task just taken; TokenGone only when its token is gone for good.
@@ -494,9 +519,9 @@ class Worker(Generic[TaskT]):
         else:
             logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)
 
-    def _hand_back(self, message: QueueMessage, task: TaskT, attempt: Attempt, what: str) -> None:
+    def _hand_back(self, message: QueueMessage, task: TaskT, attempt: Attempt, what: str, pause: bool = True) -> None:
         """Back to the queue as a new message, this delivery not counted: a blocklisted worker's release
-        must not walk the task into the dead-letter queue or spend its attempts."""
+        (or an early take's give-back) must not walk the task into the dead-letter queue or spend its attempts."""
         again = task.resent(attempt.number - 1, task.forgiven_attempts, task.progress_frames)
         try:
             self._queue.send(message.queue_url, again.wire_json())
@@ -506,8 +531,9 @@ class Worker(Generic[TaskT]):
             return
         logger.info("%s: handed back for another worker (%s attempts so far)", what, attempt.number - 1)
         self._delete(message)
-        # Not at once: an idle fleet of blocked workers would otherwise pass it round without pause.
-        self._stop.requested.wait(self._idle_wait_s)
+        if pause:
+            # Not at once: an idle fleet of blocked workers would otherwise pass it round without pause.
+            self._stop.requested.wait(self._idle_wait_s)
 
     def _release(self, message: QueueMessage, what: str) -> None:
         logger.warning("%s: released for another worker", what)

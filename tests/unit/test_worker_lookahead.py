@@ -158,6 +158,28 @@ def test_a_worker_that_stops_releases_the_task_it_took_early_without_rendering_i
     assert ids[1] not in queue.deleted and queue.depth(QUEUE).visible == 2
 
 
+def test_a_task_taken_early_on_its_last_delivery_goes_back_as_a_new_message_not_to_the_dead_letters() -> None:
+    # GIVEN a queue that dead-letters after one receive, three tasks, and a stop asked for while the
+    # first renders (after its successor was taken early, spending that successor's only receive)
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE, max_receive_count=1)
+    ids = [queue.send(QUEUE, Step(task_token=f"t{n}").wire_json()) for n in range(3)]
+    stop = StopSignal()
+    handler = WatchingHandler(queue, after_first=stop.requested.set)
+    subject = worker(handler, queue, orchestrator, min_backlog=2, stop=stop)
+    # WHEN it runs
+    subject.run()
+    # THEN the task taken early was not rendered and went back as a new message with no attempt counted
+    assert handler.rendered == ["t0"] and subject.lookahead.taken == 1
+    assert ids[1] in queue.deleted
+    again = queue.receive(QUEUE, wait_s=0, visibility_s=60, max_messages=10)
+    tokens = {Step.model_validate_json(message.body).task_token: message for message in again}
+    assert set(tokens) == {"t1", "t2"}
+    assert tokens["t1"].message_id != ids[1] and tokens["t1"].receive_count == 1
+    assert Step.model_validate_json(tokens["t1"].body).prior_attempts == 0
+    assert queue.dead_letters(QUEUE) == []
+
+
 def test_a_task_of_a_cancelled_job_is_dropped_when_taken_early_not_held() -> None:
     # GIVEN a first task and, behind it, a task of a cancelled job and another
     queue, orchestrator = FakeQueue(), FakeOrchestrator()
