@@ -292,6 +292,38 @@ def test_a_blocklisted_worker_hands_a_task_back_as_a_new_message_without_spendin
     assert orchestrator.reports() == []
 
 
+def test_a_blocklisted_workers_hand_back_of_a_retry_keeps_its_place_and_a_fresh_task_stays_in_its_queue() -> None:
+    # GIVEN a worker on a high and a normal queue, and behind a backlog in the normal queue a retried
+    # task (its first delivery lost) and a fresh one, both of a job the worker is blocklisted for
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
+    high = "https://sqs.fake/render-high"
+    queue.create(high, max_receive_count=3)
+    queue.create(QUEUE, max_receive_count=3)
+    retried = queue.send(QUEUE, Step(task_token="retried", outcome="blocked").model_dump_json())
+    queue.receive(QUEUE, wait_s=0, visibility_s=0)  # (an earlier delivery, lost)
+    queue.send(QUEUE, Step(task_token="fresh", outcome="blocked").model_dump_json())
+    for n in range(3):
+        queue.send(QUEUE, Step(task_token=f"backlog-{n}", outcome="ok").model_dump_json())
+    subject = Worker(
+        "w", [high, QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+    queue.clock.advance(1)
+    # WHEN it takes the retry
+    assert take_one(subject)
+    # THEN the retry went to the top queue, ahead of the backlog, and still carries its one attempt
+    (top,) = queue.receive(high, wait_s=0, visibility_s=60)  # (another worker takes it)
+    assert Step.model_validate_json(top.body).task_token == "retried"
+    assert Step.model_validate_json(top.body).prior_attempts == 1 and retried in queue.deleted
+    # AND the fresh task it takes next went back to its own queue's tail, behind the backlog
+    assert take_one(subject)
+    behind = queue.receive(QUEUE, wait_s=0, visibility_s=60, max_messages=10)
+    assert [Step.model_validate_json(m.body).task_token for m in behind] == [
+        *(f"backlog-{n}" for n in range(3)),
+        "fresh",
+    ]
+
+
 def test_a_handed_back_task_that_fails_its_last_attempt_is_dropped_not_delivered_again() -> None:
     # GIVEN a task handed back after two attempts (a new message, received once so far)
     queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), ScriptedHandler()
