@@ -245,20 +245,21 @@ class Worker(Generic[TaskT]):
         self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, keeper: Keeper, error: BaseException
     ) -> None:
         """A task that raised instead of producing its result: released, handed back, retried or failed."""
-        if isinstance(error, ColdStop):
+        if isinstance(error, ColdStop | Released):
+            # A warm stop (SIGTERM: the engine checkpoints and releases; a second one: a cold stop). On
+            # its last delivery a release would dead-letter a segment that just checkpointed: it goes
+            # back as a new message instead when it saved chunks since it was sent.
             self._end(task, None)
-            # On its last delivery a release would dead-letter a segment that just checkpointed: it
-            # goes back as a new message instead when it saved chunks since it was sent.
+            if isinstance(error, Released):
+                logger.info("%s", error)
             if not self._renewed(message, task, what, attempt):
                 self._release(message, what)
-            raise error
+            if isinstance(error, ColdStop):
+                raise error
+            return
         if isinstance(error, Cancelled):
             self._end(task, None)
             self._after_lost_hold(message, task, what, keeper.lost_hold)
-        elif isinstance(error, Released):
-            self._end(task, None)
-            logger.info("%s", error)
-            self._release(message, what)
         elif isinstance(error, Blocked):
             self._end(task, None)
             logger.warning("%s", error)

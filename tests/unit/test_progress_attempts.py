@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import parse_chunks, saved_frames
+from gpu_worker.errors import Released
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.retry import ProgressPolicy, RetryPolicy, renew_delivery
@@ -210,6 +211,53 @@ def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_
     assert renewed is not None and renewed.receive_count == 1
     assert Slice.model_validate_json(renewed.body).progress_frames == 30
     assert queue.dead_letters(QUEUE) == []
+
+
+class DrainedHandler(CheckpointingHandler):
+    """Checkpoints `frames` and is stopped warm the way SIGTERM stops an engine: it saves its chunk and
+    the render ends in Released (gpu_worker.engine_host), the worker carrying on to its stop."""
+
+    def __init__(self, frames: int) -> None:
+        super().__init__()
+        self.frames = frames
+
+    def start(self, task: Slice, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        self.attempts.append((attempt.number, self.saved))
+        self.saved += self.frames
+        raise Released(f"slice {task.task_token}: checkpointed before frame {self.saved}")
+
+
+def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
+    # GIVEN a segment on a queue that dead-letters after 3 receives, killed twice before saving anything
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), DrainedHandler(frames=50)
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    _kill_delivery(queue, handler, 0)
+    _kill_delivery(queue, handler, 0)
+    # WHEN its last delivery's engine is drained by SIGTERM after checkpointing 50 frames (the soak at
+    # d178337 lost a 3-minute job this way: the segment was released, and the next receive dead-lettered it)
+    message = subject.dequeue()
+    assert message is not None and message.receive_count == 3
+    subject.execute(message)
+    # THEN it goes back as a new message carrying that progress, not released into the dead letters
+    assert queue.deleted == [message.message_id]
+    renewed = subject.dequeue()
+    assert renewed is not None and renewed.receive_count == 1
+    assert Slice.model_validate_json(renewed.body).progress_frames == 50
+    assert queue.dead_letters(QUEUE) == []
+
+
+def test_an_engine_drained_before_the_last_delivery_is_released_as_before() -> None:
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), DrainedHandler(frames=50)
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    message = subject.dequeue()
+    assert message is not None
+    subject.execute(message)
+    again = subject.dequeue()
+    assert again is not None and again.message_id == message.message_id and again.receive_count == 2
 
 
 def test_a_warm_stop_before_the_last_delivery_releases_it_as_before() -> None:
