@@ -12,7 +12,7 @@ import logging
 import time
 
 from fusionfleet import layout
-from fusionfleet.adapters.storage import Storage
+from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.fleet.blocklist import BlockPolicy, nobody_left
 from fusionfleet.fleet.presence import live_render_workers
@@ -68,3 +68,13 @@ class Blocklist:
             for key in self._storage.list_keys(job.work_bucket, layout.blocklist_prefix(job.job_id))
         }
         return sorted(live) if nobody_left(live, listed) else None
+
+    def last_failure(self, job: JobContext) -> str:
+        """The failure that put this worker on the job's list, as its record says ("" when unknown):
+        the cause a user needs when the job fails for want of a worker."""
+        try:
+            record = get_json(self._storage, job.work_bucket, layout.blocked_worker_key(job.job_id, self._worker))
+        except ObjectMissing:
+            return ""
+        error, reason = record.get("last_error", ""), record.get("last_reason", "")
+        return f"{error}: {reason}" if error else ""

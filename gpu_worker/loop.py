@@ -252,7 +252,7 @@ class Worker(Generic[TaskT]):
             self._end(task, None)
             if isinstance(error, Released):
                 logger.info("%s", error)
-            if not self._renewed(message, task, what, attempt):
+            if not self._renewed(message, task, what, attempt, ending=True):
                 self._release(message, what)
             if isinstance(error, ColdStop):
                 raise error
@@ -326,12 +326,15 @@ class Worker(Generic[TaskT]):
             self._let_go(message, task, what)
         return cancelled
 
-    def _renewed(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
-        """A segment on its last SQS delivery whose attempts saved chunks goes back as a new message.
+    def _renewed(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, ending: bool = False) -> bool:
+        """A segment on its last SQS delivery goes back as a new message when its attempts saved chunks,
+        or when one of them ended with its worker killed or stopped rather than a failure.
 
-        Killed deliveries that made progress must not walk the segment into the dead-letter queue;
-        the new message carries the progress it was sent with, so only further progress renews it
-        again, and ProgressPolicy.max_deliveries caps the total. Any error: render under this one.
+        Killed deliveries must not walk the segment into the dead-letter queue: they are the host's
+        fault, not the segment's. The new message carries the progress it was sent with, so only
+        further progress forgives its failures, and ProgressPolicy.max_deliveries caps the total.
+        `ending`: this delivery is ending in a warm stop (it counts as stopped). Any error: render
+        under this one.
         """
         if not task.saves_progress or task.copy_number:
             return False  # a merge saves nothing; a backup copy never holds the token's last word
@@ -341,17 +344,23 @@ class Worker(Generic[TaskT]):
                 return False  # spare the listing: not its last delivery
             saved = self._handler.saved_frames(task)
             sent_with = task.progress_frames
-            if not renew_delivery(self._progress, message.receive_count, limit, attempt.number, saved, sent_with):
+            earlier = range(attempt.number - message.receive_count + 1, attempt.number)  # this message's
+            died = len(earlier) - self._handler.failed_attempts(task, earlier) + (1 if ending else 0)
+            if not renew_delivery(self._progress, message.receive_count, limit, attempt.number, saved, sent_with, died):
                 return False
-            earlier = attempt.number - 1
-            again = task.resent(prior_attempts=earlier, forgiven_attempts=earlier, progress_frames=saved)
+            prior = attempt.number - 1
+            # Progress forgives every attempt so far; without it only those that died are forgiven, so
+            # a segment that fails on its own still meets its retry limit.
+            forgiven = prior if saved > sent_with else task.forgiven_attempts + died - (1 if ending else 0)
+            again = task.resent(prior_attempts=prior, forgiven_attempts=forgiven, progress_frames=saved)
             self._queue.send(message.queue_url, again.wire_json())
         except Exception:
             logger.warning("%s: could not renew its delivery; rendering it under this one", what, exc_info=True)
             return False
         logger.info(
-            "%s: delivery %s of %s, but %s frames saved (%s when sent): sent again with a fresh receive count",
-            what, message.receive_count, limit, saved, sent_with,
+            "%s: delivery %s of %s, %s frames saved (%s when sent), %s of its deliveries killed or stopped: "
+            "sent again with a fresh receive count",
+            what, message.receive_count, limit, saved, sent_with, died,
         )  # fmt: skip
         self._delete(message)
         return True

@@ -43,22 +43,32 @@ class ProgressPolicy:
     """When a delivery that saved chunks is forgiven: the message is sent again with a fresh receive count.
 
     SQS counts every receive towards the dead-letter queue, so kills alone (kill -9, a lost host)
-    would dead-letter a segment that advanced each time. A message on its last delivery whose
-    checkpoints advanced since it was sent is re-sent instead; `max_deliveries` bounds the total, so a
-    segment that crashes a little later each time still ends.
+    would dead-letter a segment that advanced each time, or one whose workers were killed before
+    its first chunk. A message on its last delivery whose checkpoints advanced since it was sent, or
+    one of whose deliveries ended with its worker killed or stopped rather than a failure, is re-sent
+    instead (as Kubernetes' pod failure policy ignores disruptions); `max_deliveries` bounds the
+    total, so a segment that crashes a little later each time, or kills its host, still ends.
     """
 
     max_deliveries: int = 12
 
 
 def renew_delivery(
-    policy: ProgressPolicy, receive_count: int, max_receive_count: int | None, attempt: int, saved: int, sent_with: int
+    policy: ProgressPolicy,
+    receive_count: int,
+    max_receive_count: int | None,
+    attempt: int,
+    saved: int,
+    sent_with: int,
+    died: int = 0,
 ) -> bool:
     """Re-send a message just taken instead of rendering it under its last SQS delivery. Pure.
 
     `receive_count`: this message's receives; `attempt`: the task's delivery number over all its
-    messages; `saved`: frames checkpointed now; `sent_with`: frames checkpointed when it was sent.
+    messages; `saved`: frames checkpointed now; `sent_with`: frames checkpointed when it was sent;
+    `died`: this message's deliveries that ended without a failure of the segment's own (the worker
+    was killed or stopped: a lost host, a reclaimed instance), which are not the segment's fault.
     """
     if max_receive_count is None or receive_count < max_receive_count:
         return False  # not the last delivery: a kill now costs nothing final
-    return saved > sent_with and attempt < policy.max_deliveries
+    return (saved > sent_with or died > 0) and attempt < policy.max_deliveries

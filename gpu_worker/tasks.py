@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 from fusionfleet import layout
-from fusionfleet.adapters.storage import Storage
+from fusionfleet.adapters.storage import Storage, get_json
+from fusionfleet.errors import ObjectMissing
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
 from fusionfleet.jobs.runs import is_cancelled
@@ -81,6 +82,11 @@ class TaskHandler(ABC, Generic[TaskT]):
 
     def saved_frames(self, task: TaskT) -> int:
         return 0
+
+    def failed_attempts(self, task: TaskT, attempts: range) -> int:
+        """How many of these attempts (numbers) ended in a recorded failure; the rest died or were
+        stopped. By default all of them: a handler that keeps no attempt records forgives none."""
+        return len(attempts)
 
     def job_lost(self, task: TaskT, error: str, cause: str, attempts: int) -> None:
         """This task failed for good; anything to stop besides failing its token."""
@@ -213,9 +219,10 @@ class RenderHandler(TaskHandler[RenderTask]):
             return
         everyone = self._blocklist.nobody_left(task.job)
         if everyone:
+            last = self._blocklist.last_failure(task.job)
             raise WorkersBlocklisted(
                 f"every live render worker ({', '.join(everyone)}) failed too many segments of this job and is "
-                "blocklisted for it"
+                f"blocklisted for it" + (f"; {self._worker}'s last failure: {last}" if last else "")
             )
         raise Blocked(f"segment {task.segment.index} of {task.job.job_id}: {self._worker} is blocklisted for the job")
 
@@ -261,6 +268,19 @@ class RenderHandler(TaskHandler[RenderTask]):
     def saved_frames(self, task: RenderTask) -> int:
         job, segment = task.job, task.segment
         return Checkpoints(self._storage, job.work_bucket, job.job_id, segment.index).saved(segment.start_frame)
+
+    def failed_attempts(self, task: RenderTask, attempts: range) -> int:
+        """Attempts whose record says `failed`; a missing record is a worker that died before writing it."""
+        job, index = task.job, task.segment.index
+        failed = 0
+        for number in attempts:
+            key = layout.attempt_record_key(job.job_id, index, job.run, number, task.copy_number)
+            try:
+                record = SegmentAttempt.model_validate(get_json(self._storage, job.work_bucket, key))
+            except ObjectMissing:
+                continue
+            failed += record.status == "failed"
+        return failed
 
     def superseded(self, task: RenderTask) -> str | None:
         """Why this copy's work is pointless (the other copy committed the segment), or None."""

@@ -85,5 +85,8 @@ def test_a_job_whose_every_live_worker_is_listed_fails_its_segment_naming_them()
     storage = FakeStorage()
     alive(storage, "w1")
     task = RenderTask(task_token="t", job=JOB, segment=halves()[0])
-    with pytest.raises(WorkersBlocklisted, match=r"every live render worker \(w1\)"):
+    with pytest.raises(WorkersBlocklisted, match=r"every live render worker \(w1\)") as failed:
         listed_worker(storage).execute(task, threading.Event(), Attempt(number=1))
+    # AND the failure names what put the worker on the list, the cause a user needs (the soak's
+    # poison job was otherwise told only that an innocent segment found no worker)
+    assert "w1's last failure: EngineCrashed: boom" in str(failed.value)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 from pydantic import BaseModel
 
-from fusionfleet.messages import SegmentResult
+from fusionfleet import layout
+from fusionfleet.messages import RenderTask, SegmentAttempt, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import parse_chunks, saved_frames
 from gpu_worker.errors import Released
@@ -16,8 +17,9 @@ from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.loop import Worker
 from gpu_worker.retry import ProgressPolicy, RetryPolicy, renew_delivery
 from gpu_worker.stopping import ColdStop, StopSignal
-from gpu_worker.tasks import TaskHandler
-from tests.support.fakes import FakeOrchestrator, FakeQueue
+from gpu_worker.tasks import RenderHandler, TaskHandler
+from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
+from tests.support.jobs import WORK, halves, job_context
 from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"
@@ -67,6 +69,7 @@ class CheckpointingHandler(TaskHandler[Slice]):
     def __init__(self) -> None:
         self.saved = 0
         self.attempts: list[tuple[int, int]] = []  # (attempt number, frames it started from)
+        self.failed: set[int] = set()  # attempt numbers whose record says failed (the rest were killed)
 
     def parse(self, body: str) -> Slice:
         return Slice.model_validate_json(body)
@@ -81,6 +84,9 @@ class CheckpointingHandler(TaskHandler[Slice]):
 
     def saved_frames(self, task: Slice) -> int:
         return self.saved
+
+    def failed_attempts(self, task: Slice, attempts: range) -> int:
+        return sum(number in self.failed for number in attempts)
 
     def failure_cause(self, task: Slice, error: str, reason: str, attempts: int) -> str:
         return f"{error}: {reason}"
@@ -138,8 +144,66 @@ def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_l
     assert handler.attempts == [(5, 60)]  # after four kills: the fifth delivery, from 60 saved frames
 
 
-def test_a_segment_whose_kills_save_nothing_still_dead_letters() -> None:
-    # GIVEN a segment whose workers are killed before any chunk is saved
+def test_a_segment_whose_workers_were_killed_before_its_first_chunk_is_renewed_at_its_last_delivery() -> None:
+    # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two workers were
+    # killed before saving anything (the soak at efea6c8 lost a 3-minute job to three such kills)
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    _kill_delivery(queue, handler, 0)
+    _kill_delivery(queue, handler, 0)
+    # WHEN a worker takes its last delivery
+    message = subject.dequeue()
+    assert message is not None and message.receive_count == 3
+    subject.execute(message)
+    # THEN it goes back as a new message with both killed deliveries forgiven, its progress unchanged
+    assert handler.attempts == [] and queue.deleted == [message.message_id]
+    renewed = subject.dequeue()
+    assert renewed is not None and renewed.receive_count == 1
+    task = Slice.model_validate_json(renewed.body)
+    assert (task.prior_attempts, task.forgiven_attempts, task.progress_frames) == (2, 2, 0)
+    assert queue.dead_letters(QUEUE) == []
+
+
+def test_a_segment_that_failed_on_its_own_is_not_renewed_and_meets_its_retry_limit() -> None:
+    # GIVEN a segment whose first two attempts failed (recorded), not killed, and saved nothing
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    _kill_delivery(queue, handler, 0)
+    _kill_delivery(queue, handler, 0)
+    handler.failed = {1, 2}
+    # WHEN a worker takes its last delivery
+    message = subject.dequeue()
+    assert message is not None and message.receive_count == 3
+    subject.execute(message)
+    # THEN it renders under it: one killed or stopped delivery is what a renewal needs
+    assert handler.attempts == [(3, 0)]
+
+
+def test_one_killed_delivery_among_failures_is_the_only_one_forgiven() -> None:
+    # GIVEN a segment whose first attempt failed and whose second worker was killed
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
+    queue.create(QUEUE, max_receive_count=3)
+    queue.send(QUEUE, Slice(task_token="t").wire_json())
+    subject = _worker(handler, queue, orchestrator)
+    _kill_delivery(queue, handler, 0)
+    _kill_delivery(queue, handler, 0)
+    handler.failed = {1}
+    message = subject.dequeue()
+    assert message is not None
+    subject.execute(message)
+    # THEN the new message forgives the kill only: the failure still counts towards the retry limit
+    renewed = subject.dequeue()
+    assert renewed is not None
+    task = Slice.model_validate_json(renewed.body)
+    assert (task.prior_attempts, task.forgiven_attempts) == (2, 1)
+
+
+def test_a_segment_whose_kills_save_nothing_still_dead_letters_when_its_last_delivery_is_killed_too() -> None:
+    # GIVEN a segment whose workers are killed before any chunk is saved, its last delivery included
     queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
     queue.create(QUEUE, max_receive_count=3)
     queue.send(QUEUE, Slice(task_token="t").wire_json())
@@ -193,13 +257,15 @@ class StoppedHandler(CheckpointingHandler):
 
 
 def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
-    # GIVEN a segment on a queue that dead-letters after 3 receives, killed twice before saving anything
+    # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two attempts failed
+    # before saving anything (failures, so taking its last delivery does not renew it)
     queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), StoppedHandler(frames=30)
     queue.create(QUEUE, max_receive_count=3)
     queue.send(QUEUE, Slice(task_token="t").wire_json())
     subject = _worker(handler, queue, orchestrator)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
+    handler.failed = {1, 2}
     # WHEN its last delivery renders, checkpoints 30 frames and is stopped warm
     message = subject.dequeue()
     assert message is not None and message.receive_count == 3
@@ -228,13 +294,15 @@ class DrainedHandler(CheckpointingHandler):
 
 
 def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
-    # GIVEN a segment on a queue that dead-letters after 3 receives, killed twice before saving anything
+    # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two attempts failed
+    # before saving anything (failures, so taking its last delivery does not renew it)
     queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), DrainedHandler(frames=50)
     queue.create(QUEUE, max_receive_count=3)
     queue.send(QUEUE, Slice(task_token="t").wire_json())
     subject = _worker(handler, queue, orchestrator)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
+    handler.failed = {1, 2}
     # WHEN its last delivery's engine is drained by SIGTERM after checkpointing 50 frames (the soak at
     # d178337 lost a 3-minute job this way: the segment was released, and the next receive dead-lettered it)
     message = subject.dequeue()
@@ -273,3 +341,34 @@ def test_a_warm_stop_before_the_last_delivery_releases_it_as_before() -> None:
     # THEN the same message is visible again at once (its receive count still tells SQS the truth)
     again = subject.dequeue()
     assert again is not None and again.message_id == message.message_id and again.receive_count == 2
+
+
+class NeverRenders:
+    def render(
+        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> Callable[[], SegmentResult]:
+        raise AssertionError("counting attempts renders nothing")
+
+    def close(self) -> None:
+        return None
+
+
+def test_the_render_handler_counts_failed_attempts_from_their_records_and_a_missing_one_as_killed() -> None:
+    # GIVEN attempt records of a segment: 1 failed, 2 still "running" (its worker was killed), 3 never
+    # written (killed before it wrote one), 4 released by a warm stop
+    storage, job = FakeStorage(), job_context()
+    segment = halves()[0]
+    records = [
+        SegmentAttempt(job_id=job.job_id, index=segment.index, run=job.run, attempt=1, status="failed"),
+        SegmentAttempt(job_id=job.job_id, index=segment.index, run=job.run, attempt=2, status="running"),
+        SegmentAttempt(job_id=job.job_id, index=segment.index, run=job.run, attempt=4, status="released"),
+    ]
+    for record in records:
+        number = record.attempt
+        key = layout.attempt_record_key(job.job_id, segment.index, job.run, number)
+        storage.put_bytes(WORK, key, record.model_dump_json().encode(), "application/json")
+    handler = RenderHandler(NeverRenders(), storage, "w1", threading.Event())
+    task = RenderTask(task_token="t", job=job, segment=segment)
+    # THEN only the recorded failure counts; the others are the host's doing, not the segment's
+    assert handler.failed_attempts(task, range(1, 5)) == 1
+    assert handler.failed_attempts(task, range(2, 5)) == 0
