@@ -51,6 +51,10 @@ class ProgressPolicy:
     """
 
     max_deliveries: int = 12
+    # Kills alone (no chunk saved since) buy one more round of deliveries, no more: a segment that takes
+    # its whole worker down each time looks the same as a lost host, and must still end (after 5
+    # deliveries instead of 3) and tell its job soon.
+    max_deliveries_unsaved: int = 4
 
 
 def renew_delivery(
@@ -71,4 +75,6 @@ def renew_delivery(
     """
     if max_receive_count is None or receive_count < max_receive_count:
         return False  # not the last delivery: a kill now costs nothing final
-    return (saved > sent_with or died > 0) and attempt < policy.max_deliveries
+    if saved > sent_with:
+        return attempt < policy.max_deliveries
+    return died > 0 and attempt < policy.max_deliveries_unsaved

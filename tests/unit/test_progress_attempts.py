@@ -36,6 +36,11 @@ def test_only_the_last_delivery_with_new_progress_under_the_cap_is_renewed() -> 
     assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=40, sent_with=40)
     # AND not at the hard cap on deliveries, so a poison segment that advances a little still ends
     assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=6, saved=80, sent_with=40)
+    # AND deliveries whose workers were killed or stopped buy one more round without progress, no more:
+    # a segment that takes its worker down every time still ends
+    assert renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=0, sent_with=0, died=2)
+    assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=5, saved=0, sent_with=0, died=2)
+    assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=0, sent_with=0, died=0)
     # AND never on a queue without a redrive limit
     assert not renew_delivery(POLICY, receive_count=9, max_receive_count=None, attempt=3, saved=40, sent_with=0)
 
