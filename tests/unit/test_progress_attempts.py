@@ -111,12 +111,18 @@ def _worker(handler: CheckpointingHandler, queue: FakeQueue, orchestrator: FakeO
     )  # fmt: skip
 
 
-def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_lettering() -> None:
-    # GIVEN a segment on a queue that dead-letters after 3 receives, whose workers are killed
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
+def _one_segment(handler: CheckpointingHandler) -> tuple[FakeQueue, FakeOrchestrator, Worker[Slice]]:
+    """A segment's message on a queue that dead-letters after 3 receives, and a worker for it."""
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
     queue.create(QUEUE, max_receive_count=3)
     queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    return queue, orchestrator, _worker(handler, queue, orchestrator)
+
+
+def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_lettering() -> None:
+    # GIVEN a segment on a queue that dead-letters after 3 receives, whose workers are killed
+    handler = CheckpointingHandler()
+    queue, orchestrator, subject = _one_segment(handler)
     # WHEN its first two deliveries are killed after saving chunks each time
     _kill_delivery(queue, handler, 20)
     _kill_delivery(queue, handler, 20)
@@ -152,10 +158,8 @@ def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_l
 def test_a_segment_whose_workers_were_killed_before_its_first_chunk_is_renewed_at_its_last_delivery() -> None:
     # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two workers were
     # killed before saving anything (the soak at efea6c8 lost a 3-minute job to three such kills)
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = CheckpointingHandler()
+    queue, _orchestrator, subject = _one_segment(handler)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     # WHEN a worker takes its last delivery
@@ -173,10 +177,8 @@ def test_a_segment_whose_workers_were_killed_before_its_first_chunk_is_renewed_a
 
 def test_a_segment_that_failed_on_its_own_is_not_renewed_and_meets_its_retry_limit() -> None:
     # GIVEN a segment whose first two attempts failed (recorded), not killed, and saved nothing
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = CheckpointingHandler()
+    queue, _orchestrator, subject = _one_segment(handler)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     handler.failed = {1, 2}
@@ -190,10 +192,8 @@ def test_a_segment_that_failed_on_its_own_is_not_renewed_and_meets_its_retry_lim
 
 def test_one_killed_delivery_among_failures_is_the_only_one_forgiven() -> None:
     # GIVEN a segment whose first attempt failed and whose second worker was killed
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = CheckpointingHandler()
+    queue, _orchestrator, subject = _one_segment(handler)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     handler.failed = {1}
@@ -209,10 +209,8 @@ def test_one_killed_delivery_among_failures_is_the_only_one_forgiven() -> None:
 
 def test_a_segment_whose_kills_save_nothing_still_dead_letters_when_its_last_delivery_is_killed_too() -> None:
     # GIVEN a segment whose workers are killed before any chunk is saved, its last delivery included
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = CheckpointingHandler()
+    queue, _orchestrator, subject = _one_segment(handler)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
@@ -223,10 +221,8 @@ def test_a_segment_whose_kills_save_nothing_still_dead_letters_when_its_last_del
 
 def test_renewals_stop_at_the_cap_on_total_deliveries() -> None:
     # GIVEN a segment that saves a few frames on every killed delivery (a slow poison)
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), CheckpointingHandler()
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = CheckpointingHandler()
+    queue, _orchestrator, subject = _one_segment(handler)
     renewals = 0
     # WHEN each delivery saves 5 frames and is killed, except that a worker looks at each last one
     for _ in range(40):
@@ -264,10 +260,8 @@ class StoppedHandler(CheckpointingHandler):
 def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
     # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two attempts failed
     # before saving anything (failures, so taking its last delivery does not renew it)
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), StoppedHandler(frames=30)
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = StoppedHandler(frames=30)
+    queue, _orchestrator, subject = _one_segment(handler)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     handler.failed = {1, 2}
@@ -301,10 +295,8 @@ class DrainedHandler(CheckpointingHandler):
 def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
     # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two attempts failed
     # before saving anything (failures, so taking its last delivery does not renew it)
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), DrainedHandler(frames=50)
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = DrainedHandler(frames=50)
+    queue, _orchestrator, subject = _one_segment(handler)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     handler.failed = {1, 2}
@@ -322,10 +314,8 @@ def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_s
 
 
 def test_an_engine_drained_before_the_last_delivery_is_released_as_before() -> None:
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), DrainedHandler(frames=50)
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = DrainedHandler(frames=50)
+    _queue, _orchestrator, subject = _one_segment(handler)
     message = subject.dequeue()
     assert message is not None
     subject.execute(message)
@@ -335,10 +325,8 @@ def test_an_engine_drained_before_the_last_delivery_is_released_as_before() -> N
 
 def test_a_warm_stop_before_the_last_delivery_releases_it_as_before() -> None:
     # GIVEN a segment's first delivery, stopped warm after checkpointing
-    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(), StoppedHandler(frames=30)
-    queue.create(QUEUE, max_receive_count=3)
-    queue.send(QUEUE, Slice(task_token="t").wire_json())
-    subject = _worker(handler, queue, orchestrator)
+    handler = StoppedHandler(frames=30)
+    _queue, _orchestrator, subject = _one_segment(handler)
     message = subject.dequeue()
     assert message is not None
     with pytest.raises(ColdStop):
