@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,17 @@ class Stack:
     def kill(self, name: str, number: int) -> None:
         (process,) = [p for p in self.state().processes if p.name == name]
         os.killpg(process.pid, number)
+
+    @contextmanager
+    def paused(self, name: str) -> Iterator[None]:
+        """`name` (e.g. the watchdog) frozen with SIGSTOP for the block, then let go with SIGCONT.
+
+        For a test that must change the stack in several steps before that process may look at it."""
+        self.kill(name, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.kill(name, signal.SIGCONT)
 
     def worker_env(self, name: str) -> dict[str, str]:
         """The environment `local up` gives a render worker, for tests that run one of their own."""
