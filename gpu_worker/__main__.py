@@ -66,7 +66,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
             )
             host_process.start()
         blocklist = (
-            Blocklist(storage, settings.name, BlockPolicy(settings.block_after_failures))
+            Blocklist(storage, settings.name, BlockPolicy(settings.block_after_failures, settings.block_grace_s))
             if settings.work_bucket and settings.block_after_failures > 0
             else None
         )

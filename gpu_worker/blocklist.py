@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage, get_json
@@ -22,11 +23,17 @@ logger = logging.getLogger(__name__)
 
 
 class Blocklist:
-    def __init__(self, storage: Storage, worker: str, policy: BlockPolicy, lost_after_s: float = 30.0) -> None:
+    def __init__(
+        self, storage: Storage, worker: str, policy: BlockPolicy, lost_after_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:  # fmt: skip
         self._storage = storage
         self._worker = worker
         self._policy = policy
         self._lost_after_s = lost_after_s
+        self._clock = clock
+        # job id → when this worker first saw every live worker listed for it (cleared when one is not)
+        self._all_listed_since: dict[str, float] = {}
         self._failures: dict[str, int] = {}  # job id → failed attempts here (since this process started)
         self._blocked: dict[str, bool] = {}  # job id → listed; read from the bucket once per job and process
 
@@ -68,6 +75,20 @@ class Blocklist:
             for key in self._storage.list_keys(job.work_bucket, layout.blocklist_prefix(job.job_id))
         }
         return sorted(live) if nobody_left(live, listed) else None
+
+    def stranded(self, job: JobContext) -> tuple[list[str] | None, float]:
+        """The live render workers once every one of them has been listed for the policy's grace (else
+        None), and for how long they have been (0.0 while someone is not).
+
+        Judged by this worker alone, from the first time it saw them all listed: a blocked worker keeps
+        meeting the job's segments (it hands them back), and the grace spans a worker's restart."""
+        everyone = self.nobody_left(job)
+        if everyone is None:
+            self._all_listed_since.pop(job.job_id, None)
+            return None, 0.0
+        now = self._clock()
+        listed_for_s = now - self._all_listed_since.setdefault(job.job_id, now)
+        return (everyone if self._policy.stranded(listed_for_s) else None), listed_for_s
 
     def last_failure(self, job: JobContext) -> str:
         """The failure that put this worker on the job's list, as its record says ("" when unknown):

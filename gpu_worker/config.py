@@ -82,6 +82,8 @@ class WorkerConfig:
     # A render worker that fails this many segments of one job stops taking that job's segments
     # (needs the presence records of work_bucket to tell whether anyone else is left); 0: never.
     block_after_failures: int = WorkerEnvironment.block_after_failures
+    # How long every live render worker must have been listed for a job before it fails for want of one.
+    block_grace_s: float = WorkerEnvironment.block_grace_s
     # A render worker takes its next task while this one renders when the queues hold at least this
     # many visible messages (gpu_worker.lookahead); 0: never.
     lookahead_min_backlog: int = WorkerEnvironment.lookahead_min_backlog
@@ -184,6 +186,7 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         min_free_gpu_mb=read.min_free_gpu_mb,
         visible_gpus=read.visible_gpus,
         block_after_failures=read.block_after_failures,
+        block_grace_s=read.block_grace_s,
         lookahead_min_backlog=read.lookahead_min_backlog,
         engine_env=tuple(sorted(env.items())),
     )

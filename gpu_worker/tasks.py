@@ -214,17 +214,22 @@ class RenderHandler(TaskHandler[RenderTask]):
             logger.warning("attempt record %s not written", key, exc_info=True)
 
     def _check_blocklist(self, task: RenderTask) -> None:
-        """Blocked from the job: hand the task back, or fail it when no live worker may render it."""
+        """Blocked from the job: hand the task back, or fail it when no live worker has been allowed to
+        render it for the blocklist's grace."""
         if self._blocklist is None or not self._blocklist.blocked(task.job):
             return
-        everyone = self._blocklist.nobody_left(task.job)
+        everyone, listed_for_s = self._blocklist.stranded(task.job)
         if everyone:
             last = self._blocklist.last_failure(task.job)
             raise WorkersBlocklisted(
                 f"every live render worker ({', '.join(everyone)}) failed too many segments of this job and is "
-                f"blocklisted for it" + (f"; {self._worker}'s last failure: {last}" if last else "")
+                f"blocklisted for it (all of them for {listed_for_s:.0f} s)"
+                + (f"; {self._worker}'s last failure: {last}" if last else "")
             )
-        raise Blocked(f"segment {task.segment.index} of {task.job.job_id}: {self._worker} is blocklisted for the job")
+        waiting = f" (every live worker listed for {listed_for_s:.0f} s)" if listed_for_s else ""
+        raise Blocked(
+            f"segment {task.segment.index} of {task.job.job_id}: {self._worker} is blocklisted for the job{waiting}"
+        )
 
     def _record_hold(self, task: RenderTask, began: SegmentAttempt) -> None:
         """The token and this attempt's start, where the watchdog looks for stragglers (best effort)."""

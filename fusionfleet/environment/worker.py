@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
+from fusionfleet.fleet.blocklist import BlockPolicy
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S, TimeoutPolicy
 
@@ -32,6 +33,7 @@ ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
 ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
 ENV_BLOCK_AFTER = "FUSIONFLEET_BLOCK_AFTER_FAILURES"
+ENV_BLOCK_GRACE = "FUSIONFLEET_BLOCK_GRACE_SECONDS"
 ENV_LOOKAHEAD = "FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG"
 ENV_VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
 
@@ -65,6 +67,7 @@ class WorkerEnvironment:
     min_free_gpu_mb: float | None = variable(ENV_MIN_FREE_GPU, None)
     visible_gpus: tuple[str, ...] = variable(ENV_VISIBLE_GPUS, ())
     block_after_failures: int = variable(ENV_BLOCK_AFTER, 2)
+    block_grace_s: float = variable(ENV_BLOCK_GRACE, BlockPolicy.stranded_grace_s)
     # Off by default, as measured one job at a time (benchmarks/results/fleet-overhead-lookahead-on.json
     # and -off.json): it hides the gaps between one worker's segments (render 71.4 → 66.8 s) but on 6 and
     # 12 workers the early takes left others idle (12.4 → 13.2 s, 7.0 → 9.2 s). Set it (e.g. 2) to turn it on.

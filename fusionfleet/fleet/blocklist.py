@@ -1,9 +1,10 @@
 """A per-job worker blocklist (Deadline's and Flamenco's bad-worker lists): the decisions. Pure.
 
 A worker that fails `after_failures` segments of one job stops taking that job's segments, so a bad
-host cannot burn a job's retries. When every live render worker is blocklisted for a job, nobody is
-left to render it: the job fails at once with that reason rather than waiting forever (the rule
-chosen over ignoring the list, which would hand the segment back to a host known to fail it).
+host cannot burn a job's retries. When every live render worker has been blocklisted for a job for
+`stranded_grace_s`, nobody is left to render it: the job fails with that reason rather than waiting
+forever (the rule chosen over ignoring the list, which would hand the segment back to a host known
+to fail it).
 """
 
 from __future__ import annotations
@@ -15,10 +16,19 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class BlockPolicy:
     after_failures: int = 2  # 0: never blocklist
+    # How long "every live worker is listed" must hold before the job fails for want of a worker. Not
+    # at once: a worker that stops cleanly deletes its presence record, so one that is only restarting
+    # looked gone, and a soak job failed with its one other worker back seconds later. Twice the
+    # presence timeout (30 s), so a replacement or restarted worker has beaten at least once by then.
+    stranded_grace_s: float = 60.0
 
     def blocks(self, failures: int) -> bool:
         """Whether a worker with `failures` failed attempts at one job's segments is done with that job."""
         return self.after_failures > 0 and failures >= self.after_failures
+
+    def stranded(self, all_listed_for_s: float) -> bool:
+        """Whether a job whose every live worker has been listed this long is left with nobody."""
+        return all_listed_for_s >= self.stranded_grace_s
 
 
 def nobody_left(live_workers: Iterable[str], blocked: Iterable[str]) -> bool:

@@ -16,7 +16,7 @@ from gpu_worker.attempt import Attempt
 from gpu_worker.blocklist import Blocklist
 from gpu_worker.errors import Blocked, WorkersBlocklisted
 from gpu_worker.tasks import RenderHandler
-from tests.support.fakes import FakeStorage
+from tests.support.fakes import Clock, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 
 JOB = job_context()
@@ -64,8 +64,8 @@ class Renders:
         return None
 
 
-def listed_worker(storage: FakeStorage) -> RenderHandler:
-    blocklist = Blocklist(storage, "w1", BlockPolicy(2))
+def listed_worker(storage: FakeStorage, clock: Clock | None = None) -> RenderHandler:
+    blocklist = Blocklist(storage, "w1", BlockPolicy(2, stranded_grace_s=60), clock=clock or Clock())
     for _ in range(2):
         blocklist.note_failure(JOB, "EngineCrashed", "boom")
     return RenderHandler(Renders(), storage, "w1", threading.Event(), blocklist)
@@ -81,12 +81,47 @@ def test_a_listed_worker_hands_the_jobs_segment_back_while_another_worker_is_ali
     assert storage.list_keys(WORK, layout.attempts_prefix(JOB.job_id, 0)) == []
 
 
-def test_a_job_whose_every_live_worker_is_listed_fails_its_segment_naming_them() -> None:
-    storage = FakeStorage()
+def test_a_job_whose_every_live_worker_stays_listed_for_the_grace_fails_its_segment_naming_them() -> None:
+    # GIVEN w1, listed for the job, is the only live render worker
+    storage, clock = FakeStorage(), Clock()
     alive(storage, "w1")
+    worker = listed_worker(storage, clock)
     task = RenderTask(task_token="t", job=JOB, segment=halves()[0])
-    with pytest.raises(WorkersBlocklisted, match=r"every live render worker \(w1\)") as failed:
-        listed_worker(storage).execute(task, threading.Event(), Attempt(number=1))
+    # WHEN it meets the job's segment, and again until just short of the grace (60 s)
+    for step in (0, 30, 29):
+        clock.advance(step)
+        # THEN it hands the segment back: another worker may be only restarting
+        with pytest.raises(Blocked, match="w1 is blocklisted"):
+            worker.execute(task, threading.Event(), Attempt(number=1))
+    # AND once every live worker has been listed for the whole grace, the segment fails, naming them
+    clock.advance(1)
+    with pytest.raises(WorkersBlocklisted, match=r"every live render worker \(w1\).*all of them for 60 s") as failed:
+        worker.execute(task, threading.Event(), Attempt(number=1))
     # AND the failure names what put the worker on the list, the cause a user needs (the soak's
     # poison job was otherwise told only that an innocent segment found no worker)
     assert "w1's last failure: EngineCrashed: boom" in str(failed.value)
+
+
+def test_a_worker_seen_alive_and_unlisted_within_the_grace_starts_it_again() -> None:
+    # GIVEN w1 is listed for the job and alone for 50 s (w2 was restarting: a clean stop deletes its presence)
+    storage, clock = FakeStorage(), Clock()
+    alive(storage, "w1")
+    worker = listed_worker(storage, clock)
+    task = RenderTask(task_token="t", job=JOB, segment=halves()[0])
+    with pytest.raises(Blocked):
+        worker.execute(task, threading.Event(), Attempt(number=1))
+    clock.advance(50)
+    # WHEN w2 is back, unlisted, the segment goes on being handed back
+    alive(storage, "w2")
+    with pytest.raises(Blocked):
+        worker.execute(task, threading.Event(), Attempt(number=1))
+    # AND when w2 is gone again, the grace starts over: 50 s later the job is still not failed
+    storage.delete_prefix(WORK, layout.worker_key("w2"))
+    for step in (10, 50):
+        clock.advance(step)
+        with pytest.raises(Blocked):
+            worker.execute(task, threading.Event(), Attempt(number=1))
+    # THEN only a whole grace alone fails it
+    clock.advance(10)
+    with pytest.raises(WorkersBlocklisted):
+        worker.execute(task, threading.Event(), Attempt(number=1))
