@@ -38,7 +38,10 @@ class Blocklist:
         self._blocked: dict[str, bool] = {}  # job id → listed; read from the bucket once per job and process
 
     def note_failure(self, job: JobContext, error: str, reason: str) -> bool:
-        """Count a failed attempt; True when this one put the worker on the job's blocklist."""
+        """Count a failed attempt (one that was the host's doing); True when this one put the worker on
+        the job's blocklist."""
+        if not self._policy.counts(error):
+            return False
         failures = self._failures.get(job.job_id, 0) + 1
         self._failures[job.job_id] = failures
         if self._blocked.get(job.job_id) or not self._policy.blocks(failures):

@@ -12,6 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+# Failures of the network or of AWS, not of the host's rendering (Python's, urllib3's and botocore's
+# names, as the worker records them): they count towards the segment's attempts, where the next try
+# may well go through, but not towards the worker's blocklist. A soak worker was listed for one
+# poison crash plus a LocalStack connection reset, and the poison job's last attempts then waited
+# minutes for the only other worker. WorkersBlocklisted is the list's own verdict, not a failure.
+NOT_THE_HOSTS_FAULT = frozenset(
+    {
+        "ConnectionError", "ConnectionResetError", "ConnectionAbortedError", "ConnectionRefusedError",
+        "BrokenPipeError", "TimeoutError", "ProtocolError", "NewConnectionError", "EndpointConnectionError",
+        "ConnectionClosedError", "ReadTimeoutError", "ConnectTimeoutError", "ResponseStreamingError",
+        "IncompleteReadError", "ClientError", "WorkersBlocklisted",
+    }
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class BlockPolicy:
@@ -21,6 +35,10 @@ class BlockPolicy:
     # looked gone, and a soak job failed with its one other worker back seconds later. Twice the
     # presence timeout (30 s), so a replacement or restarted worker has beaten at least once by then.
     stranded_grace_s: float = 60.0
+
+    def counts(self, error: str) -> bool:
+        """Whether a failed attempt with this error name counts against the worker that made it."""
+        return error not in NOT_THE_HOSTS_FAULT
 
     def blocks(self, failures: int) -> bool:
         """Whether a worker with `failures` failed attempts at one job's segments is done with that job."""

@@ -54,6 +54,20 @@ def test_the_second_failure_puts_the_worker_on_the_jobs_list() -> None:
     assert not mine.blocked(job_context("another-job"))
 
 
+def test_failures_of_the_network_or_aws_do_not_count_against_the_worker() -> None:
+    # GIVEN w1 failed a poison segment once
+    storage = FakeStorage()
+    mine = Blocklist(storage, "w1", BlockPolicy(2))
+    assert not mine.note_failure(JOB, "EngineCrashed", "the engine process died")
+    # WHEN its other failures at the job were the network's or AWS's (or the list's own verdict)
+    for error in ("ConnectionResetError", "EndpointConnectionError", "ClientError", "WorkersBlocklisted"):
+        assert not mine.note_failure(JOB, error, "not this host's doing")
+    # THEN it is not listed (the soak's: a poison crash plus a LocalStack reset listed a healthy worker)
+    assert not mine.blocked(JOB)
+    # AND a second failure of its own rendering lists it, whatever the engine's error is called
+    assert mine.note_failure(JOB, "EngineHung", "no progress for 60 s")
+
+
 class Renders:
     def render(
         self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
