@@ -34,16 +34,23 @@ class Blocklist:
         self._clock = clock
         # job id → when this worker first saw every live worker listed for it (cleared when one is not)
         self._all_listed_since: dict[str, float] = {}
-        self._failures: dict[str, int] = {}  # job id → failed attempts here (since this process started)
+        # job id → the segments that failed here (since this process started)
+        self._failures: dict[str, set[int]] = {}
         self._blocked: dict[str, bool] = {}  # job id → listed; read from the bucket once per job and process
 
-    def note_failure(self, job: JobContext, error: str, reason: str) -> bool:
-        """Count a failed attempt (one that was the host's doing); True when this one put the worker on
-        the job's blocklist."""
+    def note_failure(self, job: JobContext, segment: int, error: str, reason: str) -> bool:
+        """Count a failed attempt at `segment` (one that was the host's doing); True when this one put
+        the worker on the job's blocklist.
+
+        Distinct segments are counted, as Spark counts distinct tasks per executor: one segment failing
+        twice here says more about the segment (a poison one fails everywhere) than about the host,
+        and listing the host for it sent the poison segment's last attempt to the back of the queue
+        to wait for another worker (the soak at c228519: 222 s)."""
         if not self._policy.counts(error):
             return False
-        failures = self._failures.get(job.job_id, 0) + 1
-        self._failures[job.job_id] = failures
+        failed = self._failures.setdefault(job.job_id, set())
+        failed.add(segment)
+        failures = len(failed)
         if self._blocked.get(job.job_id) or not self._policy.blocks(failures):
             return False
         record = {"worker": self._worker, "failures": failures, "blocked_at": time.time(), "last_error": error,

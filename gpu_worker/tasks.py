@@ -296,7 +296,7 @@ class RenderHandler(TaskHandler[RenderTask]):
     def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
         record_failure(self._storage, task, error, reason, attempt, self._worker)
         if self._blocklist is not None:
-            self._blocklist.note_failure(task.job, error, reason)
+            self._blocklist.note_failure(task.job, task.segment.index, error, reason)
 
     def failure_cause(self, task: RenderTask, error: str, reason: str, attempts: int) -> str:
         segment = task.segment

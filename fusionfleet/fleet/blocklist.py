@@ -1,10 +1,10 @@
 """A per-job worker blocklist (Deadline's and Flamenco's bad-worker lists): the decisions. Pure.
 
-A worker that fails `after_failures` segments of one job stops taking that job's segments, so a bad
-host cannot burn a job's retries. When every live render worker has been blocklisted for a job for
-`stranded_grace_s`, nobody is left to render it: the job fails with that reason rather than waiting
-forever (the rule chosen over ignoring the list, which would hand the segment back to a host known
-to fail it).
+A worker that fails `after_failures` distinct segments of one job (by its own doing, not the
+network's) stops taking that job's segments, so a bad host cannot burn a job's retries. When every
+live render worker has been blocklisted for a job for `stranded_grace_s`, nobody is left to render
+it: the job fails with that reason rather than waiting forever (the rule chosen over ignoring the
+list, which would hand the segment back to a host known to fail it).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class BlockPolicy:
         return error not in NOT_THE_HOSTS_FAULT
 
     def blocks(self, failures: int) -> bool:
-        """Whether a worker with `failures` failed attempts at one job's segments is done with that job."""
+        """Whether a worker that failed `failures` distinct segments of one job is done with that job."""
         return self.after_failures > 0 and failures >= self.after_failures
 
     def stranded(self, all_listed_for_s: float) -> bool:

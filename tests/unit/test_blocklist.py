@@ -40,12 +40,12 @@ def alive(storage: FakeStorage, *names: str) -> None:
         storage.put_bytes(WORK, layout.worker_key(name), beat.model_dump_json().encode())
 
 
-def test_the_second_failure_puts_the_worker_on_the_jobs_list() -> None:
+def test_the_second_failed_segment_puts_the_worker_on_the_jobs_list() -> None:
     storage = FakeStorage()
     mine = Blocklist(storage, "w1", BlockPolicy(2))
     # WHEN w1 fails one segment of the job, then another
-    assert not mine.note_failure(JOB, "EngineCrashed", "boom") and not mine.blocked(JOB)
-    assert mine.note_failure(JOB, "EngineCrashed", "boom again")
+    assert not mine.note_failure(JOB, 0, "EngineCrashed", "boom") and not mine.blocked(JOB)
+    assert mine.note_failure(JOB, 1, "EngineCrashed", "boom again")
     # THEN it is listed in the job's blocklist record, and a restarted w1 reads that
     record = storage.json(WORK, layout.blocked_worker_key(JOB.job_id, "w1"))
     assert record["failures"] == 2 and record["last_error"] == "EngineCrashed"
@@ -54,18 +54,32 @@ def test_the_second_failure_puts_the_worker_on_the_jobs_list() -> None:
     assert not mine.blocked(job_context("another-job"))
 
 
+def test_one_segment_failing_again_and_again_on_a_worker_does_not_list_it() -> None:
+    # GIVEN w1 failed a poison segment, which fails wherever it goes
+    storage = FakeStorage()
+    mine = Blocklist(storage, "w1", BlockPolicy(2))
+    # WHEN it fails that segment again, attempt after attempt
+    for _ in range(3):
+        assert not mine.note_failure(JOB, 4, "EngineCrashed", "the engine process died")
+    # THEN it is not listed: the segment, not the host, is the likely fault, and its last attempt need
+    # not wait at the back of a queue for another worker (the soak at c228519: 222 s)
+    assert not mine.blocked(JOB)
+
+
 def test_failures_of_the_network_or_aws_do_not_count_against_the_worker() -> None:
     # GIVEN w1 failed a poison segment once
     storage = FakeStorage()
     mine = Blocklist(storage, "w1", BlockPolicy(2))
-    assert not mine.note_failure(JOB, "EngineCrashed", "the engine process died")
-    # WHEN its other failures at the job were the network's or AWS's (or the list's own verdict)
-    for error in ("ConnectionResetError", "EndpointConnectionError", "ClientError", "WorkersBlocklisted"):
-        assert not mine.note_failure(JOB, error, "not this host's doing")
+    assert not mine.note_failure(JOB, 0, "EngineCrashed", "the engine process died")
+    # WHEN its failures at other segments were the network's or AWS's (or the list's own verdict)
+    for index, error in enumerate(
+        ("ConnectionResetError", "EndpointConnectionError", "ClientError", "WorkersBlocklisted")
+    ):
+        assert not mine.note_failure(JOB, index + 1, error, "not this host's doing")
     # THEN it is not listed (the soak's: a poison crash plus a LocalStack reset listed a healthy worker)
     assert not mine.blocked(JOB)
-    # AND a second failure of its own rendering lists it, whatever the engine's error is called
-    assert mine.note_failure(JOB, "EngineHung", "no progress for 60 s")
+    # AND a failure of its own rendering at a second segment lists it, whatever the engine's error is called
+    assert mine.note_failure(JOB, 1, "EngineHung", "no progress for 60 s")
 
 
 class Renders:
@@ -80,8 +94,8 @@ class Renders:
 
 def listed_worker(storage: FakeStorage, clock: Clock | None = None) -> RenderHandler:
     blocklist = Blocklist(storage, "w1", BlockPolicy(2, stranded_grace_s=60), clock=clock or Clock())
-    for _ in range(2):
-        blocklist.note_failure(JOB, "EngineCrashed", "boom")
+    for index in range(2):
+        blocklist.note_failure(JOB, index, "EngineCrashed", "boom")
     return RenderHandler(Renders(), storage, "w1", threading.Event(), blocklist)
 
 
