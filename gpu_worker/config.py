@@ -79,8 +79,9 @@ class WorkerConfig:
     # GPUs it may see (CUDA_VISIBLE_DEVICES; all when unset).
     min_free_gpu_mb: float | None = None
     visible_gpus: tuple[str, ...] = ()
-    # A render worker that fails this many segments of one job stops taking that job's segments
-    # (needs the presence records of work_bucket to tell whether anyone else is left); 0: never.
+    # A render worker that fails this many distinct segments of one job (by its own doing) stops taking
+    # that job's segments (needs the presence records of work_bucket to tell whether anyone else is
+    # left); 0: never.
     block_after_failures: int = WorkerEnvironment.block_after_failures
     # How long every live render worker must have been listed for a job before it fails for want of one.
     block_grace_s: float = WorkerEnvironment.block_grace_s
