@@ -4,6 +4,11 @@ Used by a worker for one segment and by `swap` for a whole local video, so both 
 Output can be cut into chunks on a fixed frame grid: each chunk is encoded on its own (starting
 with an IDR frame) and handed to `on_chunk` as soon as it is complete — the worker uploads it as a
 checkpoint, so a redelivered segment resumes after the last chunk instead of starting again.
+
+The stages overlap: the decoder runs ahead of the engine and the encoder and uploader behind it,
+each in a thread of its own joined by bounded hand-offs, so the engine waits only for its first
+frame (and for a stage slower than itself). Frames pass between the threads by reference, never
+copied; memory is bounded by the hand-offs' byte budgets (docs/occupancy.md states it per size).
 """
 
 from __future__ import annotations
@@ -11,20 +16,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.jobs.encoding import EncoderSettings
-from fusionfleet.media.decode import iter_frames
-from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
-from fusionfleet.media.runner import FramePipe
+from gpu_worker.chunk_encoder import ChunkEncoder, ChunkEnd, OnChunk, OnState
+from gpu_worker.decode_ahead import DecodeAhead
 from gpu_worker.engines.base import CarriesState, Engine, EngineJob, Frame, Image, ReportsSelection, StateUnreadable
 from gpu_worker.errors import Cancelled, Drained
+from gpu_worker.handoff import PipelineStop
 from gpu_worker.integrity import IntegrityWatch
+from gpu_worker.stage_clock import StageClock
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +43,9 @@ LEAD_IN_FRAMES = 12
 @dataclass(frozen=True)
 class RangeStats:
     frames: int
-    engine_s: float
+    engine_s: float  # the engine's own time, not the frames it waited for (stages["engine"])
     wall_s: float
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (gpu_worker.stage_clock)
 
 
 def chunk_grid(start: int, end: int, chunk_frames: int | None) -> list[tuple[int, int]]:
@@ -46,10 +53,6 @@ def chunk_grid(start: int, end: int, chunk_frames: int | None) -> list[tuple[int
     if chunk_frames is None or chunk_frames <= 0:
         return [(start, end)]
     return [(first, min(first + chunk_frames, end)) for first in range(start, end, chunk_frames)]
-
-
-OnChunk = Callable[[Path, int, int], None]
-OnState = Callable[[int, int, bytes], None]
 
 
 @dataclass(frozen=True)
@@ -92,17 +95,40 @@ def render_range(
     decode_threads: int = 0,
     on_preview: Callable[[Image], None] | None = None,
     carry: Carry | None = None,
+    ahead: DecodeAhead | None = None,
 ) -> RangeStats:
-    """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files."""
+    """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files.
+
+    Decode runs ahead of the engine and encode and upload behind it, each in a thread of its own
+    (gpu_worker.decode_ahead, gpu_worker.chunk_encoder); this thread runs the engine. `ahead`: a decoder
+    started earlier (the next segment's, gpu_worker.prefetch), used when it decodes the frames wanted.
+    """
     began = time.monotonic()
+    clock = StageClock()
     width, height = video.display_size
     start, end = chunks[0][0], chunks[-1][1]
     first = start if _resume(carry, what) else max(0, start - LEAD_IN_FRAMES)
-    emits: list[bool] = []
+    if ahead is not None and (ahead.reader is not reader or (ahead.first, ahead.end) != (first, end)):
+        logger.info("%s: the decoder started early read frames %s-%s, not %s-%s; decoding anew",
+                    what, ahead.first, ahead.end, first, end)  # fmt: skip
+        ahead.close()
+        ahead = None
+    decoder = ahead or DecodeAhead(reader, video, first, end, what, decode_threads)
     watch = IntegrityWatch()
+    stop = PipelineStop()
+    encoder = ChunkEncoder(
+        (width, height), settings, workdir, chunks, what, clock, stop, watch, timeout_s=timeout_s,
+        on_chunk=on_chunk, on_state=carry.on_state if carry is not None else None, on_preview=on_preview,
+        on_frame=on_frame,
+    )  # fmt: skip
+    emits: list[bool] = []  # one per frame handed to the engine
+    waited_here = [0.0]  # what the engine's own thread waited for input, inside its render step
+    engine_thread = threading.get_ident()
 
     def frames() -> Iterator[Frame]:
-        for index, image in iter_frames(reader, video, first, end, what, decode_threads):
+        for index, image, waited in decoder.frames(clock):
+            if threading.get_ident() == engine_thread:
+                waited_here[0] += waited
             if cancel.is_set():
                 raise Cancelled(f"{what}: cancelled at frame {index}")
             emit = index >= start
@@ -114,41 +140,73 @@ def render_range(
     engine_s = 0.0
     produced = 0
     written = 0
-    last: Image | None = None
-    outputs = engine.render(job, frames())
-    for chunk_first, chunk_end in chunks:
-        path = workdir / f"{chunk_first:07d}-{chunk_end:07d}.mp4"
-        with FramePipe(encode_segment_argv(width, height, settings, path), what, timeout_s=timeout_s) as pipe:
+    last_frame_at = began
+    outputs: Generator[Image, None, None] | None = None
+    try:
+        decoder.start()
+        encoder.start()
+        outputs = _generator(engine.render(job, frames()))
+        for chunk_first, chunk_end in chunks:
             while written < chunk_end - start:
-                tick = time.monotonic()
+                tick, before = time.perf_counter(), waited_here[0]
                 image = next(outputs, None)
-                engine_s += time.monotonic() - tick
+                engine_s += time.perf_counter() - tick - (waited_here[0] - before)
                 if image is None:
                     raise SegmentFailed(f"{what}: engine {engine.name} returned {produced} frames for {len(emits)}")
                 _check_shape(image, height, width, what, engine.name)
                 if produced >= len(emits):
                     raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
                 if emits[produced]:
-                    pipe.write(image)
-                    watch.saw_output(image)
-                    last = image
+                    encoder.put_frame(image)
                     written += 1
-                    if on_frame:
-                        on_frame(written)
                 produced += 1
-        if carry is not None:
             # The engine has yielded the chunk's last frame and not yet pulled the next one.
-            carry.on_state(chunk_first, chunk_end, carry.engine.save_state())
-        if on_chunk:
-            on_chunk(path, chunk_first, chunk_end)
-        if on_preview is not None and last is not None:
-            on_preview(last)
-        if drain is not None and drain.is_set() and chunk_end < end:
-            raise Drained(chunk_end)
-    if next(outputs, None) is not None:
-        raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
+            state = carry.engine.save_state() if carry is not None else None
+            encoder.end_chunk(ChunkEnd(chunk_first, chunk_end, state))
+            if drain is not None and drain.is_set() and chunk_end < end:
+                # Stopped after the chunk in hand: it is encoded and saved before the release.
+                last_frame_at = time.monotonic()
+                encoder.finish()
+                raise Drained(chunk_end)
+        tick, before = time.perf_counter(), waited_here[0]
+        extra = next(outputs, None)
+        engine_s += time.perf_counter() - tick - (waited_here[0] - before)
+        if extra is not None:
+            raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
+        last_frame_at = time.monotonic()
+        encoder.finish()
+    except BaseException as error:
+        _save_ended_chunks(encoder, stop, error, what)
+        if outputs is not None:
+            outputs.close()  # an engine left inside a segment ends it now, not when collected
+        raise
+    finally:
+        decoder.close()
+    clock.add("engine", engine_s)
+    clock.add("tail", time.monotonic() - last_frame_at)
+    decoder.account(clock)
     watch.check(what, engine.selected_frames() if isinstance(engine, ReportsSelection) else None)
-    return RangeStats(frames=written, engine_s=engine_s, wall_s=time.monotonic() - began)
+    return RangeStats(frames=written, engine_s=engine_s, wall_s=time.monotonic() - began, stages=clock.snapshot())
+
+
+def _save_ended_chunks(encoder: ChunkEncoder, stop: PipelineStop, error: BaseException, what: str) -> None:
+    """After a failure: the chunks the engine finished are still encoded and saved (a later attempt resumes
+    after them, as when frames went one by one), unless the encoder itself failed or the render is abandoned."""
+    if stop.is_set() or isinstance(error, Cancelled | KeyboardInterrupt | SystemExit):
+        encoder.abort()
+        return
+    try:
+        encoder.finish()
+    except BaseException:
+        logger.warning("%s: the chunks finished before the failure were not all saved", what, exc_info=True)
+        encoder.abort()
+
+
+def _generator(images: Iterator[Image]) -> Generator[Image, None, None]:
+    """The engine's outputs as a generator (one that can be closed), whatever iterator it returned."""
+    if isinstance(images, Generator):
+        return images
+    return (image for image in images)
 
 
 def _check_shape(image: Image, height: int, width: int, what: str, engine: str) -> None:

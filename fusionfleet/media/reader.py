@@ -66,6 +66,7 @@ class RangeReader(io.RawIOBase):
         self._deadline_s = deadline_s
         self.bytes_fetched = 0
         self.requests = 0
+        self.read_s = 0.0  # seconds spent fetching from the source (a segment's read stage)
 
     @property
     def size(self) -> int:
@@ -99,7 +100,9 @@ class RangeReader(io.RawIOBase):
             return cached
         start = number * self._block_size
         end = min(self._source.size, start + self._block_size)
+        began = time.perf_counter()
         data = self._source.read_range(start, end)
+        self.read_s += time.perf_counter() - began
         self.bytes_fetched += len(data)
         self.requests += 1
         self._blocks[number] = data
@@ -128,7 +131,9 @@ class RangeReader(io.RawIOBase):
 
     def read_at(self, start: int, end: int) -> bytes:
         """Bytes [start, end) straight from the source (no block cache), counted like every read."""
+        began = time.perf_counter()
         data = self._source.read_range(start, min(end, self._source.size))
+        self.read_s += time.perf_counter() - began
         self.bytes_fetched += len(data)
         self.requests += 1
         return data
