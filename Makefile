@@ -24,7 +24,7 @@ SAMVENV := .venv-sam
 PARLIAMENT_VERSION := 1.6.4
 PLVENV := .venv-parliament
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim chaos soak up down status clean
 
 all: test
 
@@ -127,6 +127,10 @@ bench-throughput: venv localstack-env
 # The farm's own overhead: a sleep engine at 1, 6 and 12 workers, end to end (benchmarks/fleet_overhead.py).
 bench-fleet: venv localstack-env
 	$(PY) -m benchmarks.fleet_overhead
+
+# Does the engine wait? One worker, the sleep engine, 320×180 to 2160p (benchmarks/occupancy.py).
+bench-occupancy: venv localstack-env
+	$(PY) -m benchmarks.occupancy
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.encoding import EncoderSettings
@@ -213,6 +213,8 @@ class SegmentRecord(_Model):
     copy_number: int = 0  # the copy that won (1: the watchdog's backup of a straggler)
     # When the engine's part ended (frames encoded); the join, check, upload and commit follow.
     rendered_at: float = 0.0
+    # Seconds per stage of the engine's part (gpu_worker.stage_clock: read, decode, engine, encode, upload, waits).
+    stages: dict[str, float] = Field(default_factory=dict)
 
 
 class SegmentHold(_Model):

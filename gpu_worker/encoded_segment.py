@@ -32,3 +32,4 @@ class RenderedFrames:
     started_at: float
     rendered_at: float
     bytes_read: int
+    stages: tuple[tuple[str, float], ...] = ()  # seconds per stage of the render (gpu_worker.stage_clock)

@@ -163,7 +163,8 @@ def render_frames(
             name = analyser.name
 
             def save_state(first: int, end: int, state: bytes) -> None:
-                checkpoints.save_state(name, first, end, state)
+                if end < segment.end_frame:
+                    checkpoints.save_state(name, first, end, state)
 
             carry = Carry(analyser, save_state, saved.state)
         if restored:
@@ -179,14 +180,21 @@ def render_frames(
             block_size=READ_BLOCK,
             cached_blocks=4,
         )
+        def save_chunk(path: Path, first: int, end: int) -> None:
+            # The segment's last chunk is not checkpointed: the whole segment is uploaded right after it
+            # (and its checkpoints cleared), so saving it too would only keep the engine from the next one.
+            if end < segment.end_frame:
+                checkpoints.save(path, first, end)
+
         engine_s = 0.0
+        stages: dict[str, float] = {}
         if remaining:
             stats = render_range(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
-                on_chunk=checkpoints.save, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
+                on_chunk=save_chunk, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image),
             )  # fmt: skip
-            engine_s = stats.engine_s
+            engine_s, stages = stats.engine_s, stats.stages
         return RenderedFrames(
             task=task,
             workdir=workdir,
@@ -197,6 +205,7 @@ def render_frames(
             started_at=started_at,
             rendered_at=time.time(),
             bytes_read=reader.bytes_fetched,
+            stages=tuple(stages.items()),
         )
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -242,6 +251,7 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
             finished_at=finished_at,
             copy_number=task.copy_number,
             rendered_at=frames.rendered_at,
+            stages=dict(frames.stages),
         )
         committed = commit(storage, job.work_bucket, job.run, record)
         if committed.copy_number != task.copy_number:
@@ -255,9 +265,9 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
             # lifecycle rule removes them), never the segment. Said loudly, with the keys.
             logger.error("%s: rendered, but its checkpoints stay: %s", what, error.reason)
         logger.info(
-            "%s: %s frames in %.2f s (engine %.2f s, finish %.2f s, %s frames rendered, read %s bytes)",
+            "%s: %s frames in %.2f s (engine %.2f s, finish %.2f s, %s frames rendered, read %s bytes; stages: %s)",
             what, summary, record.total_s, frames.engine_s, time.monotonic() - began, record.frames_rendered,
-            frames.bytes_read,
+            frames.bytes_read, ", ".join(f"{name} {seconds:.2f}" for name, seconds in frames.stages if seconds),
         )  # fmt: skip
         return RenderResult(output=result_of(record), record=record)
     finally:
