@@ -180,6 +180,7 @@ def render_frames(
             block_size=READ_BLOCK,
             cached_blocks=4,
         )
+
         def save_chunk(path: Path, first: int, end: int) -> None:
             # The segment's last chunk is not checkpointed: the whole segment is uploaded right after it
             # (and its checkpoints cleared), so saving it too would only keep the engine from the next one.
