@@ -117,7 +117,7 @@ def segment_rows(records: list[SegmentRecord]) -> list[dict[str, Any]]:
                 "segment_s": round(own, 3),
                 "finish_s": round(record.finished_at - (record.rendered_at or record.finished_at), 3),
                 "engine_s": record.engine_s,
-                "stages_s": dict(record.stages),
+                "stages_s": dict(getattr(record, "stages", {})),  # main's records have none
             }
         )
     return rows

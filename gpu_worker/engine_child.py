@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import queue
 import signal
 import threading
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from gpu_worker.errors import Drained
 from gpu_worker.render import RenderDeps, build_render_deps, render_frames
 from gpu_worker.retry import describe, retryable
 
+logger = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
 
 
@@ -32,6 +34,13 @@ PR_SET_PDEATHSIG = 1
 class RenderRequest:
     task: RenderTask
     attempt: Attempt
+
+
+@dataclass(frozen=True)
+class PrefetchRequest:
+    """The worker holds `task` and renders it next: start decoding it while the current segment renders."""
+
+    task: RenderTask
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ class Failed:
     retryable: bool
 
 
-Request = RenderRequest | StopRequest
+Request = RenderRequest | PrefetchRequest | StopRequest
 Reply = Rendered | Checkpointed | Failed
 
 
@@ -75,15 +84,44 @@ def answer(request: RenderRequest, deps: RenderDeps, drain: Any) -> Reply:
 
 
 def serve(conn: Connection, deps: RenderDeps, drain: Any) -> None:
-    """Answer render requests until a stop request (or the parent closing the pipe)."""
+    """Answer render requests until a stop request (or the parent closing the pipe).
+
+    A receiver thread reads the pipe, so a prefetch request is acted on while a segment renders; render
+    and stop requests are answered in order by this thread.
+    """
+    inbox: queue.Queue[Request | None] = queue.Queue()
+
+    def receive() -> None:
+        while True:
+            try:
+                request: Request = conn.recv()
+            except (EOFError, OSError):
+                inbox.put(None)
+                return
+            if isinstance(request, PrefetchRequest):
+                prefetch(request, deps)
+                continue
+            inbox.put(request)
+            if isinstance(request, StopRequest):
+                return
+
+    threading.Thread(target=receive, name="requests", daemon=True).start()
     while True:
-        try:
-            request: Request = conn.recv()
-        except EOFError:
+        request = inbox.get()
+        if request is None or isinstance(request, StopRequest):
             return
-        if isinstance(request, StopRequest):
-            return
+        assert isinstance(request, RenderRequest)
         conn.send(answer(request, deps, drain))
+
+
+def prefetch(request: PrefetchRequest, deps: RenderDeps) -> None:
+    """Start the next segment's decoder; a failure here only means it decodes when its turn comes."""
+    if deps.prefetch is None:
+        return
+    try:
+        deps.prefetch.prepare(request.task)
+    except Exception:
+        logger.warning("could not start decoding the next segment ahead", exc_info=True)
 
 
 def main(conn: Connection, config: HostConfig, drain: Any) -> None:
@@ -104,4 +142,6 @@ def main(conn: Connection, config: HostConfig, drain: Any) -> None:
     try:
         serve(conn, deps, drain)
     finally:
+        if deps.prefetch is not None:
+            deps.prefetch.close()
         deps.engines.close()

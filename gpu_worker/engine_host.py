@@ -26,7 +26,15 @@ from gpu_worker import engine_child
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.encoded_segment import Finish, RenderedFrames
-from gpu_worker.engine_child import Checkpointed, Failed, Rendered, RenderRequest, Reply, StopRequest
+from gpu_worker.engine_child import (
+    Checkpointed,
+    Failed,
+    PrefetchRequest,
+    Rendered,
+    RenderRequest,
+    Reply,
+    StopRequest,
+)
 from gpu_worker.errors import Cancelled, EngineFailure, Released
 
 logger = logging.getLogger(__name__)
@@ -123,6 +131,7 @@ class EngineHost:
         self._process: Any = None
         self._conn: Connection | None = None
         self._tasks = 0
+        self._sending = threading.Lock()  # a prefetch is sent from the lookahead's thread
 
     @property
     def pid(self) -> int | None:
@@ -144,6 +153,15 @@ class EngineHost:
         self._tasks = 0
         logger.info("engine process %s started", self._process.pid)
 
+    def expect(self, task: RenderTask) -> None:
+        """`task` is this worker's next: the engine process starts decoding it while it renders the current one."""
+        with self._sending:
+            conn, process = self._conn, self._process
+            if conn is None or process is None or not process.is_alive():
+                return
+            with contextlib.suppress(BrokenPipeError, OSError):
+                conn.send(PrefetchRequest(task))
+
     def _kill(self, why: str) -> None:
         if self._process is not None and self._process.is_alive():
             logger.warning("killing engine process %s: %s", self._process.pid, why)
@@ -158,7 +176,8 @@ class EngineHost:
         self.start()
         assert self._conn is not None
         self._drain.clear()
-        self._conn.send(RenderRequest(task, attempt))
+        with self._sending:
+            self._conn.send(RenderRequest(task, attempt))
         what = f"segment {task.segment.index} of {task.job.job_id}"
         limit = self._policy.timeout_s(task.segment.frame_count)
         deadline = time.monotonic() + limit
@@ -216,7 +235,7 @@ class EngineHost:
 
     def close(self) -> None:
         if self._conn is not None and self._process is not None and self._process.is_alive():
-            with contextlib.suppress(BrokenPipeError, OSError):
+            with self._sending, contextlib.suppress(BrokenPipeError, OSError):
                 self._conn.send(StopRequest())
             self._process.join(timeout=30)
         self._kill("closing")

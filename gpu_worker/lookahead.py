@@ -23,7 +23,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from fusionfleet.adapters.queues import QueueMessage, WorkQueue
 from gpu_worker.heartbeat import Keeper
@@ -59,6 +59,15 @@ class EarlyTaker(Protocol):
 
     def keeper_until_turn(self, message: QueueMessage) -> Keeper | None:
         """A keeper (not started) to hold the message until its turn, or None for one that needs none."""
+        ...
+
+
+@runtime_checkable
+class PreparesEarly(Protocol):
+    """A taker that prepares for a task taken early while the current one runs."""
+
+    def taken_early(self, message: QueueMessage) -> None:
+        """Held until its turn: prepare for it meanwhile (the next segment's decoder starts)."""
         ...
 
 
@@ -131,6 +140,8 @@ class Lookahead:
             self._held = Held(message, keeper)
             self.taken += 1
             logger.info("took message %s early (%s visible)", message.message_id[:8], visible)
+            if isinstance(self._taker, PreparesEarly):
+                self._taker.taken_early(message)
         except Exception:
             # Taking early is an optimisation: a failed look leaves the next task to the usual receive.
             logger.warning("looking ahead failed", exc_info=True)

@@ -283,6 +283,15 @@ class Worker(Generic[TaskT]):
         attempt = Attempt.of(message, prior=task.prior_attempts)
         return not self._gone_at_take(message, task, self._handler.describe(task), attempt)
 
+    def taken_early(self, message: QueueMessage) -> None:
+        """A task taken early starts next: its handler prepares for it (a render starts its decoder)."""
+        try:
+            self._handler.expect(self._handler.parse(message.body))
+        except ValidationError:
+            return  # discarded when its turn comes
+        except Exception:
+            logger.warning("could not prepare for the task taken early", exc_info=True)
+
     def keeper_until_turn(self, message: QueueMessage) -> Keeper | None:
         """What holds a task taken early until its turn: its visibility, its token, its cancel marker."""
         try:

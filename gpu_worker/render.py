@@ -16,32 +16,31 @@ import cv2
 
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
-from fusionfleet.adapters.storage import S3RangeSource, S3Storage, Storage, get_json, put_json
+from fusionfleet.adapters.storage import S3Storage, Storage, get_json, put_json
 from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.facefusion.content_analysis import refusal_reason
 from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
-from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import RenderTask, SegmentRecord, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.commit import commit, drop_output, result_of, winner
 from gpu_worker.config import HostConfig
+from gpu_worker.decode_ahead import DecodeAhead
 from gpu_worker.encoded_segment import Finish, RenderedFrames
 from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image
 from gpu_worker.errors import Drained, Released
 from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
-from gpu_worker.frames import Carry, chunk_grid, render_range
+from gpu_worker.frames import LEAD_IN_FRAMES, Carry, chunk_grid, render_range
 from gpu_worker.job_analysis import job_content_verdict
+from gpu_worker.prefetch import Prefetcher, target_reader
 from gpu_worker.sources import SourceCache
 
 logger = logging.getLogger(__name__)
-
-READ_BLOCK = 2 * 1024 * 1024
 
 
 @dataclass
@@ -54,6 +53,8 @@ class RenderDeps:
     worker_id: str
     cpu_threads: int = 0
     faults_file: Path | None = None
+    # Starts the next segment's decoder while this one renders (gpu_worker.prefetch); None: never.
+    prefetch: Prefetcher | None = None
 
 
 def build_render_deps(config: HostConfig) -> RenderDeps:
@@ -73,6 +74,7 @@ def build_render_deps(config: HostConfig) -> RenderDeps:
         config.worker_name,
         config.cpu_threads,
         config.faults_file,
+        Prefetcher(storage, LEAD_IN_FRAMES, config.cpu_threads),
     )
 
 
@@ -91,7 +93,14 @@ class InlineRenderer:
             ) from stopped
         return lambda: finish_segment(frames, self.deps.storage, self.deps.worker_id, attempt).output
 
+    def expect(self, task: RenderTask) -> None:
+        """`task` is this worker's next: start decoding it now (gpu_worker.prefetch)."""
+        if self.deps.prefetch is not None:
+            self.deps.prefetch.prepare(task)
+
     def close(self) -> None:
+        if self.deps.prefetch is not None:
+            self.deps.prefetch.close()
         self.deps.engines.close()
 
 
@@ -130,6 +139,7 @@ def render_frames(
     reference_is_frame = job.reference is None and job.reference_frame is not None
     workdir = Path(tempfile.mkdtemp(prefix=f"{job.job_id[:40]}-{segment.index:05d}-", dir=deps.scratch))
     what = f"segment {segment.index} of {job.job_id}"
+    ahead: DecodeAhead | None = None
     try:
         # Job-level: FaceFusion's verdict over the whole video, made once, never per segment.
         verdict = job_content_verdict(deps.storage, job, analyser, deps.cpu_threads)
@@ -174,12 +184,9 @@ def render_frames(
                 remaining[0][0] if remaining else segment.end_frame,
                 len(restored),
             )
-        reader = RangeReader(
-            S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
-            what=f"target {job.target.key!r}",
-            block_size=READ_BLOCK,
-            cached_blocks=4,
-        )
+        # The decoder started while the segment before this one rendered, when there was one.
+        ahead = deps.prefetch.take(task) if deps.prefetch is not None else None
+        reader = ahead.reader if ahead is not None else target_reader(deps.storage, task)
 
         def save_chunk(path: Path, first: int, end: int) -> None:
             # The segment's last chunk is not checkpointed: the whole segment is uploaded right after it
@@ -193,9 +200,11 @@ def render_frames(
             stats = render_range(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
                 on_chunk=save_chunk, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
-                on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image),
+                on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image), ahead=ahead,
             )  # fmt: skip
             engine_s, stages = stats.engine_s, stats.stages
+        elif ahead is not None:
+            ahead.close()
         return RenderedFrames(
             task=task,
             workdir=workdir,
@@ -209,6 +218,8 @@ def render_frames(
             stages=tuple(stages.items()),
         )
     except BaseException:
+        if ahead is not None:
+            ahead.close()  # (closed already when the render adopted it: closing twice is harmless)
         shutil.rmtree(workdir, ignore_errors=True)
         raise
 

@@ -8,7 +8,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage, get_json
@@ -52,6 +52,15 @@ class Renderer(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class PreparesNext(Protocol):
+    """A renderer that can prepare the segment it renders next while it renders this one."""
+
+    def expect(self, task: RenderTask) -> None:
+        """`task` is this worker's next (taken early): prepare for it while the current one renders."""
+        ...
+
+
 Output = SegmentResult | MergeResult
 
 
@@ -79,6 +88,10 @@ class TaskHandler(ABC, Generic[TaskT]):
 
     def cancelled(self, task: TaskT) -> bool:
         return False
+
+    def expect(self, task: TaskT) -> None:
+        """This worker took `task` early and starts it next: anything to prepare meanwhile."""
+        return None
 
     def saved_frames(self, task: TaskT) -> int:
         return 0
@@ -137,6 +150,10 @@ class RenderHandler(TaskHandler[RenderTask]):
 
     def describe(self, task: RenderTask) -> str:
         return f"segment {task.segment.index} of {task.job.job_id}"
+
+    def expect(self, task: RenderTask) -> None:
+        if isinstance(self._renderer, PreparesNext):
+            self._renderer.expect(task)
 
     def execute(self, task: RenderTask, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         """Render and finish, with a record of the attempt at its start and at its end (`fusionfleet logs`)."""
