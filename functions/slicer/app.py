@@ -45,6 +45,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
         max_running_jobs=read.max_running_jobs,
         tenants=TenantLimits(max_running_jobs=read.tenant_max_running_jobs, max_segments=read.tenant_max_segments),
         encoder_threads=read.encoder_threads,
+        video_encoder_device=read.video_encoder_device,
         gpu_fleet=GpuFleet(read.gpu_instance_types, read.gpu_on_demand_percentage) if read.gpu_instance_types else None,
         gpu_quota_cache_s=read.gpu_quota_cache_s,
         fleet_max_workers=read.fleet_max_workers,

@@ -22,6 +22,7 @@ ENV_BACKLOG = "ACCEPTED_BACKLOG_SECONDS"
 ENV_RENDER_CONCURRENCY = "RENDER_CONCURRENCY"
 ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
 ENV_ENCODER_THREADS = "ENCODER_THREADS"
+ENV_VIDEO_ENCODER_DEVICE = "VIDEO_ENCODER_DEVICE"
 ENV_TENANT_MAX_RUNNING_JOBS = "TENANT_MAX_RUNNING_JOBS"
 ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
 ENV_GPU_INSTANCE_TYPES = "GPU_INSTANCE_TYPES"
@@ -52,6 +53,7 @@ class SlicerEnvironment:
     tenant_max_running_jobs: int = variable(ENV_TENANT_MAX_RUNNING_JOBS, TenantLimits.max_running_jobs)
     tenant_max_segments: int = variable(ENV_TENANT_MAX_SEGMENTS, TenantLimits.max_segments)
     encoder_threads: int = variable(ENV_ENCODER_THREADS, SlicerConfig.encoder_threads)
+    video_encoder_device: str = variable(ENV_VIDEO_ENCODER_DEVICE, SlicerConfig.video_encoder_device)
     gpu_instance_types: tuple[str, ...] = variable(ENV_GPU_INSTANCE_TYPES, ())  # none: no quota check
     gpu_on_demand_percentage: int = variable(ENV_GPU_ON_DEMAND_PERCENTAGE, GpuFleet.on_demand_percentage)
     gpu_quota_cache_s: int = variable(ENV_GPU_QUOTA_CACHE_SECONDS, SlicerConfig.gpu_quota_cache_s)

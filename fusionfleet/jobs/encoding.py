@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from fusionfleet.jobs.manifest import FLEET_ENCODERS, check_encoder_options
+from fusionfleet.media.gpu_media import cpu_codec, job_codec
 
 DEFAULT_ENCODER = "libx264"
 DEFAULT_QUALITY = 80
@@ -78,6 +79,7 @@ def encoder_settings(
     options: dict[str, Any],
     max_segment_frames: int,
     threads: int = 2,
+    device: str = "cpu",
 ) -> EncoderSettings:
     """The settings for one job, from the displayed picture size, the rate and the job's options.
 
@@ -85,13 +87,15 @@ def encoder_settings(
     manifest's JobRejected, with every encoder problem, for options the fleet does not take.
     """
     check_encoder_options(options)
-    codec = str(options.get("output_video_encoder", DEFAULT_ENCODER))
+    named = options.get("output_video_encoder")
+    # The fleet's encoder device decides the default (fusionfleet.media.gpu_media): once, for every segment.
+    codec = job_codec(None if named is None else str(named), DEFAULT_ENCODER, device)
     preset = str(options.get("output_video_preset", DEFAULT_PRESET))
     quality = int(options.get("output_video_quality", DEFAULT_QUALITY))
     scale = float(options.get("output_video_scale", 1.0))
     if scale != 1.0:
         width, height = max(2, round(width * scale)), max(2, round(height * scale))
-    profile, pix_fmt = FLEET_ENCODERS[codec]
+    profile, pix_fmt = FLEET_ENCODERS[cpu_codec(codec)]
     chunk = max(1, min(max_segment_frames, round(float(fps) * CHUNK_SECONDS)))
     return EncoderSettings(
         codec=codec,

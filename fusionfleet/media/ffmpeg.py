@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fusionfleet.jobs.audio import AudioSettings, audio_encode_args
 from fusionfleet.jobs.encoding import EncoderSettings
+from fusionfleet.media.gpu_media import is_nvenc, nvenc_preset
 
 # Audio codecs the MP4 muxer takes as they are; anything else is re-encoded to AAC once.
 MP4_AUDIO_CODECS = frozenset({"aac", "mp3", "opus", "ac3", "eac3", "alac", "flac"})
@@ -55,7 +56,24 @@ def size_filter(width: int, height: int, settings: EncoderSettings) -> list[str]
     return ["-vf", f"scale={settings.width}:{settings.height}:flags=bicubic"]
 
 
+def nvenc_encoder(settings: EncoderSettings) -> list[str]:
+    """NVENC at the job's quality: constant quality `cq` = x264's CRF, an IDR opening every chunk and none
+    forced inside (as x264's `keyint`/`scenecut=0`), the same profile, pixel format and timing."""
+    return [
+        "-c:v", settings.codec,
+        "-preset", nvenc_preset(settings.preset),
+        "-tune", "hq",
+        "-rc", "vbr", "-cq", str(settings.crf), "-b:v", "0",
+        "-profile:v", settings.profile,
+        "-pix_fmt", settings.pix_fmt,
+        "-g", str(settings.keyint), "-forced-idr", "1", "-no-scenecut", "1",
+        "-fps_mode", "passthrough",
+    ]  # fmt: skip
+
+
 def video_encoder(settings: EncoderSettings) -> list[str]:
+    if is_nvenc(settings.codec):
+        return nvenc_encoder(settings)
     params = f"keyint={settings.keyint}:min-keyint={settings.keyint}:scenecut=0:open-gop=0"
     params_flag = "-x264-params" if settings.codec == "libx264" else "-x265-params"
     # Frame-parallel encoding is not repeatable under CPU contention (the chaos run found x264

@@ -32,6 +32,7 @@ from fusionfleet.jobs.plan import Segment, SegmentPolicy, plan_segments
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.sizing import SizingPolicy, engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeouts import TimeoutPolicy, job_timeouts
+from fusionfleet.media.gpu_media import ENCODER_DEVICES
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
@@ -66,6 +67,9 @@ class SlicerConfig:
     # Per tenant (`tenants/T/jobs/` drops): jobs at once, and segments in flight shared among them.
     tenants: TenantLimits = field(default_factory=TenantLimits)
     encoder_threads: int = 2
+    # The fleet's encoder device: "nvenc" when every render worker carries NVENC (fusionfleet.media.gpu_media);
+    # a job that names no encoder is then encoded on the GPU, all its segments alike.
+    video_encoder_device: str = "cpu"
     # On AWS, the GPU hosts' instance types and market: a job is refused while the account's vCPU
     # quota cannot start one of them (fusionfleet.fleet.quotas). None: no check (the local stack).
     gpu_fleet: GpuFleet | None = None
@@ -77,6 +81,12 @@ class SlicerConfig:
     # 2–5 s plans; otherwise plans are sized to that fleet and the engine's cost (fusionfleet.jobs.sizing).
     fleet_max_workers: int = 0
     sizing: SizingPolicy = field(default_factory=SizingPolicy)
+
+    def __post_init__(self) -> None:
+        if self.video_encoder_device not in ENCODER_DEVICES:
+            raise ValueError(
+                f"the fleet's encoder device {self.video_encoder_device!r} is not one of {', '.join(ENCODER_DEVICES)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -241,7 +251,8 @@ class Slicer:
         width, height = video.display_size
         plan, fleet_workers = self._plan(video, engine)
         settings = encoder_settings(
-            width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads
+            width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads,
+            self.config.video_encoder_device,
         )
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
         assert manifest.output is not None
