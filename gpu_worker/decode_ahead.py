@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.probe import VideoInfo
@@ -52,7 +53,14 @@ class DecodeAhead:
     """Frames [first, end) of `video`, decoded by a thread of their own into a bounded hand-off."""
 
     def __init__(
-        self, reader: RangeReader, video: VideoInfo, first: int, end: int, what: str, threads: int = 0
+        self,
+        reader: RangeReader,
+        video: VideoInfo,
+        first: int,
+        end: int,
+        what: str,
+        threads: int = 0,
+        hwaccel: Any = None,
     ) -> None:
         self.reader = reader
         self.video = video
@@ -60,6 +68,7 @@ class DecodeAhead:
         self.end = end
         self._what = what
         self._threads = threads
+        self._hwaccel = hwaccel
         self._stop = PipelineStop()
         self._handoff: Handoff[_Item] = Handoff(frames_ahead(video), self._stop)
         self._thread = threading.Thread(target=self._run, name="decode-ahead", daemon=True)
@@ -78,7 +87,7 @@ class DecodeAhead:
         return self
 
     def _run(self) -> None:
-        iterator = iter_frames(self.reader, self.video, self.first, self.end, self._what, self._threads)
+        iterator = iter_frames(self.reader, self.video, self.first, self.end, self._what, self._threads, self._hwaccel)
         try:
             while True:
                 began = time.perf_counter()

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.jobs.encoding import EncoderSettings
@@ -96,6 +97,7 @@ def render_range(
     on_preview: Callable[[Image], None] | None = None,
     carry: Carry | None = None,
     ahead: DecodeAhead | None = None,
+    hwaccel: Any = None,
 ) -> RangeStats:
     """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files.
 
@@ -113,7 +115,7 @@ def render_range(
                     what, ahead.first, ahead.end, first, end)  # fmt: skip
         ahead.close()
         ahead = None
-    decoder = ahead or DecodeAhead(reader, video, first, end, what, decode_threads)
+    decoder = ahead or DecodeAhead(reader, video, first, end, what, decode_threads, hwaccel)
     watch = IntegrityWatch()
     stop = PipelineStop()
     encoder = ChunkEncoder(

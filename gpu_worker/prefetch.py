@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from fusionfleet.adapters.storage import S3RangeSource, Storage
 from fusionfleet.media.reader import RangeReader
@@ -41,10 +42,11 @@ def task_key(task: RenderTask) -> tuple[str, int, int]:
 class Prefetcher:
     """At most one decoder started ahead, for the task this worker will render next."""
 
-    def __init__(self, storage: Storage, lead_in: int, decode_threads: int = 0) -> None:
+    def __init__(self, storage: Storage, lead_in: int, decode_threads: int = 0, hwaccel: Any = None) -> None:
         self._storage = storage
         self._lead_in = lead_in
         self._threads = decode_threads
+        self._hwaccel = hwaccel
         self._lock = threading.Lock()
         self._key: tuple[str, int, int] | None = None
         self._ahead: DecodeAhead | None = None
@@ -57,7 +59,7 @@ class Prefetcher:
         first = max(0, segment.start_frame - self._lead_in)
         what = f"segment {segment.index} of {task.job.job_id}"
         ahead = DecodeAhead(target_reader(self._storage, task), task.job.video, first, segment.end_frame, what,
-                            self._threads)  # fmt: skip
+                            self._threads, self._hwaccel)  # fmt: skip
         with self._lock:
             dropped, self._ahead, self._key = self._ahead, ahead, task_key(task)
             self.prepared += 1

@@ -7,7 +7,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -20,6 +20,7 @@ from fusionfleet.adapters.storage import S3Storage, Storage, get_json, put_json
 from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.facefusion.content_analysis import refusal_reason
 from fusionfleet.media.ffmpeg import concat_argv
+from fusionfleet.media.gpu_media import is_nvenc
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.runner import run_ffmpeg
@@ -37,6 +38,7 @@ from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
 from gpu_worker.frames import LEAD_IN_FRAMES, Carry, chunk_grid, render_range
 from gpu_worker.job_analysis import job_content_verdict
+from gpu_worker.media_probe import GpuMedia, probe_gpu_media
 from gpu_worker.prefetch import Prefetcher, target_reader
 from gpu_worker.sources import SourceCache
 
@@ -55,6 +57,8 @@ class RenderDeps:
     faults_file: Path | None = None
     # Starts the next segment's decoder while this one renders (gpu_worker.prefetch); None: never.
     prefetch: Prefetcher | None = None
+    # What this worker decodes and encodes on the GPU (gpu_worker.media_probe); the CPU by default.
+    media: GpuMedia = field(default_factory=GpuMedia)
 
 
 def build_render_deps(config: HostConfig) -> RenderDeps:
@@ -65,6 +69,7 @@ def build_render_deps(config: HostConfig) -> RenderDeps:
     storage = S3Storage(AwsTarget(region=config.region, endpoint_url=config.endpoint_url).client("s3"))
     limits = MediaLimits()
     config.scratch.mkdir(parents=True, exist_ok=True)
+    media = probe_gpu_media(config.scratch)
     return RenderDeps(
         storage,
         EnginePool(dict(config.engine_env)),
@@ -74,7 +79,8 @@ def build_render_deps(config: HostConfig) -> RenderDeps:
         config.worker_name,
         config.cpu_threads,
         config.faults_file,
-        Prefetcher(storage, LEAD_IN_FRAMES, config.cpu_threads),
+        Prefetcher(storage, LEAD_IN_FRAMES, config.cpu_threads, media.hwaccel()),
+        media,
     )
 
 
@@ -163,6 +169,12 @@ def render_frames(
                 raise
             # The job's inputs cannot work with this engine: the same on every attempt.
             raise InputRejected(error.reason) from error
+        if is_nvenc(job.encoder.codec) and not deps.media.encode:
+            # The job's encoder is fixed for all its segments: another worker renders this one.
+            raise SegmentFailed(
+                f"{what}: this worker cannot encode with {job.encoder.codec} ({deps.media.encode_why}); "
+                "the job's segments must all come from the same encoder"
+            )
         grid = chunk_grid(segment.start_frame, segment.end_frame, job.encoder.chunk_frames or None)
         checkpoints = Checkpoints(deps.storage, job.work_bucket, job.job_id, segment.index)
         saved = checkpoints.restore_with_state(grid, workdir, analyser.name)
@@ -201,6 +213,7 @@ def render_frames(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
                 on_chunk=save_chunk, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image), ahead=ahead,
+                hwaccel=deps.media.hwaccel(),
             )  # fmt: skip
             engine_s, stages = stats.engine_s, stats.stages
         elif ahead is not None:

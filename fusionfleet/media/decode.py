@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from fractions import Fraction
+from typing import Any
 
 import av
 import numpy as np
@@ -46,14 +47,20 @@ def grid_index(time_s: float, start_s: float, fps: Fraction) -> int:
 
 
 def iter_frames(
-    reader: RangeReader, info: VideoInfo, start: int, end: int, what: str = "target", threads: int = 0
+    reader: RangeReader,
+    info: VideoInfo,
+    start: int,
+    end: int,
+    what: str = "target",
+    threads: int = 0,
+    hwaccel: Any = None,
 ) -> Iterator[tuple[int, Image]]:
-    """Yield (frame number, image) for every frame number in [start, end), in order."""
+    """Yield (frame number, image) for every frame number in [start, end), in order (`hwaccel`: see open_video)."""
     if not 0 <= start < end:
         raise ValueError(f"bad frame range [{start}, {end})")
     fps = info.fps
     reader.seek(0)
-    with open_video(reader, info.container, what) as container:
+    with open_video(reader, info.container, what, hwaccel) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         if threads:

@@ -27,9 +27,10 @@ __all__ = ["SAFE_DEMUXER_OPTIONS", "AudioTrack", "VideoInfo", "open_video", "pro
 SAFE_DEMUXER_OPTIONS = {"protocol_whitelist": "none", "enable_drefs": "0"}
 
 
-def open_video(reader: RangeReader, demuxer: str, what: str) -> av.container.InputContainer:
+def open_video(reader: RangeReader, demuxer: str, what: str, hwaccel: Any = None) -> av.container.InputContainer:
+    """`hwaccel`: PyAV's hardware decoder for the video stream (a worker's NVDEC: gpu_worker/media_probe.py)."""
     try:
-        return av.open(reader, mode="r", format=demuxer, options=dict(SAFE_DEMUXER_OPTIONS))
+        return av.open(reader, mode="r", format=demuxer, options=dict(SAFE_DEMUXER_OPTIONS), hwaccel=hwaccel)
     except av.FFmpegError as error:
         container = VIDEO_CONTAINERS.get(demuxer, demuxer)
         raise InputRejected(f"{what} could not be read as {container}: {_ffmpeg_reason(error)}") from error

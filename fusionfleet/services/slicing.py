@@ -251,7 +251,12 @@ class Slicer:
         width, height = video.display_size
         plan, fleet_workers = self._plan(video, engine)
         settings = encoder_settings(
-            width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads,
+            width,
+            height,
+            video.fps,
+            manifest.options,
+            max(s.frame_count for s in plan),
+            self.config.encoder_threads,
             self.config.video_encoder_device,
         )
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])

@@ -127,15 +127,18 @@ def test_the_engine_waits_only_for_its_first_frame(moving: Path, tmp_path: Path)
     chunks = chunk_grid(0, 150, 50)
     # WHEN the pipeline renders them
     stats, saved = _render(moving, SleepEngine(0.02), chunks, tmp_path)
-    # THEN every chunk is saved, the engine's own time is the floor (its waits for decoding are not in it),
-    # and the render lasts little longer than the engine: decode, encode and upload hide behind it
+    # THEN every chunk is saved and the engine's own time holds all of its sleep (its waits are not in it)
     assert saved == chunks
     stages = stats.stages  # type: ignore[attr-defined]
-    floor = 150 * 0.02
-    assert floor <= stats.engine_s < floor * 1.25, stages  # type: ignore[attr-defined]
-    assert stats.wall_s < floor * 1.4 + 0.5, stages  # type: ignore[attr-defined]
+    wall, engine = stats.wall_s, stats.engine_s  # type: ignore[attr-defined]
+    assert engine >= 150 * 0.02, stages
+    # AND the decoder kept ahead of it: the engine waited for its first frame and hardly for any other
     assert stages["engine_waits_input"] < 0.5, stages
-    assert stages["decode"] > 0 and stages["encode"] > 0 and stages["upload"] >= 0, stages
+    # AND decode and encode ran beside the engine, not between its frames: the wall time is the engine's
+    # time and its waits, well short of the three one after another
+    waits = stages["first_frame"] + stages["engine_waits_input"] + stages["engine_waits_output"] + stages["tail"]
+    assert wall <= engine + waits + 0.5, stages
+    assert wall < engine + stages["decode"] + stages["encode"], stages
     assert _no_stage_left()
 
 
