@@ -24,7 +24,7 @@ SAMVENV := .venv-sam
 PARLIAMENT_VERSION := 1.6.4
 PLVENV := .venv-parliament
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim device-check chaos soak up down status clean
 
 all: test
 
@@ -131,6 +131,11 @@ bench-fleet: venv localstack-env
 # Does the engine wait? One worker, the sleep engine, 320×180 to 2160p (benchmarks/occupancy.py).
 bench-occupancy: venv localstack-env
 	$(PY) -m benchmarks.occupancy
+
+# On a GPU machine: onnxruntime's CUDA provider, NVENC, NVDEC and the warm engine, no model downloaded
+# (scripts/device_check.py; says what it skipped elsewhere). Under five minutes.
+device-check: venv
+	$(PY) scripts/device_check.py $(DEVICE_CHECK_ARGS)
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim
