@@ -154,7 +154,7 @@ def summary(size: str, clip_s: float, records: list[SegmentRecord], run_row: dic
     }
 
 
-def goals_met(clips: list[dict[str, Any]], baseline: dict[str, float] | None) -> dict[str, bool | None]:
+def goals_met(clips: list[dict[str, Any]], baseline: dict[str, dict[str, float]] | None) -> dict[str, bool | None]:
     """The issue's goals (None: not measured). Pure."""
     by_size = {c["size"]: c for c in clips if "failed" not in c}
 
@@ -167,7 +167,12 @@ def goals_met(clips: list[dict[str, Any]], baseline: dict[str, float] | None) ->
     occupancy_2160 = value("3840x2160", "occupancy_segments")
     slower = None
     if baseline:
-        compared = [(by_size[size]["render_s"], before) for size, before in baseline.items() if size in by_size]
+        # Like with like: the same clip (its frame count) on both sides, else not compared.
+        compared = [
+            (by_size[size]["render_s"], before["render_s"])
+            for size, before in baseline.items()
+            if size in by_size and by_size[size]["frames"] == before["frames"]
+        ]
         slower = all(now <= before * GOALS["no_slower_than_baseline"] for now, before in compared) if compared else None
     return {
         "occupancy_1080p": None if occupancy_1080 is None else occupancy_1080 >= GOALS["occupancy_1080p"],
@@ -177,18 +182,30 @@ def goals_met(clips: list[dict[str, Any]], baseline: dict[str, float] | None) ->
     }
 
 
-def baseline_renders(path: Path | None) -> dict[str, float] | None:
-    """Render phase per size from an earlier results file of this benchmark (main's code), for the small sizes."""
+def calibration(clips: list[dict[str, Any]]) -> dict[str, float]:
+    """The fleet simulation's inputs from this benchmark's clips (benchmarks/fleetsim/scenarios.py). Pure."""
+    found = {c["size"]: c for c in clips if "failed" not in c}
+    sizes = [size for size in SIZES if size in found]
+    return {f"overhead_per_segment_{size}_s": float(found[size]["overhead_per_segment_s"]) for size in sizes}
+
+
+def baseline_renders(path: Path | None) -> dict[str, dict[str, float]] | None:
+    """Render phase and frames per size from an earlier results file of this benchmark (main's code), for the
+    small sizes."""
     if path is None:
         return None
     data = json.loads(path.read_text())
-    return {c["size"]: float(c["render_s"]) for c in data["clips"] if "failed" not in c and c["size"] in BASELINED}
+    return {
+        c["size"]: {"render_s": float(c["render_s"]), "frames": int(c["frames"])}
+        for c in data["clips"]
+        if "failed" not in c and c["size"] in BASELINED
+    }
 
 
 BASELINED = ("320x180", "640x360")
 
 
-def table(clips: list[dict[str, Any]], baseline: dict[str, float] | None) -> str:
+def table(clips: list[dict[str, Any]], baseline: dict[str, dict[str, float]] | None) -> str:
     lines = [
         f"{'size':>10} {'frames':>6} {'segs':>4} {'floor s':>8} {'render s':>8} {'x floor':>7} {'occ seg':>7}"
         f" {'occ run':>7} {'ovh/seg':>7} {'peak MB':>8} {'main s':>7}"
@@ -197,7 +214,7 @@ def table(clips: list[dict[str, Any]], baseline: dict[str, float] | None) -> str
         if "failed" in c:
             lines.append(f"{c['size']:>10} failed: {c['failed'][:90]}")
             continue
-        before = (baseline or {}).get(c["size"])
+        before = (baseline or {}).get(c["size"], {}).get("render_s")
         lines.append(
             f"{c['size']:>10} {c['frames']:>6} {c['segments']:>4} {c['engine_floor_s']:>8.2f} {c['render_s']:>8.2f}"
             f" {c['render_over_floor']:>7.3f} {_maybe(c['occupancy_segments']):>7} {_maybe(c['occupancy_render']):>7}"
@@ -244,7 +261,10 @@ def main() -> int:
         clips_media[size] = media / f"occupancy-{SIZES.get(size, 20.0):g}s-{size}.mp4"
         if not clips_media[size].exists():
             print(f"making the {size} clip…", flush=True)
-            write_video(clips_media[size], seconds=SIZES.get(size, 20.0), fps=FPS, width=width, height=height)
+            # Written aside and renamed: a run stopped while writing leaves no short clip to be reused.
+            part = clips_media[size].with_suffix(".part.mp4")
+            write_video(part, seconds=SIZES.get(size, 20.0), fps=FPS, width=width, height=height)
+            part.rename(clips_media[size])
     load_at_start = os.getloadavg()
     stack = LocalStack(LocalPaths.discover(ROOT / ".fusionfleet" / "bench-occupancy", env=os.environ), say=print)
     clips: list[dict[str, Any]] = []
@@ -284,6 +304,7 @@ def main() -> int:
         "baseline": {"file": str(args.baseline) if args.baseline else None, "render_s": baseline},
         "load_average_at_start": [round(x, 2) for x in load_at_start],
         "clips": clips,
+        "calibration": calibration(clips),
     }
     path = write_results(f"{args.name}.json", report, {**vars(args), "baseline": str(args.baseline)})
     print("\n" + table(clips, baseline))
