@@ -23,13 +23,21 @@ from benchmarks.fleetsim.scenarios import (
     efficiency_sensitivity,
     fairness,
     headline,
+    overhead_budget,
     straggler_table,
     variants,
 )
 from benchmarks.provenance import write_results
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-GOALS = {"efficiency_64": 0.9, "gpu_busy_share": 0.9, "high_wait_p95_s": 60.0, "seed_job_64_end_to_end_s": 60.0}
+GOALS = {
+    "efficiency_64": 0.9,
+    "gpu_busy_share": 0.9,
+    "high_wait_p95_s": 60.0,
+    "seed_job_64_end_to_end_s": 60.0,
+    # Issue 36: the seed's job end to end on 64 GPUs with the 1080p per-segment overhead (AWS's dispatch).
+    "seed_job_64_end_to_end_1080p_s": 15.0,
+}
 
 
 def plot(curve: list[dict[str, Any]], path: Path) -> None:
@@ -64,6 +72,15 @@ def main() -> int:
     at_64 = {f"{r['plan']}/{r['dispatch']}": round(r["efficiency_render"], 3) for r in curve if r["workers"] == 64}
     best_day = max(days.values(), key=lambda d: d["gpu_busy_share"])
     seed = headline(64)
+    budget = overhead_budget(GOALS["seed_job_64_end_to_end_1080p_s"])
+    met = {
+        "efficiency_64": max(at_64.values()) >= GOALS["efficiency_64"],
+        "gpu_busy_share": best_day["gpu_busy_share"] >= GOALS["gpu_busy_share"],
+        "high_wait_p95_s": all(d["high_segment_wait_p95_s"] < GOALS["high_wait_p95_s"] for d in days.values()),
+        "seed_job_64_end_to_end_s": seed["aws-estimate"]["end_to_end_s"] <= GOALS["seed_job_64_end_to_end_s"],
+        "seed_job_64_end_to_end_1080p_s": seed["aws-estimate"]["end_to_end_s"]
+        <= GOALS["seed_job_64_end_to_end_1080p_s"],
+    }
     results = {
         "benchmark": "fleetsim",
         "goals": GOALS,
@@ -78,18 +95,16 @@ def main() -> int:
             },
         },
         "seed_job_on_64": seed,
+        "seed_job_overhead_s": COSTS.engine.overhead_s,
+        # The most a segment may cost beyond the engine for the seed's job to end within its goal.
+        "seed_job_overhead_budget_s": budget,
         "efficiency_curve": curve,
         "efficiency_at_64": at_64,
         "efficiency_at_64_sensitivity": sensitivity,
         "days": days,
         "fairness": fair,
         "stragglers": tails,
-        "met": {
-            "efficiency_64": max(at_64.values()) >= GOALS["efficiency_64"],
-            "gpu_busy_share": best_day["gpu_busy_share"] >= GOALS["gpu_busy_share"],
-            "high_wait_p95_s": all(d["high_segment_wait_p95_s"] < GOALS["high_wait_p95_s"] for d in days.values()),
-            "seed_job_64_end_to_end_s": seed["aws-estimate"]["end_to_end_s"] <= GOALS["seed_job_64_end_to_end_s"],
-        },
+        "met": met,
         "wall_s": round(time.monotonic() - began, 1),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -105,6 +120,10 @@ def main() -> int:
             f" (one GPU {row['one_gpu_end_to_end_s']:.0f} s), efficiency {row['efficiency_render']:.3f} render,"
             f" {row['efficiency_end_to_end']:.3f} end to end, {row['segments']} segments"
         )
+    print(
+        f"  per-segment overhead {COSTS.engine.overhead_s:.3f} s (1080p, measured); the 15 s goal holds up to"
+        f" {budget:.3f} s a segment"
+    )
     print("\nthe same, adaptive plan, other costs (rows: dispatch interval; columns: per-segment overhead):")
     overheads = sorted({r["overhead_s"] for r in sensitivity}, reverse=True)
     print("  " + " " * 10 + "".join(f"{o:>8.2f}s" for o in overheads))
@@ -131,7 +150,7 @@ def main() -> int:
             f" ({row['on']['won']} of {row['on']['copies']} copies won)"
         )
     print(f"\ngoals met: {results['met']}  (benchmarks/results/fleetsim.json, fleetsim.png)")
-    return 0
+    return 0 if all(met.values()) else 1
 
 
 if __name__ == "__main__":

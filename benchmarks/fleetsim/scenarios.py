@@ -35,13 +35,18 @@ class Estimate:
 
 # The final code with its default configuration (lookahead off; the simulation models lookahead itself).
 OVERHEAD_FILE = "fleet-overhead-lookahead-off.json"
+# The 1080p per-segment overhead (benchmarks/occupancy.py, `--sizes 1920x1080 --lookahead 0`).
+OCCUPANCY_FILE = "occupancy-1080p-lookahead-off-run1.json"
 INPUTS: dict[str, Measured | Estimate] = {
     # The local stack, a sleep engine, 320×180 frames, 1, 6 and 12 workers (benchmarks/fleet_overhead.py).
     "job_start_s": Measured(0.738, OVERHEAD_FILE, "job_start_s"),
     "dispatch_s": Measured(0.013, OVERHEAD_FILE, "dispatch_s"),
-    # Alone on the machine, as a GPU worker is on its host. At 1080p a segment's download, encode and
-    # upload cost more than at 320×180: this is the farm's own part, not the media's.
-    "per_segment_overhead_s": Measured(0.359, OVERHEAD_FILE, "per_segment_overhead_alone_s"),
+    # A segment's cost on its worker beyond the engine, at 1080p with its media (decode start, encode tail,
+    # join, check, upload: make bench-occupancy, one worker, lookahead off, CPU x264 on 2 shared cores):
+    # what the headline's 1080p segments pay. A GPU host with NVENC pays less media (not measured here).
+    "per_segment_overhead_s": Measured(9.564, OCCUPANCY_FILE, "overhead_per_segment_1920x1080_s"),
+    # The same at 320×180 (media costs almost nothing): the farm's own part, kept for comparison.
+    "per_segment_overhead_320x180_s": Measured(0.359, OVERHEAD_FILE, "per_segment_overhead_alone_s"),
     "to_merge_s": Measured(0.112, OVERHEAD_FILE, "to_merge_s"),
     "merge_base_s": Measured(0.022, OVERHEAD_FILE, "merge_base_s"),
     "merge_per_segment_s": Measured(0.025, OVERHEAD_FILE, "merge_per_segment_s"),
@@ -255,6 +260,24 @@ def headline(workers: int = 64) -> dict[str, dict[str, Any]]:
     ):
         rows[dispatch] = parallel_efficiency(workers, adaptive=True, costs=costs)
     return rows
+
+
+def overhead_budget(target_s: float, workers: int = 64, steps: int = 20) -> float:
+    """The largest per-segment overhead with which the seed's job still ends within `target_s` on `workers`
+    GPUs (AWS's dispatch, every other cost as calibrated); 0.0 when none does. Bisection on the simulation."""
+
+    def end_to_end(overhead: float) -> float:
+        engine = replace(COSTS.engine, seconds_per_frame=value("seed_s_per_frame"), overhead_s=overhead)
+        costs = replace(COSTS, engine=engine, dispatch_s=AWS_DISPATCH_S, head_s=min(COSTS.head_s, overhead))
+        return float(parallel_efficiency(workers, adaptive=True, costs=costs)["end_to_end_s"])
+
+    low, high = 0.0, 10.0
+    if end_to_end(low) > target_s:
+        return 0.0
+    for _ in range(steps):
+        middle = (low + high) / 2
+        low, high = (middle, high) if end_to_end(middle) <= target_s else (low, middle)
+    return round(low, 3)
 
 
 def fairness(workers: int = 16) -> dict[str, Any]:

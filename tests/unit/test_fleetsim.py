@@ -5,14 +5,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from benchmarks.fleetsim.model import Costs, Farm, FleetConfig, JobSpec
-from benchmarks.fleetsim.scenarios import COSTS, fairness, p95, single_job, stragglers
+from benchmarks.fleetsim.scenarios import COSTS, INPUTS, fairness, p95, single_job, stragglers
 from fusionfleet.fleet.autoscale import ScalingPolicy
 
 
 def test_sized_plans_finish_a_short_clip_sooner_on_two_workers() -> None:
-    # GIVEN a 12 s clip on two GPUs WHEN planned fixed (3 segments) and sized (4 segments)
-    fixed = single_job(2, adaptive=False, seconds=12)
-    sized = single_job(2, adaptive=True, seconds=12)
+    # GIVEN a 12 s clip on two GPUs, segments costing the farm's own overhead (320×180: media costs almost
+    # nothing), WHEN planned fixed (3 segments) and sized (4 segments)
+    engine = replace(COSTS.engine, overhead_s=INPUTS["per_segment_overhead_320x180_s"].value)
+    costs = replace(COSTS, engine=engine)
+    fixed = single_job(2, adaptive=False, seconds=12, costs=costs)
+    sized = single_job(2, adaptive=True, seconds=12, costs=costs)
     # THEN the sized plan renders in fewer rounds
     assert (fixed["segments"], sized["segments"]) == (3, 4)
     assert sized["render_s"] < fixed["render_s"]

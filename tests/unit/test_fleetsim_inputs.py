@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmarks import occupancy
 from benchmarks.fleet_overhead import calibration
 from benchmarks.fleetsim.scenarios import COSTS, INPUTS, Estimate, Measured
 
@@ -34,3 +35,12 @@ def test_the_simulations_costs_are_built_from_the_inputs() -> None:
     assert COSTS.dispatch_s == INPUTS["dispatch_s"].value
     assert COSTS.job_start_s == INPUTS["job_start_s"].value
     assert (COSTS.to_merge_s, COSTS.notice_s) == (INPUTS["to_merge_s"].value, INPUTS["notice_s"].value)
+
+
+def test_the_1080p_overhead_is_what_the_occupancy_benchmark_measured() -> None:
+    measured = {name: item for name, item in INPUTS.items() if isinstance(item, Measured)}
+    from_occupancy = {name: item for name, item in measured.items() if item.file.startswith("occupancy")}
+    assert "per_segment_overhead_s" in from_occupancy, "the headline's overhead is the 1080p one (issue 36)"
+    for name, item in from_occupancy.items():
+        clips = json.loads((RESULTS / item.file).read_text())["clips"]
+        assert occupancy.calibration(clips)[item.what] == item.value, f"{name} differs from {item.file}"
