@@ -28,6 +28,7 @@ from gpu_worker.engines.facefusion.execution import HostFacts, execution_args, m
 from gpu_worker.engines.facefusion.host import gather_facts
 from gpu_worker.engines.facefusion.job_options import check_options, option_args, reference_position
 from gpu_worker.engines.facefusion.media import write_sources
+from gpu_worker.engines.facefusion.ring_flow import RingClosed, RingFlow
 from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env
 from gpu_worker.engines.facefusion.warm_process import ServerGone, WarmProcess, deadline
 
@@ -92,7 +93,12 @@ class WarmFaceFusionEngine:
     name = "facefusion"
 
     def __init__(
-        self, settings: EngineSettings | None = None, facts: HostFacts | None = None, *, env: Mapping[str, str]
+        self,
+        settings: EngineSettings | None = None,
+        facts: HostFacts | None = None,
+        *,
+        env: Mapping[str, str],
+        rings: bool = True,
     ) -> None:
         self._env = dict(env)
         self._settings = settings
@@ -103,6 +109,8 @@ class WarmFaceFusionEngine:
         self._scratch: Path | None = None
         self._unfinished = False  # a segment was started and its end not read
         self._decided = False  # this segment's content verdict is the job's, made once
+        self._rings = rings  # frames in shared memory rather than the pipe, where there is room
+        self.transport = ""  # how the last segment's frames crossed: "shared memory" or "pipe"
         self.stats = SegmentStats()
 
     def prepare(self) -> None:
@@ -173,7 +181,7 @@ class WarmFaceFusionEngine:
                     )
                 )
             self._decided = job.content_decided
-            yield from self._stream(process, held, rest, settings, mark)
+            yield from self._stream(process, held, rest, settings, mark, int(header.get("in_flight", 0)))
         except ServerGone:
             self._process = None
             raise
@@ -181,24 +189,45 @@ class WarmFaceFusionEngine:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _stream(
-        self, process: WarmProcess, held: list[Frame], rest: Iterator[Frame], settings: EngineSettings, mark: int
+        self,
+        process: WarmProcess,
+        held: list[Frame],
+        rest: Iterator[Frame],
+        settings: EngineSettings,
+        mark: int,
+        in_flight: int,
     ) -> Iterator[Image]:
         sent: list[int] = []  # frames sent so far; the writer runs ahead of the replies
         shape: list[tuple[int, ...]] = []
         failure: list[BaseException] = []
+        # Frames cross in shared memory where FaceFusion's process says how many it holds (ring_flow.py).
+        rings = RingFlow(in_flight) if in_flight > 0 and self._rings else None
 
         def write() -> None:
             try:
                 for frame in [*held, *rest]:
                     if not shape:
                         shape.append(frame.image.shape)
+                        described = rings.open(frame.image.nbytes) if rings is not None else None
+                        if described is not None:
+                            process.send(described)
+                            self.transport = "shared memory"
                     elif frame.image.shape != shape[0]:
                         raise EngineError(
                             f"frame {frame.index} is {frame.image.shape}; the segment's first was {shape[0]}"
                         )
                     height, width = frame.image.shape[:2]
-                    process.send({"op": "frame", "shape": [height, width]}, np.ascontiguousarray(frame.image).tobytes())
+                    if rings is not None and rings.input is not None:
+                        slot = rings.slot_for(len(sent))
+                        rings.input.put(slot, frame.image)
+                        process.send({"op": "frame", "shape": [height, width], "slot": slot})
+                    else:
+                        process.send(
+                            {"op": "frame", "shape": [height, width]}, np.ascontiguousarray(frame.image).data.cast("B")
+                        )
                     sent.append(frame.index)
+            except RingClosed:
+                pass  # the reader stopped: it reports why
             except BaseException as error:  # handed to the reader, which raises it
                 failure.append(error)
             finally:
@@ -207,6 +236,7 @@ class WarmFaceFusionEngine:
                 except EngineError as error:
                     failure.append(error)
 
+        self.transport = "pipe"
         writer = threading.Thread(target=write, name="facefusion-frames", daemon=True)
         writer.start()
         produced = 0
@@ -215,7 +245,13 @@ class WarmFaceFusionEngine:
                 header, payload = process.receive(deadline(settings.timeout_base_s), f"frame {produced}")
                 if header["op"] == "frame":
                     height, width = header["shape"]
-                    yield np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3)
+                    if "slot" in header and rings is not None and rings.output is not None:
+                        image = rings.output.take(int(header["slot"]), (height, width, 3))
+                    else:
+                        image = np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3)
+                    if rings is not None:
+                        rings.took()
+                    yield image
                     produced += 1
                     continue
                 # Either way FaceFusion has left the segment (after an error it skips what is still sent).
@@ -234,7 +270,11 @@ class WarmFaceFusionEngine:
                 # so it is stopped now (which also ends the writer) rather than left blocked.
                 process.stop(graceful=False)
                 self._process = None
+            if rings is not None:
+                rings.stop()
             writer.join(timeout=settings.timeout_base_s)
+            if rings is not None and not writer.is_alive():
+                rings.close()  # (a writer still alive may still write into them: left to the process's end)
         if failure:
             raise failure[0]
         self.stats = SegmentStats(
@@ -248,8 +288,9 @@ class WarmFaceFusionEngine:
         )
         # What a warm segment cost FaceFusion, in the worker's log (the farm's tests count these).
         logger.info(
-            "warm FaceFusion %s: %s frames, %s inference sessions created (%s in all: %s), %s frames analysed",
-            process.pid, produced, self.stats.session_loads, self.stats.session_loads_total,
+            "warm FaceFusion %s: %s frames (through %s), %s inference sessions created (%s in all: %s), "
+            "%s frames analysed",
+            process.pid, produced, self.transport, self.stats.session_loads, self.stats.session_loads_total,
             ", ".join(self.stats.session_models) or "none", self.stats.sampled,
         )  # fmt: skip
         if produced != len(sent):

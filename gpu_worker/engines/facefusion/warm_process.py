@@ -88,7 +88,8 @@ class WarmProcess:
         self._log.flush()
         return self._log_path.stat().st_size
 
-    def send(self, header: dict[str, Any], payload: bytes = b"") -> None:
+    def send(self, header: dict[str, Any], payload: bytes | memoryview = b"") -> None:
+        """A header and its payload (a one-dimensional byte view is written without a copy)."""
         try:
             warm_server.write_message(self._requests, header, payload)
         except (BrokenPipeError, ValueError, OSError):

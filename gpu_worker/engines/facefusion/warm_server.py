@@ -36,6 +36,11 @@ from typing import IO, Any
 
 import numpy as np
 
+try:  # in the project's interpreter (the engine's side); FaceFusion's imports it from beside this file
+    from gpu_worker.engines.facefusion.frame_ring import FrameRing
+except ImportError:  # pragma: no cover - FaceFusion's interpreter
+    from frame_ring import FrameRing  # type: ignore[no-redef,import-not-found]
+
 HEADER = struct.Struct(">I")
 NEIGHBOURS_DEFAULT = 2  # FaceFusion's --target-frame-amount default
 PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
@@ -77,8 +82,13 @@ def frame_bytes(image: np.ndarray) -> bytes:
     return np.ascontiguousarray(image[:, :, :3], dtype=np.uint8).tobytes()
 
 
-def frame_from(header: dict[str, Any], payload: bytes) -> np.ndarray:
+def frame_from(header: dict[str, Any], payload: bytes, ring: FrameRing | None = None) -> np.ndarray:
+    """A frame sent in the pipe, or (`"slot"` in its header) left in the shared ring: copied out either way."""
     height, width = header["shape"]
+    if "slot" in header:
+        if ring is None:
+            raise ValueError("a frame was left in a shared ring this process was not given")
+        return ring.take(int(header["slot"]), (height, width, 3))
     return np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3).copy()
 
 
@@ -259,12 +269,14 @@ def render(
     lap("pre_check_s")
     modules = engine.pre_process()
     lap("pre_process_s")
-    send({"op": "ready"})
-
     amount = int(state_manager.get_item("target_frame_amount") or NEIGHBOURS_DEFAULT)
+    threads = int(state_manager.get_item("execution_thread_count"))
+    # Frames read before the first answer: a shared ring needs more slots than this (frame_ring.ring_slots).
+    send({"op": "ready", "in_flight": amount + 2 * threads + 1})
+
     every = max(1, int(header["fps"]))
     analyse = bool(header.get("analyse", True))
-    threads = int(state_manager.get_item("execution_thread_count"))
+    rings: dict[str, FrameRing] = {}
     window: dict[int, np.ndarray] = {}
     pending: deque[Future[np.ndarray]] = deque()
     sampled = flagged = produced = 0
@@ -279,31 +291,47 @@ def render(
     def flush(limit: int) -> None:
         nonlocal produced
         while len(pending) > limit:
-            image = pending.popleft().result()
-            send({"op": "frame", "shape": [image.shape[0], image.shape[1]]}, frame_bytes(image))
+            image = np.ascontiguousarray(pending.popleft().result()[:, :, :3], dtype=np.uint8)
+            shape = [image.shape[0], image.shape[1]]
+            out = rings.get("output")
+            if out is not None and out.fits(image.shape):
+                # The engine took the output this slot held before (it sent a frame only after taking it).
+                slot = out.slot_of(produced)
+                out.put(slot, image)
+                send({"op": "frame", "shape": shape, "slot": slot})
+            else:  # no ring, or a larger frame (an enhancer's): in the pipe
+                send({"op": "frame", "shape": shape}, frame_bytes(image))
             produced += 1
 
-    with ThreadPoolExecutor(max_workers=threads) as executor:
-        position = 0
-        while True:
-            message, payload = receive()
-            if message["op"] == "end":
-                break
-            image = frame_from(message, payload)
-            window[position] = image
-            # As content_analyser.analyse_video samples a target: one frame a second. Not where the
-            # job's verdict was made once over the whole video (the engine says so): no second decision.
-            if analyse and position % every == 0:
-                sampled += 1
-                flagged += bool(content_analyser.analyse_frame(image))
-            if position - amount >= 0:
-                submit(position - amount)
-                window.pop(position - 2 * amount - 1, None)
-            flush(2 * threads)
-            position += 1
-        for last in range(max(0, position - amount), position):
-            submit(last)
-        flush(0)
+    try:
+        with ThreadPoolExecutor(max_workers=threads) as executor:
+            position = 0
+            while True:
+                message, payload = receive()
+                if message["op"] == "end":
+                    break
+                if message["op"] == "ring":
+                    # The engine's shared rings for this segment: frames arrive and leave by slot number.
+                    rings.update({side: FrameRing.attach(message[side]) for side in ("input", "output")})
+                    continue
+                image = frame_from(message, payload, rings.get("input"))
+                window[position] = image
+                # As content_analyser.analyse_video samples a target: one frame a second. Not where the
+                # job's verdict was made once over the whole video (the engine says so): no second decision.
+                if analyse and position % every == 0:
+                    sampled += 1
+                    flagged += bool(content_analyser.analyse_frame(image))
+                if position - amount >= 0:
+                    submit(position - amount)
+                    window.pop(position - 2 * amount - 1, None)
+                flush(2 * threads)
+                position += 1
+            for last in range(max(0, position - amount), position):
+                submit(last)
+            flush(0)
+    finally:
+        for ring in rings.values():
+            ring.close()
     lap("frames_s")
     for module in modules:
         module.post_process()
