@@ -147,6 +147,8 @@ def test_a_job_renders_on_the_warm_engine_frame_exact_and_a_second_job_gets_its_
     assert len([line for line in made if "another worker's" not in line]) == 1, made
     segments = warm_segments(farm)
     assert sum(segment[2] for segment in segments) >= FRAMES
+    # (the frames crossed to FaceFusion's process in shared memory, not the pipe: docs/occupancy.md)
+    assert all_logs(farm).count("frames through shared memory") >= len(segments), segments
     assert all(segment[4] == 0 for segment in segments), segments
     # AND each worker's warm FaceFusion created its sessions for its first segment only
     check_warm(segments)

@@ -288,10 +288,10 @@ class WarmFaceFusionEngine:
         )
         # What a warm segment cost FaceFusion, in the worker's log (the farm's tests count these).
         logger.info(
-            "warm FaceFusion %s: %s frames (through %s), %s inference sessions created (%s in all: %s), "
-            "%s frames analysed",
-            process.pid, produced, self.transport, self.stats.session_loads, self.stats.session_loads_total,
-            ", ".join(self.stats.session_models) or "none", self.stats.sampled,
+            "warm FaceFusion %s: %s frames, %s inference sessions created (%s in all: %s), %s frames analysed; "
+            "frames through %s",
+            process.pid, produced, self.stats.session_loads, self.stats.session_loads_total,
+            ", ".join(self.stats.session_models) or "none", self.stats.sampled, self.transport,
         )  # fmt: skip
         if produced != len(sent):
             raise EngineError(failures.frame_count_reason(produced, len(sent), process.log_tail(mark)))
