@@ -144,6 +144,7 @@ def render_range(
     written = 0
     last_frame_at = began
     outputs: Generator[Image, None, None] | None = None
+    drained_at: int | None = None
     try:
         decoder.start()
         encoder.start()
@@ -166,17 +167,16 @@ def render_range(
             state = carry.engine.save_state() if carry is not None else None
             encoder.end_chunk(ChunkEnd(chunk_first, chunk_end, state))
             if drain is not None and drain.is_set() and chunk_end < end:
-                # Stopped after the chunk in hand: it is encoded and saved before the release.
-                last_frame_at = time.monotonic()
-                encoder.finish()
-                raise Drained(chunk_end)
-        tick, before = time.perf_counter(), waited_here[0]
-        extra = next(outputs, None)
-        engine_s += time.perf_counter() - tick - (waited_here[0] - before)
-        if extra is not None:
-            raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
+                drained_at = chunk_end  # stopped after the chunk in hand
+                break
+        if drained_at is None:
+            tick, before = time.perf_counter(), waited_here[0]
+            extra = next(outputs, None)
+            engine_s += time.perf_counter() - tick - (waited_here[0] - before)
+            if extra is not None:
+                raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
         last_frame_at = time.monotonic()
-        encoder.finish()
+        encoder.finish()  # every chunk handed over is encoded and saved (a drained one before the release)
     except BaseException as error:
         _save_ended_chunks(encoder, stop, error, what)
         if outputs is not None:
@@ -184,6 +184,9 @@ def render_range(
         raise
     finally:
         decoder.close()
+    if drained_at is not None:
+        outputs.close()
+        raise Drained(drained_at)
     clock.add("engine", engine_s)
     clock.add("tail", time.monotonic() - last_frame_at)
     decoder.account(clock)
