@@ -28,7 +28,6 @@ from fleetctl.local.recording import (
     WATCHDOG_ROLE,
 )
 from fleetctl.samples import grace_hopper_path
-from fusionfleet import layout
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import api_call, api_token, api_url, drop_job, notice_for, post_file, wait_until
 from tests.support.media import decode_all, write_video
@@ -81,16 +80,17 @@ def test_a_tenant_retries_a_doomed_job_and_cancels_another_through_the_api_witho
     stack: Stack, clip: Path, tmp_path: Path
 ) -> None:
     tenant = Tenant(stack, "iam-acme")
-    # GIVEN a tenant's job whose segment 0 crashes on every attempt
+    # GIVEN a tenant's job whose segment 0 fails on every attempt
     doomed, uploads = tenant.create(clip)
-    stack.set_faults([{"job": doomed, "segment": 0, "action": "crash", "at_frame": 3}])
+    stack.set_faults([{"job": doomed, "segment": 0, "action": "fail", "at_frame": 3}])
     tenant.start(doomed, uploads, clip)
     # WHEN it fails for good (its job-failed marker written by the worker that saw the last attempt)
     failed = tenant.final(doomed)
     assert failed["state"] == "FAILED", failed
-    bucket = stack.resources.work_bucket
-    marker = stack.client("s3").list_objects_v2(Bucket=bucket, Prefix=layout.job_failed_key(doomed))
-    assert marker.get("KeyCount", 0) == 1, "the doomed job has no job-failed marker to clear"
+    # (the farm's job id starts with the API's; its marker is what a retry must clear)
+    listing = stack.client("s3").list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=f"work/{doomed}")
+    markers = [item["Key"] for item in listing.get("Contents", []) if item["Key"].endswith("/failed.json")]
+    assert len(markers) == 1, f"the doomed job has no job-failed marker to clear: {listing.get('Contents')}"
     # AND its detail and logs are read, and it is retried once the fault is gone
     assert tenant.call("GET", f"/jobs/{doomed}/detail")[0] == 200
     assert tenant.call("GET", f"/jobs/{doomed}/logs")[0] == 200
@@ -121,13 +121,15 @@ def test_an_operator_submits_cancels_and_retries_a_doomed_job_through_the_cli(st
     # GIVEN a job submitted and waited for through the CLI (an operator's credentials)
     submitted = stack.cli("submit", "--source", str(grace_hopper_path()), "--target", str(clip), "--wait")
     assert submitted.returncode == 0, submitted.stderr
-    # AND a dropped job whose segment 1 crashes on every attempt
+    # AND a dropped job whose segment 0 fails on every attempt
     inbox = stack.subscribe()
-    stack.set_faults([{"job": "iam-doomed", "segment": 1, "action": "crash", "at_frame": 3}])
+    stack.set_faults([{"job": "iam-doomed", "segment": 0, "action": "fail", "at_frame": 3}])
     doomed = drop_job(stack, "iam-doomed", clip)
     assert notice_for(stack, inbox, doomed, wait_s=400)["status"] == "failed"
     # WHEN the operator reads it, then retries it once the fault is gone
-    for command in (("status", doomed), ("logs", doomed), ("list",), ("workers",)):
+    status = stack.cli("status", doomed)
+    assert "FAILED" in status.stdout, status.stdout + status.stderr  # (status exits 1 for a failed job)
+    for command in (("logs", doomed), ("list",), ("workers",)):
         result = stack.cli(*command)
         assert result.returncode == 0, (command, result.stderr)
     stack.set_faults([])

@@ -1,0 +1,49 @@
+"""`fusionfleet aws preflight --stack NAME --region R`: the checks, printed, exit 1 while anything needs fixing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from fleetctl import connection
+from fleetctl.preflight.checks import FIX, DeployPlan, preflight, stack_parameters
+
+
+def add_parser(commands: Any, add_connection: Any) -> None:
+    aws = commands.add_parser("aws", help="an AWS account and stack").add_subparsers(dest="aws_command", required=True)
+    check = aws.add_parser(
+        "preflight",
+        help="before a deploy: GPU quota, service-linked roles (created when missing), the subnets' route to AWS",
+    )
+    add_connection(check)
+    check.add_argument("--instance-types", help="GPU instance types, comma-separated (default: the stack's, g5.xlarge)")
+    check.add_argument("--on-demand-percentage", type=int, help="GpuOnDemandPercentage (default: the stack's, 100)")
+    check.add_argument("--subnets", help="SubnetIds, comma-separated (default: the stack's)")
+    check.add_argument("--assign-public-ip", choices=("ENABLED", "DISABLED"), help="AssignPublicIp (default: ENABLED)")
+    check.add_argument("--vpc-endpoints", choices=("true", "false"), help="CreateVpcEndpoints (default: false)")
+
+
+def run(args: argparse.Namespace) -> int:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    region = conn.aws.region
+    values = stack_parameters(conn.aws.client("cloudformation"), conn.stack_name)
+    flags = {
+        "GpuInstanceType": (args.instance_types or "").split(",")[0],
+        "GpuInstanceTypeAlternative": ",".join((args.instance_types or "").split(",")[1:2]),
+        "GpuOnDemandPercentage": "" if args.on_demand_percentage is None else str(args.on_demand_percentage),
+        "SubnetIds": args.subnets or "",
+        "AssignPublicIp": args.assign_public_ip or "",
+        "CreateVpcEndpoints": args.vpc_endpoints or "",
+    }
+    values.update({key: value for key, value in flags.items() if value})
+    if args.instance_types:
+        values["GpuInstanceTypeAlternative"] = flags["GpuInstanceTypeAlternative"]
+    plan = DeployPlan.from_parameters(values)
+    clients = {name: conn.aws.client(name) for name in ("service-quotas", "ec2", "iam")}
+    findings = preflight(clients, plan, region)
+    for finding in findings:
+        print(finding.line(), flush=True)
+    to_fix = [f for f in findings if f.status == FIX]
+    print(f"{len(findings)} checks, {len(to_fix)} to fix before deploying {conn.stack_name} in {region}", flush=True)
+    return 1 if to_fix else 0

@@ -1,0 +1,128 @@
+"""`fusionfleet aws preflight`: the subnets' reach against moto's EC2 (VPCs, route tables, gateways,
+endpoints); the GPU quota and the service-linked roles through botocore's Stubber at the client, where
+moto has no GetServiceQuota and names service-linked roles otherwise than AWS does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from fleetctl.preflight.checks import (
+    FIX,
+    FIXED,
+    OK,
+    DeployPlan,
+    check_quota,
+    check_subnets,
+    ensure_service_linked_roles,
+)
+from fleetctl.preflight.network import ENDPOINT_SERVICES
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def ec2() -> Iterator[Any]:
+    with mock_aws():
+        yield boto3.client("ec2", region_name=REGION)
+
+
+def plan(subnets: tuple[str, ...] = (), public_ip: bool = False, spot: bool = False) -> DeployPlan:
+    return DeployPlan(("g5.xlarge",), 50 if spot else 100, subnets, public_ip, vpc_endpoints=False)
+
+
+def _subnet(ec2: Any, vpc: str, cidr: str, route: dict[str, str] | None) -> str:
+    subnet = str(ec2.create_subnet(VpcId=vpc, CidrBlock=cidr)["Subnet"]["SubnetId"])
+    table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    ec2.associate_route_table(RouteTableId=table, SubnetId=subnet)
+    if route:
+        ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", **route)
+    return subnet
+
+
+def test_each_subnet_is_told_how_it_reaches_aws_or_what_to_fix(ec2: Any) -> None:
+    # GIVEN a public subnet (internet gateway), a NAT subnet, and a private one with no way out
+    vpc = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+    public = _subnet(ec2, vpc, "10.1.1.0/24", {"GatewayId": gateway})
+    allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=public, AllocationId=allocation)["NatGateway"]["NatGatewayId"]
+    behind_nat = _subnet(ec2, vpc, "10.1.2.0/24", {"NatGatewayId": nat})
+    private = _subnet(ec2, vpc, "10.1.3.0/24", None)
+    # WHEN the hosts get no public IP
+    found = {f.detail.split(" ")[0]: f for f in check_subnets(ec2, plan((public, behind_nat, private)), REGION)}
+    # THEN the public subnet must have public IPs, the NAT one is fine, the private one needs endpoints
+    assert found[public].status == FIX and "AssignPublicIp=ENABLED" in found[public].detail
+    assert found[behind_nat].status == OK and nat in found[behind_nat].detail
+    assert found[private].status == FIX and "CreateVpcEndpoints=true" in found[private].detail
+    assert all(service in found[private].detail for service in ENDPOINT_SERVICES)
+    # AND with public IPs (the default) the public subnet works
+    (again,) = check_subnets(ec2, plan((public,), public_ip=True), REGION)
+    assert again.status == OK and gateway in again.detail
+
+
+def test_a_private_subnet_with_every_endpoint_reaches_aws_and_one_missing_is_named(ec2: Any) -> None:
+    vpc = ec2.create_vpc(CidrBlock="10.2.0.0/16")["Vpc"]["VpcId"]
+    private = _subnet(ec2, vpc, "10.2.1.0/24", None)
+    for service in ENDPOINT_SERVICES:
+        if service == "ecr.dkr":
+            continue
+        gateway = service == "s3"
+        ec2.create_vpc_endpoint(
+            VpcId=vpc, ServiceName=f"com.amazonaws.{REGION}.{service}",
+            VpcEndpointType="Gateway" if gateway else "Interface", PrivateDnsEnabled=not gateway,
+        )  # fmt: skip
+    (finding,) = check_subnets(ec2, plan((private,)), REGION)
+    assert finding.status == FIX and "no VPC endpoint for ecr.dkr:" in finding.detail
+    ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.{REGION}.ecr.dkr", VpcEndpointType="Interface",
+                            PrivateDnsEnabled=True)  # fmt: skip
+    (finding,) = check_subnets(ec2, plan((private,)), REGION)
+    assert finding.status == OK and "VPC endpoints" in finding.detail
+
+
+def _quotas(on_demand: float) -> tuple[Any, Stubber]:
+    quotas = boto3.client("service-quotas", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(quotas)
+    stubber.add_response(
+        "get_service_quota",
+        {"Quota": {"QuotaCode": "L-DB2E81BA", "Value": on_demand}},
+        {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"},
+    )
+    return quotas, stubber
+
+
+def test_a_gpu_quota_too_small_for_one_host_is_named_with_its_code(ec2: Any) -> None:
+    quotas, stubber = _quotas(0.0)
+    with stubber:
+        (finding,) = check_quota(quotas, ec2, plan(), REGION)
+    assert finding.status == FIX and "L-DB2E81BA" in finding.detail and "0 vCPUs" in finding.detail
+    quotas, stubber = _quotas(8.0)
+    with stubber:
+        (finding,) = check_quota(quotas, ec2, plan(), REGION)
+    assert finding.status == OK and "On-Demand 8 vCPUs" in finding.detail and "needs 4" in finding.detail
+
+
+def test_missing_service_linked_roles_are_created_and_existing_ones_left_alone() -> None:
+    iam = boto3.client("iam", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(iam)
+    role = {"Path": "/aws-service-role/", "RoleName": "r", "RoleId": "AROAEXAMPLEEXAMPLE1", "CreateDate": "2026-01-01",
+            "Arn": "arn:aws:iam::123456789012:role/aws-service-role/x/r"}  # fmt: skip
+    # ECS's exists; Auto Scaling's and Application Auto Scaling's do not; Spot's is asked for (Spot hosts)
+    stubber.add_response("get_role", {"Role": role}, {"RoleName": "AWSServiceRoleForECS"})
+    for name, service in (("AWSServiceRoleForAutoScaling", "autoscaling.amazonaws.com"),
+                          ("AWSServiceRoleForApplicationAutoScaling_ECSService",
+                           "ecs.application-autoscaling.amazonaws.com"),
+                          ("AWSServiceRoleForEC2Spot", "spot.amazonaws.com")):  # fmt: skip
+        stubber.add_client_error("get_role", "NoSuchEntity", http_status_code=404, expected_params={"RoleName": name})
+        stubber.add_response("create_service_linked_role", {"Role": role}, {"AWSServiceName": service})
+    with stubber:
+        findings = ensure_service_linked_roles(iam, plan(spot=True))
+    stubber.assert_no_pending_responses()
+    assert [f.status for f in findings] == [OK, FIXED, FIXED, FIXED]
+    assert "created AWSServiceRoleForEC2Spot" in findings[-1].detail
