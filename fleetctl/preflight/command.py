@@ -1,4 +1,5 @@
-"""`fusionfleet aws preflight --stack NAME --region R`: the checks, printed, exit 1 while anything needs fixing."""
+"""`fusionfleet aws preflight|teardown --stack NAME --region R`: before a deploy, the checks (printed; exit 1
+while anything needs fixing); before a deletion, or while one waits, what lets it finish."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 from typing import Any
 
 from fleetctl import connection
+from fleetctl.preflight import teardown
 from fleetctl.preflight.checks import FIX, DeployPlan, preflight, stack_parameters
 
 
@@ -22,10 +24,24 @@ def add_parser(commands: Any, add_connection: Any) -> None:
     check.add_argument("--subnets", help="SubnetIds, comma-separated (default: the stack's)")
     check.add_argument("--assign-public-ip", choices=("ENABLED", "DISABLED"), help="AssignPublicIp (default: ENABLED)")
     check.add_argument("--vpc-endpoints", choices=("true", "false"), help="CreateVpcEndpoints (default: false)")
+    down = aws.add_parser(
+        "teardown",
+        help="let a deletion or rollback finish: services to 0, hosts' scale-in protection lifted, work bucket emptied",
+    )
+    add_connection(down)
+    down.add_argument("--keep-work", action="store_true", help="leave the work bucket's objects (deletion then waits)")
 
 
 def run(args: argparse.Namespace) -> int:
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    if args.aws_command == "teardown":
+        parts = teardown.stack_parts(conn.aws.client("cloudformation"), conn.stack_name)
+        ecs, autoscaling, s3 = (conn.aws.client(name) for name in ("ecs", "autoscaling", "s3"))
+        teardown.teardown(
+            parts, ecs, autoscaling, s3, say=lambda line: print(line, flush=True), empty_work=not args.keep_work
+        )
+        print(f"{conn.stack_name}: nothing left that holds its deletion (the media bucket and keys are retained)")
+        return 0
     region = conn.aws.region
     values = stack_parameters(conn.aws.client("cloudformation"), conn.stack_name)
     flags = {

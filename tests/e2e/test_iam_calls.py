@@ -28,6 +28,7 @@ from fleetctl.local.recording import (
     WATCHDOG_ROLE,
 )
 from fleetctl.samples import grace_hopper_path
+from fusionfleet.jobs.ids import TENANT_SEPARATOR
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import api_call, api_token, api_url, drop_job, notice_for, post_file, wait_until
 from tests.support.media import decode_all, write_video
@@ -45,7 +46,8 @@ class Tenant:
     """One tenant's client of the API, remembering every status the API answered."""
 
     def __init__(self, stack: Stack, name: str) -> None:
-        self.url, self.token, self.answers = api_url(stack), api_token(stack, name), list[tuple[str, int]]()
+        self.name, self.url, self.token = name, api_url(stack), api_token(stack, name)
+        self.answers: list[tuple[str, int]] = []
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
         status, answer = api_call(self.url, self.token, method, path, body)
@@ -87,8 +89,9 @@ def test_a_tenant_retries_a_doomed_job_and_cancels_another_through_the_api_witho
     # WHEN it fails for good (its job-failed marker written by the worker that saw the last attempt)
     failed = tenant.final(doomed)
     assert failed["state"] == "FAILED", failed
-    # (the farm's job id starts with the API's; its marker is what a retry must clear)
-    listing = stack.client("s3").list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=f"work/{doomed}")
+    # (the farm's job id is the tenant's name and the API's; its marker is what a retry must clear)
+    prefix = f"work/{tenant.name}{TENANT_SEPARATOR}{doomed}"
+    listing = stack.client("s3").list_objects_v2(Bucket=stack.resources.work_bucket, Prefix=prefix)
     markers = [item["Key"] for item in listing.get("Contents", []) if item["Key"].endswith("/failed.json")]
     assert len(markers) == 1, f"the doomed job has no job-failed marker to clear: {listing.get('Contents')}"
     # AND its detail and logs are read, and it is retried once the fault is gone
@@ -127,8 +130,8 @@ def test_an_operator_submits_cancels_and_retries_a_doomed_job_through_the_cli(st
     doomed = drop_job(stack, "iam-doomed", clip)
     assert notice_for(stack, inbox, doomed, wait_s=400)["status"] == "failed"
     # WHEN the operator reads it, then retries it once the fault is gone
-    status = stack.cli("status", doomed)
-    assert "FAILED" in status.stdout, status.stdout + status.stderr  # (status exits 1 for a failed job)
+    # (its execution ends just after the notice; `status` exits 1 for a failed job)
+    assert wait_until(lambda: "FAILED" in stack.cli("status", doomed).stdout, 60), stack.cli("status", doomed).stdout
     for command in (("logs", doomed), ("list",), ("workers",)):
         result = stack.cli(*command)
         assert result.returncode == 0, (command, result.stderr)

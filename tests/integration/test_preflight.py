@@ -22,6 +22,7 @@ from fleetctl.preflight.checks import (
     ensure_service_linked_roles,
 )
 from fleetctl.preflight.network import ENDPOINT_SERVICES
+from fleetctl.preflight.teardown import StackParts, teardown
 
 REGION = "us-east-1"
 
@@ -126,3 +127,51 @@ def test_missing_service_linked_roles_are_created_and_existing_ones_left_alone()
     stubber.assert_no_pending_responses()
     assert [f.status for f in findings] == [OK, FIXED, FIXED, FIXED]
     assert "created AWSServiceRoleForEC2Spot" in findings[-1].detail
+
+
+# ---------------------------------------------------------------- teardown
+
+
+def test_teardown_lifts_host_protection_stops_the_services_and_empties_the_work_bucket() -> None:
+    with mock_aws():
+        clients: dict[str, Any] = {
+            name: boto3.client(name, region_name=REGION) for name in ("ecs", "autoscaling", "s3")
+        }
+        ecs, autoscaling, s3 = clients["ecs"], clients["autoscaling"], clients["s3"]
+        ec2 = boto3.client("ec2", region_name=REGION)
+        # GIVEN a cluster whose render service wants a task, two GPU hosts protected from scale-in
+        # (what managed termination protection leaves), and a work bucket with a job's files
+        ecs.create_cluster(clusterName="fleet-cluster")
+        ecs.register_task_definition(family="render", containerDefinitions=[{"name": "r", "image": "i", "memory": 64}])
+        ecs.create_service(cluster="fleet-cluster", serviceName="fleet-render", taskDefinition="render", desiredCount=1)
+        subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
+        image = ec2.describe_images()["Images"][0]["ImageId"]
+        ec2.create_launch_template(LaunchTemplateName="gpu", LaunchTemplateData={"ImageId": image})
+        autoscaling.create_auto_scaling_group(
+            AutoScalingGroupName="fleet-gpu", MinSize=0, MaxSize=4, DesiredCapacity=2, VPCZoneIdentifier=subnet,
+            LaunchTemplate={"LaunchTemplateName": "gpu"}, NewInstancesProtectedFromScaleIn=True,
+        )  # fmt: skip
+        s3.create_bucket(Bucket="fleet-work")
+        for key in ("work/j/plan.json", "work/j/segments/00000.mp4"):
+            s3.put_object(Bucket="fleet-work", Key=key, Body=b"x")
+        live, gone = "CREATE_COMPLETE", "DELETE_COMPLETE"
+        parts = StackParts.from_resources([
+            {"LogicalResourceId": logical, "PhysicalResourceId": physical, "ResourceStatus": status}
+            for logical, physical, status in (
+                ("RenderCluster", "fleet-cluster", live), ("RenderService", "fleet-render", live),
+                ("MergeService", "gone", gone), ("GpuAutoScalingGroup", "fleet-gpu", live),
+                ("WorkBucket", "fleet-work", live),
+            )
+        ])  # fmt: skip
+        said: list[str] = []
+        # WHEN the teardown runs
+        teardown(parts, ecs, autoscaling, s3, said.append)
+        # THEN no host is protected and the group wants none, the service wants no task, the bucket is empty
+        (group,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["fleet-gpu"])["AutoScalingGroups"]
+        assert group["DesiredCapacity"] == 0 and group["MinSize"] == 0
+        assert not [i for i in group["Instances"] if i["ProtectedFromScaleIn"]]
+        (service,) = ecs.describe_services(cluster="fleet-cluster", services=["fleet-render"])["services"]
+        assert service["desiredCount"] == 0
+        assert s3.list_objects_v2(Bucket="fleet-work").get("KeyCount", 0) == 0
+        assert "scale-in protection lifted from 2 hosts" in " ".join(said), said
+        assert parts.services == ("fleet-render",)
