@@ -113,7 +113,7 @@ def test_a_tenant_retries_a_doomed_job_and_cancels_another_through_the_api_witho
     tenant.start(slow, uploads, clip)
     assert wait_until(lambda: tenant.call("GET", f"/jobs/{slow}")[1].get("state") == "RUNNING", 120)
     status, cancelled = tenant.call("POST", f"/jobs/{slow}/cancel")
-    assert status == 200, cancelled
+    assert status == 202, cancelled
     assert tenant.final(slow)["state"] == "CANCELLED"
     stack.set_faults([])
     # AND nothing the API answered along the way was a server error
