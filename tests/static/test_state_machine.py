@@ -233,8 +233,9 @@ CLAIM = "arn:aws:states:::aws-sdk:s3:putObject"
 
 
 def run_until_settled(
-    definition: dict[str, Any], start: str, data: dict[str, Any], records: dict[str, str] | None = None
-) -> tuple[str, Any]:
+    definition: dict[str, Any], start: str, data: dict[str, Any], records: dict[str, str] | None = None,
+    visited: list[str] | None = None,
+) -> tuple[str, Any]:  # fmt: skip
     """Runs Pass, Choice, SNS, S3 conditional-create and Fail states from `start` as Step Functions would,
     with JSONPath's rule that a missing path fails the state; stops at a callback task (its outcome is a
     worker's) or a Fail state. `records`: the work bucket's objects (a conditional create of one that
@@ -247,6 +248,8 @@ def run_until_settled(
     while True:
         state = flat[name]
         kind = state["Type"]
+        if visited is not None:
+            visited.append(name)
         if kind == "Fail":
             cause = select(state["CausePath"], data) if "CausePath" in state else state.get("Cause")
             return name, {"cause": cause, "published": published, "error": state["Error"]}
@@ -406,3 +409,29 @@ def test_the_state_machine_publishes_only_a_notice_whose_record_it_created(start
     assert flat_state(definition, stopped)["Type"] == "Fail", stopped
     assert outcome["published"] == [] and outcome["error"] == "NoticeNotClaimed", outcome
     assert json.loads(held[NOTICE_KEY])["by"] == "cancel"
+
+
+def test_the_merge_service_is_woken_when_the_map_ends_and_only_when_it_wants_no_task() -> None:
+    definition = _definition()
+    # GIVEN the Map's way on, on success and on failure
+    render = definition["States"]["RenderSegments"]
+    assert render["Next"] == render["Catch"][0]["Next"] == "WakeMergeService"
+    # WHEN it runs on an AWS stage whose merge service wants no task
+    visited: list[str] = []
+    stopped, sent = run_until_settled(definition, "WakeMergeService", dict(JOB_INPUT), visited=visited)
+    # THEN the service is read, raised to one task, and the merge message is sent with the job
+    assert visited == ["WakeMergeService", "MergeServiceToWake", "ReadMergeService", "MergeServiceIdle", "WakeMerge",
+                       "Merge"]  # fmt: skip
+    assert stopped == "Merge" and sent["MessageBody"]["job"] == JOB_INPUT["job"]
+    wake = flat_state(definition, "WakeMerge")
+    assert wake["Parameters"]["DesiredCount"] == 1 and wake["Catch"][0]["Next"] == "Merge"
+    assert all(flat_state(definition, name)["TimeoutSeconds"] <= 60 for name in ("ReadMergeService", "WakeMerge"))
+    # AND a service that already wants a task is left alone (the wake only raises)
+    idle = flat_state(definition, "MergeServiceIdle")["Choices"][0]
+    assert not holds(idle, {"wake": {"current": {"desired": 2}}}) and holds(idle, {"wake": {"current": {"desired": 0}}})
+    # AND on the local stage (no ECS: the substitution is empty) the wake is skipped
+    local = json.loads(ASL.read_text().replace("${Partition}", "aws").replace("${MergeCluster}", "")
+                       .replace("${MergeService}", ""))  # fmt: skip
+    visited = []
+    assert run_until_settled(local, "WakeMergeService", dict(JOB_INPUT), visited=visited)[0] == "Merge"
+    assert visited == ["WakeMergeService", "MergeServiceToWake", "Merge"]
