@@ -80,7 +80,8 @@ $(IAMDIR)/node_modules/.installed: $(IAMDIR)/package-lock.json
 IAM_CALLS_DIR ?= .fusionfleet/iam-calls
 iam-calls: venv localstack-env iam-env
 	rm -rf $(IAM_CALLS_DIR) && mkdir -p $(IAM_CALLS_DIR)
-	FUSIONFLEET_IAM_RECORD_DIR=$(abspath $(IAM_CALLS_DIR)) $(PY) -m pytest tests/e2e/test_iam_calls.py -p no:randomly $(PYTEST_ARGS)
+	FUSIONFLEET_IAM_RECORD_DIR=$(abspath $(IAM_CALLS_DIR)) FUSIONFLEET_IAM_SCENARIOS=all \
+		$(PY) -m pytest tests/e2e/test_iam_calls.py -p no:randomly $(PYTEST_ARGS)
 	$(PY) -m tests.support.iam.judge $(IAM_CALLS_DIR)
 
 # Everything checked about the AWS stage without AWS: cfn-lint on the raw and the SAM-transformed
