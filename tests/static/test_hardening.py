@@ -276,3 +276,19 @@ def test_only_the_media_bucket_may_send_to_the_ingest_queue() -> None:
     assert fnmatch.fnmatchcase("arn:aws:s3:::fleet-mediabucket-1x2y3z4w5v6u", pattern)
     assert not fnmatch.fnmatchcase("arn:aws:s3:::fleet-workbucket-1x2y3z4w5v6u", pattern)
     assert not fnmatch.fnmatchcase("arn:aws:s3:::someone-elses-bucket", pattern)
+
+
+def test_a_warm_pool_goes_with_one_on_demand_type_as_ec2_auto_scaling_requires() -> None:
+    # EC2 Auto Scaling puts no warm pool beside a mixed instances policy or Spot (PutWarmPool).
+    template = _aws()[0]
+    group = template["Resources"]["GpuAutoScalingGroup"]["Properties"]
+    off = _aws()[1]
+    on = Conditions(template, {**parameter_values(template, "prod"), "GpuWarmPoolSize": 2})
+    assert _if(group["MixedInstancesPolicy"], off) is not None and _if(group["LaunchTemplate"], off) is None
+    assert _if(group["MixedInstancesPolicy"], on) is None and _if(group["LaunchTemplate"], on) is not None
+    data = template["Resources"]["GpuLaunchTemplate"]["Properties"]["LaunchTemplateData"]
+    assert _if(data["InstanceType"], on) == {"Ref": "GpuInstanceType"} and _if(data["InstanceType"], off) is None
+    assert on["HasWarmPool"] and not off["HasWarmPool"]
+    (rule,) = [r for name, r in template["Rules"].items() if name == "WarmPoolNeedsOneOnDemandType"]
+    asserted = [a["Assert"] for a in rule["Assertions"]]
+    assert {"Fn::Equals": [{"Ref": "GpuOnDemandPercentage"}, 100]} in asserted
