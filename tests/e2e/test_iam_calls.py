@@ -127,10 +127,16 @@ def test_a_tenant_retries_a_doomed_job_and_cancels_another_through_the_api_witho
     reason="make iam-calls runs it; in make test, tests/e2e/test_operations.py's CLI cancel, retry and logs are "
     "recorded and judged instead (its 90 s are not added to the suite twice)",
 )
-def test_an_operator_submits_cancels_and_retries_a_doomed_job_through_the_cli(stack: Stack, clip: Path) -> None:
+def test_an_operator_submits_cancels_and_retries_a_doomed_job_through_the_cli(
+    stack: Stack, clip: Path, tmp_path: Path
+) -> None:
     # GIVEN a job submitted and waited for through the CLI (an operator's credentials)
-    submitted = stack.cli("submit", "--source", str(grace_hopper_path()), "--target", str(clip), "--wait")
+    result = tmp_path / "submitted.mp4"
+    submitted = stack.cli(
+        "submit", "--source", str(grace_hopper_path()), "--target", str(clip), "--wait", "--output", str(result)
+    )
     assert submitted.returncode == 0, submitted.stderr
+    assert len(decode_all(result)[1]) == 100
     # AND a dropped job whose segment 0 fails on every attempt
     inbox = stack.subscribe()
     stack.set_faults([{"job": "iam-doomed", "segment": 0, "action": "fail", "at_frame": 3}])
