@@ -51,10 +51,11 @@ class CallRecorder:
         if service == "s3":
             presign_post = client.generate_presigned_post
 
-            def recorded_post(bucket: str, key: str, *args: Any, **kwargs: Any) -> Any:
-                fields = kwargs.get("Fields") or {}
-                self.write("s3", "PresignedPost", {"Bucket": bucket, "Key": key, **_form(fields)}, True, where)
-                return presign_post(bucket, key, *args, **kwargs)
+            def recorded_post(*args: Any, **kwargs: Any) -> Any:
+                named = dict(zip(("Bucket", "Key", "Fields"), args, strict=False)) | kwargs
+                target = {"Bucket": named.get("Bucket", ""), "Key": named.get("Key", "")}
+                self.write("s3", "PresignedPost", {**target, **_form(named.get("Fields") or {})}, True, where)
+                return presign_post(*args, **kwargs)
 
             client.generate_presigned_post = recorded_post
 
