@@ -12,6 +12,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from fleetctl import cli
 from fleetctl.preflight.checks import (
     FIX,
     FIXED,
@@ -175,3 +176,25 @@ def test_teardown_lifts_host_protection_stops_the_services_and_empties_the_work_
         assert s3.list_objects_v2(Bucket="fleet-work").get("KeyCount", 0) == 0
         assert "scale-in protection lifted from 2 hosts" in " ".join(said), said
         assert parts.services == ("fleet-render",)
+
+
+def test_the_command_reads_the_flags_checks_everything_and_exits_1_while_something_needs_fixing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL", "FUSIONFLEET_LOCAL_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FUSIONFLEET_LOCAL_DIR", "/nonexistent-local-stack")
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name=REGION)
+        vpc = ec2.create_vpc(CidrBlock="10.3.0.0/16")["Vpc"]["VpcId"]
+        private = _subnet(ec2, vpc, "10.3.1.0/24", None)
+        # WHEN preflight runs before a first deploy (no stack yet) for a private subnet without endpoints
+        code = cli.main(["aws", "preflight", "--region", REGION, "--stack", "fresh", "--subnets", private])
+    out = capsys.readouterr().out.splitlines()
+    # THEN it reports each check (moto answers no quota: unreadable is a FIX too), creates the linked
+    # roles, names the subnet's missing way out, and says how many need fixing
+    assert code == 1
+    assert any(line.startswith("FIX    gpu quota") for line in out), out
+    assert sum(line.startswith("FIXED  linked role") for line in out) == 3, out
+    assert any(line.startswith(f"FIX    subnets        {private}") for line in out), out
+    assert out[-1] == f"{len(out) - 1} checks, 2 to fix before deploying fresh in {REGION}"
