@@ -146,8 +146,8 @@ def test_an_operator_submits_cancels_and_retries_a_doomed_job_through_the_cli(
     # (its execution ends just after the notice; `status` exits 1 for a failed job)
     assert wait_until(lambda: "FAILED" in stack.cli("status", doomed).stdout, 60), stack.cli("status", doomed).stdout
     for command in (("logs", doomed), ("list",), ("workers",)):
-        result = stack.cli(*command)
-        assert result.returncode == 0, (command, result.stderr)
+        read = stack.cli(*command)
+        assert read.returncode == 0, (command, read.stderr)
     stack.set_faults([])
     retried = stack.cli("retry", doomed)
     # THEN the retry runs and succeeds
