@@ -10,7 +10,7 @@ import pytest
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.media.ffmpeg import encode_segment_argv, video_encoder
 from fusionfleet.media.gpu_media import cpu_codec, job_codec, nvenc_preset
-from fusionfleet.services.slicing import SlicerConfig
+from tests.support.jobs import slicer_config
 
 
 def test_a_job_naming_no_encoder_gets_the_fleets_default_on_its_device() -> None:
@@ -28,7 +28,7 @@ def test_an_unknown_device_is_refused_naming_the_devices() -> None:
     with pytest.raises(ValueError, match="cpu, nvenc"):
         job_codec(None, "libx264", "vaapi")
     with pytest.raises(ValueError, match="'vaapi' is not one of cpu, nvenc"):
-        SlicerConfig("w", "arn:m", "arn:t", video_encoder_device="vaapi")
+        slicer_config("w", "arn:m", "arn:t", video_encoder_device="vaapi")
 
 
 def test_nvenc_settings_share_the_cpu_encoders_profile_and_every_segment_is_alike() -> None:
