@@ -28,6 +28,7 @@ import json
 import os
 import statistics
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -269,13 +270,14 @@ def main() -> int:
     stack = LocalStack(LocalPaths.discover(ROOT / ".fusionfleet" / "bench-occupancy", env=os.environ), say=print)
     clips: list[dict[str, Any]] = []
     try:
+        since = time.time()  # the fleet's workers' log lines from here on are this run's
         bench = fleet(stack, 1, max(round(s * FPS) for s in SIZES.values()), args)
         for size in sizes:
             print(f"one worker, {size}, sleep engine…", flush=True)
             try:
                 with MemoryWatch(args.port) as memory:
                     idle_mb = memory.peak_mb
-                    row = run(bench, 1, clips_media[size], SIZES.get(size, 20.0), args)
+                    row = run(bench, 1, clips_media[size], SIZES.get(size, 20.0), args, since)
                 records = [
                     SegmentRecord.model_validate(get_json(bench.storage, bench.resources.work_bucket, key))
                     for key in (layout.segment_record_key(row["job_id"], index) for index in range(row["segments"]))
