@@ -18,6 +18,7 @@ import platform
 import shutil
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,8 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
     bench.wait_for_notice(inbox, submission.job_id)
     end_to_end = time.monotonic() - began
     status = client.status(submission.job_id)
-    if status.state != "SUCCEEDED" or not status.output:
+    result = status.result
+    if result is None:
         raise RuntimeError(f"benchmark job {submission.job_id} ended {status.state}: {status.reason}")
     storage = bench.storage
     plan = get_json(storage, bench.resources.work_bucket, layout.plan_key(submission.job_id))
@@ -158,11 +160,9 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
         )
         for item in plan
     ]
-    timings = status.output["timings"]
+    timings = result.timings
     worker_s = sum(r.total_s for r in records)
-    execution = status.execution
-    assert execution is not None and execution.started is not None
-    started = execution.started.timestamp()
+    started = datetime.fromisoformat(str(timings["started_at"])).timestamp()
     ordered = sorted(records, key=lambda r: r.started_at)
     first_sent = min(r.started_at - r.queued_s for r in records)
     gaps = sum(max(0.0, b.started_at - a.finished_at) for a, b in itertools.pairwise(ordered))
@@ -179,7 +179,7 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
     return {
         "job_id": submission.job_id,
         "segments": len(records),
-        "frames": status.output["frames"],
+        "frames": result.frames,
         "end_to_end_s": round(end_to_end, 3),
         "render_wall_s": timings["render_s"],
         "worker_s": round(worker_s, 3),

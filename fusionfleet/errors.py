@@ -58,7 +58,15 @@ class TokenGone(FusionFleetError):
 
 
 class SegmentFailed(FusionFleetError):
-    """One segment could not be rendered or failed its integrity check."""
+    """One segment could not be rendered or failed its integrity check.
+
+    `final`: no retry can mend it (the merge gate read a segment's record of its last failed attempt):
+    whoever holds the task fails its token at once, with this reason.
+    """
+
+    def __init__(self, reason: str, final: bool = False) -> None:
+        super().__init__(reason)
+        self.final = final
 
 
 class JobNotFound(FusionFleetError):

@@ -1,7 +1,7 @@
 """The dashboard's JSON API: one pure function from a request to a response, over a `DashboardSource`.
 
-    GET  /api/jobs?state=S&limit=N      recent jobs (JobSummary), newest first
-    GET  /api/jobs/{id}                 one job: summary, segments, attempts, timings, preview URL
+    GET  /api/jobs?state=S&limit=N      recent jobs (the read model's JobView), newest first, and every state
+    GET  /api/jobs/{id}                 one job: its view, segments, attempts, timings, cost, preview URL
     GET  /api/jobs/{id}/preview.jpg     the latest swapped frame (JPEG), 404 while there is none
     GET  /api/workers                   the workers and their heartbeats
     POST /api/jobs/{id}/cancel          {"message": ...}
@@ -24,6 +24,8 @@ from urllib.parse import unquote
 
 from fleetctl.dashboard.source import DashboardSource, JobNotFound, OperationRefused
 from fusionfleet.errors import FusionFleetError
+from fusionfleet.jobs.states import JobState
+from fusionfleet.jobs.views import view_json
 from fusionfleet.json_http import (
     Headers,
     HttpError,
@@ -140,13 +142,14 @@ def _serve(source: DashboardSource, found: Route, query: str, now: datetime) -> 
     job_id = found.job_id or ""
     if found.name == "jobs":
         state, limit = list_query(query)
-        return json_response(200, {"now": now, "state": state, "limit": limit, "jobs": source.list_jobs(state, limit)})
+        jobs = [view_json(view) for view in source.list_jobs(state, limit)]
+        return json_response(200, {"now": now, "state": state, "limit": limit, "jobs": jobs, "states": list(JobState)})
     if found.name == "workers":
         return json_response(200, {"now": now, "workers": source.workers()})
     if found.name == "job":
         detail = source.job(job_id)
         preview = f"/api/jobs/{job_id}/preview.jpg" if detail.preview_key else None
-        return json_response(200, {"now": now, **plain(detail), "preview_url": preview})
+        return json_response(200, {"now": now, **plain(detail), "job": view_json(detail.job), "preview_url": preview})
     if found.name == "preview":
         image = source.preview(job_id)
         if image is None:

@@ -23,6 +23,7 @@ from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import from_env
+from fusionfleet.jobs.reader import JobReader
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_jobs import MIB, TenantJobs
 
@@ -63,8 +64,10 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
 def tenant_jobs(aws: AwsTarget, config: ApiSettings) -> TenantJobs:
     # SigV4 presigned URLs: bound to bucket, key and method, with a lifetime the URL states.
     storage = S3Storage(aws.client("s3", signature_version="s3v4"))
-    operations = Operations(storage, StepFunctions(aws.client("stepfunctions")), SnsNotifier(aws.client("sns")), config)
-    return TenantJobs(storage, operations, config.media_bucket, config.work_bucket, config.upload_url_s,
+    orchestrator = StepFunctions(aws.client("stepfunctions"))
+    reader = JobReader(storage, orchestrator, config.work_bucket, config.state_machine_arn)
+    operations = Operations(storage, orchestrator, SnsNotifier(aws.client("sns")), config)
+    return TenantJobs(storage, reader, operations, config.media_bucket, config.work_bucket, config.upload_url_s,
                       config.download_url_s, config.max_upload_mib * MIB)  # fmt: skip
 
 

@@ -24,7 +24,6 @@ problem; an action the job's state does not allow is 409.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,12 +32,14 @@ from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.errors import JobNotFound, OperationRefused
+from fusionfleet.jobs.views import tenant_json
 from fusionfleet.json_http import (
     HttpError,
     Router,
     json_bytes,
     method_not_allowed,
     not_found,
+    plain,
     query_value,
     whole_number,
 )
@@ -134,27 +135,31 @@ def _serve(request: ApiRequest, jobs: TenantJobs, tenant: str, name: str, job_id
     if name == "list":
         raw = query_value(request.query, "limit", keep_blank=False)
         limit = whole_number(raw, "limit", 1, MAX_LIMIT) if raw else DEFAULT_LIST_LIMIT
-        return ApiResponse(200, {"jobs": [view.to_dict() for view in jobs.list_jobs(tenant, limit)], "now": now})
+        return ApiResponse(200, {"jobs": [tenant_json(view) for view in jobs.list_jobs(tenant, limit)], "now": now})
     if name == "start":
         logger.info("tenant %s starts job %s", tenant, job_id)
-        return ApiResponse(202, jobs.start(tenant, job_id).to_dict())
+        return ApiResponse(202, tenant_json(jobs.start(tenant, job_id)))
     if name == "cancel":
         return ApiResponse(202, {"job_id": job_id, "message": jobs.cancel(tenant, job_id)})
     if name == "retry":
         logger.info("tenant %s retries job %s", tenant, job_id)
         return ApiResponse(202, {"job_id": job_id, "message": jobs.retry(tenant, job_id)})
     if name == "detail":
-        view, detail = jobs.detail(tenant, job_id)
-        return ApiResponse(200, {"job": view.to_dict(), **detail, "now": now})
+        detail = jobs.detail(tenant, job_id)
+        return ApiResponse(200, {
+            "job": tenant_json(detail.job), "segments": plain(detail.segments), "attempts": plain(detail.attempts),
+            "timings": plain(detail.timings), "cost": plain(detail.cost), "preview": detail.preview_key is not None,
+            "now": now,
+        })  # fmt: skip
     if name == "logs":
-        attempts = [dataclasses.asdict(record) for record in jobs.logs(tenant, job_id, _segment(request.query))]
+        attempts = plain(jobs.logs(tenant, job_id, _segment(request.query)))
         return ApiResponse(200, {"job_id": job_id, "attempts": attempts})
     if name == "preview":
         image = jobs.preview(tenant, job_id)
         if image is None:
             return error(404, f"job {job_id} has no preview yet")
         return ApiResponse(200, {"job_id": job_id, "image": image})
-    return ApiResponse(200, jobs.status(tenant, job_id).to_dict())
+    return ApiResponse(200, tenant_json(jobs.status(tenant, job_id)))
 
 
 def _segment(query: str) -> int | None:

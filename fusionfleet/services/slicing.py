@@ -26,6 +26,7 @@ from fusionfleet.fleet.wake import FleetWaker
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
+from fusionfleet.jobs.final_notice import state_machine_claim
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.jobs.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
 from fusionfleet.jobs.plan import Segment, SegmentPolicy, plan_segments
@@ -223,6 +224,8 @@ class Slicer:
             },
             # The notices' `tenant` attribute (the state machine cannot turn a null into "-" itself).
             "tenant": notice_tenant(context.tenant),
+            # What its claim of the final notice needs (fusionfleet.jobs.final_notice).
+            "final_notice": state_machine_claim(context.job_id),
         }
 
     def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str, run: int = 0) -> tuple[JobContext, int]:

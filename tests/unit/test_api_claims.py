@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from functions.api.app import ApiSettings, respond, settings
 from functions.api.claims import TokenRules, token_problem
 from fusionfleet.environment.api import ENV_AUDIENCE, ENV_TOKEN_USE
+from fusionfleet.jobs.reader import JobReader
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_jobs import TenantJobs
 from infra.emulators.jwt_authorizer import JwtAuthorizer, Unauthorized
@@ -48,9 +49,9 @@ def test_without_rules_the_authorizers_verdict_stands() -> None:
 
 
 def _jobs() -> TenantJobs:
-    storage = FakeStorage()
-    operations = Operations(storage, FakeOrchestrator(), FakeNotifier(), ApiSettings(MEDIA, WORK, "machine", "topic"))
-    return TenantJobs(storage, operations, MEDIA, WORK)
+    storage, orchestrator = FakeStorage(), FakeOrchestrator()
+    operations = Operations(storage, orchestrator, FakeNotifier(), ApiSettings(MEDIA, WORK, "machine", "topic"))
+    return TenantJobs(storage, JobReader(storage, orchestrator, WORK, "machine"), operations, MEDIA, WORK)
 
 
 def _event(claims: dict[str, Any]) -> dict[str, Any]:

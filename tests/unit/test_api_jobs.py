@@ -15,6 +15,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.plan import Segment
+from fusionfleet.jobs.reader import JobReader
 from fusionfleet.messages import ObjectRef
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_jobs import TenantJobs
@@ -29,8 +30,9 @@ class Farm:
         self.storage, self.orchestrator, self.notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
         settings = ApiSettings(MEDIA, WORK, MACHINE, "topic")
         self.jobs = TenantJobs(
-            self.storage, Operations(self.storage, self.orchestrator, self.notifier, settings), MEDIA, WORK
-        )
+            self.storage, JobReader(self.storage, self.orchestrator, WORK, MACHINE),
+            Operations(self.storage, self.orchestrator, self.notifier, settings), MEDIA, WORK,
+        )  # fmt: skip
 
     def call(self, method: str, path: str, body: object = None, tenant: str = "acme", query: str = "") -> ApiResponse:
         raw = b"" if body is None else json.dumps(body).encode()
@@ -70,6 +72,8 @@ def test_a_started_job_reads_pending_then_running_with_its_segments() -> None:
     assert farm.call("GET", f"/jobs/{api_id}").body == {
         "job_id": api_id, "state": "RUNNING", "segments": {"done": 1, "failed": 0, "total": 4},
         "created_at": farm.call("GET", f"/jobs/{api_id}").body["created_at"], "priority": "normal",
+        # what the read model says it allows now, and that it has not ended
+        "actions": ["cancel"], "ended": False,
     }  # fmt: skip
 
 

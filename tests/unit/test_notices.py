@@ -155,7 +155,7 @@ def test_every_subject_in_the_state_machine_fits_sns_with_the_longest_job_id() -
 
 def test_code_that_publishes_uses_the_bounded_subject() -> None:
     # GIVEN the modules that publish notices
-    for module in ("fusionfleet/services/slicing.py", "fusionfleet/services/watchdog.py"):
+    for module in ("fusionfleet/services/slicing.py", "fusionfleet/jobs/final_notice.py"):
         source = (ROOT / module).read_text()
         # THEN each builds its subject with notice_subject, never by formatting the job id itself
         assert "notice_subject(" in source, module

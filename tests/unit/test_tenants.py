@@ -299,14 +299,14 @@ def test_list_keeps_to_one_tenants_jobs_and_its_limit_counts_only_them() -> None
     farm.job("acme_c-0123456789abcdef", "RUNNING", minutes_ago=10)
     farm.job("plain-0123456789abcdef", "RUNNING", minutes_ago=5)
     # WHEN each tenant's jobs are listed
-    ids = {tenant: [job.job_id for job in farm.ops.list_jobs(tenant=tenant)] for tenant in ("acme", "globex", "-")}
+    ids = {tenant: [job.job_id for job in farm.reader.list_jobs(tenant=tenant)] for tenant in ("acme", "globex", "-")}
     # THEN each sees only its own, newest first, and the limit counts only those
     assert ids == {
         "acme": ["acme_c-0123456789abcdef", "acme_a-0123456789abcdef"],
         "globex": ["globex_b-0123456789abcdef"],
         "-": ["plain-0123456789abcdef"],
     }
-    assert [job.job_id for job in farm.ops.list_jobs(limit=1, tenant="acme")] == ["acme_c-0123456789abcdef"]
+    assert [job.job_id for job in farm.reader.list_jobs(limit=1, tenant="acme")] == ["acme_c-0123456789abcdef"]
 
 
 def test_a_manifest_under_a_name_that_is_no_tenant_is_refused_not_ignored() -> None:
