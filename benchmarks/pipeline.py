@@ -33,9 +33,10 @@ from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage, get_json
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -118,7 +119,12 @@ def measure_slicer(bench: Bench, target: Path) -> dict[str, Any]:
         storage,
         StepFunctions(bench.aws.client("stepfunctions")),
         SnsNotifier(bench.aws.client("sns")),
-        SlicerConfig(bench.resources.work_bucket, bench.resources.state_machine_arn, bench.resources.topic_arn),
+        SlicerEnvironment(
+            region=bench.aws.region,
+            work_bucket=bench.resources.work_bucket,
+            state_machine_arn=bench.resources.state_machine_arn,
+            topic_arn=bench.resources.topic_arn,
+        ),
     )
     began = time.monotonic()
     outcome = slicer.handle(bucket, key)

@@ -25,6 +25,15 @@ class MediaError(FusionFleetError):
     """ffmpeg or the decoder failed on media the system produced or already accepted."""
 
 
+class BadRequest(FusionFleetError):
+    """A request that cannot be served as sent (an API's body or query); `problems` lists every reason."""
+
+    def __init__(self, summary: str, problems: tuple[str, ...]) -> None:
+        super().__init__(f"{summary}: " + "; ".join(problems))
+        self.summary = summary
+        self.problems = problems
+
+
 class ObjectMissing(FusionFleetError):
     """An S3 object that should exist does not."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import secrets
 import time
 from collections.abc import Callable
@@ -24,22 +23,20 @@ from typing import Any
 from fusionfleet import layout
 from fusionfleet.adapters.storage import ObjectInfo, Storage, get_json, put_json
 from fusionfleet.errors import (
-    FusionFleetError,
+    BadRequest,
     JobNotFound,
     JobRejected,
     ObjectMissing,
     ObjectRefused,
     OperationRefused,
 )
+from fusionfleet.jobs.ids import JOB_ID
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, parse_time, pending_view
 from fusionfleet.services.operations import Operations
 
-# Ids the API issues are `YYYYMMDD-HHMMSS-<8 hex>`; a manifest dropped by hand under the tenant's
-# `jobs/` prefix is reachable by its name too, when the name is one path segment.
-JOB_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 # The fields of a body that name files: a plain name is uploaded through the API, a key (with '/')
 # names an object the tenant already has (checked by the manifest's own key rules).
 _FILE_FIELDS = ("source", "target", "reference")
@@ -63,12 +60,11 @@ def oversized(sizes: Any, max_bytes: int) -> tuple[str, ...]:
     return tuple(problems)
 
 
-class BadBody(FusionFleetError):
+class BadBody(BadRequest):
     """The body of a request cannot make a job; `problems` lists every reason."""
 
     def __init__(self, problems: tuple[str, ...]) -> None:
-        super().__init__("the job is invalid: " + "; ".join(problems))
-        self.problems = problems
+        super().__init__("the job is invalid", problems)
 
 
 class NotStarted(OperationRefused):

@@ -23,9 +23,9 @@ alone.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier
@@ -128,12 +128,17 @@ def judge(observation: Observation, now: datetime, policy: WatchdogPolicy) -> Ve
     return Verdict("none")
 
 
-@dataclass(frozen=True)
-class WatchdogConfig:
-    work_bucket: str
-    state_machine_arn: str
-    topic_arn: str
-    policy: WatchdogPolicy = field(default_factory=WatchdogPolicy)
+class WatchdogSettings(Protocol):
+    """What the watchdog needs of its configuration (fusionfleet.environment.watchdog)."""
+
+    @property
+    def work_bucket(self) -> str: ...
+    @property
+    def state_machine_arn(self) -> str: ...
+    @property
+    def topic_arn(self) -> str: ...
+    @property
+    def policy(self) -> WatchdogPolicy: ...
 
 
 @dataclass(frozen=True)
@@ -152,7 +157,7 @@ class Watchdog:
         storage: Storage,
         orchestrator: Orchestrator,
         notifier: Notifier,
-        config: WatchdogConfig,
+        config: WatchdogSettings,
         backups: Backups | None = None,
     ) -> None:
         self._storage = storage

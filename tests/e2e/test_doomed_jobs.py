@@ -137,5 +137,5 @@ def test_a_doomed_jobs_status_wait_api_and_dashboard_all_give_its_notices_reason
     assert said.split(None, 1)[1] == reason, status.stdout
     code, view = api_call(api_url(stack), api_token(stack, "acme"), "GET", f"/jobs/{name}")
     assert (code, view["state"], view.get("reason")) == (200, "FAILED", reason), view
-    shown = _dashboard_job(stack, job)["summary"]
+    shown = _dashboard_job(stack, job)["job"]
     assert shown["reason"] == reason, shown

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from fleetctl.dashboard import DashboardServer
-from fleetctl.dashboard.api import plain, route
+from fleetctl.dashboard.api import list_query, plain
 from fusionfleet.fleet.workers import WorkerView
 from tests.support.dashboard import JPEG_BYTES, NOW, FakeDashboardSource, sample_job
 
@@ -313,11 +313,9 @@ def test_a_stack_that_does_not_answer_is_a_502_and_the_server_keeps_serving(brok
 # --- pure parts ------------------------------------------------------------------------------------
 
 
-def test_routes_are_parsed_from_the_path_alone() -> None:
-    found = route(f"/api/jobs/{RUNNING_ID}/preview.jpg")
-    assert found is not None and (found.name, found.job_id) == ("preview", RUNNING_ID)
-    assert route("/api/jobs/") is None
-    assert route("/static/app.js") is None
+def test_the_list_query_is_read_and_checked_alone() -> None:
+    assert list_query("state=failed&limit=5") == ("FAILED", 5)
+    assert list_query("") == (None, 20)
 
 
 def test_records_become_json_values() -> None:

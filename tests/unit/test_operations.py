@@ -14,9 +14,9 @@ from fusionfleet.errors import JobNotFound, OperationRefused
 from fusionfleet.fleet.workers import worker_views
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.messages import SegmentRecord, WorkerBeat
-from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.services.watchdog import Watchdog
 from tests.support.farm import MACHINE, NOW, Farm
-from tests.support.jobs import WORK
+from tests.support.jobs import WORK, watchdog_config
 
 
 def test_list_shows_jobs_newest_first_filters_by_state_and_keeps_to_the_limit() -> None:
@@ -139,7 +139,7 @@ def test_cancel_stops_a_running_job_with_one_cancelled_notice_that_the_watchdog_
     assert farm.reader.detail("busy").job.state == "CANCELLED"
     assert [job.job_id for job in farm.reader.list_jobs(state="CANCELLED")] == ["busy"]
     # AND the watchdog, seeing an ABORTED execution, publishes nothing more
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    config = watchdog_config(WORK, MACHINE, "topic")
     assert Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep() == []
     assert len(farm.notifier.published) == 1
 
@@ -161,7 +161,7 @@ def test_a_cancel_that_lands_as_the_job_notifies_sends_one_notice_the_jobs_own()
     assert not farm.storage.exists(WORK, layout.cancel_key("photo-finish"))
     assert farm.storage.json(WORK, layout.notice_key("photo-finish"))["published"] is True
     # AND the watchdog adds nothing
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    config = watchdog_config(WORK, MACHINE, "topic")
     Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep()
     assert len(farm.notifier.published) == 1
 
@@ -209,7 +209,7 @@ def test_a_cancelled_job_retried_starts_clean_and_the_watchdog_leaves_its_old_ru
     assert not farm.storage.exists(WORK, layout.cancel_key("again"))
     assert not farm.storage.exists(WORK, layout.notice_key("again"))
     # AND the watchdog does not notify the old run's ABORTED execution a second time
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    config = watchdog_config(WORK, MACHINE, "topic")
     assert Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep() == []
     assert len(farm.notifier.published) == 1 and farm.orchestrator.describe(old).status == "ABORTED"
     # AND a second retry while the first runs is refused
@@ -223,7 +223,7 @@ def test_the_watchdog_notifies_a_retry_run_that_ended_without_a_notice() -> None
     farm.ops.retry("rerun")
     arn = execution_arn(MACHINE, "rerun--r1")
     farm.orchestrator.states[arn] = Execution(arn, "TIMED_OUT", NOW, NOW + timedelta(seconds=5))
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    config = watchdog_config(WORK, MACHINE, "topic")
     (closed,) = Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep(NOW + timedelta(seconds=10))
     assert closed.job_id == "rerun" and farm.notifier.published[0][2]["job_id"] == "rerun"
 

@@ -19,9 +19,10 @@ from fusionfleet.jobs.runs import current_run, execution_name
 from fusionfleet.messages import JobContext
 from fusionfleet.services import slicing
 from fusionfleet.services.operations import Operations
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.farm import RESOURCES
+from tests.support.jobs import slicer_config
 from tests.support.media import write_video
 from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop
 
@@ -33,7 +34,7 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def farm() -> tuple[Slicer, FakeStorage, FakeOrchestrator, FakeNotifier]:
     storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
-    return Slicer(storage, orchestrator, notifier, SlicerConfig(WORK, MACHINE, TOPIC)), storage, orchestrator, notifier
+    return Slicer(storage, orchestrator, notifier, slicer_config(WORK, MACHINE, TOPIC)), storage, orchestrator, notifier
 
 
 def ended(orchestrator: FakeOrchestrator, arn: str, status: str = "SUCCEEDED") -> None:

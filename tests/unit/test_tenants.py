@@ -11,18 +11,19 @@ import pytest
 from fleetctl.client import Client
 from fleetctl.stack import StackResources
 from fleetctl.subscriptions import subscription_request
-from functions.slicer.app import settings
 from fusionfleet import layout
 from fusionfleet.adapters.notify import notice_attributes
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.messages import JobContext
-from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.services.watchdog import Watchdog
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.farm import Farm
-from tests.support.jobs import job_context
+from tests.support.jobs import job_context, watchdog_config
 from tests.support.template import ROOT, load_template
 from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop, make_slicer, notices
 
@@ -158,11 +159,11 @@ def test_the_slicer_reads_tenant_limits_from_its_environment() -> None:
         "STATE_MACHINE_ARN": MACHINE,
         "NOTIFICATION_TOPIC_ARN": TOPIC,
     }
-    _aws, config = settings({**base, "TENANT_MAX_RUNNING_JOBS": "3", "TENANT_MAX_SEGMENTS": "30"})
+    config = from_env(SlicerEnvironment, {**base, "TENANT_MAX_RUNNING_JOBS": "3", "TENANT_MAX_SEGMENTS": "30"})
     assert config.tenants == TenantLimits(3, 30)
-    assert settings(base)[1].tenants == TenantLimits()
+    assert from_env(SlicerEnvironment, base).tenants == TenantLimits()
     with pytest.raises(ValueError, match="needs a tenant job limit"):
-        settings({**base, "TENANT_MAX_SEGMENTS": "30"})
+        from_env(SlicerEnvironment, {**base, "TENANT_MAX_SEGMENTS": "30"})
 
 
 # ---------------------------------------------------------------- notices and subscriptions
@@ -333,7 +334,7 @@ def test_the_watchdogs_own_notice_is_marked_with_the_jobs_tenant() -> None:
     arn = execution_arn(MACHINE, job)
     now = datetime.now(UTC)
     orchestrator.states[arn] = Execution(arn, "TIMED_OUT", now - timedelta(hours=1), now - timedelta(seconds=5))
-    config = WatchdogConfig(WORK, MACHINE, TOPIC, WatchdogPolicy(stall_s=600, dispatch_grace_s=120))
+    config = watchdog_config(WORK, MACHINE, TOPIC, stall_s=600, dispatch_grace_s=120)
     # WHEN the watchdog closes it
     Watchdog(storage, orchestrator, notifier, config).sweep(now)
     # THEN its failure notice is acme's

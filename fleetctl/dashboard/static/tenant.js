@@ -52,7 +52,7 @@ function showSignIn(problem) {
 
 function showSignedIn() {
   const found = claims(token());
-  const tenant = found[config.tenant_claim || "tenant"];
+  const tenant = found[config.tenant_claim];
   const until = found.exp ? ` · token valid until ${new Date(found.exp * 1000).toISOString().slice(11, 16)} UTC` : "";
   $("who").textContent = `${tenant ? `tenant ${tenant}` : "signed in"}${until}`;
   $("sign-out").hidden = false;
