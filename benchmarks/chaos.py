@@ -22,7 +22,8 @@ from benchmarks.chaos_run import Chaos
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
-from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.local.processes import UpOptions
+from fleetctl.local.supervisor import LocalStack
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

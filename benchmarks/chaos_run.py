@@ -17,7 +17,8 @@ from typing import Any
 import av
 
 from benchmarks.chaos_model import BAD_JOBS, ChaosConfig, Fault, Job, spread
-from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.local.processes import UpOptions
+from fleetctl.local.supervisor import LocalStack
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout

@@ -28,8 +28,9 @@ from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.pipeline import Bench, run_job
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
+from fleetctl.local.processes import UpOptions
 from fleetctl.local.state import LocalState
-from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.local.supervisor import LocalStack
 from fleetctl.samples import write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout

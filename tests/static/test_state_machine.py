@@ -396,3 +396,18 @@ def test_the_state_machine_publishes_only_a_notice_whose_record_it_created(start
     assert flat_state(definition, stopped)["Type"] == "Fail", stopped
     assert outcome["published"] == [] and outcome["error"] == NOTICE_NOT_CLAIMED_ERROR, outcome
     assert json.loads(held[NOTICE_KEY])["by"] == "cancel"
+
+
+def test_an_input_without_the_notice_claim_gets_the_modules_before_any_work() -> None:
+    # GIVEN an execution started by a slicer older than the input's `final_notice` (a deployment's window)
+    definition = _definition()
+    old_input = {key: value for key, value in JOB_INPUT.items() if key != "final_notice"}
+    flat = dict(states(definition))
+    start = flat[definition["StartAt"]]
+    # WHEN it starts, THEN before any work it carries exactly what the module would have put there
+    assert not holds(start["Choices"][0], old_input)
+    default = flat[start["Default"]]
+    assert (default["ResultPath"], default["Next"]) == ("$.final_notice", "RenderSegments")
+    assert parameters(default["Parameters"], old_input) == state_machine_claim("job-1")
+    # AND an input that has it goes straight to the work
+    assert holds(start["Choices"][0], JOB_INPUT) and start["Choices"][0]["Next"] == "RenderSegments"

@@ -6,15 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.fleet_accounting import STAGES, ClientTimes, Stretches, account, idle_stretches
 from benchmarks.fleet_overhead import (
-    STAGES,
-    ClientTimes,
-    Stretches,
-    account,
     calibration,
     efficiencies,
     goals_met,
-    idle_stretches,
     picture,
     sleep_engine_s,
     sleep_faults,
