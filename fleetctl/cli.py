@@ -54,7 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up = local.add_parser("up", help="start LocalStack, deploy the template (Stage=local), start slicer and workers")
     up.add_argument(
-        "--workers", type=int, default=2, help="render worker processes (default 2; with --max-workers the minimum)"
+        "--workers",
+        type=int,
+        default=UpOptions.workers,
+        help=f"render worker processes (default {UpOptions.workers}; with --max-workers the minimum)",
     )
     up.add_argument(
         "--max-workers",
@@ -68,7 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the autoscaler's target: segments waiting or in work per worker",
     )
     up.add_argument("--port", type=int, help="LocalStack's port (default 4566)")
-    up.add_argument("--default-engine", default="classic", choices=ENGINE_NAMES, help="engine for jobs that name none")
+    up.add_argument(
+        "--default-engine",
+        default=UpOptions.default_engine,
+        choices=ENGINE_NAMES,
+        help="engine for jobs that name none",
+    )
     up.add_argument("--stack", default=connection.DEFAULT_STACK)
     up.add_argument(
         "--visibility-seconds",

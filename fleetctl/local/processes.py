@@ -30,7 +30,7 @@ class UpOptions:
     port: int | None = None
     stack: str = DEFAULT_STACK
     region: str = DEFAULT_REGION
-    default_engine: str = "classic"
+    default_engine: str = SlicerEnvironment.default_engine
     visibility_s: int = DEFAULT_VISIBILITY_S
     # The longest a segment may wait in the render queues; every task timeout derives from it.
     accepted_backlog_s: int = 2 * 3600
@@ -44,9 +44,9 @@ class UpOptions:
     tenant_max_segments: int = 64
     watchdog_every_s: float = 10.0
     watchdog_stall_s: int = 2 * 3600 + 1800
-    watchdog_dispatch_grace_s: int = 300
+    watchdog_dispatch_grace_s: int = WatchdogEnvironment.dispatch_grace_s
     # Straggler backup copies (fusionfleet.fleet.stragglers): the watchdog's rule, as on AWS.
-    backups: bool = True
+    backups: bool = BackupPolicy.enabled
     backup_factor: float = BackupPolicy.factor
     backup_min_age_s: float = BackupPolicy.min_age_s
     backup_done_fraction: float = BackupPolicy.done_fraction
