@@ -72,7 +72,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
         )
         render = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist)
         return _worker(settings, stop, render, aws, storage, queue)
-    merge = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
+    merge = MergeHandler(MergeDeps(storage, settings.scratch, prices=settings.prices))
     return _worker(settings, stop, merge, aws, storage, queue)
 
 

@@ -9,15 +9,18 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # The variables' names and defaults are the worker's environment contract, re-exported as `config.ENV_…`.
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import EnvironmentInvalid, from_env
 from fusionfleet.environment.worker import (  # the contract itself
+    ENV_CAPACITY_FILE,
+    ENV_CAPACITY_TYPE,
     ENV_FAULTS_FILE,
     ENV_GPU_HOURLY_PRICE,
+    ENV_GPU_SPOT_HOURLY_PRICE,
     ENV_LOOKAHEAD,
     ENV_NAME,
     ENV_PRELOAD,
@@ -28,10 +31,14 @@ from fusionfleet.environment.worker import (  # the contract itself
     ENV_VISIBLE_GPUS,
     WorkerEnvironment,
 )
+from fusionfleet.jobs.cost import CAPACITY_TYPES, CapacityType, GpuPrices
 
 __all__ = [
+    "ENV_CAPACITY_FILE",
+    "ENV_CAPACITY_TYPE",
     "ENV_FAULTS_FILE",
     "ENV_GPU_HOURLY_PRICE",
+    "ENV_GPU_SPOT_HOURLY_PRICE",
     "ENV_LOOKAHEAD",
     "ENV_QUEUE_URLS",
     "ENV_REGION",
@@ -67,9 +74,9 @@ class WorkerConfig:
     seconds_per_frame: float
     base_timeout_s: float
     faults_file: Path | None = None
-    gpu_hourly_price: float = (
-        WorkerEnvironment.gpu_hourly_price
-    )  # dollars per GPU-hour: the merge prices each job with it
+    # Dollars per GPU-hour by capacity type: each attempt record carries its worker's (fusionfleet.jobs.cost).
+    prices: GpuPrices = field(default_factory=GpuPrices)
+    capacity: CapacityType = "on-demand"  # what this worker's instance is bought as
     # Where the worker's presence record goes (work/_workers/<name>.json); None: no record.
     work_bucket: str | None = None
     beat_s: float = WorkerEnvironment.beat_s
@@ -159,8 +166,12 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
     region = args.region or read.region or read.default_region
     if not region:
         raise ConfigError(f"no region: pass --region or set {ENV_REGION}")
-    if not read.gpu_hourly_price >= 0:
-        raise ConfigError(f"{ENV_GPU_HOURLY_PRICE} must be 0 or more, not {env.get(ENV_GPU_HOURLY_PRICE)!r}")
+    for name, price in (
+        (ENV_GPU_HOURLY_PRICE, read.gpu_hourly_price),
+        (ENV_GPU_SPOT_HOURLY_PRICE, read.gpu_spot_hourly_price),
+    ):
+        if not price >= 0:
+            raise ConfigError(f"{name} must be 0 or more, not {env.get(name)!r}")
     return WorkerConfig(
         role=args.role or read.role,
         queue_urls=urls,
@@ -180,7 +191,8 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         seconds_per_frame=read.seconds_per_frame,
         base_timeout_s=read.base_timeout_s,
         faults_file=read.faults_file,
-        gpu_hourly_price=read.gpu_hourly_price,
+        prices=GpuPrices(read.gpu_hourly_price, read.gpu_spot_hourly_price or None),
+        capacity=capacity_type(read.capacity_type, read.capacity_file),
         work_bucket=read.work_bucket,
         beat_s=read.beat_s,
         ecs_agent_uri=read.ecs_agent_uri,
@@ -191,3 +203,17 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         lookahead_min_backlog=read.lookahead_min_backlog,
         engine_env=tuple(sorted(env.items())),
     )
+
+
+def capacity_type(named: str, file: Path | None) -> CapacityType:
+    """The worker's capacity type: from the host's file when there is one (its instance metadata's
+    `instance-life-cycle`), else as named. Anything but `spot` is priced On-Demand."""
+    text = named
+    if file is not None:
+        try:
+            text = file.read_text().strip() or named
+        except OSError as error:
+            raise ConfigError(f"{ENV_CAPACITY_FILE}: {file} cannot be read: {error}") from None
+    if text not in (*CAPACITY_TYPES, "scheduled"):
+        raise ConfigError(f"{ENV_CAPACITY_TYPE} must be one of {', '.join(CAPACITY_TYPES)}, not {text!r}")
+    return "spot" if text == "spot" else "on-demand"

@@ -28,6 +28,11 @@ ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
 ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
 ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
+ENV_GPU_SPOT_HOURLY_PRICE = "FUSIONFLEET_GPU_SPOT_HOURLY_PRICE"
+# The worker's capacity type (on-demand | spot), or a file holding it: the GPU host's user data writes
+# the instance's `instance-life-cycle` there from its metadata, which the task itself cannot reach.
+ENV_CAPACITY_TYPE = "FUSIONFLEET_CAPACITY_TYPE"
+ENV_CAPACITY_FILE = "FUSIONFLEET_CAPACITY_FILE"
 ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
 ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
@@ -61,6 +66,9 @@ class WorkerEnvironment:
     base_timeout_s: float = variable(ENV_BASE_TIMEOUT, TimeoutPolicy.engine_base_s)
     faults_file: Path | None = variable(ENV_FAULTS_FILE, None)  # noqa: RUF009  (None)
     gpu_hourly_price: float = variable(ENV_GPU_HOURLY_PRICE, DEFAULT_GPU_HOURLY_PRICE)
+    gpu_spot_hourly_price: float = variable(ENV_GPU_SPOT_HOURLY_PRICE, 0.0)  # 0: Spot priced as On-Demand
+    capacity_type: str = variable(ENV_CAPACITY_TYPE, "on-demand")
+    capacity_file: Path | None = variable(ENV_CAPACITY_FILE, None)  # noqa: RUF009  (None)
     work_bucket: str | None = variable(ENV_WORK_BUCKET, None)
     beat_s: float = variable(ENV_BEAT, 5.0)
     ecs_agent_uri: str | None = variable(ENV_ECS_AGENT_URI, None)

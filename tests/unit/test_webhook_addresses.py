@@ -51,7 +51,12 @@ def test_a_bad_url_is_refused_naming_what_is_wrong(url: str, why: str) -> None:
 
 def test_a_public_https_url_passes_and_keeps_its_path_and_query() -> None:
     target = check_url("https://hooks.example.com:8443/in/fusion?k=v", AWS)
-    assert (target.scheme, target.host, target.port, target.path) == ("https", "hooks.example.com", 8443, "/in/fusion?k=v")
+    assert (target.scheme, target.host, target.port, target.path) == (
+        "https",
+        "hooks.example.com",
+        8443,
+        "/in/fusion?k=v",
+    )
 
 
 def test_every_resolved_address_is_checked_and_one_private_answer_refuses_the_host() -> None:

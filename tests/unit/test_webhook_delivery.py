@@ -155,9 +155,10 @@ def test_an_event_the_job_did_not_ask_for_is_not_sent(storage: FakeStorage) -> N
         storage, BUCKET, WebhookSubscription(job_id=JOB, url="https://hooks.example.com/in", events=("succeeded",))
     )
     clock, sender = Clock(), FakeSender()
-    assert deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p")).handle(
-        event("started", clock)
-    ).outcome == "skipped"
+    assert (
+        deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p")).handle(event("started", clock)).outcome
+        == "skipped"
+    )
     assert sender.posts == []
 
 
