@@ -8,9 +8,9 @@ and options are errors, never silently ignored.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
-import dataclasses
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, get_args

@@ -206,8 +206,8 @@ class Slicer:
             self.storage, self.config.work_bucket,
             WaitingRecord(
                 job_id=job_id, tenant=context.tenant, order=submission_order(uploaded_at, now), submitted_at=now,
-                run=run, execution_name=execution_name(job_id, run), execution_input=self._execution_input(context, settings),
-                waiting_since=datetime.now(UTC).isoformat(),
+                run=run, execution_name=execution_name(job_id, run),
+                execution_input=self._execution_input(context, settings), waiting_since=datetime.now(UTC).isoformat(),
             ),
         )  # fmt: skip
         admitted = {item.job_id for item in self.admitter.admit(context.tenant)}
