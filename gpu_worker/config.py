@@ -77,6 +77,8 @@ class WorkerConfig:
     # Dollars per GPU-hour by capacity type: each attempt record carries its worker's (fusionfleet.jobs.cost).
     prices: GpuPrices = field(default_factory=GpuPrices)
     capacity: CapacityType = "on-demand"  # what this worker's instance is bought as
+    # The webhook queue (fusionfleet.webhooks.outbox): a finished segment's progress and preview events.
+    webhook_queue_url: str | None = None
     # Where the worker's presence record goes (work/_workers/<name>.json); None: no record.
     work_bucket: str | None = None
     beat_s: float = WorkerEnvironment.beat_s
@@ -193,6 +195,7 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         faults_file=read.faults_file,
         prices=GpuPrices(read.gpu_hourly_price, read.gpu_spot_hourly_price or None),
         capacity=capacity_type(read.capacity_type, read.capacity_file),
+        webhook_queue_url=read.webhook_queue_url,
         work_bucket=read.work_bucket,
         beat_s=read.beat_s,
         ecs_agent_uri=read.ecs_agent_uri,

@@ -296,7 +296,7 @@ class Worker(Generic[TaskT]):
         return Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
             cancelled=lambda: self._handler.cancelled(task), renew=renew,
-            superseded=lambda: self._handler.superseded(task),
+            superseded=lambda: self._handler.superseded(task), alive=lambda: self._handler.alive(task),
         )  # fmt: skip
 
     def _gone_at_take(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
@@ -324,7 +324,18 @@ class Worker(Generic[TaskT]):
         if cancelled:
             logger.warning("%s: its job was cancelled or has failed; dropping the message unrendered", what)
             self._let_go(message, task, what)
-        return cancelled
+            return True
+        try:
+            held = self._handler.held(task)
+        except Exception:
+            logger.warning("%s: its tenant's budget could not be read", what, exc_info=True)
+            held = None
+        if held:
+            # The watchdog holds or cancels the job within a sweep; its execution then lets go of this token.
+            logger.warning("%s: %s; dropping the message unrendered", what, held)
+            self._let_go(message, task, what)
+            return True
+        return False
 
     def _renewed(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, ending: bool = False) -> bool:
         """A segment on its last SQS delivery goes back as a new message when its attempts saved chunks,

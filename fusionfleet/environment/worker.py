@@ -33,6 +33,7 @@ ENV_GPU_SPOT_HOURLY_PRICE = "FUSIONFLEET_GPU_SPOT_HOURLY_PRICE"
 # the instance's `instance-life-cycle` there from its metadata, which the task itself cannot reach.
 ENV_CAPACITY_TYPE = "FUSIONFLEET_CAPACITY_TYPE"
 ENV_CAPACITY_FILE = "FUSIONFLEET_CAPACITY_FILE"
+ENV_WEBHOOK_QUEUE = "FUSIONFLEET_WEBHOOK_QUEUE_URL"  # where segments' webhook events go; unset: none
 ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
 ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
@@ -69,6 +70,7 @@ class WorkerEnvironment:
     gpu_spot_hourly_price: float = variable(ENV_GPU_SPOT_HOURLY_PRICE, 0.0)  # 0: Spot priced as On-Demand
     capacity_type: str = variable(ENV_CAPACITY_TYPE, "on-demand")
     capacity_file: Path | None = variable(ENV_CAPACITY_FILE, None)  # noqa: RUF009  (None)
+    webhook_queue_url: str | None = variable(ENV_WEBHOOK_QUEUE, None)
     work_bucket: str | None = variable(ENV_WORK_BUCKET, None)
     beat_s: float = variable(ENV_BEAT, 5.0)
     ecs_agent_uri: str | None = variable(ENV_ECS_AGENT_URI, None)
