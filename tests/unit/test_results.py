@@ -63,7 +63,7 @@ def test_a_merge_result_has_the_shape_the_state_machine_reads() -> None:
             "attempts": 0,
             "wasted_usd": 0.0,
             "usd_by_capacity": {},
-        },  # fmt: skip
+        },
         "preview": {
             "bucket": "media",
             "key": "outputs/clip.preview.jpg",
