@@ -12,14 +12,20 @@ from aws_lambda_powertools import Logger
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.fleet.stragglers import BackupPolicy
+from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.jobs.manifest import PRIORITIES
+from fusionfleet.services.admission import AdmissionConfig, Admitter
 from fusionfleet.services.backups import BackupSender
+from fusionfleet.services.operations import Operations
+from fusionfleet.services.tenant_sweep import TenantSweep
 from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.webhooks.outbox import WebhookOutbox
 
 logger = Logger(service="fusionfleet-watchdog")
 
@@ -51,6 +57,29 @@ def backup_settings(env: Mapping[str, str]) -> tuple[dict[str, str], BackupPolic
 
 
 @cache
+def tenant_round() -> TenantSweep:
+    """Waiting jobs admitted and budgets enforced, after the job round (fusionfleet.services.tenant_sweep)."""
+    aws, config = settings(os.environ)
+    read = from_env(WatchdogEnvironment, os.environ)
+    storage = S3Storage(aws.client("s3"))
+    orchestrator = StepFunctions(aws.client("stepfunctions"))
+    notifier = SnsNotifier(aws.client("sns"))
+    operations = Operations(storage, orchestrator, notifier, config)
+    outbox = None
+    if read.webhook_queue_url:
+        outbox = WebhookOutbox(SqsOrderedQueue(aws.client("sqs")), read.webhook_queue_url, storage, config.work_bucket)
+    admission = AdmissionConfig(
+        config.work_bucket, config.state_machine_arn, max_running_jobs=read.max_running_jobs,
+        stack_limits=TenantLimits(read.tenant_max_running_jobs, read.tenant_max_segments),
+    )  # fmt: skip
+    admitter = Admitter(storage, orchestrator, admission, outbox, resume=operations.retry)
+    return TenantSweep(
+        storage, orchestrator, notifier, config.work_bucket, config.state_machine_arn, config.topic_arn, admitter,
+        cancel=operations.cancel,
+    )  # fmt: skip
+
+
+@cache
 def watchdog() -> Watchdog:
     # Cached: a warm Lambda (or the local runner's process) remembers which executions are settled.
     aws, config = settings(os.environ)
@@ -68,7 +97,14 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     closed = keeper.sweep()
     for item in closed:
         logger.warning("job closed by the watchdog", job_id=item.job_id, action=item.action, reason=item.reason)
+    tenants = tenant_round().sweep()
+    for tenant, started in tenants.admitted.items():
+        logger.info("waiting jobs started", tenant=tenant, jobs=started)
     return {
         "closed": [item.job_id for item in closed],
         "backups": [f"{item.job_id}:{item.index}" for item in keeper.backups_sent],
+        "admitted": tenants.admitted,
+        "over_budget": tenants.over_budget,
+        "held": tenants.held,
+        "cancelled": tenants.cancelled,
     }

@@ -107,7 +107,13 @@ class Admitter:
             if why:
                 note_reason(self._storage, bucket, record, why)
                 continue
-            self._start(record, now)
+            try:
+                self._start(record, now)
+            except Exception as error:
+                # A held job whose execution is still stopping cannot resume yet: it keeps its place.
+                logger.warning("tenant %s: job %s could not start yet: %s", tenant, job_id, error)
+                note_reason(self._storage, bucket, record, f"waiting: starting it failed, tried again soon ({error})")
+                break
             running.add(job_id)
             stack_running += 1
             started.append(Admitted(job_id, max(0.0, now - record.submitted_at)))

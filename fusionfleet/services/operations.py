@@ -227,8 +227,8 @@ class Operations:
             return None
 
     # ------------------------------------------------------------------ actions
-    def cancel(self, job_id: str) -> str:
-        """Stop a running job; it ends CANCELLED with exactly one notice saying so."""
+    def cancel(self, job_id: str, reason: str = CANCEL_REASON) -> str:
+        """Stop a running job; it ends CANCELLED with exactly one notice saying so (and why: `reason`)."""
         facts = self._facts(job_id)
         state = facts.state
         if state != "RUNNING" or facts.execution is None or facts.context is None:
@@ -243,9 +243,9 @@ class Operations:
         bucket = self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
         # The notice is claimed first, so the watchdog never notifies the stopped execution itself.
-        if not self._claim_notice(job_id, now):
+        if not self._claim_notice(job_id, now, reason):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
-        self._stop(facts.execution.arn)
+        self._stop(facts.execution.arn, reason)
         # Then the marker: workers drop the job's queued segments and stop the one they render. After
         # the stop, so each task they drop gets its heartbeat once its execution is stopping.
         put_json(
@@ -269,13 +269,13 @@ class Operations:
             "tenant": notice_tenant(facts.context.tenant),
             "manifest": facts.context.manifest.model_dump(),
             "error": CANCEL_ERROR,
-            "reason": CANCEL_REASON,
+            "reason": reason,
             "segments_done": len(listing.done),
             "segments_total": facts.context.segment_count,
             "cancelled_at": now.isoformat(),
         }
         self.notifier.publish(self.resources.topic_arn, notice_subject(job_id, "cancelled"), notice)
-        self._mark_notice(job_id, published_by="cancel", reason=CANCEL_REASON)
+        self._mark_notice(job_id, published_by="cancel", reason=reason)
         return (
             f"job {job_id} cancelled: {len(listing.done)} of {facts.context.segment_count} segments had rendered; "
             "its queued segments will not be rendered"
@@ -537,15 +537,15 @@ class Operations:
             return
         record_run(self.storage, bucket, job_id, previous)
 
-    def _stop(self, arn: str) -> None:
+    def _stop(self, arn: str, reason: str = CANCEL_REASON) -> None:
         try:
-            self.orchestrator.stop(arn, CANCEL_ERROR, CANCEL_REASON)
+            self.orchestrator.stop(arn, CANCEL_ERROR, reason)
         except ExecutionMissing as error:
             raise OperationRefused(f"the execution {arn} no longer exists") from error
 
-    def _claim_notice(self, job_id: str, now: datetime) -> bool:
+    def _claim_notice(self, job_id: str, now: datetime, reason: str = CANCEL_REASON) -> bool:
         """The watchdog's conditional create: whoever creates the notice record publishes the notice."""
-        record = {"claimed_at": now.isoformat(), "published": False, "reason": CANCEL_REASON, "by": "cancel"}
+        record = {"claimed_at": now.isoformat(), "published": False, "reason": reason, "by": "cancel"}
         key = layout.notice_key(job_id)
         if self.storage.create(self.resources.work_bucket, key, json.dumps(record, sort_keys=True).encode()):
             return True

@@ -39,6 +39,7 @@ from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.loss import JobFailedMarker, job_failed
 from fusionfleet.jobs.runs import RunRecord, current_run, parse_execution_name
 from fusionfleet.jobs.state import JobStates
+from fusionfleet.jobs.waiting import is_waiting
 from fusionfleet.messages import JobContext
 
 logger = logging.getLogger(__name__)
@@ -197,6 +198,10 @@ class Watchdog:
         context = self._jobs.context(job_id)
         if context is None:
             # Not a job of ours (a Map Run's child execution, or another tool's): nothing to watch.
+            self._settled.add(execution.arn)
+            return None
+        if execution.status == "ABORTED" and is_waiting(self._storage, self._config.work_bucket, context.job_id):
+            # Held (its tenant's budget is spent): stopped to wait, not ended; it resumes as its next run.
             self._settled.add(execution.arn)
             return None
         current = current_run(self._storage, self._config.work_bucket, context.job_id)
