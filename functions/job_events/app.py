@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
+from fusionfleet.adapters.queues import QueueMessage, SqsQueue
 from fusionfleet.adapters.secrets import SecretsManagerStore
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.adapters.webhook_http import PinnedSender, resolve_host
@@ -55,34 +56,32 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, JobEventsEnvironment, W
 
 
 @cache
-def parts() -> tuple[WebhookDeliverer, JobEnded, Any, str]:
+def parts() -> tuple[WebhookDeliverer, JobEnded, SqsQueue, str]:
     aws, read, config = settings(os.environ)
     storage = S3Storage(aws.client("s3"))
-    sqs = aws.client("sqs")
+    queue = SqsQueue(aws.client("sqs"))
     secrets = TenantSecrets(SecretsManagerStore(aws.client("secretsmanager")), read.secret_prefix)
     deliverer = WebhookDeliverer(storage, secrets, PinnedSender(), resolve_host, config)
-    outbox = WebhookOutbox(SqsOrderedQueue(sqs), read.webhook_queue_url, storage, read.work_bucket)
+    outbox = WebhookOutbox(SqsOrderedQueue(aws.client("sqs")), read.webhook_queue_url, storage, read.work_bucket)
     admission = AdmissionConfig(
         read.work_bucket, read.state_machine_arn, max_running_jobs=read.max_running_jobs,
         stack_limits=TenantLimits(read.tenant_max_running_jobs, read.tenant_max_segments),
     )  # fmt: skip
     admitter = Admitter(storage, StepFunctions(aws.client("stepfunctions")), admission, outbox)
     prices = GpuPrices(read.gpu_hourly_price, read.gpu_spot_hourly_price or None)
-    return deliverer, JobEnded(storage, read.work_bucket, outbox, admitter, prices), sqs, read.webhook_queue_url
+    return deliverer, JobEnded(storage, read.work_bucket, outbox, admitter, prices), queue, read.webhook_queue_url
 
 
 def deliver(records: list[dict[str, Any]]) -> list[str]:
     """One attempt per event, in order; the message ids to leave on the queue."""
-    deliverer, _follower, sqs, queue_url = parts()
+    deliverer, _follower, queue, queue_url = parts()
     keep: list[str] = []
     blocked: set[str] = set()  # message groups (jobs) with an event waiting for its retry
     for record in records:
         group = str(record.get("attributes", {}).get("MessageGroupId", ""))
         if group and group in blocked:
             # Behind an event of its job that waits: back to the queue now, where the group's order holds it.
-            sqs.change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=record["receiptHandle"], VisibilityTimeout=0
-            )
+            queue.change_visibility(_message(record, queue_url), 0)
             keep.append(record["messageId"])
             continue
         try:
@@ -94,12 +93,15 @@ def deliver(records: list[dict[str, Any]]) -> list[str]:
         handled = deliverer.handle(event)
         logger.info("webhook event handled", event_id=event.event_id, outcome=handled.outcome, reason=handled.reason)
         if handled.outcome == "retry":
-            sqs.change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=record["receiptHandle"], VisibilityTimeout=handled.delay_s
-            )
+            queue.change_visibility(_message(record, queue_url), handled.delay_s)
             keep.append(record["messageId"])
             blocked.add(group or event.job_id)
     return keep
+
+
+def _message(record: dict[str, Any], queue_url: str) -> QueueMessage:
+    receives = int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+    return QueueMessage(queue_url, record["messageId"], record["receiptHandle"], record["body"], receives)
 
 
 def follow(records: list[dict[str, Any]]) -> list[str]:

@@ -14,14 +14,18 @@ from functions.slicer.models import IngestRecord, S3TestEvent
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.fleet.quotas import GpuCapacity, GpuFleet, ServiceQuotasCapacity
 from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.fleet.wake import EcsServiceWaker, FleetWaker, WakePolicy
+from fusionfleet.jobs.manifest import KeyPolicy
 from fusionfleet.jobs.timeouts import TimeoutPolicy
 from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.webhooks.addresses import AddressPolicy
+from fusionfleet.webhooks.outbox import WebhookOutbox
 
 logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)
@@ -48,6 +52,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
         gpu_fleet=GpuFleet(read.gpu_instance_types, read.gpu_on_demand_percentage) if read.gpu_instance_types else None,
         gpu_quota_cache_s=read.gpu_quota_cache_s,
         fleet_max_workers=read.fleet_max_workers,
+        keys=KeyPolicy(webhooks=AddressPolicy(read.webhook_allow_loopback, not read.webhook_allow_loopback)),
     )
     return aws, config
 
@@ -60,13 +65,19 @@ def slicer() -> Slicer:
         capacity = ServiceQuotasCapacity(
             aws.client("service-quotas"), aws.client("ec2"), config.gpu_fleet, aws.region, config.gpu_quota_cache_s
         )
+    storage = S3Storage(aws.client("s3"))
+    queue_url = from_env(SlicerEnvironment, os.environ).webhook_queue_url
+    outbox = None
+    if queue_url:
+        outbox = WebhookOutbox(SqsOrderedQueue(aws.client("sqs")), queue_url, storage, config.work_bucket)
     return Slicer(
-        S3Storage(aws.client("s3")),
+        storage,
         StepFunctions(aws.client("stepfunctions")),
         SnsNotifier(aws.client("sns")),
         config,
         capacity,
         _waker(aws, os.environ, config.fleet_max_workers),
+        outbox,
     )
 
 

@@ -18,6 +18,7 @@ ENV_SECRET_PREFIX = "WEBHOOK_SECRET_PREFIX"
 ENV_ALLOW_LOOPBACK = "WEBHOOK_ALLOW_LOOPBACK"  # the local stack's receivers listen on 127.0.0.1
 ENV_RETRY_DELAYS = "WEBHOOK_RETRY_DELAYS_SECONDS"  # comma-separated; unset: the default schedule
 ENV_TIMEOUT = "WEBHOOK_TIMEOUT_SECONDS"
+ENV_PROGRESS_EVERY = "WEBHOOK_PROGRESS_EVERY_SECONDS"
 ENV_TENANT_MAX_RUNNING_JOBS = "TENANT_MAX_RUNNING_JOBS"
 ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
 ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
@@ -36,7 +37,7 @@ class JobEventsEnvironment:
     allow_loopback: bool = variable(ENV_ALLOW_LOOPBACK, False)
     retry_delays_s: tuple[str, ...] = variable(ENV_RETRY_DELAYS, ())
     timeout_s: float = variable(ENV_TIMEOUT, 10.0)
-    progress_every_s: float = variable("WEBHOOK_PROGRESS_EVERY_SECONDS", WebhookConfig.progress_every_s)
+    progress_every_s: float = variable(ENV_PROGRESS_EVERY, WebhookConfig.progress_every_s)
     tenant_max_running_jobs: int = variable(ENV_TENANT_MAX_RUNNING_JOBS, TenantLimits.max_running_jobs)
     tenant_max_segments: int = variable(ENV_TENANT_MAX_SEGMENTS, TenantLimits.max_segments)
     max_running_jobs: int = variable(ENV_MAX_RUNNING_JOBS, 0)

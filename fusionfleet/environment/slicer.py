@@ -32,6 +32,10 @@ ENV_FLEET_MAX_WORKERS = "FLEET_MAX_WORKERS"
 ENV_RENDER_CLUSTER = "RENDER_CLUSTER"
 ENV_RENDER_SERVICE = "RENDER_SERVICE"
 ENV_RENDER_BACKLOG_PER_TASK = "RENDER_BACKLOG_PER_TASK"
+# Where a started job's webhook event goes (unset: none), and whether webhooks may go to the loopback
+# over http (the local stack's receivers; never on AWS).
+ENV_WEBHOOK_QUEUE = "WEBHOOK_QUEUE_URL"
+ENV_WEBHOOK_ALLOW_LOOPBACK = "WEBHOOK_ALLOW_LOOPBACK"
 
 
 @dataclass(frozen=True)
@@ -59,3 +63,5 @@ class SlicerEnvironment:
     render_cluster: str = variable(ENV_RENDER_CLUSTER, "")
     render_service: str = variable(ENV_RENDER_SERVICE, "")  # empty: no service to wake (local stack)
     render_backlog_per_task: float = variable(ENV_RENDER_BACKLOG_PER_TASK, WakePolicy.backlog_per_task)
+    webhook_queue_url: str | None = variable(ENV_WEBHOOK_QUEUE, None)
+    webhook_allow_loopback: bool = variable(ENV_WEBHOOK_ALLOW_LOOPBACK, False)

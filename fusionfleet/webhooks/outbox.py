@@ -35,7 +35,7 @@ def write_subscription(storage: Storage, bucket: str, subscription: WebhookSubsc
 
 class WebhookOutbox:
     def __init__(self, queue: OrderedQueue, queue_url: str, storage: Storage, work_bucket: str) -> None:
-        self._queue = queue
+        self._ordered = queue
         self._url = queue_url
         self._storage = storage
         self._bucket = work_bucket
@@ -59,7 +59,7 @@ class WebhookOutbox:
         wanted = subscription if subscription is not None else self.subscription(event.job_id)
         if wanted is None or not wanted.wants(event.kind):
             return False
-        self._queue.send_ordered(self._url, event.model_dump_json(), group=event.job_id, dedup=event.event_id)
+        self._ordered.send_ordered(self._url, event.model_dump_json(), group=event.job_id, dedup=event.event_id)
         logger.info("webhook event %s queued", event.event_id)
         return True
 
