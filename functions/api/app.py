@@ -25,6 +25,7 @@ from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import from_env
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_jobs import MIB, TenantJobs
+from fusionfleet.webhooks.addresses import AddressPolicy
 
 logger = Logger(service="fusionfleet-api")
 NO_RULES = TokenRules()
@@ -41,6 +42,7 @@ class ApiSettings:
     download_url_s: int = ApiEnvironment.download_url_s
     max_upload_mib: int = ApiEnvironment.max_upload_mib
     token_rules: TokenRules = NO_RULES
+    webhook_allow_loopback: bool = False
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
@@ -57,6 +59,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
         download_url_s=read.download_url_s,
         max_upload_mib=read.max_upload_mib,
         token_rules=TokenRules(read.audience, read.token_use),
+        webhook_allow_loopback=read.webhook_allow_loopback,
     )
 
 
@@ -64,8 +67,10 @@ def tenant_jobs(aws: AwsTarget, config: ApiSettings) -> TenantJobs:
     # SigV4 presigned URLs: bound to bucket, key and method, with a lifetime the URL states.
     storage = S3Storage(aws.client("s3", signature_version="s3v4"))
     operations = Operations(storage, StepFunctions(aws.client("stepfunctions")), SnsNotifier(aws.client("sns")), config)
+    loopback = config.webhook_allow_loopback
     return TenantJobs(storage, operations, config.media_bucket, config.work_bucket, config.upload_url_s,
-                      config.download_url_s, config.max_upload_mib * MIB)  # fmt: skip
+                      config.download_url_s, config.max_upload_mib * MIB,
+                      webhooks=AddressPolicy(allow_loopback=loopback, require_https=not loopback))  # fmt: skip
 
 
 @cache

@@ -33,8 +33,9 @@ from fusionfleet.errors import (
     OperationRefused,
 )
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
-from fusionfleet.jobs.manifest import parse_manifest
+from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
 from fusionfleet.services.operations import AttemptRecord, JobDetail, JobSummary, Operations
+from fusionfleet.webhooks.addresses import AddressPolicy
 
 # What the API reports; the pipeline's TIMED_OUT and ABORTED (stopped by the watchdog) are failures.
 API_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")
@@ -168,6 +169,8 @@ class TenantJobs:
     download_url_s: int = 900
     max_upload_bytes: int = 2048 * MIB
     clock: Callable[[], float] = field(default=time.time)
+    # Where a job's webhook may go (the manifest's rules: https and public addresses on AWS).
+    webhooks: AddressPolicy = field(default_factory=AddressPolicy)
 
     # ------------------------------------------------------------------ create and start
     def create(self, tenant: str, raw: bytes) -> Created:
@@ -186,7 +189,7 @@ class TenantJobs:
         manifest_bytes, files = manifest_for(body, tenant, job_id)
         manifest_key = layout.tenant_manifest_key(tenant, job_id)
         try:
-            parse_manifest(manifest_bytes, manifest_key)
+            parse_manifest(manifest_bytes, manifest_key, KeyPolicy(webhooks=self.webhooks))
         except JobRejected as rejected:
             raise BadBody(rejected.problems) from rejected
         record = {

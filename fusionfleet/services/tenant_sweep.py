@@ -146,8 +146,7 @@ class TenantSweep:
             "budget_usd": cap, "spent_usd": round(status.spent_usd, 6), "on_budget": settings.on_budget,
             "jobs": jobs, "reason": reason,
         }  # fmt: skip
-        subject = subject_line(f"FusionFleet tenant {settings.tenant} budget spent")
-        self._notifier.publish(self._topic, subject, notice)
+        self._notifier.publish(self._topic, subject_line(f"FusionFleet tenant {settings.tenant} budget spent"), notice)
         logger.warning("tenant %s told: %s", settings.tenant, reason)
 
 
