@@ -319,6 +319,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     headers = ("SEGMENT", "ATTEMPT", "WORKER", "STATUS", "STARTED", "FINISHED", "TOOK", "ENGINE", "ERROR")
     print("\n".join(table(headers, rows, right=(0, 1, 6, 7))))
+    tenant_cli.print_deliveries(_operations(args).deliveries(args.job_id))
     return 0
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from fleetctl import connection
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.supervisor import LocalStack, webhook_secret_prefix
 from fleetctl.stack import StackResources
+from fleetctl.tables import table
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.secrets import SecretsManagerStore
 from fusionfleet.adapters.storage import S3Storage
@@ -24,6 +26,7 @@ from fusionfleet.fleet.tenants import TenantLimits, check_tenant_name
 from fusionfleet.jobs.manifest import PRIORITIES
 from fusionfleet.services.tenant_overview import tenant_overview
 from fusionfleet.webhooks.events import EVENT_KINDS
+from fusionfleet.webhooks.records import DeliveryRecord
 from fusionfleet.webhooks.secrets import TenantSecrets, secret_name
 
 NONE_WORDS = ("none", "default", "unset")
@@ -179,3 +182,24 @@ def cmd_webhook_secret(args: argparse.Namespace) -> int:
     print(f"{secret_name(webhook_secret_prefix(state.stack), args.tenant)}", file=sys.stderr)
     print(str(secret), flush=True)
     return 0
+
+
+def print_deliveries(records: list[DeliveryRecord]) -> None:
+    """`fusionfleet logs`' second table: each webhook event and every attempt to deliver it."""
+    if not records:
+        return
+    rows: list[tuple[object, ...]] = []
+    for record in records:
+        what = f"{record.sequence or '-'} {record.kind}"
+        if not record.attempts:
+            rows.append((what, "-", "-", "-", "-", record.state, record.reason))
+        for attempt in record.attempts:
+            clock = datetime.fromtimestamp(attempt.at, UTC).strftime("%H:%M:%S")
+            answer = str(attempt.status) if attempt.status is not None else "no answer"
+            last = attempt.number == len(record.attempts)
+            outcome = record.state if last else "retried"
+            why = (attempt.error or (record.reason if last else ""))[:80]
+            rows.append((what, attempt.number, clock, answer, f"{attempt.duration_s:.2f}s", outcome, why))
+    print()
+    headers = ("WEBHOOK EVENT", "ATTEMPT", "AT", "ANSWER", "TOOK", "OUTCOME", "DETAIL")
+    print("\n".join(table(headers, rows, right=(1, 4))))

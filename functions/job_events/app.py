@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
-from fusionfleet.adapters.queues import QueueMessage, SqsQueue
+from fusionfleet.adapters.queues import QueueMessage, SqsQueue, WorkQueue
 from fusionfleet.adapters.secrets import SecretsManagerStore
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.adapters.webhook_http import PinnedSender, resolve_host
@@ -72,9 +72,8 @@ def parts() -> tuple[WebhookDeliverer, JobEnded, SqsQueue, str]:
     return deliverer, JobEnded(storage, read.work_bucket, outbox, admitter, prices), queue, read.webhook_queue_url
 
 
-def deliver(records: list[dict[str, Any]]) -> list[str]:
+def deliver(records: list[dict[str, Any]], deliverer: WebhookDeliverer, queue: WorkQueue, queue_url: str) -> list[str]:
     """One attempt per event, in order; the message ids to leave on the queue."""
-    deliverer, _follower, queue, queue_url = parts()
     keep: list[str] = []
     blocked: set[str] = set()  # message groups (jobs) with an event waiting for its retry
     for record in records:
@@ -104,9 +103,8 @@ def _message(record: dict[str, Any], queue_url: str) -> QueueMessage:
     return QueueMessage(queue_url, record["messageId"], record["receiptHandle"], record["body"], receives)
 
 
-def follow(records: list[dict[str, Any]]) -> list[str]:
+def follow(records: list[dict[str, Any]], follower: JobEnded) -> list[str]:
     """Each job's final notice followed; the message ids to retry (a follower that raised)."""
-    _deliverer, follower, _sqs, _url = parts()
     failed = []
     for record in records:
         try:
@@ -127,5 +125,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records = list(event.get("Records", []))
     by_fifo = [r for r in records if str(r.get("eventSourceARN", "")).endswith(FIFO_SUFFIX)]
     others = [r for r in records if not str(r.get("eventSourceARN", "")).endswith(FIFO_SUFFIX)]
-    failures = (deliver(by_fifo) if by_fifo else []) + (follow(others) if others else [])
+    deliverer, follower, queue, queue_url = parts() if records else (None, None, None, "")
+    failures = []
+    if by_fifo:
+        assert deliverer is not None and queue is not None
+        failures += deliver(by_fifo, deliverer, queue, queue_url)
+    if others:
+        assert follower is not None
+        failures += follow(others, follower)
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}

@@ -72,7 +72,7 @@ def tenant_round() -> TenantSweep:
         config.work_bucket, config.state_machine_arn, max_running_jobs=read.max_running_jobs,
         stack_limits=TenantLimits(read.tenant_max_running_jobs, read.tenant_max_segments),
     )  # fmt: skip
-    admitter = Admitter(storage, orchestrator, admission, outbox, resume=operations.retry)
+    admitter = Admitter(storage, orchestrator, admission, outbox, resume=operations.resume)
     return TenantSweep(
         storage, orchestrator, notifier, config.work_bucket, config.state_machine_arn, config.topic_arn, admitter,
         cancel=operations.cancel,

@@ -35,6 +35,7 @@ from fusionfleet.jobs.runs import (
     is_cancelled,
     parse_execution_name,
 )
+from fusionfleet.jobs.waiting import WaitingRecord, read_waiting
 from fusionfleet.messages import JobContext
 
 __all__ = [
@@ -47,14 +48,20 @@ __all__ = [
     "whole_job",
 ]
 
-JOB_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED")
+# WAITING: accepted and planned, waiting for its tenant's turn or budget (fusionfleet.jobs.waiting).
+JOB_STATES = (
+    "PENDING", "WAITING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED",
+)  # fmt: skip
 CANCEL_REASON = "cancelled by an operator"
 
 
-def job_state(execution_status: str | None, rejected: bool, cancelled: bool) -> str:
-    """A job's state from its current run's execution, its rejection record and its cancel marker. Pure."""
+def job_state(execution_status: str | None, rejected: bool, cancelled: bool, waiting: bool = False) -> str:
+    """A job's state from its current run's execution, its rejection record, its cancel marker and its
+    waiting record (queued for its tenant's turn, or held by its tenant's budget: stopped, to resume). Pure."""
+    if waiting and not cancelled and execution_status in (None, "ABORTED", "RUNNING"):
+        return "WAITING"
     if execution_status is None:
-        return "REJECTED" if rejected else "PENDING"
+        return "CANCELLED" if cancelled else "REJECTED" if rejected else "PENDING"
     # The marker is written once the execution was told to stop; some engines (LocalStack) report
     # it RUNNING until its waiting tasks have noticed.
     if execution_status in ("ABORTED", "RUNNING") and cancelled:
@@ -88,10 +95,13 @@ class JobFacts:
     run: RunRecord
     execution: Execution | None  # the current run's execution; None before it started
     cancelled: bool
+    waiting: WaitingRecord | None = None  # queued for its tenant's turn or budget
+    cancel_reason: str = ""  # why it was cancelled, as its cancel marker says (its tenant's budget, or "")
 
     @property
     def state(self) -> str:
-        return job_state(self.execution.status if self.execution else None, self.rejection is not None, self.cancelled)
+        status = self.execution.status if self.execution else None
+        return job_state(status, self.rejection is not None, self.cancelled, self.waiting is not None)
 
     @property
     def reason(self) -> str:
@@ -99,8 +109,10 @@ class JobFacts:
         state = self.state
         if state == "REJECTED":
             return str((self.rejection or {}).get("reason", ""))
+        if state == "WAITING":
+            return self.waiting.reason if self.waiting is not None else ""
         if state == "CANCELLED":
-            return CANCEL_REASON
+            return self.cancel_reason or CANCEL_REASON
         execution = self.execution
         if execution is None or state in ("RUNNING", "SUCCEEDED"):
             return ""
@@ -165,12 +177,15 @@ class JobStates:
                 execution = self._orchestrator.describe(self.execution_arn(job_id, run.run))
             except ExecutionMissing:
                 execution = None
-        cancelled = (
-            execution is not None
-            and execution.status in ("ABORTED", "RUNNING")
-            and is_cancelled(self._storage, self._bucket, job_id)
+        waiting = read_waiting(self._storage, self._bucket, job_id) if raw is not None else None
+        cancelled = (execution is None or execution.status in ("ABORTED", "RUNNING")) and is_cancelled(
+            self._storage, self._bucket, job_id
         )
-        return JobFacts(job_id, context, rejection, run, execution, cancelled)
+        reason = ""
+        if cancelled:
+            marker = self._json(layout.cancel_key(job_id))
+            reason = str(marker.get("reason", "")) if isinstance(marker, dict) else ""
+        return JobFacts(job_id, context, rejection, run, execution, cancelled, waiting, reason)
 
     def progress(self, facts: JobFacts) -> Progress | None:
         """The current run's Map Run item counts, over the whole job."""

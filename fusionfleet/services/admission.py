@@ -152,7 +152,10 @@ class Admitter:
         dequeue(self._storage, self._config.work_bucket, record)
         if self._outbox is not None:
             context = record.execution_input.get("job", {})
-            run = int(context.get("run", record.run))
+            # A held job resumed as its next run: the run the retry recorded.
+            run = (
+                current_run(self._storage, self._config.work_bucket, record.job_id).run if record.resume else record.run
+            )
             started = WebhookEvent(
                 event_id=event_id(record.job_id, run, "started"), job_id=record.job_id, run=run, kind="started",
                 occurred_at=now,

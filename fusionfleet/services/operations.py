@@ -21,13 +21,15 @@ from fusionfleet.adapters.orchestrator import TERMINAL, ExecutionMissing, Orches
 from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
 from fusionfleet.fleet.tenants import notice_tenant
-from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, job_cost
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
+from fusionfleet.jobs.waiting import dequeue
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
 from fusionfleet.services.watchdog import NOTICE_NOT_CLAIMED_ERROR, NOTICE_STATES, NOTIFIED_FAILURE_ERROR
+from fusionfleet.webhooks.records import DeliveryRecord, deliveries
 
 __all__ = [
     "CANCEL_REASON",
@@ -135,6 +137,8 @@ class Operations:
     clock: Callable[[], float] = field(default=time.time)
     # Workers lost for longer than this (replaced hosts, old ECS tasks) are no longer listed.
     forget_after_s: float = FORGET_AFTER_S
+    # The price of attempts whose workers did not stamp one (older records).
+    prices: GpuPrices = field(default_factory=GpuPrices)
 
     # ------------------------------------------------------------------ reading
     def list_jobs(self, state: str | None = None, limit: int = 20, tenant: str | None = None) -> list[JobSummary]:
@@ -189,6 +193,11 @@ class Operations:
         records = _numbered(self._attempts(job_id, listing))
         return [record for record in records if segment is None or record.segment == segment]
 
+    def deliveries(self, job_id: str) -> list[DeliveryRecord]:
+        """The job's webhook events and every attempt to deliver each, in the order they were sent."""
+        self._facts(job_id)  # an unknown job is JobNotFound
+        return deliveries(self.storage, self.resources.work_bucket, job_id)
+
     def workers(self) -> list[WorkerView]:
         """Every worker with a presence record; one whose last beat is older than `lost_after_s` is lost.
 
@@ -231,6 +240,8 @@ class Operations:
         """Stop a running job; it ends CANCELLED with exactly one notice saying so (and why: `reason`)."""
         facts = self._facts(job_id)
         state = facts.state
+        if state == "WAITING" and facts.context is not None and facts.waiting is not None:
+            return self._cancel_waiting(facts, reason)
         if state != "RUNNING" or facts.execution is None or facts.context is None:
             raise OperationRefused(
                 f"job {job_id} is {state}: "
@@ -249,8 +260,9 @@ class Operations:
         # Then the marker: workers drop the job's queued segments and stop the one they render. After
         # the stop, so each task they drop gets its heartbeat once its execution is stopping.
         put_json(
-            self.storage, bucket, layout.cancel_key(job_id), {"cancelled_at": now.isoformat(), "run": facts.run.run}
-        )
+            self.storage, bucket, layout.cancel_key(job_id),
+            {"cancelled_at": now.isoformat(), "run": facts.run.run, "reason": reason},
+        )  # fmt: skip
         after = self.orchestrator.describe(facts.execution.arn)
         if after.status == "SUCCEEDED" or (after.status == "FAILED" and after.error == NOTIFIED_FAILURE_ERROR):
             # It ended by itself, with its own notice, before the stop: nothing was cancelled.
@@ -281,11 +293,42 @@ class Operations:
             "its queued segments will not be rendered"
         )
 
-    def retry(self, job_id: str) -> str:
+    def _cancel_waiting(self, facts: JobFacts, reason: str) -> str:
+        """A waiting job leaves its tenant's queue, ends CANCELLED, and is told once (it never ran, or
+        was held: its stopped execution stays as it was)."""
+        assert facts.context is not None and facts.waiting is not None
+        job_id, bucket = facts.job_id, self.resources.work_bucket
+        now = datetime.fromtimestamp(self.clock(), UTC)
+        if not self._claim_notice(job_id, now, reason):
+            raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
+        put_json(
+            self.storage, bucket, layout.cancel_key(job_id),
+            {"cancelled_at": now.isoformat(), "run": facts.run.run, "reason": reason},
+        )  # fmt: skip
+        dequeue(self.storage, bucket, facts.waiting)
+        listing = self._listing(job_id)
+        notice = {
+            "status": "cancelled", "stage": "cancel", "job_id": job_id, "tenant": notice_tenant(facts.context.tenant),
+            "manifest": facts.context.manifest.model_dump(), "error": CANCEL_ERROR, "reason": reason,
+            "segments_done": len(listing.done), "segments_total": facts.context.segment_count,
+            "cancelled_at": now.isoformat(),
+        }  # fmt: skip
+        self.notifier.publish(self.resources.topic_arn, notice_subject(job_id, "cancelled"), notice)
+        self._mark_notice(job_id, published_by="cancel", reason=reason)
+        return f"job {job_id} cancelled while it waited: it leaves its tenant's queue"
+
+    def resume(self, job_id: str) -> str:
+        """Run a job held by its tenant's budget again, as a retry does (the admitter calls it, in turn)."""
+        facts = self._facts(job_id)
+        if facts.state != "WAITING" or facts.waiting is None or not facts.waiting.resume:
+            raise OperationRefused(f"job {job_id} is {facts.state}, not held by its tenant's budget")
+        return self.retry(job_id, held=True)
+
+    def retry(self, job_id: str, held: bool = False) -> str:
         """Run an ended, unsuccessful job again, rendering only the segments that have no valid output."""
         facts = self._facts(job_id)
         state = facts.state
-        if state not in RETRYABLE or facts.context is None:
+        if (state not in RETRYABLE and not held) or facts.context is None:
             raise OperationRefused(f"job {job_id} is {state}: {_why_not_retry(state)}")
         if facts.execution is not None and facts.execution.status == "RUNNING":
             raise OperationRefused(
@@ -395,6 +438,11 @@ class Operations:
             newest = max(items)
             first_start = min((started for _run, started, _status in items if started), default=0.0)
             found.append((job_id, first_start, newest[2]))
+        for key in self.storage.list_keys(self.resources.work_bucket, layout.WAITING_PREFIX):
+            queued = layout.parse_waiting_index_key(key)
+            if queued is None or queued[2] in runs:
+                continue  # a held job is found by its execution
+            found.append((queued[2], queued[1] // 10**13 * 1.0, "WAITING"))
         for key in self.storage.list_keys(self.resources.work_bucket, layout.REJECTED_INDEX_PREFIX):
             rejected = layout.parse_rejected_index_key(key)
             if rejected is None or rejected in runs:
@@ -488,21 +536,15 @@ class Operations:
         return timings
 
     def _cost(self, facts: JobFacts, stored: list[SegmentAttempt]) -> dict[str, Any] | None:
-        execution = facts.execution
-        if execution is not None and execution.output and isinstance(execution.output.get("cost"), dict):
-            return {**execution.output["cost"], "final": True}
-        ended = [record for record in stored if record.finished_at]
-        if not ended:
+        """Every attempt so far (failed, killed, backup copies) at its worker's price (fusionfleet.jobs.cost);
+        `final` once the job ended and no attempt still runs."""
+        if not stored:
             return None
-        engine_s = sum(record.engine_s for record in ended if record.status == "succeeded")
-        billed_s = sum(record.finished_at - record.started_at for record in ended)
-        return {
-            "engine_gpu_s": round(engine_s, 3),
-            "billed_gpu_s": round(billed_s, 3),
-            "gpu_hourly_price": DEFAULT_GPU_HOURLY_PRICE,
-            "estimated_usd": round(billed_s / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6),
-            "final": False,
-        }
+        now = self.clock()
+        cost = job_cost(stored, self.prices, now)
+        running = any(not record.finished_at and now - record.alive_at <= STALE_AFTER_S for record in stored)
+        ended = facts.state not in ("PENDING", "WAITING", "RUNNING")
+        return {**cost.model_dump(mode="json"), "final": ended and not running}
 
     def _preview(self, job_id: str) -> str | None:
         try:
@@ -611,7 +653,9 @@ def _could_be(hint: str, state: str) -> bool:
     """Whether a job whose newest run's execution is `hint` can be in `state` (a cancelled job's execution
     is ABORTED, or still RUNNING while it stops)."""
     if state == "CANCELLED":
-        return hint in ("ABORTED", "RUNNING")
+        return hint in ("ABORTED", "RUNNING", "WAITING")
+    if state == "WAITING":
+        return hint in ("WAITING", "ABORTED", "RUNNING")  # a held job's execution is stopped (or stopping)
     return hint == state
 
 

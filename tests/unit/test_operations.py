@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -69,21 +68,27 @@ def test_a_job_shows_its_segment_grid_attempts_timings_and_preview() -> None:
     assert detail.timings["engine_s"] == 1.5 and detail.timings["attempts"] == 4
     assert detail.preview_key == layout.frame_preview_key("grid") and farm.ops.preview("grid") == b"\xff\xd8jpeg"
     assert detail.summary.state == "RUNNING" and detail.summary.segments_done == 1
-    # AND its cost so far: engine time of the attempt that succeeded, billed time of every ended attempt
-    # (8 s each, three of them: a failed attempt is billed too), at the default price, not final
+    # AND its cost so far: every attempt's worker time (8 s each for the three that ended: a failed attempt is
+    # billed too; the one running has just begun) at the default price, the engine time of the one that
+    # succeeded; not final while it runs
     assert detail.cost == {
         "engine_gpu_s": 1.5, "billed_gpu_s": 24.0, "gpu_hourly_price": DEFAULT_GPU_HOURLY_PRICE,
-        "estimated_usd": round(24.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6), "final": False,
+        "estimated_usd": round(24.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6), "attempts": 4,
+        "wasted_usd": round(16.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6),
+        "usd_by_capacity": {"on-demand": round(24.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6)}, "final": False,
     }  # fmt: skip
 
 
-def test_a_succeeded_jobs_cost_is_the_merges_figure() -> None:
+def test_an_ended_jobs_cost_counts_every_attempt_and_is_final_once_none_runs() -> None:
     farm = Farm()
-    arn = farm.job("paid", "SUCCEEDED", done=(0, 1, 2, 3))
-    cost = {"engine_gpu_s": 4.0, "billed_gpu_s": 9.0, "gpu_hourly_price": 2.0, "estimated_usd": 0.005}
-    farm.orchestrator.states[arn] = replace(farm.orchestrator.states[arn], output={"cost": cost})
-    assert farm.ops.job("paid").cost == {**cost, "final": True}
-    # and a job no attempt of which has ended has no cost yet
+    farm.job("paid", "SUCCEEDED", done=(0, 1))
+    farm.attempt("paid", 0, 1, "succeeded")
+    farm.attempt("paid", 1, 1, "failed")
+    farm.attempt("paid", 1, 2, "succeeded")
+    cost = farm.ops.job("paid").cost
+    assert cost is not None and cost["final"] is True and cost["attempts"] == 3
+    assert cost["billed_gpu_s"] == 8 + 8 + 7 and cost["engine_gpu_s"] == 3.0
+    # and a job no attempt of which has started has no cost yet
     farm.job("fresh", "RUNNING")
     assert farm.ops.job("fresh").cost is None
 
