@@ -4,6 +4,7 @@
     GET  /api/jobs/{id}                 one job: summary, segments, attempts, timings, preview URL
     GET  /api/jobs/{id}/preview.jpg     the latest swapped frame (JPEG), 404 while there is none
     GET  /api/workers                   the workers and their heartbeats
+    GET  /api/tenants                   tenants: limits, running and waiting jobs, spend this month and budget
     POST /api/jobs/{id}/cancel          {"message": ...}
     POST /api/jobs/{id}/retry           {"message": ...}
 
@@ -51,6 +52,7 @@ ROUTES = Router(
     [
         ("GET", "jobs", "jobs"),
         ("GET", "workers", "workers"),
+        ("GET", "tenants", "tenants"),
         ("GET", "jobs/{job_id}", "job"),
         ("GET", "jobs/{job_id}/preview.jpg", "preview"),
         ("POST", "jobs/{job_id}/cancel", "cancel"),
@@ -143,6 +145,8 @@ def _serve(source: DashboardSource, found: Route, query: str, now: datetime) -> 
         return json_response(200, {"now": now, "state": state, "limit": limit, "jobs": source.list_jobs(state, limit)})
     if found.name == "workers":
         return json_response(200, {"now": now, "workers": source.workers()})
+    if found.name == "tenants":
+        return json_response(200, {"now": now, "tenants": source.tenants()})
     if found.name == "job":
         detail = source.job(job_id)
         preview = f"/api/jobs/{job_id}/preview.jpg" if detail.preview_key else None

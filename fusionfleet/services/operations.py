@@ -20,14 +20,17 @@ from fusionfleet.adapters.notify import Notifier, notice_subject
 from fusionfleet.adapters.orchestrator import TERMINAL, ExecutionMissing, Orchestrator, execution_arn
 from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
+from fusionfleet.fleet.tenant_settings import tenants_with_settings
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, job_cost
 from fusionfleet.jobs.ids import tenant_of_job
+from fusionfleet.jobs.ledger import month_of
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
-from fusionfleet.jobs.waiting import dequeue
+from fusionfleet.jobs.waiting import dequeue, tenants_waiting
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
+from fusionfleet.services.tenant_overview import tenant_overview
 from fusionfleet.services.watchdog import NOTICE_NOT_CLAIMED_ERROR, NOTICE_STATES, NOTIFIED_FAILURE_ERROR
 from fusionfleet.webhooks.records import DeliveryRecord, deliveries
 
@@ -111,9 +114,10 @@ class JobDetail:
     attempts: list[AttemptRecord]
     timings: dict[str, Any]
     preview_key: str | None
-    # GPU-seconds and dollars: the merge's figure once the job succeeded, else what its attempts so far
-    # have used (failed attempts are billed too) at the default price; `final` says which.
+    # GPU-seconds and dollars of every attempt so far (fusionfleet.jobs.cost); `final` once it ended.
     cost: dict[str, Any] | None = None
+    # Its webhook's events, each with every attempt to deliver it (fusionfleet.webhooks.records).
+    deliveries: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,9 @@ class Operations:
             timings=self._timings(facts, stored),
             preview_key=self._preview(job_id),
             cost=self._cost(facts, stored),
+            deliveries=[
+                _delivery_view(record) for record in deliveries(self.storage, self.resources.work_bucket, job_id)
+            ],
         )
 
     def logs(self, job_id: str, segment: int | None = None) -> list[AttemptRecord]:
@@ -192,6 +199,22 @@ class Operations:
         listing = self._listing(job_id)
         records = _numbered(self._attempts(job_id, listing))
         return [record for record in records if segment is None or record.segment == segment]
+
+    def tenants(self) -> list[dict[str, object]]:
+        """Every tenant with settings, a waiting job or spend this month: limits, jobs, spend against budget."""
+        bucket, now = self.resources.work_bucket, self.clock()
+        month = month_of(now)
+        names = set(tenants_with_settings(self.storage, bucket)) | set(tenants_waiting(self.storage, bucket))
+        for key in self.storage.list_keys(bucket, layout.SPEND_PREFIX):
+            entry = layout.parse_spend_entry_key(key)
+            if entry is not None and entry.month == month:
+                names.add(entry.tenant)
+        return [
+            tenant_overview(
+                self.storage, self.orchestrator, bucket, self.resources.state_machine_arn, name, now
+            ).as_dict()
+            for name in sorted(names)
+        ]
 
     def deliveries(self, job_id: str) -> list[DeliveryRecord]:
         """The job's webhook events and every attempt to deliver each, in the order they were sent."""
@@ -624,6 +647,15 @@ class Operations:
                 "reason": reason,
             },
         )
+
+
+def _delivery_view(record: DeliveryRecord) -> dict[str, Any]:
+    """A delivery record as the pages show it (the body left out: the receiver has it)."""
+    return {
+        "event": record.kind, "event_id": record.event_id, "sequence": record.sequence, "state": record.state,
+        "reason": record.reason, "url": record.url,
+        "attempts": [attempt.model_dump(mode="json") for attempt in record.attempts],
+    }  # fmt: skip
 
 
 def _numbered(stored: list[SegmentAttempt]) -> list[AttemptRecord]:

@@ -38,7 +38,7 @@ from fusionfleet.services.operations import AttemptRecord, JobDetail, JobSummary
 from fusionfleet.webhooks.addresses import AddressPolicy
 
 # What the API reports; the pipeline's TIMED_OUT and ABORTED (stopped by the watchdog) are failures.
-API_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")
+API_STATES = ("PENDING", "WAITING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")
 _AS_API_STATE = {"TIMED_OUT": "FAILED", "ABORTED": "FAILED"}
 # Ids the API issues are `YYYYMMDD-HHMMSS-<8 hex>`; a manifest dropped by hand under the tenant's
 # `jobs/` prefix is reachable by its name too, when the name is one path segment.
@@ -240,7 +240,9 @@ class TenantJobs:
         Pipeline job ids are replaced by the API's: the tenant knows its job by that id only.
         """
         record, pipeline = self._lookup(tenant, job_id)
-        empty: dict[str, Any] = {"segments": [], "attempts": [], "timings": {}, "cost": None, "preview": False}
+        empty: dict[str, Any] = {
+            "segments": [], "attempts": [], "timings": {}, "cost": None, "preview": False, "deliveries": [],
+        }  # fmt: skip
         if pipeline is None:
             return self._waiting(job_id, record), empty
         try:
@@ -253,6 +255,7 @@ class TenantJobs:
             "attempts": [_plain(attempt) for attempt in found.attempts],
             "timings": _plain(found.timings),
             "cost": _plain(found.cost),
+            "deliveries": _plain(found.deliveries),
             "preview": found.preview_key is not None,
         }
 

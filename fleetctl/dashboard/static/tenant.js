@@ -98,6 +98,7 @@ async function showDetail(jobId) {
     job_id: view.job_id, name: view.job_id, state: view.state, priority: view.priority,
     submitted_at: view.created_at, reason: view.reason, now: detail.now,
     segments: detail.segments, attempts: detail.attempts, timings: detail.timings, cost: detail.cost,
+    deliveries: detail.deliveries || [],
   });
   $("download-box").hidden = !view.download_url;
   if (view.download_url) $("download").setAttribute("href", view.download_url);
