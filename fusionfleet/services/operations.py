@@ -20,17 +20,14 @@ from fusionfleet.adapters.notify import Notifier, notice_subject
 from fusionfleet.adapters.orchestrator import TERMINAL, ExecutionMissing, Orchestrator, execution_arn
 from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
-from fusionfleet.fleet.tenant_settings import tenants_with_settings
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, job_cost
 from fusionfleet.jobs.ids import tenant_of_job
-from fusionfleet.jobs.ledger import month_of
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
-from fusionfleet.jobs.waiting import dequeue, tenants_waiting
+from fusionfleet.jobs.waiting import dequeue
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
-from fusionfleet.services.tenant_overview import tenant_overview
 from fusionfleet.services.watchdog import NOTICE_NOT_CLAIMED_ERROR, NOTICE_STATES, NOTIFIED_FAILURE_ERROR
 from fusionfleet.webhooks.records import DeliveryRecord, deliveries
 
@@ -186,9 +183,7 @@ class Operations:
             timings=self._timings(facts, stored),
             preview_key=self._preview(job_id),
             cost=self._cost(facts, stored),
-            deliveries=[
-                _delivery_view(record) for record in deliveries(self.storage, self.resources.work_bucket, job_id)
-            ],
+            deliveries=[record.view() for record in deliveries(self.storage, self.resources.work_bucket, job_id)],
         )
 
     def logs(self, job_id: str, segment: int | None = None) -> list[AttemptRecord]:
@@ -202,19 +197,10 @@ class Operations:
 
     def tenants(self) -> list[dict[str, object]]:
         """Every tenant with settings, a waiting job or spend this month: limits, jobs, spend against budget."""
-        bucket, now = self.resources.work_bucket, self.clock()
-        month = month_of(now)
-        names = set(tenants_with_settings(self.storage, bucket)) | set(tenants_waiting(self.storage, bucket))
-        for key in self.storage.list_keys(bucket, layout.SPEND_PREFIX):
-            entry = layout.parse_spend_entry_key(key)
-            if entry is not None and entry.month == month:
-                names.add(entry.tenant)
-        return [
-            tenant_overview(
-                self.storage, self.orchestrator, bucket, self.resources.state_machine_arn, name, now
-            ).as_dict()
-            for name in sorted(names)
-        ]
+        found = tenant_overviews(
+            self.storage, self.orchestrator, self.resources.work_bucket, self.resources.state_machine_arn, self.clock()
+        )
+        return [overview.as_dict() for overview in found]
 
     def deliveries(self, job_id: str) -> list[DeliveryRecord]:
         """The job's webhook events and every attempt to deliver each, in the order they were sent."""
@@ -647,15 +633,6 @@ class Operations:
                 "reason": reason,
             },
         )
-
-
-def _delivery_view(record: DeliveryRecord) -> dict[str, Any]:
-    """A delivery record as the pages show it (the body left out: the receiver has it)."""
-    return {
-        "event": record.kind, "event_id": record.event_id, "sequence": record.sequence, "state": record.state,
-        "reason": record.reason, "url": record.url,
-        "attempts": [attempt.model_dump(mode="json") for attempt in record.attempts],
-    }  # fmt: skip
 
 
 def _numbered(stored: list[SegmentAttempt]) -> list[AttemptRecord]:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Orchestrator
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.fleet import budget
-from fusionfleet.fleet.tenant_settings import TenantSettings, read_settings
+from fusionfleet.fleet.tenant_settings import TenantSettings, read_settings, tenants_with_settings
 from fusionfleet.jobs.ids import TENANT_SEPARATOR
 from fusionfleet.jobs.ledger import month_of
 from fusionfleet.jobs.runs import parse_execution_name
-from fusionfleet.jobs.waiting import read_waiting, waiting_in_order
+from fusionfleet.jobs.waiting import read_waiting, tenants_waiting, waiting_in_order
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,16 @@ def tenant_overview(
     month = month_of(now)
     status = budget.check(storage, work_bucket, settings, month, now)
     return TenantOverview(tenant, settings, running, tuple(waiting), status)
+
+
+def tenant_overviews(
+    storage: Storage, orchestrator: Orchestrator, work_bucket: str, state_machine_arn: str, now: float
+) -> list[TenantOverview]:
+    """Every tenant with settings, a waiting job or spend this month."""
+    month = month_of(now)
+    names = set(tenants_with_settings(storage, work_bucket)) | set(tenants_waiting(storage, work_bucket))
+    for key in storage.list_keys(work_bucket, layout.SPEND_PREFIX):
+        entry = layout.parse_spend_entry_key(key)
+        if entry is not None and entry.month == month:
+            names.add(entry.tenant)
+    return [tenant_overview(storage, orchestrator, work_bucket, state_machine_arn, name, now) for name in sorted(names)]

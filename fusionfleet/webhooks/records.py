@@ -50,6 +50,14 @@ class DeliveryRecord(_Record):
     next_attempt_at: float = 0.0  # while pending after a failed attempt
     reason: str = ""  # why it failed or was skipped
 
+    def view(self) -> dict[str, object]:
+        """As the pages show it (the body left out: the receiver has it)."""
+        return {
+            "event": self.kind, "event_id": self.event_id, "sequence": self.sequence, "state": self.state,
+            "reason": self.reason, "url": self.url,
+            "attempts": [attempt.model_dump(mode="json") for attempt in self.attempts],
+        }  # fmt: skip
+
 
 class WebhookState(_Record):
     next_sequence: int = 1
