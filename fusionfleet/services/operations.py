@@ -28,6 +28,7 @@ from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.state import CANCEL_REASON, JOB_STATES, JobFacts, JobStates, SegmentFiles, job_state
 from fusionfleet.jobs.waiting import dequeue
 from fusionfleet.messages import SegmentAttempt, SegmentRecord, WorkerBeat
+from fusionfleet.services.tenant_overview import tenant_overviews
 from fusionfleet.services.watchdog import NOTICE_NOT_CLAIMED_ERROR, NOTICE_STATES, NOTIFIED_FAILURE_ERROR
 from fusionfleet.webhooks.records import DeliveryRecord, deliveries
 
