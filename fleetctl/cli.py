@@ -473,6 +473,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"expires   {status.download.expires_at_iso}")
     if status.reason:
         print(f"reason    {status.reason}")
+    if status.state not in ("REJECTED", "PENDING"):
+        tenant_cli.print_cost(_operations(args).job(args.job_id).cost)
     return 0 if status.state not in ("FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED") else EXIT_FAILED
 
 

@@ -203,3 +203,15 @@ def print_deliveries(records: list[DeliveryRecord]) -> None:
     print()
     headers = ("WEBHOOK EVENT", "ATTEMPT", "AT", "ANSWER", "TOOK", "OUTCOME", "DETAIL")
     print("\n".join(table(headers, rows, right=(1, 4))))
+
+
+def print_cost(cost: dict[str, Any] | None) -> None:
+    """`fusionfleet status`' cost line: every attempt at its worker's price (fusionfleet.jobs.cost)."""
+    if not cost:
+        return
+    split = ", ".join(f"{name} ${usd:.6f}" for name, usd in sorted(cost.get("usd_by_capacity", {}).items()))
+    print(
+        f"cost      ${cost['estimated_usd']:.6f}{'' if cost.get('final') else ' so far'}: "
+        f"{cost['billed_gpu_s']:.3f} GPU-s over {cost.get('attempts', 0)} attempts"
+        f" (wasted ${cost.get('wasted_usd', 0.0):.6f}{'; ' + split if split else ''})"
+    )

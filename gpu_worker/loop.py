@@ -295,7 +295,8 @@ class Worker(Generic[TaskT]):
         """A keeper (not started) of the message, its token and its job's cancel marker and winner."""
         return Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
-            cancelled=lambda: self._handler.cancelled(task), renew=renew,
+            # A tenant whose budget is spent stops too: its segment's saved chunks wait for the job to resume.
+            cancelled=lambda: self._handler.cancelled(task) or bool(self._handler.held(task)), renew=renew,
             superseded=lambda: self._handler.superseded(task), alive=lambda: self._handler.alive(task),
         )  # fmt: skip
 

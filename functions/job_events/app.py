@@ -40,6 +40,7 @@ from fusionfleet.webhooks.secrets import TenantSecrets
 
 logger = Logger(service="fusionfleet-job-events")
 FIFO_SUFFIX = ".fifo"
+MAX_SETTLE_ROUNDS = 3  # a notice is followed again at most this often for attempts still stopping
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, JobEventsEnvironment, WebhookConfig]:
@@ -113,9 +114,14 @@ def follow(records: list[dict[str, Any]], follower: JobEnded) -> list[str]:
             logger.error("not a notice: dropped", body=record["body"][:500])
             continue
         try:
-            follower.handle(notice if isinstance(notice, dict) else {})
+            followed = follower.handle(notice if isinstance(notice, dict) else {})
         except Exception:
             logger.exception("following a notice failed; it is retried", job_id=str(notice.get("job_id")))
+            failed.append(record["messageId"])
+            continue
+        receives = int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+        if followed is not None and followed.unsettled and receives < MAX_SETTLE_ROUNDS:
+            # A copy still stopping: followed again once it had time to end (the final event goes once).
             failed.append(record["messageId"])
     return failed
 

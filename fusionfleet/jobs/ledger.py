@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage
-from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, attempt_price, attempt_seconds
+from fusionfleet.jobs.cost import ALIVE_EVERY_S, STALE_AFTER_S, GpuPrices, attempt_price, attempt_seconds
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.messages import SegmentAttempt
 
@@ -41,7 +42,13 @@ def _prefix(tenant: str, record: SegmentAttempt) -> str:
 
 
 def record_spend(
-    storage: Storage, bucket: str, record: SegmentAttempt, prices: GpuPrices, now: float, replace: bool = True
+    storage: Storage,
+    bucket: str,
+    record: SegmentAttempt,
+    prices: GpuPrices,
+    now: float,
+    replace: bool = True,
+    stale_after_s: float = STALE_AFTER_S,
 ) -> int | None:
     """Write the attempt's ledger entry (tenant jobs only); the micro-dollars written, or None.
 
@@ -51,7 +58,7 @@ def record_spend(
     tenant = tenant_of_job(record.job_id)
     if tenant is None:
         return None
-    seconds = attempt_seconds(record, now, STALE_AFTER_S)
+    seconds = attempt_seconds(record, now, stale_after_s)
     price = attempt_price(record, prices)
     amount = micro_usd(seconds / 3600 * price)
     prefix = _prefix(tenant, record)
@@ -81,13 +88,23 @@ def spent_micro_usd(storage: Storage, bucket: str, tenant: str, month: str) -> i
     return total
 
 
-def settle_job(storage: Storage, bucket: str, attempts: Iterable[SegmentAttempt], prices: GpuPrices, now: float) -> int:
-    """Write the entries a job's attempts lack (attempts whose worker died); how many were written."""
-    written = 0
+@dataclass(frozen=True)
+class Settled:
+    written: int  # entries written for attempts whose worker died
+    alive: int  # attempts still working (a losing copy stopping): they write their own entries
+
+
+def settle_job(
+    storage: Storage, bucket: str, attempts: Iterable[SegmentAttempt], prices: GpuPrices, now: float
+) -> Settled:
+    """Write the entries an ended job's attempts lack: those whose worker died.
+
+    The job has ended, so an unfinished attempt that missed two of its worker's signs of life is dead."""
+    written = alive = 0
     for record in attempts:
-        alive = not record.finished_at and now - max(record.alive_at, record.started_at) <= STALE_AFTER_S
-        if alive:
-            continue  # still working (a losing copy): it writes its own entry when it ends
-        if record_spend(storage, bucket, record, prices, now, replace=False) is not None:
+        if not record.finished_at and now - max(record.alive_at, record.started_at) <= 2 * ALIVE_EVERY_S:
+            alive += 1
+            continue
+        if record_spend(storage, bucket, record, prices, now, replace=False, stale_after_s=2 * ALIVE_EVERY_S):
             written += 1
-    return written
+    return Settled(written, alive)

@@ -40,6 +40,9 @@ class Followed:
     event_queued: bool = False
     settled: int = 0  # ledger entries written for attempts whose worker died
     started: tuple[str, ...] = ()  # the tenant's jobs started after it
+    # Attempts still working (a losing copy stopping): the notice is followed again shortly, to bill
+    # them if their worker dies before it writes its own entry.
+    unsettled: int = 0
 
 
 class JobEnded:
@@ -72,21 +75,21 @@ class JobEnded:
             job_id=job_id, run=run, kind=kind, occurred_at=now, data=notice,
         )  # fmt: skip
         queued = self._outbox.emit(event)
-        settled = 0 if rejected else self._settle(job_id, now)
+        settled, unsettled = (0, 0) if rejected else self._settle(job_id, now)
         tenant = tenant_of_job(job_id)
         started = tuple(item.job_id for item in self._admitter.admit(tenant)) if tenant else ()
         logger.info("job %s ended %s: event queued %s, %s spend entries settled, started after it: %s",
                     job_id, kind, queued, settled, ", ".join(started) or "none")  # fmt: skip
-        return Followed(job_id, queued, settled, started)
+        return Followed(job_id, queued, settled, started, unsettled)
 
-    def _settle(self, job_id: str, now: float) -> int:
+    def _settle(self, job_id: str, now: float) -> tuple[int, int]:
         """Bill the attempts whose workers died; the tenant's budget is checked with them."""
         tenant = tenant_of_job(job_id)
         if tenant is None:
-            return 0
-        written = settle_job(self._storage, self._bucket, read_attempts(self._storage, self._bucket, job_id),
-                             self._prices, now)  # fmt: skip
+            return 0, 0
+        attempts = read_attempts(self._storage, self._bucket, job_id)
+        settled = settle_job(self._storage, self._bucket, attempts, self._prices, now)
         settings = read_settings(self._storage, self._bucket, tenant)
-        if written and settings.monthly_budget_usd is not None:
+        if settled.written and settings.monthly_budget_usd is not None:
             budget.check(self._storage, self._bucket, settings, month_of(now), now)
-        return written
+        return settled.written, settled.alive

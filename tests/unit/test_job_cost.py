@@ -68,9 +68,9 @@ def test_the_ledger_sums_a_tenants_month_from_its_keys_and_an_attempts_own_end_r
     month = month_of(EPOCH)
     # a killed attempt settled when its job ended (10 s alive), then its worker turns out to end it at 20 s
     killed = attempt(0, 1, "running", 0, alive_at=EPOCH + 10, hourly_price=3.6)
-    assert settle_job(storage, WORK, [killed], prices, NOW) == 1
+    assert settle_job(storage, WORK, [killed], prices, NOW).written == 1
     assert spent_micro_usd(storage, WORK, "acme", month) == 10_000
-    assert settle_job(storage, WORK, [killed], prices, NOW) == 0  # never twice
+    assert settle_job(storage, WORK, [killed], prices, NOW).written == 0  # never twice
     record_spend(storage, WORK, attempt(0, 1, "failed", 0, 20, hourly_price=3.6), prices, NOW)
     assert spent_micro_usd(storage, WORK, "acme", month) == 20_000
     # a single-tenant job bills nobody
