@@ -24,7 +24,7 @@ SAMVENV := .venv-sam
 PARLIAMENT_VERSION := 1.6.4
 PLVENV := .venv-parliament
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim bench-integrations chaos soak up down status clean
 
 all: test
 
@@ -130,6 +130,11 @@ bench-fleet: venv localstack-env
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim
+
+# Issue 34's goals on a local stack of its own: signed webhooks through a failing receiver, a one-job
+# tenant, budgets on one and two workers, the true cost of a job (benchmarks/integrations.py).
+bench-integrations: venv localstack-env
+	$(PY) -m benchmarks.integrations
 
 up: venv localstack-env
 	$(VENV)/bin/fusionfleet local up

@@ -1,0 +1,364 @@
+"""`python -m benchmarks.integrations` (`make bench-integrations`): issue 34's goals on a local stack of its own.
+
+Four scenarios, each judged by what an outsider sees, not by the farm's own bookkeeping:
+- webhooks: five jobs (three succeed, one is cancelled, one fails), each with its own receiver that
+  answers 500 to its first two requests; every request is verified with the Standard Webhooks library
+  (`standardwebhooks` from PyPI) and the tenant's secret; goals: exactly one final event per job,
+  every signature valid, events in order (sequence 1, 2, … and webhook-timestamps never going back);
+- one job at a time: a tenant limited to one running job submits three; goals: all three succeed,
+  never two at once, each starting within one watchdog sweep of the one before ending (from Step
+  Functions' own start and stop times);
+- a budget of a few cents ($36 a GPU-hour here, so a cent is a second of worker time) on one render
+  worker, then on two: goals: one notice naming the budget, and the tenant's spend stops within one
+  segment attempt's cost of the cap per worker in flight (spend from the attempt records themselves);
+  the held job resumes and ends frame-exact once the budget is raised;
+- true cost: a job with a killed attempt and a straggler's backup copy; goal: `fusionfleet status`'
+  cost equals the sum over its attempt records of worker time × price, and so does the tenant's ledger.
+
+Writes benchmarks/results/integrations.json (with provenance), prints a table, exits 1 when a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from benchmarks.pipeline import Bench
+from benchmarks.provenance import write_results
+from fleetctl.local.paths import LocalPaths
+from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.samples import grace_hopper_path, write_video
+from fleetctl.stack import StackResources
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.orchestrator import execution_arn
+from fusionfleet.jobs.attempts import read_attempts
+from fusionfleet.messages import SegmentAttempt
+from tests.support.media import decode_all
+from tests.support.webhook_receiver import WebhookReceiver
+
+ROOT = Path(__file__).resolve().parents[1]
+STATE = ROOT / ".fusionfleet" / "bench-integrations"
+PRICE = 36.0  # dollars per GPU-hour: a cent a second, so a few cents is a few segments
+SWEEP_S = 10.0
+FINALS = ("job.succeeded", "job.failed", "job.cancelled")
+
+
+def options(port: int, workers: int) -> UpOptions:
+    return UpOptions(
+        workers=workers, port=port, stack="fusionfleet-integrations", default_engine="copy", visibility_s=15,
+        watchdog_every_s=SWEEP_S, gpu_hourly_price=PRICE, faults_file=STATE / "faults.json",
+        backups=True, backup_factor=2.0, backup_min_age_s=6.0,
+    )  # fmt: skip
+
+
+class Farm:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.stack = LocalStack(LocalPaths.discover(STATE, env=os.environ), say=lambda _line: None)
+        self.bench: Bench | None = None
+
+    def up(self, workers: int) -> Bench:
+        state = self.stack.up(options(self.port, workers))
+        self.bench = Bench(
+            self.stack, StackResources.from_outputs(state.outputs), AwsTarget(state.region, state.endpoint)
+        )
+        return self.bench
+
+    def cli(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "fleetctl.cli", *args], env={**os.environ, "FUSIONFLEET_LOCAL_DIR": str(STATE)},
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"fusionfleet {' '.join(args)} failed: {done.stderr}")
+        return done.stdout
+
+    def submit(self, clip: Path, tenant: str, name: str, *extra: str) -> str:
+        out = self.cli(
+            "submit", "--tenant", tenant, "--source", str(grace_hopper_path()), "--target", str(clip),
+            "--engine", "copy", "--name", name, *extra,
+        )  # fmt: skip
+        return out.strip().splitlines()[-1]
+
+    def faults(self, rules: list[dict[str, Any]]) -> None:
+        (STATE / "faults.json").write_text(json.dumps(rules))
+
+    def attempts(self, job: str) -> list[SegmentAttempt]:
+        assert self.bench is not None
+        return read_attempts(self.bench.storage, self.bench.resources.work_bucket, job)
+
+    def frames(self, notice: dict[str, Any], name: str) -> int:
+        assert self.bench is not None
+        path = STATE / "outputs" / f"{name}.mp4"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        output = notice["output"]
+        self.bench.aws.client("s3").download_file(output["bucket"], output["key"], str(path))
+        return len(decode_all(path)[1])
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(1)
+    return check()
+
+
+def attempt_usd(attempt: SegmentAttempt) -> float:
+    """From the record alone: worker time (to its end, or its last sign of life) × its price."""
+    return ((attempt.finished_at or attempt.alive_at) - attempt.started_at) * attempt.hourly_price / 3600
+
+
+# ---------------------------------------------------------------- webhooks
+
+
+def webhooks(farm: Farm, clip: Path) -> dict[str, Any]:
+    secret = farm.cli("local", "webhook-secret", "--tenant", "hooks").strip()
+    judge = Webhook(secret)
+    farm.faults([
+        {"job": "hook-cancel", "segment": 0, "action": "slow", "at_frame": 5, "seconds": 60},
+        {"job": "hook-fail", "segment": 1, "action": "fail"},
+    ])  # fmt: skip
+    receivers, jobs = {}, {}
+    for name in ("hook-ok-1", "hook-ok-2", "hook-ok-3", "hook-cancel", "hook-fail"):
+        receivers[name] = WebhookReceiver(fail_first=2)
+        url = receivers[name].start()
+        jobs[name] = farm.submit(clip, "hooks", name, "--webhook", url, "--metadata", json.dumps({"take": name}))
+    assert farm.bench is not None
+    inbox = farm.bench.subscribe()
+    time.sleep(8)
+    farm.cli("cancel", jobs["hook-cancel"])
+    per_job = {}
+    try:
+        for name, job in jobs.items():
+            notice = farm.bench.wait_for_notice(inbox, job, 600)
+            receiver = receivers[name]
+
+            def final_arrived(receiver: WebhookReceiver = receiver) -> bool:
+                return any(x.payload()["type"] in FINALS for x in receiver.delivered())
+
+            got = wait_until(final_arrived, 300)
+            time.sleep(3)
+            requests = receivers[name].snapshot()
+            delivered = receivers[name].delivered()
+            valid = 0
+            for request in requests:
+                try:
+                    judge.verify(request.body, request.headers)
+                    valid += 1
+                except WebhookVerificationError:
+                    pass
+            payloads = [item.payload() for item in delivered]
+            first = [item for item in requests if item.webhook_id == requests[0].webhook_id] if requests else []
+            per_job[name] = {
+                "job_id": job, "notice": notice["status"], "final_arrived": got, "requests": len(requests),
+                "events_delivered": [p["type"] for p in payloads],
+                "final_events": sum(p["type"] in FINALS for p in payloads),
+                "signatures_valid": valid,
+                "in_sequence": [p["data"]["sequence"] for p in payloads] == list(range(1, len(payloads) + 1)),
+                "timestamps_never_back": [d.timestamp for d in delivered] == sorted(d.timestamp for d in delivered),
+                "first_event_answers": [item.answered for item in first],
+                "first_event_retry_gaps_s": [round(b.at - a.at, 1) for a, b in itertools.pairwise(first)],
+                "same_id_and_body_on_retries": len({(i.webhook_id, i.body) for i in first}) == 1,
+                "metadata_echoed": all(p["data"]["metadata"] == {"take": name} for p in payloads),
+            }  # fmt: skip
+    finally:
+        for receiver in receivers.values():
+            receiver.stop()
+        farm.faults([])
+    met = all(
+        j["final_events"] == 1 and j["signatures_valid"] == j["requests"] and j["in_sequence"]
+        and j["timestamps_never_back"] and j["same_id_and_body_on_retries"]
+        for j in per_job.values()
+    )  # fmt: skip
+    return {"jobs": per_job, "goal": "one final event per job, every signature valid, events in order", "met": met}
+
+
+# ---------------------------------------------------------------- one job at a time
+
+
+def one_at_a_time(farm: Farm, clip: Path) -> dict[str, Any]:
+    assert farm.bench is not None
+    farm.cli("tenant", "set", "solo", "--max-running-jobs", "1")
+    inbox = farm.bench.subscribe()
+    jobs = [farm.submit(clip, "solo", f"solo-{n}") for n in range(3)]
+    waiting_seen = "WAITING" in farm.cli("status", jobs[2])
+    notices = [farm.bench.wait_for_notice(inbox, job, 900) for job in jobs]
+    frames = [farm.frames(notice, f"solo-{n}") for n, notice in enumerate(notices)]
+    sfn = farm.bench.aws.client("stepfunctions")
+    runs = [sfn.describe_execution(executionArn=execution_arn(farm.bench.resources.state_machine_arn, j)) for j in jobs]
+    gaps = [round((b["startDate"] - a["stopDate"]).total_seconds(), 2) for a, b in itertools.pairwise(runs)]
+    met = all(n["status"] == "succeeded" for n in notices) and all(0 <= gap <= SWEEP_S for gap in gaps)
+    return {
+        "jobs": jobs, "statuses": [n["status"] for n in notices], "frames": frames, "third_waited": waiting_seen,
+        "start_after_previous_end_s": gaps, "sweep_s": SWEEP_S,
+        "goal": "all succeed, one at a time, each within one sweep of the previous end", "met": met,
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------- budget
+
+
+def budget(farm: Farm, clip: Path, tenant: str, workers: int, cap: float) -> dict[str, Any]:
+    assert farm.bench is not None
+    farm.up(workers)
+    farm.cli("tenant", "set", tenant, "--monthly-budget-usd", str(cap), "--on-budget", "stop")
+    inbox = farm.bench.subscribe()
+    began = time.monotonic()
+    job = farm.submit(clip, tenant, f"{tenant}-long")
+    sqs = farm.bench.aws.client("sqs")
+    told: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 600
+    while not told and time.monotonic() < deadline:
+        for message in sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=5, MaxNumberOfMessages=10).get(
+            "Messages", []
+        ):
+            notice = json.loads(json.loads(message["Body"])["Message"])
+            if notice.get("status") == "budget" and notice.get("tenant") == tenant:
+                told.append(notice)
+    held = wait_until(lambda: "WAITING" in farm.cli("status", job), 120)
+    time.sleep(15)  # the last interrupted attempt ends and writes its ledger entry
+    attempts = farm.attempts(job)
+    costs = sorted(attempt_usd(a) for a in attempts)
+    spent_records = sum(costs)
+    shown = json.loads(farm.cli("tenant", "show", tenant, "--json"))
+    again = 0
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        for message in sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=5, MaxNumberOfMessages=10).get(
+            "Messages", []
+        ):
+            again += json.loads(json.loads(message["Body"])["Message"]).get("status") == "budget"
+    farm.cli("tenant", "set", tenant, "--monthly-budget-usd", "100")
+    final = farm.bench.wait_for_notice(inbox, job, 900)
+    frames = farm.frames(final, f"{tenant}-long") if final["status"] == "succeeded" else 0
+    overshoot = spent_records - cap
+    allowance = sum(costs[-workers:])  # one segment attempt per worker in flight
+    met = len(told) == 1 and again == 0 and held and 0 <= overshoot <= allowance and final["status"] == "succeeded"
+    return {
+        "tenant": tenant, "render_workers": workers, "cap_usd": cap, "price_per_gpu_hour": PRICE, "job_id": job,
+        "budget_notices": len(told) + again, "notice_reason": told[0]["reason"] if told else "",
+        "held": held, "spent_usd_from_attempts": round(spent_records, 6), "ledger_spent_usd": shown["spent_usd"],
+        "overshoot_usd": round(overshoot, 6), "largest_attempt_usd": round(costs[-1], 6) if costs else 0.0,
+        "allowance_usd": round(allowance, 6), "attempts_before_hold": len(attempts),
+        "resumed": final["status"], "frames": frames, "seconds_to_notice": round(time.monotonic() - began, 1),
+        "goal": "one notice naming the budget; spend stops within one segment's cost of the cap per worker",
+        "met": met,
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------- true cost
+
+
+def true_cost(farm: Farm, clip: Path) -> dict[str, Any]:
+    assert farm.bench is not None
+    farm.up(2)
+    farm.faults([
+        {"job": "priced", "segment": 0, "attempt": 1, "copy": 0, "action": "slow", "at_frame": 10, "seconds": 14},
+        {"job": "priced", "segment": 0, "attempt": 1, "copy": 0, "action": "kill-worker", "at_frame": 20},
+        {"job": "priced", "segment": 1, "copy": 0, "action": "slow", "at_frame": 60, "seconds": 100},
+    ])  # fmt: skip
+    inbox = farm.bench.subscribe()
+    try:
+        job = farm.submit(clip, "costs", "priced")
+        wait_until(lambda: any(not a.finished_at for a in farm.attempts(job) if a.index == 0), 120)
+        time.sleep(20)  # the worker dies at frame 20, after the 14 s stall
+        farm.up(2)  # the dead worker is replaced, as ECS would
+        notice = farm.bench.wait_for_notice(inbox, job, 900)
+        now_settled = lambda: all(a.finished_at or time.time() - a.alive_at > 35 for a in farm.attempts(job))  # noqa: E731
+        wait_until(now_settled, 180)
+        attempts = farm.attempts(job)
+        expected = sum(attempt_usd(a) for a in attempts)
+        line = next(x for x in farm.cli("status", job).splitlines() if x.startswith("cost"))
+        shown = float(line.split("$", 1)[1].split()[0].rstrip(":"))
+        ledger = 0.0
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            ledger = json.loads(farm.cli("tenant", "show", "costs", "--json"))["spent_usd"]
+            if abs(ledger - expected) <= len(attempts) * 1e-6:
+                break
+            time.sleep(3)
+    finally:
+        farm.faults([])
+    kinds = {
+        "killed": sum(not a.finished_at for a in attempts),
+        "backup_copies": sum(a.copy_number > 0 for a in attempts),
+        "superseded": sum(a.status == "superseded" for a in attempts),
+    }
+    met = (
+        notice["status"] == "succeeded" and kinds["killed"] >= 1 and kinds["backup_copies"] >= 1
+        and abs(shown - expected) <= 2e-6 and abs(ledger - expected) <= len(attempts) * 1e-6
+    )  # fmt: skip
+    return {
+        "job_id": job, "status": notice["status"], "frames": farm.frames(notice, "priced"), "attempts": len(attempts),
+        **kinds, "status_cost_usd": shown, "sum_of_attempt_records_usd": round(expected, 6),
+        "tenant_ledger_usd": ledger, "notice_cost_usd": notice.get("cost", {}).get("estimated_usd"),
+        "goal": "status and ledger = sum of every attempt's worker time x price", "met": met,
+    }  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=4597)
+    args = parser.parse_args()
+    STATE.mkdir(parents=True, exist_ok=True)
+    (STATE / "faults.json").write_text("[]")
+    media = STATE / "media"
+    media.mkdir(exist_ok=True)
+    short, long, two = media / "short.mp4", media / "long.mp4", media / "two.mp4"
+    for path, seconds in ((short, 12), (long, 48), (two, 10)):
+        if not path.exists():
+            write_video(path, seconds=seconds, fps=25, width=320, height=240)
+    farm = Farm(args.port)
+    report: dict[str, Any] = {"benchmark": "integrations"}
+    try:
+        farm.up(2)
+        report["webhooks"] = webhooks(farm, short)
+        report["one_at_a_time"] = one_at_a_time(farm, short)
+        report["budget_one_worker"] = budget(farm, long, "tight-one", 1, 0.05)
+        report["budget_two_workers"] = budget(farm, long, "tight-two", 2, 0.05)
+        report["true_cost"] = true_cost(farm, two)
+    finally:
+        farm.stack.down()
+        goals = {name: value.get("met") for name, value in report.items() if isinstance(value, dict)}
+        report["goals"] = goals
+        path = write_results(
+            "integrations.json", report, {**vars(args), "price_per_gpu_hour": PRICE, "sweep_s": SWEEP_S}
+        )
+        print(f"results: {path}")
+    print(f"\n{'scenario':<20} {'met':<5} figures")
+    hooks = report["webhooks"]["jobs"]
+    figures = [
+        f"{n}: {j['final_events']} final, {j['signatures_valid']}/{j['requests']} valid, "
+        f"answers {j['first_event_answers']} after {j['first_event_retry_gaps_s']} s"
+        for n, j in hooks.items()
+    ]
+    print(f"{'webhooks':<20} {goals['webhooks']!s:<5} " + "; ".join(figures))
+    solo = report["one_at_a_time"]
+    print(f"{'one at a time':<20} {goals['one_at_a_time']!s:<5} {solo['statuses']}, starts after previous end "
+          f"{solo['start_after_previous_end_s']} s (sweep {SWEEP_S:.0f} s)")  # fmt: skip
+    for key in ("budget_one_worker", "budget_two_workers"):
+        b = report[key]
+        print(f"{key:<20} {goals[key]!s:<5} cap ${b['cap_usd']}, spent ${b['spent_usd_from_attempts']} "
+              f"(over by ${b['overshoot_usd']}, allowance ${b['allowance_usd']}), {b['budget_notices']} notice, "
+              f"resumed {b['resumed']} with {b['frames']} frames")  # fmt: skip
+    cost = report["true_cost"]
+    print(f"{'true cost':<20} {goals['true_cost']!s:<5} status ${cost['status_cost_usd']}, records "
+          f"${cost['sum_of_attempt_records_usd']}, ledger ${cost['tenant_ledger_usd']} ({cost['attempts']} attempts: "
+          f"{cost['killed']} killed, {cost['backup_copies']} backup)")  # fmt: skip
+    return 0 if all(goals.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
