@@ -92,7 +92,7 @@ def deliver(records: list[dict[str, Any]], deliverer: WebhookDeliverer, queue: W
         logger.append_keys(job_id=event.job_id)
         handled = deliverer.handle(event)
         logger.info("webhook event handled", event_id=event.event_id, outcome=handled.outcome, reason=handled.reason)
-        if handled.outcome == "retry":
+        if handled.outcome in ("retry", "deferred"):
             queue.change_visibility(_message(record, queue_url), handled.delay_s)
             keep.append(record["messageId"])
             blocked.add(group or event.job_id)

@@ -12,6 +12,7 @@ body of every attempt are those of the first.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from collections.abc import Callable
@@ -39,6 +40,8 @@ from fusionfleet.webhooks.signing import signed_headers
 
 logger = logging.getLogger(__name__)
 
+# An event waiting for its retry that has not come back this long after its time is taken for lost.
+LOST_AFTER_S = 900.0
 FINAL_STATES = {"succeeded": "SUCCEEDED", "failed": "FAILED", "cancelled": "CANCELLED"}
 NOTICE_FIELDS = ("reason", "error", "stage", "output", "download_url", "download_url_expires_at", "cost", "timings",
                  "frames", "duration_s", "problems", "segments_done", "segments_total")  # fmt: skip
@@ -57,8 +60,9 @@ class WebhookConfig:
 
 @dataclass(frozen=True)
 class Handled:
-    outcome: Literal["delivered", "retry", "failed", "skipped", "duplicate"]
-    delay_s: int = 0  # for `retry`: how long the message stays invisible before the next attempt
+    outcome: Literal["delivered", "retry", "deferred", "failed", "skipped", "duplicate"]
+    # For `retry` and `deferred`: how long the message stays invisible before it is handled again.
+    delay_s: int = 0
     reason: str = ""
 
 
@@ -89,12 +93,26 @@ class WebhookDeliverer:
         record = read_delivery(self._storage, bucket, event.job_id, event.event_id)
         if record is not None and record.state != "pending":
             return Handled("duplicate", reason=f"already {record.state}")
+        behind = self._behind(event)
+        if behind is not None:
+            return behind
         if record is None:
             record_or_why = self._prepare(event, subscription)
             if isinstance(record_or_why, str):
                 return Handled("skipped", reason=record_or_why)
             record = record_or_why
         return self._attempt(record, subscription)
+
+    def _behind(self, event: WebhookEvent) -> Handled | None:
+        """`deferred` while another event of the job waits for its retry: this one goes after it."""
+        state = read_state(self._storage, self._config.work_bucket, event.job_id)
+        if not state.waiting_on or state.waiting_on == event.event_id:
+            return None
+        now = self._clock()
+        if now > state.waiting_until + LOST_AFTER_S:
+            return None  # it never came back (its message died): the job's other events go on
+        delay = max(1, math.ceil(state.waiting_until - now) + 1)
+        return Handled("deferred", delay_s=delay, reason=f"waits behind {state.waiting_on}")
 
     # ------------------------------------------------------------------ the first time an event is seen
     def _prepare(self, event: WebhookEvent, subscription: WebhookSubscription) -> DeliveryRecord | str:
@@ -193,7 +211,20 @@ class WebhookDeliverer:
             update={"attempts": (*record.attempts, attempt), "next_attempt_at": now + decision.delay_s}
         )
         write_delivery(self._storage, self._config.work_bucket, updated)
+        self._wait_on(record, now + decision.delay_s)
         return Handled("retry", delay_s=decision.delay_s, reason=attempt.error or str(attempt.status))
+
+    def _wait_on(self, record: DeliveryRecord, until: float) -> None:
+        """Hold the job's later events behind this one (until: its next attempt), or let them go (0)."""
+        bucket = self._config.work_bucket
+        state = read_state(self._storage, bucket, record.job_id)
+        if until:
+            state = state.model_copy(update={"waiting_on": record.event_id, "waiting_until": until})
+        elif state.waiting_on == record.event_id:
+            state = state.model_copy(update={"waiting_on": "", "waiting_until": 0.0})
+        else:
+            return
+        write_state(self._storage, bucket, record.job_id, state)
 
     def _end(self, record: DeliveryRecord, attempt: DeliveryAttempt, state: Literal["delivered", "failed"],
              reason: str) -> Handled:  # fmt: skip
@@ -201,4 +232,5 @@ class WebhookDeliverer:
             update={"attempts": (*record.attempts, attempt), "state": state, "reason": reason, "next_attempt_at": 0.0}
         )
         write_delivery(self._storage, self._config.work_bucket, ended)
+        self._wait_on(record, 0.0)
         return Handled(state, reason=reason)

@@ -65,6 +65,10 @@ class WebhookState(_Record):
     progress_at: float = 0.0
     preview_at: float = 0.0
     final_event: str = ""  # the final event's id, once one was accepted for delivery
+    # The event waiting for its retry, and when: the job's later events wait behind it, so they arrive
+    # in order whatever the queue does (an emulator may hand out a FIFO group's next message meanwhile).
+    waiting_on: str = ""
+    waiting_until: float = 0.0
 
 
 def read_delivery(storage: Storage, bucket: str, job_id: str, event_id: str) -> DeliveryRecord | None:

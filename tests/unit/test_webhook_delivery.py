@@ -172,3 +172,23 @@ def test_each_tenant_gets_its_own_secret_made_once() -> None:
     assert sorted(store.values) == [
         "fusionfleet/s/webhooks/_default", "fusionfleet/s/webhooks/acme", "fusionfleet/s/webhooks/globex",
     ]  # fmt: skip
+
+
+def test_an_event_waits_behind_one_of_its_job_waiting_for_a_retry_so_they_arrive_in_order(storage: FakeStorage) -> None:
+    # GIVEN the job's started event refused once (it waits 5 s for its retry)
+    clock, sender = Clock(), FakeSender([503])
+    worker = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p"))
+    started, final = event("started", clock), event("succeeded", clock)
+    assert worker.handle(started).outcome == "retry"
+    # WHEN its final event comes meanwhile (a queue that does not hold the job's group back)
+    held = worker.handle(final)
+    # THEN it is not sent: it goes back until after the retry
+    assert (held.outcome, held.delay_s) == ("deferred", 6) and len(sender.posts) == 1
+    clock.advance(5)
+    assert worker.handle(started).outcome == "delivered"
+    clock.advance(1)
+    assert worker.handle(final).outcome == "delivered"
+    sent = [json.loads(post.body) for post in sender.posts]
+    assert [(body["type"], body["data"]["sequence"]) for body in sent] == [
+        ("job.started", 1), ("job.started", 1), ("job.succeeded", 2),
+    ]  # fmt: skip
