@@ -120,17 +120,22 @@ def test_a_failing_receiver_still_gets_every_event_signed_in_order_and_one_final
 def test_a_one_job_tenant_runs_three_jobs_one_after_another_each_starting_by_itself(
     stack: Stack, clip: Path, tmp_path: Path
 ) -> None:
-    # GIVEN a tenant that may run one job at a time
+    # GIVEN a tenant that may run one job at a time, whose first job's first segment takes 25 s more
     cli_ok(stack, "tenant", "set", "solo", "--max-running-jobs", "1")
+    stack.set_faults([{"job": "solo_take-0", "segment": 0, "action": "slow", "at_frame": 5, "seconds": 25}])
     inbox = tenant_inbox(stack, "solo")
-    # WHEN it submits three jobs
-    jobs = [submit(stack, clip, "solo", f"take-{n}") for n in range(3)]
-    # THEN the second and third wait, saying why
-    assert wait_until(lambda: "WAITING" in cli_ok(stack, "status", jobs[2]), 60)
-    assert "running 1 of the 1 jobs" in cli_ok(stack, "status", jobs[2])
-    assert jobs[2] in cli_ok(stack, "list", "--state", "WAITING")
-    shown = json.loads(cli_ok(stack, "tenant", "show", "solo", "--json"))
-    assert shown["settings"]["max_running_jobs"] == 1 and len(shown["running"]) <= 1
+    try:
+        # WHEN it submits three jobs
+        jobs = [submit(stack, clip, "solo", f"take-{n}") for n in range(3)]
+        # THEN while the first runs, the second and third wait, in order, saying why
+        shown = json.loads(cli_ok(stack, "tenant", "show", "solo", "--json"))
+        assert shown["running"] == [jobs[0]], shown
+        assert [(job["job_id"], job["position"]) for job in shown["waiting"]] == [(jobs[1], 1), (jobs[2], 2)]
+        status = cli_ok(stack, "status", jobs[2])
+        assert "WAITING" in status and "running 1 of the 1 jobs" in status and "1 of its jobs ahead" in status
+        assert jobs[2] in cli_ok(stack, "list", "--state", "WAITING")
+    finally:
+        stack.set_faults([])
     # AND all three succeed, frame-exact
     notices = [notice_for(stack, inbox, job, wait_s=300) for job in jobs]
     assert [n["status"] for n in notices] == ["succeeded"] * 3, notices
