@@ -47,6 +47,7 @@ class HoldLoss(Enum):
     REDELIVERED = "the message was redelivered"  # another worker holds it now; leave it alone
     JOB_CANCELLED = "the job was cancelled"  # final: an operator cancelled it; drop the message
     SUPERSEDED = "another copy won"  # final: a straggler's other copy committed the segment; drop it
+    HELD = "its tenant's budget is spent"  # not final: hand it back; the job is held, to resume
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class Keeper:
         renew: Callable[[], None] | None = None,
         superseded: Callable[[], str | None] | None = None,
         alive: Callable[[], None] | None = None,
+        held: Callable[[], str | None] | None = None,
     ) -> None:
         self._queue = queue
         self._orchestrator = orchestrator
@@ -93,6 +95,9 @@ class Keeper:
         # Called every ALIVE_EVERY_S while the message is held: the attempt record's `alive_at`, what
         # a killed worker's attempt is billed up to (fusionfleet.jobs.cost).
         self._alive = alive
+        # Why the task must stop though its job goes on (its tenant's budget), or None: looked at with
+        # the cancel marker, so work stops within seconds of the budget's end.
+        self._held = held
         self._stop = threading.Event()
         self.lost = threading.Event()
         self.lost_hold: LostHold | None = None
@@ -111,6 +116,10 @@ class Keeper:
             lost_to = self._probe(self._superseded)
             if lost_to:
                 self._lose(LostHold(HoldLoss.SUPERSEDED, lost_to))
+                return
+            held = self._probe(self._held)
+            if held:
+                self._lose(LostHold(HoldLoss.HELD, held))
                 return
             if time.monotonic() < next_beat:
                 continue

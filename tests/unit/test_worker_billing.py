@@ -82,7 +82,7 @@ def test_the_running_attempt_is_stamped_alive_until_it_ends_and_never_after() ->
     assert storage.json(WORK, key)["status"] == "succeeded"
 
 
-def test_a_tenant_over_its_budget_has_its_queued_segments_dropped_unrendered() -> None:
+def test_a_tenant_over_its_budget_has_its_queued_segments_handed_back_unrendered() -> None:
     # GIVEN acme, whose $0.01 budget is spent this month
     storage, queue, orchestrator, renderer = FakeStorage(), FakeQueue(), FakeOrchestrator(), ScriptedRenderer()
     settings = write_settings(storage, WORK, TenantSettings(tenant="acme", monthly_budget_usd=0.01), TenantLimits())
@@ -102,9 +102,12 @@ def test_a_tenant_over_its_budget_has_its_queued_segments_dropped_unrendered() -
     message = worker.dequeue()
     assert message is not None
     worker.execute(message)
-    # THEN no engine time is spent, the message is gone and the token only woken (the watchdog holds the job)
+    # THEN no engine time is spent, and the task goes back as a new message with no attempt spent (the
+    # watchdog holds the job; the first worker to take it after the stop finds its token gone)
     assert renderer.rendered == 0 and queue.deleted == [message_id]
     assert orchestrator.reports() == []
+    (again,) = queue.receive(QUEUE, 0, 600)
+    assert RenderTask.model_validate_json(again.body).prior_attempts == 0
     assert spent_micro_usd(storage, WORK, "acme", month) == 20_000
 
 
@@ -136,3 +139,36 @@ def test_a_finished_segment_queues_progress_and_preview_events_for_a_job_that_as
     ]  # fmt: skip
     progress = json.loads(ordered.sent[0].body)
     assert progress["kind"] == "progress" and progress["data"]["segments_total"] == 4
+
+
+def test_a_segment_in_flight_stops_within_seconds_of_the_budget_and_goes_back_unspent() -> None:
+    # GIVEN acme with a budget, and a worker rendering one of its segments (a render that ends only when stopped)
+    storage, queue, orchestrator = FakeStorage(), FakeQueue(), FakeOrchestrator()
+    settings = write_settings(storage, WORK, TenantSettings(tenant="acme", monthly_budget_usd=0.01), TenantLimits())
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, task().model_dump_json())
+    billing = Billing(storage, "on-demand", GpuPrices())
+    handler = RenderHandler(ScriptedRenderer("wait"), storage, "w", threading.Event(), billing=billing)
+    worker = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
+        HeartbeatPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+    # WHEN another attempt takes the month past the cap while it renders
+
+    def spend() -> None:
+        month = month_of(time.time())
+        storage.put_json(WORK, layout.spend_entry_key("acme", month, JOB, 0, 0, 1, 0, 20_000), {})
+        budget.check(storage, WORK, settings, month, time.time())
+
+    timer = threading.Timer(0.5, spend)
+    timer.start()
+    began = time.monotonic()
+    message = worker.dequeue()
+    assert message is not None
+    worker.execute(message)
+    # THEN it stopped within seconds, reported nothing, and its task went back as a new message
+    assert time.monotonic() - began < 5
+    assert orchestrator.reports() == [] and queue.deleted == [message_id]
+    assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 0, 1))["status"] == "cancelled"
+    (again,) = queue.receive(QUEUE, 0, 600)
+    assert RenderTask.model_validate_json(again.body).prior_attempts == 0
