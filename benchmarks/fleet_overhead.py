@@ -31,6 +31,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -365,13 +366,12 @@ def run(bench: Bench, workers: int, clip: Path, clip_s: float, args: argparse.Na
         if notices is not None:
             notices.close()
     waited = time.time()
-    if status.state != "SUCCEEDED" or not status.output:
+    result = status.result
+    if result is None:
         raise RuntimeError(f"job {submission.job_id} ended {status.state}: {status.reason}")
-    client.download(status.output["output"], stack.paths.scratch / f"overhead-{workers}.mp4")
+    client.download(result, stack.paths.scratch / f"overhead-{workers}.mp4")
     downloaded = time.time()
     watcher.join(timeout=30)
-    execution = status.execution
-    assert execution is not None and execution.started is not None
     plan = get_json(bench.storage, bench.resources.work_bucket, layout.plan_key(submission.job_id))
     records = [
         SegmentRecord.model_validate(
@@ -384,7 +384,7 @@ def run(bench: Bench, workers: int, clip: Path, clip_s: float, args: argparse.Na
     times = ClientTimes(
         submit_began=began,
         submit_done=submitted,
-        execution_started=execution.started.timestamp(),
+        execution_started=datetime.fromisoformat(str(result.timings["started_at"])).timestamp(),
         # A notice that never came (not expected) is shown as arriving when the client saw the end.
         notice_at=arrivals.get("notice", waited),
         wait_done=waited,
@@ -398,7 +398,7 @@ def run(bench: Bench, workers: int, clip: Path, clip_s: float, args: argparse.Na
         "notice_seen": "notice" in arrivals,
         "client_waits_by": args.wait,
         "load_average_1m_after": round(os.getloadavg()[0], 2),
-        **account(times, records, dict(status.output["timings"]), workers),
+        **account(times, records, dict(result.timings), workers),
     }
 
 

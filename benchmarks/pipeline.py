@@ -18,6 +18,7 @@ import platform
 import shutil
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,10 @@ from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage, get_json
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -117,7 +119,12 @@ def measure_slicer(bench: Bench, target: Path) -> dict[str, Any]:
         storage,
         StepFunctions(bench.aws.client("stepfunctions")),
         SnsNotifier(bench.aws.client("sns")),
-        SlicerConfig(bench.resources.work_bucket, bench.resources.state_machine_arn, bench.resources.topic_arn),
+        SlicerEnvironment(
+            region=bench.aws.region,
+            work_bucket=bench.resources.work_bucket,
+            state_machine_arn=bench.resources.state_machine_arn,
+            topic_arn=bench.resources.topic_arn,
+        ),
     )
     began = time.monotonic()
     outcome = slicer.handle(bucket, key)
@@ -148,7 +155,8 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
     bench.wait_for_notice(inbox, submission.job_id)
     end_to_end = time.monotonic() - began
     status = client.status(submission.job_id)
-    if status.state != "SUCCEEDED" or not status.output:
+    result = status.result
+    if result is None:
         raise RuntimeError(f"benchmark job {submission.job_id} ended {status.state}: {status.reason}")
     storage = bench.storage
     plan = get_json(storage, bench.resources.work_bucket, layout.plan_key(submission.job_id))
@@ -158,11 +166,9 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
         )
         for item in plan
     ]
-    timings = status.output["timings"]
+    timings = result.timings
     worker_s = sum(r.total_s for r in records)
-    execution = status.execution
-    assert execution is not None and execution.started is not None
-    started = execution.started.timestamp()
+    started = datetime.fromisoformat(str(timings["started_at"])).timestamp()
     ordered = sorted(records, key=lambda r: r.started_at)
     first_sent = min(r.started_at - r.queued_s for r in records)
     gaps = sum(max(0.0, b.started_at - a.finished_at) for a, b in itertools.pairwise(ordered))
@@ -179,7 +185,7 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
     return {
         "job_id": submission.job_id,
         "segments": len(records),
-        "frames": status.output["frames"],
+        "frames": result.frames,
         "end_to_end_s": round(end_to_end, 3),
         "render_wall_s": timings["render_s"],
         "worker_s": round(worker_s, 3),

@@ -12,8 +12,8 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError, ClientError
 
 from fleetctl import connection, tenant_cli
-from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download
-from fleetctl.client import Client, JobStatus, build_manifest
+from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download, ended
+from fleetctl.client import Client, build_manifest
 from fleetctl.dashboard import publish
 from fleetctl.local.supervisor import UpOptions
 from fleetctl.notices import SqsNoticeInbox
@@ -27,11 +27,15 @@ from fusionfleet.errors import FusionFleetError, JobNotFound
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.facefusion.options import OptionsError
 from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.fleet.workers import DEFAULT_LOST_AFTER_S, worker_views
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
+from fusionfleet.jobs.reader import JobReader
+from fusionfleet.jobs.states import JobState, parse_state
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
+from fusionfleet.jobs.views import JobView
 from fusionfleet.progress import ProgressLine, bar
-from fusionfleet.services.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
+from fusionfleet.services.operations import Operations
 
 EXIT_FAILED = 1
 EXIT_REJECTED = 2
@@ -168,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection(status)
 
     listing = commands.add_parser("list", help="recent jobs: state, priority, segments done/total, age, output")
-    listing.add_argument("--state", choices=JOB_STATES, help="only jobs in this state")
+    listing.add_argument("--state", choices=list(JobState), help="only jobs in this state")
     listing.add_argument("--limit", type=int, default=20, help="at most this many jobs, newest first (default 20)")
     listing.add_argument("--tenant", help="only this tenant's jobs ('-': only single-tenant jobs)")
     _add_connection(listing)
@@ -232,32 +236,39 @@ def _notice_inbox(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | Non
         return None
 
 
-def _operations(args: argparse.Namespace, lost_after_s: float = DEFAULT_LOST_AFTER_S) -> Operations:
+def _operations(args: argparse.Namespace) -> Operations:
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
     return Operations(
         S3Storage(conn.aws.client("s3")),
         StepFunctions(conn.aws.client("stepfunctions")),
         SnsNotifier(conn.aws.client("sns")),
         conn.resources(),
-        lost_after_s=lost_after_s,
     )
+
+
+def _reader(args: argparse.Namespace) -> JobReader:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    resources = conn.resources()
+    return JobReader(
+        S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")),
+        resources.work_bucket, resources.state_machine_arn,
+    )  # fmt: skip
 
 
 def _age(when: datetime | None, now: float) -> str:
     return duration(now - when.timestamp()) if when else "-"
 
 
-def _segments(job: JobSummary) -> str:
-    if not job.segments_total:
+def _segments(job: JobView) -> str:
+    counts = job.segments
+    if not counts.total:
         return "-"
-    return f"{job.segments_done}/{job.segments_total}" + (
-        f" ({job.segments_failed} failed)" if job.segments_failed else ""
-    )
+    return f"{counts.done}/{counts.total}" + (f" ({counts.failed} failed)" if counts.failed else "")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant) if args.tenant else None
-    jobs = _operations(args).list_jobs(args.state, args.limit, tenant)
+    jobs = _reader(args).list_jobs(args.state, args.limit, tenant)
     if not jobs:
         say("no jobs" + (f" in state {args.state}" if args.state else "") + (f" of tenant {tenant}" if tenant else ""))
         return 0
@@ -304,7 +315,7 @@ def _clock(epoch: float) -> str:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    attempts = _operations(args).logs(args.job_id, args.segment)
+    attempts = _reader(args).logs(args.job_id, args.segment)
     if not attempts:
         say("no attempts recorded" + (f" for segment {args.segment}" if args.segment is not None else "") + " yet")
         return 0
@@ -319,12 +330,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     headers = ("SEGMENT", "ATTEMPT", "WORKER", "STATUS", "STARTED", "FINISHED", "TOOK", "ENGINE", "ERROR")
     print("\n".join(table(headers, rows, right=(0, 1, 6, 7))))
-    tenant_cli.print_deliveries(_operations(args).deliveries(args.job_id))
+    tenant_cli.print_deliveries(_reader(args).deliveries(args.job_id))
     return 0
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
-    workers = _operations(args, args.lost_after).workers()
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    workers = worker_views(S3Storage(conn.aws.client("s3")), conn.resources().work_bucket, time.time(), args.lost_after)
     if not workers:
         say("no workers have a presence record")
         return 0
@@ -340,13 +352,12 @@ def cmd_workers(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(status: JobStatus) -> str:
-    progress = status.progress
-    if progress is None:
-        return f"{status.state}"
-    done = progress.succeeded
-    return f"{status.state} {bar(done, progress.total)} {done}/{progress.total} segments" + (
-        f", {progress.failed} failed" if progress.failed else ""
+def _describe(view: JobView) -> str:
+    counts = view.segments
+    if not counts.total:
+        return str(view.state)
+    return f"{view.state} {bar(counts.done, counts.total)} {counts.done}/{counts.total} segments" + (
+        f", {counts.failed} failed" if counts.failed else ""
     )
 
 
@@ -388,19 +399,19 @@ def _describe_api(status: dict[str, object]) -> str:
 
 
 def _report_api(status: dict[str, object], destination: Path) -> int:
-    state = str(status["state"])
-    if state == "SUCCEEDED" and status.get("download_url"):
+    state = parse_state(str(status["state"]))
+    reason = str(status.get("reason", ""))
+    if not ended(status) or state is None:
+        say(f"gave up waiting: still {status['state']}")
+        return EXIT_TIMEOUT
+    if state is JobState.SUCCEEDED and status.get("download_url"):
         say(f"succeeded → {download(str(status['download_url']), destination)}")
         return 0
-    reason = str(status.get("reason", ""))
-    if state == "REJECTED":
+    if state is JobState.REJECTED:
         say(f"rejected: {reason}")
         return EXIT_REJECTED
-    if state in ("FAILED", "CANCELLED"):
-        say(f"{state.lower()}: {reason}")
-        return EXIT_FAILED
-    say(f"gave up waiting: still {state}")
-    return EXIT_TIMEOUT
+    say(f"{state.lower()}: {reason}")
+    return EXIT_FAILED
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -427,28 +438,27 @@ def cmd_submit(args: argparse.Namespace) -> int:
             if inbox is not None:
                 inbox.close()
         line.done()
-        code = _report(client, status, args.output or Path.cwd() / Path(submission.output_key).name)
+        code = _report(client, status, args.output or Path.cwd() / Path(submission.output_key).name, args.timeout)
     print(submission.job_id, flush=True)
     return code
 
 
-def _report(client: Client, status: JobStatus, destination: Path) -> int:
-    if status.state == "SUCCEEDED" and status.output:
-        path = client.download(status.output["output"], destination)
-        timings = status.output.get("timings", {})
-        say(f"succeeded: {status.output['frames']} frames, {status.output['duration_s']:.3f} s → {path}")
-        say("timings: " + ", ".join(f"{k} {v}" for k, v in timings.items()))
-        return 0
-    if status.state == "REJECTED":
-        say(f"rejected: {status.reason}")
-        return EXIT_REJECTED
-    if status.state == "CANCELLED":
-        say(f"cancelled: {status.reason}")
-        return EXIT_FAILED
-    if status.state == "WAIT_TIMEOUT":
-        say(f"gave up waiting: {status.reason}")
+def _report(client: Client, view: JobView, destination: Path, timeout_s: float) -> int:
+    if not view.ended:
+        say(f"gave up waiting: still {view.state} after {timeout_s:.0f} s")
         return EXIT_TIMEOUT
-    say(f"failed ({status.state}): {status.reason}")
+    if view.state is JobState.SUCCEEDED and view.result is not None:
+        path = client.download(view.result, destination)
+        say(f"succeeded: {view.result.frames} frames, {view.result.duration_s:.3f} s → {path}")
+        say("timings: " + ", ".join(f"{k} {v}" for k, v in view.result.timings.items()))
+        return 0
+    if view.state is JobState.REJECTED:
+        say(f"rejected: {view.reason}")
+        return EXIT_REJECTED
+    if view.state is JobState.CANCELLED:
+        say(f"cancelled: {view.reason}")
+        return EXIT_FAILED
+    say(f"failed ({view.state}): {view.reason}")
     return EXIT_FAILED
 
 
@@ -456,26 +466,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.tenant and notice_tenant(tenant_of_job(args.job_id)) != check_tenant(args.tenant):
         # As if it did not exist: a tenant learns nothing about other tenants' jobs.
         raise JobNotFound(f"no job {args.job_id!r} of tenant {args.tenant}")
-    status = _client(args).status(args.job_id)
-    print(f"job       {status.job_id}")
-    print(f"state     {status.state}")
-    if status.progress:
-        p = status.progress
+    view = _client(args).status(args.job_id)
+    print(f"job       {view.job_id}")
+    print(f"state     {view.state}")
+    counts = view.segments
+    if counts.total:
         print(
-            f"segments  {p.succeeded} done, {p.failed} failed, {p.running} running, "
-            f"{p.pending} pending, {p.total} total"
+            f"segments  {counts.done} done, {counts.failed} failed, {counts.running} running, "
+            f"{counts.pending} pending, {counts.total} total"
         )
-    if status.output:
-        print(f"output    {status.output['output']['uri']}")
-    if status.download is not None:
+    if view.result is not None:
+        print(f"output    {view.result.uri}")
+    if view.download is not None:
         # Signed now, with the caller's credentials: the notice's link may have ended already.
-        print(f"download  {status.download.url}")
-        print(f"expires   {status.download.expires_at_iso}")
-    if status.reason:
-        print(f"reason    {status.reason}")
-    if status.state not in ("REJECTED", "PENDING"):
-        tenant_cli.print_cost(_operations(args).job(args.job_id).cost)
-    return 0 if status.state not in ("FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED") else EXIT_FAILED
+        print(f"download  {view.download.url}")
+        print(f"expires   {view.download.expires_at_iso}")
+    if view.reason:
+        print(f"reason    {view.reason}")
+    if view.state not in (JobState.REJECTED, JobState.PENDING):
+        tenant_cli.print_cost(_reader(args).detail(args.job_id).cost)
+    return EXIT_FAILED if view.state.unsuccessful else 0
 
 
 def cmd_local(args: argparse.Namespace) -> int:

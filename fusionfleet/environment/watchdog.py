@@ -1,4 +1,5 @@
-"""The watchdog's environment (the scheduled Lambda; the local stack's schedule runner)."""
+"""The watchdog's configuration (the scheduled Lambda; the local stack's schedule runner): one class,
+each field read from the variable it names, the policies it applies built from the fields."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
 from fusionfleet.fleet.stragglers import BackupPolicy
 from fusionfleet.fleet.tenants import TenantLimits
+from fusionfleet.jobs.manifest import PRIORITIES
 from fusionfleet.services.watchdog import WatchdogPolicy
 
 ENV_WORK_BUCKET = "WORK_BUCKET"
@@ -50,3 +52,23 @@ class WatchdogEnvironment:
     tenant_max_segments: int = variable(ENV_TENANT_MAX_SEGMENTS, TenantLimits.max_segments)
     max_running_jobs: int = variable(ENV_MAX_RUNNING_JOBS, 0)
     webhook_queue_url: str | None = variable(ENV_WEBHOOK_QUEUE, None)
+
+    @property
+    def policy(self) -> WatchdogPolicy:
+        return WatchdogPolicy(stall_s=self.stall_s, dispatch_grace_s=self.dispatch_grace_s)
+
+    @property
+    def backup_policy(self) -> BackupPolicy:
+        return BackupPolicy(
+            enabled=self.backups,
+            factor=self.backup_factor,
+            min_age_s=self.backup_min_age_s,
+            done_fraction=self.backup_done_fraction,
+            last_segments=self.backup_last_segments,
+        )
+
+    @property
+    def render_queues(self) -> dict[str, str]:
+        """The render queues by priority (none: no backup copies)."""
+        urls = self.render_queue_urls
+        return dict(zip(PRIORITIES, urls, strict=True)) if len(urls) == len(PRIORITIES) else {}

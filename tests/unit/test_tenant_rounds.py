@@ -48,9 +48,9 @@ def test_a_queued_job_reads_waiting_with_its_reason_and_is_listed() -> None:
     arn = execution_arn(MACHINE, "acme_b-0123456789abcdef")
     del farm.orchestrator.states[arn]  # b never started: it waits
     waiting(farm, "acme_b-0123456789abcdef", 1)
-    summary = farm.ops.summary("acme_b-0123456789abcdef")
+    summary = farm.reader.view("acme_b-0123456789abcdef")
     assert summary.state == "WAITING" and "running 1 of the 1 jobs" in summary.reason
-    assert [job.job_id for job in farm.ops.list_jobs(state="WAITING")] == ["acme_b-0123456789abcdef"]
+    assert [job.job_id for job in farm.reader.list_jobs(state="WAITING")] == ["acme_b-0123456789abcdef"]
 
 
 def test_a_waiting_job_can_be_cancelled_with_one_notice_and_leaves_the_queue() -> None:
@@ -60,7 +60,7 @@ def test_a_waiting_job_can_be_cancelled_with_one_notice_and_leaves_the_queue() -
     waiting(farm, "acme_b-0123456789abcdef", 1)
     message = farm.ops.cancel("acme_b-0123456789abcdef")
     assert "cancelled while it waited" in message
-    assert farm.ops.summary("acme_b-0123456789abcdef").state == "CANCELLED"
+    assert farm.reader.view("acme_b-0123456789abcdef").state == "CANCELLED"
     assert waiting_in_order(farm.storage, WORK, "acme") == []
     ((_topic, _subject, notice),) = farm.notifier.published
     assert notice["status"] == "cancelled" and notice["job_id"] == "acme_b-0123456789abcdef"
@@ -93,7 +93,7 @@ def test_a_tenant_over_its_budget_is_told_once_and_its_running_job_is_held_to_re
     assert farm.orchestrator.stopped == [(execution_arn(MACHINE, "acme_a-0123456789abcdef"), BUDGET_HOLD_ERROR)]
     held = read_waiting(farm.storage, WORK, "acme_a-0123456789abcdef")
     assert held is not None and held.resume and "monthly budget of $0.0100" in held.reason
-    assert farm.ops.summary("acme_a-0123456789abcdef").state == "WAITING"
+    assert farm.reader.view("acme_a-0123456789abcdef").state == "WAITING"
     (notice,) = [message for _topic, _subject, message in farm.notifier.published]
     assert notice["status"] == "budget" and notice["tenant"] == "acme" and notice["budget_usd"] == 0.01
     assert "$0.0120 of its monthly budget of $0.0100" in notice["reason"]
@@ -111,7 +111,7 @@ def test_a_tenant_that_cancels_on_its_budget_has_its_running_job_cancelled_namin
     over_budget(farm, "cancel")
     result = sweep(farm).sweep()
     assert result.cancelled == ["acme_a-0123456789abcdef"]
-    summary = farm.ops.summary("acme_a-0123456789abcdef")
+    summary = farm.reader.view("acme_a-0123456789abcdef")
     assert summary.state == "CANCELLED" and "monthly budget" in summary.reason
     notices = [message for _topic, _subject, message in farm.notifier.published]
     assert sorted(notice["status"] for notice in notices) == ["budget", "cancelled"]
