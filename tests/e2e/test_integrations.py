@@ -120,9 +120,9 @@ def test_a_failing_receiver_still_gets_every_event_signed_in_order_and_one_final
 def test_a_one_job_tenant_runs_three_jobs_one_after_another_each_starting_by_itself(
     stack: Stack, clip: Path, tmp_path: Path
 ) -> None:
-    # GIVEN a tenant that may run one job at a time, whose first job's first segment takes 25 s more
+    # GIVEN a tenant that may run one job at a time, whose first job's first segment takes 15 s more
     cli_ok(stack, "tenant", "set", "solo", "--max-running-jobs", "1")
-    stack.set_faults([{"job": "solo_take-0", "segment": 0, "action": "slow", "at_frame": 5, "seconds": 25}])
+    stack.set_faults([{"job": "solo_take-0", "segment": 0, "action": "slow", "at_frame": 5, "seconds": 15}])
     inbox = tenant_inbox(stack, "solo")
     try:
         # WHEN it submits three jobs
