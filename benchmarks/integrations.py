@@ -130,13 +130,13 @@ def webhooks(farm: Farm, clip: Path) -> dict[str, Any]:
         {"job": "hook-cancel", "segment": 0, "action": "slow", "at_frame": 5, "seconds": 60},
         {"job": "hook-fail", "segment": 1, "action": "fail"},
     ])  # fmt: skip
+    assert farm.bench is not None
+    inbox = farm.bench.subscribe()
     receivers, jobs = {}, {}
     for name in ("hook-ok-1", "hook-ok-2", "hook-ok-3", "hook-cancel", "hook-fail"):
         receivers[name] = WebhookReceiver(fail_first=2)
         url = receivers[name].start()
         jobs[name] = farm.submit(clip, "hooks", name, "--webhook", url, "--metadata", json.dumps({"take": name}))
-    assert farm.bench is not None
-    inbox = farm.bench.subscribe()
     time.sleep(8)
     farm.cli("cancel", jobs["hook-cancel"])
     per_job = {}
