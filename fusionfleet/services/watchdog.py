@@ -201,9 +201,11 @@ class Watchdog:
             # Not a job of ours (a Map Run's child execution, or another tool's): nothing to watch.
             self._settled.add(execution.arn)
             return None
-        if execution.status == "ABORTED" and is_waiting(self._storage, self._config.work_bucket, context.job_id):
-            # Held (its tenant's budget is spent): stopped to wait, not ended; it resumes as its next run.
-            self._settled.add(execution.arn)
+        if is_waiting(self._storage, self._config.work_bucket, context.job_id):
+            # Held (its tenant's budget is spent): stopped, or still stopping, to wait, not ended; it
+            # resumes as its next run, which is watched afresh.
+            if execution.finished:
+                self._settled.add(execution.arn)
             return None
         current = current_run(self._storage, self._config.work_bucket, context.job_id)
         if run < current.run:

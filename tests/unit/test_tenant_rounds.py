@@ -4,6 +4,7 @@ notice, hold or cancel), and what follows a job's final notice (its final webhoo
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
@@ -16,10 +17,11 @@ from fusionfleet.messages import SegmentAttempt
 from fusionfleet.services.admission import AdmissionConfig, Admitter
 from fusionfleet.services.job_end import JobEnded
 from fusionfleet.services.tenant_sweep import BUDGET_HOLD_ERROR, TenantSweep
+from fusionfleet.services.watchdog import Watchdog
 from fusionfleet.webhooks.events import WebhookSubscription
 from fusionfleet.webhooks.outbox import WebhookOutbox, write_subscription
 from tests.support.farm import MACHINE, NOW, Farm
-from tests.support.jobs import WORK
+from tests.support.jobs import WORK, watchdog_config
 from tests.support.webhook_fakes import FakeOrderedQueue
 
 EVENTS = "q/webhooks.fifo"
@@ -94,6 +96,14 @@ def test_a_tenant_over_its_budget_is_told_once_and_its_running_job_is_held_to_re
     held = read_waiting(farm.storage, WORK, "acme_a-0123456789abcdef")
     assert held is not None and held.resume and "monthly budget of $0.0100" in held.reason
     assert farm.reader.view("acme_a-0123456789abcdef").state == "WAITING"
+    # AND the watchdog leaves the stopped execution alone, stopping or stopped: the job has not ended
+    arn = execution_arn(MACHINE, "acme_a-0123456789abcdef")
+    stopped = farm.orchestrator.states[arn]
+    watchdog = Watchdog(farm.storage, farm.orchestrator, farm.notifier, watchdog_config(WORK, MACHINE, "topic"))
+    for status in ("RUNNING", "ABORTED"):
+        farm.orchestrator.states[arn] = replace(stopped, status=status)
+        assert watchdog.sweep() == []
+    farm.orchestrator.states[arn] = stopped
     (notice,) = [message for _topic, _subject, message in farm.notifier.published]
     assert notice["status"] == "budget" and notice["tenant"] == "acme" and notice["budget_usd"] == 0.01
     assert "$0.0120 of its monthly budget of $0.0100" in notice["reason"]
