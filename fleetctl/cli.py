@@ -17,6 +17,7 @@ from fleetctl.client import Client, build_manifest
 from fleetctl.dashboard import publish
 from fleetctl.local.supervisor import UpOptions
 from fleetctl.notices import SqsNoticeInbox
+from fleetctl.preflight import command as preflight_command
 from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.tables import duration, table
@@ -214,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection(publish_page)
 
     tenant_cli.add_commands(commands)
+    preflight_command.add_parser(commands, _add_connection)
+
     commands.add_parser(
         "swap", help="render one video on this machine (no cloud); see `fusionfleet swap --help`", add_help=False
     )
@@ -554,6 +557,7 @@ COMMANDS = {
     "logs": cmd_logs,
     "workers": cmd_workers,
     "tenant": tenant_cli.cmd_tenant,
+    "aws": preflight_command.run,
 }
 
 
