@@ -33,10 +33,12 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.pipeline import Bench
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
-from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.local.processes import UpOptions
+from fleetctl.local.supervisor import LocalStack
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import AwsTarget
@@ -51,6 +53,70 @@ STATE = ROOT / ".fusionfleet" / "bench-integrations"
 PRICE = 36.0  # dollars per GPU-hour: a cent a second, so a few cents is a few segments
 SWEEP_S = 10.0
 FINALS = ("job.succeeded", "job.failed", "job.cancelled")
+CAP_USD = 0.05  # the budget scenarios' cap: 5 s of worker time at PRICE
+
+
+def _budget_goals(key: str, workers: int) -> tuple[Goal, ...]:
+    where = f"{workers} worker{'s' if workers > 1 else ''}"
+    return (
+        Goal(f"{key}_notices", "==", 1, f"budget ({where}): notices naming the budget"),
+        Goal(f"{key}_reached_cap", "==", 1, f"budget ({where}): spend reached the cap (1 = yes)"),
+        Goal(f"{key}_over_allowance_usd", "<=", 0.0, f"budget ({where}): overshoot − allowance ($)"),
+        Goal(f"{key}_other_notices_while_held", "==", 0, f"budget ({where}): other notices while held"),
+        Goal(f"{key}_resumed_frame_exact", "==", 1, f"budget ({where}): resumed, frame-exact (1 = yes)"),
+    )
+
+
+GOALS = (
+    Goal("webhook_jobs_without_one_final_event", "==", 0, "webhooks: jobs without exactly one final event"),
+    Goal("webhook_invalid_signatures", "==", 0, "webhooks: requests failing signature verification"),
+    Goal("webhook_jobs_out_of_order", "==", 0, "webhooks: jobs whose events came out of order"),
+    Goal("webhook_retries_changed", "==", 0, "webhooks: retries with another id or body"),
+    Goal("solo_unsuccessful_jobs", "==", 0, "one at a time: jobs that did not succeed"),
+    Goal("solo_min_start_after_end_s", ">=", 0.0, "one at a time: next start − previous end, min (s)"),
+    Goal("solo_max_start_after_end_s", "<=", SWEEP_S, "one at a time: next start − previous end, max (s)"),
+    *_budget_goals("budget_one", 1),
+    *_budget_goals("budget_two", 2),
+    Goal("cost_status_error_usd", "<=", 2e-6, "true cost: |status − Σ records| ($)"),
+    Goal("cost_ledger_error_usd", "<=", 1e-5, "true cost: |ledger − Σ records| ($)"),
+    Goal("cost_killed_attempts", ">=", 1, "true cost: killed attempts in the job"),
+    Goal("cost_backup_copies", ">=", 1, "true cost: backup copies in the job"),
+    Goal("cost_job_succeeded", "==", 1, "true cost: the job succeeded (1 = yes)"),
+)
+
+
+def measures(report: dict[str, Any]) -> dict[str, float | None]:
+    """Each goal's measure from the scenarios that ran (a scenario that did not run measures nothing)."""
+    found: dict[str, float | None] = {}
+    hooks = report.get("webhooks")
+    if hooks:
+        jobs = list(hooks["jobs"].values())
+        found["webhook_jobs_without_one_final_event"] = sum(j["final_events"] != 1 for j in jobs)
+        found["webhook_invalid_signatures"] = sum(j["requests"] - j["signatures_valid"] for j in jobs)
+        found["webhook_jobs_out_of_order"] = sum(not (j["in_sequence"] and j["timestamps_never_back"]) for j in jobs)
+        found["webhook_retries_changed"] = sum(not j["same_id_and_body_on_retries"] for j in jobs)
+    solo = report.get("one_at_a_time")
+    if solo:
+        gaps = solo["start_after_previous_end_s"]
+        found["solo_unsuccessful_jobs"] = sum(status != "succeeded" for status in solo["statuses"])
+        found["solo_min_start_after_end_s"] = min(gaps) if gaps else None
+        found["solo_max_start_after_end_s"] = max(gaps) if gaps else None
+    for key, name in (("budget_one", "budget_one_worker"), ("budget_two", "budget_two_workers")):
+        held = report.get(name)
+        if held:
+            found[f"{key}_notices"] = held["budget_notices"]
+            found[f"{key}_reached_cap"] = float(held["overshoot_usd"] >= 0)
+            found[f"{key}_over_allowance_usd"] = round(held["overshoot_usd"] - held["allowance_usd"], 6)
+            found[f"{key}_other_notices_while_held"] = len(held["other_notices_while_held"])
+            found[f"{key}_resumed_frame_exact"] = float(held["resumed"] == "succeeded" and held["frames_exact"])
+    cost = report.get("true_cost")
+    if cost:
+        found["cost_status_error_usd"] = round(abs(cost["status_cost_usd"] - cost["sum_of_attempt_records_usd"]), 7)
+        found["cost_ledger_error_usd"] = round(abs(cost["tenant_ledger_usd"] - cost["sum_of_attempt_records_usd"]), 7)
+        found["cost_killed_attempts"] = cost["killed"]
+        found["cost_backup_copies"] = cost["backup_copies"]
+        found["cost_job_succeeded"] = float(cost["status"] == "succeeded" and cost["frames_exact"])
+    return found
 
 
 def options(port: int, workers: int) -> UpOptions:
@@ -96,6 +162,10 @@ class Farm:
     def attempts(self, job: str) -> list[SegmentAttempt]:
         assert self.bench is not None
         return read_attempts(self.bench.storage, self.bench.resources.work_bucket, job)
+
+    @staticmethod
+    def frames_in(path: Path) -> int:
+        return len(decode_all(path)[1])
 
     def frames(self, notice: dict[str, Any], name: str) -> int:
         assert self.bench is not None
@@ -246,7 +316,10 @@ def budget(farm: Farm, clip: Path, tenant: str, workers: int, cap: float) -> dic
     frames = farm.frames(final, f"{tenant}-long") if final["status"] == "succeeded" else 0
     overshoot = spent_records - cap
     allowance = sum(costs[-workers:])  # one segment attempt per worker in flight
-    met = len(told) == 1 and not others and held and 0 <= overshoot <= allowance and final["status"] == "succeeded"
+    met = (
+        len(told) == 1 and not others and held and 0 <= overshoot <= allowance and final["status"] == "succeeded"
+        and frames == farm.frames_in(clip)
+    )  # fmt: skip
     return {
         "tenant": tenant, "render_workers": workers, "cap_usd": cap, "price_per_gpu_hour": PRICE, "job_id": job,
         "budget_notices": len(told), "other_notices_while_held": others,
@@ -254,7 +327,8 @@ def budget(farm: Farm, clip: Path, tenant: str, workers: int, cap: float) -> dic
         "held": held, "spent_usd_from_attempts": round(spent_records, 6), "ledger_spent_usd": shown["spent_usd"],
         "overshoot_usd": round(overshoot, 6), "largest_attempt_usd": round(costs[-1], 6) if costs else 0.0,
         "allowance_usd": round(allowance, 6), "attempts_before_hold": len(attempts),
-        "resumed": final["status"], "frames": frames, "seconds_to_notice": round(time.monotonic() - began, 1),
+        "resumed": final["status"], "frames": frames, "frames_expected": farm.frames_in(clip),
+        "frames_exact": frames == farm.frames_in(clip), "seconds_to_notice": round(time.monotonic() - began, 1),
         "goal": "one notice naming the budget; spend stops within one segment's cost of the cap per worker",
         "met": met,
     }  # fmt: skip
@@ -293,6 +367,7 @@ def true_cost(farm: Farm, clip: Path) -> dict[str, Any]:
             time.sleep(3)
     finally:
         farm.faults([])
+    frames = farm.frames(notice, "priced")
     kinds = {
         "killed": sum(not a.finished_at for a in attempts),
         "backup_copies": sum(a.copy_number > 0 for a in attempts),
@@ -303,7 +378,8 @@ def true_cost(farm: Farm, clip: Path) -> dict[str, Any]:
         and abs(shown - expected) <= 2e-6 and abs(ledger - expected) <= len(attempts) * 1e-6
     )  # fmt: skip
     return {
-        "job_id": job, "status": notice["status"], "frames": farm.frames(notice, "priced"), "attempts": len(attempts),
+        "job_id": job, "status": notice["status"], "frames": frames, "frames_expected": farm.frames_in(clip),
+        "frames_exact": frames == farm.frames_in(clip), "attempts": len(attempts),
         **kinds, "status_cost_usd": shown, "sum_of_attempt_records_usd": round(expected, 6),
         "tenant_ledger_usd": ledger, "notice_cost_usd": notice.get("cost", {}).get("estimated_usd"),
         "goal": "status and ledger = sum of every attempt's worker time x price", "met": met,
@@ -328,38 +404,38 @@ def main() -> int:
         farm.up(2)
         report["webhooks"] = webhooks(farm, short)
         report["one_at_a_time"] = one_at_a_time(farm, short)
-        report["budget_one_worker"] = budget(farm, long, "tight-one", 1, 0.05)
-        report["budget_two_workers"] = budget(farm, long, "tight-two", 2, 0.05)
+        report["budget_one_worker"] = budget(farm, long, "tight-one", 1, CAP_USD)
+        report["budget_two_workers"] = budget(farm, long, "tight-two", 2, CAP_USD)
         report["true_cost"] = true_cost(farm, two)
     finally:
         farm.stack.down()
-        goals = {name: value.get("met") for name, value in report.items() if isinstance(value, dict)}
-        report["goals"] = goals
+        verdicts = judge(GOALS, measures(report))
+        report.update(recorded(verdicts))
         path = write_results(
             "integrations.json", report, {**vars(args), "price_per_gpu_hour": PRICE, "sweep_s": SWEEP_S}
         )
         print(f"results: {path}")
-    print(f"\n{'scenario':<20} {'met':<5} figures")
-    hooks = report["webhooks"]["jobs"]
-    figures = [
-        f"{n}: {j['final_events']} final, {j['signatures_valid']}/{j['requests']} valid, "
-        f"answers {j['first_event_answers']} after {j['first_event_retry_gaps_s']} s"
-        for n, j in hooks.items()
-    ]
-    print(f"{'webhooks':<20} {goals['webhooks']!s:<5} " + "; ".join(figures))
+    summary(report)
+    print("\n" + goal_table(verdicts))
+    return exit_status(verdicts)
+
+
+def summary(report: dict[str, Any]) -> None:
+    """The scenarios' figures in a few lines (the goals' table follows)."""
+    for name, job in report["webhooks"]["jobs"].items():
+        print(f"webhooks {name}: {job['final_events']} final, {job['signatures_valid']}/{job['requests']} valid, "
+              f"answers {job['first_event_answers']} after {job['first_event_retry_gaps_s']} s")  # fmt: skip
     solo = report["one_at_a_time"]
-    print(f"{'one at a time':<20} {goals['one_at_a_time']!s:<5} {solo['statuses']}, starts after previous end "
-          f"{solo['start_after_previous_end_s']} s (sweep {SWEEP_S:.0f} s)")  # fmt: skip
+    print(f"one at a time: {solo['statuses']}, starts after previous end {solo['start_after_previous_end_s']} s")
     for key in ("budget_one_worker", "budget_two_workers"):
         b = report[key]
-        print(f"{key:<20} {goals[key]!s:<5} cap ${b['cap_usd']}, spent ${b['spent_usd_from_attempts']} "
-              f"(over by ${b['overshoot_usd']}, allowance ${b['allowance_usd']}), {b['budget_notices']} notice, "
-              f"resumed {b['resumed']} with {b['frames']} frames")  # fmt: skip
+        print(f"{key}: cap ${b['cap_usd']}, spent ${b['spent_usd_from_attempts']} (over by ${b['overshoot_usd']}, "
+              f"allowance ${b['allowance_usd']}), {b['budget_notices']} notice, resumed {b['resumed']} with "
+              f"{b['frames']}/{b['frames_expected']} frames")  # fmt: skip
     cost = report["true_cost"]
-    print(f"{'true cost':<20} {goals['true_cost']!s:<5} status ${cost['status_cost_usd']}, records "
-          f"${cost['sum_of_attempt_records_usd']}, ledger ${cost['tenant_ledger_usd']} ({cost['attempts']} attempts: "
-          f"{cost['killed']} killed, {cost['backup_copies']} backup)")  # fmt: skip
-    return 0 if all(goals.values()) else 1
+    print(f"true cost: status ${cost['status_cost_usd']}, records ${cost['sum_of_attempt_records_usd']}, ledger "
+          f"${cost['tenant_ledger_usd']} ({cost['attempts']} attempts: {cost['killed']} killed, "
+          f"{cost['backup_copies']} backup)")  # fmt: skip
 
 
 if __name__ == "__main__":

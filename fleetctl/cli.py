@@ -5,46 +5,39 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from datetime import UTC, datetime
 from pathlib import Path
-
-from botocore.exceptions import BotoCoreError, ClientError
 
 from fleetctl import connection, tenant_cli
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download, ended
 from fleetctl.client import Client, build_manifest
 from fleetctl.dashboard import publish
-from fleetctl.local.supervisor import UpOptions
-from fleetctl.notices import SqsNoticeInbox
+from fleetctl.job_commands import (
+    EXIT_FAILED,
+    EXIT_REJECTED,
+    EXIT_TIMEOUT,
+    client_of,
+    cmd_cancel,
+    cmd_list,
+    cmd_logs,
+    cmd_retry,
+    cmd_status,
+    cmd_workers,
+    notice_inbox_of,
+    say,
+)
+from fleetctl.local.processes import UpOptions
 from fleetctl.preflight import command as preflight_command
 from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
-from fleetctl.tables import duration, table
-from fusionfleet.adapters.notify import SnsNotifier
-from fusionfleet.adapters.orchestrator import StepFunctions
-from fusionfleet.adapters.storage import S3Storage
-from fusionfleet.errors import FusionFleetError, JobNotFound
+from fusionfleet.errors import FusionFleetError
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.facefusion.options import OptionsError
-from fusionfleet.fleet.tenants import notice_tenant
-from fusionfleet.fleet.workers import DEFAULT_LOST_AFTER_S, worker_views
-from fusionfleet.jobs.ids import tenant_of_job
+from fusionfleet.fleet.workers import DEFAULT_LOST_AFTER_S
 from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
-from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.states import JobState, parse_state
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
 from fusionfleet.jobs.views import JobView
 from fusionfleet.progress import ProgressLine, bar
-from fusionfleet.services.operations import Operations
-
-EXIT_FAILED = 1
-EXIT_REJECTED = 2
-EXIT_TIMEOUT = 3
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up = local.add_parser("up", help="start LocalStack, deploy the template (Stage=local), start slicer and workers")
     up.add_argument(
-        "--workers", type=int, default=2, help="render worker processes (default 2; with --max-workers the minimum)"
+        "--workers",
+        type=int,
+        default=UpOptions.workers,
+        help=f"render worker processes (default {UpOptions.workers}; with --max-workers the minimum)",
     )
     up.add_argument(
         "--max-workers",
@@ -76,7 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the autoscaler's target: segments waiting or in work per worker",
     )
     up.add_argument("--port", type=int, help="LocalStack's port (default 4566)")
-    up.add_argument("--default-engine", default="classic", choices=ENGINE_NAMES, help="engine for jobs that name none")
+    up.add_argument(
+        "--default-engine",
+        default=UpOptions.default_engine,
+        choices=ENGINE_NAMES,
+        help="engine for jobs that name none",
+    )
     up.add_argument("--stack", default=connection.DEFAULT_STACK)
     up.add_argument(
         "--visibility-seconds",
@@ -223,74 +224,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _client(args: argparse.Namespace) -> Client:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    resources = conn.resources()
-    return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
-
-
-def _notice_inbox(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | None:
-    """An inbox for the job's notice; None (wait by polling) where this identity may not make one."""
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    try:
-        return SqsNoticeInbox.open(conn.aws.client("sqs"), conn.aws.client("sns"), conn.resources().topic_arn, job_id)
-    except (BotoCoreError, ClientError) as error:
-        say(f"following the job by polling (no notice queue: {error})")
-        return None
-
-
-def _operations(args: argparse.Namespace) -> Operations:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    return Operations(
-        S3Storage(conn.aws.client("s3")),
-        StepFunctions(conn.aws.client("stepfunctions")),
-        SnsNotifier(conn.aws.client("sns")),
-        conn.resources(),
-    )
-
-
-def _reader(args: argparse.Namespace) -> JobReader:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    resources = conn.resources()
-    return JobReader(
-        S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")),
-        resources.work_bucket, resources.state_machine_arn,
-    )  # fmt: skip
-
-
-def _age(when: datetime | None, now: float) -> str:
-    return duration(now - when.timestamp()) if when else "-"
-
-
-def _segments(job: JobView) -> str:
-    counts = job.segments
-    if not counts.total:
-        return "-"
-    return f"{counts.done}/{counts.total}" + (f" ({counts.failed} failed)" if counts.failed else "")
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    tenant = check_tenant(args.tenant) if args.tenant else None
-    jobs = _reader(args).list_jobs(args.state, args.limit, tenant)
-    if not jobs:
-        say("no jobs" + (f" in state {args.state}" if args.state else "") + (f" of tenant {tenant}" if tenant else ""))
-        return 0
-    now = time.time()
-    rows = [
-        (
-            job.job_id,
-            job.state,
-            job.priority or "-",
-            _segments(job),
-            _age(job.submitted_at, now),
-            job.output or job.reason,
-        )
-        for job in jobs
-    ]
-    print("\n".join(table(("JOB", "STATE", "PRIORITY", "SEGMENTS", "AGE", "OUTPUT / REASON"), rows)))
-    return 0
-
-
 def cmd_subscribe(args: argparse.Namespace) -> int:
     check_tenant(args.tenant)  # before reaching for the stack
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
@@ -300,58 +233,6 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     )
     say(f"{found.endpoint} now receives the notices of tenant {found.tenant}")
     print(found.arn)
-    return 0
-
-
-def cmd_cancel(args: argparse.Namespace) -> int:
-    print(_operations(args).cancel(args.job_id))
-    return 0
-
-
-def cmd_retry(args: argparse.Namespace) -> int:
-    print(_operations(args).retry(args.job_id))
-    return 0
-
-
-def _clock(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S") if epoch else "-"
-
-
-def cmd_logs(args: argparse.Namespace) -> int:
-    attempts = _reader(args).logs(args.job_id, args.segment)
-    if not attempts:
-        say("no attempts recorded" + (f" for segment {args.segment}" if args.segment is not None else "") + " yet")
-        return 0
-    rows = [
-        (
-            item.segment, item.attempt, item.worker or "-",
-            f"{item.status} (backup copy)" if item.copy_number else item.status, _clock(item.started_at),
-            _clock(item.finished_at), f"{item.finished_at - item.started_at:.1f}s" if item.finished_at else "-",
-            f"{item.engine_s:.2f}s", ": ".join(part for part in (item.error, item.reason) if part),
-        )
-        for item in attempts
-    ]  # fmt: skip
-    headers = ("SEGMENT", "ATTEMPT", "WORKER", "STATUS", "STARTED", "FINISHED", "TOOK", "ENGINE", "ERROR")
-    print("\n".join(table(headers, rows, right=(0, 1, 6, 7))))
-    tenant_cli.print_deliveries(_reader(args).deliveries(args.job_id))
-    return 0
-
-
-def cmd_workers(args: argparse.Namespace) -> int:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    workers = worker_views(S3Storage(conn.aws.client("s3")), conn.resources().work_bucket, time.time(), args.lost_after)
-    if not workers:
-        say("no workers have a presence record")
-        return 0
-    now = time.time()
-    rows = [
-        (
-            worker.name, worker.role, worker.engine or "-", worker.current or "-", worker.segments_done,
-            f"{_age(worker.last_heartbeat, now)} ago", "LOST" if worker.lost else "alive",
-        )
-        for worker in workers
-    ]  # fmt: skip
-    print("\n".join(table(("NAME", "ROLE", "ENGINE", "CURRENT", "DONE", "LAST BEAT", "STATE"), rows, right=(4,))))
     return 0
 
 
@@ -425,7 +306,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise FusionFleetError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
         return cmd_submit_api(args, api_url, token)
     options = collect_facefusion_options(args)
-    client = _client(args)
+    client = client_of(args)
     submission = client.submit(
         args.source, args.target, args.priority, args.engine, args.quality, args.reference, options, args.name, say,
         tenant=args.tenant, extra=tenant_cli.webhook_fields(args),
@@ -434,7 +315,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     code = 0
     if args.wait:
         line = ProgressLine()
-        inbox = _notice_inbox(args, submission.job_id)
+        inbox = notice_inbox_of(args, submission.job_id)
         try:
             status = client.wait(submission.job_id, args.timeout, lambda s: line.show(_describe(s)), notices=inbox)
         finally:
@@ -463,32 +344,6 @@ def _report(client: Client, view: JobView, destination: Path, timeout_s: float) 
         return EXIT_FAILED
     say(f"failed ({view.state}): {view.reason}")
     return EXIT_FAILED
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    if args.tenant and notice_tenant(tenant_of_job(args.job_id)) != check_tenant(args.tenant):
-        # As if it did not exist: a tenant learns nothing about other tenants' jobs.
-        raise JobNotFound(f"no job {args.job_id!r} of tenant {args.tenant}")
-    view = _client(args).status(args.job_id)
-    print(f"job       {view.job_id}")
-    print(f"state     {view.state}")
-    counts = view.segments
-    if counts.total:
-        print(
-            f"segments  {counts.done} done, {counts.failed} failed, {counts.running} running, "
-            f"{counts.pending} pending, {counts.total} total"
-        )
-    if view.result is not None:
-        print(f"output    {view.result.uri}")
-    if view.download is not None:
-        # Signed now, with the caller's credentials: the notice's link may have ended already.
-        print(f"download  {view.download.url}")
-        print(f"expires   {view.download.expires_at_iso}")
-    if view.reason:
-        print(f"reason    {view.reason}")
-    if view.state not in (JobState.REJECTED, JobState.PENDING):
-        tenant_cli.print_cost(_reader(args).detail(args.job_id).cost)
-    return EXIT_FAILED if view.state.unsuccessful else 0
 
 
 def cmd_local(args: argparse.Namespace) -> int:

@@ -14,7 +14,8 @@ from typing import Any
 
 from fleetctl import connection
 from fleetctl.local.paths import LocalPaths
-from fleetctl.local.supervisor import LocalStack, webhook_secret_prefix
+from fleetctl.local.processes import webhook_secret_prefix
+from fleetctl.local.supervisor import LocalStack
 from fleetctl.stack import StackResources
 from fleetctl.tables import table
 from fusionfleet.adapters.orchestrator import StepFunctions

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from fusionfleet import layout
+from fusionfleet import tenant_layout
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.fleet.tenant_settings import TenantSettings
@@ -48,7 +48,7 @@ def over_reason(tenant: str, cap_usd: float, spent_usd: float, month: str, actio
 def marker_key(settings: TenantSettings, month: str) -> str | None:
     if settings.monthly_budget_usd is None:
         return None
-    return layout.budget_marker_key(settings.tenant, month, micro_usd(settings.monthly_budget_usd))
+    return tenant_layout.budget_marker_key(settings.tenant, month, micro_usd(settings.monthly_budget_usd))
 
 
 def is_over(storage: Storage, bucket: str, settings: TenantSettings, month: str) -> bool:

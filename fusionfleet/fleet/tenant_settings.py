@@ -15,7 +15,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fusionfleet import layout
+from fusionfleet import tenant_layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import FusionFleetError, ObjectMissing
 from fusionfleet.fleet.tenants import TenantLimits, check_tenant_name
@@ -71,7 +71,7 @@ def default_settings(tenant: str) -> TenantSettings:
 def read_settings(storage: Storage, bucket: str, tenant: str) -> TenantSettings:
     """The tenant's settings, or the defaults when it has none."""
     try:
-        return TenantSettings.model_validate_json(storage.get_bytes(bucket, layout.tenant_settings_key(tenant)))
+        return TenantSettings.model_validate_json(storage.get_bytes(bucket, tenant_layout.tenant_settings_key(tenant)))
     except ObjectMissing:
         return default_settings(tenant)
 
@@ -83,7 +83,7 @@ def write_settings(storage: Storage, bucket: str, settings: TenantSettings, stac
     stored = settings.model_copy(update={"updated_at": datetime.now(UTC).isoformat(timespec="seconds")})
     storage.put_bytes(
         bucket,
-        layout.tenant_settings_key(settings.tenant),
+        tenant_layout.tenant_settings_key(settings.tenant),
         stored.model_dump_json(indent=2).encode(),
         "application/json",
     )
@@ -93,8 +93,8 @@ def write_settings(storage: Storage, bucket: str, settings: TenantSettings, stac
 def tenants_with_settings(storage: Storage, bucket: str) -> list[str]:
     """Every tenant that has a settings record."""
     found = []
-    for key in storage.list_keys(bucket, layout.TENANT_RECORDS_PREFIX):
-        tenant = layout.parse_tenant_settings_key(key)
+    for key in storage.list_keys(bucket, tenant_layout.TENANT_RECORDS_PREFIX):
+        tenant = tenant_layout.parse_tenant_settings_key(key)
         if tenant is not None:
             found.append(tenant)
     return sorted(found)

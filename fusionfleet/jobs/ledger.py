@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from fusionfleet import layout
+from fusionfleet import tenant_layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.jobs.cost import ALIVE_EVERY_S, STALE_AFTER_S, GpuPrices, attempt_price, attempt_seconds
 from fusionfleet.jobs.ids import tenant_of_job
@@ -35,7 +35,7 @@ def micro_usd(dollars: float) -> int:
 
 
 def _prefix(tenant: str, record: SegmentAttempt) -> str:
-    return layout.spend_entry_prefix(
+    return tenant_layout.spend_entry_prefix(
         tenant, month_of(record.started_at), record.job_id, record.index, record.run, record.attempt,
         record.copy_number,
     )  # fmt: skip
@@ -65,7 +65,7 @@ def record_spend(
     existing = storage.list_keys(bucket, prefix)
     if existing and not replace:
         return None
-    key = layout.spend_entry_key(
+    key = tenant_layout.spend_entry_key(
         tenant, month_of(record.started_at), record.job_id, record.index, record.run, record.attempt,
         record.copy_number, amount,
     )  # fmt: skip
@@ -81,8 +81,8 @@ def record_spend(
 def spent_micro_usd(storage: Storage, bucket: str, tenant: str, month: str) -> int:
     """The tenant's spend in `month`, in micro-dollars: one LIST."""
     total = 0
-    for key in storage.list_keys(bucket, layout.spend_prefix(tenant, month)):
-        entry = layout.parse_spend_entry_key(key)
+    for key in storage.list_keys(bucket, tenant_layout.spend_prefix(tenant, month)):
+        entry = tenant_layout.parse_spend_entry_key(key)
         if entry is not None:
             total += entry.micro_usd
     return total

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from fusionfleet import layout
+from fusionfleet import layout, tenant_layout
 from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Orchestrator
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
@@ -142,8 +142,8 @@ class JobReader:
             newest = max(items)
             first_start = min((started for _run, started, _status in items if started), default=0.0)
             found.append((job_id, first_start, newest[2]))
-        for key in records.storage.list_keys(records.bucket, layout.WAITING_PREFIX):
-            queued = layout.parse_waiting_index_key(key)
+        for key in records.storage.list_keys(records.bucket, tenant_layout.WAITING_PREFIX):
+            queued = tenant_layout.parse_waiting_index_key(key)
             if queued is None or queued[2] in runs:
                 continue  # a held job is found by its execution
             found.append((queued[2], queued[1] // 10**13 * 1.0, JobState.WAITING.value))

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from fusionfleet import layout
+from fusionfleet import layout, tenant_layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import ObjectMissing
 
@@ -48,7 +48,7 @@ def submission_order(uploaded_s: float, queued_s: float) -> int:
 def enqueue(storage: Storage, bucket: str, record: WaitingRecord) -> None:
     """The job record first, the index entry second: an index entry always has its record."""
     storage.put_bytes(bucket, layout.waiting_key(record.job_id), record.model_dump_json().encode(), "application/json")
-    index = layout.waiting_index_key(record.tenant, record.order, record.job_id)
+    index = tenant_layout.waiting_index_key(record.tenant, record.order, record.job_id)
     storage.put_bytes(bucket, index, b"{}", "application/json")
 
 
@@ -70,8 +70,8 @@ def is_waiting(storage: Storage, bucket: str, job_id: str) -> bool:
 def waiting_in_order(storage: Storage, bucket: str, tenant: str) -> list[tuple[int, str, str]]:
     """(order, job id, index key) of the tenant's waiting jobs, first submitted first."""
     found = []
-    for key in storage.list_keys(bucket, layout.waiting_prefix(tenant)):
-        parsed = layout.parse_waiting_index_key(key)
+    for key in storage.list_keys(bucket, tenant_layout.waiting_prefix(tenant)):
+        parsed = tenant_layout.parse_waiting_index_key(key)
         if parsed is not None:
             found.append((parsed[1], parsed[2], key))
     return sorted(found)
@@ -80,8 +80,8 @@ def waiting_in_order(storage: Storage, bucket: str, tenant: str) -> list[tuple[i
 def tenants_waiting(storage: Storage, bucket: str) -> list[str]:
     """Tenants with at least one waiting job (one LIST of the waiting index)."""
     tenants = set()
-    for key in storage.list_keys(bucket, layout.WAITING_PREFIX):
-        parsed = layout.parse_waiting_index_key(key)
+    for key in storage.list_keys(bucket, tenant_layout.WAITING_PREFIX):
+        parsed = tenant_layout.parse_waiting_index_key(key)
         if parsed is not None:
             tenants.add(parsed[0])
     return sorted(tenants)
@@ -90,7 +90,7 @@ def tenants_waiting(storage: Storage, bucket: str) -> list[str]:
 def dequeue(storage: Storage, bucket: str, record: WaitingRecord) -> None:
     """It started (or is gone): the record first, then its index entry (one without a record is skipped)."""
     storage.delete_prefix(bucket, layout.waiting_key(record.job_id))
-    storage.delete_prefix(bucket, layout.waiting_index_key(record.tenant, record.order, record.job_id))
+    storage.delete_prefix(bucket, tenant_layout.waiting_index_key(record.tenant, record.order, record.job_id))
 
 
 def note_reason(storage: Storage, bucket: str, record: WaitingRecord, reason: str) -> WaitingRecord:

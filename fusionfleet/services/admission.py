@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from fusionfleet import layout
+from fusionfleet import tenant_layout
 from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator, execution_arn
 from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing
@@ -200,7 +200,7 @@ class Admitter:
 
     # ------------------------------------------------------------------ recent starts and the lease
     def _recent_key(self, tenant: str) -> str:
-        return f"{layout.tenant_records_prefix(tenant)}started.json"
+        return f"{tenant_layout.tenant_records_prefix(tenant)}started.json"
 
     def _recent(self, tenant: str) -> dict[str, float]:
         try:
@@ -218,26 +218,28 @@ class Admitter:
         bucket = self._config.work_bucket
         generations = sorted(
             found
-            for key in self._storage.list_keys(bucket, layout.admission_prefix(tenant))
-            if (found := layout.parse_admission_lease_key(key)) is not None
+            for key in self._storage.list_keys(bucket, tenant_layout.admission_prefix(tenant))
+            if (found := tenant_layout.parse_admission_lease_key(key)) is not None
         )
         latest = generations[-1] if generations else 0
         now = self._clock()
         if generations:
             try:
-                held = get_json(self._storage, bucket, layout.admission_lease_key(tenant, latest))
+                held = get_json(self._storage, bucket, tenant_layout.admission_lease_key(tenant, latest))
             except ObjectMissing:
                 held = {}
             if not held.get("released") and now - float(held.get("at", 0.0)) < self._config.lease_s:
                 return None
         mine = latest + 1
         claim = {"at": now, "released": False, "since": datetime.fromtimestamp(now, UTC).isoformat()}
-        if not self._storage.create(bucket, layout.admission_lease_key(tenant, mine), json.dumps(claim).encode()):
+        if not self._storage.create(
+            bucket, tenant_layout.admission_lease_key(tenant, mine), json.dumps(claim).encode()
+        ):
             return None
         for old in generations[:-2]:
-            self._storage.delete_prefix(bucket, layout.admission_lease_key(tenant, old))
+            self._storage.delete_prefix(bucket, tenant_layout.admission_lease_key(tenant, old))
         return mine
 
     def _release(self, tenant: str, generation: int) -> None:
-        key = layout.admission_lease_key(tenant, generation)
+        key = tenant_layout.admission_lease_key(tenant, generation)
         put_json(self._storage, self._config.work_bucket, key, {"at": self._clock(), "released": True})

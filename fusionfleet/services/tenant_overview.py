@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusionfleet import layout
+from fusionfleet import tenant_layout
 from fusionfleet.adapters.orchestrator import Orchestrator
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.fleet import budget
@@ -76,8 +76,8 @@ def tenant_overviews(
     """Every tenant with settings, a waiting job or spend this month."""
     month = month_of(now)
     names = set(tenants_with_settings(storage, work_bucket)) | set(tenants_waiting(storage, work_bucket))
-    for key in storage.list_keys(work_bucket, layout.SPEND_PREFIX):
-        entry = layout.parse_spend_entry_key(key)
+    for key in storage.list_keys(work_bucket, tenant_layout.SPEND_PREFIX):
+        entry = tenant_layout.parse_spend_entry_key(key)
         if entry is not None and entry.month == month:
             names.add(entry.tenant)
     return [tenant_overview(storage, orchestrator, work_bucket, state_machine_arn, name, now) for name in sorted(names)]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fleetctl.local.supervisor import UpOptions, process_environments
+from fleetctl.local.processes import UpOptions, process_environments
 from fleetctl.local.tokens import TENANT_CLAIM
 from fleetctl.stack import StackResources
 from fusionfleet.environment.api import ApiEnvironment

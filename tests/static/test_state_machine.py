@@ -445,3 +445,18 @@ def test_the_merge_service_is_woken_when_the_map_ends_and_only_when_it_wants_no_
     visited = []
     assert run_until_settled(local, "WakeMergeService", dict(JOB_INPUT), visited=visited)[0] == "Merge"
     assert visited == ["WakeMergeService", "MergeServiceToWake", "Merge"]
+
+
+def test_an_input_without_the_notice_claim_gets_the_modules_before_any_work() -> None:
+    # GIVEN an execution started by a slicer older than the input's `final_notice` (a deployment's window)
+    definition = _definition()
+    old_input = {key: value for key, value in JOB_INPUT.items() if key != "final_notice"}
+    flat = dict(states(definition))
+    start = flat[definition["StartAt"]]
+    # WHEN it starts, THEN before any work it carries exactly what the module would have put there
+    assert not holds(start["Choices"][0], old_input)
+    default = flat[start["Default"]]
+    assert (default["ResultPath"], default["Next"]) == ("$.final_notice", "RenderSegments")
+    assert parameters(default["Parameters"], old_input) == state_machine_claim("job-1")
+    # AND an input that has it goes straight to the work
+    assert holds(start["Choices"][0], JOB_INPUT) and start["Choices"][0]["Next"] == "RenderSegments"

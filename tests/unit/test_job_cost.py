@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fusionfleet import layout
+from fusionfleet import tenant_layout
 from fusionfleet.fleet import budget
 from fusionfleet.fleet.tenant_settings import TenantSettings
 from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, attempt_seconds, job_cost
@@ -76,8 +76,8 @@ def test_the_ledger_sums_a_tenants_month_from_its_keys_and_an_attempts_own_end_r
     # a single-tenant job bills nobody
     other = SegmentAttempt(job_id="clip-0123456789abcdef", index=0, status="failed", started_at=EPOCH, finished_at=NOW)
     assert record_spend(storage, WORK, other, prices, NOW) is None
-    keys = storage.list_keys(WORK, layout.spend_prefix("acme", month))
-    assert [layout.parse_spend_entry_key(key).micro_usd for key in keys] == [20_000]  # type: ignore[union-attr]
+    keys = storage.list_keys(WORK, tenant_layout.spend_prefix("acme", month))
+    assert [tenant_layout.parse_spend_entry_key(key).micro_usd for key in keys] == [20_000]  # type: ignore[union-attr]
 
 
 def test_a_budget_is_over_once_the_ledger_reaches_it_and_a_raised_cap_lifts_it() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from fusionfleet import layout
+from fusionfleet import layout, tenant_layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.fleet.tenant_settings import BudgetAction, TenantSettings, write_settings
 from fusionfleet.fleet.tenants import TenantLimits
@@ -74,7 +74,7 @@ def over_budget(farm: Farm, action: BudgetAction) -> None:
     )  # fmt: skip
     month = month_of(farm.clock())
     farm.storage.put_json(
-        WORK, layout.spend_entry_key("acme", month, "acme_a-0123456789abcdef", 0, 0, 1, 0, 12_000), {}
+        WORK, tenant_layout.spend_entry_key("acme", month, "acme_a-0123456789abcdef", 0, 0, 1, 0, 12_000), {}
     )
 
 

@@ -7,7 +7,7 @@ import json
 import threading
 import time
 
-from fusionfleet import layout
+from fusionfleet import layout, tenant_layout
 from fusionfleet.fleet import budget
 from fusionfleet.fleet.tenant_settings import TenantSettings, write_settings
 from fusionfleet.fleet.tenants import TenantLimits
@@ -47,8 +47,8 @@ def test_an_attempt_carries_its_workers_price_and_bills_its_tenant_when_it_ends(
     record = storage.json(WORK, layout.attempt_record_key(JOB, 1, 0, 1))
     assert (record["capacity"], record["hourly_price"], record["status"]) == ("spot", 1.8, "succeeded")
     month = month_of(record["started_at"])
-    (entry,) = storage.list_keys(WORK, layout.spend_prefix("acme", month))
-    parsed = layout.parse_spend_entry_key(entry)
+    (entry,) = storage.list_keys(WORK, tenant_layout.spend_prefix("acme", month))
+    parsed = tenant_layout.parse_spend_entry_key(entry)
     assert parsed is not None and parsed.job_id == JOB and parsed.index == 1
     seconds = record["finished_at"] - record["started_at"]
     assert abs(parsed.micro_usd - seconds / 3600 * 1.8 * 1e6) <= 1
@@ -87,7 +87,7 @@ def test_a_tenant_over_its_budget_has_its_queued_segments_handed_back_unrendered
     storage, queue, orchestrator, renderer = FakeStorage(), FakeQueue(), FakeOrchestrator(), ScriptedRenderer()
     settings = write_settings(storage, WORK, TenantSettings(tenant="acme", monthly_budget_usd=0.01), TenantLimits())
     month = month_of(time.time())
-    storage.put_json(WORK, layout.spend_entry_key("acme", month, JOB, 0, 0, 1, 0, 20_000), {})
+    storage.put_json(WORK, tenant_layout.spend_entry_key("acme", month, JOB, 0, 0, 1, 0, 20_000), {})
     assert budget.check(storage, WORK, settings, month, time.time()).over
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, task().model_dump_json())
@@ -157,7 +157,7 @@ def test_a_segment_in_flight_stops_within_seconds_of_the_budget_and_goes_back_un
 
     def spend() -> None:
         month = month_of(time.time())
-        storage.put_json(WORK, layout.spend_entry_key("acme", month, JOB, 0, 0, 1, 0, 20_000), {})
+        storage.put_json(WORK, tenant_layout.spend_entry_key("acme", month, JOB, 0, 0, 1, 0, 20_000), {})
         budget.check(storage, WORK, settings, month, time.time())
 
     timer = threading.Timer(0.5, spend)
