@@ -63,13 +63,18 @@ def is_over(storage: Storage, bucket: str, settings: TenantSettings, month: str)
     return True
 
 
-def check(storage: Storage, bucket: str, settings: TenantSettings, month: str, now: float) -> BudgetStatus:
-    """The tenant's spend against its cap; creates the month's marker when the cap is reached."""
+def spend(storage: Storage, bucket: str, settings: TenantSettings, month: str) -> BudgetStatus:
+    """The tenant's spend against its cap, read only (what people are shown)."""
     spent = spent_micro_usd(storage, bucket, settings.tenant, month) / 1_000_000
     cap = settings.monthly_budget_usd
-    if cap is None:
-        return BudgetStatus(settings.tenant, month, None, spent, False)
-    over = spent >= cap
+    return BudgetStatus(settings.tenant, month, cap, spent, cap is not None and spent >= cap)
+
+
+def check(storage: Storage, bucket: str, settings: TenantSettings, month: str, now: float) -> BudgetStatus:
+    """The tenant's spend against its cap; creates the month's marker when the cap is reached (what the
+    workers, the watchdog and the notice follower do: the marker is what stops the tenant's work)."""
+    status = spend(storage, bucket, settings, month)
+    cap, spent, over = status.cap_usd, status.spent_usd, status.over
     key = marker_key(settings, month)
     if over and key is not None:
         storage.create(
@@ -77,7 +82,7 @@ def check(storage: Storage, bucket: str, settings: TenantSettings, month: str, n
             json.dumps({"tenant": settings.tenant, "month": month, "cap_usd": cap, "spent_usd": spent, "at": now,
                         "on_budget": settings.on_budget}).encode(),
         )  # fmt: skip
-    return BudgetStatus(settings.tenant, month, cap, spent, over)
+    return status
 
 
 def marker(storage: Storage, bucket: str, settings: TenantSettings, month: str) -> dict[str, object] | None:

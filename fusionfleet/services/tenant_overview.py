@@ -66,7 +66,7 @@ def tenant_overview(
         if record is not None:
             waiting.append(WaitingJob(job_id, position, record.reason, record.resume))
     month = month_of(now)
-    status = budget.check(storage, work_bucket, settings, month, now)
+    status = budget.spend(storage, work_bucket, settings, month)  # read only: the workers mark the cap
     return TenantOverview(tenant, settings, running, tuple(waiting), status)
 
 

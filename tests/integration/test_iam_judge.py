@@ -210,3 +210,33 @@ def test_a_tenants_webhook_secret_is_the_job_events_roles_only_within_its_own_st
         ("JobEventsFunctionRole", "fusionfleet/other/webhooks/acme"),
         ("RenderTaskRole", "fusionfleet/fleet/webhooks/acme"),
     }
+
+
+def test_a_waiting_jobs_cancel_and_a_tenants_settings_are_granted_and_budget_markers_are_the_farms_own(
+    tmp_path: Path,
+) -> None:
+    _stack(tmp_path)
+    work = "fleet-workbucket-1"
+    # GIVEN a tenant's API cancelling its WAITING job (the job leaves the queue), an operator's
+    # `tenant set`, and an operator's tool writing a budget marker (only the farm's processes mark a cap)
+    dequeue = _call(
+        "ApiFunctionRole",
+        "api",
+        "s3",
+        "DeleteObjects",
+        Bucket=work,
+        Delete={
+            "Objects": [
+                {"Key": "work/acme_a-1/waiting.json"},
+                {"Key": "work/_waiting/acme/00000000000000000000001-acme_a-1.json"},
+            ]
+        },
+    )
+    settings = _call("OperatorPolicy", "cli", "s3", "PutObject", Bucket=work, Key="work/_tenants/acme/settings.json")
+    marker = _call("OperatorPolicy", "cli", "s3", "PutObject", Bucket=work, Key="work/_budget/acme/2026-12-1200.json")
+    # WHEN they are judged
+    verdict = judge([dequeue, settings, marker], read_stacks(tmp_path))
+    # THEN only the marker is denied
+    assert {(d.call.process, d.request.action, d.request.resource.rsplit("/", 1)[-1]) for d in verdict.denials} == {
+        ("cli", "s3:PutObject", "2026-12-1200.json")
+    }

@@ -16,6 +16,7 @@ from fusionfleet.jobs.waiting import WaitingRecord, enqueue, read_waiting, waiti
 from fusionfleet.messages import SegmentAttempt
 from fusionfleet.services.admission import AdmissionConfig, Admitter
 from fusionfleet.services.job_end import JobEnded
+from fusionfleet.services.tenant_overview import tenant_overview
 from fusionfleet.services.tenant_sweep import BUDGET_HOLD_ERROR, TenantSweep
 from fusionfleet.services.watchdog import Watchdog
 from fusionfleet.webhooks.events import WebhookSubscription
@@ -87,6 +88,9 @@ def test_a_tenant_over_its_budget_is_told_once_and_its_running_job_is_held_to_re
         input=farm.orchestrator.states[execution_arn(MACHINE, "acme_a-0123456789abcdef")].input,
     )  # fmt: skip
     over_budget(farm, "stop")
+    # AND an operator looking at the tenant first: what people are shown writes nothing (no marker)
+    shown = tenant_overview(farm.storage, farm.orchestrator, WORK, MACHINE, "acme", NOW.timestamp())
+    assert shown.spend.over and not farm.storage.list_keys(WORK, tenant_layout.BUDGET_PREFIX)
     # WHEN two rounds run
     first, second = sweep(farm).sweep(), sweep(farm).sweep()
     # THEN the job was held (stopped, queued to resume, reading WAITING) and the tenant told once, naming the budget
