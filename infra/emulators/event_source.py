@@ -131,7 +131,7 @@ def main() -> int:
         if not messages:
             continue
         context = LambdaContext(
-            function_name="slicer",
+            function_name=args.name,  # the runner's name: webhooks, notices, slicer, dlq-…
             invoked_function_arn=queue_arn.replace(":sqs:", ":lambda:"),
             aws_request_id=str(uuid.uuid4()),
             deadline_ms=time.time() * 1000 + args.timeout * 1000,
