@@ -232,9 +232,12 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
             merge_s=round(merge_s, 3),
             merge_started_at=round(started_at, 3),
         ),
-        # Every attempt so far, failed, killed and backup copies included (a losing copy still running is
-        # counted up to now; `fusionfleet status` counts it to its end).
-        cost=job_cost(read_attempts(deps.storage, job.work_bucket, job.job_id), deps.prices, time.time()),
+        # Every attempt so far, failed, killed and backup copies included. An attempt not ended by now is
+        # a losing copy still running or one whose worker died, maybe seconds ago: each counts to its last
+        # sign of life (never over the bill; `fusionfleet status` and the ledger count it to its end).
+        cost=job_cost(
+            read_attempts(deps.storage, job.work_bucket, job.job_id), deps.prices, time.time(), stale_after_s=0.0
+        ),
         preview=preview,
     )
 

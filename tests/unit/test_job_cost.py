@@ -54,6 +54,8 @@ def test_a_running_attempt_counts_to_now_while_its_worker_is_alive_and_to_its_la
     record = attempt(0, 1, "running", 0, alive_at=EPOCH + 100)
     assert attempt_seconds(record, EPOCH + 110) == 110  # seen 10 s ago: alive
     assert attempt_seconds(record, EPOCH + 100 + STALE_AFTER_S + 1) == 100  # gone quiet: killed at 100 s
+    # The merge's notice counts it to its last sign of life at once (its worker may have died a second ago)
+    assert attempt_seconds(record, EPOCH + 110, stale_after_s=0.0) == 100
 
 
 def test_prices_cannot_be_negative_and_spot_falls_back_to_on_demand() -> None:
