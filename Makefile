@@ -28,7 +28,7 @@ PLVENV := .venv-parliament
 # against the template's roles (tests/support/iam/). Needs Node 20 or newer.
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-recovery device-check chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery device-check chaos soak up down status clean
 
 all: test
 
@@ -158,6 +158,11 @@ device-check: venv
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim
+
+# Issue 34's goals on a local stack of its own: signed webhooks through a failing receiver, a one-job
+# tenant, budgets on one and two workers, the true cost of a job (benchmarks/integrations.py).
+bench-integrations: venv localstack-env
+	$(PY) -m benchmarks.integrations
 
 # Kill → a segment running again, SIGTERM → a worker drained, on the local stack (benchmarks/recovery.py).
 bench-recovery: venv localstack-env

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from fleetctl import connection
+from fleetctl import connection, tenant_cli
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download, ended
 from fleetctl.client import Client, build_manifest
 from fleetctl.dashboard import publish
@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--tenant", required=True, help="the tenant the token is for")
     token.add_argument("--ttl", type=int, default=3600, help="seconds the token is valid (default 3600)")
     token.add_argument("--state-dir", type=Path)
+    tenant_cli.add_local_commands(local)
 
     submit = commands.add_parser("submit", help="upload media and a manifest; prints the job id")
     submit.add_argument("--source", action="append", required=True, type=Path, help="face image (repeat for several)")
@@ -163,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits (default 3600)")
     submit.add_argument("--api", help=f"submit through the HTTP API at this URL; env {ENV_API_URL}")
     submit.add_argument("--token", help=f"bearer token for --api; env {ENV_TOKEN}")
+    tenant_cli.add_submit_arguments(submit)
     _add_connection(submit)
     add_facefusion_options(submit)
 
@@ -213,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_connection(publish_page)
 
+    tenant_cli.add_commands(commands)
     preflight_command.add_parser(commands, _add_connection)
 
     commands.add_parser(
@@ -256,6 +259,7 @@ def cmd_submit_api(args: argparse.Namespace, base_url: str, token: str) -> int:
         [name for name in files if name.startswith("source-")], f"target{args.target.suffix.lower()}", "",
         args.priority, args.engine, args.quality, reference, collect_facefusion_options(args),
     )  # fmt: skip
+    body.update(tenant_cli.webhook_fields(args))
     del body["output"]  # the API places the output under the tenant's prefix
     client = ApiClient(base_url, token)
     job_id = client.submit(files, body, say)
@@ -305,7 +309,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     client = client_of(args)
     submission = client.submit(
         args.source, args.target, args.priority, args.engine, args.quality, args.reference, options, args.name, say,
-        tenant=args.tenant,
+        tenant=args.tenant, extra=tenant_cli.webhook_fields(args),
     )  # fmt: skip
     say(f"job {submission.job_id}")
     code = 0
@@ -379,6 +383,8 @@ def cmd_local(args: argparse.Namespace) -> int:
     if args.local_command == "down":
         stack.down()
         return 0
+    if args.local_command == "webhook-secret":
+        return tenant_cli.cmd_webhook_secret(args)
     if args.local_command == "token":
         print(stack.token(args.tenant, args.ttl), flush=True)
         return 0
@@ -405,6 +411,7 @@ COMMANDS = {
     "retry": cmd_retry,
     "logs": cmd_logs,
     "workers": cmd_workers,
+    "tenant": tenant_cli.cmd_tenant,
     "aws": preflight_command.run,
 }
 

@@ -60,7 +60,9 @@ def build_manifest(
     quality: str | None,
     reference: str | None,
     options: dict[str, Any],
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The manifest of a job; `extra`: fields added as they are (a webhook, its events, metadata)."""
     manifest: dict[str, Any] = {
         "version": 1,
         "source": sources,
@@ -76,6 +78,7 @@ def build_manifest(
         manifest["reference"] = reference
     if options:
         manifest["options"] = options
+    manifest.update(extra or {})
     return manifest
 
 
@@ -97,6 +100,7 @@ class Client:
         name: str | None = None,
         say: Callable[[str], None] = lambda _line: None,
         tenant: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> Submission:
         """Upload the media under inputs/<name>/, then the manifest: the manifest is the trigger.
 
@@ -125,7 +129,7 @@ class Client:
         manifest_key = layout.manifest_key(name, tenant)
         output_key = layout.default_output_key(manifest_key)
         manifest = build_manifest(
-            source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}
+            source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}, extra
         )
         etag = self._storage.put_bytes(
             bucket, manifest_key, json.dumps(manifest, indent=2).encode(), "application/json"

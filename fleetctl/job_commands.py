@@ -18,6 +18,7 @@ from fleetctl.client import Client
 from fleetctl.notices import SqsNoticeInbox
 from fleetctl.subscriptions import check_tenant
 from fleetctl.tables import duration, table
+from fleetctl.tenant_cli import print_cost, print_deliveries
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage
@@ -26,6 +27,7 @@ from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.workers import worker_views
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.reader import JobReader
+from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import JobView
 from fusionfleet.services.operations import Operations
 
@@ -136,6 +138,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     headers = ("SEGMENT", "ATTEMPT", "WORKER", "STATUS", "STARTED", "FINISHED", "TOOK", "ENGINE", "ERROR")
     print("\n".join(table(headers, rows, right=(0, 1, 6, 7))))
+    print_deliveries(reader_of(args).deliveries(args.job_id))
     return 0
 
 
@@ -178,4 +181,6 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"expires   {view.download.expires_at_iso}")
     if view.reason:
         print(f"reason    {view.reason}")
+    if view.state not in (JobState.REJECTED, JobState.PENDING):
+        print_cost(reader_of(args).detail(args.job_id).cost)
     return EXIT_FAILED if view.state.unsuccessful else 0

@@ -26,6 +26,10 @@ class StackResources:
     merge_dlq_url: str
     topic_arn: str
     state_machine_arn: str
+    # The job events' queues (webhooks FIFO, the topic's notices); "" for a stack deployed before them.
+    webhook_queue_url: str = ""
+    webhook_dlq_url: str = ""
+    notice_follow_queue_url: str = ""
 
     @classmethod
     def from_outputs(cls, outputs: dict[str, str]) -> StackResources:
@@ -46,6 +50,9 @@ class StackResources:
                 merge_dlq_url=outputs["MergeDeadLetterQueueUrl"],
                 topic_arn=outputs["NotificationTopicArn"],
                 state_machine_arn=outputs["StateMachineArn"],
+                webhook_queue_url=outputs.get("WebhookQueueUrl", ""),
+                webhook_dlq_url=outputs.get("WebhookDeadLetterQueueUrl", ""),
+                notice_follow_queue_url=outputs.get("NoticeFollowQueueUrl", ""),
             )
         except KeyError as missing:
             raise FusionFleetError(f"the stack has no output {missing}: is it a FusionFleet stack?") from None
@@ -59,6 +66,9 @@ class StackResources:
             "ingest-dlq": self.ingest_dlq_url,
             "render-dlq": self.render_dlq_url,
             "merge-dlq": self.merge_dlq_url,
+            **({"webhooks": self.webhook_queue_url} if self.webhook_queue_url else {}),
+            **({"notices": self.notice_follow_queue_url} if self.notice_follow_queue_url else {}),
+            **({"webhooks-dlq": self.webhook_dlq_url} if self.webhook_dlq_url else {}),
         }
 
 

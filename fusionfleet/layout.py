@@ -159,6 +159,33 @@ def frame_preview_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}preview.jpg"
 
 
+def waiting_key(job_id: str) -> str:
+    """A job that waits for its tenant's turn: what starts it (fusionfleet.jobs.waiting)."""
+    return f"{work_prefix(job_id)}waiting.json"
+
+
+def webhook_key(job_id: str) -> str:
+    """The job's webhook: URL, events and the caller's metadata (fusionfleet.webhooks.events)."""
+    return f"{work_prefix(job_id)}webhook.json"
+
+
+def webhook_deliveries_prefix(job_id: str) -> str:
+    """One delivery record per webhook event of the job, and the job's webhook state."""
+    return f"{work_prefix(job_id)}webhooks/"
+
+
+def webhook_delivery_key(job_id: str, event_id: str) -> str:
+    """The record of one event's delivery attempts; the event id (fusionfleet.webhooks.events.event_id)
+    starts with the job id, which the key leaves out."""
+    name = event_id.removeprefix(f"{job_id}.")
+    return f"{webhook_deliveries_prefix(job_id)}{name}.json"
+
+
+def webhook_state_key(job_id: str) -> str:
+    """The job's webhook sequence counter and what it last delivered (progress, preview, final)."""
+    return f"{webhook_deliveries_prefix(job_id)}_state.json"
+
+
 # Records that are not jobs live under names a job id never has (job ids start with [a-z0-9]).
 WORKERS_PREFIX = f"{WORK_PREFIX}_workers/"
 REJECTED_INDEX_PREFIX = f"{WORK_PREFIX}_rejected/"
@@ -393,6 +420,15 @@ def parse_blocked_worker_key(key: str) -> tuple[str, str] | None:
     job_id = job_of_work_key(key)
     worker = _name_under(key, blocklist_prefix(job_id), ".json") if job_id else None
     return (job_id, worker) if job_id and worker else None
+
+
+def parse_webhook_delivery_key(key: str) -> tuple[str, str] | None:
+    """(job id, event id) of `webhook_delivery_key`; None for the job's webhook state and other keys."""
+    job_id = job_of_work_key(key)
+    name = _name_under(key, webhook_deliveries_prefix(job_id), ".json") if job_id else None
+    if not job_id or not name or name.startswith("_"):
+        return None
+    return job_id, f"{job_id}.{name}"
 
 
 def parse_api_job_key(key: str) -> tuple[str, str] | None:

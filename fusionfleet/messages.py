@@ -230,10 +230,14 @@ class SegmentHold(_Model):
 class SegmentAttempt(_Model):
     """One attempt at a segment, as the worker that made it saw it: `fusionfleet logs` reads these.
 
+    Readers of another version meet fields they do not know during a deploy: they ignore them.
+
     Written when the attempt starts (`running`) and again when it ends (`succeeded`, `failed`,
     `released` on a warm stop, `cancelled` when the job was cancelled or the hold lost,
     `superseded` when another copy of the segment committed its output first).
     """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     job_id: str
     index: int
@@ -249,6 +253,11 @@ class SegmentAttempt(_Model):
     error: str = ""
     reason: str = ""
     copy_number: int = 0  # 1: the watchdog's backup copy of a straggler
+    # What the attempt's worker costs (fusionfleet.jobs.cost): its capacity type and dollars per hour,
+    # and while it runs, when it was last seen alive (a killed worker's attempt ends there).
+    capacity: str = ""  # on-demand | spot; "" before workers stamped it
+    hourly_price: float = 0.0  # 0: not stamped, priced by the stack's price for its capacity
+    alive_at: float = 0.0
 
 
 class WorkerBeat(_Model):
@@ -291,12 +300,15 @@ class MergeTimings(_Model):
 
 
 class JobCost(_Model):
-    """What a job cost in GPU time, and an estimate in dollars at the stack's instance price."""
+    """What a job cost: every attempt's worker time at its instance's price (fusionfleet.jobs.cost)."""
 
-    engine_gpu_s: float  # all segments' engine time, summed: the GPU's working time
-    billed_gpu_s: float  # all segments' worker time (every attempt, downloads and encodes included), summed
-    gpu_hourly_price: float  # dollars per GPU-hour (the stack's GpuHourlyPrice)
-    estimated_usd: float  # billed_gpu_s at that price
+    engine_gpu_s: float  # the engine time of the attempts that succeeded: the GPU's useful work
+    billed_gpu_s: float  # every attempt's worker time (failed, killed and backup copies too), summed
+    gpu_hourly_price: float  # dollars per GPU-hour, on average over those attempts
+    estimated_usd: float  # each attempt's worker time × its price, summed
+    attempts: int = 0  # attempts counted
+    wasted_usd: float = 0.0  # of estimated_usd: attempts that did not produce the segment's output
+    usd_by_capacity: dict[str, float] = Field(default_factory=dict)  # on-demand / spot
 
 
 class Preview(_Model):

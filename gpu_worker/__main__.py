@@ -12,12 +12,15 @@ import sys
 
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.fleet.blocklist import BlockPolicy
 from fusionfleet.messages import MergeTask, RenderTask
+from fusionfleet.webhooks.outbox import WebhookOutbox
 from gpu_worker import config as worker_config
 from gpu_worker import per_gpu
+from gpu_worker.accounting import Billing
 from gpu_worker.blocklist import Blocklist
 from gpu_worker.capacity import gpu_capacity
 from gpu_worker.engine_host import EngineHost, HostPolicy
@@ -70,9 +73,14 @@ def build_worker(settings: worker_config.WorkerEnvironment, stop: StopSignal) ->
             if settings.work_bucket and settings.block_after_failures > 0
             else None
         )
-        render = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist)
+        events = None
+        if settings.webhook_queue_url and settings.work_bucket:
+            ordered = SqsOrderedQueue(aws.client("sqs"))
+            events = WebhookOutbox(ordered, settings.webhook_queue_url, storage, settings.work_bucket)
+        billing = Billing(storage, settings.capacity, settings.prices)
+        render = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist, billing, events)
         return _worker(settings, stop, render, aws, storage, queue)
-    merge = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
+    merge = MergeHandler(MergeDeps(storage, settings.scratch, prices=settings.prices))
     return _worker(settings, stop, merge, aws, storage, queue)
 
 

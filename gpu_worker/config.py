@@ -17,8 +17,11 @@ from pathlib import Path
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import EnvironmentInvalid, from_env
 from fusionfleet.environment.worker import (  # the contract itself
+    ENV_CAPACITY_FILE,
+    ENV_CAPACITY_TYPE,
     ENV_FAULTS_FILE,
     ENV_GPU_HOURLY_PRICE,
+    ENV_GPU_SPOT_HOURLY_PRICE,
     ENV_LOOKAHEAD,
     ENV_NAME,
     ENV_PRELOAD,
@@ -29,10 +32,14 @@ from fusionfleet.environment.worker import (  # the contract itself
     ENV_VISIBLE_GPUS,
     WorkerEnvironment,
 )
+from fusionfleet.jobs.cost import CAPACITY_TYPES
 
 __all__ = [
+    "ENV_CAPACITY_FILE",
+    "ENV_CAPACITY_TYPE",
     "ENV_FAULTS_FILE",
     "ENV_GPU_HOURLY_PRICE",
+    "ENV_GPU_SPOT_HOURLY_PRICE",
     "ENV_LOOKAHEAD",
     "ENV_QUEUE_URLS",
     "ENV_REGION",
@@ -116,8 +123,10 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
     region = args.region or read.region or read.default_region
     if not region:
         raise ConfigError(f"no region: pass --region or set {ENV_REGION}")
-    if not read.gpu_hourly_price >= 0:
-        raise ConfigError(f"{ENV_GPU_HOURLY_PRICE} must be 0 or more, not {env.get(ENV_GPU_HOURLY_PRICE)!r}")
+    prices = ((ENV_GPU_HOURLY_PRICE, read.gpu_hourly_price), (ENV_GPU_SPOT_HOURLY_PRICE, read.gpu_spot_hourly_price))
+    for name, price in prices:
+        if not price >= 0:
+            raise ConfigError(f"{name} must be 0 or more, not {env.get(name)!r}")
     return replace(
         read,
         role=args.role or read.role,
@@ -130,4 +139,19 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         preload_engine=args.preload_engine or read.preload_engine,
         max_tasks=args.max_tasks,
         engine_env=tuple(sorted(env.items())),
+        capacity_type=capacity_type(read.capacity_type, read.capacity_file),
     )
+
+
+def capacity_type(named: str, file: Path | None) -> str:
+    """The worker's capacity type: from the host's file when there is one (its instance metadata's
+    `instance-life-cycle`), else as named."""
+    text = named
+    if file is not None:
+        try:
+            text = file.read_text().strip() or named
+        except OSError as error:
+            raise ConfigError(f"{ENV_CAPACITY_FILE}: {file} cannot be read: {error}") from None
+    if text not in (*CAPACITY_TYPES, "scheduled"):
+        raise ConfigError(f"{ENV_CAPACITY_TYPE} must be one of {', '.join(CAPACITY_TYPES)}, not {text!r}")
+    return text

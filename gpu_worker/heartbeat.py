@@ -17,6 +17,7 @@ from types import TracebackType
 from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage, ReceiptExpired, WorkQueue
 from fusionfleet.errors import TokenGone
+from fusionfleet.jobs.cost import ALIVE_EVERY_S
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class HoldLoss(Enum):
     REDELIVERED = "the message was redelivered"  # another worker holds it now; leave it alone
     JOB_CANCELLED = "the job was cancelled"  # final: an operator cancelled it; drop the message
     SUPERSEDED = "another copy won"  # final: a straggler's other copy committed the segment; drop it
+    HELD = "its tenant's budget is spent"  # not final: hand it back; the job is held, to resume
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class Keeper:
         cancelled: Callable[[], bool] | None = None,
         renew: Callable[[], None] | None = None,
         superseded: Callable[[], str | None] | None = None,
+        alive: Callable[[], None] | None = None,
+        held: Callable[[], str | None] | None = None,
     ) -> None:
         self._queue = queue
         self._orchestrator = orchestrator
@@ -88,6 +92,12 @@ class Keeper:
         # Called at each beat that kept the message: what else must last as long as the hold does
         # (ECS task scale-in protection).
         self._renew = renew
+        # Called every ALIVE_EVERY_S while the message is held: the attempt record's `alive_at`, what
+        # a killed worker's attempt is billed up to (fusionfleet.jobs.cost).
+        self._alive = alive
+        # Why the task must stop though its job goes on (its tenant's budget), or None: looked at with
+        # the cancel marker, so work stops within seconds of the budget's end.
+        self._held = held
         self._stop = threading.Event()
         self.lost = threading.Event()
         self.lost_hold: LostHold | None = None
@@ -95,13 +105,21 @@ class Keeper:
 
     def _run(self) -> None:
         next_beat = time.monotonic() + self._policy.interval_s()
+        next_alive = time.monotonic() + ALIVE_EVERY_S
         while not self._stop.wait(self._policy.tick_s()):
+            if self._alive is not None and time.monotonic() >= next_alive:
+                next_alive = time.monotonic() + ALIVE_EVERY_S
+                self._probe_alive()
             if self._job_cancelled():
                 self._lose(LostHold(HoldLoss.JOB_CANCELLED, "the job's cancel or failed marker is set"))
                 return
             lost_to = self._probe(self._superseded)
             if lost_to:
                 self._lose(LostHold(HoldLoss.SUPERSEDED, lost_to))
+                return
+            held = self._probe(self._held)
+            if held:
+                self._lose(LostHold(HoldLoss.HELD, held))
                 return
             if time.monotonic() < next_beat:
                 continue
@@ -131,6 +149,13 @@ class Keeper:
         except Exception:
             logger.warning("cancel check for message %s failed", self._message.message_id, exc_info=True)
             return False
+
+    def _probe_alive(self) -> None:
+        assert self._alive is not None
+        try:
+            self._alive()
+        except Exception:
+            logger.warning("alive stamp for message %s failed", self._message.message_id, exc_info=True)
 
     def _probe(self, check: Callable[[], str | None] | None) -> str | None:
         if check is None:

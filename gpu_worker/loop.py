@@ -209,11 +209,11 @@ class Worker(Generic[TaskT]):
             self._discard_malformed(message, error)
             return
         what = self._handler.describe(task)
-        if waited is not None and waited.keeper is not None and waited.keeper.lost.is_set():
-            # Cancelled, superseded or gone while it waited for its turn.
-            self._after_lost_hold(message, task, what, waited.keeper.lost_hold)
-            return
         attempt = Attempt.of(message, prior=task.prior_attempts)
+        if waited is not None and waited.keeper is not None and waited.keeper.lost.is_set():
+            # Cancelled, superseded, held or gone while it waited for its turn.
+            self._after_lost_hold(message, task, what, waited.keeper.lost_hold, attempt)
+            return
         if waited is None and self._gone_at_take(message, task, what, attempt):
             return  # (a task taken early was looked at when taken, and kept an eye on since)
         if self._renewed(message, task, what, attempt):
@@ -286,7 +286,7 @@ class Worker(Generic[TaskT]):
             return
         if isinstance(error, Cancelled):
             self._end(task, None)
-            self._after_lost_hold(message, task, what, keeper.lost_hold)
+            self._after_lost_hold(message, task, what, keeper.lost_hold, attempt)
         elif isinstance(error, Blocked):
             self._end(task, None)
             logger.warning("%s", error)
@@ -294,7 +294,7 @@ class Worker(Generic[TaskT]):
         elif isinstance(error, Exception):
             if keeper.lost.is_set():
                 self._end(task, None)
-                self._after_lost_hold(message, task, what, keeper.lost_hold)
+                self._after_lost_hold(message, task, what, keeper.lost_hold, attempt)
                 return
             self._end(task, False)
             self._fail(message, task, what, error, attempt.number)
@@ -331,8 +331,8 @@ class Worker(Generic[TaskT]):
         """A keeper (not started) of the message, its token and its job's cancel marker and winner."""
         return Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._heartbeat,
-            cancelled=lambda: self._handler.cancelled(task), renew=renew,
-            superseded=lambda: self._handler.superseded(task),
+            cancelled=lambda: self._handler.cancelled(task), renew=renew, held=lambda: self._handler.held(task),
+            superseded=lambda: self._handler.superseded(task), alive=lambda: self._handler.alive(task),
         )  # fmt: skip
 
     def _gone_at_take(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
@@ -360,7 +360,26 @@ class Worker(Generic[TaskT]):
         if cancelled:
             logger.warning("%s: its job was cancelled or has failed; dropping the message unrendered", what)
             self._let_go(message, task, what)
-        return cancelled
+            return True
+        try:
+            held = self._handler.held(task)
+        except Exception:
+            logger.warning("%s: its tenant's budget could not be read", what, exc_info=True)
+            held = None
+        if held:
+            self._hold_back(message, task, attempt, what, held)
+            return True
+        return False
+
+    def _hold_back(self, message: QueueMessage, task: TaskT, attempt: Attempt, what: str, why: str) -> None:
+        """Its tenant's budget is spent: not rendered now, and not dropped either. The watchdog holds or
+        cancels the job within a sweep; until then the task goes round as a new message (no attempt
+        spent), and the first worker to take it after the stop finds its token gone. Dropped now, its
+        token would never be heard of again (LocalStack keeps a stopped execution running until each of
+        its waiting tasks is woken)."""
+        logger.warning("%s: %s; handed back unrendered", what, why)
+        self._hand_back(message, task, attempt, what, blocked=False)
+        self._stop.requested.wait(self._idle_wait_s)
 
     def _renewed(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, ending: bool = False) -> bool:
         """A segment on its last SQS delivery goes back as a new message when its attempts saved chunks,
@@ -456,7 +475,7 @@ class Worker(Generic[TaskT]):
     def _ended(self, task: TaskT) -> bool:
         """Its job was cancelled, or another copy committed its segment: a gone token is gone."""
         try:
-            return bool(self._handler.cancelled(task) or self._handler.superseded(task))
+            return bool(self._handler.cancelled(task) or self._handler.superseded(task) or self._handler.held(task))
         except Exception:
             return False
 
@@ -551,8 +570,13 @@ class Worker(Generic[TaskT]):
             # recorded reason of the job's failure: nobody wants it now that its token has failed.
             self._delete(message)
 
-    def _after_lost_hold(self, message: QueueMessage, task: TaskT, what: str, hold: LostHold | None) -> None:
+    def _after_lost_hold(
+        self, message: QueueMessage, task: TaskT, what: str, hold: LostHold | None, attempt: Attempt
+    ) -> None:
         detail = hold.detail if hold is not None else "no reason recorded"
+        if hold is not None and hold.loss is HoldLoss.HELD:
+            self._hold_back(message, task, attempt, what, f"stopped: {detail}")
+            return
         if hold is not None and hold.loss is HoldLoss.TOKEN_GONE:
             logger.warning("%s: abandoned, its token is gone (%s)", what, detail)
             self._delete(message)

@@ -12,15 +12,16 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fusionfleet import layout
 from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
 from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
+from fusionfleet.jobs.attempts import read_attempts
 from fusionfleet.jobs.audio import AudioSettings, audio_settings
-from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
+from fusionfleet.jobs.cost import GpuPrices, job_cost
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.plan import Segment
@@ -50,7 +51,8 @@ class MergeDeps:
     storage: Storage
     scratch: Path
     download_threads: int = 4
-    gpu_hourly_price: float = DEFAULT_GPU_HOURLY_PRICE  # dollars per GPU-hour, for the notice's cost estimate
+    # Dollars per GPU-hour by capacity type, for attempts whose worker did not stamp its own price.
+    prices: GpuPrices = field(default_factory=GpuPrices)
 
 
 def load_plan(storage: Storage, job: JobContext) -> list[Segment]:
@@ -230,7 +232,12 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
             merge_s=round(merge_s, 3),
             merge_started_at=round(started_at, 3),
         ),
-        cost=job_cost(records, deps.gpu_hourly_price),
+        # Every attempt so far, failed, killed and backup copies included. An attempt not ended by now is
+        # a losing copy still running or one whose worker died, maybe seconds ago: each counts to its last
+        # sign of life (never over the bill; `fusionfleet status` and the ledger count it to its end).
+        cost=job_cost(
+            read_attempts(deps.storage, job.work_bucket, job.job_id), deps.prices, time.time(), stale_after_s=0.0
+        ),
         preview=preview,
     )
 

@@ -26,6 +26,9 @@ from fusionfleet.messages import (
     SegmentResult,
     Task,
 )
+from fusionfleet.webhooks.events import EventKind, WebhookEvent, event_id
+from fusionfleet.webhooks.outbox import WebhookOutbox
+from gpu_worker.accounting import Billing
 from gpu_worker.attempt import Attempt
 from gpu_worker.blocklist import Blocklist
 from gpu_worker.checkpoints import Checkpoints
@@ -109,6 +112,14 @@ class TaskHandler(ABC, Generic[TaskT]):
         """Why this copy's work is pointless, or None."""
         return None
 
+    def held(self, task: TaskT) -> str | None:
+        """Why this task must not start now though its job goes on (its tenant's budget), or None."""
+        return None
+
+    def alive(self, task: TaskT) -> None:
+        """The task in hand is still being worked on (called every few seconds while it is)."""
+        return None
+
     def record_failure(self, task: TaskT, error: str, reason: str, attempt: int) -> None:
         return None
 
@@ -138,12 +149,19 @@ class RenderHandler(TaskHandler[RenderTask]):
         worker: str,
         stopping: threading.Event,
         blocklist: Blocklist | None = None,
+        billing: Billing | None = None,
+        events: WebhookOutbox | None = None,
     ) -> None:
         self._renderer = renderer
         self._storage = storage
         self._worker = worker
         self._stopping = stopping
         self._blocklist = blocklist  # None: this worker never leaves a job (no presence records to judge by)
+        self._billing = billing  # None: attempts carry no price and bill nobody (tests, `fusionfleet swap`)
+        self._events = events  # None: no webhook events from this worker
+        # The attempt each task in hand is making (by `in_hand` and copy), refreshed while it runs.
+        self._running: dict[tuple[str, int], tuple[str, SegmentAttempt]] = {}
+        self._running_lock = threading.Lock()
 
     def parse(self, body: str) -> RenderTask:
         return RenderTask.model_validate_json(body)
@@ -170,6 +188,8 @@ class RenderHandler(TaskHandler[RenderTask]):
             job_id=job.job_id, index=index, run=job.run, attempt=attempt.number, worker=self._worker,
             status="running", started_at=round(time.time(), 3), queued_s=attempt.queued_s, copy_number=task.copy_number,
         )  # fmt: skip
+        if self._billing is not None:
+            began = self._billing.stamp(began)
         earlier = winner(self._storage, job.work_bucket, job.job_id, index, job.run)
         if earlier is not None:
             # Committed already (by the other copy, or by this copy before a lost delete): answer with it.
@@ -178,6 +198,8 @@ class RenderHandler(TaskHandler[RenderTask]):
             return lambda: answer
         self._check_blocklist(task)
         self._record_attempt(job.work_bucket, began)
+        with self._running_lock:
+            self._running[(task.in_hand, task.copy_number)] = (job.work_bucket, began)
         if task.copy_number == 0:
             self._record_hold(task, began)
         with self._recording(task, began, cancel):
@@ -196,7 +218,25 @@ class RenderHandler(TaskHandler[RenderTask]):
         self._record_attempt(
             task.job.work_bucket, began, status="succeeded", engine_s=result.engine_s, frames=result.frames
         )
+        self._segment_done(task)
         return result
+
+    def _segment_done(self, task: RenderTask) -> None:
+        """The job's progress and its latest frame, to its webhook (if it asked)."""
+        if self._events is None:
+            return
+        job, index = task.job, task.segment.index
+        now = time.time()
+        happened: tuple[tuple[EventKind, dict[str, Any]], ...] = (
+            ("progress", {"segments_total": job.segment_count, "segment": index}),
+            ("preview", {"key": layout.frame_preview_key(job.job_id), "segment": index}),
+        )
+        for kind, data in happened:
+            event = WebhookEvent(
+                event_id=event_id(job.job_id, job.run, kind, f"{index:05d}"), job_id=job.job_id, run=job.run,
+                kind=kind, occurred_at=now, data=data,
+            )  # fmt: skip
+            self._events.emit_quietly(event)
 
     @contextlib.contextmanager
     def _recording(self, task: RenderTask, began: SegmentAttempt, cancel: threading.Event) -> Iterator[None]:
@@ -223,12 +263,33 @@ class RenderHandler(TaskHandler[RenderTask]):
 
     def _record_attempt(self, bucket: str, began: SegmentAttempt, **ended: Any) -> None:
         record = began.model_copy(update={**ended, "finished_at": round(time.time(), 3)} if ended else {})
+        with self._running_lock:
+            if ended:
+                # No refresh of its `alive_at` may land after its end.
+                self._running = {k: v for k, v in self._running.items() if v[1] is not began}
+            self._write_attempt(bucket, record)
+        if ended and self._billing is not None:
+            self._billing.ended(bucket, record)
+
+    def _write_attempt(self, bucket: str, record: SegmentAttempt) -> None:
         key = layout.attempt_record_key(record.job_id, record.index, record.run, record.attempt, record.copy_number)
         try:
             self._storage.put_bytes(bucket, key, record.model_dump_json().encode(), "application/json")
         except Exception:
             # The log of attempts is for people; it never fails a segment.
             logger.warning("attempt record %s not written", key, exc_info=True)
+
+    def alive(self, task: RenderTask) -> None:
+        """Its running attempt was seen alive now: a killed worker's attempt is billed to here."""
+        with self._running_lock:
+            held = self._running.get((task.in_hand, task.copy_number))
+            if held is not None:
+                bucket, began = held
+                self._write_attempt(bucket, began.model_copy(update={"alive_at": round(time.time(), 3)}))
+
+    def held(self, task: RenderTask) -> str | None:
+        """Why this segment must not start now (its tenant's budget is spent), or None."""
+        return self._billing.held(task.job) if self._billing is not None else None
 
     def _check_blocklist(self, task: RenderTask) -> None:
         """Blocked from the job: hand the task back, or fail it when no live worker has been allowed to

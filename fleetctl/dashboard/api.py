@@ -4,6 +4,7 @@
     GET  /api/jobs/{id}                 one job: its view, segments, attempts, timings, cost, preview URL
     GET  /api/jobs/{id}/preview.jpg     the latest swapped frame (JPEG), 404 while there is none
     GET  /api/workers                   the workers and their heartbeats
+    GET  /api/tenants                   tenants: limits, running and waiting jobs, spend this month and budget
     POST /api/jobs/{id}/cancel          {"message": ...}
     POST /api/jobs/{id}/retry           {"message": ...}
 
@@ -72,6 +73,10 @@ def dashboard_api(source: DashboardSource, now: datetime) -> JsonApi:
     @route("GET", "/workers")
     def workers() -> dict[str, Any]:
         return {"now": now, "workers": source.workers()}
+
+    @route("GET", "/tenants")
+    def tenants() -> dict[str, Any]:
+        return {"now": now, "tenants": source.tenants()}
 
     @route("GET", "/jobs/<job_id>")
     def job(job_id: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from fusionfleet.fleet.workers import WorkerView, worker_views
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import JobDetail, JobView
 from fusionfleet.services.operations import Operations
+from fusionfleet.services.tenant_overview import tenant_overviews
 
 __all__ = ["DashboardSource", "JobNotFound", "OperationRefused", "StackSource"]
 
@@ -28,6 +29,7 @@ class DashboardSource(Protocol):
     def cancel(self, job_id: str) -> str: ...
     def retry(self, job_id: str) -> str: ...
     def preview(self, job_id: str) -> bytes | None: ...
+    def tenants(self) -> Sequence[dict[str, object]]: ...
 
 
 @dataclass
@@ -56,3 +58,10 @@ class StackSource:
 
     def preview(self, job_id: str) -> bytes | None:
         return self.reader.preview(job_id)
+
+    def tenants(self) -> Sequence[dict[str, object]]:
+        """Every tenant with settings, a waiting job or spend this month (fusionfleet.services.tenant_overview)."""
+        records = self.reader.records
+        found = tenant_overviews(records.storage, records.orchestrator, records.bucket, records.state_machine_arn,
+                                 self.clock())  # fmt: skip
+        return [overview.as_dict() for overview in found]

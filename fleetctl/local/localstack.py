@@ -10,7 +10,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-SERVICES = "s3,sqs,sns,stepfunctions,cloudformation,iam,sts,logs,events"
+# secretsmanager: tenants' webhook signing secrets (fusionfleet/webhooks/secrets.py), as on AWS.
+SERVICES = "s3,sqs,sns,stepfunctions,cloudformation,iam,sts,logs,events,secretsmanager"
 
 
 def localstack_env(port: int, volume: Path) -> dict[str, str]:

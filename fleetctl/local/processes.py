@@ -12,6 +12,7 @@ from fleetctl.local.tokens import TENANT_CLAIM
 from fleetctl.stack import StackResources
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import POWERTOOLS_SERVICE, env_of
+from fusionfleet.environment.job_events import JobEventsEnvironment
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.environment.worker import WorkerEnvironment
@@ -59,6 +60,11 @@ class UpOptions:
     # The HTTP API's port on 127.0.0.1; None keeps the running one, or takes a free one.
     api_port: int | None = None
     stage_parameters: tuple[tuple[str, str], ...] = ()
+    # What a GPU-hour costs on this stack's workers (attempts are billed at it; budgets count it);
+    # None: the workers' default (fusionfleet.jobs.cost), or what the shell sets.
+    gpu_hourly_price: float | None = None
+    # Pauses between a webhook's attempts; None: the deployed default (fusionfleet.webhooks.retry).
+    webhook_retry_delays_s: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,13 +77,18 @@ class ProcessEnvironments:
     merge: dict[str, str]
     render: dict[str, str]  # the render workers, and the autoscaler that starts them
     api: dict[str, str]
+    job_events: dict[str, str]  # the webhook deliverer and the notice follower (two runners, one handler)
 
 
 def process_environments(options: UpOptions, resources: StackResources, scratch: Path) -> ProcessEnvironments:
     """Each process's variables from its component's contract (fusionfleet.environment). Only what
     `local up` decides is set: the rest each process inherits from the shell, as it always has. Pure."""
     faults = str(options.faults_file.resolve()) if options.faults_file is not None else None
-    workers = env_of(WorkerEnvironment, scratch=scratch, work_bucket=resources.work_bucket, faults_file=faults)
+    webhooks = resources.webhook_queue_url or None
+    workers = env_of(
+        WorkerEnvironment, scratch=scratch, work_bucket=resources.work_bucket, faults_file=faults,
+        gpu_hourly_price=options.gpu_hourly_price,
+    )  # fmt: skip
     stack = {
         "work_bucket": resources.work_bucket,
         "state_machine_arn": resources.state_machine_arn,
@@ -94,6 +105,8 @@ def process_environments(options: UpOptions, resources: StackResources, scratch:
         tenant_max_running_jobs=options.tenant_max_running_jobs,
         tenant_max_segments=options.tenant_max_segments,
         fleet_max_workers=options.max_workers or 0,
+        webhook_queue_url=webhooks,
+        webhook_allow_loopback=True,
     )
     watchdog = env_of(
         WatchdogEnvironment,
@@ -106,14 +119,34 @@ def process_environments(options: UpOptions, resources: StackResources, scratch:
         backup_min_age_s=options.backup_min_age_s,
         backup_done_fraction=options.backup_done_fraction,
         backup_last_segments=options.backup_last_segments,
+        tenant_max_running_jobs=options.tenant_max_running_jobs,
+        tenant_max_segments=options.tenant_max_segments,
+        max_running_jobs=options.max_running_jobs,
+        webhook_queue_url=webhooks,
     )
     render = env_of(
         WorkerEnvironment,
         queue_urls=resources.render_queue_urls,
         preload_engine=options.default_engine,
         visibility_s=options.visibility_s,
+        webhook_queue_url=webhooks,
     )
-    api = env_of(ApiEnvironment, media_bucket=resources.media_bucket, **stack, tenant_claim=TENANT_CLAIM)
+    api = env_of(
+        ApiEnvironment, media_bucket=resources.media_bucket, **stack, tenant_claim=TENANT_CLAIM,
+        webhook_allow_loopback=True,
+    )  # fmt: skip
+    delays = tuple(str(delay) for delay in options.webhook_retry_delays_s or ())
+    job_events = (
+        env_of(
+            JobEventsEnvironment, work_bucket=resources.work_bucket, state_machine_arn=resources.state_machine_arn,
+            webhook_queue_url=webhooks, secret_prefix=webhook_secret_prefix(options.stack), allow_loopback=True,
+            retry_delays_s=delays, tenant_max_running_jobs=options.tenant_max_running_jobs,
+            tenant_max_segments=options.tenant_max_segments, max_running_jobs=options.max_running_jobs,
+            gpu_hourly_price=options.gpu_hourly_price,
+        )
+        if webhooks
+        else {}
+    )  # fmt: skip
     return ProcessEnvironments(
         slicer={**slicer, **_powertools("fusionfleet-slicer"), **role_env(recording.SLICER_ROLE)},
         watchdog={**watchdog, **_powertools("fusionfleet-watchdog"), **role_env(recording.WATCHDOG_ROLE)},
@@ -124,7 +157,13 @@ def process_environments(options: UpOptions, resources: StackResources, scratch:
         },
         render={**workers, **render, **role_env(recording.RENDER_ROLE)},
         api={**api, **_powertools("fusionfleet-api"), **role_env(recording.API_ROLE)},
+        job_events={**job_events, **_powertools("fusionfleet-job-events"), **role_env(recording.JOB_EVENTS_ROLE)},
     )  # fmt: skip
+
+
+def webhook_secret_prefix(stack: str) -> str:
+    """Where the stack's tenants' webhook secrets live in Secrets Manager (the template's, on AWS)."""
+    return f"fusionfleet/{stack}/webhooks"
 
 
 def _powertools(service: str) -> dict[str, str]:

@@ -32,6 +32,7 @@ DEAD_LETTERS_ROLE = "DeadLetterFunctionRole"
 RENDER_ROLE = "RenderTaskRole"
 MERGE_ROLE = "MergeTaskRole"
 API_ROLE = "ApiFunctionRole"
+JOB_EVENTS_ROLE = "JobEventsFunctionRole"
 STATE_MACHINE_ROLE = "RenderStateMachineRole"
 # People: the CLI and the operator's dashboard run with an operator's credentials, which the stack's
 # OperatorPolicy is for.

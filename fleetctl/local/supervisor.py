@@ -166,6 +166,21 @@ class LocalStack:
                 )
                 for kind, url in (("render", resources.render_dlq_url), ("merge", resources.merge_dlq_url))
             ],
+            *[
+                (
+                    "job-events",
+                    name,
+                    [python, str(self.paths.event_source_runner), "--name", name, "--queue-url", url,
+                     "--handler", "functions.job_events.app.handler", "--batch-size", "5", *extra],
+                    envs.job_events,
+                )
+                for name, url, extra in (
+                    # Lambda's semantics: a failed delivery keeps the visibility the handler gave it.
+                    ("webhooks", resources.webhook_queue_url, ["--keep-failures", "--timeout", "120"]),
+                    ("notices", resources.notice_follow_queue_url, []),
+                )
+                if url
+            ],
             (
                 "merge",
                 "merge-1",

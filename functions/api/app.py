@@ -23,6 +23,7 @@ from fusionfleet.environment.contract import from_env
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_jobs import MIB, TenantJobs
+from fusionfleet.webhooks.addresses import AddressPolicy
 
 logger = Logger(service="fusionfleet-api")
 
@@ -34,8 +35,10 @@ def tenant_jobs(config: ApiEnvironment) -> TenantJobs:
     orchestrator = StepFunctions(aws.client("stepfunctions"))
     reader = JobReader(storage, orchestrator, config.work_bucket, config.state_machine_arn)
     operations = Operations(storage, orchestrator, SnsNotifier(aws.client("sns")), config)
+    loopback = config.webhook_allow_loopback
     return TenantJobs(storage, reader, operations, config.media_bucket, config.work_bucket, config.upload_url_s,
-                      config.download_url_s, config.max_upload_mib * MIB)  # fmt: skip
+                      config.download_url_s, config.max_upload_mib * MIB,
+                      webhooks=AddressPolicy(allow_loopback=loopback, require_https=not loopback))  # fmt: skip
 
 
 @cache

@@ -7,7 +7,7 @@
                                       "actions", "reason"?, "download_url"?, "created_at"?, "priority"?}
     GET  /jobs                   200 {"jobs": [...], "now"}   (the caller's own, newest first; ?limit=1..200)
     GET  /jobs/{job_id}/detail   200 {"job": <as GET /jobs/{id}>, "segments", "attempts", "timings", "cost",
-                                      "preview": bool, "now"}
+                                      "deliveries", "preview": bool, "now"}
     GET  /jobs/{job_id}/logs     200 {"job_id", "attempts": [...]}   (?segment=N: one segment's)
     GET  /jobs/{job_id}/preview  200 {"job_id", "image": "data:image/jpeg;base64,..."}, 404 before the first
     POST /jobs/{job_id}/cancel   202 {"job_id", "message"}
@@ -99,7 +99,8 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
         found = jobs.detail(tenant, job_id)
         return {
             "job": tenant_json(found.job), "segments": plain(found.segments), "attempts": plain(found.attempts),
-            "timings": plain(found.timings), "cost": plain(found.cost), "preview": found.preview_key is not None,
+            "timings": plain(found.timings), "cost": plain(found.cost), "deliveries": plain(found.deliveries),
+            "preview": found.preview_key is not None,
             "now": now(),
         }  # fmt: skip
 

@@ -13,12 +13,14 @@ from functions.slicer.models import IngestRecord, S3TestEvent
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.fleet.quotas import GpuCapacity, ServiceQuotasCapacity
 from fusionfleet.fleet.wake import EcsServiceWaker
 from fusionfleet.services.slicing import Slicer
+from fusionfleet.webhooks.outbox import WebhookOutbox
 
 logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)
@@ -37,13 +39,20 @@ def slicer() -> Slicer:
     waker = None
     if config.wake is not None:
         waker = EcsServiceWaker(aws.client("ecs"), config.render_cluster, config.render_service, config.wake)
+    storage = S3Storage(aws.client("s3"))
+    outbox = None
+    if config.webhook_queue_url:
+        outbox = WebhookOutbox(
+            SqsOrderedQueue(aws.client("sqs")), config.webhook_queue_url, storage, config.work_bucket
+        )
     return Slicer(
-        S3Storage(aws.client("s3")),
+        storage,
         StepFunctions(aws.client("stepfunctions")),
         SnsNotifier(aws.client("sns")),
         config,
         capacity,
         waker,
+        outbox,
     )
 
 

@@ -24,7 +24,10 @@ from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.recording import IamRecordingEnvironment
 
 # Parameters that carry content, not what is touched: never written.
-_CONTENT = frozenset({"Body", "MessageBody", "Message", "input", "output", "taskToken", "cause", "error", "Policy"})
+_CONTENT = frozenset({
+    "Body", "MessageBody", "Message", "input", "output", "taskToken", "cause", "error", "Policy",
+    "SecretString", "SecretBinary",  # a tenant's webhook signing secret (Secrets Manager)
+})  # fmt: skip
 _LONGEST = 2048
 
 

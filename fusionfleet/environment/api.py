@@ -18,6 +18,7 @@ ENV_MAX_UPLOAD_MIB = "MAX_UPLOAD_MIB"
 # Checked again by the handler (functions/api/claims.py): the audience, and Cognito's token_use.
 ENV_AUDIENCE = "API_AUDIENCE"
 ENV_TOKEN_USE = "API_TOKEN_USE"
+ENV_WEBHOOK_ALLOW_LOOPBACK = "WEBHOOK_ALLOW_LOOPBACK"  # the local stack's webhook receivers; never on AWS
 
 
 @dataclass(frozen=True)
@@ -34,3 +35,4 @@ class ApiEnvironment:
     max_upload_mib: int = variable(ENV_MAX_UPLOAD_MIB, 2048)  # per file; signed into each upload's POST policy
     audience: str = variable(ENV_AUDIENCE, "")  # empty: not checked again
     token_use: str = variable(ENV_TOKEN_USE, "")  # empty: not checked
+    webhook_allow_loopback: bool = variable(ENV_WEBHOOK_ALLOW_LOOPBACK, False)

@@ -8,7 +8,7 @@ limits, key rules, segment and sizing policies) are fields with no variable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
@@ -21,6 +21,7 @@ from fusionfleet.jobs.sizing import SizingPolicy
 from fusionfleet.jobs.timeouts import TimeoutPolicy
 from fusionfleet.media.gpu_media import ENCODER_DEVICES
 from fusionfleet.media.limits import MediaLimits
+from fusionfleet.webhooks.addresses import AddressPolicy
 
 ENV_WORK_BUCKET = "WORK_BUCKET"
 ENV_STATE_MACHINE = "STATE_MACHINE_ARN"
@@ -43,6 +44,10 @@ ENV_FLEET_MAX_WORKERS = "FLEET_MAX_WORKERS"
 ENV_RENDER_CLUSTER = "RENDER_CLUSTER"
 ENV_RENDER_SERVICE = "RENDER_SERVICE"
 ENV_RENDER_BACKLOG_PER_TASK = "RENDER_BACKLOG_PER_TASK"
+# Where a started job's webhook event goes (unset: none), and whether webhooks may go to the loopback
+# over http (the local stack's receivers; never on AWS).
+ENV_WEBHOOK_QUEUE = "WEBHOOK_QUEUE_URL"
+ENV_WEBHOOK_ALLOW_LOOPBACK = "WEBHOOK_ALLOW_LOOPBACK"
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class SlicerEnvironment:
     render_cluster: str = variable(ENV_RENDER_CLUSTER, "")
     render_service: str = variable(ENV_RENDER_SERVICE, "")  # empty: no service to wake (local stack)
     render_backlog_per_task: float = variable(ENV_RENDER_BACKLOG_PER_TASK, WakePolicy.backlog_per_task)
+    webhook_queue_url: str | None = variable(ENV_WEBHOOK_QUEUE, None)
+    webhook_allow_loopback: bool = variable(ENV_WEBHOOK_ALLOW_LOOPBACK, False)
     # Rules no variable sets.
     limits: MediaLimits = field(default_factory=MediaLimits)
     keys: KeyPolicy = field(default_factory=KeyPolicy)
@@ -99,6 +106,12 @@ class SlicerEnvironment:
             raise ValueError(
                 f"the fleet's encoder device {self.video_encoder_device!r} is not one of {', '.join(ENCODER_DEVICES)}"
             )
+
+    @property
+    def manifest_keys(self) -> KeyPolicy:
+        """The manifest's key rules, with where its webhook may go (https and public addresses on AWS)."""
+        loopback = self.webhook_allow_loopback
+        return replace(self.keys, webhooks=AddressPolicy(allow_loopback=loopback, require_https=not loopback))
 
     @property
     def timeouts(self) -> TimeoutPolicy:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
 from fusionfleet.fleet.stragglers import BackupPolicy
+from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.jobs.manifest import PRIORITIES
 from fusionfleet.services.watchdog import WatchdogPolicy
 
@@ -22,6 +23,12 @@ ENV_BACKUP_FACTOR = "WATCHDOG_BACKUP_FACTOR"
 ENV_BACKUP_MIN_AGE = "WATCHDOG_BACKUP_MIN_AGE_SECONDS"
 ENV_BACKUP_DONE_FRACTION = "WATCHDOG_BACKUP_DONE_FRACTION"
 ENV_BACKUP_LAST_SEGMENTS = "WATCHDOG_BACKUP_LAST_SEGMENTS"
+# The tenant round (fusionfleet.services.tenant_sweep): the stack's limits every tenant falls back to,
+# and where admitted jobs' `started` webhook events go (unset: none).
+ENV_TENANT_MAX_RUNNING_JOBS = "TENANT_MAX_RUNNING_JOBS"
+ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
+ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
+ENV_WEBHOOK_QUEUE = "WEBHOOK_QUEUE_URL"
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,10 @@ class WatchdogEnvironment:
     backup_min_age_s: float = variable(ENV_BACKUP_MIN_AGE, BackupPolicy.min_age_s)
     backup_done_fraction: float = variable(ENV_BACKUP_DONE_FRACTION, BackupPolicy.done_fraction)
     backup_last_segments: int = variable(ENV_BACKUP_LAST_SEGMENTS, BackupPolicy.last_segments)
+    tenant_max_running_jobs: int = variable(ENV_TENANT_MAX_RUNNING_JOBS, TenantLimits.max_running_jobs)
+    tenant_max_segments: int = variable(ENV_TENANT_MAX_SEGMENTS, TenantLimits.max_segments)
+    max_running_jobs: int = variable(ENV_MAX_RUNNING_JOBS, 0)
+    webhook_queue_url: str | None = variable(ENV_WEBHOOK_QUEUE, None)
 
     @property
     def policy(self) -> WatchdogPolicy:

@@ -12,7 +12,7 @@ from pathlib import Path
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
 from fusionfleet.fleet.blocklist import BlockPolicy
-from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE, CapacityType, GpuPrices
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S, TimeoutPolicy
 
 ENV_ROLE = "FUSIONFLEET_ROLE"
@@ -32,6 +32,12 @@ ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
 ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
 ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
+ENV_GPU_SPOT_HOURLY_PRICE = "FUSIONFLEET_GPU_SPOT_HOURLY_PRICE"
+# The worker's capacity type (on-demand | spot), or a file holding it: the GPU host's user data writes
+# the instance's `instance-life-cycle` there from its metadata, which the task itself cannot reach.
+ENV_CAPACITY_TYPE = "FUSIONFLEET_CAPACITY_TYPE"
+ENV_CAPACITY_FILE = "FUSIONFLEET_CAPACITY_FILE"
+ENV_WEBHOOK_QUEUE = "FUSIONFLEET_WEBHOOK_QUEUE_URL"  # where segments' webhook events go; unset: none
 ENV_WORK_BUCKET = "WORK_BUCKET"  # the same variable as every other component's
 ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
@@ -64,8 +70,14 @@ class WorkerEnvironment:
     seconds_per_frame: float = variable(ENV_SECONDS_PER_FRAME, TimeoutPolicy.engine_seconds_per_frame)
     base_timeout_s: float = variable(ENV_BASE_TIMEOUT, TimeoutPolicy.engine_base_s)
     faults_file: Path | None = variable(ENV_FAULTS_FILE, None)  # noqa: RUF009  (None)
-    # Dollars per GPU-hour: the merge prices each job with it.
+    # Dollars per GPU-hour by capacity type: a render worker stamps each attempt record with its own, and
+    # the merge prices attempts without one (fusionfleet.jobs.cost).
     gpu_hourly_price: float = variable(ENV_GPU_HOURLY_PRICE, DEFAULT_GPU_HOURLY_PRICE)
+    gpu_spot_hourly_price: float = variable(ENV_GPU_SPOT_HOURLY_PRICE, 0.0)  # 0: Spot priced as On-Demand
+    capacity_type: str = variable(ENV_CAPACITY_TYPE, "on-demand")  # resolve() reads the file's over it
+    capacity_file: Path | None = variable(ENV_CAPACITY_FILE, None)  # noqa: RUF009  (None)
+    # The webhook queue (fusionfleet.webhooks.outbox): a finished segment's progress and preview events.
+    webhook_queue_url: str | None = variable(ENV_WEBHOOK_QUEUE, None)
     # Where the worker's presence record goes (work/_workers/<name>.json); None: no record (and no blocklist).
     work_bucket: str | None = variable(ENV_WORK_BUCKET, None)
     beat_s: float = variable(ENV_BEAT, 5.0)
@@ -91,3 +103,13 @@ class WorkerEnvironment:
     # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
     # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
     engine_env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def prices(self) -> GpuPrices:
+        """Dollars per GPU-hour by capacity type (fusionfleet.jobs.cost)."""
+        return GpuPrices(self.gpu_hourly_price, self.gpu_spot_hourly_price or None)
+
+    @property
+    def capacity(self) -> CapacityType:
+        """Anything but `spot` (`on-demand`, `scheduled`) is priced On-Demand."""
+        return "spot" if self.capacity_type == "spot" else "on-demand"

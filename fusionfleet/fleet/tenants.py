@@ -1,16 +1,14 @@
 """Per-tenant limits, so one tenant cannot fill the fleet: jobs running at once and segments in flight.
 
-Both are pure decisions over what the slicer already knows (the tenant's running executions, found by
-the `<tenant>_` head of their names, and the stack's own settings), so no record of our own is kept.
+The stack's settings are every tenant's default; a tenant's own (fusionfleet.fleet.tenant_settings)
+replace them. A job over the job limit waits its turn (fusionfleet.services.admission).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.jobs.ids import TENANT_SEPARATOR
 from fusionfleet.layout import is_tenant_name
 
 # The `tenant` message attribute of a single-tenant (`jobs/`) notice: SNS String attributes cannot be
@@ -63,17 +61,3 @@ class TenantLimits:
         if not self.max_segments:
             return stack_concurrency
         return min(stack_concurrency, self.max_segments // self.max_running_jobs)
-
-    def busy(self, tenant: str, running_names: Iterable[str]) -> str | None:
-        """Why `tenant` may not start another job now, or None."""
-        if not self.max_running_jobs:
-            return None
-        head = f"{tenant}{TENANT_SEPARATOR}"
-        running = sum(1 for name in running_names if name.startswith(head))
-        if running < self.max_running_jobs:
-            return None
-        return (
-            f"tenant {tenant} is running {running} jobs, its limit of jobs at once ({self.max_running_jobs}, "
-            "the stack's TenantMaxRunningJobs); nothing was read or rendered: upload the manifest again "
-            "when one of them has finished"
-        )

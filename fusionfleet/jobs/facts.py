@@ -32,6 +32,7 @@ from fusionfleet.jobs.runs import (
     parse_execution_name,
 )
 from fusionfleet.jobs.states import CANCEL_REASON, JobState, job_state
+from fusionfleet.jobs.waiting import WaitingRecord, read_waiting
 from fusionfleet.messages import JobContext, SegmentRecord
 
 __all__ = ["JobFacts", "JobRecords", "SegmentFiles"]
@@ -51,10 +52,13 @@ class JobFacts:
     # job-failed marker (the cause known first).
     notice: NoticeRecord | None = None
     failed: JobFailedMarker | None = None
+    # Queued for its tenant's turn, or held by its tenant's budget (fusionfleet.jobs.waiting).
+    waiting: WaitingRecord | None = None
 
     @property
     def state(self) -> JobState:
-        return job_state(self.execution.status if self.execution else None, self.rejection is not None, self.cancelled)
+        status = self.execution.status if self.execution else None
+        return job_state(status, self.rejection is not None, self.cancelled, self.waiting is not None)
 
     @property
     def reason(self) -> str:
@@ -68,8 +72,11 @@ class JobFacts:
         state = self.state
         if state is JobState.REJECTED:
             return str((self.rejection or {}).get("reason", ""))
+        if state is JobState.WAITING:
+            return self.waiting.reason if self.waiting is not None else ""
         if state is JobState.CANCELLED:
-            return CANCEL_REASON
+            # A cancel says why in the notice it claimed (an operator, or its tenant's budget).
+            return self.notice.reason if self.notice is not None and self.notice.reason else CANCEL_REASON
         execution = self.execution
         if execution is None or state is JobState.SUCCEEDED:
             return ""
@@ -156,12 +163,14 @@ class JobRecords:
                 execution = self._orchestrator.describe(self.execution_arn(job_id, run.run))
             except ExecutionMissing:
                 execution = None
-        cancelled = (
-            execution is not None
-            and execution.status in (JobState.ABORTED, JobState.RUNNING)
-            and is_cancelled(self._storage, self._bucket, job_id)
+        # A job cancelled while it waited never ran (no execution), or was held (its execution stopped).
+        cancelled = (execution is None or execution.status in (JobState.ABORTED, JobState.RUNNING)) and is_cancelled(
+            self._storage, self._bucket, job_id
         )
-        facts = JobFacts(job_id, context, rejection, run, execution, cancelled)
+        waiting = read_waiting(self._storage, self._bucket, job_id) if raw is not None else None
+        facts = JobFacts(job_id, context, rejection, run, execution, cancelled, waiting=waiting)
+        if facts.state is JobState.CANCELLED:
+            return replace(facts, notice=FinalNotices(self._storage, self._bucket, ()).record(job_id))
         if facts.state not in (JobState.RUNNING, JobState.FAILED, JobState.TIMED_OUT, JobState.ABORTED):
             return facts
         try:

@@ -8,6 +8,7 @@ and options are errors, never silently ignored.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from fusionfleet import layout
 from fusionfleet.errors import JobRejected
 from fusionfleet.facefusion.options import OptionsError, validate_options
 from fusionfleet.jobs.audio import audio_option_problems
+from fusionfleet.webhooks.addresses import AddressPolicy, WebhookRefused, check_url
+from fusionfleet.webhooks.events import EventKind, metadata_problem
 
 # The names a manifest may use, defined here only; everything else imports them.
 EngineName = Literal["classic", "copy", "facefusion"]
@@ -50,6 +53,8 @@ class KeyPolicy:
     input_prefixes: tuple[str, ...] = ()
     output_prefixes: tuple[str, ...] = (layout.OUTPUT_PREFIX,)
     reserved_prefixes: tuple[str, ...] = (layout.MANIFEST_PREFIX, layout.WORK_PREFIX, layout.TENANTS_PREFIX)
+    # Where webhooks may go (https and public addresses on AWS; the local stack allows its loopback).
+    webhooks: AddressPolicy = dataclasses.field(default_factory=AddressPolicy)
 
     def for_manifest(self, manifest_key: str) -> KeyPolicy:
         """A tenant's manifest may name only its own tenant's keys, and write only its own outputs."""
@@ -60,6 +65,7 @@ class KeyPolicy:
             input_prefixes=(layout.tenant_prefix(tenant),),
             output_prefixes=(layout.tenant_output_prefix(tenant),),
             reserved_prefixes=(layout.tenant_manifest_prefix(tenant), layout.WORK_PREFIX),
+            webhooks=self.webhooks,
         )
 
 
@@ -75,12 +81,30 @@ class Manifest(BaseModel):
     quality: Quality = "balanced"
     reference: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+    # The job's webhook (fusionfleet.webhooks): where its events go, which ones, and the caller's own
+    # metadata, echoed back in every event. The URL's form is checked here, its addresses at each delivery.
+    webhook: str | None = None
+    webhook_events: tuple[EventKind, ...] | None = None
+    metadata: dict[str, Any] | None = None
 
     @field_validator("source", mode="before")
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         # A single face may be given as a string; it means a list of one.
         return (value,) if isinstance(value, str) else tuple(value) if isinstance(value, list) else value
+
+    @field_validator("webhook_events", mode="before")
+    @classmethod
+    def _events_list(cls, value: object) -> object:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("metadata")
+    @classmethod
+    def _small_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        problem = metadata_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("engine")
     @classmethod
@@ -175,6 +199,21 @@ def _key_problems(manifest: Manifest, policy: KeyPolicy) -> list[str]:
     return problems
 
 
+def _webhook_problems(manifest: Manifest, addresses: AddressPolicy) -> list[str]:
+    problems = []
+    if manifest.webhook is not None:
+        try:
+            check_url(manifest.webhook, addresses)
+        except WebhookRefused as refused:
+            problems.append(f"webhook: {refused.reason}")
+    if manifest.webhook_events is not None:
+        if manifest.webhook is None:
+            problems.append("webhook_events: needs a webhook")
+        elif not manifest.webhook_events:
+            problems.append("webhook_events: name at least one event (or leave it out for all of them)")
+    return problems
+
+
 def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = None) -> Manifest:
     """Validate a manifest's bytes; the result has `output` filled in and options normalised."""
     policy = (policy or KeyPolicy()).for_manifest(manifest_key)
@@ -213,6 +252,7 @@ def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = Non
         problems.extend(_describe(dict(item)) for item in error.errors())
         raise JobRejected(_summary(problems), tuple(problems)) from error
     problems.extend(_key_problems(manifest, policy))
+    problems.extend(_webhook_problems(manifest, policy.webhooks))
     if problems:
         raise JobRejected(_summary(problems), tuple(problems))
     if manifest.output is None:

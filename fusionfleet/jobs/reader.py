@@ -8,9 +8,11 @@ and attempt records, the cancel marker, the notice record, the job-failed marker
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import datetime
 
-from fusionfleet import layout
+from fusionfleet import layout, tenant_layout
 from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Orchestrator
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
@@ -30,6 +32,7 @@ from fusionfleet.jobs.views import (
     timings,
 )
 from fusionfleet.messages import SegmentAttempt
+from fusionfleet.webhooks.records import DeliveryRecord, deliveries
 
 DEFAULT_LIST_LIMIT = 20
 
@@ -37,8 +40,12 @@ DEFAULT_LIST_LIMIT = 20
 class JobReader:
     """Reads jobs for people: one job's view or detail, its attempts and preview, and recent jobs."""
 
-    def __init__(self, storage: Storage, orchestrator: Orchestrator, work_bucket: str, state_machine_arn: str) -> None:
+    def __init__(
+        self, storage: Storage, orchestrator: Orchestrator, work_bucket: str, state_machine_arn: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:  # fmt: skip
         self.records = JobRecords(storage, orchestrator, work_bucket, state_machine_arn)
+        self._clock = clock
 
     def view(self, job_id: str, known: bool = True, in_flight: bool = False) -> JobView:
         """One job's view. `known=False`: a job not yet sliced is PENDING rather than JobNotFound;
@@ -60,8 +67,14 @@ class JobReader:
             attempts=numbered(stored),
             timings=timings(facts, stored),
             preview_key=self._preview_key(job_id),
-            cost=cost(facts, stored),
+            cost=cost(facts, stored, self._clock()),
+            deliveries=[record.view() for record in deliveries(self.records.storage, self.records.bucket, job_id)],
         )
+
+    def deliveries(self, job_id: str) -> list[DeliveryRecord]:
+        """The job's webhook events and every attempt to deliver each, in the order they were sent."""
+        self.records.facts(job_id)  # an unknown job is JobNotFound
+        return deliveries(self.records.storage, self.records.bucket, job_id)
 
     def logs(self, job_id: str, segment: int | None = None) -> list[AttemptView]:
         """What each attempt of each segment did (or of one segment), in order."""
@@ -129,6 +142,11 @@ class JobReader:
             newest = max(items)
             first_start = min((started for _run, started, _status in items if started), default=0.0)
             found.append((job_id, first_start, newest[2]))
+        for key in records.storage.list_keys(records.bucket, tenant_layout.WAITING_PREFIX):
+            queued = tenant_layout.parse_waiting_index_key(key)
+            if queued is None or queued[2] in runs:
+                continue  # a held job is found by its execution
+            found.append((queued[2], queued[1] // 10**13 * 1.0, JobState.WAITING.value))
         for key in records.storage.list_keys(records.bucket, layout.REJECTED_INDEX_PREFIX):
             rejected = layout.parse_rejected_index_key(key)
             if rejected is None or rejected in runs:

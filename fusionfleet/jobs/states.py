@@ -12,7 +12,8 @@ from enum import StrEnum
 
 
 class JobState(StrEnum):
-    PENDING = "PENDING"  # accepted, not yet running (not sliced, or waiting its turn)
+    PENDING = "PENDING"  # accepted, not yet running (its files awaited, or not yet sliced)
+    WAITING = "WAITING"  # planned, waiting for its tenant's turn or budget (fusionfleet.jobs.waiting)
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
@@ -23,7 +24,7 @@ class JobState(StrEnum):
 
     @property
     def ended(self) -> bool:
-        return self not in (JobState.PENDING, JobState.RUNNING)
+        return self not in (JobState.PENDING, JobState.WAITING, JobState.RUNNING)
 
     @property
     def unsuccessful(self) -> bool:
@@ -52,6 +53,7 @@ class Action(StrEnum):
 
 ALLOWED: dict[JobState, tuple[Action, ...]] = {
     JobState.PENDING: (),  # nothing runs yet: there is nothing to stop
+    JobState.WAITING: (Action.CANCEL,),  # it leaves its tenant's queue
     JobState.RUNNING: (Action.CANCEL,),
     JobState.SUCCEEDED: (),
     JobState.FAILED: (Action.RETRY,),
@@ -67,6 +69,7 @@ REFUSALS: dict[tuple[Action, JobState], str] = {
     (Action.RETRY, JobState.RUNNING): "it is still running (cancel it first, or wait for it to end)",
     (Action.RETRY, JobState.SUCCEEDED): "it succeeded, there is nothing to retry",
     (Action.RETRY, JobState.PENDING): "it has not started yet",
+    (Action.RETRY, JobState.WAITING): "it waits for its tenant's turn or budget and starts by itself",
     (Action.RETRY, JobState.REJECTED): "it was rejected: fix the manifest or media and upload the manifest again",
 }
 CANCEL_REASON = "cancelled by an operator"
@@ -86,11 +89,14 @@ def refusal(state: JobState, action: Action) -> str:
     return "only a failed, cancelled, timed-out or aborted job can be retried"
 
 
-def job_state(execution_status: str | None, rejected: bool, cancelled: bool) -> JobState:
-    """A job's state from its current run's execution (a Step Functions status), its rejection record
-    and its cancel marker."""
+def job_state(execution_status: str | None, rejected: bool, cancelled: bool, waiting: bool = False) -> JobState:
+    """A job's state from its current run's execution (a Step Functions status), its rejection record,
+    its cancel marker and its waiting record (queued for its tenant's turn, or held by its tenant's
+    budget: its execution stopped, to resume as its next run)."""
+    if waiting and not cancelled and execution_status in (None, JobState.ABORTED, JobState.RUNNING):
+        return JobState.WAITING
     if execution_status is None:
-        return JobState.REJECTED if rejected else JobState.PENDING
+        return JobState.CANCELLED if cancelled else JobState.REJECTED if rejected else JobState.PENDING
     # The marker is written once the execution was told to stop; some engines (LocalStack) report
     # it RUNNING until its waiting tasks have noticed.
     if execution_status in (JobState.ABORTED, JobState.RUNNING) and cancelled:
@@ -105,7 +111,9 @@ def could_be(execution_status: str, state: JobState) -> bool:
     """Whether a job whose newest run's execution is in `execution_status` can be in `state` (a cancelled
     job's execution is ABORTED, or still RUNNING while it stops): a listing's cheap filter."""
     if state is JobState.CANCELLED:
-        return execution_status in (JobState.ABORTED, JobState.RUNNING)
+        return execution_status in (JobState.ABORTED, JobState.RUNNING, JobState.WAITING)
+    if state is JobState.WAITING:  # queued (no execution), or held (its execution stopped, or stopping)
+        return execution_status in (JobState.WAITING, JobState.ABORTED, JobState.RUNNING)
     if state is JobState.REJECTED:
         return execution_status == JobState.REJECTED  # rejected jobs are listed without an execution
     return execution_status == state

@@ -13,7 +13,7 @@ from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.adapters.links import PresignedLink
-from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, job_cost
 from fusionfleet.jobs.facts import JobFacts, SegmentFiles
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.states import ALLOWED, Action, JobState, SegmentState
@@ -118,9 +118,11 @@ class JobDetail:
     attempts: list[AttemptView]
     timings: dict[str, Any]
     preview_key: str | None
-    # GPU-seconds and dollars: the merge's figure once the job succeeded, else what its attempts so far
-    # have used (failed attempts are billed too) at the default price; `final` says which.
+    # GPU-seconds and dollars of every attempt so far (fusionfleet.jobs.cost); `final` once it ended
+    # and no attempt still runs.
     cost: dict[str, Any] | None = None
+    # Its webhook's events, each with every attempt to deliver it (fusionfleet.webhooks.records).
+    deliveries: list[dict[str, object]] = field(default_factory=list)
 
 
 def job_view(
@@ -223,22 +225,16 @@ def timings(facts: JobFacts, stored: list[SegmentAttempt]) -> dict[str, Any]:
     return found
 
 
-def cost(facts: JobFacts, stored: list[SegmentAttempt]) -> dict[str, Any] | None:
-    execution = facts.execution
-    if execution is not None and execution.output and isinstance(execution.output.get("cost"), dict):
-        return {**execution.output["cost"], "final": True}
-    ended = [record for record in stored if record.finished_at]
-    if not ended:
+def cost(
+    facts: JobFacts, stored: list[SegmentAttempt], now: float, prices: GpuPrices | None = None
+) -> dict[str, Any] | None:
+    """Every attempt so far (failed, killed, backup copies) at its worker's price (fusionfleet.jobs.cost);
+    `final` once the job ended and no attempt still runs."""
+    if not stored:
         return None
-    engine_s = sum(record.engine_s for record in ended if record.status == "succeeded")
-    billed_s = sum(record.finished_at - record.started_at for record in ended)
-    return {
-        "engine_gpu_s": round(engine_s, 3),
-        "billed_gpu_s": round(billed_s, 3),
-        "gpu_hourly_price": DEFAULT_GPU_HOURLY_PRICE,
-        "estimated_usd": round(billed_s / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6),
-        "final": False,
-    }
+    priced = job_cost(stored, prices or GpuPrices(), now)
+    running = any(not record.finished_at and now - record.alive_at <= STALE_AFTER_S for record in stored)
+    return {**priced.model_dump(mode="json"), "final": facts.state.ended and not running}
 
 
 def view_json(view: JobView) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, put_json
 from fusionfleet.errors import ObjectMissing, OperationRefused
 from fusionfleet.fleet.tenants import notice_tenant
-from fusionfleet.jobs.facts import JobRecords
+from fusionfleet.jobs.facts import JobFacts, JobRecords
 from fusionfleet.jobs.final_notice import (
     CANCEL,
     NOTICE_STATES,
@@ -33,6 +33,7 @@ from fusionfleet.jobs.final_notice import (
 )
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.states import CANCEL_REASON, Action, JobState, allowed, refusal
+from fusionfleet.jobs.waiting import dequeue
 
 CANCEL_ERROR = "JobCancelled"
 # A cancel that claimed the notice and died before publishing is finished by another after this.
@@ -62,20 +63,22 @@ class Operations:
     def records(self) -> JobRecords:
         return JobRecords(self.storage, self.orchestrator, self.resources.work_bucket, self.resources.state_machine_arn)
 
-    def cancel(self, job_id: str) -> str:
-        """Stop a running job; it ends CANCELLED with exactly one notice saying so."""
+    def cancel(self, job_id: str, reason: str = CANCEL_REASON) -> str:
+        """Stop a running job; it ends CANCELLED with exactly one notice saying so (and why: `reason`)."""
         records = self.records
         facts = records.facts(job_id)
         state = facts.state
+        if state is JobState.WAITING and facts.context is not None and facts.waiting is not None:
+            return self._cancel_waiting(facts, reason)
         if not allowed(state, Action.CANCEL) or facts.execution is None or facts.context is None:
             raise OperationRefused(f"job {job_id} is {state}: {refusal(state, Action.CANCEL)}")
         bucket = self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
         notices = self._notices
         # The notice is claimed first, so the watchdog never notifies the stopped execution itself.
-        if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, CANCEL_REASON, retake_after_s=RECLAIM_S):
+        if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
-        self._stop(facts.execution.arn)
+        self._stop(facts.execution.arn, reason)
         # Then the marker: workers drop the job's queued segments and stop the one they render. After
         # the stop, so each task they drop gets its heartbeat once its execution is stopping.
         put_json(
@@ -106,7 +109,7 @@ class Operations:
             "tenant": notice_tenant(facts.context.tenant),
             "manifest": facts.context.manifest.model_dump(),
             "error": CANCEL_ERROR,
-            "reason": CANCEL_REASON,
+            "reason": reason,
             "segments_done": done,
             "segments_total": total,
             "cancelled_at": now.isoformat(),
@@ -116,12 +119,42 @@ class Operations:
             f"job {job_id} cancelled: {done} of {total} segments had rendered; its queued segments will not be rendered"
         )
 
-    def retry(self, job_id: str) -> str:
-        """Run an ended, unsuccessful job again, rendering only the segments that have no valid output."""
+    def _cancel_waiting(self, facts: JobFacts, reason: str) -> str:
+        """A waiting job leaves its tenant's queue, ends CANCELLED, and is told once (it never ran, or was
+        held: its stopped execution stays as it was)."""
+        assert facts.context is not None and facts.waiting is not None
+        job_id, bucket = facts.job_id, self.resources.work_bucket
+        now = datetime.fromtimestamp(self.clock(), UTC)
+        notices = self._notices
+        if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
+            raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
+        put_json(
+            self.storage, bucket, layout.cancel_key(job_id), {"cancelled_at": now.isoformat(), "run": facts.run.run}
+        )
+        dequeue(self.storage, bucket, facts.waiting)
+        notice = {
+            "status": "cancelled", "stage": "cancel", "job_id": job_id, "tenant": notice_tenant(facts.context.tenant),
+            "manifest": facts.context.manifest.model_dump(), "error": CANCEL_ERROR, "reason": reason,
+            "segments_done": len(self.records.segment_files(job_id).done),
+            "segments_total": facts.context.segment_count, "cancelled_at": now.isoformat(),
+        }  # fmt: skip
+        notices.deliver(job_id, notice, CANCEL, now)
+        return f"job {job_id} cancelled while it waited: it leaves its tenant's queue"
+
+    def resume(self, job_id: str) -> str:
+        """Run a job held by its tenant's budget again, as a retry does (the admitter calls it, in turn)."""
+        facts = self.records.facts(job_id)
+        if facts.state is not JobState.WAITING or facts.waiting is None or not facts.waiting.resume:
+            raise OperationRefused(f"job {job_id} is {facts.state}, not held by its tenant's budget")
+        return self.retry(job_id, held=True)
+
+    def retry(self, job_id: str, held: bool = False) -> str:
+        """Run an ended, unsuccessful job again, rendering only the segments that have no valid output
+        (`held`: a job its tenant's budget held, resumed by the admitter)."""
         records = self.records
         facts = records.facts(job_id)
         state = facts.state
-        if not allowed(state, Action.RETRY) or facts.context is None:
+        if (not allowed(state, Action.RETRY) and not held) or facts.context is None:
             raise OperationRefused(f"job {job_id} is {state}: {refusal(state, Action.RETRY)}")
         if facts.execution is not None and facts.execution.status == JobState.RUNNING:
             raise OperationRefused(
@@ -197,8 +230,8 @@ class Operations:
             return
         record_run(self.storage, bucket, job_id, previous)
 
-    def _stop(self, arn: str) -> None:
+    def _stop(self, arn: str, reason: str = CANCEL_REASON) -> None:
         try:
-            self.orchestrator.stop(arn, CANCEL_ERROR, CANCEL_REASON)
+            self.orchestrator.stop(arn, CANCEL_ERROR, reason)
         except ExecutionMissing as error:
             raise OperationRefused(f"the execution {arn} no longer exists") from error

@@ -22,6 +22,7 @@ from fusionfleet.facefusion.reference import reference_frame_problem, reference_
 from fusionfleet.fleet.fairness import fair_concurrency
 from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.quotas import GpuCapacity
+from fusionfleet.fleet.tenant_settings import TenantSettings, read_settings
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.wake import FleetWaker
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
@@ -34,11 +35,15 @@ from fusionfleet.jobs.plan import Segment, plan_segments
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeouts import job_timeouts
+from fusionfleet.jobs.waiting import WaitingRecord, enqueue, is_waiting, submission_order
 from fusionfleet.media.image import check_image
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.still import encode_png, frame_at
 from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
+from fusionfleet.services.admission import AdmissionConfig, Admitter
+from fusionfleet.webhooks.events import EVENT_KINDS, WebhookEvent, WebhookSubscription, event_id
+from fusionfleet.webhooks.outbox import WebhookOutbox, write_subscription
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +55,7 @@ MAX_RUNS = 100
 
 @dataclass(frozen=True)
 class SliceOutcome:
-    status: Literal["started", "duplicate", "rejected", "ignored"]
+    status: Literal["started", "waiting", "duplicate", "rejected", "ignored"]
     job_id: str = ""
     execution_arn: str = ""
     reason: str = ""
@@ -66,6 +71,8 @@ class Slicer:
     capacity: GpuCapacity | None = None
     # Raises the render service for a new job at once (fusionfleet.fleet.wake); None: workers are not a service.
     waker: FleetWaker | None = None
+    # Where the jobs' webhook events go (fusionfleet.webhooks.outbox); None: no `started` events from here.
+    outbox: WebhookOutbox | None = None
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
         misnamed = _misnamed_tenant(key)
@@ -89,13 +96,24 @@ class Slicer:
                 ),
             )
         started = self._started_context(job_id)
+        if started is not None and is_waiting(self.storage, self.config.work_bucket, job_id):
+            # Queued for its tenant's turn: a duplicate event must not start it out of order.
+            return SliceOutcome("duplicate", job_id, reason="it waits for its tenant's turn")
         if started is not None:
             # A duplicate event, or the same manifest uploaded again: the same job, not a new one.
             name = execution_name(job_id, started.run)
-            arn = self.orchestrator.start(self.config.state_machine_arn, name, self._execution_input(started))
+            arn = execution_arn(self.config.state_machine_arn, name)
+            try:
+                self.orchestrator.describe(arn)
+            except ExecutionMissing:
+                # Recorded but never started (the start failed, or its slicer died first): start it now.
+                then = read_settings(self.storage, self.config.work_bucket, started.tenant) if started.tenant else None
+                arn = self.orchestrator.start(self.config.state_machine_arn, name, self._execution_input(started, then))
             logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
             return SliceOutcome("duplicate", job_id, arn)
-        busy = self._busy(layout.tenant_of(key))
+        tenant = layout.tenant_of(key)
+        settings = read_settings(self.storage, self.config.work_bucket, tenant) if tenant is not None else None
+        busy = self._busy(tenant)
         if busy:
             return self._reject(job_id, manifest_ref, JobRejected(busy))
         run = self._free_run(job_id)
@@ -110,7 +128,7 @@ class Slicer:
             logger.info("job %s ran before and its record expired: starting it again as run %s", job_id, run)
             self.storage.delete_prefix(self.config.work_bucket, layout.work_prefix(job_id))
         try:
-            context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat(), run)
+            context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat(), run, settings)
         except JobRejected as rejection:
             return self._reject(job_id, manifest_ref, rejection)
         # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes,
@@ -120,15 +138,66 @@ class Slicer:
         if run:
             self._record_run(context)
         put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
+        if settings is not None and self._queued(settings):
+            return self._queue(context, settings, info.last_modified.timestamp(), bytes_read)
         arn = self.orchestrator.start(
             self.config.state_machine_arn,
             execution_name(job_id, run),
-            self._execution_input(context),
+            self._execution_input(context, settings),
         )
         logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
         if self.waker is not None:
             self.waker.wake(context.segment_count)
+        self._started_event(context)
         return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
+
+    def _queued(self, settings: TenantSettings) -> bool:
+        """A tenant job waits its turn when the tenant, or the stack, has a job limit, or it has a budget."""
+        return settings.limited or bool(self.config.tenants.max_running_jobs or self.config.max_running_jobs)
+
+    @property
+    def admitter(self) -> Admitter:
+        """Starts a tenant's queued jobs in order, within its limits and budget (fusionfleet.services.admission)."""
+        config = AdmissionConfig(
+            self.config.work_bucket, self.config.state_machine_arn, stack_limits=self.config.tenants,
+            max_running_jobs=self.config.max_running_jobs,
+        )  # fmt: skip
+        return Admitter(self.storage, self.orchestrator, config, self.outbox)
+
+    def _queue(
+        self, context: JobContext, settings: TenantSettings, uploaded_at: float, bytes_read: int
+    ) -> SliceOutcome:
+        """Queue the job for its tenant, then admit: it starts now if a slot is free and none waits before it."""
+        assert context.tenant is not None
+        job_id, run = context.job_id, context.run
+        now = time.time()
+        enqueue(
+            self.storage, self.config.work_bucket,
+            WaitingRecord(
+                job_id=job_id, tenant=context.tenant, order=submission_order(uploaded_at, now), submitted_at=now,
+                run=run, execution_name=execution_name(job_id, run),
+                execution_input=self._execution_input(context, settings), waiting_since=datetime.now(UTC).isoformat(),
+            ),
+        )  # fmt: skip
+        admitted = {item.job_id for item in self.admitter.admit(context.tenant)}
+        if job_id in admitted:
+            logger.info("job %s started with %s segments", job_id, context.segment_count)
+            if self.waker is not None:
+                self.waker.wake(context.segment_count)
+            arn = execution_arn(self.config.state_machine_arn, execution_name(job_id, run))
+            return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
+        logger.info("job %s waits for its tenant %s's turn", job_id, context.tenant)
+        return SliceOutcome("waiting", job_id, bytes_read=bytes_read)
+
+    def _started_event(self, context: JobContext) -> None:
+        if self.outbox is None:
+            return
+        event = WebhookEvent(
+            event_id=event_id(context.job_id, context.run, "started"), job_id=context.job_id, run=context.run,
+            kind="started", occurred_at=time.time(),
+            data={"segments": {"done": 0, "failed": 0, "total": context.segment_count}, "priority": context.priority},
+        )  # fmt: skip
+        self.outbox.emit_quietly(event)
 
     def _busy(self, tenant: str | None) -> str | None:
         """Why the stack, or this job's tenant, takes no new job now, or None."""
@@ -137,13 +206,9 @@ class Slicer:
             if refusal:
                 return refusal
         limit = self.config.max_running_jobs
-        tenant_limited = tenant is not None and bool(self.config.tenants.max_running_jobs)
-        if not limit and not tenant_limited:
-            return None
-        executions = self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING")
-        if tenant is not None and (why := self.config.tenants.busy(tenant, (e.name for e in executions))):
-            return why
-        running = len(executions)
+        if not limit or tenant is not None:
+            return None  # a tenant's job over a limit waits its turn (the admitter counts the stack too)
+        running = len(self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING"))
         if not limit or running < limit:
             return None
         return (
@@ -175,11 +240,12 @@ class Slicer:
         except ObjectMissing:
             return None
 
-    def _execution_input(self, context: JobContext) -> dict[str, Any]:
-        """Deterministic for a given manifest, so a duplicate event's StartExecution matches."""
+    def _execution_input(self, context: JobContext, settings: TenantSettings | None = None) -> dict[str, Any]:
+        """Deterministic for a given manifest (and tenant settings), so a duplicate event's StartExecution matches."""
         concurrency = self.config.render_concurrency
         if context.tenant is not None:
-            concurrency = self.config.tenants.render_concurrency(concurrency)
+            limits = settings.limits(self.config.tenants) if settings is not None else self.config.tenants
+            concurrency = limits.render_concurrency(concurrency)
         if context.fleet_workers:
             # Within a priority a big job must not hold the queue ahead of a later small one.
             concurrency = min(concurrency, fair_concurrency(context.fleet_workers))
@@ -196,11 +262,22 @@ class Slicer:
             "final_notice": state_machine_claim(context.job_id),
         }
 
-    def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str, run: int = 0) -> tuple[JobContext, int]:
+    def _prepare(
+        self, job_id: str, manifest_ref: ObjectRef, submitted_at: str, run: int = 0,
+        tenant_settings: TenantSettings | None = None,
+    ) -> tuple[JobContext, int]:  # fmt: skip
         """The job's context and how many bytes of the target the probe read."""
         manifest = parse_manifest(
-            self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.keys
+            self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.manifest_keys
         )
+        if manifest.webhook is not None or manifest.metadata is not None:
+            # Before any other check: a job refused from here on still tells its webhook.
+            write_subscription(self.storage, self.config.work_bucket, WebhookSubscription(
+                job_id=job_id, tenant=layout.tenant_of(manifest_ref.key), url=manifest.webhook,
+                events=manifest.webhook_events or EVENT_KINDS, metadata=manifest.metadata or {},
+            ))  # fmt: skip
+        if tenant_settings is not None and (problem := tenant_settings.priority_problem(manifest.priority)):
+            raise JobRejected(problem + "; nothing was read or rendered")
         engine = manifest.engine or self.config.default_engine
         check_engine_options(engine, manifest.options)
         refs = self._media_refs(manifest, manifest_ref.bucket)

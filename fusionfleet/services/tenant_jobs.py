@@ -32,10 +32,11 @@ from fusionfleet.errors import (
 )
 from fusionfleet.jobs.ids import JOB_ID
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
-from fusionfleet.jobs.manifest import parse_manifest
+from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, parse_time, pending_view
 from fusionfleet.services.operations import Operations
+from fusionfleet.webhooks.addresses import AddressPolicy
 
 # The fields of a body that name files: a plain name is uploaded through the API, a key (with '/')
 # names an object the tenant already has (checked by the manifest's own key rules).
@@ -134,6 +135,8 @@ class TenantJobs:
     download_url_s: int = 900
     max_upload_bytes: int = 2048 * MIB
     clock: Callable[[], float] = field(default=time.time)
+    # Where a job's webhook may go (the manifest's rules: https and public addresses on AWS).
+    webhooks: AddressPolicy = field(default_factory=AddressPolicy)
 
     # ------------------------------------------------------------------ create and start
     def create(self, tenant: str, raw: bytes) -> Created:
@@ -152,7 +155,7 @@ class TenantJobs:
         manifest_bytes, files = manifest_for(body, tenant, job_id)
         manifest_key = layout.tenant_manifest_key(tenant, job_id)
         try:
-            parse_manifest(manifest_bytes, manifest_key)
+            parse_manifest(manifest_bytes, manifest_key, KeyPolicy(webhooks=self.webhooks))
         except JobRejected as rejected:
             raise BadBody(rejected.problems) from rejected
         record = {

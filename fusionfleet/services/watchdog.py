@@ -46,6 +46,7 @@ from fusionfleet.jobs.final_notice import (
 )
 from fusionfleet.jobs.loss import JobFailedMarker, job_failed
 from fusionfleet.jobs.runs import RunRecord, current_run, parse_execution_name
+from fusionfleet.jobs.waiting import is_waiting
 from fusionfleet.messages import JobContext
 
 logger = logging.getLogger(__name__)
@@ -199,6 +200,12 @@ class Watchdog:
         if context is None:
             # Not a job of ours (a Map Run's child execution, or another tool's): nothing to watch.
             self._settled.add(execution.arn)
+            return None
+        if is_waiting(self._storage, self._config.work_bucket, context.job_id):
+            # Held (its tenant's budget is spent): stopped, or still stopping, to wait, not ended; it
+            # resumes as its next run, which is watched afresh.
+            if execution.finished:
+                self._settled.add(execution.arn)
             return None
         current = current_run(self._storage, self._config.work_bucket, context.job_id)
         if run < current.run:

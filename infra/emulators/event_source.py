@@ -56,6 +56,12 @@ def to_event(messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str)
                     "ApproximateFirstReceiveTimestamp": m.get("Attributes", {}).get(
                         "ApproximateFirstReceiveTimestamp", "0"
                     ),
+                    # A FIFO queue's (Lambda passes them on): the group orders a handler's work.
+                    **{
+                        name: m["Attributes"][name]
+                        for name in ("MessageGroupId", "MessageDeduplicationId", "SequenceNumber")
+                        if name in m.get("Attributes", {})
+                    },
                 },
                 "messageAttributes": {},
                 "md5OfBody": m.get("MD5OfBody") or hashlib.md5(m["Body"].encode()).hexdigest(),
@@ -82,6 +88,11 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=5)
     parser.add_argument("--timeout", type=int, default=120, help="the function's timeout in seconds")
     parser.add_argument("--retry-delay", type=int, default=5, help="seconds before a failed record is retried")
+    parser.add_argument(
+        "--keep-failures",
+        action="store_true",
+        help="leave failed records as the handler left them, as Lambda does (the handler set their visibility)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -120,7 +131,7 @@ def main() -> int:
         if not messages:
             continue
         context = LambdaContext(
-            function_name="slicer",
+            function_name=args.name,  # the runner's name: webhooks, notices, slicer, dlq-…
             invoked_function_arn=queue_arn.replace(":sqs:", ":lambda:"),
             aws_request_id=str(uuid.uuid4()),
             deadline_ms=time.time() * 1000 + args.timeout * 1000,
@@ -132,6 +143,8 @@ def main() -> int:
             logger.exception("handler raised; the whole batch will be retried")
             failures = {m["MessageId"] for m in messages}
         for message in messages:
+            if message["MessageId"] in failures and args.keep_failures:
+                continue
             if message["MessageId"] in failures:
                 retry.change_message_visibility(
                     QueueUrl=args.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=args.retry_delay

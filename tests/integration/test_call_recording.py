@@ -10,6 +10,7 @@ from moto import mock_aws
 
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.call_recording import recorder_for
+from fusionfleet.adapters.secrets import SecretsManagerStore
 from fusionfleet.adapters.storage import S3Storage
 
 
@@ -51,3 +52,24 @@ def test_nothing_is_recorded_unless_both_the_folder_and_the_role_are_set(tmp_pat
     with mock_aws():
         boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="fleet-quiet")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_secret_is_recorded_by_its_name_and_never_its_value(tmp_path: Path) -> None:
+    env = {"FUSIONFLEET_IAM_RECORD_DIR": str(tmp_path), "FUSIONFLEET_IAM_ROLE": "JobEventsFunctionRole"}
+    recorder = recorder_for(env, ["python", "-m", "x", "--name", "webhooks"], 7)
+    assert recorder is not None
+    with mock_aws():
+        secrets = AwsTarget("us-east-1", record_calls=False).client("secretsmanager")
+        recorder.attach(secrets)
+        store = SecretsManagerStore(secrets)
+        value = "whsec_c2VjcmV0LXZhbHVl"
+        assert store.get("fusionfleet/fleet/webhooks/acme") is None
+        assert store.create("fusionfleet/fleet/webhooks/acme", value, "acme's webhook signing secret")
+        assert store.get("fusionfleet/fleet/webhooks/acme") == value
+    lines = [json.loads(line) for line in recorder.path.read_text().splitlines()]
+    assert [(line["operation"], line["params"].get("SecretId") or line["params"].get("Name")) for line in lines] == [
+        ("GetSecretValue", "fusionfleet/fleet/webhooks/acme"),
+        ("CreateSecret", "fusionfleet/fleet/webhooks/acme"),
+        ("GetSecretValue", "fusionfleet/fleet/webhooks/acme"),
+    ]
+    assert value not in recorder.path.read_text()

@@ -189,3 +189,54 @@ def test_calls_with_no_stack_or_an_unknown_role_are_never_passed(tmp_path: Path)
     (tmp_path / "calls-x-1.jsonl").write_text("\n".join(json.dumps(c.__dict__) for c in (elsewhere, stranger)) + "\n")
     verdict = judge_folder(tmp_path)
     assert len(verdict.unjudged) == 2 and verdict.report()[-1] == "2 calls, 2 denied"
+
+
+def test_a_tenants_webhook_secret_is_the_job_events_roles_only_within_its_own_stack(tmp_path: Path) -> None:
+    _stack(tmp_path)
+    # GIVEN the job-events function reading and making a tenant's signing secret of its own stack,
+    # another stack's, and the render task reaching for one
+    own = _call("JobEventsFunctionRole", "webhooks", "secretsmanager", "GetSecretValue",
+                SecretId="fusionfleet/fleet/webhooks/acme")  # fmt: skip
+    made = _call("JobEventsFunctionRole", "webhooks", "secretsmanager", "CreateSecret",
+                 Name="fusionfleet/fleet/webhooks/_default")  # fmt: skip
+    other = _call("JobEventsFunctionRole", "webhooks", "secretsmanager", "GetSecretValue",
+                  SecretId="fusionfleet/other/webhooks/acme")  # fmt: skip
+    worker = _call("RenderTaskRole", "render-1", "secretsmanager", "GetSecretValue",
+                   SecretId="fusionfleet/fleet/webhooks/acme")  # fmt: skip
+    # WHEN they are judged
+    verdict = judge([own, made, other, worker], read_stacks(tmp_path))
+    # THEN only the stack's own secrets, and only for the job-events role
+    assert {(d.call.role, d.call.params.get("SecretId")) for d in verdict.denials} == {
+        ("JobEventsFunctionRole", "fusionfleet/other/webhooks/acme"),
+        ("RenderTaskRole", "fusionfleet/fleet/webhooks/acme"),
+    }
+
+
+def test_a_waiting_jobs_cancel_and_a_tenants_settings_are_granted_and_budget_markers_are_the_farms_own(
+    tmp_path: Path,
+) -> None:
+    _stack(tmp_path)
+    work = "fleet-workbucket-1"
+    # GIVEN a tenant's API cancelling its WAITING job (the job leaves the queue), an operator's
+    # `tenant set`, and an operator's tool writing a budget marker (only the farm's processes mark a cap)
+    dequeue = _call(
+        "ApiFunctionRole",
+        "api",
+        "s3",
+        "DeleteObjects",
+        Bucket=work,
+        Delete={
+            "Objects": [
+                {"Key": "work/acme_a-1/waiting.json"},
+                {"Key": "work/_waiting/acme/00000000000000000000001-acme_a-1.json"},
+            ]
+        },
+    )
+    settings = _call("OperatorPolicy", "cli", "s3", "PutObject", Bucket=work, Key="work/_tenants/acme/settings.json")
+    marker = _call("OperatorPolicy", "cli", "s3", "PutObject", Bucket=work, Key="work/_budget/acme/2026-12-1200.json")
+    # WHEN they are judged
+    verdict = judge([dequeue, settings, marker], read_stacks(tmp_path))
+    # THEN only the marker is denied
+    assert {(d.call.process, d.request.action, d.request.resource.rsplit("/", 1)[-1]) for d in verdict.denials} == {
+        ("cli", "s3:PutObject", "2026-12-1200.json")
+    }

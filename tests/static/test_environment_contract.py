@@ -23,6 +23,7 @@ from fusionfleet.environment.contract import (
     variable,
 )
 from fusionfleet.environment.dead_letters import DeadLetterEnvironment
+from fusionfleet.environment.job_events import JobEventsEnvironment
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.environment.worker import WorkerEnvironment
@@ -36,13 +37,17 @@ HANDLERS: dict[str, type[Any]] = {
     "functions.dlq.app.handler": DeadLetterEnvironment,
     "functions.watchdog.app.handler": WatchdogEnvironment,
     "functions.api.app.handler": ApiEnvironment,
+    "functions.job_events.app.handler": JobEventsEnvironment,
 }
 CONTRACTS = (WorkerEnvironment, *HANDLERS.values())
 # What the worker's engines read from the environment it hands down (FaceFusion's settings).
 ENGINE_VARIABLES = frozenset(
     value for name, value in vars(facefusion_settings).items() if name.startswith("ENV_") and isinstance(value, str)
 )
-REQUIRED = {"region": "r", "work_bucket": "w", "state_machine_arn": "arn:m", "topic_arn": "arn:t", "media_bucket": "m"}
+REQUIRED = {
+    "region": "r", "work_bucket": "w", "state_machine_arn": "arn:m", "topic_arn": "arn:t", "media_bucket": "m",
+    "webhook_queue_url": "q/w.fifo", "secret_prefix": "fusionfleet/s/webhooks",
+}  # fmt: skip
 
 EXAMPLES: list[Any] = [
     WorkerEnvironment(
@@ -187,7 +192,7 @@ def test_local_up_gives_each_process_what_its_contract_reads_back_as_the_options
     roles = {name: env["FUSIONFLEET_IAM_ROLE"] for name, env in vars(envs).items()}
     assert roles == {"slicer": "SlicerFunctionRole", "watchdog": "WatchdogFunctionRole",
                      "dead_letters": "DeadLetterFunctionRole", "merge": "MergeTaskRole", "render": "RenderTaskRole",
-                     "api": "ApiFunctionRole"}  # fmt: skip
+                     "api": "ApiFunctionRole", "job_events": "JobEventsFunctionRole"}  # fmt: skip
     for variables in (envs.slicer, envs.watchdog, envs.api, envs.dead_letters):
         assert POWERTOOLS_SERVICE in variables
 

@@ -44,12 +44,15 @@ ADAPTERS = {
     "notifier": ("fusionfleet/adapters/notify.py", "SnsNotifier", {"sns": "sns", "client": "sns"}),
     "capacity": ("fusionfleet/fleet/quotas.py", "ServiceQuotasCapacity", {"quotas": "servicequotas", "ec2": "ec2"}),
     "waker": ("fusionfleet/fleet/wake.py", "EcsServiceWaker", {"ecs": "ecs"}),
+    "ordered": ("fusionfleet/adapters/ordered_queue.py", "SqsOrderedQueue", {"sqs": "sqs"}),
+    "store": ("fusionfleet/adapters/secrets.py", "SecretsManagerStore", {"client": "secretsmanager"}),
 }
 # boto3 service names → the adapter class that alone is handed such a client in deployed code.
 CLIENT_ADAPTERS = {
     "s3": {"S3Storage"},
     "stepfunctions": {"StepFunctions"},
-    "sqs": {"SqsQueue"},
+    "sqs": {"SqsQueue", "SqsOrderedQueue"},
+    "secretsmanager": {"SecretsManagerStore"},
     "sns": {"SnsNotifier"},
     "service-quotas": {"ServiceQuotasCapacity"},
     "ec2": {"ServiceQuotasCapacity"},

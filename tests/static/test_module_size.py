@@ -18,7 +18,13 @@ EXEMPT = {
 
 
 def test_no_module_is_over_the_limit() -> None:
-    sources = [path for package in PACKAGES for pattern in ("*.py", "*.js") for path in (ROOT / package).rglob(pattern)]
+    sources = [
+        path
+        for package in PACKAGES
+        for pattern in ("*.py", "*.js")
+        for path in (ROOT / package).rglob(pattern)
+        if "node_modules" not in path.parts  # the IAM judge's evaluator, installed by `make iam-env`
+    ]
     assert len(sources) > 150
     over = {
         str(path.relative_to(ROOT)): lines

@@ -546,7 +546,13 @@ def test_operators_have_a_topic_of_their_own_with_an_optional_email() -> None:
     assert template["Parameters"]["OpsNotificationEmail"]["Default"] == ""
 
 
-@pytest.mark.parametrize("queue", ["IngestDeadLetterQueue", "RenderDeadLetterQueue", "MergeDeadLetterQueue"])
+@pytest.mark.parametrize(
+    "queue",
+    [
+        "IngestDeadLetterQueue", "RenderDeadLetterQueue", "MergeDeadLetterQueue", "WebhookDeadLetterQueue",
+        "NoticeFollowDeadLetterQueue",
+    ],
+)  # fmt: skip
 def test_any_dead_letter_alarms_the_operators(queue: str) -> None:
     alarm = _alarm(source(), f"{queue}DepthAlarm")
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
@@ -693,7 +699,7 @@ def test_the_dashboard_is_valid_json_and_shows_every_alarm() -> None:
         if resource["Type"] == "AWS::CloudWatch::Alarm"
         and resource["Properties"].get("AlarmActions") == [{"Ref": "OpsTopic"}]
     }
-    assert len(alarms) == 20
+    assert len(alarms) == 24
     # WHEN its substitutions are filled in
     names = set(_SUB_NAME.findall(body))
     assert {f"{alarm}.Arn" for alarm in alarms} <= names

@@ -110,6 +110,11 @@ class FakeDashboardSource:
             raise OperationRefused(f"job {job_id} is {state}: {refusal(state, action)}")
         self.jobs[job_id] = replace(job, job=replace(job.job, state=then, actions=ALLOWED[then]))
 
+    def tenants(self) -> list[dict[str, object]]:
+        self._check("tenants")
+        return [{"tenant": "acme", "running": [], "waiting": [], "month": "2026-12", "spent_usd": 0.0123,
+                 "budget_usd": 0.05, "over_budget": False, "settings": {"max_running_jobs": 1}}]  # fmt: skip
+
     def preview(self, job_id: str) -> bytes | None:
         self._check("preview", job_id)
         self._get(job_id)

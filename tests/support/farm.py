@@ -28,7 +28,7 @@ class Farm:
         self.storage, self.orchestrator, self.notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
         self.clock = Clock(NOW.timestamp())
         self.ops = Operations(self.storage, self.orchestrator, self.notifier, RESOURCES, clock=self.clock)
-        self.reader = JobReader(self.storage, self.orchestrator, WORK, MACHINE)
+        self.reader = JobReader(self.storage, self.orchestrator, WORK, MACHINE, clock=self.clock)
 
     def job(
         self,

@@ -47,7 +47,9 @@ def create_queues(sqs: Any) -> dict[str, str]:
         attributes = {key: str(value) for key, value in properties.items() if key != "RedrivePolicy"}
         if "RedrivePolicy" in properties:
             attributes["RedrivePolicy"] = json.dumps(properties["RedrivePolicy"])
-        url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        # A FIFO queue's name must end in .fifo (CloudFormation adds it to the names it makes).
+        fifo = str(properties.get("FifoQueue", "")).lower() == "true"
+        url = sqs.create_queue(QueueName=f"{name}.fifo" if fifo else name, Attributes=attributes)["QueueUrl"]
         urls[name] = url
         arns[name] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     return urls

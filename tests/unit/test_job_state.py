@@ -14,7 +14,7 @@ from fusionfleet.jobs.facts import JobRecords
 from fusionfleet.jobs.final_notice import WATCHDOG, FinalNotices
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.runs import execution_name
-from fusionfleet.jobs.states import CANCEL_REASON, job_state
+from fusionfleet.jobs.states import CANCEL_REASON, Action, JobState, allowed, could_be, job_state
 from tests.support.farm import MACHINE, NOW, RESOURCES, Farm
 from tests.support.jobs import WORK
 
@@ -155,3 +155,18 @@ def test_a_job_whose_state_machine_told_it_reads_its_notices_reason_and_a_runnin
     # a job nobody explained still says what its execution said
     farm.job("job-x", "TIMED_OUT", error="States.Timeout")
     assert farm.reader.view("job-x").reason == "why"
+
+
+def test_a_job_queued_or_held_by_its_tenant_is_waiting_until_it_runs_or_is_cancelled() -> None:
+    # queued for its tenant's turn (no execution yet), or held by its budget (its execution stopped)
+    assert job_state(None, False, False, waiting=True) is JobState.WAITING
+    assert job_state("ABORTED", False, False, waiting=True) is JobState.WAITING
+    assert job_state("RUNNING", False, False, waiting=True) is JobState.WAITING  # the hold's stop under way
+    # cancelled while it waited: never ran, or was held
+    assert job_state(None, False, True) is JobState.CANCELLED
+    assert job_state("ABORTED", False, True, waiting=True) is JobState.CANCELLED
+    # resumed: its next run's execution is what counts
+    assert job_state("SUCCEEDED", False, False, waiting=True) is JobState.SUCCEEDED
+    assert not JobState.WAITING.ended and JobState.WAITING.public is JobState.WAITING
+    assert allowed(JobState.WAITING, Action.CANCEL) and not allowed(JobState.WAITING, Action.RETRY)
+    assert could_be("ABORTED", JobState.WAITING) and could_be("WAITING", JobState.WAITING)

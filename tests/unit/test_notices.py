@@ -1,4 +1,4 @@
-"""What notices say: the job's cost, the preview's layout, failed segments named with their attempts,
+"""What notices say: the preview's layout, failed segments named with their attempts,
 and subjects within SNS's 100-character limit for the longest job id."""
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ import pytest
 
 from fusionfleet import layout
 from fusionfleet.adapters.notify import SUBJECT_LIMIT, SUBJECT_WORDS, notice_subject, subject_line
-from fusionfleet.jobs.cost import job_cost
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.ids import job_id
-from fusionfleet.messages import SegmentRecord
 from fusionfleet.services.slicing import Slicer
 from gpu_worker.preview import cell_size, contact_sheet, encode_jpeg, sample_frames
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
@@ -26,30 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ASL = ROOT / "infra" / "statemachine" / "render.asl.json"
 # The longest job id identity.job_id can build: a manifest name slugged to its limit, a dash and the hash.
 LONGEST_JOB_ID = job_id("media", "jobs/" + "a" * 900 + ".json", "etag")
-
-
-def record(index: int, engine_s: float, total_s: float) -> SegmentRecord:
-    return SegmentRecord(job_id="j", index=index, status="succeeded", frames=50, engine_s=engine_s, total_s=total_s)
-
-
-# ---------------------------------------------------------------- cost
-
-
-def test_cost_sums_engine_and_billed_worker_time_and_prices_the_billed_time() -> None:
-    # GIVEN three segments' records
-    records = [record(0, 10.0, 14.0), record(1, 20.5, 25.0), record(2, 30.0, 33.0)]
-    # WHEN the job is priced at 1.80 dollars a GPU-hour
-    cost = job_cost(records, 1.8)
-    # THEN engine and billed GPU-seconds are summed, and the estimate is the billed hours at that price
-    assert cost.engine_gpu_s == 60.5 and cost.billed_gpu_s == 72.0
-    assert cost.gpu_hourly_price == 1.8 and cost.estimated_usd == pytest.approx(72 / 3600 * 1.8)
-
-
-def test_a_free_or_empty_job_costs_nothing_and_a_negative_price_is_refused() -> None:
-    assert job_cost([], 1.0).estimated_usd == 0.0
-    assert job_cost([record(0, 1.0, 2.0)], 0.0).estimated_usd == 0.0
-    with pytest.raises(ValueError):
-        job_cost([], -1.0)
 
 
 # ---------------------------------------------------------------- preview

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +12,7 @@ from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.errors import DeleteFailed, JobNotFound, OperationRefused
 from fusionfleet.fleet.workers import worker_views
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.messages import SegmentRecord, WorkerBeat
 from fusionfleet.services.watchdog import Watchdog
 from tests.support.farm import MACHINE, NOW, Farm
@@ -70,21 +70,27 @@ def test_a_job_shows_its_segment_grid_attempts_timings_and_preview() -> None:
     assert detail.timings["engine_s"] == 1.5 and detail.timings["attempts"] == 4
     assert detail.preview_key == layout.frame_preview_key("grid") and farm.reader.preview("grid") == b"\xff\xd8jpeg"
     assert detail.job.state == "RUNNING" and detail.job.segments.done == 1
-    # AND its cost so far: engine time of the attempt that succeeded, billed time of every ended attempt
-    # (8 s each, three of them: a failed attempt is billed too), at the default price, not final
+    # AND its cost so far: every attempt's worker time (8 s each for the three that ended: a failed attempt is
+    # billed too; the one running has just begun) at the default price, the engine time of the one that
+    # succeeded; not final while it runs
     assert detail.cost == {
         "engine_gpu_s": 1.5, "billed_gpu_s": 24.0, "gpu_hourly_price": DEFAULT_GPU_HOURLY_PRICE,
-        "estimated_usd": round(24.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6), "final": False,
+        "estimated_usd": round(24.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6), "attempts": 4,
+        "wasted_usd": round(16.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6),
+        "usd_by_capacity": {"on-demand": round(24.0 / 3600 * DEFAULT_GPU_HOURLY_PRICE, 6)}, "final": False,
     }  # fmt: skip
 
 
-def test_a_succeeded_jobs_cost_is_the_merges_figure() -> None:
+def test_an_ended_jobs_cost_counts_every_attempt_and_is_final_once_none_runs() -> None:
     farm = Farm()
-    arn = farm.job("paid", "SUCCEEDED", done=(0, 1, 2, 3))
-    cost = {"engine_gpu_s": 4.0, "billed_gpu_s": 9.0, "gpu_hourly_price": 2.0, "estimated_usd": 0.005}
-    farm.orchestrator.states[arn] = replace(farm.orchestrator.states[arn], output={"cost": cost})
-    assert farm.reader.detail("paid").cost == {**cost, "final": True}
-    # and a job no attempt of which has ended has no cost yet
+    farm.job("paid", "SUCCEEDED", done=(0, 1))
+    farm.attempt("paid", 0, 1, "succeeded")
+    farm.attempt("paid", 1, 1, "failed")
+    farm.attempt("paid", 1, 2, "succeeded")
+    cost = farm.reader.detail("paid").cost
+    assert cost is not None and cost["final"] is True and cost["attempts"] == 3
+    assert cost["billed_gpu_s"] == 8 + 8 + 7 and cost["engine_gpu_s"] == 3.0
+    # and a job no attempt of which has started has no cost yet
     farm.job("fresh", "RUNNING")
     assert farm.reader.detail("fresh").cost is None
 
@@ -203,7 +209,8 @@ def test_a_retry_whose_marker_cannot_be_cleared_writes_nothing_of_the_new_run() 
     # as S3 does inside a 200 when the role may not delete the key
     farm = Farm()
     farm.job("doomed", "FAILED", done=(0,), failed=(1,), error="JobFailed")
-    farm.storage.put_json(WORK, layout.job_failed_key("doomed"), {"job_id": "doomed"})
+    marker = JobFailedMarker(job_id="doomed", error="JobFailed", cause="segment 1 failed", by="worker w", at=0.0)
+    assert mark_job_failed(farm.storage, WORK, marker)
 
     def refuse(bucket: str, prefix: str) -> int:
         raise DeleteFailed(bucket, [(prefix, "AccessDenied", "Access Denied")])
@@ -216,7 +223,7 @@ def test_a_retry_whose_marker_cannot_be_cleared_writes_nothing_of_the_new_run() 
     assert not farm.storage.exists(WORK, layout.run_plan_key("doomed", 1))
     assert not farm.storage.exists(WORK, layout.run_key("doomed"))
     assert execution_arn(MACHINE, "doomed--r1") not in farm.orchestrator.executions
-    assert farm.reader.detail("doomed").job.state == "FAILED"
+    assert farm.reader.view("doomed").state == "FAILED"
 
 
 def test_a_cancelled_job_retried_starts_clean_and_the_watchdog_leaves_its_old_run_alone() -> None:

@@ -55,7 +55,15 @@ def test_a_merge_result_has_the_shape_the_state_machine_reads() -> None:
             "merge_s": 0.75,
             "merge_started_at": 1700000000.5,
         },
-        "cost": {"engine_gpu_s": 4.125, "billed_gpu_s": 6.5, "gpu_hourly_price": 1.2, "estimated_usd": 0.002167},
+        "cost": {
+            "engine_gpu_s": 4.125,
+            "billed_gpu_s": 6.5,
+            "gpu_hourly_price": 1.2,
+            "estimated_usd": 0.002167,
+            "attempts": 0,
+            "wasted_usd": 0.0,
+            "usd_by_capacity": {},
+        },
         "preview": {
             "bucket": "media",
             "key": "outputs/clip.preview.jpg",

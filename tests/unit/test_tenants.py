@@ -19,6 +19,7 @@ from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.jobs.ids import job_id as derive_job_id
+from fusionfleet.jobs.waiting import read_waiting
 from fusionfleet.messages import JobContext
 from fusionfleet.services.watchdog import Watchdog
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
@@ -113,27 +114,23 @@ def test_a_single_tenant_drop_is_unchanged_by_tenant_limits(clip: Path) -> None:
 # ---------------------------------------------------------------- limits
 
 
-def test_a_tenant_at_its_job_limit_is_refused_with_a_notice_naming_the_limit_while_others_start(clip: Path) -> None:
+def test_a_tenant_at_its_job_limit_waits_its_turn_while_others_start(clip: Path) -> None:
     # GIVEN acme running two jobs (one a retry) of the two it may run, and globex running one
     slicer, storage, orchestrator = make_slicer(TenantLimits(max_running_jobs=2, max_segments=0))
     running(orchestrator, "acme_a-0123456789abcdef", "acme_b-0123456789abcdef--r1", "globex_c-0123456789abcdef")
     acme_key = drop(storage, clip, "acme")
     globex_key = drop(storage, clip, "globex")
-    storage.reads.clear()
     # WHEN a third acme job and a second globex job arrive
-    refused = slicer.handle(MEDIA, acme_key)
+    waiting = slicer.handle(MEDIA, acme_key)
     started = slicer.handle(MEDIA, globex_key)
-    # THEN acme's is refused before its media is read, saying which limit and what to do
-    assert refused.status == "rejected"
-    assert "tenant acme is running 2 jobs" in refused.reason and "TenantMaxRunningJobs" in refused.reason
-    assert "upload the manifest again" in refused.reason
-    assert "tenants/acme/inputs/clip.mp4" not in storage.reads
-    # AND acme is told, and only acme
-    (notice,) = notices(slicer)
-    assert notice["tenant"] == "acme" and notice["job_id"] == refused.job_id
+    # THEN acme's is accepted and waits, saying why, with nobody told of a failure
+    assert waiting.status == "waiting"
+    record = read_waiting(storage, WORK, waiting.job_id)
+    assert record is not None and "tenant acme is running 2 of the 2 jobs it may run at once" in record.reason
+    assert notices(slicer) == []
     # AND globex's job starts
     assert started.status == "started"
-    assert orchestrator.starts == [started.execution_arn]
+    assert orchestrator.starts == [execution_arn(MACHINE, started.job_id)]
 
 
 def test_the_segment_share_never_exceeds_the_stacks_per_job_concurrency() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fusionfleet.jobs.cost import GpuPrices
 from gpu_worker import config
 from gpu_worker.__main__ import main
 from gpu_worker.errors import ConfigError
@@ -57,14 +58,29 @@ def test_the_entry_point_reports_a_config_error_and_exits_2(
     assert "no queue: pass --queue-url or set FUSIONFLEET_QUEUE_URLS" in capsys.readouterr().err
 
 
-def test_the_gpu_price_comes_from_the_environment_with_a_default_and_is_checked() -> None:
+def test_the_gpu_prices_come_from_the_environment_with_a_default_and_are_checked() -> None:
     # GIVEN no price, a price, and two bad ones
-    assert config.resolve(parse(), dict(ENV)).gpu_hourly_price == pytest.approx(1.006)
-    assert config.resolve(parse(), {**ENV, config.ENV_GPU_HOURLY_PRICE: "0.526"}).gpu_hourly_price == 0.526
-    for bad in ("cheap", "-1", "nan"):
-        # THEN a bad price stops the worker at start with the variable's name
-        with pytest.raises(ConfigError, match=config.ENV_GPU_HOURLY_PRICE):
-            config.resolve(parse(), {**ENV, config.ENV_GPU_HOURLY_PRICE: bad})
+    assert config.resolve(parse(), dict(ENV)).prices == GpuPrices(on_demand=1.006)
+    assert config.resolve(parse(), {**ENV, config.ENV_GPU_HOURLY_PRICE: "0.526"}).prices.on_demand == 0.526
+    spot = config.resolve(parse(), {**ENV, config.ENV_GPU_SPOT_HOURLY_PRICE: "0.31"}).prices
+    assert spot.hourly("spot") == 0.31 and spot.hourly("on-demand") == pytest.approx(1.006)
+    for name in (config.ENV_GPU_HOURLY_PRICE, config.ENV_GPU_SPOT_HOURLY_PRICE):
+        for bad in ("cheap", "-1", "nan"):
+            # THEN a bad price stops the worker at start with the variable's name
+            with pytest.raises(ConfigError, match=name):
+                config.resolve(parse(), {**ENV, name: bad})
+
+
+def test_the_capacity_type_is_named_or_read_from_the_hosts_file(tmp_path: Path) -> None:
+    assert config.resolve(parse(), dict(ENV)).capacity == "on-demand"
+    assert config.resolve(parse(), {**ENV, config.ENV_CAPACITY_TYPE: "spot"}).capacity == "spot"
+    written = tmp_path / "instance-life-cycle"
+    written.write_text("spot\n")
+    assert config.resolve(parse(), {**ENV, config.ENV_CAPACITY_FILE: str(written)}).capacity == "spot"
+    with pytest.raises(ConfigError, match=config.ENV_CAPACITY_TYPE):
+        config.resolve(parse(), {**ENV, config.ENV_CAPACITY_TYPE: "reserved-ish"})
+    with pytest.raises(ConfigError, match=config.ENV_CAPACITY_FILE):
+        config.resolve(parse(), {**ENV, config.ENV_CAPACITY_FILE: str(tmp_path / "missing")})
 
 
 def test_a_facefusion_worker_whose_gpu_fails_its_proof_does_not_start(

@@ -26,6 +26,22 @@ function renderWorkers(data) {
   $("workers-empty").hidden = rows.length > 0;
 }
 
+function renderTenants(data) {
+  const rows = data.tenants.map((t) =>
+    el(
+      "tr",
+      { className: t.over_budget ? "over-budget" : "", dataset: { tenant: t.tenant, over: String(t.over_budget) } },
+      el("td", {}, t.tenant),
+      el("td", { className: "num" }, `${t.running.length}/${t.settings.max_running_jobs ?? "–"}`),
+      el("td", { className: "num" }, t.waiting.length),
+      el("td", { className: "num" }, `$${Number(t.spent_usd).toFixed(4)} (${t.month})`),
+      el("td", { className: "num" }, t.budget_usd === null ? "none" : `$${Number(t.budget_usd).toFixed(4)}`),
+    ),
+  );
+  $("tenants").tBodies[0].replaceChildren(...rows);
+  $("tenants-empty").hidden = rows.length > 0;
+}
+
 function showDetail(detail) {
   renderJob(detail);
   // While the job runs each poll asks for the latest frame; an ended job's frame no longer changes.
@@ -42,10 +58,13 @@ async function refresh() {
   try {
     const query = new URLSearchParams({ limit: "25" });
     if (state) query.set("state", state);
-    const [jobs, workers] = await Promise.all([getJson(`/api/jobs?${query}`), getJson("/api/workers")]);
+    const [jobs, workers, tenants] = await Promise.all([
+      getJson(`/api/jobs?${query}`), getJson("/api/workers"), getJson("/api/tenants"),
+    ]);
     renderStateFilter(jobs.states);
     renderJobs(jobs.jobs, jobs.now, refresh);
     renderWorkers(workers);
+    renderTenants(tenants);
     if (jobId) {
       try {
         const detail = await getJson(`/api/jobs/${encodeURIComponent(jobId)}`);

@@ -130,19 +130,45 @@ function renderTimings(timings) {
   $("timings").replaceChildren(...(items.length ? items : [el("dd", { className: "empty" }, "not yet")]));
 }
 
-// The merge's figure once the job succeeded; before that, what its attempts have used so far.
+// Every attempt (failed, killed and backup copies too) at its worker's price; "so far" while any runs.
 function renderCost(cost) {
   $("cost-title").textContent = cost && !cost.final ? "Cost so far" : "Cost";
+  const byCapacity = Object.entries((cost && cost.usd_by_capacity) || {})
+    .map(([capacity, usd]) => `${capacity} $${Number(usd).toFixed(4)}`)
+    .join(" · ");
   $("cost").replaceChildren(
     ...(cost
       ? [
           el("dt", {}, "GPU engine"), el("dd", {}, number(cost.engine_gpu_s, "s")),
-          el("dt", {}, "GPU billed"), el("dd", {}, number(cost.billed_gpu_s, "s")),
+          el("dt", {}, "GPU billed"), el("dd", {}, `${number(cost.billed_gpu_s, "s")} over ${number(cost.attempts)} attempts`),
           el("dt", {}, "estimate"),
           el("dd", { id: "cost-usd" }, `$${Number(cost.estimated_usd).toFixed(4)} at $${cost.gpu_hourly_price}/GPU-hour`),
+          el("dt", {}, "wasted"), el("dd", { id: "cost-wasted" }, `$${Number(cost.wasted_usd || 0).toFixed(4)}`),
+          el("dt", {}, "by capacity"), el("dd", { id: "cost-capacity" }, byCapacity || "–"),
         ]
       : [el("dd", { className: "empty" }, "not yet")]),
   );
+}
+
+// deliveries: [{event, event_id, sequence, state, reason, attempts: [{number, at, status, error, duration_s}]}]
+function renderDeliveries(deliveries) {
+  const rows = (deliveries || []).map((d) => {
+    const last = d.attempts.length ? d.attempts[d.attempts.length - 1] : null;
+    const answer = last ? (last.status === null ? "no answer" : String(last.status)) : "–";
+    return el(
+      "tr",
+      { className: `delivery-${String(d.state).toLowerCase()}`, dataset: { event: d.event, state: d.state } },
+      el("td", { className: "num" }, d.sequence || "–"),
+      el("td", {}, d.event),
+      el("td", { className: "num" }, d.attempts.length),
+      el("td", {}, answer),
+      el("td", { className: "num" }, last ? clock(last.at) : "–"),
+      el("td", {}, d.state),
+      el("td", { className: "error" }, (last && last.error) || d.reason || ""),
+    );
+  });
+  $("webhooks").tBodies[0].replaceChildren(...rows);
+  $("webhooks-empty").hidden = rows.length > 0;
 }
 
 function renderAttempts(attempts) {
@@ -197,6 +223,7 @@ function renderJob(detail) {
   renderTimings(detail.timings);
   renderCost(detail.cost);
   renderAttempts(detail.attempts);
+  renderDeliveries(detail.deliveries);
 }
 
 // The job list's state filter: the states the read model names, with "all" first.

@@ -221,6 +221,20 @@ def _named_arn(prefix: str, name: str) -> str:
     return name if name.startswith("arn:") else f"{prefix}/{name}"
 
 
+# AWS adds six random characters to a secret's name in its ARN; a grant on `secret:<prefix>*` covers them.
+SECRET_SUFFIX = "-AbCdEf"
+
+
+def _secretsmanager(call: Call) -> list[IamRequest]:
+    name = str(call.params.get("SecretId") or call.params.get("Name") or "")
+    if not name:
+        raise UnknownCall(f"{call.describe()}: a Secrets Manager call naming no secret")
+    arn = name if name.startswith("arn:") else (
+        f"arn:{PARTITION}:secretsmanager:{call.region}:{ACCOUNT}:secret:{name}{SECRET_SUFFIX}"
+    )  # fmt: skip
+    return [IamRequest(f"secretsmanager:{call.operation}", arn)]
+
+
 def _wildcard(call: Call) -> list[IamRequest]:
     return [IamRequest(f"{call.service}:{call.operation}", "*")]
 
@@ -232,6 +246,7 @@ _SERVICES = {
     "states": _states,
     "cloudformation": _cloudformation,
     "ecs": _ecs,
+    "secretsmanager": _secretsmanager,
     "servicequotas": _wildcard,
     "ec2": _wildcard,
     "sts": _wildcard,

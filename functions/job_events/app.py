@@ -1,0 +1,142 @@
+"""Job-events Lambda: two SQS sources, one function.
+
+- the webhook queue (FIFO, one message group per job) → fusionfleet.services.webhooks: one signed POST
+  per event; a failed attempt keeps its message invisible for the retry's pause, and the job's later
+  events in the batch go back at once (their group stays blocked behind the failed one, so order holds);
+- the notices queue (the notification topic's subscription) → fusionfleet.services.job_end: a job's
+  final webhook event, its tenant's bill settled, the tenant's next waiting job started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from pydantic import ValidationError
+
+from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
+from fusionfleet.adapters.queues import QueueMessage, SqsQueue, WorkQueue
+from fusionfleet.adapters.secrets import SecretsManagerStore
+from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.adapters.webhook_http import PinnedSender, resolve_host
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.job_events import JobEventsEnvironment
+from fusionfleet.fleet.tenants import TenantLimits
+from fusionfleet.jobs.cost import GpuPrices
+from fusionfleet.services.admission import AdmissionConfig, Admitter
+from fusionfleet.services.job_end import JobEnded
+from fusionfleet.services.webhooks import WebhookConfig, WebhookDeliverer
+from fusionfleet.webhooks.addresses import AddressPolicy
+from fusionfleet.webhooks.events import WebhookEvent
+from fusionfleet.webhooks.outbox import WebhookOutbox
+from fusionfleet.webhooks.retry import DEFAULT_DELAYS_S, WebhookRetryPolicy
+from fusionfleet.webhooks.secrets import TenantSecrets
+
+logger = Logger(service="fusionfleet-job-events")
+FIFO_SUFFIX = ".fifo"
+MAX_SETTLE_ROUNDS = 3  # a notice is followed again at most this often for attempts still stopping
+
+
+def settings(env: Mapping[str, str]) -> tuple[AwsTarget, JobEventsEnvironment, WebhookConfig]:
+    """Everything the function takes from its environment (fusionfleet.environment.job_events), read here only."""
+    read = from_env(JobEventsEnvironment, env)
+    delays = tuple(int(delay) for delay in read.retry_delays_s) if read.retry_delays_s else DEFAULT_DELAYS_S
+    config = WebhookConfig(
+        work_bucket=read.work_bucket,
+        addresses=AddressPolicy(allow_loopback=read.allow_loopback, require_https=not read.allow_loopback),
+        retry=WebhookRetryPolicy(delays_s=delays, timeout_s=read.timeout_s),
+        progress_every_s=read.progress_every_s,
+    )
+    return AwsTarget(region=read.region, endpoint_url=read.endpoint_url), read, config
+
+
+@cache
+def parts() -> tuple[WebhookDeliverer, JobEnded, SqsQueue, str]:
+    aws, read, config = settings(os.environ)
+    storage = S3Storage(aws.client("s3"))
+    queue = SqsQueue(aws.client("sqs"))
+    secrets = TenantSecrets(SecretsManagerStore(aws.client("secretsmanager")), read.secret_prefix)
+    deliverer = WebhookDeliverer(storage, secrets, PinnedSender(), resolve_host, config)
+    outbox = WebhookOutbox(SqsOrderedQueue(aws.client("sqs")), read.webhook_queue_url, storage, read.work_bucket)
+    admission = AdmissionConfig(
+        read.work_bucket, read.state_machine_arn, max_running_jobs=read.max_running_jobs,
+        stack_limits=TenantLimits(read.tenant_max_running_jobs, read.tenant_max_segments),
+    )  # fmt: skip
+    admitter = Admitter(storage, StepFunctions(aws.client("stepfunctions")), admission, outbox)
+    prices = GpuPrices(read.gpu_hourly_price, read.gpu_spot_hourly_price or None)
+    return deliverer, JobEnded(storage, read.work_bucket, outbox, admitter, prices), queue, read.webhook_queue_url
+
+
+def deliver(records: list[dict[str, Any]], deliverer: WebhookDeliverer, queue: WorkQueue, queue_url: str) -> list[str]:
+    """One attempt per event, in order; the message ids to leave on the queue."""
+    keep: list[str] = []
+    blocked: set[str] = set()  # message groups (jobs) with an event waiting for its retry
+    for record in records:
+        group = str(record.get("attributes", {}).get("MessageGroupId", ""))
+        if group and group in blocked:
+            # Behind an event of its job that waits: back to the queue now, where the group's order holds it.
+            queue.change_visibility(_message(record, queue_url), 0)
+            keep.append(record["messageId"])
+            continue
+        try:
+            event = WebhookEvent.model_validate_json(record["body"])
+        except ValidationError:
+            logger.error("not a webhook event: dropped", body=record["body"][:500])
+            continue
+        logger.append_keys(job_id=event.job_id)
+        handled = deliverer.handle(event)
+        logger.info("webhook event handled", event_id=event.event_id, outcome=handled.outcome, reason=handled.reason)
+        if handled.outcome in ("retry", "deferred"):
+            queue.change_visibility(_message(record, queue_url), handled.delay_s)
+            keep.append(record["messageId"])
+            blocked.add(group or event.job_id)
+    return keep
+
+
+def _message(record: dict[str, Any], queue_url: str) -> QueueMessage:
+    receives = int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+    return QueueMessage(queue_url, record["messageId"], record["receiptHandle"], record["body"], receives)
+
+
+def follow(records: list[dict[str, Any]], follower: JobEnded) -> list[str]:
+    """Each job's final notice followed; the message ids to retry (a follower that raised)."""
+    failed = []
+    for record in records:
+        try:
+            notice = json.loads(record["body"])
+        except ValueError:
+            logger.error("not a notice: dropped", body=record["body"][:500])
+            continue
+        try:
+            followed = follower.handle(notice if isinstance(notice, dict) else {})
+        except Exception:
+            logger.exception("following a notice failed; it is retried", job_id=str(notice.get("job_id")))
+            failed.append(record["messageId"])
+            continue
+        receives = int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+        if followed is not None and followed.unsettled and receives < MAX_SETTLE_ROUNDS:
+            # A copy still stopping: followed again once it had time to end (the final event goes once).
+            failed.append(record["messageId"])
+    return failed
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    records = list(event.get("Records", []))
+    by_fifo = [r for r in records if str(r.get("eventSourceARN", "")).endswith(FIFO_SUFFIX)]
+    others = [r for r in records if not str(r.get("eventSourceARN", "")).endswith(FIFO_SUFFIX)]
+    deliverer, follower, queue, queue_url = parts() if records else (None, None, None, "")
+    failures = []
+    if by_fifo:
+        assert deliverer is not None and queue is not None
+        failures += deliver(by_fifo, deliverer, queue, queue_url)
+    if others:
+        assert follower is not None
+        failures += follow(others, follower)
+    return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failures]}

@@ -1,0 +1,245 @@
+"""The admitter: starts a tenant's waiting jobs in submission order while it has a free slot and budget.
+
+Called by the slicer right after it queues a job (so a tenant with a free slot starts at once), by the
+notice follower when one of the tenant's jobs ends (the next one starts within that event), and by
+the watchdog every sweep (the backstop). Only one party admits a tenant's jobs at a time: each holds a
+lease made with a conditional create of the next generation's record (`work/_tenants/<T>/admit/…`),
+released at the end, taken over once it is older than `lease_s` (its holder died). Running jobs are
+counted from Step Functions (its list of running executions, by the tenant's `T_` name prefix), plus
+the jobs this admitter started lately, described one by one: the list is eventually consistent and may
+not show an execution just started.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from fusionfleet import tenant_layout
+from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator, execution_arn
+from fusionfleet.adapters.storage import Storage, get_json, put_json
+from fusionfleet.errors import ObjectMissing
+from fusionfleet.fleet import budget
+from fusionfleet.fleet.tenant_settings import TenantSettings, read_settings
+from fusionfleet.fleet.tenants import TenantLimits
+from fusionfleet.jobs.ids import TENANT_SEPARATOR
+from fusionfleet.jobs.ledger import month_of
+from fusionfleet.jobs.runs import current_run, execution_name, parse_execution_name
+from fusionfleet.jobs.waiting import WaitingRecord, dequeue, note_reason, read_waiting, waiting_in_order
+from fusionfleet.webhooks.events import WebhookEvent, event_id
+from fusionfleet.webhooks.outbox import WebhookOutbox
+
+logger = logging.getLogger(__name__)
+
+# Resumes a job held by its tenant's budget as its next run (an operator's retry, by the farm); the message.
+Resume = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class AdmissionConfig:
+    work_bucket: str
+    state_machine_arn: str
+    stack_limits: TenantLimits = field(default_factory=TenantLimits)  # a tenant's, unless it set its own
+    max_running_jobs: int = 0  # the stack's, every tenant together; 0: none
+    lease_s: float = 60.0
+    recent_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class Admitted:
+    job_id: str
+    waited_s: float
+
+
+class Admitter:
+    def __init__(
+        self,
+        storage: Storage,
+        orchestrator: Orchestrator,
+        config: AdmissionConfig,
+        outbox: WebhookOutbox | None = None,
+        resume: Resume | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._storage = storage
+        self._orchestrator = orchestrator
+        self._config = config
+        self._outbox = outbox
+        self._resume = resume
+        self._clock = clock
+
+    def admit(self, tenant: str) -> list[Admitted]:
+        """Start what may start of the tenant's waiting jobs, first submitted first; what was started."""
+        generation = self._acquire(tenant)
+        if generation is None:
+            logger.info("admission of tenant %s is held by another party", tenant)
+            return []
+        try:
+            return self._admit(tenant)
+        finally:
+            self._release(tenant, generation)
+
+    def _admit(self, tenant: str) -> list[Admitted]:
+        bucket = self._config.work_bucket
+        queued = waiting_in_order(self._storage, bucket, tenant)
+        if not queued:
+            return []
+        now = self._clock()
+        settings = read_settings(self._storage, bucket, tenant)
+        limit = settings.limits(self._config.stack_limits).max_running_jobs
+        month = month_of(now)
+        over = budget.is_over(self._storage, bucket, settings, month)
+        running, stack_running = self._running(tenant, now)
+        started: list[Admitted] = []
+        for position, (_order, job_id, index_key) in enumerate(queued):
+            record = read_waiting(self._storage, bucket, job_id)
+            if record is None:
+                self._storage.delete_prefix(bucket, index_key)  # its record went first: it started
+                continue
+            if self._has_started(record):
+                dequeue(self._storage, bucket, record)
+                continue
+            why = self._why_wait(tenant, settings, over, month, running, limit, stack_running, position - len(started))
+            if why:
+                note_reason(self._storage, bucket, record, why)
+                continue
+            try:
+                self._start(record, now)
+            except Exception as error:
+                # A held job whose execution is still stopping cannot resume yet: it keeps its place.
+                logger.warning("tenant %s: job %s could not start yet: %s", tenant, job_id, error)
+                note_reason(self._storage, bucket, record, f"waiting: starting it failed, tried again soon ({error})")
+                break
+            running.add(job_id)
+            stack_running += 1
+            started.append(Admitted(job_id, max(0.0, now - record.submitted_at)))
+        if started:
+            self._remember(tenant, [item.job_id for item in started], now)
+        return started
+
+    def _why_wait(
+        self, tenant: str, settings: TenantSettings, over: bool, month: str, running: set[str], limit: int,
+        stack_running: int, ahead: int,
+    ) -> str:  # fmt: skip
+        """Why the next waiting job cannot start now ("" when it can)."""
+        if over:
+            status = budget.marker(self._storage, self._config.work_bucket, settings, month) or {}
+            spent = float(str(status.get("spent_usd", 0.0)))
+            cap = settings.monthly_budget_usd or 0.0
+            return "waiting: " + budget.over_reason(tenant, cap, spent, month, "stop")
+        if limit and len(running) >= limit:
+            where = f"; {ahead} of its jobs ahead of this one" if ahead > 0 else ""
+            return (
+                f"waiting: tenant {tenant} is running {len(running)} of the {limit} jobs it may run at once{where}; "
+                "it starts by itself when one of them ends"
+            )
+        stack = self._config.max_running_jobs
+        if stack and stack_running >= stack:
+            return f"waiting: the stack is running {stack_running} jobs, as many as it runs at once ({stack})"
+        return ""
+
+    def _start(self, record: WaitingRecord, now: float) -> None:
+        if record.resume and self._resume is not None:
+            message = self._resume(record.job_id)
+            logger.info("tenant %s: job %s resumed: %s", record.tenant, record.job_id, message)
+        else:
+            self._orchestrator.start(self._config.state_machine_arn, record.execution_name, record.execution_input)
+            logger.info("tenant %s: job %s started after waiting", record.tenant, record.job_id)
+        dequeue(self._storage, self._config.work_bucket, record)
+        if self._outbox is not None:
+            context = record.execution_input.get("job", {})
+            # A held job resumed as its next run: the run the retry recorded.
+            run = (
+                current_run(self._storage, self._config.work_bucket, record.job_id).run if record.resume else record.run
+            )
+            started = WebhookEvent(
+                event_id=event_id(record.job_id, run, "started"), job_id=record.job_id, run=run, kind="started",
+                occurred_at=now,
+                data={"segments": {"done": 0, "failed": 0, "total": int(context.get("segment_count", 0))},
+                      "priority": context.get("priority"), "waited_s": round(now - record.submitted_at, 3)},
+            )  # fmt: skip
+            self._outbox.emit_quietly(started)
+
+    def _has_started(self, record: WaitingRecord) -> bool:
+        """Started already (a start that crashed before it dequeued the job): only a first run's name tells."""
+        if record.resume:
+            return False
+        arn = execution_arn(self._config.state_machine_arn, record.execution_name)
+        try:
+            self._orchestrator.describe(arn)
+        except ExecutionMissing:
+            return False
+        return True
+
+    def _running(self, tenant: str, now: float) -> tuple[set[str], int]:
+        """(the tenant's running job ids, how many jobs the whole stack runs)."""
+        executions = self._orchestrator.list_executions(self._config.state_machine_arn, "RUNNING")
+        head = f"{tenant}{TENANT_SEPARATOR}"
+        jobs = {parse_execution_name(execution.name)[0] for execution in executions if execution.name.startswith(head)}
+        seen = {execution.name for execution in executions}
+        for job_id, started_at in self._recent(tenant).items():
+            if job_id in jobs or now - started_at > self._config.recent_s:
+                continue
+            record_run = self._current_name(job_id)
+            if record_run in seen:
+                continue
+            try:
+                status = self._orchestrator.describe(execution_arn(self._config.state_machine_arn, record_run)).status
+            except ExecutionMissing:
+                continue
+            if status == "RUNNING":
+                jobs.add(job_id)
+        return jobs, len(executions)
+
+    def _current_name(self, job_id: str) -> str:
+        return execution_name(job_id, current_run(self._storage, self._config.work_bucket, job_id).run)
+
+    # ------------------------------------------------------------------ recent starts and the lease
+    def _recent_key(self, tenant: str) -> str:
+        return f"{tenant_layout.tenant_records_prefix(tenant)}started.json"
+
+    def _recent(self, tenant: str) -> dict[str, float]:
+        try:
+            value = get_json(self._storage, self._config.work_bucket, self._recent_key(tenant))
+        except ObjectMissing:
+            return {}
+        return {str(k): float(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+    def _remember(self, tenant: str, job_ids: list[str], now: float) -> None:
+        kept = {k: v for k, v in self._recent(tenant).items() if now - v <= self._config.recent_s}
+        kept.update({job_id: now for job_id in job_ids})
+        put_json(self._storage, self._config.work_bucket, self._recent_key(tenant), kept)
+
+    def _acquire(self, tenant: str) -> int | None:
+        bucket = self._config.work_bucket
+        generations = sorted(
+            found
+            for key in self._storage.list_keys(bucket, tenant_layout.admission_prefix(tenant))
+            if (found := tenant_layout.parse_admission_lease_key(key)) is not None
+        )
+        latest = generations[-1] if generations else 0
+        now = self._clock()
+        if generations:
+            try:
+                held = get_json(self._storage, bucket, tenant_layout.admission_lease_key(tenant, latest))
+            except ObjectMissing:
+                held = {}
+            if not held.get("released") and now - float(held.get("at", 0.0)) < self._config.lease_s:
+                return None
+        mine = latest + 1
+        claim = {"at": now, "released": False, "since": datetime.fromtimestamp(now, UTC).isoformat()}
+        if not self._storage.create(
+            bucket, tenant_layout.admission_lease_key(tenant, mine), json.dumps(claim).encode()
+        ):
+            return None
+        for old in generations[:-2]:
+            self._storage.delete_prefix(bucket, tenant_layout.admission_lease_key(tenant, old))
+        return mine
+
+    def _release(self, tenant: str, generation: int) -> None:
+        key = tenant_layout.admission_lease_key(tenant, generation)
+        put_json(self._storage, self._config.work_bucket, key, {"at": self._clock(), "released": True})
