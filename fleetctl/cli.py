@@ -144,7 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--state-dir", type=Path)
 
     submit = commands.add_parser("submit", help="upload media and a manifest; prints the job id")
-    submit.add_argument("--source", action="append", required=True, type=Path, help="face image (repeat for several)")
+    submit.add_argument(
+        "--source", action="append", required=True, type=Path,
+        help="face image, or one audio file for the lip syncer (repeat for several)",
+    )  # fmt: skip
     submit.add_argument("--target", required=True, type=Path, help="the video to swap faces in")
     submit.add_argument("--priority", default="normal", choices=PRIORITIES)
     submit.add_argument("--engine", choices=ENGINE_NAMES)

@@ -11,7 +11,7 @@ from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.jobs.manifest import Priority, Quality
 from fusionfleet.jobs.plan import Segment
-from fusionfleet.media.info import VideoInfo
+from fusionfleet.media.info import AudioInfo, VideoInfo
 
 
 class _Model(BaseModel):
@@ -23,6 +23,14 @@ class ObjectRef(_Model):
     key: str
     etag: str = ""
     size: int = 0
+
+
+class AudioSource(_Model):
+    """The job's audio source: what FaceFusion's lip syncer hears, and what the output then carries
+    (fusionfleet.media.source_audio). It is one of the manifest's sources; `sources` holds the face images."""
+
+    file: ObjectRef
+    info: AudioInfo
 
 
 class JobContext(_Model):
@@ -39,6 +47,7 @@ class JobContext(_Model):
     # Where the job's content-analysis verdict is kept, for engines that declare it job-level
     # (fusionfleet.jobs.decisions): made once over the whole target, read by every segment.
     content_analysis: ObjectRef | None = None
+    audio: AudioSource | None = None
     output: ObjectRef
     work_bucket: str
     priority: Priority

@@ -143,7 +143,10 @@ def process_environments(options: UpOptions, resources: StackResources, scratch:
         preload_engine=options.default_engine,
         visibility_s=options.visibility_s,
     )
-    api = env_of(ApiEnvironment, media_bucket=resources.media_bucket, **stack, tenant_claim=TENANT_CLAIM)
+    api = env_of(
+        ApiEnvironment, media_bucket=resources.media_bucket, **stack, tenant_claim=TENANT_CLAIM,
+        default_engine=options.default_engine,
+    )  # fmt: skip
     return ProcessEnvironments(
         slicer={**slicer, **_powertools("fusionfleet-slicer")},
         watchdog={**watchdog, **_powertools("fusionfleet-watchdog")},

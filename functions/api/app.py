@@ -41,6 +41,7 @@ class ApiSettings:
     download_url_s: int = ApiEnvironment.download_url_s
     max_upload_mib: int = ApiEnvironment.max_upload_mib
     token_rules: TokenRules = NO_RULES
+    default_engine: str = ApiEnvironment.default_engine
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
@@ -57,6 +58,7 @@ def settings(env: Mapping[str, str]) -> tuple[AwsTarget, ApiSettings]:
         download_url_s=read.download_url_s,
         max_upload_mib=read.max_upload_mib,
         token_rules=TokenRules(read.audience, read.token_use),
+        default_engine=read.default_engine,
     )
 
 
@@ -65,7 +67,8 @@ def tenant_jobs(aws: AwsTarget, config: ApiSettings) -> TenantJobs:
     storage = S3Storage(aws.client("s3", signature_version="s3v4"))
     operations = Operations(storage, StepFunctions(aws.client("stepfunctions")), SnsNotifier(aws.client("sns")), config)
     return TenantJobs(storage, operations, config.media_bucket, config.work_bucket, config.upload_url_s,
-                      config.download_url_s, config.max_upload_mib * MIB)  # fmt: skip
+                      config.download_url_s, config.max_upload_mib * MIB,
+                      default_engine=config.default_engine)  # fmt: skip
 
 
 @cache

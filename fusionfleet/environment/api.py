@@ -18,6 +18,8 @@ ENV_MAX_UPLOAD_MIB = "MAX_UPLOAD_MIB"
 # Checked again by the handler (functions/api/claims.py): the audience, and Cognito's token_use.
 ENV_AUDIENCE = "API_AUDIENCE"
 ENV_TOKEN_USE = "API_TOKEN_USE"
+# The slicer's DEFAULT_ENGINE: a job that names no engine is validated for the one it will run on.
+ENV_DEFAULT_ENGINE = "DEFAULT_ENGINE"
 
 
 @dataclass(frozen=True)
@@ -34,3 +36,4 @@ class ApiEnvironment:
     max_upload_mib: int = variable(ENV_MAX_UPLOAD_MIB, 2048)  # per file; signed into each upload's POST policy
     audience: str = variable(ENV_AUDIENCE, "")  # empty: not checked again
     token_use: str = variable(ENV_TOKEN_USE, "")  # empty: not checked
+    default_engine: str = variable(ENV_DEFAULT_ENGINE, "classic")

@@ -8,11 +8,12 @@ ignored, so it is refused at validation with the engine's name and what it does 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from fusionfleet.facefusion.catalogue import CATALOGUE
 from fusionfleet.facefusion.image_models import image_model_problems
+from fusionfleet.facefusion.requirements import SourceKind, detector_problems, source_problems, workflow_problems
 from fusionfleet.jobs.audio import AUDIO_OPTIONS
 from fusionfleet.jobs.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
 
@@ -81,7 +82,26 @@ def unsupported_option_problems(engine: str, options: Mapping[str, object]) -> l
     if engine == "facefusion":
         # Its workers have only the models their image carries and no way to fetch another.
         problems.extend(image_model_problems(options))
+        problems.extend(workflow_problems(options))
+        problems.extend(detector_problems(options))
     return problems
+
+
+def engine_source_problems(engine: str, options: Mapping[str, object], kinds: Sequence[SourceKind]) -> list[str]:
+    """What the job's engine needs from its sources (images, one audio file) and they lack."""
+    if engine == "facefusion":
+        return source_problems(options, kinds)
+    problems = source_problems({"processors": []}, kinds)  # one audio file at most, whatever the engine
+    if engine != "copy" and "image" not in kinds:
+        problems.append(f"source: the {engine} engine swaps faces and needs a face image (JPEG, PNG or WebP)")
+    return problems
+
+
+def check_sources(engine: str, options: Mapping[str, object], kinds: Sequence[SourceKind]) -> None:
+    """Raise JobRejected naming everything the job's engine needs from its sources and they lack."""
+    problems = engine_source_problems(engine, options, kinds)
+    if problems:
+        raise invalid_manifest(problems)
 
 
 def check_engine_options(engine: str, options: Mapping[str, object]) -> None:

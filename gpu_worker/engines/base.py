@@ -70,6 +70,8 @@ class EngineJob:
     # The job's content-analysis verdict was made once over the whole target and passed
     # (fusionfleet.facefusion.content_analysis): the engine must not decide again from this segment's frames.
     content_decided: bool = False
+    # The job's audio source (fusionfleet.media.source_audio.copy_audio's copy), for FaceFusion's lip syncer.
+    audio: Path | None = None
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)

@@ -86,7 +86,7 @@ class FaceFusionEngine:
         job.work_dir.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="facefusion-", dir=job.work_dir))
         try:
-            paths = run_paths(folder, len(job.sources))
+            paths = run_paths(folder, len(job.sources), job.audio)
             for created in (paths.temp, paths.jobs):
                 created.mkdir()
             paths.config.write_text("")

@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from fusionfleet.facefusion.options import OptionsError, to_cli_args, validate_options
+from fusionfleet.facefusion.requirements import SourceKind, processors_of, source_problems, workflow_problems
 from gpu_worker.engines.base import EngineError, EngineJob
 
-DEFAULT_PROCESSORS = ("face_swapper",)
+__all__ = ["ENGINE_OWNED", "check_options", "forwarded", "option_args", "processors_of", "reference_position"]
 
 _ENCODER = "applied by the worker's encoder when it encodes the segment (fusionfleet.jobs.encoding)"
 ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
@@ -37,26 +38,15 @@ def check_options(job: EngineJob) -> dict[str, object]:
         options = validate_options(dict(job.options))
     except OptionsError as error:
         raise EngineError("FaceFusion cannot take these options: " + "; ".join(error.problems)) from error
-    problems: list[str] = []
-    processors = processors_of(options)
-    if "lip_syncer" in processors:
-        # Its pre_process refuses a run without an audio source ("choose an audio for the source").
-        problems.append("options.processors: lip_syncer needs an audio source; FusionFleet jobs carry face images")
-    if options.get("workflow_mode") == "image-to-image":
-        # core.conditional_process returns 2 without a message when the mode does not fit the target.
-        problems.append("options.workflow_mode: 'image-to-image' renders one image; segments are videos")
-    if not job.sources:
-        problems.append("source: FaceFusion needs at least one source face image")
+    # Validation refuses all of these at submit (fusionfleet.facefusion.requirements); checked again so a job
+    # that reached the worker another way is told the same reason rather than FaceFusion's silence.
+    kinds: list[SourceKind] = ["image" for _ in job.sources]
+    if job.audio is not None:
+        kinds.append("audio")
+    problems = workflow_problems(options) + source_problems(options, kinds)
     if problems:
         raise EngineError("FaceFusion cannot render this job: " + "; ".join(problems))
     return options
-
-
-def processors_of(options: Mapping[str, object]) -> tuple[str, ...]:
-    value = options.get("processors")
-    if isinstance(value, list | tuple):
-        return tuple(str(item) for item in value)
-    return DEFAULT_PROCESSORS
 
 
 def forwarded(options: Mapping[str, object]) -> dict[str, object]:

@@ -149,7 +149,7 @@ class WarmFaceFusionEngine:
         # The same paths every segment, so a job's argv repeats and FaceFusion parses it once.
         folder = self._scratch / "inputs"
         try:
-            paths = _segment_paths(folder, len(job.sources))
+            paths = _segment_paths(folder, len(job.sources), job.audio)
             write_sources((*job.sources, reference), (*paths.sources, paths.target))
             argv = segment_argv(paths, options, self._execution)
             # A segment's length is unknown until its frames are read: the deadline is per frame.
@@ -306,7 +306,7 @@ class WarmFaceFusionEngine:
             self._scratch = None
 
 
-def _segment_paths(folder: Path, source_count: int) -> RunPaths:
+def _segment_paths(folder: Path, source_count: int, audio: Path | None = None) -> RunPaths:
     for name in ("temp", "jobs"):
         (folder / name).mkdir(parents=True, exist_ok=True)
     (folder / "facefusion.ini").write_text("")
@@ -317,4 +317,7 @@ def _segment_paths(folder: Path, source_count: int) -> RunPaths:
         sources=tuple(folder / f"source-{index}.png" for index in range(source_count)),
         target=folder / "reference.png",
         output=folder / "output.png",
+        # Where the worker keeps the job's copy (one path per job, so FaceFusion's audio cache, keyed
+        # by path, never answers one job with another's sound).
+        audio=None if audio is None else audio.absolute(),
     )

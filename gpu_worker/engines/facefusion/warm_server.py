@@ -182,7 +182,9 @@ class FaceFusion:
 
         modules = get_processors_modules(state_manager.get_item("processors"))
         for module in modules:
-            if not module.pre_process("stream"):
+            # 'output', as `headless-run` asks: 'stream' is FaceFusion's webcam mode, which the
+            # expression restorer refuses (it has no target frame there; a segment has them all).
+            if not module.pre_process("output"):
                 reason = last_log_line() or f"{module.__name__}: its pre-processing refused the job"
                 raise Refused(reason, job_inputs=True)
         return list(modules)

@@ -128,10 +128,11 @@ def test_warm_engine_needs_curl_but_not_ffmpeg(tmp_path: Path) -> None:
 
 
 def test_warm_engine_refuses_what_facefusion_cannot_take(tmp_path: Path) -> None:
-    # GIVEN a job FaceFusion could not render (lip_syncer needs audio) WHEN validated THEN refused
+    # GIVEN a job FaceFusion could not render (lip_syncer needs audio, which validation refuses at submit)
     engine = WarmFaceFusionEngine(EngineSettings(home=None, python=sys.executable), GPU_HOST, env={})
     job = EngineJob(job_id="j", sources=(np.zeros((4, 4, 3), np.uint8),), options={"processors": ["lip_syncer"]})
-    with pytest.raises(EngineError, match="lip_syncer needs an audio source"):
+    # WHEN it reaches the worker anyway THEN the engine refuses it with validation's reason
+    with pytest.raises(EngineError, match="lip_syncer needs an audio file among the sources"):
         engine.validate(job)
 
 
