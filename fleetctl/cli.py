@@ -341,6 +341,9 @@ def cmd_workers(args: argparse.Namespace) -> int:
 
 def _describe(status: JobStatus) -> str:
     progress = status.progress
+    if progress is None and status.analysis is not None:
+        read = status.analysis
+        return f"{status.state} content analysis {bar(read.frames_read, read.frame_count)} {read.percent:.0f} %"
     if progress is None:
         return f"{status.state}"
     done = progress.succeeded
@@ -462,6 +465,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(
             f"segments  {p.succeeded} done, {p.failed} failed, {p.running} running, "
             f"{p.pending} pending, {p.total} total"
+        )
+    elif status.analysis is not None:
+        read = status.analysis
+        print(
+            f"analysis  {read.percent:.0f} % of the target read ({read.frames_read} of {read.frame_count} frames, "
+            f"{read.sampled} analysed) on {read.worker or 'a worker'}; its segments start after it"
         )
     if status.output:
         print(f"output    {status.output['output']['uri']}")

@@ -16,11 +16,13 @@ from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS, PresignedLink
 from fusionfleet.adapters.orchestrator import Execution, Orchestrator, Progress
-from fusionfleet.adapters.storage import Storage
-from fusionfleet.errors import FusionFleetError
+from fusionfleet.adapters.storage import Storage, get_json
+from fusionfleet.errors import FusionFleetError, ObjectMissing
+from fusionfleet.facefusion.content_analysis import AnalysisProgress
 from fusionfleet.fleet.tenants import check_tenant_name
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.jobs.state import JobStates
+from fusionfleet.messages import JobContext
 
 # After a job's notice, how long and how often `wait` reads the status until the execution has ended.
 NOTICE_SETTLE_S = 30.0
@@ -55,6 +57,8 @@ class JobStatus:
     # A SUCCEEDED job's output, signed afresh when the status was read: the notice's link may have
     # died with the merge task's role session (fusionfleet.adapters.links).
     download: PresignedLink | None = None
+    # While a job's content analysis (its step before the segments) runs: how far it has read the target.
+    analysis: AnalysisProgress | None = None
 
     @property
     def finished(self) -> bool:
@@ -168,7 +172,18 @@ class Client:
                 execution=execution,
                 download=self._fresh_link(execution),
             )
-        return JobStatus(job_id, facts.state, progress, reason=facts.reason, execution=execution)
+        analysis = self._analysis(facts.context) if progress is None and facts.state == "RUNNING" else None
+        return JobStatus(job_id, facts.state, progress, reason=facts.reason, execution=execution, analysis=analysis)
+
+    def _analysis(self, context: JobContext | None) -> AnalysisProgress | None:
+        """The progress of the job's content analysis, while it runs (None before it starts, or when it has none)."""
+        if context is None or context.content_analysis is None:
+            return None
+        try:
+            raw = get_json(self._storage, context.work_bucket, layout.content_analysis_progress_key(context.job_id))
+        except ObjectMissing:
+            return None
+        return AnalysisProgress.model_validate(raw)
 
     def wait(
         self,

@@ -3,6 +3,7 @@ notifications."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -194,6 +195,63 @@ class MergeTask(_Model):
 
     def wire_json(self) -> str:
         return self.model_dump_json()
+
+
+class AnalysisTask(_Model):
+    """A job's content analysis, its own step before the Map (fusionfleet.facefusion.content_analysis): sent to
+    the job's render queue, so the workers that render its segments, with their engine, make its verdict.
+
+    Like a merge it is never copied and keeps no checkpoints: SQS's receive count is its attempts.
+    """
+
+    task_token: str
+    job: JobContext
+    step: Literal["content_analysis"] = "content_analysis"
+
+    @property
+    def copy_number(self) -> int:
+        return 0
+
+    @property
+    def prior_attempts(self) -> int:
+        return 0
+
+    @property
+    def forgiven_attempts(self) -> int:
+        return 0
+
+    @property
+    def progress_frames(self) -> int:
+        return 0
+
+    @property
+    def saves_progress(self) -> bool:
+        return False
+
+    @property
+    def in_hand(self) -> str:
+        return f"{self.job.job_id}:analysis"
+
+    @property
+    def engine(self) -> str:
+        return self.job.engine
+
+    def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> AnalysisTask:
+        return self
+
+    def wire_json(self) -> str:
+        return self.model_dump_json()
+
+
+def parse_render_queue_message(body: str) -> RenderTask | AnalysisTask:
+    """A render queue's message: a segment to render, or a job's content analysis (it names its step)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "step" in data:
+        return AnalysisTask.model_validate_json(body)
+    return RenderTask.model_validate_json(body)
 
 
 class SegmentRecord(_Model):

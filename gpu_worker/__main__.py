@@ -15,9 +15,10 @@ from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.fleet.blocklist import BlockPolicy
-from fusionfleet.messages import MergeTask, RenderTask
+from fusionfleet.messages import MergeTask
 from gpu_worker import config as worker_config
 from gpu_worker import per_gpu
+from gpu_worker.analysis_task import AnalysisHandler, RenderQueueHandler, RenderQueueTask
 from gpu_worker.blocklist import Blocklist
 from gpu_worker.capacity import gpu_capacity
 from gpu_worker.engine_host import EngineHost, HostPolicy
@@ -33,10 +34,10 @@ from gpu_worker.protection import task_protection
 from gpu_worker.render import InlineRenderer, build_render_deps, finish_segment
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler, TaskT
+from gpu_worker.tasks import MergeHandler, RenderHandler, TaskHandler, TaskT
 
 
-def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Worker[RenderTask] | Worker[MergeTask]:
+def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Worker[RenderQueueTask] | Worker[MergeTask]:
     aws = AwsTarget(region=settings.region, endpoint_url=settings.endpoint_url)
     storage = S3Storage(aws.client("s3"))
     queue = SqsQueue(aws.client("sqs"))
@@ -47,7 +48,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
             for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 os.environ.setdefault(variable, str(settings.cpu_threads))
         host = settings.host()
-        renderer: Renderer
+        renderer: InlineRenderer | EngineHost
         if settings.isolation == "inline":
             renderer = InlineRenderer(build_render_deps(host))
             if settings.preload_engine:
@@ -71,7 +72,9 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
             else None
         )
         render = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist)
-        return _worker(settings, stop, render, aws, storage, queue)
+        # The render queues also carry FaceFusion jobs' content analyses (their own step, before the Map).
+        handler = RenderQueueHandler(render, AnalysisHandler(renderer, storage, stop.requested))
+        return _worker(settings, stop, handler, aws, storage, queue)
     merge = MergeHandler(MergeDeps(storage, settings.scratch, gpu_hourly_price=settings.gpu_hourly_price))
     return _worker(settings, stop, merge, aws, storage, queue)
 

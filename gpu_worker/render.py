@@ -18,13 +18,13 @@ from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.storage import S3RangeSource, S3Storage, Storage, get_json, put_json
 from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
-from fusionfleet.facefusion.content_analysis import refusal_reason
+from fusionfleet.facefusion.content_analysis import ContentVerdict, refusal_reason
 from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.runner import run_ffmpeg
-from fusionfleet.messages import RenderTask, SegmentRecord, SegmentResult
+from fusionfleet.messages import AnalysisTask, RenderTask, SegmentRecord, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.commit import commit, drop_output, result_of, winner
@@ -36,7 +36,7 @@ from gpu_worker.errors import Drained, Released
 from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
 from gpu_worker.frames import Carry, chunk_grid, render_range
-from gpu_worker.job_analysis import job_content_verdict
+from gpu_worker.job_analysis import analyse_job, job_content_verdict
 from gpu_worker.sources import SourceCache
 
 logger = logging.getLogger(__name__)
@@ -90,6 +90,12 @@ class InlineRenderer:
                 f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
             ) from stopped
         return lambda: finish_segment(frames, self.deps.storage, self.deps.worker_id, attempt).output
+
+    def analyse(
+        self, task: AnalysisTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> ContentVerdict:
+        deps = self.deps
+        return analyse_job(deps.storage, deps.engines, task.job, deps.cpu_threads, deps.worker_id)
 
     def close(self) -> None:
         self.deps.engines.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fusionfleet.jobs.timeouts import TimeoutPolicy
 from gpu_worker.engine_host import HostPolicy, _own_rss_mb, gpu_memory_of, process_tree, recycle_reason, rss_mb
 
 POLICY = HostPolicy(max_tasks=10, max_rss_mb=1000, max_gpu_mb=2000)
@@ -64,3 +65,12 @@ def test_the_process_tree_and_its_memory_include_children() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_jobs_content_analysis_is_given_what_the_whole_target_needs_not_a_segments_limit() -> None:
+    # GIVEN the worker's default limits and a three-hour target at 60 fps (the longest the stack takes)
+    policy, frames = HostPolicy(), 3 * 3600 * 60
+    # THEN its analysis may run as long as the state machine's clocks for the step were derived for
+    assert policy.analysis_timeout_s(frames) == TimeoutPolicy().analysis_attempt_s(frames)
+    # AND that is many times what any segment gets: no segment carries the analysis any more
+    assert policy.analysis_timeout_s(frames) > 10 * policy.timeout_s(600)
