@@ -30,7 +30,9 @@ class ClipSpec:
     seconds: float = 12.0
     fps: int = 25
     size: tuple[int, int] = (320, 240)
-    scene: str = "one"  # "one": person a moving; "two": a moving, b still; "cut": b alone, then a and b
+    # "one": person a moving; "two": a moving, b still; "cut": b alone, then a and b; "blink": a moving,
+    # hidden for the last two frames of every 50 (the tracker fills such gaps from the frames around)
+    scene: str = "one"
     audio_tracks: int = 1
     transfer: str | None = None  # None: SDR, BT.709 tags; "hlg" or "pq": 10-bit BT.2020 with that transfer
     gap_at: int | None = None  # a variable frame rate: 5 frames' time missing after this frame
@@ -55,6 +57,8 @@ def faces_at(spec: ClipSpec, number: int) -> list[Placed]:
     b = Placed("b", right, top)
     if spec.scene == "one":
         return [a]
+    if spec.scene == "blink":
+        return [] if number % 50 >= 48 else [a]
     if spec.scene == "cut" and number < spec.frames * 0.4:
         return [b]
     return [a, b]
