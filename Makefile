@@ -24,7 +24,7 @@ SAMVENV := .venv-sam
 PARLIAMENT_VERSION := 1.6.4
 PLVENV := .venv-parliament
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim bench-parity chaos soak up down status clean
 
 all: test
 
@@ -130,6 +130,10 @@ bench-fleet: venv localstack-env
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim
+
+# FaceFusion's own run against the farm's, case by case (benchmarks/parity_matrix.py): about an hour on 2 cores.
+bench-parity: venv localstack-env facefusion-env
+	$(PY) -m benchmarks.parity_matrix
 
 up: venv localstack-env
 	$(VENV)/bin/fusionfleet local up

@@ -1,7 +1,7 @@
 """A farm job on the warm FaceFusion engine: FaceFusion 3.8.1's own code with the harness's stand-in models.
 
 The local stack's two workers run the `facefusion` engine (warm: one FaceFusion process per worker)
-from the harness's FaceFusion folder (tests/support/facefusion_harness.py); a 12 s clip of the
+from the harness's FaceFusion folder (fleetctl/harness/facefusion.py); a 12 s clip of the
 harness's face goes through S3 → slicer → Map → workers → merge → SNS in several segments. The
 stand-in swapper inverts the face region, so a swapped frame is recognisable. Each warm segment
 logs the inference sessions it created (gpu_worker/engines/facefusion/warm.py): a worker's first
