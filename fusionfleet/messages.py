@@ -12,6 +12,7 @@ from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.jobs.manifest import Priority, Quality
 from fusionfleet.jobs.plan import Segment
+from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.info import AudioInfo, VideoInfo
 
 
@@ -58,11 +59,25 @@ class JobContext(_Model):
     video: VideoInfo
     encoder: EncoderSettings
     segment_count: int
-    frame_count: int
+    frame_count: int  # the target frames the job renders (its trimmed range's)
     submitted_at: str
     run: int = 0  # 0, then 1, 2, … for each retry (fusionfleet.jobs.runs)
     tenant: str | None = None  # the T of a `tenants/T/jobs/` manifest; None for a single-tenant `jobs/` drop
     fleet_workers: int = 0  # the fleet its plan was sized for (fusionfleet.jobs.sizing); 0: a fixed plan
+    # The frames rendered and the output's rate (trim, output_video_fps); None: the whole target at its rate.
+    timeline: Timeline | None = None
+
+    @property
+    def frames(self) -> Timeline:
+        """The job's timeline (jobs planned before it existed: the whole target, each frame once)."""
+        if self.timeline is not None:
+            return self.timeline
+        num, den = self.video.fps_num, self.video.fps_den
+        return Timeline(0, self.video.frame_count, num, den, num, den, "same")
+
+    def output_frames(self, segment: Segment) -> int:
+        """The output frames a segment makes (its target frames, repeated or dropped as the job's rate says)."""
+        return self.frames.output_frames(segment.start_frame, segment.end_frame)
 
 
 class Task(Protocol):

@@ -17,11 +17,15 @@ from fusionfleet.facefusion.requirements import SourceKind, detector_problems, s
 from fusionfleet.jobs.audio import AUDIO_OPTIONS
 from fusionfleet.jobs.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
 
-# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding) and the
-# merge's audio (fusionfleet.jobs.audio).
+# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding), the
+# merge's audio (fusionfleet.jobs.audio), and the planner, encoder and merge together for the frames
+# rendered and the output's rate (fusionfleet.jobs.timeline).
 FLEET_OPTIONS = frozenset(
-    {"output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale", *AUDIO_OPTIONS}
-)
+    {
+        "output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale",
+        "output_video_fps", "trim_frame_start", "trim_frame_end", *AUDIO_OPTIONS,
+    }
+)  # fmt: skip
 
 # What each engine implements beyond the fleet's options. The built-in engine's selector follows
 # FaceFusion's selector semantics for these names (gpu_worker/engines/classic/selector.py).

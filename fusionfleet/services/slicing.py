@@ -32,6 +32,7 @@ from fusionfleet.jobs.manifest import KeyPolicy, Manifest, invalid_manifest, par
 from fusionfleet.jobs.plan import Segment, SegmentPolicy, plan_segments
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.sizing import SizingPolicy, engine_cost, plan_for_fleet
+from fusionfleet.jobs.timeline import Timeline, timeline, trim_problem
 from fusionfleet.jobs.timeouts import TimeoutPolicy, job_timeouts
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
@@ -241,12 +242,17 @@ class Slicer:
         check_sources(engine, manifest.options, kinds)
         target = refs["target"][0]
         video, bytes_read = self._probe(target)
+        trimmed = trim_problem(manifest.options, video.frame_count)
+        if trimmed:
+            raise invalid_manifest([trimmed])
+        frames = timeline(manifest.options, video.frame_count, video.fps)
         reference_frame = self._reference_frame(job_id, manifest, target, video) if selects_faces(engine) else None
         width, height = video.display_size
-        plan, fleet_workers = self._plan(video, engine)
+        plan, fleet_workers = self._plan(frames, engine)
         settings = encoder_settings(
-            width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads
-        )
+            width, height, frames.output_fps, manifest.options, max(s.frame_count for s in plan),
+            self.config.encoder_threads,
+        )  # fmt: skip
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
         assert manifest.output is not None
         context = JobContext(
@@ -270,19 +276,21 @@ class Slicer:
             video=video,
             encoder=settings,
             segment_count=len(plan),
-            frame_count=video.frame_count,
+            frame_count=frames.frames,
+            timeline=frames,
             submitted_at=submitted_at,
             fleet_workers=fleet_workers,
             run=run,
         )
         return context, bytes_read
 
-    def _plan(self, video: VideoInfo, engine: str) -> tuple[tuple[Segment, ...], int]:
-        """The job's segments, and the fleet they were sized for (0: the fixed plan)."""
+    def _plan(self, frames: Timeline, engine: str) -> tuple[tuple[Segment, ...], int]:
+        """The job's segments over its range, and the fleet they were sized for (0: the fixed plan)."""
+        fps = frames.source_fps
         if not self.config.fleet_max_workers:
-            return plan_segments(video.frame_count, video.fps, self.config.segments), 0
+            return plan_segments(frames.frames, fps, self.config.segments, frames.start), 0
         fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())
-        plan = plan_for_fleet(video.frame_count, video.fps, engine_cost(engine), fleet, self.config.sizing)
+        plan = plan_for_fleet(frames.frames, fps, engine_cost(engine), fleet, self.config.sizing, frames.start)
         logger.info("plan of %s segments for a fleet of %s (%s running)", len(plan), fleet.workers, fleet.running)
         return plan, fleet.workers
 

@@ -371,3 +371,28 @@ def test_an_audio_source_is_probed_and_travels_with_the_job(slicer_env: Aws, cli
     assert [source["key"] for source in job["sources"]] == ["inputs/face.jpg"]
     assert job["audio"]["file"]["key"] == "inputs/voice"
     assert job["audio"]["info"]["container"] == "flac" and job["audio"]["info"]["duration_s"] == pytest.approx(4.0)
+
+
+def test_a_trimmed_job_at_another_rate_plans_only_its_range_and_encodes_at_its_rate(
+    slicer_env: Aws, clip: Path
+) -> None:
+    # GIVEN a job of frames 10..89 of a 100-frame, 25 fps clip, output at 30 fps
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    options = {"trim_frame_start": 10, "trim_frame_end": 90, "output_video_fps": 30.0}
+    job = put_manifest(aws, "jobs/trim.json", {**MANIFEST, "options": options})
+    put_manifest(aws, "jobs/empty.json", {**MANIFEST, "options": {"trim_frame_start": 100}})
+    # WHEN the slicer sees both
+    invoke(*(s3_event(aws.media_bucket, f"jobs/{name}.json") for name in ("trim", "empty")))
+    # THEN the first is planned over exactly its range, at the output's rate, with FaceFusion's frame repeats
+    (execution,) = aws.executions()
+    context = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])["job"]
+    plan = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job))["Body"].read())
+    assert (plan[0]["start_frame"], plan[-1]["end_frame"], context["frame_count"]) == (10, 90, 80)
+    assert (context["encoder"]["fps_num"], context["encoder"]["fps_den"]) == (30, 1)
+    assert context["timeline"] == {"start": 10, "end": 90, "fps_num": 25, "fps_den": 1, "out_num": 30,
+                                   "out_den": 1, "mode": "duplicate"}  # fmt: skip
+    # AND the one whose trim leaves nothing is refused at once, saying so
+    (notice,) = aws.notifications()
+    assert "trim_frame_start 100 leave no frame of the target's 100 to render" in notice["reason"]

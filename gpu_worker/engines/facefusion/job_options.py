@@ -25,6 +25,9 @@ ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
         "output_video_quality": _ENCODER,
         "output_video_scale": _ENCODER,
         "output_video_fps": _ENCODER,
+        # The planner plans only the range and every segment is a part of it (fusionfleet.jobs.timeline).
+        "trim_frame_start": "the range the job's segments cover",
+        "trim_frame_end": "the range the job's segments cover",
         # FaceFusion's input has no audio track; the merge puts the target's audio back.
         "output_audio_volume": "set to 0: the segment FaceFusion renders has no audio",
         "reference_frame_number": "translated into the frame's position in the segment",

@@ -317,7 +317,7 @@ def test_reference_frame_is_translated_into_the_segment() -> None:
     [
         ({"face_swapper_modle": "inswapper_128"}, "did you mean 'face_swapper_model'"),
         ({"execution_providers": ["cpu"]}, "execution_providers is set by the worker"),
-        ({"trim_frame_end": 10}, "trim_frame_end is set by the worker"),
+        ({"temp_path": "/tmp"}, "temp_path is set by the worker"),
         ({"face_swapper_weight": 2.0}, "face_swapper_weight"),
         ({"processors": ["face_swapper", "lip_syncer"]}, "lip_syncer needs an audio file among the sources"),
         ({"workflow_mode": "image-to-image"}, "'image-to-image' renders an image target"),
