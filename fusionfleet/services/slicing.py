@@ -241,8 +241,9 @@ class Slicer:
         width, height = video.display_size
         plan, fleet_workers = self._plan(video, engine)
         settings = encoder_settings(
-            width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads
-        )
+            width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads,
+            engine,
+        )  # fmt: skip
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
         assert manifest.output is not None
         context = JobContext(
