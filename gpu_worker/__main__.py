@@ -20,8 +20,8 @@ from gpu_worker import config as worker_config
 from gpu_worker import per_gpu
 from gpu_worker.analysis_task import AnalysisHandler, RenderQueueHandler, RenderQueueTask
 from gpu_worker.blocklist import Blocklist
-from gpu_worker.capacity import gpu_capacity
-from gpu_worker.engine_host import EngineHost, HostPolicy
+from gpu_worker.capacity import gpu_capacity, total_gpu_mib
+from gpu_worker.engine_host import EngineHost, HostPolicy, default_gpu_limit_mb
 from gpu_worker.engines.base import EngineUnavailable
 from gpu_worker.engines.facefusion import startup as facefusion_startup
 from gpu_worker.errors import ConfigError
@@ -59,7 +59,9 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
                 HostPolicy(
                     max_tasks=settings.engine_max_tasks,
                     max_rss_mb=settings.engine_max_rss_mb,
-                    max_gpu_mb=settings.engine_max_gpu_mb,
+                    max_gpu_mb=settings.engine_max_gpu_mb
+                    if settings.engine_max_gpu_mb is not None
+                    else default_gpu_limit_mb(total_gpu_mib(settings.visible_gpus)),
                     seconds_per_frame=settings.seconds_per_frame,
                     base_timeout_s=settings.base_timeout_s,
                 ),

@@ -117,6 +117,17 @@ def gpu_memory_of(apps_csv: str, pids: list[int]) -> float:
     return total
 
 
+# With no bound configured, an engine holding more than this share of its GPU's memory is recycled:
+# FaceFusion's warm process keeps every session it created ('tolerant'), and the next segment's
+# buffers need the rest.
+DEFAULT_GPU_SHARE = 0.85
+
+
+def default_gpu_limit_mb(total_mib: float | None, share: float = DEFAULT_GPU_SHARE) -> int | None:
+    """The GPU-memory bound an engine gets when none is configured; None on a host without a GPU. Pure."""
+    return None if not total_mib else int(total_mib * share)
+
+
 def recycle_reason(tasks: int, rss: float, gpu: float | None, policy: HostPolicy) -> str | None:
     """Why the engine process should be replaced now, or None. Pure."""
     if tasks >= policy.max_tasks:

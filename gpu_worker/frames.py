@@ -4,6 +4,8 @@ Used by a worker for one segment and by `swap` for a whole local video, so both 
 Output can be cut into chunks on a fixed frame grid: each chunk is encoded on its own (starting
 with an IDR frame) and handed to `on_chunk` as soon as it is complete — the worker uploads it as a
 checkpoint, so a redelivered segment resumes after the last chunk instead of starting again.
+Frames an engine returns at another size than the job's (FaceFusion's frame enhancer makes them
+larger) are scaled by the encoder from their real size to the job's, as FaceFusion's writer does.
 """
 
 from __future__ import annotations
@@ -92,20 +94,25 @@ def render_range(
     decode_threads: int = 0,
     on_preview: Callable[[Image], None] | None = None,
     carry: Carry | None = None,
+    lead_out: int = 0,
 ) -> RangeStats:
-    """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files."""
+    """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files.
+
+    `lead_out`: frames after the range that the engine sees but that are not emitted (FaceFusion's
+    tracker looks that far ahead), as the lead-in frames before it.
+    """
     began = time.monotonic()
-    width, height = video.display_size
     start, end = chunks[0][0], chunks[-1][1]
     first = start if _resume(carry, what) else max(0, start - LEAD_IN_FRAMES)
+    last_decoded = min(video.frame_count, end + lead_out)
     emits: list[bool] = []
     watch = IntegrityWatch()
 
     def frames() -> Iterator[Frame]:
-        for index, image in iter_frames(reader, video, first, end, what, decode_threads):
+        for index, image in iter_frames(reader, video, first, last_decoded, what, decode_threads):
             if cancel.is_set():
                 raise Cancelled(f"{what}: cancelled at frame {index}")
-            emit = index >= start
+            emit = start <= index < end
             emits.append(emit)
             if emit:
                 watch.saw_input(image, index)
@@ -116,26 +123,44 @@ def render_range(
     written = 0
     last: Image | None = None
     outputs = engine.render(job, frames())
+    sizes: list[tuple[int, ...]] = []  # the engine's frame shape, one for the whole range
+
+    def emitted() -> Iterator[Image]:
+        """The engine's frames that are emitted; the lead-in and lead-out ones are counted and dropped."""
+        nonlocal engine_s, produced
+        while True:
+            tick = time.monotonic()
+            image = next(outputs, None)
+            engine_s += time.monotonic() - tick
+            if image is None:
+                return
+            if produced >= len(emits):
+                raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
+            produced += 1
+            if emits[produced - 1]:
+                yield _checked_shape(image, sizes, what, engine.name)
+
+    images = emitted()
     for chunk_first, chunk_end in chunks:
         path = workdir / f"{chunk_first:07d}-{chunk_end:07d}.mp4"
+        image = next(images, None)
+        if image is None:
+            raise SegmentFailed(f"{what}: engine {engine.name} returned {produced} frames for {len(emits)}")
+        # The encoder takes the frames at their real size and scales them to the job's.
+        height, width = image.shape[:2]
         with FramePipe(encode_segment_argv(width, height, settings, path), what, timeout_s=timeout_s) as pipe:
-            while written < chunk_end - start:
-                tick = time.monotonic()
-                image = next(outputs, None)
-                engine_s += time.monotonic() - tick
+            while True:
+                pipe.write(image)
+                watch.saw_output(image)
+                last = image
+                written += 1
+                if on_frame:
+                    on_frame(written)
+                if written >= chunk_end - start:
+                    break
+                image = next(images, None)
                 if image is None:
                     raise SegmentFailed(f"{what}: engine {engine.name} returned {produced} frames for {len(emits)}")
-                _check_shape(image, height, width, what, engine.name)
-                if produced >= len(emits):
-                    raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
-                if emits[produced]:
-                    pipe.write(image)
-                    watch.saw_output(image)
-                    last = image
-                    written += 1
-                    if on_frame:
-                        on_frame(written)
-                produced += 1
         if carry is not None:
             # The engine has yielded the chunk's last frame and not yet pulled the next one.
             carry.on_state(chunk_first, chunk_end, carry.engine.save_state())
@@ -145,12 +170,18 @@ def render_range(
             on_preview(last)
         if drain is not None and drain.is_set() and chunk_end < end:
             raise Drained(chunk_end)
-    if next(outputs, None) is not None:
+    if next(images, None) is not None:
         raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
     watch.check(what, engine.selected_frames() if isinstance(engine, ReportsSelection) else None)
     return RangeStats(frames=written, engine_s=engine_s, wall_s=time.monotonic() - began)
 
 
-def _check_shape(image: Image, height: int, width: int, what: str, engine: str) -> None:
-    if image.shape != (height, width, 3):
-        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame for {height}×{width}")
+def _checked_shape(image: Image, sizes: list[tuple[int, ...]], what: str, engine: str) -> Image:
+    """A BGR frame of the size the engine's first one had (any size: the encoder scales it)."""
+    if image.ndim != 3 or image.shape[2] != 3 or min(image.shape[:2]) < 1:
+        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame, not a BGR picture")
+    if not sizes:
+        sizes.append(image.shape)
+    elif image.shape != sizes[0]:
+        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame after {sizes[0]} ones")
+    return image

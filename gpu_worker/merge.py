@@ -2,7 +2,8 @@
 
 It checks every planned segment's record (a Distributed Map may end SUCCEEDED with failed items on
 some emulators), concatenates the segments by stream copy in plan order, muxes the original audio
-once over the whole timeline, verifies the result against the source, and uploads it.
+once over the whole timeline (as the job's engine would: fusionfleet.jobs.audio.audio_plan),
+verifies the result against the source, and uploads it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
 from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
-from fusionfleet.jobs.audio import AudioSettings, audio_settings
+from fusionfleet.jobs.audio import AudioPlan, audio_plan
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE, job_cost
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
@@ -124,16 +125,20 @@ def assemble(
     video: VideoInfo,
     output: Path,
     what: str,
-    audio_encoding: AudioSettings | None = None,
+    plan: AudioPlan | None = None,
 ) -> MediaSummary:
-    """Concatenate `parts` (same folder) by stream copy, mux the source's audio once (copied, or encoded as
-    the job's audio options say), check against the source."""
+    """Concatenate `parts` (same folder) by stream copy, mux the source's audio once as the job's audio
+    plan says (copied, or encoded), check against the source."""
+    plan = plan or AudioPlan()
     workdir = parts[0].parent
     segment_list = workdir / "segments.txt"
     segment_list.write_text("".join(f"file '{part.name}'\n" for part in parts))
     offset = (min(track.start_s for track in video.audio) - video.start_s) if audio else 0.0
+    duration_s = video.frame_count / float(video.fps)
     run_ffmpeg(
-        merge_argv(segment_list, audio, [t.codec for t in video.audio], offset, output, audio_encoding),
+        merge_argv(
+            segment_list, audio, [t.codec for t in video.audio], offset, output, plan=plan, duration_s=duration_s
+        ),
         timeout_s=max(300.0, video.frame_count / 50),
         what=f"merge of {what}",
     )
@@ -141,12 +146,14 @@ def assemble(
         summary = summarize(output, decode=False)
     except MediaError as error:
         raise SegmentFailed(f"the merged video does not decode: {error.reason}") from error
-    verify_output(summary, video)
+    verify_output(summary, video, plan if audio is not None else AudioPlan(keep=False))
     return summary
 
 
-def verify_output(summary: MediaSummary, video: VideoInfo) -> None:
-    """Frame count exact, duration within one frame, every audio track as long as the source's."""
+def verify_output(summary: MediaSummary, video: VideoInfo, plan: AudioPlan | None = None) -> None:
+    """Frame count exact, duration within one frame, the audio tracks the plan keeps, each as long as
+    the source's (or the video, where the plan cuts it so)."""
+    plan = plan or AudioPlan()
     frame_s = 1 / float(video.fps)
     expected_s = video.frame_count * frame_s
     problems = []
@@ -154,12 +161,14 @@ def verify_output(summary: MediaSummary, video: VideoInfo) -> None:
         problems.append(f"{summary.frame_count} frames, the source has {video.frame_count}")
     if abs(summary.duration_s - expected_s) > frame_s + 1e-6:
         problems.append(f"lasts {summary.duration_s:.3f} s, the source's video {expected_s:.3f} s")
-    if len(summary.audio_durations_s) != len(video.audio):
-        problems.append(f"{len(summary.audio_durations_s)} audio tracks, the source has {len(video.audio)}")
-    for track, duration in zip(video.audio, summary.audio_durations_s, strict=False):
+    tracks = list(video.audio[:1] if plan.first_track_only else video.audio) if plan.keep else []
+    if len(summary.audio_durations_s) != len(tracks):
+        problems.append(f"{len(summary.audio_durations_s)} audio tracks, {len(tracks)} expected from the source's")
+    for track, duration in zip(tracks, summary.audio_durations_s, strict=False):
+        wanted = min(track.duration_s, expected_s) if plan.cut_to_video else track.duration_s
         # AAC frames are ~21 ms; a re-encode may pad by one of them.
-        if abs(duration - track.duration_s) > max(frame_s, 0.05):
-            problems.append(f"audio track {track.index} lasts {duration:.3f} s, the source's {track.duration_s:.3f} s")
+        if abs(duration - wanted) > max(frame_s, 0.05):
+            problems.append(f"audio track {track.index} lasts {duration:.3f} s, expected {wanted:.3f} s")
     if problems:
         raise SegmentFailed("the merged video does not match its source: " + "; ".join(problems))
 
@@ -179,25 +188,24 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
             S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
             what=f"target {job.target.key!r}",
         )
-        audio_path = workdir / "audio.mka"
         with ThreadPoolExecutor(max_workers=deps.download_threads + 1) as pool:
             # The audio comes out of the target while the segments download.
-            audio = pool.submit(extract_audio, reader, job.video, audio_path, job.job_id)
+            audio = pool.submit(extract_audio, reader, job.video, workdir, job.job_id)
             list(
                 pool.map(
                     lambda item: deps.storage.download_file(job.work_bucket, item[0], workdir / item[1]),
                     zip(keys, names, strict=True),
                 )
             )
-            has_audio = audio.result()
+            audio_path = audio.result()
         output_path = workdir / "output.mp4"
         summary = assemble(
             [workdir / name for name in names],
-            audio_path if has_audio else None,
+            audio_path,
             job.video,
             output_path,
             job.job_id,
-            audio_settings(job.options),
+            audio_plan(job.engine, job.options),
         )
         deps.storage.upload_file(job.output.bucket, job.output.key, output_path, "video/mp4")
         merge_s = time.monotonic() - started

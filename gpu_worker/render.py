@@ -31,7 +31,7 @@ from gpu_worker.commit import commit, drop_output, result_of, winner
 from gpu_worker.config import HostConfig
 from gpu_worker.encoded_segment import Finish, RenderedFrames
 from gpu_worker.engine_pool import EnginePool
-from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image
+from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image, LooksAhead
 from gpu_worker.errors import Drained, Released
 from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
@@ -186,11 +186,13 @@ def render_frames(
             cached_blocks=4,
         )
         engine_s = 0.0
+        lead_out = analyser.lead_out_frames(engine_job) if isinstance(analyser, LooksAhead) else 0
         if remaining:
             stats = render_range(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
                 on_chunk=checkpoints.save, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image),
+                lead_out=lead_out,
             )  # fmt: skip
             engine_s = stats.engine_s
         return RenderedFrames(

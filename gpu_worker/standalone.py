@@ -21,7 +21,7 @@ from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefus
 from fusionfleet.facefusion.options import OptionsError
 from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
 from fusionfleet.facefusion.requirements import SourceKind
-from fusionfleet.jobs.audio import audio_settings
+from fusionfleet.jobs.audio import audio_plan
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
 from fusionfleet.jobs.manifest import QUALITIES, invalid_manifest
@@ -66,7 +66,8 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
     video = probe_video(reader, f"target {args.target.name!r}", limits)
     width, height = video.display_size
-    settings = encoder_settings(width, height, video.fps, options, max(1, round(float(video.fps) * GOP_SECONDS)))
+    gop = max(1, round(float(video.fps) * GOP_SECONDS))
+    settings = encoder_settings(width, height, video.fps, options, gop, engine=engine_name)
     kinds, sources, audio_source = read_sources(args.source, limits)
     check_sources(engine_name, options, kinds)
     reference = decode_image(args.reference.read_bytes(), "reference", limits) if args.reference else None
@@ -106,12 +107,9 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         line.done()
         args.output.parent.mkdir(parents=True, exist_ok=True)
         audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
-        audio = workdir / "audio.mka"
-        has_audio = extract_audio(audio_reader, video, audio, args.target.name)
+        audio = extract_audio(audio_reader, video, workdir, args.target.name)
         merged = workdir / "output.mp4"
-        summary = assemble(
-            [part], audio if has_audio else None, video, merged, args.target.name, audio_settings(options)
-        )
+        summary = assemble([part], audio, video, merged, args.target.name, audio_plan(engine_name, options))
         shutil.move(str(merged), args.output)
     finally:
         engine.close()

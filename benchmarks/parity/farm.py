@@ -68,6 +68,23 @@ class Farm:
         self._inbox = ""
         self._notices: dict[str, dict[str, Any]] = {}
         self._count = 0
+        self._owned = True  # started here, so stopped here
+
+    @classmethod
+    def running(cls, harness: Harness, state_dir: Path) -> Farm:
+        """A farm someone else started (an e2e test's stack whose workers run this harness): used, not stopped."""
+        farm = cls(harness, state_dir)
+        farm._owned = False
+        farm._attach()
+        return farm
+
+    def _attach(self) -> None:
+        state = LocalState.load(self.state_dir / "state.json")
+        if state is None:
+            raise FarmFailed(f"no local stack in {self.state_dir}")
+        self.aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
+        self.resources = StackResources.from_outputs(state.outputs)
+        self._inbox = self._subscribe()
 
     def _cli(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "fleetctl.cli", "local", *args, "--state-dir", str(self.state_dir)]
@@ -80,19 +97,17 @@ class Farm:
              "--no-backups"],
             env=env, cwd=ROOT, capture_output=True, text=True, timeout=UP_TIMEOUT_S, check=False,
         )  # fmt: skip
-        state = LocalState.load(self.state_dir / "state.json")
-        if up.returncode != 0 or state is None:
+        if up.returncode != 0 or LocalState.load(self.state_dir / "state.json") is None:
             self.__exit__(None, None, None)
             raise FarmFailed(f"local up failed ({up.returncode}):\n{up.stdout[-2000:]}\n{up.stderr[-2000:]}")
-        self.aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
-        self.resources = StackResources.from_outputs(state.outputs)
-        self._inbox = self._subscribe()
+        self._attach()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        subprocess.run(self._cli("down"), cwd=ROOT, capture_output=True, timeout=DOWN_TIMEOUT_S, check=False)
+        if self._owned:
+            subprocess.run(self._cli("down"), cwd=ROOT, capture_output=True, timeout=DOWN_TIMEOUT_S, check=False)
 
     def client(self, service: str) -> Any:
         assert self.aws is not None, "the farm is not up"

@@ -1,9 +1,11 @@
-"""The output's audio: copied from the target, or re-encoded as a job's audio options say.
+"""The output's audio: what the merge does with the target's, decided by the job's engine and options.
 
-FaceFusion applies `output_audio_encoder`, `_quality` and `_volume` when it restores the target's
-audio; the farm's merge does the same, with the same quality scales, so a job asks for the same
-thing on one machine and on the fleet. With none of them set the target's audio is kept as it is
-(copied), which is what a render farm's users expect of an untouched soundtrack.
+`facefusion` jobs get FaceFusion's own (workflows/to_video.restore_audio, ffmpeg.restore_audio): the
+target's first audio track only, re-encoded with the job's encoder, or FaceFusion's default (the
+first it offers: FLAC), at its quality and always through its volume filter, cut to the video's
+length; at volume 0 the output has no audio at all. The built-in engines keep the farm's promise of
+an untouched soundtrack: every track copied, unless an audio option asks for an encode (with
+FaceFusion's quality scales; volume 0 then leaves silent tracks).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ AUDIO_OPTIONS = ("output_audio_encoder", "output_audio_quality", "output_audio_v
 # libvorbis and PCM, which FFmpeg will put in an MP4 that most players then refuse.
 MP4_AUDIO_ENCODERS = ("aac", "libmp3lame", "libopus", "flac")
 DEFAULT_AUDIO_ENCODER = "aac"
+# The first of FaceFusion's output_audio_encoders (choices.py) that an ffmpeg has: FaceFusion's default.
+FACEFUSION_AUDIO_ENCODER = "flac"
 DEFAULT_AUDIO_QUALITY = 80  # FaceFusion's default
 DEFAULT_AUDIO_VOLUME = 100
 
@@ -27,6 +31,31 @@ class AudioSettings:
     encoder: str
     quality: int
     volume: int
+
+
+@dataclass(frozen=True)
+class AudioPlan:
+    """What the merge does with the target's audio."""
+
+    keep: bool = True  # False: the output has no audio
+    settings: AudioSettings | None = None  # None: copied as it is
+    first_track_only: bool = False
+    cut_to_video: bool = False  # cut to the video's length, the volume filter always applied (FaceFusion's way)
+
+
+def audio_plan(engine: str, options: Mapping[str, object]) -> AudioPlan:
+    """The job's audio, by its engine: FaceFusion's rules for `facefusion`, the farm's for the others. Pure."""
+    if engine != "facefusion":
+        return AudioPlan(settings=audio_settings(options))
+    volume = int(str(options.get("output_audio_volume", DEFAULT_AUDIO_VOLUME)))
+    if volume == 0:
+        return AudioPlan(keep=False)
+    settings = AudioSettings(
+        encoder=str(options.get("output_audio_encoder", FACEFUSION_AUDIO_ENCODER)),
+        quality=int(str(options.get("output_audio_quality", DEFAULT_AUDIO_QUALITY))),
+        volume=volume,
+    )
+    return AudioPlan(settings=settings, first_track_only=True, cut_to_video=True)
 
 
 def audio_settings(options: Mapping[str, object]) -> AudioSettings | None:
@@ -67,7 +96,12 @@ def audio_quality_args(encoder: str, quality: int) -> list[str]:
     return []  # flac is lossless: nothing to choose
 
 
-def audio_encode_args(settings: AudioSettings) -> list[str]:
-    """Encoder, quality and volume for every output audio track; volume 0 leaves silent tracks."""
-    volume = [] if settings.volume == DEFAULT_AUDIO_VOLUME else ["-filter:a", f"volume={settings.volume / 100}"]
+def audio_encode_args(settings: AudioSettings, always_volume: bool = False) -> list[str]:
+    """Encoder, quality and volume for every output audio track; volume 0 leaves silent tracks.
+
+    `always_volume`: the volume filter even at 100 %, as FaceFusion's restore_audio writes it.
+    """
+    volume = ["-filter:a", f"volume={settings.volume / 100}"]
+    if settings.volume == DEFAULT_AUDIO_VOLUME and not always_volume:
+        volume = []
     return ["-c:a", settings.encoder, *audio_quality_args(settings.encoder, settings.quality), *volume]

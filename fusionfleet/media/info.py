@@ -33,6 +33,9 @@ class VideoInfo:
     variable_frame_rate: bool
     size_bytes: int
     audio: tuple[AudioTrack, ...] = ()
+    # The video's transfer characteristic by ffmpeg's name ("" when unspecified): PQ and HLG targets
+    # are tone-mapped to BT.709 when decoded (fusionfleet.media.colour).
+    color_transfer: str = ""
 
     @property
     def fps(self) -> Fraction:

@@ -251,7 +251,7 @@ class Slicer:
         plan, fleet_workers = self._plan(frames, engine)
         settings = encoder_settings(
             width, height, frames.output_fps, manifest.options, max(s.frame_count for s in plan),
-            self.config.encoder_threads,
+            self.config.encoder_threads, engine,
         )  # fmt: skip
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
         assert manifest.output is not None

@@ -44,7 +44,8 @@ class Frame:
 
     `index` is the frame's number in the whole target video. `emit` is False for lead-in frames
     the worker feeds before the segment's first frame so that trackers and temporal filters are
-    warmed up; the engine still yields an output for them and the worker drops it.
+    warmed up, and for the lead-out frames after its last that an engine asked to look ahead to
+    (`LooksAhead`); the engine still yields an output for them and the worker drops it.
     """
 
     index: int
@@ -131,3 +132,12 @@ class ReportsSelection(Protocol):
 
     def selected_frames(self) -> frozenset[int]:
         """Indices of the emitted frames of the last `render()` in which it chose at least one face to swap."""
+
+
+@runtime_checkable
+class LooksAhead(Protocol):
+    """An engine whose output for a frame depends on frames after it (FaceFusion's face tracker)."""
+
+    def lead_out_frames(self, job: EngineJob) -> int:
+        """How many frames past a segment's last it must see: the worker decodes and feeds them, not emitted."""
+        ...

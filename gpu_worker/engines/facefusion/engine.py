@@ -25,7 +25,7 @@ from gpu_worker.engines.facefusion.execution import (
     execution_args,
 )
 from gpu_worker.engines.facefusion.host import gather_facts
-from gpu_worker.engines.facefusion.job_options import check_options, reference_position
+from gpu_worker.engines.facefusion.job_options import check_options, look_ahead, reference_position
 from gpu_worker.engines.facefusion.media import read_output, write_sources, write_target
 from gpu_worker.engines.facefusion.process import (
     Runner,
@@ -76,6 +76,9 @@ class FaceFusionEngine:
 
     def validate(self, job: EngineJob) -> None:
         check_options(job)
+
+    def lead_out_frames(self, job: EngineJob) -> int:
+        return look_ahead(job.options)
 
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         options = check_options(job)

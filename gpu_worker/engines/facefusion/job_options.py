@@ -15,7 +15,11 @@ from fusionfleet.facefusion.options import OptionsError, to_cli_args, validate_o
 from fusionfleet.facefusion.requirements import SourceKind, processors_of, source_problems, workflow_problems
 from gpu_worker.engines.base import EngineError, EngineJob
 
-__all__ = ["ENGINE_OWNED", "check_options", "forwarded", "option_args", "processors_of", "reference_position"]
+__all__ = [
+    "ENGINE_OWNED", "check_options", "forwarded", "look_ahead", "option_args", "processors_of", "reference_position",
+]  # fmt: skip
+
+TARGET_FRAME_AMOUNT = 2  # FaceFusion's --target-frame-amount default
 
 _ENCODER = "applied by the worker's encoder when it encodes the segment (fusionfleet.jobs.encoding)"
 ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
@@ -62,6 +66,15 @@ def forwarded(options: Mapping[str, object]) -> dict[str, object]:
 def option_args(options: Mapping[str, object]) -> list[str]:
     """The job's part of FaceFusion's argv, in catalogue order."""
     return to_cli_args(forwarded(options))
+
+
+def look_ahead(options: Mapping[str, object]) -> int:
+    """Frames after a frame that FaceFusion's output for it depends on: with the face tracker on
+    (face_tracker_score > 0, face_selector.select_faces) it tracks faces `target_frame_amount` frames
+    both ways; otherwise only the frame itself counts. 0 is an amount like any other."""
+    if float(str(options.get("face_tracker_score", 0.0))) <= 0:
+        return 0
+    return int(str(options.get("target_frame_amount", TARGET_FRAME_AMOUNT)))
 
 
 def reference_position(options: Mapping[str, object], indices: Sequence[int], emits: Sequence[bool]) -> int:
