@@ -6,10 +6,14 @@ with an IDR frame) and handed to `on_chunk` as soon as it is complete — the wo
 checkpoint, so a redelivered segment resumes after the last chunk instead of starting again.
 Frames an engine returns at another size than the job's (FaceFusion's frame enhancer makes them
 larger) are scaled by the encoder from their real size to the job's, as FaceFusion's writer does.
+A job's timeline (fusionfleet.jobs.timeline) says how many output frames show each target frame: one,
+or more or none where the job's output rate differs from the target's, as FaceFusion's writer repeats
+and drops them; the chunks are counted in output frames.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -19,6 +23,7 @@ from pathlib import Path
 
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.jobs.encoding import EncoderSettings
+from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.probe import VideoInfo
@@ -43,11 +48,31 @@ class RangeStats:
     wall_s: float
 
 
-def chunk_grid(start: int, end: int, chunk_frames: int | None) -> list[tuple[int, int]]:
-    """[start, end) cut every `chunk_frames` frames from `start` (one chunk when None). Pure."""
+def chunk_grid(
+    start: int, end: int, chunk_frames: int | None, timeline: Timeline | None = None
+) -> list[tuple[int, int]]:
+    """[start, end) cut every `chunk_frames` frames from `start` (one chunk when None). Pure.
+
+    A chunk the timeline shows no frame of (a lower output rate drops frames) joins the one before
+    it (the first such, the one after): every chunk is a video of at least one frame.
+    """
     if chunk_frames is None or chunk_frames <= 0:
         return [(start, end)]
-    return [(first, min(first + chunk_frames, end)) for first in range(start, end, chunk_frames)]
+    grid = [(first, min(first + chunk_frames, end)) for first in range(start, end, chunk_frames)]
+    if timeline is None:
+        return grid
+    joined: list[tuple[int, int]] = []
+    for first, last in grid:
+        if joined and (timeline.output_frames(first, last) == 0 or timeline.output_frames(*joined[-1]) == 0):
+            joined[-1] = (joined[-1][0], last)
+        else:
+            joined.append((first, last))
+    return joined
+
+
+def shown_frames(timeline: Timeline | None, first: int, end: int) -> int:
+    """Output frames made from target frames [first, end): one each without a timeline."""
+    return end - first if timeline is None else timeline.output_frames(first, end)
 
 
 OnChunk = Callable[[Path, int, int], None]
@@ -95,17 +120,19 @@ def render_range(
     on_preview: Callable[[Image], None] | None = None,
     carry: Carry | None = None,
     lead_out: int = 0,
+    timeline: Timeline | None = None,
 ) -> RangeStats:
     """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files.
 
     `lead_out`: frames after the range that the engine sees but that are not emitted (FaceFusion's
-    tracker looks that far ahead), as the lead-in frames before it.
+    tracker looks that far ahead), as the lead-in frames before it. `timeline`: how many output frames
+    show each emitted frame, and the number FaceFusion's processors give it (None: once, its own).
     """
     began = time.monotonic()
     start, end = chunks[0][0], chunks[-1][1]
     first = start if _resume(carry, what) else max(0, start - LEAD_IN_FRAMES)
     last_decoded = min(video.frame_count, end + lead_out)
-    emits: list[bool] = []
+    emits: list[int | None] = []  # each frame given to the engine: its index when emitted
     watch = IntegrityWatch()
 
     def frames() -> Iterator[Frame]:
@@ -113,10 +140,11 @@ def render_range(
             if cancel.is_set():
                 raise Cancelled(f"{what}: cancelled at frame {index}")
             emit = start <= index < end
-            emits.append(emit)
+            emits.append(index if emit else None)
             if emit:
                 watch.saw_input(image, index)
-            yield Frame(index=index, image=image, emit=emit)
+            number = timeline.frame_number(index) if timeline is not None else index
+            yield Frame(index=index, image=image, emit=emit, number=number)
 
     engine_s = 0.0
     produced = 0
@@ -125,8 +153,8 @@ def render_range(
     outputs = engine.render(job, frames())
     sizes: list[tuple[int, ...]] = []  # the engine's frame shape, one for the whole range
 
-    def emitted() -> Iterator[Image]:
-        """The engine's frames that are emitted; the lead-in and lead-out ones are counted and dropped."""
+    def emitted() -> Iterator[tuple[int, Image]]:
+        """The engine's emitted frames with their index; the lead-in and lead-out ones are counted and dropped."""
         nonlocal engine_s, produced
         while True:
             tick = time.monotonic()
@@ -137,30 +165,36 @@ def render_range(
             if produced >= len(emits):
                 raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
             produced += 1
-            if emits[produced - 1]:
-                yield _checked_shape(image, sizes, what, engine.name)
+            index = emits[produced - 1]
+            if index is not None:
+                watch.saw_output(image)
+                yield index, _checked_shape(image, sizes, what, engine.name)
 
     images = emitted()
     for chunk_first, chunk_end in chunks:
         path = workdir / f"{chunk_first:07d}-{chunk_end:07d}.mp4"
-        image = next(images, None)
-        if image is None:
-            raise SegmentFailed(f"{what}: engine {engine.name} returned {produced} frames for {len(emits)}")
-        # The encoder takes the frames at their real size and scales them to the job's.
-        height, width = image.shape[:2]
-        with FramePipe(encode_segment_argv(width, height, settings, path), what, timeout_s=timeout_s) as pipe:
-            while True:
-                pipe.write(image)
-                watch.saw_output(image)
-                last = image
-                written += 1
-                if on_frame:
-                    on_frame(written)
-                if written >= chunk_end - start:
-                    break
-                image = next(images, None)
-                if image is None:
+        with contextlib.ExitStack() as stack:
+            pipe: FramePipe | None = None
+            for _ in range(chunk_end - chunk_first):  # every target frame of the chunk, in order
+                item = next(images, None)
+                if item is None:
                     raise SegmentFailed(f"{what}: engine {engine.name} returned {produced} frames for {len(emits)}")
+                index, image = item
+                copies = 1 if timeline is None else timeline.shown(index)
+                if copies and pipe is None:
+                    # The encoder takes the frames at their real size and scales them to the job's.
+                    height, width = image.shape[:2]
+                    argv = encode_segment_argv(width, height, settings, path)
+                    pipe = stack.enter_context(FramePipe(argv, what, timeout_s=timeout_s))
+                for _ in range(copies):
+                    assert pipe is not None
+                    pipe.write(image)
+                    written += 1
+                    if on_frame:
+                        on_frame(written)
+                last = image if copies else last
+            if pipe is None:
+                raise SegmentFailed(f"{what}: no output frame shows frames {chunk_first}-{chunk_end - 1}")
         if carry is not None:
             # The engine has yielded the chunk's last frame and not yet pulled the next one.
             carry.on_state(chunk_first, chunk_end, carry.engine.save_state())

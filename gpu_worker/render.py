@@ -37,7 +37,7 @@ from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
 from gpu_worker.frames import Carry, chunk_grid, render_range
 from gpu_worker.job_analysis import analyse_job, job_content_verdict
-from gpu_worker.sources import SourceCache
+from gpu_worker.sources import AudioSources, SourceCache
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ class RenderDeps:
     worker_id: str
     cpu_threads: int = 0
     faults_file: Path | None = None
+    audio: AudioSources | None = None  # each job's audio source on disk (None: built on first use)
 
 
 def build_render_deps(config: HostConfig) -> RenderDeps:
@@ -151,6 +152,8 @@ def render_frames(
             fps=float(job.video.fps),
             work_dir=workdir,
             content_decided=verdict is not None,
+            audio=_audio_sources(deps).get(job, deps.scratch),
+            timeline=job.frames,
         )
         try:
             engine.validate(engine_job)
@@ -159,9 +162,9 @@ def render_frames(
                 raise
             # The job's inputs cannot work with this engine: the same on every attempt.
             raise InputRejected(error.reason) from error
-        grid = chunk_grid(segment.start_frame, segment.end_frame, job.encoder.chunk_frames or None)
+        grid = chunk_grid(segment.start_frame, segment.end_frame, job.encoder.chunk_frames or None, job.frames)
         checkpoints = Checkpoints(deps.storage, job.work_bucket, job.job_id, segment.index)
-        saved = checkpoints.restore_with_state(grid, workdir, analyser.name)
+        saved = checkpoints.restore_with_state(grid, workdir, analyser.name, job.frames.output_frames)
         restored = saved.chunks
         remaining = grid[len(restored) :]
         carry = None
@@ -192,7 +195,7 @@ def render_frames(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
                 on_chunk=checkpoints.save, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image),
-                lead_out=lead_out,
+                lead_out=lead_out, timeline=job.frames,
             )  # fmt: skip
             engine_s = stats.engine_s
         return RenderedFrames(
@@ -209,6 +212,12 @@ def render_frames(
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+
+
+def _audio_sources(deps: RenderDeps) -> AudioSources:
+    if deps.audio is None:
+        deps.audio = AudioSources(deps.storage)
+    return deps.audio
 
 
 def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attempt: Attempt) -> RenderResult:
@@ -313,7 +322,7 @@ def _check_segment(path: Path, task: RenderTask) -> int:
         summary = summarize(path)
     except MediaError as error:
         raise SegmentFailed(f"segment {task.segment.index} does not decode: {error.reason}") from error
-    expected = task.segment.frame_count
+    expected = task.job.output_frames(task.segment)
     if summary.frame_count != expected:
         raise SegmentFailed(f"segment {task.segment.index} has {summary.frame_count} frames, planned {expected}")
     settings = task.job.encoder

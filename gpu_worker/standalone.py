@@ -25,6 +25,7 @@ from fusionfleet.jobs.audio import audio_plan
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
 from fusionfleet.jobs.manifest import QUALITIES, invalid_manifest
+from fusionfleet.jobs.timeline import timeline, trim_problem
 from fusionfleet.media.info import AudioInfo
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
@@ -66,8 +67,12 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
     video = probe_video(reader, f"target {args.target.name!r}", limits)
     width, height = video.display_size
-    gop = max(1, round(float(video.fps) * GOP_SECONDS))
-    settings = encoder_settings(width, height, video.fps, options, gop, engine=engine_name)
+    trimmed = trim_problem(options, video.frame_count)
+    if trimmed:
+        raise invalid_manifest([trimmed])
+    frames = timeline(options, video.frame_count, video.fps)
+    gop = max(1, round(float(frames.output_fps) * GOP_SECONDS))
+    settings = encoder_settings(width, height, frames.output_fps, options, gop, engine=engine_name)
     kinds, sources, audio_source = read_sources(args.source, limits)
     check_sources(engine_name, options, kinds)
     reference = decode_image(args.reference.read_bytes(), "reference", limits) if args.reference else None
@@ -85,14 +90,15 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     load_s = time.monotonic() - began
     workdir = Path(tempfile.mkdtemp(prefix="fusionfleet-swap-"))
     try:
+        heard = None if audio_source is None else copy_audio(*audio_source, workdir, "the audio source")
         job = EngineJob(
             job_id="swap", sources=sources, options=MappingProxyType(options), quality=args.quality,
             reference=reference, reference_is_frame=wanted is not None, fps=float(video.fps), work_dir=workdir,
-            audio=None if audio_source is None else copy_audio(*audio_source, workdir, "the audio source"),
+            audio=heard, timeline=frames,
         )  # fmt: skip
         engine.validate(job)
         line = ProgressLine()
-        total = video.frame_count
+        total = frames.output_frames()
 
         def progress(done: int) -> None:
             if done % 5 == 0 or done == total:
@@ -101,15 +107,20 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
         render_began = time.monotonic()
         stats = render_range(
-            engine, job, reader, video, [(0, total)], settings, workdir, threading.Event(), "swap", on_frame=progress
-        )
-        part = workdir / f"{0:07d}-{total:07d}.mp4"
+            engine, job, reader, video, [(frames.start, frames.end)], settings, workdir, threading.Event(), "swap",
+            on_frame=progress, timeline=frames,
+        )  # fmt: skip
+        part = workdir / f"{frames.start:07d}-{frames.end:07d}.mp4"
         line.done()
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
-        audio = extract_audio(audio_reader, video, workdir, args.target.name)
+        if heard is None:
+            audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
+            audio = extract_audio(audio_reader, video, workdir, args.target.name)
         merged = workdir / "output.mp4"
-        summary = assemble([part], audio, video, merged, args.target.name, audio_plan(engine_name, options))
+        summary = assemble(
+            [part], heard or audio, video, merged, args.target.name, audio_plan(engine_name, options), frames,
+            None if audio_source is None else audio_source[1],
+        )  # fmt: skip
         shutil.move(str(merged), args.output)
     finally:
         engine.close()

@@ -6,12 +6,19 @@ first it offers: FLAC), at its quality and always through its volume filter, cut
 length; at volume 0 the output has no audio at all. The built-in engines keep the farm's promise of
 an untouched soundtrack: every track copied, unless an audio option asks for an encode (with
 FaceFusion's quality scales; volume 0 then leaves silent tracks).
+
+Where the job renders part of the target (trim), the audio is cut to that part, as FaceFusion cuts
+it (`-ss start/fps -to end/fps` on the target, ffmpeg_builder.select_media_range), and to the video's
+length. Where the job has an audio source (the lip syncer's), the output carries that instead, from its
+start, cut to the video's length (ffmpeg.replace_audio), encoded as the plan says.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from fusionfleet.jobs.timeline import Timeline
 
 AUDIO_OPTIONS = ("output_audio_encoder", "output_audio_quality", "output_audio_volume")
 # FaceFusion's encoders that an MP4 carries and common players play. FaceFusion also offers
@@ -56,6 +63,29 @@ def audio_plan(engine: str, options: Mapping[str, object]) -> AudioPlan:
         volume=volume,
     )
     return AudioPlan(settings=settings, first_track_only=True, cut_to_video=True)
+
+
+@dataclass(frozen=True)
+class AudioCut:
+    """Which part of the audio input the merge reads, and how long the output's audio may be."""
+
+    window: tuple[float, float] | None = None  # (start, end) seconds of the input; None: all of it
+    length_s: float | None = None  # the output's length (-t); None: as long as the audio
+
+
+def audio_cut(frames: Timeline, target_frames: int, plan: AudioPlan, replaced: bool) -> AudioCut:
+    """The cut of the output's audio for the job's timeline (`target_frames`: the whole target's). Pure.
+
+    `replaced`: the audio is the job's audio source, read from its start as FaceFusion reads it.
+    """
+    video_s = float(frames.duration_s)
+    if replaced:
+        return AudioCut(None, video_s)
+    whole = frames.start == 0 and frames.end == target_frames and frames.mode == "same"
+    if whole and not plan.cut_to_video:
+        return AudioCut()  # the farm's untouched soundtrack
+    fps = frames.source_fps
+    return AudioCut((float(frames.start / fps), float(frames.end / fps)), video_s)
 
 
 def audio_settings(options: Mapping[str, object]) -> AudioSettings | None:

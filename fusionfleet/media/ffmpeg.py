@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-from fusionfleet.jobs.audio import AudioPlan, AudioSettings, audio_encode_args
+from fusionfleet.jobs.audio import AudioCut, AudioPlan, AudioSettings, audio_encode_args
 from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.media.colour import output_filter
 
@@ -25,8 +25,13 @@ class AudioFile:
     demuxer: str  # ffmpeg's, to read it back
 
 
-# The target's audio taken out by the worker, by suffix (gpu_worker.audio.audio_file).
-AUDIO_FILES = {".m4a": AudioFile("mp4", "mov"), ".mka": AudioFile("matroska", "matroska")}
+# The target's audio taken out by the worker, by suffix (gpu_worker.audio.audio_file), and a job's audio
+# source as the worker copies it (fusionfleet.media.source_audio.copy_audio: its own format's ending).
+AUDIO_FILES = {
+    ".m4a": AudioFile("mp4", "mov"), ".mka": AudioFile("matroska", "matroska"), ".wav": AudioFile("wav", "wav"),
+    ".mp3": AudioFile("mp3", "mp3"), ".flac": AudioFile("flac", "flac"), ".ogg": AudioFile("ogg", "ogg"),
+    ".opus": AudioFile("ogg", "ogg"),
+}  # fmt: skip
 
 
 def global_args() -> list[str]:
@@ -146,26 +151,31 @@ def merge_argv(
     audio_settings: AudioSettings | None = None,
     plan: AudioPlan | None = None,
     duration_s: float = 0.0,
+    cut: AudioCut | None = None,
 ) -> list[str]:
     """Concatenate the segments by stream copy and mux the original audio once over the timeline.
 
     `plan` (fusionfleet.jobs.audio.audio_plan) overrides `audio_settings`: FaceFusion's way cuts the
     audio to `duration_s` (the video's), keeps the first track and always applies the volume filter.
+    `cut` (fusionfleet.jobs.audio.audio_cut), where the job's timeline or its audio source says which
+    part of the audio is read and how long the output's audio may be, overrides that cut.
     """
     plan = plan or AudioPlan(settings=audio_settings)
+    if cut is None:
+        cut = AudioCut((0.0, duration_s), duration_s) if plan.cut_to_video else AudioCut()
     inputs = concat_input(segment_list)
     maps = ["-map", "0:v:0"]
     codec = ["-c:v", "copy"]
     length: list[str] = []
     if audio is not None and plan.keep:
-        cut = cut_range(duration_s) if plan.cut_to_video else []
-        inputs += [*cut, *file_input(audio, AUDIO_FILES[audio.suffix].demuxer, audio_offset_s)]
+        window = cut_range(cut.window[1], cut.window[0]) if cut.window is not None else []
+        inputs += [*window, *file_input(audio, AUDIO_FILES[audio.suffix].demuxer, audio_offset_s)]
         maps += ["-map", "1:a:0" if plan.first_track_only else "1:a"]
         if plan.cut_to_video and plan.settings is not None:
             codec += audio_encode_args(plan.settings, always_volume=True)
-            length = ["-t", str(duration_s)]
         else:
             codec += audio_codec_args(audio_codecs, plan.settings)
+        length = ["-t", str(cut.length_s)] if cut.length_s is not None else []
     return list(
         chain(
             global_args(),

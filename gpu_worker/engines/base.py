@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fusionfleet.jobs.manifest import QUALITIES
+from fusionfleet.jobs.timeline import Timeline
 
 Image = npt.NDArray[np.uint8]
 """An H×W×3 uint8 image in BGR channel order (OpenCV's convention)."""
@@ -51,6 +52,9 @@ class Frame:
     index: int
     image: Image
     emit: bool = True
+    # The number FaceFusion's processors give it (the lip syncer hears the source audio by it): its
+    # index, but counted from the trim's start among kept frames where a lower rate drops frames.
+    number: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class EngineJob:
     content_decided: bool = False
     # The job's audio source (fusionfleet.media.source_audio.copy_audio's copy), for FaceFusion's lip syncer.
     audio: Path | None = None
+    # The frames the job renders and its output rate (fusionfleet.jobs.timeline); None: the whole target.
+    timeline: Timeline | None = None
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)

@@ -60,6 +60,7 @@ class FaceFusionEngine:
         self._home: Path | None = None
         self._execution: list[str] = []
         self._runner = Runner()
+        self._sounding: WarmFaceFusionEngine | None = None  # renders the jobs with an audio source
 
     def prepare(self) -> None:
         settings = self._settings or settings_from_env(self._env)
@@ -84,6 +85,12 @@ class FaceFusionEngine:
         options = check_options(job)
         if self._home is None:
             self.prepare()
+        if job.audio is not None:
+            # A headless-run of one segment numbers its frames from the segment's start, and FaceFusion
+            # hears the source audio by those numbers: a job with an audio source renders in a warm
+            # process instead, which gives each frame its number in the whole target.
+            yield from self._warm().render(job, frames)
+            return
         settings, home = self._settings, self._home
         assert settings is not None and home is not None
         job.work_dir.mkdir(parents=True, exist_ok=True)
@@ -144,5 +151,13 @@ class FaceFusionEngine:
         finally:
             analyser.close()
 
+    def _warm(self) -> WarmFaceFusionEngine:
+        if self._sounding is None:
+            self._sounding = WarmFaceFusionEngine(self._settings, self._facts, env=self._env)
+        return self._sounding
+
     def close(self) -> None:
         self._runner.stop()
+        if self._sounding is not None:
+            self._sounding.close()
+            self._sounding = None

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +85,15 @@ def with_reference(job: EngineJob, frames: Iterable[Frame]) -> tuple[Image | Non
     if first is None:
         return None, iterator
     return (job.reference if job.reference is not None else first.image), itertools.chain([first], iterator)
+
+
+def sound(job: EngineJob) -> dict[str, Any] | None:
+    """How the lip syncer hears the job's audio source: at FaceFusion's processing rate, from the trim's start."""
+    if job.audio is None:
+        return None
+    if job.timeline is None:
+        return {"fps": job.fps, "start": 0}
+    return {"fps": float(job.timeline.temp_fps), "start": job.timeline.start}
 
 
 class WarmFaceFusionEngine:
@@ -157,7 +167,8 @@ class WarmFaceFusionEngine:
             self._unfinished = True
             process.send({"op": "segment", "argv": argv, "check_key": check_key(options, self._execution),
                           "fps": job.fps, "analyse": not job.content_decided, "job": job.job_id,
-                          "output_video_scale": float(str(options.get("output_video_scale", 1.0)))})  # fmt: skip
+                          "output_video_scale": float(str(options.get("output_video_scale", 1.0))),
+                          "audio": sound(job)})  # fmt: skip
             header, _ = process.receive(first, "checking the job")
             self._unfinished = header["op"] == "ready"
             if header["op"] == "refused":
@@ -201,7 +212,12 @@ class WarmFaceFusionEngine:
                     if not frame.emit:
                         context.append(frame.image)
                     process.send(
-                        {"op": "frame", "shape": [height, width], "process": frame.emit},
+                        {
+                            "op": "frame",
+                            "shape": [height, width],
+                            "process": frame.emit,
+                            "number": frame.index if frame.number is None else frame.number,
+                        },
                         np.ascontiguousarray(frame.image).tobytes(),
                     )
                     sent.append(frame.index)

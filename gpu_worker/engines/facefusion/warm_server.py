@@ -94,6 +94,59 @@ class Refused(Exception):
         self.job_inputs = job_inputs
 
 
+class Sound:
+    """What the lip syncer hears with each frame: FaceFusion's own audio frames of the job's audio source.
+
+    FaceFusion hears a frame's audio in a video run only (workflows.core.conditional_get_source_audio_frame:
+    `frame number - trim start` at the processing rate); here the target is the reference frame, as an
+    image, so its two functions are replaced by ones that read the same audio frames with the numbers the
+    worker gives each frame (its number in the whole target, as FaceFusion's video run numbers it) and
+    the segment's rate and trim start. Everything else is FaceFusion's: its audio reading, its caches.
+    """
+
+    def __init__(self) -> None:
+        self.fps = 0.0
+        self.start = 0
+        self.path: str | None = None
+
+    def install(self) -> None:
+        from facefusion import audio
+        from facefusion.workflows import core
+
+        core.conditional_get_source_audio_frame = self.reading(audio.get_audio_frame)
+        core.conditional_get_source_voice_frame = self.reading(audio.get_voice_frame)
+
+    def reading(self, read: Callable[[str, float, int], Any]) -> Callable[[int], Any]:
+        def frame(frame_number: int) -> Any:
+            from facefusion import audio, state_manager
+            from facefusion.common_helper import get_first
+            from facefusion.filesystem import filter_audio_paths
+
+            path = get_first(filter_audio_paths(state_manager.get_item("source_paths")))
+            if path and self.fps:
+                found = read(path, self.fps, frame_number - self.start)
+                if np.any(found):
+                    return found
+            return audio.create_empty_audio_frame()
+
+        return frame
+
+    def segment(self, header: dict[str, Any] | None) -> None:
+        """The segment's rate and trim start; a new job's audio is read afresh (FaceFusion caches by path)."""
+        from facefusion import audio, state_manager
+        from facefusion.common_helper import get_first
+        from facefusion.filesystem import filter_audio_paths
+
+        self.fps = float(header["fps"]) if header else 0.0
+        self.start = int(header["start"]) if header else 0
+        path = get_first(filter_audio_paths(state_manager.get_item("source_paths")))
+        if path != self.path:
+            # A whole source's audio frames are large: one job's at a time.
+            audio.read_static_audio.cache_clear()
+            audio.read_static_voice.cache_clear()
+            self.path = path
+
+
 class FaceFusion:
     """FaceFusion's modules, imported once, and what this process has done with them."""
 
@@ -130,6 +183,8 @@ class FaceFusion:
                 return pool
 
         inference_manager.get_inference_pool = serialised
+        self.sound = Sound()
+        self.sound.install()
 
     def configure(self, argv: list[str]) -> None:
         """Apply `argv` to FaceFusion's state as its CLI does; Refused with its own message."""
@@ -284,6 +339,7 @@ def render(
 
     engine.configure(header["argv"])
     engine.clear_faces_for_job(header.get("job"))
+    engine.sound.segment(header.get("audio"))
     engine.used_pools.clear()
     # The target path is the reference frame, as an image: for an image FaceFusion reads the
     # reference face from the image itself (workflows.core.conditional_get_reference_vision_frame);
@@ -305,6 +361,7 @@ def render(
     threads = int(state_manager.get_item("execution_thread_count"))
     window: dict[int, np.ndarray] = {}
     processed: dict[int, bool] = {}
+    numbers: dict[int, int] = {}  # each frame's number in the whole target (what the lip syncer hears by)
     pending: deque[Future[np.ndarray] | None] = deque()  # None: a context frame, answered `skipped`
     sampled = flagged = produced = 0
 
@@ -312,12 +369,13 @@ def render(
         return [window.get(p, create_empty_vision_frame()) for p in range(position - amount, position + amount + 1)]
 
     def submit(position: int) -> None:
+        number = numbers.pop(position)
         if not processed.pop(position):
             pending.append(None)
             return
         frames = neighbours(position)
         temp = temp_frame(frames[amount], scale)
-        pending.append(executor.submit(process_temp_frame, frames, temp, position))
+        pending.append(executor.submit(process_temp_frame, frames, temp, number))
 
     def flush(limit: int) -> None:
         nonlocal produced
@@ -339,6 +397,7 @@ def render(
             image = frame_from(message, payload)
             window[position] = image
             processed[position] = bool(message.get("process", True))
+            numbers[position] = int(message.get("number", position))
             # As content_analyser.analyse_video samples a target: one frame a second. Not where the
             # job's verdict was made once over the whole video (the engine says so): no second decision.
             if analyse and position % every == 0:
