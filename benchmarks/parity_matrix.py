@@ -40,7 +40,7 @@ class MatrixCase:
     clip: ClipSpec = field(default_factory=ClipSpec)
     voice: bool = False  # a second source: an audio file (the lip syncer's)
     deliberate: str = ""  # the farm differs here on purpose: why (docs/engines.md says the same)
-    quick: bool = False  # in the small matrix `make test` runs
+    quick: bool = False  # in the small matrix `make test` runs (tests/e2e/test_facefusion_parity.py)
 
 
 def case(name: str, options: dict[str, Any], **fields: Any) -> MatrixCase:
@@ -75,7 +75,6 @@ def matrix() -> list[MatrixCase]:
             name,
             {"processors": [name], **extra},
             facefusion_options=DISK if name == "frame_enhancer" else {},
-            quick=name == "face_swapper",
         )
         for name, extra in PROCESSORS.items()
     ]

@@ -79,10 +79,22 @@ class Outcome:
 
 
 def run_case(case: Case, harness: Harness, farm: Farm, sources: Sequence[Path], target: Path, work: Path) -> Outcome:
-    """Render `target` both ways and judge; a side that cannot render is said, never raised."""
+    """Render `target` both ways and judge; a side that cannot render is said, never raised.
+
+    The farm goes first: a job it refuses (at once, at validation) leaves nothing to compare, and
+    FaceFusion's run is then skipped.
+    """
     outcome = Outcome(case)
     folder = work / case.name
     folder.mkdir(parents=True, exist_ok=True)
+    theirs = folder / f"farm{target.suffix}"
+    run = farm.render(sources, target, case.options, theirs, name=case.name)
+    outcome.farm = run
+    if run.status != "succeeded":
+        outcome.problems.append(f"the farm's job {run.status}: {run.reason}")
+        return outcome
+    if run.segments < case.segments:
+        outcome.problems.append(f"the farm cut it into {run.segments} segments, fewer than {case.segments}")
     ours = folder / f"facefusion{target.suffix}"
     try:
         made = reference.render(harness, sources, target, ours, case.options, case.facefusion_options)
@@ -90,13 +102,7 @@ def run_case(case: Case, harness: Harness, farm: Farm, sources: Sequence[Path], 
     except reference.ReferenceFailed as error:
         outcome.facefusion_error = str(error)
         outcome.problems.append(f"FaceFusion's own run failed: {error}")
-    theirs = folder / f"farm{target.suffix}"
-    run = farm.render(sources, target, case.options, theirs, name=case.name)
-    outcome.farm = run
-    if run.status != "succeeded":
-        outcome.problems.append(f"the farm's job {run.status}: {run.reason}")
-    elif run.segments < case.segments:
-        outcome.problems.append(f"the farm cut it into {run.segments} segments, fewer than {case.segments}")
-    if run.output is not None and not outcome.facefusion_error:
-        outcome.verdict = judge(ours, run.output)
+        return outcome
+    assert run.output is not None
+    outcome.verdict = judge(ours, run.output)
     return outcome
