@@ -126,12 +126,18 @@ def audio_quality_args(encoder: str, quality: int) -> list[str]:
     return []  # flac is lossless: nothing to choose
 
 
-def audio_encode_args(settings: AudioSettings, always_volume: bool = False) -> list[str]:
+def audio_encode_args(
+    settings: AudioSettings, always_volume: bool = False, trim: tuple[float, float] | None = None
+) -> list[str]:
     """Encoder, quality and volume for every output audio track; volume 0 leaves silent tracks.
 
-    `always_volume`: the volume filter even at 100 %, as FaceFusion's restore_audio writes it.
+    `always_volume`: the volume filter even at 100 %, as FaceFusion's restore_audio writes it. `trim`:
+    only the samples of (start, end) seconds, cut from the decoded sound (atrim): a seek into the
+    audio-only file the farm reads lands 768 samples off what FaceFusion's seek into the whole target
+    decodes (measured), the samples atrim keeps are FaceFusion's exactly.
     """
-    volume = ["-filter:a", f"volume={settings.volume / 100}"]
-    if settings.volume == DEFAULT_AUDIO_VOLUME and not always_volume:
-        volume = []
-    return ["-c:a", settings.encoder, *audio_quality_args(settings.encoder, settings.quality), *volume]
+    chain = [f"atrim=start={trim[0]}:end={trim[1]}", "asetpts=PTS-STARTPTS"] if trim else []
+    if settings.volume != DEFAULT_AUDIO_VOLUME or always_volume:
+        chain.append(f"volume={settings.volume / 100}")
+    filters = ["-filter:a", ",".join(chain)] if chain else []
+    return ["-c:a", settings.encoder, *audio_quality_args(settings.encoder, settings.quality), *filters]

@@ -168,11 +168,16 @@ def merge_argv(
     codec = ["-c:v", "copy"]
     length: list[str] = []
     if audio is not None and plan.keep:
-        window = cut_range(cut.window[1], cut.window[0]) if cut.window is not None else []
+        encoded = plan.cut_to_video and plan.settings is not None
+        # A trim's start is cut from the decoded sound where it is encoded anyway (sample-exact); a stream
+        # copy can only start at a packet, so there the input is seeked.
+        trim = cut.window if encoded and cut.window is not None and cut.window[0] > 0 else None
+        window = cut_range(cut.window[1], cut.window[0]) if cut.window is not None and trim is None else []
         inputs += [*window, *file_input(audio, AUDIO_FILES[audio.suffix].demuxer, audio_offset_s)]
         maps += ["-map", "1:a:0" if plan.first_track_only else "1:a"]
-        if plan.cut_to_video and plan.settings is not None:
-            codec += audio_encode_args(plan.settings, always_volume=True)
+        if encoded:
+            assert plan.settings is not None
+            codec += audio_encode_args(plan.settings, always_volume=True, trim=trim)
         else:
             codec += audio_codec_args(audio_codecs, plan.settings)
         length = ["-t", str(cut.length_s)] if cut.length_s is not None else []

@@ -116,3 +116,48 @@ def test_an_audio_source_replaces_the_targets_sound_cut_to_the_video(
     (audio_s,) = summarize(result).audio_durations_s
     assert abs(audio_s - min(voice_s, 4.0)) <= 0.05 and success[2]["audio_tracks"] == 1
     assert abs(dominant_hz(result) - 300) < 5
+
+
+def pcm(path: Path) -> Any:
+    import av
+    import numpy as np
+
+    with av.open(str(path)) as container:
+        return np.concatenate([frame.to_ndarray()[0] for frame in container.decode(audio=0)])
+
+
+def test_a_trimmed_facefusion_jobs_audio_is_facefusions_sample_for_sample(clip: Path, tmp_path: Path) -> None:
+    # GIVEN the clip's audio as the merge takes it out, and FaceFusion's restore_audio cut of frames 30..90
+    # (`-ss 1.2 -to 3.6` on the whole target, FLAC, its volume filter, as long as the video)
+    import numpy as np
+
+    from fusionfleet.jobs.audio import audio_cut, audio_plan
+    from fusionfleet.media.ffmpeg import merge_argv
+    from fusionfleet.media.limits import MediaLimits
+    from fusionfleet.media.probe import probe_video
+    from fusionfleet.media.reader import FileRangeSource, RangeReader
+    from fusionfleet.media.runner import run_ffmpeg
+    from gpu_worker.audio import extract_audio
+
+    options = {"trim_frame_start": 30, "trim_frame_end": 90}
+    video = probe_video(RangeReader(FileRangeSource(clip), "clip"), "clip", MediaLimits())
+    line = timeline(options, video.frame_count, video.fps)
+    theirs = tmp_path / "facefusion.mkv"
+    ffmpeg("-ss", "1.2", "-to", "3.6", "-i", str(clip), "-map", "0:a:0", "-c:a", "flac", "-filter:a", "volume=1.0",
+           "-t", "2.4", str(theirs))  # fmt: skip
+    audio = extract_audio(RangeReader(FileRangeSource(clip), "clip"), video, tmp_path, "clip")
+    assert audio is not None
+    # WHEN the farm's merge muxes it over the job's 60 frames (a video-only part stands in for the segments)
+    part = tmp_path / "part.mp4"
+    ffmpeg("-i", str(clip), "-an", "-vf", "trim=start_frame=30:end_frame=90,setpts=PTS-STARTPTS", str(part))
+    (tmp_path / "list.txt").write_text("file 'part.mp4'\n")
+    plan = audio_plan("facefusion", options)
+    cut = audio_cut(line, video.frame_count, plan, replaced=False)
+    ours = tmp_path / "farm.mp4"
+    argv = merge_argv(tmp_path / "list.txt", audio, ["aac"], 0.0, ours, plan=plan, duration_s=2.4, cut=cut)
+    run_ffmpeg(["-hide_banner", "-nostdin", "-loglevel", "error", "-y", *argv[5:]], timeout_s=60, what="merge")
+    # THEN its audio is FaceFusion's, every sample
+    expected, got = pcm(theirs), pcm(ours)
+    track = video.audio[0]
+    assert len(got) == len(expected) == round(2.4 * track.sample_rate) * track.channels  # interleaved
+    assert np.array_equal(got, expected)

@@ -24,6 +24,7 @@ when the header has `"bytes": n`, n raw bytes (a frame: height × width × 3 BGR
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -94,57 +95,13 @@ class Refused(Exception):
         self.job_inputs = job_inputs
 
 
-class Sound:
-    """What the lip syncer hears with each frame: FaceFusion's own audio frames of the job's audio source.
-
-    FaceFusion hears a frame's audio in a video run only (workflows.core.conditional_get_source_audio_frame:
-    `frame number - trim start` at the processing rate); here the target is the reference frame, as an
-    image, so its two functions are replaced by ones that read the same audio frames with the numbers the
-    worker gives each frame (its number in the whole target, as FaceFusion's video run numbers it) and
-    the segment's rate and trim start. Everything else is FaceFusion's: its audio reading, its caches.
-    """
-
-    def __init__(self) -> None:
-        self.fps = 0.0
-        self.start = 0
-        self.path: str | None = None
-
-    def install(self) -> None:
-        from facefusion import audio
-        from facefusion.workflows import core
-
-        core.conditional_get_source_audio_frame = self.reading(audio.get_audio_frame)
-        core.conditional_get_source_voice_frame = self.reading(audio.get_voice_frame)
-
-    def reading(self, read: Callable[[str, float, int], Any]) -> Callable[[int], Any]:
-        def frame(frame_number: int) -> Any:
-            from facefusion import audio, state_manager
-            from facefusion.common_helper import get_first
-            from facefusion.filesystem import filter_audio_paths
-
-            path = get_first(filter_audio_paths(state_manager.get_item("source_paths")))
-            if path and self.fps:
-                found = read(path, self.fps, frame_number - self.start)
-                if np.any(found):
-                    return found
-            return audio.create_empty_audio_frame()
-
-        return frame
-
-    def segment(self, header: dict[str, Any] | None) -> None:
-        """The segment's rate and trim start; a new job's audio is read afresh (FaceFusion caches by path)."""
-        from facefusion import audio, state_manager
-        from facefusion.common_helper import get_first
-        from facefusion.filesystem import filter_audio_paths
-
-        self.fps = float(header["fps"]) if header else 0.0
-        self.start = int(header["start"]) if header else 0
-        path = get_first(filter_audio_paths(state_manager.get_item("source_paths")))
-        if path != self.path:
-            # A whole source's audio frames are large: one job's at a time.
-            audio.read_static_audio.cache_clear()
-            audio.read_static_voice.cache_clear()
-            self.path = path
+def sibling(name: str) -> Any:
+    """A module beside this file, by its path: this one runs as a script under FaceFusion's interpreter."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class FaceFusion:
@@ -183,8 +140,7 @@ class FaceFusion:
                 return pool
 
         inference_manager.get_inference_pool = serialised
-        self.sound = Sound()
-        self.sound.install()
+        self.sound = sibling("warm_sound").Sound()  # what the lip syncer hears with each frame
 
     def configure(self, argv: list[str]) -> None:
         """Apply `argv` to FaceFusion's state as its CLI does; Refused with its own message."""
@@ -339,7 +295,7 @@ def render(
 
     engine.configure(header["argv"])
     engine.clear_faces_for_job(header.get("job"))
-    engine.sound.segment(header.get("audio"))
+    engine.sound.segment(header.get("audio"), state_manager.get_item("source_paths") or [])
     engine.used_pools.clear()
     # The target path is the reference frame, as an image: for an image FaceFusion reads the
     # reference face from the image itself (workflows.core.conditional_get_reference_vision_frame);
