@@ -214,7 +214,7 @@ class EngineHost:
         assert self._conn is not None
         self._conn.send(AnalyseRequest(task, attempt))
         what = f"content analysis of {task.job.job_id}"
-        limit = self._policy.analysis_timeout_s(task.job.video.frame_count)
+        limit = self._policy.analysis_timeout_s(task.job.frames.frames)
         try:
             reply = self._wait(cancel, stopping, time.monotonic() + limit, limit, what)
         except BaseException:

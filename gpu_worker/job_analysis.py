@@ -36,9 +36,11 @@ def analyse_whole_target(
     analyser: ContentAnalyser, reader: RangeReader, job: JobContext, threads: int = 0,
     on_progress: OnProgress | None = None,
 ) -> ContentVerdict:  # fmt: skip
-    """FaceFusion's verdict over every frame of the target, sampled at its rate."""
+    """FaceFusion's verdict over every frame the job renders (its trimmed range), sampled at its rate: frame
+    numbers of the whole target that are multiples of int(fps) (content_analyser.analyse_video)."""
     step = sample_step(job.video.fps)
-    frames = iter_frames(reader, job.video, 0, job.video.frame_count, f"target {job.target.key!r}", threads)
+    line = job.frames
+    frames = iter_frames(reader, job.video, line.start, line.end, f"target {job.target.key!r}", threads)
 
     def sampled() -> Iterator[Image]:
         count = 0
@@ -49,7 +51,7 @@ def analyse_whole_target(
                 yield image
             if on_progress is not None and time.monotonic() - last >= PROGRESS_EVERY_S:
                 last = time.monotonic()
-                on_progress(index + 1, count)
+                on_progress(index + 1 - line.start, count)
 
     return judge(analyser.analyse_content(sampled()), step)
 
@@ -81,7 +83,7 @@ def make_verdict(
 
     def progress(read: int, sampled: int) -> None:
         record = AnalysisProgress(
-            frames_read=read, frame_count=job.video.frame_count, sampled=sampled, worker=worker,
+            frames_read=read, frame_count=job.frames.frames, sampled=sampled, worker=worker,
             started_at=clock, updated_at=time.time(),
         )  # fmt: skip
         try:

@@ -14,6 +14,7 @@ import pytest
 from fusionfleet import layout
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.jobs.timeline import timeline
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.messages import JobContext, ObjectRef, parse_render_queue_message
 from gpu_worker.analysis_task import AnalysisHandler, RenderQueueHandler
@@ -147,3 +148,18 @@ def test_render_queue_messages_are_told_apart_by_their_step() -> None:
         parse_render_queue_message(json.dumps({"task_token": "t", "job": {}, "step": "something else"}))
     with pytest.raises(ValueError, match="job"):
         parse_render_queue_message(json.dumps({"task_token": "t", "segment": segment}))
+
+
+def test_a_trimmed_jobs_analysis_samples_only_its_range_at_the_targets_own_frame_numbers(
+    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a job of frames 10..89 of the 100-frame, 25 fps clip: FaceFusion analyses frames 25, 50 and 75
+    engine = FlagsEvery(0)
+    monkeypatch.setitem(registry.FACTORIES, "analysing", lambda env: engine)
+    line = timeline({"trim_frame_start": 10, "trim_frame_end": 90}, 100, job.video.fps)
+    send_analysis(aws, analysing_job(job, aws).model_copy(update={"timeline": line, "frame_count": 80}), "token")
+    orchestrator = recorder(aws)
+    # WHEN a worker makes the verdict THEN it sampled those three frames only
+    worker(aws, tmp_path, orchestrator).run(max_tasks=1)
+    ((kind, _token, output),) = [call for call in orchestrator.calls if call[0] != "heartbeat"]
+    assert kind == "success" and output["sampled"] == 3 and engine.sampled == [3]
