@@ -3,9 +3,10 @@
 Every case renders a generated clip (benchmarks/parity/clips.py) with FaceFusion 3.8.1's own
 headless-run and through one local farm of warm FaceFusion workers (3 segments), and judges the two
 (benchmarks/parity/judge.py). The cases: each of the 11 processors alone, three common chains, trim,
-output_video_fps, output_video_scale < 1, the audio options (a second track, an encoder and quality,
-volume 50 and 0), an HLG and a PQ clip, reference mode across a cut, the face tracker (its default
-look-ahead and target_frame_amount 0), a lip sync with an audio source, a variable frame rate.
+output_video_fps (lower, higher, and lower in the disk workflow), output_video_scale < 1, the audio
+options (a second track, an encoder and quality, volume 50 and 0), an HLG and a PQ clip, reference mode
+across a cut, the face tracker (its default look-ahead and target_frame_amount 0), a lip sync with an
+audio source (and one trimmed), a variable frame rate.
 
 Writes benchmarks/results/parity.json (with provenance), prints a table, and exits non-zero unless
 every case is equal or a difference the farm makes on purpose (`deliberate`, said in docs/engines.md).
@@ -90,6 +91,17 @@ def matrix() -> list[MatrixCase]:
         # 260 frames (10.4 s): the fixed plan cuts them into 3 segments (240 frames would make 2)
         case("trim", {**SWAP, "trim_frame_start": 20, "trim_frame_end": 280}),
         case("output_video_fps", {**SWAP, "output_video_fps": 15}),
+        case("output_video_fps_up", {**SWAP, "output_video_fps": 30}),
+        case(
+            "output_video_fps_disk",
+            {**SWAP, "output_video_fps": 15, "workflow_strategy": "disk"},
+            deliberate="FaceFusion's disk workflow at a lower rate finds faces in frame start + n of the target and "
+            "draws them on the n-th kept frame (a swap beside a moving face); the farm finds them in the frame it "
+            "draws on",
+        ),
+        case(
+            "lip_syncer_trim", {"processors": ["lip_syncer"], "trim_frame_start": 20, "trim_frame_end": 280}, voice=True
+        ),
         case("output_video_scale", {**SWAP, "output_video_scale": 0.5}),
         case("audio_second_track", SWAP, clip=TWO_TRACKS),
         case("audio_encoder_quality", {**SWAP, "output_audio_encoder": "aac", "output_audio_quality": 40}),
