@@ -23,8 +23,12 @@ SAMVENV := .venv-sam
 # its own environment too: it pulls the newest boto3, which the project pins.
 PARLIAMENT_VERSION := 1.6.4
 PLVENV := .venv-parliament
+# The IAM judge's evaluator, @cloud-copilot/iam-simulate (npm; infra/iam/package-lock.json pins it and
+# AWS's authorization data it carries): every AWS call the local stack makes in the e2e tests is evaluated
+# against the template's roles (tests/support/iam/). Needs Node 20 or newer.
+IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim bench-parity chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim bench-parity chaos soak up down status clean
 
 all: test
 
@@ -65,6 +69,21 @@ $(PLVENV)/.installed-$(PARLIAMENT_VERSION):
 	$(PLVENV)/bin/python -m pip install --quiet "parliament==$(PARLIAMENT_VERSION)"
 	touch $@
 
+iam-env: $(IAMDIR)/node_modules/.installed
+$(IAMDIR)/node_modules/.installed: $(IAMDIR)/package-lock.json
+	@command -v node >/dev/null || { echo "the IAM judge needs Node 20 or newer (apt-get install nodejs npm)"; exit 1; }
+	cd $(IAMDIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+# A short scenario set on its own stack (submit, cancel, retry and a doomed job through the CLI and the
+# tenant API, merges, the watchdog's sweeps), every call recorded and judged; prints `N calls, M denied` last.
+IAM_CALLS_DIR ?= .fusionfleet/iam-calls
+iam-calls: venv localstack-env iam-env
+	rm -rf $(IAM_CALLS_DIR) && mkdir -p $(IAM_CALLS_DIR)
+	FUSIONFLEET_IAM_RECORD_DIR=$(abspath $(IAM_CALLS_DIR)) FUSIONFLEET_IAM_SCENARIOS=all \
+		$(PY) -m pytest tests/e2e/test_iam_calls.py -p no:randomly $(PYTEST_ARGS)
+	$(PY) -m tests.support.iam.judge $(IAM_CALLS_DIR)
+
 # Everything checked about the AWS stage without AWS: cfn-lint on the raw and the SAM-transformed
 # template for both stages, checkov, sam validate --lint and sam build, IAM against the code and against
 # AWS's service authorization data (parliament).
@@ -99,13 +118,13 @@ static: venv checkov-env sam-env parliament-env
 unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-integration: venv
+integration: venv iam-env
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
-e2e: venv localstack-env
+e2e: venv localstack-env iam-env
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
-test: venv localstack-env checkov-env sam-env parliament-env facefusion-env lint
+test: venv localstack-env checkov-env sam-env parliament-env facefusion-env iam-env lint
 	$(PY) -m pytest tests $(PYTEST_ARGS)
 
 demo: venv localstack-env

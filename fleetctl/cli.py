@@ -17,6 +17,7 @@ from fleetctl.client import Client, JobStatus, build_manifest
 from fleetctl.dashboard import publish
 from fleetctl.local.supervisor import UpOptions
 from fleetctl.notices import SqsNoticeInbox
+from fleetctl.preflight import command as preflight_command
 from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.tables import duration, table
@@ -209,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
         "publish", help="upload the tenant page and its config.json to the stack's dashboard bucket; prints its URL"
     )
     _add_connection(publish_page)
+
+    preflight_command.add_parser(commands, _add_connection)
 
     commands.add_parser(
         "swap", help="render one video on this machine (no cloud); see `fusionfleet swap --help`", add_help=False
@@ -546,6 +549,7 @@ COMMANDS = {
     "retry": cmd_retry,
     "logs": cmd_logs,
     "workers": cmd_workers,
+    "aws": preflight_command.run,
 }
 
 

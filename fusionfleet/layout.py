@@ -16,6 +16,9 @@ INPUT_PREFIX = "inputs/"
 # S3 lifecycle prefixes take no wildcards, so tenants/<tenant>/inputs/ uploads carry this tag
 # (set by the API's presigned POST) and template.yaml's expire-tagged-inputs rule matches it.
 INPUT_RETENTION_TAG = ("fusionfleet-retention", "input")
+# Outputs and their previews carry this one: template.yaml expires them after OutputRetentionDays (a
+# tenant's tenants/<tenant>/outputs/ cannot be named by a lifecycle prefix either).
+OUTPUT_RETENTION_TAG = ("fusionfleet-retention", "output")
 # Tenant T's inputs, manifests and outputs live under `tenants/T/` (`tenants/T/jobs/…`, …). A plain
 # `jobs/` drop is the single-tenant deployment and may name nothing under `tenants/`.
 TENANTS_PREFIX = "tenants/"

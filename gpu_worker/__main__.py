@@ -27,7 +27,7 @@ from gpu_worker.engines.facefusion import startup as facefusion_startup
 from gpu_worker.errors import ConfigError
 from gpu_worker.heartbeat import HeartbeatPolicy
 from gpu_worker.lookahead import LookaheadPolicy
-from gpu_worker.loop import Worker
+from gpu_worker.loop import Worker, token_grace_s
 from gpu_worker.merge import MergeDeps
 from gpu_worker.presence import Presence
 from gpu_worker.protection import task_protection
@@ -100,6 +100,7 @@ def _worker(
         handler=handler,
         queue=queue,
         orchestrator=StepFunctions(aws.client("stepfunctions")),
+        token_grace_s=token_grace_s(settings.endpoint_url),
         retry=RetryPolicy(max_attempts=attempts),
         heartbeat=heartbeat,
         stop=stop,

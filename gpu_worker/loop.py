@@ -34,6 +34,18 @@ from gpu_worker.tasks import JOB_LOST_ERROR, Output, TaskHandler, TaskT
 logger = logging.getLogger(__name__)
 
 
+# LocalStack registers a task's token just after it sends the message, later still under load: a young
+# message's gone token is asked again for this long there. On AWS a token is valid once its message is
+# sent, so a gone token is gone at once (asked twice, a pause apart) and a stopped job's message is
+# dropped without the wait.
+LOCALSTACK_TOKEN_GRACE_S = 30.0
+
+
+def token_grace_s(endpoint_url: str | None) -> float:
+    """The grace for a gone token: LocalStack's (an endpoint is set) or none (AWS). Pure."""
+    return LOCALSTACK_TOKEN_GRACE_S if endpoint_url else 0.0
+
+
 class Worker(Generic[TaskT]):
     def __init__(
         self,

@@ -250,7 +250,9 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
             job.frames,
             job.audio.info if job.audio is not None else None,
         )
-        deps.storage.upload_file(job.output.bucket, job.output.key, output_path, "video/mp4")
+        deps.storage.upload_file(
+            job.output.bucket, job.output.key, output_path, "video/mp4", tags=dict([layout.OUTPUT_RETENTION_TAG])
+        )
         merge_s = time.monotonic() - started
         preview = make_preview(deps.storage, job, reader, output_path)
     finally:
@@ -299,7 +301,12 @@ def make_preview(storage: Storage, job: JobContext, target: RangeReader, output_
         output = RangeReader(FileRangeSource(output_path), what="merged output")
         output_info = probe_video(output, "merged output", MediaLimits(max_bytes=output.size))
         data, (width, height), frames = render_preview(target, job.video, output, output_info)
-        storage.put_bytes(job.output.bucket, key, data, "image/jpeg")
+        # A frame of the swapped face: tagged to expire with the output (OutputRetentionDays).
+        preview_path = output_path.with_name(output_path.name + ".preview.jpg")
+        preview_path.write_bytes(data)
+        storage.upload_file(
+            job.output.bucket, key, preview_path, "image/jpeg", tags=dict([layout.OUTPUT_RETENTION_TAG])
+        )
     except Exception as error:  # a courtesy: whatever went wrong (decoder, S3), the job's video stands
         logger.warning("job %s: no preview (%s)", job.job_id, getattr(error, "reason", error), exc_info=True)
         return None

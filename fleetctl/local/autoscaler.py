@@ -229,7 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_dir=args.log_dir,
         every_s=args.every,
     )
-    aws = AwsTarget(region=args.region, endpoint_url=args.endpoint_url)
+    # On AWS, Application Auto Scaling and CloudWatch read the queues as services, not as a role of the
+    # stack: nothing of this process's own is held to IAM (its workers record as the render role).
+    aws = AwsTarget(region=args.region, endpoint_url=args.endpoint_url, record_calls=False)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

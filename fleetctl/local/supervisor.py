@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from fleetctl.local import localstack
+from fleetctl.local import localstack, recording
 from fleetctl.local.deploy import deploy_stack, package
 from fleetctl.local.paths import LocalPaths
+from fleetctl.local.recording import role_env
 from fleetctl.local.state import LocalState, ManagedProcess
 from fleetctl.local.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, TENANT_CLAIM, KeyFiles, mint
 from fleetctl.stack import StackResources
@@ -148,13 +149,16 @@ def process_environments(options: UpOptions, resources: StackResources, scratch:
         default_engine=options.default_engine,
     )  # fmt: skip
     return ProcessEnvironments(
-        slicer={**slicer, **_powertools("fusionfleet-slicer")},
-        watchdog={**watchdog, **_powertools("fusionfleet-watchdog")},
-        dead_letters=_powertools("fusionfleet-dead-letters"),
-        merge={**workers, **env_of(WorkerEnvironment, queue_urls=(resources.merge_queue_url,))},
-        render={**workers, **render},
-        api={**api, **_powertools("fusionfleet-api")},
-    )
+        slicer={**slicer, **_powertools("fusionfleet-slicer"), **role_env(recording.SLICER_ROLE)},
+        watchdog={**watchdog, **_powertools("fusionfleet-watchdog"), **role_env(recording.WATCHDOG_ROLE)},
+        dead_letters={**_powertools("fusionfleet-dead-letters"), **role_env(recording.DEAD_LETTERS_ROLE)},
+        merge={
+            **workers, **env_of(WorkerEnvironment, queue_urls=(resources.merge_queue_url,)),
+            **role_env(recording.MERGE_ROLE),
+        },
+        render={**workers, **render, **role_env(recording.RENDER_ROLE)},
+        api={**api, **_powertools("fusionfleet-api"), **role_env(recording.API_ROLE)},
+    )  # fmt: skip
 
 
 def _powertools(service: str) -> dict[str, str]:
@@ -252,6 +256,7 @@ class LocalStack:
         body = package(self.paths.root, self.paths.template, s3)
         state.outputs = deploy_stack(cloudformation, s3, state.stack, body, parameters)
         state.save(self.paths.state_file)
+        recording.record_at_up(cloudformation, state.stack, state.endpoint, state.region)
         self._say(f"stack {state.stack} deployed (Stage=local) in {time.monotonic() - began:.1f} s")
 
     def _ensure_processes(self, state: LocalState, options: UpOptions) -> None:
@@ -323,7 +328,8 @@ class LocalStack:
             raise RuntimeError(
                 "processes exited at start: " + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
             )
-        moved = self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1"})
+        operator = role_env(recording.OPERATOR_POLICY, "dashboard")
+        moved = self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1", **operator})
         # The API allows the dashboard's origin (the tenant page): a new dashboard needs a new API process.
         self._ensure_api(state, options, {**env, "PYTHONUNBUFFERED": "1"}, resources, restart=moved)
 
@@ -444,6 +450,8 @@ class LocalStack:
         if state is None:
             self._say("no local stack is running")
             return 0
+        if state.outputs and localstack.healthy(state.endpoint):
+            recording.record_at_down(self._say, state.endpoint, state.region, state.outputs)
         count = self._stop_all(state)
         self.paths.state_file.unlink(missing_ok=True)
         self._say(f"stopped {count} processes")

@@ -8,6 +8,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from fusionfleet.adapters.call_recording import process_recorder
+
 LOCAL_ACCESS_KEY = "test"  # LocalStack accepts any credentials; these keep boto3 from searching.
 
 
@@ -15,6 +17,10 @@ LOCAL_ACCESS_KEY = "test"  # LocalStack accepts any credentials; these keep boto
 class AwsTarget:
     region: str
     endpoint_url: str | None = None
+    # False for the local stand-ins of AWS services (the autoscaler, the event source's retry delay):
+    # on AWS a service makes those calls, not a role of the stack, so the IAM judge has none to hold
+    # them to. Recording happens only where the process's environment asks for it (call_recording.py).
+    record_calls: bool = True
 
     @property
     def is_local(self) -> bool:
@@ -38,4 +44,8 @@ class AwsTarget:
             options["endpoint_url"] = self.endpoint_url
             options["aws_access_key_id"] = LOCAL_ACCESS_KEY
             options["aws_secret_access_key"] = LOCAL_ACCESS_KEY
-        return (session or boto3.session.Session()).client(service, **options)  # type: ignore[call-overload]
+        client = (session or boto3.session.Session()).client(service, **options)  # type: ignore[call-overload]
+        recorder = process_recorder() if self.record_calls else None
+        if recorder is not None:
+            recorder.attach(client)
+        return client

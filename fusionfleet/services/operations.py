@@ -301,11 +301,12 @@ class Operations:
         missing = [segment for segment in plan if not self._valid(job_id, segment.index)]
         run = facts.run.run + 1
         name = execution_name(job_id, run)
+        # The new run starts clean: no job-failed or cancel marker, no notice record (the watchdog
+        # watches it afresh). Cleared before anything of the new run is written, so a refused delete
+        # (DeleteFailed) leaves no half-made run behind.
+        for key in (layout.job_failed_key(job_id), layout.cancel_key(job_id), layout.notice_key(job_id)):
+            self.storage.delete_prefix(bucket, key)
         put_json(self.storage, bucket, layout.run_plan_key(job_id, run), [segment.to_dict() for segment in missing])
-        # The new run starts clean: no cancel marker, no notice record (the watchdog watches it afresh).
-        self.storage.delete_prefix(bucket, layout.cancel_key(job_id))
-        self.storage.delete_prefix(bucket, layout.job_failed_key(job_id))
-        self.storage.delete_prefix(bucket, layout.notice_key(job_id))
         started_at = datetime.fromtimestamp(self.clock(), UTC).isoformat()
         segments = tuple(segment.index for segment in missing)
         record_run(self.storage, bucket, job_id, RunRecord(run, segments, started_at))

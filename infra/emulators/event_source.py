@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
-
 logger = logging.getLogger("event-source")
 
 
@@ -90,11 +88,16 @@ def main() -> int:
     module_name, _, function_name = args.handler.rpartition(".")
     handler = getattr(importlib.import_module(module_name), function_name)
     # After the path is set: run as a script, the project is importable only from here on.
+    from fusionfleet.adapters.aws import AwsTarget
     from fusionfleet.environment.aws import AwsEnvironment
     from fusionfleet.environment.contract import from_env
 
     aws = from_env(AwsEnvironment, os.environ)
-    sqs = boto3.client("sqs", region_name=aws.region, endpoint_url=aws.endpoint_url)
+    # Lambda's event source polls with the function's role: these calls are recorded as that role.
+    sqs = AwsTarget(aws.region, aws.endpoint_url).client("sqs")
+    # The quick retry of a failed record is this stand-in's own (Lambda waits out the visibility
+    # timeout instead): not a call the function's role makes on AWS, so not recorded.
+    retry = AwsTarget(aws.region, aws.endpoint_url, record_calls=False).client("sqs")
     queue_arn = sqs.get_queue_attributes(QueueUrl=args.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     stopping = False
 
@@ -130,7 +133,7 @@ def main() -> int:
             failures = {m["MessageId"] for m in messages}
         for message in messages:
             if message["MessageId"] in failures:
-                sqs.change_message_visibility(
+                retry.change_message_visibility(
                     QueueUrl=args.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=args.retry_delay
                 )
             else:

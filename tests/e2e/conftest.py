@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,12 +18,15 @@ from typing import Any
 
 import pytest
 
+from fleetctl.local.recording import OPERATOR_POLICY, RENDER_ROLE, role_env
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.environment.contract import env_of
+from fusionfleet.environment.recording import ENV_IAM_RECORD_DIR
 from fusionfleet.environment.worker import WorkerEnvironment
 from tests.support.browser import chromium
+from tests.support.iam.session import judge_recorded_calls
 from tests.support.stack_health import HealthWatch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,15 +116,19 @@ class Stack:
                 queue_urls=self.resources.render_queue_urls, visibility_s=VISIBILITY_S, faults_file=self.faults_file,
                 scratch=self.state_dir / "scratch", name=name,
             ),
+            **role_env(RENDER_ROLE),
         }  # fmt: skip
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "FUSIONFLEET_LOCAL_DIR": str(self.state_dir)}
 
     def cli(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        # An operator's commands run with the stack's OperatorPolicy (the IAM judge holds them to it);
+        # `local` commands deploy and stop the stack, which no policy of the stack is for.
+        operator = role_env(OPERATOR_POLICY, "cli") if args[:1] != ("local",) else {}
         return subprocess.run(
             [sys.executable, "-m", "fleetctl.cli", *args],
-            env=self.env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
+            env={**self.env(), **operator}, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
 
     def client(self, service: str) -> Any:
@@ -175,6 +183,27 @@ def up_command(port: int, state_dir: Path, workers: int) -> list[str]:
         # Fault tests count attempts and resumes of one copy: backup copies are the straggler test's own.
         "--no-backups",
     ]  # fmt: skip
+
+
+_RECORDING: list[Path] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def iam_recording() -> Iterator[Path]:
+    """Every local stack the suite starts records each AWS call its processes make (the IAM judge's input);
+    `make iam-calls` names the folder itself."""
+    folder = os.environ.get(ENV_IAM_RECORD_DIR)
+    if not folder:
+        folder = tempfile.mkdtemp(prefix="fusionfleet-iam-calls-")
+        os.environ[ENV_IAM_RECORD_DIR] = folder
+    _RECORDING.append(Path(folder))
+    yield Path(folder)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Every recorded call judged as AWS would judge it; any denial fails the session, naming it."""
+    if _RECORDING:
+        judge_recorded_calls(session, _RECORDING[0])
 
 
 @pytest.fixture(scope="session")

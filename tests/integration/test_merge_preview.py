@@ -77,6 +77,8 @@ def test_the_preview_is_stored_beside_the_output_with_a_link(target: Path, outpu
     assert preview.url.startswith(f"https://{MEDIA}.fake/outputs/clip.preview.jpg")
     assert (preview.width, preview.height, len(preview.frames)) == (640, 960, 4)
     assert storage.get_bytes(MEDIA, "outputs/clip.preview.jpg")[:3] == b"\xff\xd8\xff"
+    # AND it carries the output's retention tag (template: OutputRetentionDays expires it with the output)
+    assert storage.tags[(MEDIA, "outputs/clip.preview.jpg")] == {"fusionfleet-retention": "output"}
 
 
 def test_a_preview_that_cannot_be_made_does_not_fail_the_job(target: Path, tmp_path: Path) -> None:

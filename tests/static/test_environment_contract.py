@@ -175,9 +175,14 @@ def test_local_up_gives_each_process_what_its_contract_reads_back_as_the_options
     )
     assert (api.media_bucket, api.tenant_claim) == ("media", TENANT_CLAIM)
     # AND nothing else: the rest each process inherits, as a shell-set variable always was
+    # (and the role the IAM judge holds the process's calls to, when recording is on: fleetctl/local/recording.py)
     assert set(envs.render) == {
         "FUSIONFLEET_QUEUE_URLS", "FUSIONFLEET_PRELOAD_ENGINE", "FUSIONFLEET_VISIBILITY_SECONDS",
-        "FUSIONFLEET_SCRATCH", "FUSIONFLEET_WORK_BUCKET", "FUSIONFLEET_FAULTS_FILE",
+        "FUSIONFLEET_SCRATCH", "FUSIONFLEET_WORK_BUCKET", "FUSIONFLEET_FAULTS_FILE", "FUSIONFLEET_IAM_ROLE",
     }  # fmt: skip
+    roles = {name: env["FUSIONFLEET_IAM_ROLE"] for name, env in vars(envs).items()}
+    assert roles == {"slicer": "SlicerFunctionRole", "watchdog": "WatchdogFunctionRole",
+                     "dead_letters": "DeadLetterFunctionRole", "merge": "MergeTaskRole", "render": "RenderTaskRole",
+                     "api": "ApiFunctionRole"}  # fmt: skip
     for variables in (envs.slicer, envs.watchdog, envs.api, envs.dead_letters):
         assert POWERTOOLS_SERVICE in variables

@@ -71,8 +71,11 @@ def test_every_bucket_is_encrypted_private_and_refuses_plain_http(bucket: str) -
     assert len(targets) == 2 and any("/*" in t for t in targets), targets
 
 
-def _rules(bucket: str) -> list[dict[str, Any]]:
-    return list(_aws()[2][bucket]["Properties"]["LifecycleConfiguration"]["Rules"])
+def _rules(bucket: str, conditions: Conditions | None = None) -> list[dict[str, Any]]:
+    """A bucket's lifecycle rules on AWS (a rule under Fn::If exists when its condition holds)."""
+    rules = _aws()[2][bucket]["Properties"]["LifecycleConfiguration"]["Rules"]
+    chosen = [_if(rule, conditions or _aws()[1]) for rule in rules]
+    return [rule for rule in chosen if rule is not None]
 
 
 @pytest.mark.parametrize("bucket", sorted(_of_type("AWS::S3::Bucket")))
@@ -210,6 +213,42 @@ def test_media_and_keys_survive_stack_deletion_and_replacement(name: str) -> Non
     assert (resource.get("DeletionPolicy"), resource.get("UpdateReplacePolicy")) == ("Retain", "Retain")
 
 
+def test_outputs_and_previews_expire_after_the_retention_setting_and_are_kept_without_one() -> None:
+    # GIVEN the output retention parameter: 0 (the default) keeps outputs and previews
+    template = _aws()[0]
+    assert template["Parameters"]["OutputRetentionDays"]["Default"] == 0
+    assert not [r for r in _rules("MediaBucket") if "output" in str(r.get("Id"))]
+    # WHEN it is set
+    conditions = Conditions(template, {**parameter_values(template, "prod"), "OutputRetentionDays": 30})
+    rules = {r["Id"]: r for r in _rules("MediaBucket", conditions)}
+    # THEN outputs/ (outputs and their previews beside them) and anything tagged as an output (a tenant's
+    # tenants/<t>/outputs/, which a lifecycle prefix cannot name) expire after it, old versions a day on
+    assert rules["expire-outputs"]["Prefix"] == "outputs/"
+    assert rules["expire-tagged-outputs"]["TagFilters"] == [{"Key": "fusionfleet-retention", "Value": "output"}]
+    for rule in (rules["expire-outputs"], rules["expire-tagged-outputs"]):
+        assert rule["ExpirationInDays"] == {"Ref": "OutputRetentionDays"} and rule["Status"] == "Enabled"
+        assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 1}
+
+
+@pytest.mark.parametrize(("bucket", "alias"), [("MediaBucket", "media"), ("WorkBucket", "work")])
+def test_both_buckets_are_encrypted_with_a_rotated_key_of_the_stack_on_aws_and_by_s3_locally(
+    bucket: str, alias: str
+) -> None:
+    # Reference face frames, previews and segments of users' videos are in the work bucket too.
+    _, conditions, present = _aws()
+    (rule,) = present[bucket]["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    on_aws = _if(rule, conditions)["ServerSideEncryptionByDefault"]
+    assert on_aws["SSEAlgorithm"] == "aws:kms" and _if(rule, conditions)["BucketKeyEnabled"] is True
+    (key,) = set(references(on_aws["KMSMasterKeyID"], conditions))
+    assert present[key]["Type"] == "AWS::KMS::Key" and present[key]["Properties"]["EnableKeyRotation"] is True
+    aliases = [r["Properties"] for r in present.values() if r["Type"] == "AWS::KMS::Alias"]
+    assert any(a["TargetKeyId"] == {"Ref": key} and a["AliasName"]["Fn::Sub"].endswith(f"-{alias}") for a in aliases)
+    local = transform("local")
+    local_conditions = Conditions(local, parameter_values(local, "local"))
+    (local_rule,) = local["Resources"][bucket]["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert _if(local_rule, local_conditions)["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+
+
 def test_media_is_encrypted_with_a_rotated_key_of_the_stack_on_aws_and_by_s3_locally() -> None:
     _, conditions, present = _aws()
     (rule,) = present["MediaBucket"]["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
@@ -237,3 +276,19 @@ def test_only_the_media_bucket_may_send_to_the_ingest_queue() -> None:
     assert fnmatch.fnmatchcase("arn:aws:s3:::fleet-mediabucket-1x2y3z4w5v6u", pattern)
     assert not fnmatch.fnmatchcase("arn:aws:s3:::fleet-workbucket-1x2y3z4w5v6u", pattern)
     assert not fnmatch.fnmatchcase("arn:aws:s3:::someone-elses-bucket", pattern)
+
+
+def test_a_warm_pool_goes_with_one_on_demand_type_as_ec2_auto_scaling_requires() -> None:
+    # EC2 Auto Scaling puts no warm pool beside a mixed instances policy or Spot (PutWarmPool).
+    template = _aws()[0]
+    group = template["Resources"]["GpuAutoScalingGroup"]["Properties"]
+    off = _aws()[1]
+    on = Conditions(template, {**parameter_values(template, "prod"), "GpuWarmPoolSize": 2})
+    assert _if(group["MixedInstancesPolicy"], off) is not None and _if(group["LaunchTemplate"], off) is None
+    assert _if(group["MixedInstancesPolicy"], on) is None and _if(group["LaunchTemplate"], on) is not None
+    data = template["Resources"]["GpuLaunchTemplate"]["Properties"]["LaunchTemplateData"]
+    assert _if(data["InstanceType"], on) == {"Ref": "GpuInstanceType"} and _if(data["InstanceType"], off) is None
+    assert on["HasWarmPool"] and not off["HasWarmPool"]
+    (rule,) = [r for name, r in template["Rules"].items() if name == "WarmPoolNeedsOneOnDemandType"]
+    asserted = [a["Assert"] for a in rule["Assertions"]]
+    assert {"Fn::Equals": [{"Ref": "GpuOnDemandPercentage"}, 100]} in asserted

@@ -115,6 +115,8 @@ class Resolver:
             "AWS::Lambda::Function": physical,
             "AWS::IAM::Role": physical,
             "AWS::CloudFront::Distribution": "E2EXAMPLE1234",
+            "AWS::AutoScaling::AutoScalingGroup": physical,
+            "AWS::IAM::ManagedPolicy": f"arn:aws:iam::{ACCOUNT}:policy/{physical}",
         }
         assert kind in refs, f"the audit cannot resolve Ref of {kind} ({name}): add its form"
         return refs[kind]

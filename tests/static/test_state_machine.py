@@ -35,8 +35,16 @@ TRANSIENT_SQS_ERRORS = {
 CATCH_ALLS = {"States.ALL", "States.TaskFailed", "States.Timeout", "States.HeartbeatTimeout"}
 
 
+# What CloudFormation substitutes on an AWS stage, where the runner below needs a value.
+SUBSTITUTED = {"${Partition}": "aws", "${MergeCluster}": "fleet-cluster", "${MergeService}": "fleet-merge"}
+
+
 def _definition() -> dict[str, Any]:
-    return dict(json.loads(ASL.read_text()))
+    """The definition as CloudFormation hands it over on an AWS stage (the substitutions the runner reads)."""
+    text = ASL.read_text()
+    for placeholder, value in SUBSTITUTED.items():
+        text = text.replace(placeholder, value)
+    return dict(json.loads(text))
 
 
 def states(definition: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -165,6 +173,8 @@ def select(path: str, data: Any) -> Any:
 
 
 def evaluate(expression: str, data: Any) -> Any:
+    if expression.startswith("States.Array("):
+        return [select(argument.strip(), data) for argument in expression[len("States.Array(") : -1].split(",")]
     if expression.startswith("States.JsonToString("):
         return json.dumps(select(expression[len("States.JsonToString(") : -1], data))
     if expression.startswith("States.Format("):
@@ -192,12 +202,13 @@ def parameters(template: Any, data: Any) -> Any:
 def put(data: dict[str, Any], path: str | None, value: Any) -> dict[str, Any]:
     if path is None:
         return data
-    assert path.startswith("$.") and "." not in path[2:], path
-    return {**data, path[2:]: value}
+    assert path.startswith("$."), path
+    head, _, rest = path[2:].partition(".")
+    return {**data, head: put(dict(data.get(head) or {}), f"$.{rest}", value) if rest else value}
 
 
 def holds(rule: dict[str, Any], data: Any) -> bool:
-    """A Choice rule (And, Not, IsPresent, StringEquals) as Step Functions evaluates it."""
+    """A Choice rule (And, Not, IsPresent, StringEquals, NumericLessThan) as Step Functions evaluates it."""
     if "And" in rule:
         return all(holds(r, data) for r in rule["And"])
     if "Not" in rule:
@@ -212,6 +223,9 @@ def holds(rule: dict[str, Any], data: Any) -> bool:
         # On AWS a missing variable fails the state: rules test IsPresent first (And evaluates in order).
         assert value is not PathMissing, rule
         return bool(value == rule["StringEquals"])
+    if "NumericLessThan" in rule:
+        assert isinstance(value, int | float), rule
+        return bool(value < rule["NumericLessThan"])
     raise AssertionError(f"a Choice rule the runner does not know: {rule}")
 
 
@@ -219,8 +233,9 @@ CLAIM = "arn:aws:states:::aws-sdk:s3:putObject"
 
 
 def run_until_settled(
-    definition: dict[str, Any], start: str, data: dict[str, Any], records: dict[str, str] | None = None
-) -> tuple[str, Any]:
+    definition: dict[str, Any], start: str, data: dict[str, Any], records: dict[str, str] | None = None,
+    visited: list[str] | None = None,
+) -> tuple[str, Any]:  # fmt: skip
     """Runs Pass, Choice, SNS, S3 conditional-create and Fail states from `start` as Step Functions would,
     with JSONPath's rule that a missing path fails the state; stops at a callback task (its outcome is a
     worker's) or a Fail state. `records`: the work bucket's objects (a conditional create of one that
@@ -233,6 +248,8 @@ def run_until_settled(
     while True:
         state = flat[name]
         kind = state["Type"]
+        if visited is not None:
+            visited.append(name)
         if kind == "Fail":
             cause = select(state["CausePath"], data) if "CausePath" in state else state.get("Cause")
             return name, {"cause": cause, "published": published, "error": state["Error"]}
@@ -259,6 +276,10 @@ def run_until_settled(
         elif kind == "Task" and state["Resource"] == "arn:aws:states:::sns:publish":
             result = parameters(state["Parameters"], data)
             published.append(result)
+        elif kind == "Task" and state["Resource"].startswith("arn:aws:states:::aws-sdk:ecs:"):
+            # The merge wake (WakeMergeService): a service with no task (its ResultSelector's shape), woken.
+            parameters(state["Parameters"], data)
+            result = {"desired": 0} if state["Resource"].endswith(":describeServices") else None
         else:
             raise AssertionError(f"{name}: a {kind} state the runner does not know")
         data = put(data, state.get("ResultPath", "$"), result) if state.get("ResultPath", "$") != "$" else result
@@ -345,9 +366,11 @@ def notice_paths() -> list[tuple[str, dict[str, Any]]]:
     paths = [("SuccessNotice", {**JOB_INPUT, "merge": MERGED})]
     definition = _definition()
     for _name, catch in catches(definition):
-        if flat_state(definition, catch["Next"]).get("Resource", "").endswith(".waitForTaskToken"):
-            continue  # a failed Map goes on to the merge's gate, whose own Catch is here too
-        paths.append((catch["Next"], put(dict(JOB_INPUT), catch["ResultPath"], failure)))
+        caught = put(dict(JOB_INPUT), catch["ResultPath"], failure)
+        stopped, _outcome = run_until_settled(definition, catch["Next"], caught)
+        if flat_state(definition, stopped).get("Resource", "").endswith(".waitForTaskToken"):
+            continue  # a failed Map (or merge wake) goes on to the merge's gate, whose own Catch is here too
+        paths.append((catch["Next"], caught))
     return paths
 
 
@@ -386,3 +409,29 @@ def test_the_state_machine_publishes_only_a_notice_whose_record_it_created(start
     assert flat_state(definition, stopped)["Type"] == "Fail", stopped
     assert outcome["published"] == [] and outcome["error"] == "NoticeNotClaimed", outcome
     assert json.loads(held[NOTICE_KEY])["by"] == "cancel"
+
+
+def test_the_merge_service_is_woken_when_the_map_ends_and_only_when_it_wants_no_task() -> None:
+    definition = _definition()
+    # GIVEN the Map's way on, on success and on failure
+    render = definition["States"]["RenderSegments"]
+    assert render["Next"] == render["Catch"][0]["Next"] == "WakeMergeService"
+    # WHEN it runs on an AWS stage whose merge service wants no task
+    visited: list[str] = []
+    stopped, sent = run_until_settled(definition, "WakeMergeService", dict(JOB_INPUT), visited=visited)
+    # THEN the service is read, raised to one task, and the merge message is sent with the job
+    assert visited == ["WakeMergeService", "MergeServiceToWake", "ReadMergeService", "MergeServiceIdle", "WakeMerge",
+                       "Merge"]  # fmt: skip
+    assert stopped == "Merge" and sent["MessageBody"]["job"] == JOB_INPUT["job"]
+    wake = flat_state(definition, "WakeMerge")
+    assert wake["Parameters"]["DesiredCount"] == 1 and wake["Catch"][0]["Next"] == "Merge"
+    assert all(flat_state(definition, name)["TimeoutSeconds"] <= 60 for name in ("ReadMergeService", "WakeMerge"))
+    # AND a service that already wants a task is left alone (the wake only raises)
+    idle = flat_state(definition, "MergeServiceIdle")["Choices"][0]
+    assert not holds(idle, {"wake": {"current": {"desired": 2}}}) and holds(idle, {"wake": {"current": {"desired": 0}}})
+    # AND on the local stage (no ECS: the substitution is empty) the wake is skipped
+    local = json.loads(ASL.read_text().replace("${Partition}", "aws").replace("${MergeCluster}", "")
+                       .replace("${MergeService}", ""))  # fmt: skip
+    visited = []
+    assert run_until_settled(local, "WakeMergeService", dict(JOB_INPUT), visited=visited)[0] == "Merge"
+    assert visited == ["WakeMergeService", "MergeServiceToWake", "Merge"]

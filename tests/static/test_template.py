@@ -147,11 +147,15 @@ def test_transform_leaves_the_stage_decision_to_cloudformation(stage: str) -> No
     assert expected <= types
 
 
+AWS_OPTIONS_ON = {"CreateVpcEndpoints": "true", "GpuWarmPoolSize": 1, "OutputRetentionDays": 30}
+
+
 def test_aws_only_resources_exist_on_aws_and_not_for_local() -> None:
     # GIVEN the transformed template and its conditions evaluated for Stage=local and Stage=prod
     template = transform("local")
     local = Conditions(template, parameter_values(template, "local"))
-    aws = Conditions(template, parameter_values(template, "prod"))
+    # (with every AWS option on: the VPC endpoints and the warm pool exist only when asked for)
+    aws = Conditions(template, {**parameter_values(template, "prod"), **AWS_OPTIONS_ON})
     aws_only = {n: r for n, r in template["Resources"].items() if r["Type"].startswith(AWS_ONLY_PREFIXES)}
     assert aws_only
     # WHEN each AWS-only resource's condition is evaluated
@@ -179,6 +183,9 @@ def test_iam_resources_exist_exactly_when_something_that_exists_uses_them() -> N
         conditions = Conditions(template, parameter_values(template, stage))
         present = existing(template, conditions)
         used = {ref for resource in present.values() for ref in references(resource, conditions)}
+        # (a policy for people, the operators', is used by those it is attached to: the stack names it)
+        outputs = [o for o in template.get("Outputs", {}).values() if conditions.holds(o.get("Condition"))]
+        used |= {ref for output in outputs for ref in references(output["Value"], conditions)}
         # WHEN the IAM roles and instance profiles are checked
         iam = {n: r for n, r in template["Resources"].items() if r["Type"].startswith("AWS::IAM::")}
         # THEN each exists for this stage if and only if an existing resource refers to it
@@ -248,6 +255,18 @@ def _asl_text() -> str:
     return ASL.read_text()
 
 
+# Service integrations name their partition through the substitution: China and GovCloud are not arn:aws.
+INTEGRATION = "arn:${Partition}:states:::"
+DYNAMIC_TARGETS = {"s3": {"WorkBucket"}, "ecs": {"MergeService"}}
+
+
+def test_the_state_machine_names_no_partition_of_its_own() -> None:
+    text = _asl_text()
+    assert "arn:aws:" not in text
+    assert text.count(INTEGRATION) >= 9
+    assert _substitutions()["Partition"] == {"Ref": "AWS::Partition"}
+
+
 def _substitutions() -> dict[str, Any]:
     return dict(properties(source(), "RenderStateMachine")["DefinitionSubstitutions"])
 
@@ -261,7 +280,7 @@ def _integrations(node: Any) -> Iterator[tuple[str, dict[str, Any]]]:
     if not isinstance(node, dict):
         return
     resource = node.get("Resource")
-    if isinstance(resource, str) and resource.startswith("arn:aws:states:::"):
+    if isinstance(resource, str) and resource.startswith(INTEGRATION):
         yield resource, dict(node.get("Parameters", {}))
     for value in node.values():
         yield from _integrations(value)
@@ -293,14 +312,15 @@ def test_every_integration_in_the_asl_is_allowed_by_the_state_machine_role() -> 
     # WHEN each integration is turned into the IAM action it needs and the resources it touches
     missing: list[str] = []
     for resource, parameters in integrations:
-        # arn:aws:states:::sqs:sendMessage.waitForTaskToken, or an SDK call arn:aws:states:::aws-sdk:s3:putObject
-        service, api = resource.removeprefix("arn:aws:states:::").split(".")[0].split(":")[-2:]
+        # arn:${Partition}:states:::sqs:sendMessage.waitForTaskToken, or an SDK call …:::aws-sdk:s3:putObject
+        service, api = resource.removeprefix(INTEGRATION).split(".")[0].split(":")[-2:]
         action = f"{service}:{api[0].upper()}{api[1:]}"
         targets: set[str] = set()
         for key, value in parameters.items():
             if key.endswith(".$"):
-                # Dynamic S3 locations are the work bucket's by contract (plans, map results).
-                targets |= {"WorkBucket"} if service == "s3" else set()
+                # Dynamic S3 locations are the work bucket's by contract (plans, map results); the ECS
+                # calls name the merge service the WakeMergeService state holds.
+                targets |= DYNAMIC_TARGETS.get(service, set())
             elif isinstance(value, str):
                 for placeholder in _SUB_NAME.findall(value):
                     targets |= set(references(substitutions[placeholder], conditions))
@@ -448,8 +468,10 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
         if "MetricStat" in m and m["MetricStat"]["Metric"]["Namespace"] == "AWS/SQS"
     ]
     queues = {m["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for m in queue_metrics}
-    # THEN it is the render queues' visible messages divided by the running tasks, scaling down to 0
-    assert target["MinCapacity"] == 0
+    # THEN it is the render queues' visible messages divided by the running tasks, scaling down to the
+    # minimum, which is 0 unless RenderMinTasks keeps a warm fleet
+    assert target["MinCapacity"] == {"Ref": "RenderMinTasks"}
+    assert source()["Parameters"]["RenderMinTasks"]["Default"] == 0
     assert {m["MetricName"] for m in queue_metrics} == {
         "ApproximateNumberOfMessagesVisible",
         "ApproximateNumberOfMessagesNotVisible",
@@ -485,10 +507,13 @@ def test_render_service_keeps_its_count_on_update_and_may_replace_every_task_on_
     service = properties(source(), "RenderService")
     # WHEN its count and deployment settings are read
     deployment = service["DeploymentConfiguration"]
-    # THEN it states no count (a stack update would reset a rendering fleet to it; without one
-    # CloudFormation keeps the current count), runs on the GPU capacity provider and needs no spare GPU
-    assert "DesiredCount" not in service
-    assert "DesiredCount" not in properties(source(), "MergeService")
+    # THEN it states the minimum as its count: a creation starts no GPU task (CloudFormation waits for
+    # none), an update resets to the minimum only the idle workers (busy ones are protected from
+    # scale-in); it runs on the GPU capacity provider and needs no spare GPU
+    parameters = source()["Parameters"]
+    assert service["DesiredCount"] == {"Ref": "RenderMinTasks"} and parameters["RenderMinTasks"]["Default"] == 0
+    assert properties(source(), "MergeService")["DesiredCount"] == {"Ref": "MergeMinTasks"}
+    assert parameters["MergeMinTasks"]["Default"] == 0
     assert service["CapacityProviderStrategy"][0]["CapacityProvider"] == {"Ref": "GpuCapacityProvider"}
     assert deployment["MinimumHealthyPercent"] == 0
 

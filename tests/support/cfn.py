@@ -29,7 +29,10 @@ ASL = ROOT / "infra" / "statemachine" / "render.asl.json"
 Template = dict[str, Any]
 
 STAGES = ("local", "prod")
-PSEUDO_PARAMETERS = {"AWS::Region": "us-east-1", "AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
+PSEUDO_PARAMETERS = {
+    "AWS::Region": "us-east-1", "AWS::Partition": "aws", "AWS::AccountId": "123456789012",
+    "AWS::StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/fleet/00000000-0000-0000-0000-000000000000",
+}  # fmt: skip
 
 
 # ---------------------------------------------------------------- loading and transforming

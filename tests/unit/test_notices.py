@@ -187,7 +187,10 @@ def test_a_failed_render_still_reaches_the_gate_so_its_notice_names_the_segments
     # THEN a Map that fails (AWS stops it at the first failed segment) goes on to the merge, whose gate
     # names each segment that did not render; the merge's failure becomes the failure notice
     (render_catch,) = states["RenderSegments"]["Catch"]
-    assert render_catch["ErrorEquals"] == ["States.ALL"] and render_catch["Next"] == "Merge"
+    # (through the merge service's wake, whose every way out is the merge: test_state_machine.py runs it)
+    assert render_catch["ErrorEquals"] == ["States.ALL"] and render_catch["Next"] == "WakeMergeService"
+    wake = ("ReadMergeService", "WakeMerge")
+    assert all(states[name]["Catch"][0]["Next"] == "Merge" for name in wake)
     (merge_catch,) = states["Merge"]["Catch"]
     assert merge_catch["ResultPath"] == "$.failure"
     # (through the stage it failed at, then a Choice that gives a failure without a Cause one:

@@ -10,6 +10,7 @@ import pytest
 from fleetctl.tables import duration, table
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.errors import DeleteFailed
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
 from fusionfleet.messages import SegmentRecord, WorkerBeat
 from fusionfleet.services.operations import JobNotFound, OperationRefused, Operations
@@ -195,6 +196,27 @@ def test_retry_renders_only_the_segments_without_valid_output() -> None:
     assert farm.storage.json(WORK, layout.run_key("broken"))["segments"] == [2, 3]
     assert farm.ops.job("broken").summary.state == "RUNNING"
     assert "run 1" in message and "2 of 4" in message
+
+
+def test_a_retry_whose_marker_cannot_be_cleared_writes_nothing_of_the_new_run() -> None:
+    # GIVEN a doomed job (its job-failed marker written) and storage that refuses to delete that marker,
+    # as S3 does inside a 200 when the role may not delete the key
+    farm = Farm()
+    farm.job("doomed", "FAILED", done=(0,), failed=(1,), error="JobFailed")
+    farm.storage.put_json(WORK, layout.job_failed_key("doomed"), {"job_id": "doomed"})
+
+    def refuse(bucket: str, prefix: str) -> int:
+        raise DeleteFailed(bucket, [(prefix, "AccessDenied", "Access Denied")])
+
+    farm.storage.delete_prefix = refuse  # type: ignore[method-assign]
+    # WHEN it is retried
+    with pytest.raises(DeleteFailed):
+        farm.ops.retry("doomed")
+    # THEN no plan, run record or execution of a new run exists: the job is as it was
+    assert not farm.storage.exists(WORK, layout.run_plan_key("doomed", 1))
+    assert not farm.storage.exists(WORK, layout.run_key("doomed"))
+    assert execution_arn(MACHINE, "doomed--r1") not in farm.orchestrator.executions
+    assert farm.ops.job("doomed").summary.state == "FAILED"
 
 
 def test_a_cancelled_job_retried_starts_clean_and_the_watchdog_leaves_its_old_run_alone() -> None:

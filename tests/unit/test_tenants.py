@@ -275,7 +275,9 @@ def test_every_notice_the_state_machine_publishes_carries_the_tenant_from_the_ex
     # GIVEN the state machine's publish tasks
     definition = json.loads(ASL.read_text())
     publishes = [
-        state for state in definition["States"].values() if state.get("Resource") == "arn:aws:states:::sns:publish"
+        state
+        for state in definition["States"].values()
+        if state.get("Resource") == "arn:${Partition}:states:::sns:publish"
     ]
     # THEN each one sets the tenant attribute from $.tenant
     assert len(publishes) == 2

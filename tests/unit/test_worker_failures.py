@@ -6,7 +6,7 @@ import time
 
 from gpu_worker.attempt import Attempt
 from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
+from gpu_worker.loop import LOCALSTACK_TOKEN_GRACE_S, Worker, token_grace_s
 from gpu_worker.retry import RetryPolicy
 from gpu_worker.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
@@ -206,6 +206,24 @@ def test_a_young_message_whose_token_stays_gone_is_dropped_when_its_grace_ends()
     assert take_one(subject)
     heartbeats = [call for call in orchestrator.calls if call[0] == "heartbeat"]
     assert handler.attempts == [] and queue.deleted == [message_id] and len(heartbeats) >= 3
+
+
+def test_on_aws_a_gone_token_is_gone_at_once_and_only_locally_is_it_given_a_grace() -> None:
+    # LocalStack registers tokens late (the grace); AWS registers a token with its message (none).
+    assert token_grace_s(None) == 0.0 and token_grace_s("http://127.0.0.1:4566") == LOCALSTACK_TOKEN_GRACE_S
+    # GIVEN a young message whose token is gone, on AWS
+    queue, orchestrator, handler = FakeQueue(), FakeOrchestrator(gone={"t"}), ScriptedHandler()
+    queue.create(QUEUE)
+    message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
+    subject = Worker(
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
+        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01,
+        token_grace_s=token_grace_s(None),
+    )  # fmt: skip
+    # WHEN a worker takes it THEN it is dropped after the token is asked twice, a pause apart
+    assert take_one(subject)
+    heartbeats = [call for call in orchestrator.calls if call[0] == "heartbeat"]
+    assert handler.attempts == [] and queue.deleted == [message_id] and len(heartbeats) == 2
 
 
 def test_a_task_of_a_cancelled_job_is_dropped_unrendered_even_with_a_live_token() -> None:
