@@ -1,7 +1,7 @@
 """Fixed cost per segment of the FaceFusion engines: one `headless-run` per segment vs the warm one.
 
 Runs both engines on FaceFusion 3.8.1's own code with the harness's stand-in models on the CPU
-(tests/support/facefusion_harness.py: the checkout beside the clone or FUSIONFLEET_FACEFUSION_SOURCE,
+(fleetctl/harness/facefusion.py: the checkout beside the clone or FUSIONFLEET_FACEFUSION_SOURCE,
 and `make facefusion-env`). Each engine renders segments of three lengths, interleaved, the same
 number of times; a segment's time is fixed cost + frames × per-frame cost, so both engines' fixed
 costs come from one estimator: the intercept of the least-squares line through each length's fastest
@@ -32,12 +32,13 @@ from typing import Any
 
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.provenance import write_results
-from gpu_worker.engines.base import EngineJob
+from fleetctl.harness import facefusion as harness
+from fleetctl.harness.pictures import clip_images, face_image
+from gpu_worker.engines.base import EngineJob, Frame
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
 from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.media import read_output, write_target
 from gpu_worker.engines.facefusion.settings import EngineSettings
-from tests.support import facefusion_harness as harness
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GOAL_FIXED_SHARE = 0.05  # the warm engine's fixed cost, as a share of the old path's
@@ -53,6 +54,10 @@ for path in sorted(glob.glob('.assets/models/*.onnx')):
     onnxruntime.InferenceSession(path, providers=['CPUExecutionProvider'])
 print(json.dumps(time.perf_counter() - started))
 """
+
+
+def _clip(count: int) -> list[Frame]:
+    return [Frame(index=index, image=image) for index, image in enumerate(clip_images(count))]
 
 
 def _timed(action: Callable[[], object]) -> float:
@@ -82,11 +87,11 @@ def _job(work: Path) -> EngineJob:
     # FaceFusion's content analyser samples one frame a second: at SHORT frames a second its work
     # grows with the segment, as it does over real segments of seconds, and is not fixed cost.
     options = {"face_selector_mode": "one"}
-    return EngineJob(job_id="bench", sources=(harness.face_image(),), options=options, fps=SHORT, work_dir=work)
+    return EngineJob(job_id="bench", sources=(face_image(),), options=options, fps=SHORT, work_dir=work)
 
 
 def _render(engine: Any, job: EngineJob, frames: int) -> float:
-    clip = harness.clip(frames)
+    clip = _clip(frames)
     return _timed(lambda: list(engine.render(job, clip)))
 
 
@@ -132,9 +137,9 @@ def measure(repeats: int) -> dict[str, Any]:
             for _ in range(repeats)
         )
         target = Path(scratch) / "target.mov"
-        written = write_target(harness.clip(SHORT), target, 25.0, None)
+        written = write_target(_clip(SHORT), target, 25.0, None)
         assert written is not None
-        write_s = _timed(lambda: write_target(harness.clip(SHORT), target, 25.0, None))
+        write_s = _timed(lambda: write_target(_clip(SHORT), target, 25.0, None))
         read_s = _timed(lambda: list(read_output(target, written, "")))
 
     old_fixed, old_per_frame = fixed_and_per_frame(old_times)

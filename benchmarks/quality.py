@@ -18,6 +18,10 @@ preset, with the engine's own detector and landmarks (kept for comparison, not a
 - speed: frames per second per core (CPU time, one OpenCV thread) for each preset at 640x360 and
   1280x720, and the one-off model load time.
 
+And on people it was never tuned on (benchmarks.unseen_people): a real photo scikit-image ships (its
+CC0 "camera" photo) and real people from its LFW subset as sources, judged the same way, plus whether
+the judge names the right person among every candidate source.
+
 Run from the repository root: `.venv/bin/python -m benchmarks.quality`. Writes
 benchmarks/results/quality.json and benchmarks/results/quality_side_by_side.png.
 """
@@ -37,6 +41,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from benchmarks import unseen_people
 from benchmarks.judged import judged_goals, judged_run, start_judged_run
 from benchmarks.provenance import write_results
 from fleetctl import samples
@@ -316,6 +321,7 @@ def print_table(report: dict[str, Any]) -> None:
             f"{clip['redetected_share'] or 0:.2f}, to source {clip['mean_distance_to_source'] or math.nan:.3f}, "
             f"to target {clip['mean_distance_to_target'] or math.nan:.3f}, swap {clip['swap_s']} s"
         )
+    print(unseen_people.table(report["unseen_people"]))
     identity = report["pairs"][0]["identity"]
     temporal = report["pairs"][0]["temporal"]
     print(
@@ -357,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="processes judging clips beside the in-memory measurements (1: in turn)"
     )
+    parser.add_argument("--unseen-people", type=int, default=8, help="people of the LFW subset used as sources")
+    parser.add_argument("--unseen-frames", type=int, default=25, help="frames of the clip each is swapped onto")
     args = parser.parse_args(argv)
     pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
     judging = start_judged_run(pool, args.judged_frames, args.judge_every, "balanced") if pool else None
@@ -400,12 +408,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         pool.shutdown()
     else:
         judged = judged_run(args.judged_frames, args.judge_every, "balanced")
+    with ProcessPoolExecutor(max(1, args.jobs)) as unseen_pool:
+        unseen = unseen_people.run(unseen_pool, args.unseen_people, args.unseen_frames, args.judge_every)
     measured = {
         "jitter_ratio": main_pair["temporal"]["ratio"],
         "fps_realtime_640x360": speed["realtime"]["640x360"]["fps_per_core"],
         "fps_balanced_640x360": speed["balanced"]["640x360"]["fps_per_core"],
     }
-    goals = {**judged_goals(judged), **verdicts(measured)}
+    goals = {**judged_goals(judged), **unseen_people.goals(unseen), **verdicts(measured)}
     report = {
         "engine": "classic",
         "quality_preset": "balanced",
@@ -414,6 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "judged_in_parallel": args.jobs,
         "model_load_seconds": load_seconds,
         "judged": judged,
+        "unseen_people": unseen,
         "pairs": pairs,
         "speed": speed,
         "swap_end_to_end": end_to_end,

@@ -151,7 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     tenant_cli.add_local_commands(local)
 
     submit = commands.add_parser("submit", help="upload media and a manifest; prints the job id")
-    submit.add_argument("--source", action="append", required=True, type=Path, help="face image (repeat for several)")
+    submit.add_argument(
+        "--source", action="append", required=True, type=Path,
+        help="face image, or one audio file for the lip syncer (repeat for several)",
+    )  # fmt: skip
     submit.add_argument("--target", required=True, type=Path, help="the video to swap faces in")
     submit.add_argument("--priority", default="normal", choices=PRIORITIES)
     submit.add_argument("--engine", choices=ENGINE_NAMES)
@@ -238,6 +241,9 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
 
 def _describe(view: JobView) -> str:
     counts = view.segments
+    if not counts.total and view.analysis is not None:
+        read = view.analysis
+        return f"{view.state} content analysis {bar(read.frames_read, read.frame_count)} {read.percent:.0f} %"
     if not counts.total:
         return str(view.state)
     return f"{view.state} {bar(counts.done, counts.total)} {counts.done}/{counts.total} segments" + (

@@ -173,6 +173,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"segments  {counts.done} done, {counts.failed} failed, {counts.running} running, "
             f"{counts.pending} pending, {counts.total} total"
         )
+    elif view.analysis is not None:
+        read = view.analysis
+        print(
+            f"analysis  {read.percent:.0f} % of the target read ({read.frames_read} of {read.frame_count} frames, "
+            f"{read.sampled} analysed) on {read.worker or 'a worker'}; its segments start after it"
+        )
     if view.result is not None:
         print(f"output    {view.result.uri}")
     if view.download is not None:

@@ -58,6 +58,11 @@ def content_analysis_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}content-analysis.json"
 
 
+def content_analysis_progress_key(job_id: str) -> str:
+    """How far the job's content analysis has read the target, while it runs (its own step, before the Map)."""
+    return f"{work_prefix(job_id)}content-analysis-progress.json"
+
+
 def segment_key(job_id: str, index: int) -> str:
     return f"{work_prefix(job_id)}segments/{index:05d}.mp4"
 

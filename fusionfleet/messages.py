@@ -3,6 +3,7 @@ notifications."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,7 +12,8 @@ from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.jobs.manifest import Priority, Quality
 from fusionfleet.jobs.plan import Segment
-from fusionfleet.media.info import VideoInfo
+from fusionfleet.jobs.timeline import Timeline
+from fusionfleet.media.info import AudioInfo, VideoInfo
 
 
 class _Model(BaseModel):
@@ -23,6 +25,14 @@ class ObjectRef(_Model):
     key: str
     etag: str = ""
     size: int = 0
+
+
+class AudioSource(_Model):
+    """The job's audio source: what FaceFusion's lip syncer hears, and what the output then carries
+    (fusionfleet.media.source_audio). It is one of the manifest's sources; `sources` holds the face images."""
+
+    file: ObjectRef
+    info: AudioInfo
 
 
 class JobContext(_Model):
@@ -39,6 +49,7 @@ class JobContext(_Model):
     # Where the job's content-analysis verdict is kept, for engines that declare it job-level
     # (fusionfleet.jobs.decisions): made once over the whole target, read by every segment.
     content_analysis: ObjectRef | None = None
+    audio: AudioSource | None = None
     output: ObjectRef
     work_bucket: str
     priority: Priority
@@ -48,11 +59,25 @@ class JobContext(_Model):
     video: VideoInfo
     encoder: EncoderSettings
     segment_count: int
-    frame_count: int
+    frame_count: int  # the target frames the job renders (its trimmed range's)
     submitted_at: str
     run: int = 0  # 0, then 1, 2, … for each retry (fusionfleet.jobs.runs)
     tenant: str | None = None  # the T of a `tenants/T/jobs/` manifest; None for a single-tenant `jobs/` drop
     fleet_workers: int = 0  # the fleet its plan was sized for (fusionfleet.jobs.sizing); 0: a fixed plan
+    # The frames rendered and the output's rate (trim, output_video_fps); None: the whole target at its rate.
+    timeline: Timeline | None = None
+
+    @property
+    def frames(self) -> Timeline:
+        """The job's timeline (jobs planned before it existed: the whole target, each frame once)."""
+        if self.timeline is not None:
+            return self.timeline
+        num, den = self.video.fps_num, self.video.fps_den
+        return Timeline(0, self.video.frame_count, num, den, num, den, "same")
+
+    def output_frames(self, segment: Segment) -> int:
+        """The output frames a segment makes (its target frames, repeated or dropped as the job's rate says)."""
+        return self.frames.output_frames(segment.start_frame, segment.end_frame)
 
 
 class Task(Protocol):
@@ -185,6 +210,63 @@ class MergeTask(_Model):
 
     def wire_json(self) -> str:
         return self.model_dump_json()
+
+
+class AnalysisTask(_Model):
+    """A job's content analysis, its own step before the Map (fusionfleet.facefusion.content_analysis): sent to
+    the job's render queue, so the workers that render its segments, with their engine, make its verdict.
+
+    Like a merge it is never copied and keeps no checkpoints: SQS's receive count is its attempts.
+    """
+
+    task_token: str
+    job: JobContext
+    step: Literal["content_analysis"] = "content_analysis"
+
+    @property
+    def copy_number(self) -> int:
+        return 0
+
+    @property
+    def prior_attempts(self) -> int:
+        return 0
+
+    @property
+    def forgiven_attempts(self) -> int:
+        return 0
+
+    @property
+    def progress_frames(self) -> int:
+        return 0
+
+    @property
+    def saves_progress(self) -> bool:
+        return False
+
+    @property
+    def in_hand(self) -> str:
+        return f"{self.job.job_id}:analysis"
+
+    @property
+    def engine(self) -> str:
+        return self.job.engine
+
+    def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> AnalysisTask:
+        return self
+
+    def wire_json(self) -> str:
+        return self.model_dump_json()
+
+
+def parse_render_queue_message(body: str) -> RenderTask | AnalysisTask:
+    """A render queue's message: a segment to render, or a job's content analysis (it names its step)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "step" in data:
+        return AnalysisTask.model_validate_json(body)
+    return RenderTask.model_validate_json(body)
 
 
 class SegmentRecord(_Model):

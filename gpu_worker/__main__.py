@@ -16,14 +16,15 @@ from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.fleet.blocklist import BlockPolicy
-from fusionfleet.messages import MergeTask, RenderTask
+from fusionfleet.messages import MergeTask
 from fusionfleet.webhooks.outbox import WebhookOutbox
 from gpu_worker import config as worker_config
 from gpu_worker import per_gpu
 from gpu_worker.accounting import Billing
+from gpu_worker.analysis_task import AnalysisHandler, RenderQueueHandler, RenderQueueTask
 from gpu_worker.blocklist import Blocklist
-from gpu_worker.capacity import gpu_capacity
-from gpu_worker.engine_host import EngineHost, HostPolicy
+from gpu_worker.capacity import gpu_capacity, total_gpu_mib
+from gpu_worker.engine_host import EngineHost, HostPolicy, default_gpu_limit_mb
 from gpu_worker.engines.base import EngineUnavailable
 from gpu_worker.engines.facefusion import startup as facefusion_startup
 from gpu_worker.errors import ConfigError
@@ -39,7 +40,9 @@ from gpu_worker.stopping import StopSignal
 from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler, TaskT
 
 
-def build_worker(settings: worker_config.WorkerEnvironment, stop: StopSignal) -> Worker[RenderTask] | Worker[MergeTask]:
+def build_worker(
+    settings: worker_config.WorkerEnvironment, stop: StopSignal
+) -> Worker[RenderQueueTask] | Worker[MergeTask]:
     aws = AwsTarget(region=settings.region, endpoint_url=settings.endpoint_url)
     storage = S3Storage(aws.client("s3"))
     queue = SqsQueue(aws.client("sqs"))
@@ -61,7 +64,9 @@ def build_worker(settings: worker_config.WorkerEnvironment, stop: StopSignal) ->
                 HostPolicy(
                     max_tasks=settings.engine_max_tasks,
                     max_rss_mb=settings.engine_max_rss_mb,
-                    max_gpu_mb=settings.engine_max_gpu_mb,
+                    max_gpu_mb=settings.engine_max_gpu_mb
+                    if settings.engine_max_gpu_mb is not None
+                    else default_gpu_limit_mb(total_gpu_mib(settings.visible_gpus)),
                     seconds_per_frame=settings.seconds_per_frame,
                     base_timeout_s=settings.base_timeout_s,
                 ),
@@ -79,7 +84,9 @@ def build_worker(settings: worker_config.WorkerEnvironment, stop: StopSignal) ->
             events = WebhookOutbox(ordered, settings.webhook_queue_url, storage, settings.work_bucket)
         billing = Billing(storage, settings.capacity, settings.prices)
         render = RenderHandler(renderer, storage, settings.name, stop.requested, blocklist, billing, events)
-        return _worker(settings, stop, render, aws, storage, queue)
+        # The render queues also carry FaceFusion jobs' content analyses (their own step, before the Map).
+        handler = RenderQueueHandler(render, AnalysisHandler(renderer, storage, stop.requested))
+        return _worker(settings, stop, handler, aws, storage, queue)
     merge = MergeHandler(MergeDeps(storage, settings.scratch, prices=settings.prices))
     return _worker(settings, stop, merge, aws, storage, queue)
 

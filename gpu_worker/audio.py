@@ -2,6 +2,10 @@
 
 MP4/MOV index every audio sample (offset, size, timestamp), so only the audio bytes are fetched —
 a few percent of a video file. Matroska has no such index; there the file is demuxed.
+
+The tracks go into an MP4 when it can hold them all (the codecs the merge copies): its edit list
+keeps an encoder's priming (AAC's first 1024 samples, timestamped before zero) out of the decoded
+sound, as in the target. Matroska, the fallback, would shift them into it: 21 ms late.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 import av
 
+from fusionfleet.media.ffmpeg import AUDIO_FILES, MP4_AUDIO_CODECS
 from fusionfleet.media.probe import VideoInfo, open_video
 from fusionfleet.media.reader import RangeReader
 
@@ -61,14 +66,21 @@ def _indexed_samples(tracks: list[Any]) -> list[Sample] | None:
     return samples
 
 
-def extract_audio(reader: RangeReader, video: VideoInfo, path: Path, what: str) -> bool:
-    """Write the target's audio tracks to a Matroska file; False when the target has none."""
+def audio_file(video: VideoInfo, folder: Path) -> Path:
+    """Where the target's audio goes: an MP4 (.m4a) when it holds every track's codec, else Matroska."""
+    suffix = ".m4a" if all(track.codec in MP4_AUDIO_CODECS for track in video.audio) else ".mka"
+    return folder / f"audio{suffix}"
+
+
+def extract_audio(reader: RangeReader, video: VideoInfo, folder: Path, what: str) -> Path | None:
+    """Write the target's audio tracks to a file in `folder` (audio_file); None when the target has none."""
     if not video.audio:
-        return False
+        return None
+    path = audio_file(video, folder)
     with open_video(reader, video.container, what) as source:
         tracks = list(source.streams.audio)
         samples = _indexed_samples(tracks) if video.container == "mov" else None
-        with av.open(str(path), mode="w", format="matroska") as sink:
+        with av.open(str(path), mode="w", format=AUDIO_FILES[path.suffix].muxer) as sink:
             outputs = {track.index: sink.add_stream_from_template(track) for track in tracks}
             if samples is None:
                 for packet in source.demux(*tracks):
@@ -79,7 +91,7 @@ def extract_audio(reader: RangeReader, video: VideoInfo, path: Path, what: str) 
             else:
                 _copy_indexed(reader, tracks, samples, outputs, sink)
     logger.info("audio of %s extracted reading %s of %s bytes", what, reader.bytes_fetched, reader.size)
-    return True
+    return path
 
 
 def _copy_indexed(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from gpu_worker import nvidia_smi
 
 QUERY = ["--query-gpu=index,uuid,memory.free", "--format=csv,noheader,nounits"]
+TOTAL_QUERY = ["--query-gpu=index,uuid,memory.total", "--format=csv,noheader,nounits"]
 
 
 def parse_free_mib(output: str, visible: Sequence[str]) -> float | None:
@@ -37,6 +38,12 @@ def parse_free_mib(output: str, visible: Sequence[str]) -> float | None:
 def free_gpu_mib(visible: Sequence[str]) -> float | None:
     """What nvidia-smi says; None where there is none (a CPU host) or it does not answer."""
     output = nvidia_smi.query(QUERY)
+    return None if output is None else parse_free_mib(output, visible)
+
+
+def total_gpu_mib(visible: Sequence[str]) -> float | None:
+    """The smallest total memory among this worker's GPUs (the same parse: index, uuid, MiB); None without one."""
+    output = nvidia_smi.query(TOTAL_QUERY)
     return None if output is None else parse_free_mib(output, visible)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,9 @@ from fusionfleet.errors import MediaError, ObjectMissing
 from fusionfleet.media.inspect import summarize
 
 logger = logging.getLogger(__name__)
+
+# The output frames a chunk of target frames [first, end) holds (a job's timeline: fusionfleet.jobs.timeline).
+Shown = Callable[[int, int], int]
 
 
 @dataclass(frozen=True)
@@ -116,9 +120,11 @@ class Checkpoints:
         key = layout.chunk_state_key(self._job_id, self._segment, first, end)
         self._storage.put_bytes(self._bucket, key, seal_state(engine, state), "application/octet-stream")
 
-    def restore_with_state(self, grid: list[tuple[int, int]], workdir: Path, engine: str) -> Restored:
+    def restore_with_state(
+        self, grid: list[tuple[int, int]], workdir: Path, engine: str, shown: Shown | None = None
+    ) -> Restored:
         """`restore()`, and the engine's state after the last restored chunk when it was saved."""
-        chunks = self.restore(grid, workdir)
+        chunks = self.restore(grid, workdir, shown)
         if not chunks:
             return Restored(chunks)
         first, end = grid[len(chunks) - 1]
@@ -134,8 +140,11 @@ class Checkpoints:
             logger.warning("state of checkpoint %s-%s is not %s's; resuming with the lead-in", first, end, engine)
         return Restored(chunks, state)
 
-    def restore(self, grid: list[tuple[int, int]], workdir: Path) -> list[Path]:
-        """Download the finished chunks of `grid` into workdir; stop at the first missing or broken one."""
+    def restore(self, grid: list[tuple[int, int]], workdir: Path, shown: Shown | None = None) -> list[Path]:
+        """Download the finished chunks of `grid` into workdir; stop at the first missing or broken one.
+
+        `shown(first, end)`: the output frames a chunk of target frames [first, end) holds (the job's
+        timeline; one each by default)."""
         prefix = layout.checkpoint_prefix(self._job_id, self._segment)
         listed = parse_chunks(self._storage.list_keys(self._bucket, prefix))
         restored = []
@@ -147,7 +156,7 @@ class Checkpoints:
             except MediaError as error:
                 logger.warning("checkpoint %s unreadable (%s); rendering from frame %s", chunk.key, error, chunk.first)
                 break
-            if frames != chunk.end - chunk.first:
+            if frames != (shown(chunk.first, chunk.end) if shown else chunk.end - chunk.first):
                 logger.warning("checkpoint %s has %s frames; rendering from frame %s", chunk.key, frames, chunk.first)
                 break
             restored.append(path)

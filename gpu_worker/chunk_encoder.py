@@ -47,6 +47,14 @@ class ChunkEnd:
 
 
 @dataclass(frozen=True)
+class _Shown:
+    """One of the engine's frames and how many output frames show it (the job's timeline)."""
+
+    image: Image
+    copies: int
+
+
+@dataclass(frozen=True)
 class _Done:
     """No more frames: the engine finished, or stopped after a chunk."""
 
@@ -101,7 +109,7 @@ class ChunkEncoder:
         self._on_state = on_state
         self._on_preview = on_preview
         self._on_frame = on_frame
-        self._frames: Handoff[Image | ChunkEnd | _Done] = Handoff(frames_behind(*size), stop)
+        self._frames: Handoff[_Shown | ChunkEnd | _Done] = Handoff(frames_behind(*size), stop)
         self._finished: Handoff[_Finished | _Done] = Handoff(CHUNKS_IN_FLIGHT, stop)
         self._pipes: set[FramePipe] = set()
         self._pipes_lock = threading.Lock()
@@ -119,13 +127,14 @@ class ChunkEncoder:
         return self
 
     # ---------------------------------------------------------------- the engine's side
-    def put_frame(self, image: Image) -> None:
-        self._hand(image)
+    def put_frame(self, image: Image, copies: int = 1) -> None:
+        """The engine's next emitted frame, shown `copies` times in the output (0: dropped, a lower rate)."""
+        self._hand(_Shown(image, copies))
 
     def end_chunk(self, chunk: ChunkEnd) -> None:
         self._hand(chunk)
 
-    def _hand(self, item: Image | ChunkEnd | _Done) -> None:
+    def _hand(self, item: _Shown | ChunkEnd | _Done) -> None:
         try:
             waited, moved = self._frames.put(item)
         except Stopped:
@@ -187,13 +196,14 @@ class ChunkEncoder:
                         raise RuntimeError(f"chunk {item.first}-{item.end} ended while encoding {first}-{end}")
                     self._finished.put(_Finished(pipe, path, item, last))
                     break
-                with self._clock.timed("encode"):
-                    pipe.write(item)
-                self._watch.saw_output(item)
-                last = item
-                self.written += 1
-                if self._on_frame is not None:
-                    self._on_frame(self.written)
+                self._watch.saw_output(item.image)  # once per engine frame: the watch pairs them with its inputs
+                for _ in range(item.copies):
+                    with self._clock.timed("encode"):
+                        pipe.write(item.image)
+                    self.written += 1
+                    if self._on_frame is not None:
+                        self._on_frame(self.written)
+                last = item.image if item.copies else last
         item, _, _ = self._frames.get()
         if not isinstance(item, _Done):
             raise RuntimeError("the engine handed over frames past the last chunk")

@@ -4,7 +4,7 @@ It builds its own render dependencies (clients, engines) once, then renders one 
 request until it is told to stop; the worker joins, checks and uploads them (render.finish_segment),
 so this process is free for the next segment meanwhile. Requests and replies are small values sent
 over a multiprocessing pipe; the task arrives parsed (a RenderTask pickles), so a task is parsed once,
-by the worker loop.
+by the worker loop. A job's content analysis (its own step) runs here too, with the same engine.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from fusionfleet.messages import RenderTask
+from fusionfleet.facefusion.content_analysis import ContentVerdict
+from fusionfleet.messages import AnalysisTask, RenderTask
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.encoded_segment import RenderedFrames
 from gpu_worker.errors import Drained
+from gpu_worker.job_analysis import analyse_job
 from gpu_worker.render import RenderDeps, build_render_deps, render_frames
 from gpu_worker.retry import describe, retryable
 
@@ -44,6 +46,14 @@ class PrefetchRequest:
 
 
 @dataclass(frozen=True)
+class AnalyseRequest:
+    """A job's content analysis (its own step before the Map): the verdict, made with this process's engine."""
+
+    task: AnalysisTask
+    attempt: Attempt
+
+
+@dataclass(frozen=True)
 class StopRequest:
     """Close the engines and exit."""
 
@@ -51,6 +61,11 @@ class StopRequest:
 @dataclass(frozen=True)
 class Rendered:
     frames: RenderedFrames
+
+
+@dataclass(frozen=True)
+class Analysed:
+    verdict: ContentVerdict
 
 
 @dataclass(frozen=True)
@@ -67,14 +82,17 @@ class Failed:
     retryable: bool
 
 
-Request = RenderRequest | PrefetchRequest | StopRequest
-Reply = Rendered | Checkpointed | Failed
+Request = RenderRequest | PrefetchRequest | AnalyseRequest | StopRequest
+Reply = Rendered | Analysed | Checkpointed | Failed
 
 
-def answer(request: RenderRequest, deps: RenderDeps, drain: Any) -> Reply:
-    """Render one requested segment; every outcome becomes a reply, none escapes as an exception."""
+def answer(request: RenderRequest | AnalyseRequest, deps: RenderDeps, drain: Any) -> Reply:
+    """Render one requested segment (or analyse a job); every outcome becomes a reply, none escapes as an exception."""
     never = threading.Event()  # the parent cancels by killing this process
     try:
+        if isinstance(request, AnalyseRequest):
+            job = request.task.job
+            return Analysed(analyse_job(deps.storage, deps.engines, job, deps.cpu_threads, deps.worker_id))
         return Rendered(render_frames(request.task, deps, never, request.attempt, drain))
     except Drained as stopped:
         return Checkpointed(stopped.next_frame)

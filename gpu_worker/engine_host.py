@@ -16,17 +16,21 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from fusionfleet.messages import RenderTask, SegmentResult
+from fusionfleet.facefusion.content_analysis import ContentVerdict
+from fusionfleet.jobs.timeouts import TimeoutPolicy
+from fusionfleet.messages import AnalysisTask, RenderTask, SegmentResult
 from gpu_worker import engine_child
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.encoded_segment import Finish, RenderedFrames
 from gpu_worker.engine_child import (
+    Analysed,
+    AnalyseRequest,
     Checkpointed,
     Failed,
     PrefetchRequest,
@@ -47,10 +51,17 @@ class HostPolicy:
     max_gpu_mb: int | None = None
     base_timeout_s: float = 120.0
     seconds_per_frame: float = 2.0
+    # A job's content analysis reads the whole target: its limit follows the whole job's frames
+    # (fusionfleet.jobs.timeouts, which the state machine's clocks for the step are derived from too).
+    analysis: TimeoutPolicy = field(default_factory=TimeoutPolicy)
 
     def timeout_s(self, frames: int) -> float:
         """The wall-clock limit for a segment: generous for its length, finite for a hang. Pure."""
         return self.base_timeout_s + frames * self.seconds_per_frame
+
+    def analysis_timeout_s(self, job_frames: int) -> float:
+        """The wall-clock limit for a job's content analysis: the whole target's frames, nothing of a segment's."""
+        return self.analysis.analysis_attempt_s(job_frames)
 
 
 def process_tree(pid: int) -> list[int]:
@@ -105,6 +116,17 @@ def gpu_memory_of(apps_csv: str, pids: list[int]) -> float:
             except ValueError:
                 continue
     return total
+
+
+# With no bound configured, an engine holding more than this share of its GPU's memory is recycled:
+# FaceFusion's warm process keeps every session it created ('tolerant'), and the next segment's
+# buffers need the rest.
+DEFAULT_GPU_SHARE = 0.85
+
+
+def default_gpu_limit_mb(total_mib: float | None, share: float = DEFAULT_GPU_SHARE) -> int | None:
+    """The GPU-memory bound an engine gets when none is configured; None on a host without a GPU. Pure."""
+    return None if not total_mib else int(total_mib * share)
 
 
 def recycle_reason(tasks: int, rss: float, gpu: float | None, policy: HostPolicy) -> str | None:
@@ -195,6 +217,26 @@ class EngineHost:
             raise Released(f"{what}: checkpointed before frame {reply.next_frame}")
         assert isinstance(reply, Failed)
         raise EngineFailure(reply.name, reply.reason, reply.retryable)
+
+    def analyse(
+        self, task: AnalysisTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> ContentVerdict:
+        """The job's content-analysis verdict, made (or read) in the engine process within its own limit."""
+        self.start()
+        assert self._conn is not None
+        self._conn.send(AnalyseRequest(task, attempt))
+        what = f"content analysis of {task.job.job_id}"
+        limit = self._policy.analysis_timeout_s(task.job.frames.frames)
+        try:
+            reply = self._wait(cancel, stopping, time.monotonic() + limit, limit, what)
+        except BaseException:
+            self._kill("the analysis was abandoned")
+            raise
+        if isinstance(reply, Analysed):
+            return reply.verdict
+        if isinstance(reply, Failed):
+            raise EngineFailure(reply.name, reply.reason, reply.retryable)
+        raise EngineFailure("EngineConfused", f"{what}: the engine answered {type(reply).__name__}", True)
 
     def _wait(
         self, cancel: threading.Event, stopping: threading.Event, deadline: float, limit: float, what: str

@@ -9,6 +9,12 @@ The stages overlap: the decoder runs ahead of the engine and the encoder and upl
 each in a thread of its own joined by bounded hand-offs, so the engine waits only for its first
 frame (and for a stage slower than itself). Frames pass between the threads by reference, never
 copied; memory is bounded by the hand-offs' byte budgets (docs/occupancy.md states it per size).
+
+Frames an engine returns at another size than the job's (FaceFusion's frame enhancer makes them
+larger) are scaled by the encoder from their real size to the job's, as FaceFusion's writer does.
+A job's timeline (fusionfleet.jobs.timeline) says how many output frames show each target frame: one,
+or more or none where the job's output rate differs from the target's, as FaceFusion's writer repeats
+and drops them; the chunks are counted in output frames.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.jobs.encoding import EncoderSettings
+from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
 from gpu_worker.chunk_encoder import ChunkEncoder, ChunkEnd, OnChunk, OnState
@@ -49,11 +56,31 @@ class RangeStats:
     stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (gpu_worker.stage_clock)
 
 
-def chunk_grid(start: int, end: int, chunk_frames: int | None) -> list[tuple[int, int]]:
-    """[start, end) cut every `chunk_frames` frames from `start` (one chunk when None). Pure."""
+def chunk_grid(
+    start: int, end: int, chunk_frames: int | None, timeline: Timeline | None = None
+) -> list[tuple[int, int]]:
+    """[start, end) cut every `chunk_frames` frames from `start` (one chunk when None). Pure.
+
+    A chunk the timeline shows no frame of (a lower output rate drops frames) joins the one before
+    it (the first such, the one after): every chunk is a video of at least one frame.
+    """
     if chunk_frames is None or chunk_frames <= 0:
         return [(start, end)]
-    return [(first, min(first + chunk_frames, end)) for first in range(start, end, chunk_frames)]
+    grid = [(first, min(first + chunk_frames, end)) for first in range(start, end, chunk_frames)]
+    if timeline is None:
+        return grid
+    joined: list[tuple[int, int]] = []
+    for first, last in grid:
+        if joined and (timeline.output_frames(first, last) == 0 or timeline.output_frames(*joined[-1]) == 0):
+            joined[-1] = (joined[-1][0], last)
+        else:
+            joined.append((first, last))
+    return joined
+
+
+def shown_frames(timeline: Timeline | None, first: int, end: int) -> int:
+    """Output frames made from target frames [first, end): one each without a timeline."""
+    return end - first if timeline is None else timeline.output_frames(first, end)
 
 
 @dataclass(frozen=True)
@@ -98,32 +125,42 @@ def render_range(
     carry: Carry | None = None,
     ahead: DecodeAhead | None = None,
     hwaccel: Any = None,
+    lead_out: int = 0,
+    timeline: Timeline | None = None,
 ) -> RangeStats:
     """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files.
 
     Decode runs ahead of the engine and encode and upload behind it, each in a thread of its own
     (gpu_worker.decode_ahead, gpu_worker.chunk_encoder); this thread runs the engine. `ahead`: a decoder
     started earlier (the next segment's, gpu_worker.prefetch), used when it decodes the frames wanted.
+    `lead_out`: frames after the range that the engine sees but that are not emitted (FaceFusion's
+    tracker looks that far ahead), as the lead-in frames before it. `timeline`: how many output frames
+    show each emitted frame, and the number FaceFusion's processors give it (None: once, its own).
     """
     began = time.monotonic()
     clock = StageClock()
-    width, height = video.display_size
     start, end = chunks[0][0], chunks[-1][1]
     first = start if _resume(carry, what) else max(0, start - LEAD_IN_FRAMES)
-    if ahead is not None and (ahead.reader is not reader or (ahead.first, ahead.end) != (first, end)):
+    last_decoded = min(video.frame_count, end + lead_out)
+    if ahead is not None and (ahead.reader is not reader or (ahead.first, ahead.end) != (first, last_decoded)):
         logger.info("%s: the decoder started early read frames %s-%s, not %s-%s; decoding anew",
-                    what, ahead.first, ahead.end, first, end)  # fmt: skip
+                    what, ahead.first, ahead.end, first, last_decoded)  # fmt: skip
         ahead.close()
         ahead = None
-    decoder = ahead or DecodeAhead(reader, video, first, end, what, decode_threads, hwaccel)
+    decoder = ahead or DecodeAhead(reader, video, first, last_decoded, what, decode_threads, hwaccel)
     watch = IntegrityWatch()
     stop = PipelineStop()
-    encoder = ChunkEncoder(
-        (width, height), settings, workdir, chunks, what, clock, stop, watch, timeout_s=timeout_s,
-        on_chunk=on_chunk, on_state=carry.on_state if carry is not None else None, on_preview=on_preview,
-        on_frame=on_frame,
-    )  # fmt: skip
-    emits: list[bool] = []  # one per frame handed to the engine
+    encoder: ChunkEncoder | None = None  # started at the engine's first frame: its size is the encoder's input
+
+    def start_encoder(image: Image) -> ChunkEncoder:
+        height, width = image.shape[:2]
+        return ChunkEncoder(
+            (width, height), settings, workdir, chunks, what, clock, stop, watch, timeout_s=timeout_s,
+            on_chunk=on_chunk, on_state=carry.on_state if carry is not None else None, on_preview=on_preview,
+            on_frame=on_frame,
+        ).start()  # fmt: skip
+
+    emits: list[int | None] = []  # each frame handed to the engine: its index when emitted
     waited_here = [0.0]  # what the engine's own thread waited for input, inside its render step
     engine_thread = threading.get_ident()
 
@@ -133,52 +170,63 @@ def render_range(
                 waited_here[0] += waited
             if cancel.is_set():
                 raise Cancelled(f"{what}: cancelled at frame {index}")
-            emit = index >= start
-            emits.append(emit)
+            emit = start <= index < end
+            emits.append(index if emit else None)
             if emit:
                 watch.saw_input(image, index)
-            yield Frame(index=index, image=image, emit=emit)
+            number = timeline.frame_number(index) if timeline is not None else index
+            yield Frame(index=index, image=image, emit=emit, number=number)
 
     engine_s = 0.0
     produced = 0
-    written = 0
+    sizes: list[tuple[int, ...]] = []  # the engine's frame shape, one for the whole range
+
+    def emitted(outputs: Iterator[Image]) -> Iterator[tuple[int, Image]]:
+        """The engine's emitted frames with their index; the lead-in and lead-out ones are counted and dropped."""
+        nonlocal engine_s, produced
+        while True:
+            tick, before = time.perf_counter(), waited_here[0]
+            image = next(outputs, None)
+            engine_s += time.perf_counter() - tick - (waited_here[0] - before)
+            if image is None:
+                return
+            if produced >= len(emits):
+                raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
+            produced += 1
+            index = emits[produced - 1]
+            if index is not None:
+                yield index, _checked_shape(image, sizes, what, engine.name)
+
     last_frame_at = began
     outputs: Generator[Image, None, None] | None = None
     drained_at: int | None = None
     try:
         decoder.start()
-        encoder.start()
         outputs = _generator(engine.render(job, frames()))
+        images = emitted(outputs)
         for chunk_first, chunk_end in chunks:
-            while written < chunk_end - start:
-                tick, before = time.perf_counter(), waited_here[0]
-                image = next(outputs, None)
-                engine_s += time.perf_counter() - tick - (waited_here[0] - before)
-                if image is None:
+            for _ in range(chunk_end - chunk_first):  # every target frame of the chunk, in order
+                item = next(images, None)
+                if item is None:
                     raise SegmentFailed(f"{what}: engine {engine.name} returned {produced} frames for {len(emits)}")
-                _check_shape(image, height, width, what, engine.name)
-                if produced >= len(emits):
-                    raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
-                if emits[produced]:
-                    encoder.put_frame(image)
-                    written += 1
-                produced += 1
+                index, image = item
+                encoder = encoder or start_encoder(image)
+                encoder.put_frame(image, 1 if timeline is None else timeline.shown(index))
+            assert encoder is not None  # a chunk has at least one frame
             # The engine has yielded the chunk's last frame and not yet pulled the next one.
             state = carry.engine.save_state() if carry is not None else None
             encoder.end_chunk(ChunkEnd(chunk_first, chunk_end, state))
             if drain is not None and drain.is_set() and chunk_end < end:
                 drained_at = chunk_end  # stopped after the chunk in hand
                 break
-        if drained_at is None:
-            tick, before = time.perf_counter(), waited_here[0]
-            extra = next(outputs, None)
-            engine_s += time.perf_counter() - tick - (waited_here[0] - before)
-            if extra is not None:
-                raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
+        if drained_at is None and next(images, None) is not None:
+            raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
         last_frame_at = time.monotonic()
+        assert encoder is not None
         encoder.finish()  # every chunk handed over is encoded and saved (a drained one before the release)
     except BaseException as error:
-        _save_ended_chunks(encoder, stop, error, what)
+        if encoder is not None:
+            _save_ended_chunks(encoder, stop, error, what)
         if outputs is not None:
             outputs.close()  # an engine left inside a segment ends it now, not when collected
         raise
@@ -191,7 +239,9 @@ def render_range(
     clock.add("tail", time.monotonic() - last_frame_at)
     decoder.account(clock)
     watch.check(what, engine.selected_frames() if isinstance(engine, ReportsSelection) else None)
-    return RangeStats(frames=written, engine_s=engine_s, wall_s=time.monotonic() - began, stages=clock.snapshot())
+    return RangeStats(
+        frames=encoder.written, engine_s=engine_s, wall_s=time.monotonic() - began, stages=clock.snapshot()
+    )
 
 
 def _save_ended_chunks(encoder: ChunkEncoder, stop: PipelineStop, error: BaseException, what: str) -> None:
@@ -214,6 +264,12 @@ def _generator(images: Iterator[Image]) -> Generator[Image, None, None]:
     return (image for image in images)
 
 
-def _check_shape(image: Image, height: int, width: int, what: str, engine: str) -> None:
-    if image.shape != (height, width, 3):
-        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame for {height}×{width}")
+def _checked_shape(image: Image, sizes: list[tuple[int, ...]], what: str, engine: str) -> Image:
+    """A BGR frame of the size the engine's first one had (any size: the encoder scales it)."""
+    if image.ndim != 3 or image.shape[2] != 3 or min(image.shape[:2]) < 1:
+        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame, not a BGR picture")
+    if not sizes:
+        sizes.append(image.shape)
+    elif image.shape != sizes[0]:
+        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame after {sizes[0]} ones")
+    return image

@@ -21,7 +21,6 @@ from pydantic import ValidationError
 from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage, ReceiptExpired, WorkQueue
 from fusionfleet.errors import TokenGone
-from fusionfleet.messages import MergeResult, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.errors import Blocked, Cancelled, Released
 from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
@@ -524,7 +523,7 @@ class Worker(Generic[TaskT]):
         else:
             self._presence.end(succeeded, task.in_hand)
 
-    def _succeed(self, message: QueueMessage, token: str, what: str, output: SegmentResult | MergeResult) -> None:
+    def _succeed(self, message: QueueMessage, token: str, what: str, output: Output) -> None:
         try:
             self._orchestrator.task_success(token, output.model_dump(mode="json"))
             with self._counts:

@@ -2,7 +2,8 @@
 
 It checks every planned segment's record (a Distributed Map may end SUCCEEDED with failed items on
 some emulators), concatenates the segments by stream copy in plan order, muxes the original audio
-once over the whole timeline, verifies the result against the source, and uploads it.
+once over the whole timeline (as the job's engine would: fusionfleet.jobs.audio.audio_plan),
+verifies the result against the source, and uploads it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 import shutil
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,18 +21,22 @@ from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
 from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json
 from fusionfleet.errors import MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.jobs.attempts import read_attempts
-from fusionfleet.jobs.audio import AudioSettings, audio_settings
+from fusionfleet.jobs.audio import AudioCut, AudioPlan, audio_cut, audio_plan
 from fusionfleet.jobs.cost import GpuPrices, job_cost
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.plan import Segment
+from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.ffmpeg import merge_argv
+from fusionfleet.media.info import AudioInfo
 from fusionfleet.media.inspect import MediaSummary, summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.media.runner import run_ffmpeg
+from fusionfleet.media.source_audio import copy_audio
 from fusionfleet.messages import (
+    AudioSource,
     JobContext,
     MergeResult,
     MergeTask,
@@ -84,8 +89,8 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
         if record.status != "succeeded":
             failed.append(segment_failure(label, record.attempt, record.error, record.reason))
             first_failed = first_failed or (segment.index, record.attempt)
-        elif record.frames != segment.frame_count:
-            failed.append(f"segment {segment.index}: {record.frames} frames, planned {segment.frame_count}")
+        elif record.frames != job.output_frames(segment):
+            failed.append(f"segment {segment.index}: {record.frames} frames, planned {job.output_frames(segment)}")
             first_failed = first_failed or (segment.index, record.attempt)
         records.append(record)
     problems = failed + missing
@@ -128,44 +133,85 @@ def assemble(
     video: VideoInfo,
     output: Path,
     what: str,
-    audio_encoding: AudioSettings | None = None,
+    plan: AudioPlan | None = None,
+    frames: Timeline | None = None,
+    source: AudioInfo | None = None,
 ) -> MediaSummary:
-    """Concatenate `parts` (same folder) by stream copy, mux the source's audio once (copied, or encoded as
-    the job's audio options say), check against the source."""
+    """Concatenate `parts` (same folder) by stream copy, mux the audio once as the job's audio plan says
+    (copied, or encoded), check against the source.
+
+    `frames`: the job's timeline (the whole target at its rate by default). `source`: `audio` is the
+    job's audio source (its copy), not the target's: it replaces the target's sound, from its start.
+    """
+    plan = plan or AudioPlan()
+    frames = frames or whole_target(video)
     workdir = parts[0].parent
     segment_list = workdir / "segments.txt"
     segment_list.write_text("".join(f"file '{part.name}'\n" for part in parts))
-    offset = (min(track.start_s for track in video.audio) - video.start_s) if audio else 0.0
+    offset = (min(track.start_s for track in video.audio) - video.start_s) if audio and source is None else 0.0
+    codecs = [source.codec] if source is not None else [t.codec for t in video.audio]
+    cut = audio_cut(frames, video.frame_count, plan, replaced=source is not None)
     run_ffmpeg(
-        merge_argv(segment_list, audio, [t.codec for t in video.audio], offset, output, audio_encoding),
-        timeout_s=max(300.0, video.frame_count / 50),
+        merge_argv(
+            segment_list, audio, codecs, offset, output, plan=plan, duration_s=float(frames.duration_s), cut=cut
+        ),
+        timeout_s=max(300.0, frames.output_frames() / 50),
         what=f"merge of {what}",
     )
     try:
         summary = summarize(output, decode=False)
     except MediaError as error:
         raise SegmentFailed(f"the merged video does not decode: {error.reason}") from error
-    verify_output(summary, video)
+    verify_output(summary, video, plan if audio is not None else AudioPlan(keep=False), frames, source, cut)
     return summary
 
 
-def verify_output(summary: MediaSummary, video: VideoInfo) -> None:
-    """Frame count exact, duration within one frame, every audio track as long as the source's."""
-    frame_s = 1 / float(video.fps)
-    expected_s = video.frame_count * frame_s
+def whole_target(video: VideoInfo) -> Timeline:
+    return Timeline(0, video.frame_count, video.fps_num, video.fps_den, video.fps_num, video.fps_den, "same")
+
+
+def verify_output(
+    summary: MediaSummary,
+    video: VideoInfo,
+    plan: AudioPlan | None = None,
+    frames: Timeline | None = None,
+    source: AudioInfo | None = None,
+    cut: AudioCut | None = None,
+) -> None:
+    """Frame count exact, duration within one frame, the audio tracks the plan keeps, each as long as
+    the source's (or the video, where the plan cuts it so; or the part of it the job's trim keeps)."""
+    plan = plan or AudioPlan()
+    frames = frames or whole_target(video)
+    cut = cut or (AudioCut(None, float(frames.duration_s)) if plan.cut_to_video else AudioCut())
+    frame_s = 1 / float(frames.output_fps)
+    expected_s = float(frames.duration_s)
     problems = []
-    if summary.frame_count != video.frame_count:
-        problems.append(f"{summary.frame_count} frames, the source has {video.frame_count}")
+    if summary.frame_count != frames.output_frames():
+        problems.append(f"{summary.frame_count} frames, the job's are {frames.output_frames()}")
     if abs(summary.duration_s - expected_s) > frame_s + 1e-6:
-        problems.append(f"lasts {summary.duration_s:.3f} s, the source's video {expected_s:.3f} s")
-    if len(summary.audio_durations_s) != len(video.audio):
-        problems.append(f"{len(summary.audio_durations_s)} audio tracks, the source has {len(video.audio)}")
-    for track, duration in zip(video.audio, summary.audio_durations_s, strict=False):
+        problems.append(f"lasts {summary.duration_s:.3f} s, the job's video {expected_s:.3f} s")
+    if source is not None:
+        available = {"the audio source": source.duration_s} if plan.keep else {}
+    else:
+        kept = list(video.audio[:1] if plan.first_track_only else video.audio) if plan.keep else []
+        available = {f"audio track {track.index}": _kept_s(track.duration_s, cut) for track in kept}
+    if len(summary.audio_durations_s) != len(available):
+        problems.append(f"{len(summary.audio_durations_s)} audio tracks, {len(available)} expected")
+    for (name, length), duration in zip(available.items(), summary.audio_durations_s, strict=False):
+        wanted = min(length, cut.length_s) if cut.length_s is not None else length
         # AAC frames are ~21 ms; a re-encode may pad by one of them.
-        if abs(duration - track.duration_s) > max(frame_s, 0.05):
-            problems.append(f"audio track {track.index} lasts {duration:.3f} s, the source's {track.duration_s:.3f} s")
+        if abs(duration - wanted) > max(frame_s, 0.05):
+            problems.append(f"{name} lasts {duration:.3f} s, expected {wanted:.3f} s")
     if problems:
         raise SegmentFailed("the merged video does not match its source: " + "; ".join(problems))
+
+
+def _kept_s(track_s: float, cut: AudioCut) -> float:
+    """How much of a target's audio track the cut's window keeps."""
+    if cut.window is None:
+        return track_s
+    start, end = cut.window
+    return max(0.0, min(end, track_s) - start)
 
 
 def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
@@ -183,25 +229,30 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
             S3RangeSource(deps.storage, job.target.bucket, job.target.key, job.target.size),
             what=f"target {job.target.key!r}",
         )
-        audio_path = workdir / "audio.mka"
         with ThreadPoolExecutor(max_workers=deps.download_threads + 1) as pool:
-            # The audio comes out of the target while the segments download.
-            audio = pool.submit(extract_audio, reader, job.video, audio_path, job.job_id)
+            # The audio comes out of the target (or the job's audio source) while the segments download.
+            audio: Future[Path | None] = (
+                pool.submit(source_audio, deps.storage, job.audio, workdir)
+                if job.audio is not None
+                else pool.submit(extract_audio, reader, job.video, workdir, job.job_id)
+            )
             list(
                 pool.map(
                     lambda item: deps.storage.download_file(job.work_bucket, item[0], workdir / item[1]),
                     zip(keys, names, strict=True),
                 )
             )
-            has_audio = audio.result()
+            audio_path = audio.result()
         output_path = workdir / "output.mp4"
         summary = assemble(
             [workdir / name for name in names],
-            audio_path if has_audio else None,
+            audio_path,
             job.video,
             output_path,
             job.job_id,
-            audio_settings(job.options),
+            audio_plan(job.engine, job.options),
+            job.frames,
+            job.audio.info if job.audio is not None else None,
         )
         deps.storage.upload_file(
             job.output.bucket, job.output.key, output_path, "video/mp4", tags=dict([layout.OUTPUT_RETENTION_TAG])
@@ -240,6 +291,13 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
         ),
         preview=preview,
     )
+
+
+def source_audio(storage: Storage, audio: AudioSource, folder: Path) -> Path | None:
+    """The job's audio source, copied packet for packet from the user's upload (fusionfleet.media.source_audio)."""
+    what = f"audio source {audio.file.key!r}"
+    reader = RangeReader(S3RangeSource(storage, audio.file.bucket, audio.file.key, audio.file.size), what=what)
+    return copy_audio(reader, audio.info, folder, what)
 
 
 def make_preview(storage: Storage, job: JobContext, target: RangeReader, output_path: Path) -> Preview | None:

@@ -18,13 +18,13 @@ from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.storage import S3Storage, Storage, get_json, put_json
 from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
-from fusionfleet.facefusion.content_analysis import refusal_reason
+from fusionfleet.facefusion.content_analysis import ContentVerdict, refusal_reason
 from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.gpu_media import is_nvenc
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.runner import run_ffmpeg
-from fusionfleet.messages import RenderTask, SegmentRecord, SegmentResult
+from fusionfleet.messages import AnalysisTask, RenderTask, SegmentRecord, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.commit import commit, drop_output, result_of, winner
@@ -32,15 +32,15 @@ from gpu_worker.config import HostConfig
 from gpu_worker.decode_ahead import DecodeAhead
 from gpu_worker.encoded_segment import Finish, RenderedFrames
 from gpu_worker.engine_pool import EnginePool
-from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image
+from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image, LooksAhead
 from gpu_worker.errors import Drained, Released
 from gpu_worker.faults import FaultyEngine
 from gpu_worker.faults import load as load_faults
 from gpu_worker.frames import LEAD_IN_FRAMES, Carry, chunk_grid, render_range
-from gpu_worker.job_analysis import job_content_verdict
+from gpu_worker.job_analysis import analyse_job, job_content_verdict
 from gpu_worker.media_probe import GpuMedia, probe_gpu_media
 from gpu_worker.prefetch import Prefetcher, target_reader
-from gpu_worker.sources import SourceCache
+from gpu_worker.sources import AudioSources, SourceCache
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,7 @@ class RenderDeps:
     prefetch: Prefetcher | None = None
     # What this worker decodes and encodes on the GPU (gpu_worker.media_probe); the CPU by default.
     media: GpuMedia = field(default_factory=GpuMedia)
+    audio: AudioSources | None = None  # each job's audio source on disk (None: built on first use)
 
 
 def build_render_deps(config: HostConfig) -> RenderDeps:
@@ -103,6 +104,12 @@ class InlineRenderer:
         """`task` is this worker's next: start decoding it now (gpu_worker.prefetch)."""
         if self.deps.prefetch is not None:
             self.deps.prefetch.prepare(task)
+
+    def analyse(
+        self, task: AnalysisTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> ContentVerdict:
+        deps = self.deps
+        return analyse_job(deps.storage, deps.engines, task.job, deps.cpu_threads, deps.worker_id)
 
     def close(self) -> None:
         if self.deps.prefetch is not None:
@@ -161,6 +168,8 @@ def render_frames(
             fps=float(job.video.fps),
             work_dir=workdir,
             content_decided=verdict is not None,
+            audio=_audio_sources(deps).get(job, deps.scratch),
+            timeline=job.frames,
         )
         try:
             engine.validate(engine_job)
@@ -175,9 +184,9 @@ def render_frames(
                 f"{what}: this worker cannot encode with {job.encoder.codec} ({deps.media.encode_why}); "
                 "the job's segments must all come from the same encoder"
             )
-        grid = chunk_grid(segment.start_frame, segment.end_frame, job.encoder.chunk_frames or None)
+        grid = chunk_grid(segment.start_frame, segment.end_frame, job.encoder.chunk_frames or None, job.frames)
         checkpoints = Checkpoints(deps.storage, job.work_bucket, job.job_id, segment.index)
-        saved = checkpoints.restore_with_state(grid, workdir, analyser.name)
+        saved = checkpoints.restore_with_state(grid, workdir, analyser.name, job.frames.output_frames)
         restored = saved.chunks
         remaining = grid[len(restored) :]
         carry = None
@@ -208,12 +217,13 @@ def render_frames(
 
         engine_s = 0.0
         stages: dict[str, float] = {}
+        lead_out = analyser.lead_out_frames(engine_job) if isinstance(analyser, LooksAhead) else 0
         if remaining:
             stats = render_range(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
                 on_chunk=save_chunk, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image), ahead=ahead,
-                hwaccel=deps.media.hwaccel(),
+                hwaccel=deps.media.hwaccel(), lead_out=lead_out, timeline=job.frames,
             )  # fmt: skip
             engine_s, stages = stats.engine_s, stats.stages
         elif ahead is not None:
@@ -235,6 +245,12 @@ def render_frames(
             ahead.close()  # (closed already when the render adopted it: closing twice is harmless)
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+
+
+def _audio_sources(deps: RenderDeps) -> AudioSources:
+    if deps.audio is None:
+        deps.audio = AudioSources(deps.storage)
+    return deps.audio
 
 
 def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attempt: Attempt) -> RenderResult:
@@ -340,7 +356,7 @@ def _check_segment(path: Path, task: RenderTask) -> int:
         summary = summarize(path)
     except MediaError as error:
         raise SegmentFailed(f"segment {task.segment.index} does not decode: {error.reason}") from error
-    expected = task.segment.frame_count
+    expected = task.job.output_frames(task.segment)
     if summary.frame_count != expected:
         raise SegmentFailed(f"segment {task.segment.index} has {summary.frame_count} frames, planned {expected}")
     settings = task.job.encoder

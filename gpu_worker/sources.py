@@ -1,16 +1,22 @@
-"""Face images for a job: fetched once per worker and job, checked, decoded to BGR."""
+"""A job's sources: face images fetched once per worker and job, checked, decoded to BGR; and its audio
+source, copied once per worker and job into the worker's scratch folder (FaceFusion reads it by path)."""
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 from collections import OrderedDict
+from pathlib import Path
 
 import cv2
 import numpy as np
 
-from fusionfleet.adapters.storage import Storage
+from fusionfleet.adapters.storage import S3RangeSource, Storage
 from fusionfleet.errors import InputRejected
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
+from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.source_audio import copy_audio
 from fusionfleet.messages import JobContext, ObjectRef
 from gpu_worker.engines.base import Image
 
@@ -53,3 +59,32 @@ class SourceCache:
                 self._jobs.popitem(last=False)
         self._jobs.move_to_end(job.job_id)
         return cached
+
+
+class AudioSources:
+    """Each job's audio source, copied once (packets unchanged) into a folder of the job's own: one path
+    per job, so FaceFusion's audio cache (keyed by path) never answers one job with another's sound."""
+
+    def __init__(self, storage: Storage, size: int = 2) -> None:
+        self._storage = storage
+        self._size = size
+        self._jobs: OrderedDict[str, Path] = OrderedDict()
+
+    def get(self, job: JobContext, scratch: Path) -> Path | None:
+        if job.audio is None:
+            return None
+        path = self._jobs.get(job.job_id)
+        if path is None or not path.is_file():
+            digest = hashlib.blake2b(job.job_id.encode(), digest_size=8).hexdigest()
+            folder = scratch / "audio-sources" / digest
+            folder.mkdir(parents=True, exist_ok=True)
+            source = job.audio.file
+            what = f"audio source {source.key!r}"
+            reader = RangeReader(S3RangeSource(self._storage, source.bucket, source.key, source.size), what=what)
+            path = copy_audio(reader, job.audio.info, folder, what)
+            self._jobs[job.job_id] = path
+            while len(self._jobs) > self._size:
+                _, gone = self._jobs.popitem(last=False)
+                shutil.rmtree(gone.parent, ignore_errors=True)
+        self._jobs.move_to_end(job.job_id)
+        return path

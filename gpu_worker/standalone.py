@@ -20,17 +20,22 @@ from fusionfleet.errors import FusionFleetError
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.facefusion.options import OptionsError
 from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
-from fusionfleet.jobs.audio import audio_settings
+from fusionfleet.facefusion.requirements import SourceKind
+from fusionfleet.jobs.audio import audio_plan
 from fusionfleet.jobs.encoding import encoder_settings
-from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
+from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
 from fusionfleet.jobs.manifest import QUALITIES, invalid_manifest
+from fusionfleet.jobs.timeline import timeline, trim_problem
+from fusionfleet.media.info import AudioInfo
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
+from fusionfleet.media.source_audio import copy_audio, probe_audio
 from fusionfleet.media.still import frame_at
 from fusionfleet.progress import ProgressLine, bar
 from gpu_worker.audio import extract_audio
-from gpu_worker.engines.base import EngineError, EngineJob
+from gpu_worker.engines.base import EngineError, EngineJob, Image
 from gpu_worker.engines.registry import create_engine, default_engine_name, engine_names
 from gpu_worker.frames import render_range
 from gpu_worker.merge import assemble
@@ -41,7 +46,10 @@ GOP_SECONDS = 4
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fusionfleet swap", description=__doc__)
-    parser.add_argument("--source", action="append", required=True, type=Path, help="face image (repeat for several)")
+    parser.add_argument(
+        "--source", action="append", required=True, type=Path,
+        help="face image, or one audio file for the lip syncer (repeat for several)",
+    )  # fmt: skip
     parser.add_argument("--target", required=True, type=Path, help="the video to swap faces in")
     parser.add_argument("--output", required=True, type=Path, help="where to write the result (.mp4)")
     parser.add_argument("--engine", choices=engine_names(), default=None, help="default: FaceFusion if installed")
@@ -59,8 +67,14 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
     video = probe_video(reader, f"target {args.target.name!r}", limits)
     width, height = video.display_size
-    settings = encoder_settings(width, height, video.fps, options, max(1, round(float(video.fps) * GOP_SECONDS)))
-    sources = tuple(decode_image(path.read_bytes(), f"source {path.name!r}", limits) for path in args.source)
+    trimmed = trim_problem(options, video.frame_count)
+    if trimmed:
+        raise invalid_manifest([trimmed])
+    frames = timeline(options, video.frame_count, video.fps)
+    gop = max(1, round(float(frames.output_fps) * GOP_SECONDS))
+    settings = encoder_settings(width, height, frames.output_fps, options, gop, engine=engine_name)
+    kinds, sources, audio_source = read_sources(args.source, limits)
+    check_sources(engine_name, options, kinds)
     reference = decode_image(args.reference.read_bytes(), "reference", limits) if args.reference else None
     wanted = reference_frame_wanted(options, reference is not None) if selects_faces(engine_name) else None
     if wanted is not None:
@@ -76,13 +90,15 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     load_s = time.monotonic() - began
     workdir = Path(tempfile.mkdtemp(prefix="fusionfleet-swap-"))
     try:
+        heard = None if audio_source is None else copy_audio(*audio_source, workdir, "the audio source")
         job = EngineJob(
             job_id="swap", sources=sources, options=MappingProxyType(options), quality=args.quality,
             reference=reference, reference_is_frame=wanted is not None, fps=float(video.fps), work_dir=workdir,
+            audio=heard, timeline=frames,
         )  # fmt: skip
         engine.validate(job)
         line = ProgressLine()
-        total = video.frame_count
+        total = frames.output_frames()
 
         def progress(done: int) -> None:
             if done % 5 == 0 or done == total:
@@ -91,18 +107,20 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
         render_began = time.monotonic()
         stats = render_range(
-            engine, job, reader, video, [(0, total)], settings, workdir, threading.Event(), "swap", on_frame=progress
-        )
-        part = workdir / f"{0:07d}-{total:07d}.mp4"
+            engine, job, reader, video, [(frames.start, frames.end)], settings, workdir, threading.Event(), "swap",
+            on_frame=progress, timeline=frames,
+        )  # fmt: skip
+        part = workdir / f"{frames.start:07d}-{frames.end:07d}.mp4"
         line.done()
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
-        audio = workdir / "audio.mka"
-        has_audio = extract_audio(audio_reader, video, audio, args.target.name)
+        if heard is None:
+            audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
+            audio = extract_audio(audio_reader, video, workdir, args.target.name)
         merged = workdir / "output.mp4"
         summary = assemble(
-            [part], audio if has_audio else None, video, merged, args.target.name, audio_settings(options)
-        )
+            [part], heard or audio, video, merged, args.target.name, audio_plan(engine_name, options), frames,
+            None if audio_source is None else audio_source[1],
+        )  # fmt: skip
         shutil.move(str(merged), args.output)
     finally:
         engine.close()
@@ -114,6 +132,26 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def read_sources(
+    paths: list[Path], limits: MediaLimits
+) -> tuple[list[SourceKind], tuple[Image, ...], tuple[RangeReader, AudioInfo] | None]:
+    """Each source's kind, the face images decoded, and the first audio file (probed) with its reader."""
+    kinds: list[SourceKind] = []
+    images: list[Image] = []
+    audio: tuple[RangeReader, AudioInfo] | None = None
+    for path in paths:
+        what = f"source {path.name!r}"
+        reader = RangeReader(FileRangeSource(path), what)
+        if sniff_source(reader.head(SNIFF_BYTES), what) == "image":
+            images.append(decode_image(path.read_bytes(), what, limits))
+            kinds.append("image")
+        else:
+            info = probe_audio(reader, what, limits)
+            audio = audio or (RangeReader(FileRangeSource(path), what), info)
+            kinds.append("audio")
+    return kinds, tuple(images), audio
 
 
 def main(argv: list[str]) -> int:

@@ -13,6 +13,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.facefusion.content_analysis import ContentVerdict
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
 from fusionfleet.jobs.runs import is_cancelled
@@ -64,7 +65,7 @@ class PreparesNext(Protocol):
         ...
 
 
-Output = SegmentResult | MergeResult
+Output = SegmentResult | MergeResult | ContentVerdict
 
 
 TaskT = TypeVar("TaskT", bound=Task)  # the task type of one role (RenderTask, MergeTask)

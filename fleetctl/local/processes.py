@@ -133,7 +133,7 @@ def process_environments(options: UpOptions, resources: StackResources, scratch:
     )
     api = env_of(
         ApiEnvironment, media_bucket=resources.media_bucket, **stack, tenant_claim=TENANT_CLAIM,
-        webhook_allow_loopback=True,
+        webhook_allow_loopback=True, default_engine=options.default_engine,
     )  # fmt: skip
     delays = tuple(str(delay) for delay in options.webhook_retry_delays_s or ())
     job_events = (

@@ -38,7 +38,8 @@ def tenant_jobs(config: ApiEnvironment) -> TenantJobs:
     loopback = config.webhook_allow_loopback
     return TenantJobs(storage, reader, operations, config.media_bucket, config.work_bucket, config.upload_url_s,
                       config.download_url_s, config.max_upload_mib * MIB,
-                      webhooks=AddressPolicy(allow_loopback=loopback, require_https=not loopback))  # fmt: skip
+                      webhooks=AddressPolicy(allow_loopback=loopback, require_https=not loopback),
+                      default_engine=config.default_engine)  # fmt: skip
 
 
 @cache

@@ -19,6 +19,8 @@ ENV_MAX_UPLOAD_MIB = "MAX_UPLOAD_MIB"
 ENV_AUDIENCE = "API_AUDIENCE"
 ENV_TOKEN_USE = "API_TOKEN_USE"
 ENV_WEBHOOK_ALLOW_LOOPBACK = "WEBHOOK_ALLOW_LOOPBACK"  # the local stack's webhook receivers; never on AWS
+# The slicer's DEFAULT_ENGINE: a job that names no engine is validated for the one it will run on.
+ENV_DEFAULT_ENGINE = "DEFAULT_ENGINE"
 
 
 @dataclass(frozen=True)
@@ -36,3 +38,4 @@ class ApiEnvironment:
     audience: str = variable(ENV_AUDIENCE, "")  # empty: not checked again
     token_use: str = variable(ENV_TOKEN_USE, "")  # empty: not checked
     webhook_allow_loopback: bool = variable(ENV_WEBHOOK_ALLOW_LOOPBACK, False)
+    default_engine: str = variable(ENV_DEFAULT_ENGINE, "classic")

@@ -416,7 +416,19 @@ _SPECS: tuple[OptionSpec, ...] = (
         _words("kim_vocal_1 kim_vocal_2 uvr_mdxnet"),
         "model that extracts the voice from the source audio",
     ),
-    # frame extraction (trim_frame_start/end are the worker's: it trims to the chunk it renders)
+    # frame extraction: the range of the target rendered, [start, end) (the planner plans only it)
+    _int(
+        "trim_frame_start",
+        "frame extraction",
+        "first frame of the target to render (default: its first)",
+        minimum=0,
+    ),
+    _int(
+        "trim_frame_end",
+        "frame extraction",
+        "frame of the target to stop before (default: its end)",
+        minimum=0,
+    ),
     _choice(
         "temp_frame_format",
         "frame extraction",
@@ -510,7 +522,8 @@ _SPECS: tuple[OptionSpec, ...] = (
         step=0.25,
     ),
     # No argparse range, but FaceFusion clamps the fps to 1..60 (normalize_fps) and treats 0 as
-    # unset; refusing is clearer than a silent clamp.
+    # unset; refusing is clearer than a silent clamp. The planner and the merge apply it
+    # (fusionfleet.jobs.timeline), as FaceFusion's writer does.
     _float(
         "output_video_fps",
         "output creation",
@@ -739,8 +752,8 @@ _SPECS: tuple[OptionSpec, ...] = (
 
 CATALOGUE: Mapping[str, OptionSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
 
-# FaceFusion options the system owns: the worker sets them (paths, the chunk's trim, the GPU, the
-# downloads) or they belong to other FaceFusion commands. Named so a job that sets one is told why.
+# FaceFusion options the system owns: the worker sets them (paths, the GPU, the downloads) or they
+# belong to other FaceFusion commands. Named so a job that sets one is told why.
 SYSTEM_OPTIONS: tuple[str, ...] = (
     # paths and patterns
     "config_path",
@@ -752,9 +765,6 @@ SYSTEM_OPTIONS: tuple[str, ...] = (
     "source_pattern",
     "target_pattern",
     "output_pattern",
-    # frame extraction: the worker trims the target to the chunk it renders
-    "trim_frame_start",
-    "trim_frame_end",
     # execution and memory
     "execution_device_ids",
     "execution_providers",

@@ -4,8 +4,10 @@ FaceFusion 3.8.1 (content_analyser.analyse_video) reads every frame of the targe
 whose number is a multiple of int(fps) — one a second — and refuses the video when more than 10 %
 of the analysed frames are flagged. Run per segment, the same rule sees two or three samples and one
 flagged frame fails a job that one run over the whole video passes. So the verdict is a job-level
-decision: made once over the whole target (gpu_worker/job_analysis.py), written beside the job
-(`work/<job>/content-analysis.json`) and read by every segment, which does not decide again.
+decision: made once over the whole target, in a step of its own before the Map (a task on the job's
+render queue: gpu_worker/analysis_task.py, gpu_worker/job_analysis.py), written beside the job
+(`work/<job>/content-analysis.json`) and read by every segment, which does not decide again. While it
+runs, how far it has read is kept beside it (`AnalysisProgress`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,23 @@ class ContentVerdict(BaseModel):
     rate_percent: float
     limit_percent: float = LIMIT_PERCENT
     refused: bool
+
+
+class AnalysisProgress(BaseModel):
+    """How far a running content analysis has read the target (`work/<job>/content-analysis-progress.json`)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    frames_read: int
+    frame_count: int
+    sampled: int
+    worker: str = ""
+    started_at: float = 0.0
+    updated_at: float = 0.0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.frames_read / self.frame_count if self.frame_count else 0.0
 
 
 def sample_step(fps: Fraction | float) -> int:

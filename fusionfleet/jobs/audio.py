@@ -1,9 +1,16 @@
-"""The output's audio: copied from the target, or re-encoded as a job's audio options say.
+"""The output's audio: what the merge does with the target's, decided by the job's engine and options.
 
-FaceFusion applies `output_audio_encoder`, `_quality` and `_volume` when it restores the target's
-audio; the farm's merge does the same, with the same quality scales, so a job asks for the same
-thing on one machine and on the fleet. With none of them set the target's audio is kept as it is
-(copied), which is what a render farm's users expect of an untouched soundtrack.
+`facefusion` jobs get FaceFusion's own (workflows/to_video.restore_audio, ffmpeg.restore_audio): the
+target's first audio track only, re-encoded with the job's encoder, or FaceFusion's default (the
+first it offers: FLAC), at its quality and always through its volume filter, cut to the video's
+length; at volume 0 the output has no audio at all. The built-in engines keep the farm's promise of
+an untouched soundtrack: every track copied, unless an audio option asks for an encode (with
+FaceFusion's quality scales; volume 0 then leaves silent tracks).
+
+Where the job renders part of the target (trim), the audio is cut to that part, as FaceFusion cuts
+it (`-ss start/fps -to end/fps` on the target, ffmpeg_builder.select_media_range), and to the video's
+length. Where the job has an audio source (the lip syncer's), the output carries that instead, from its
+start, cut to the video's length (ffmpeg.replace_audio), encoded as the plan says.
 """
 
 from __future__ import annotations
@@ -11,11 +18,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fusionfleet.jobs.timeline import Timeline
+
 AUDIO_OPTIONS = ("output_audio_encoder", "output_audio_quality", "output_audio_volume")
 # FaceFusion's encoders that an MP4 carries and common players play. FaceFusion also offers
 # libvorbis and PCM, which FFmpeg will put in an MP4 that most players then refuse.
 MP4_AUDIO_ENCODERS = ("aac", "libmp3lame", "libopus", "flac")
 DEFAULT_AUDIO_ENCODER = "aac"
+# The first of FaceFusion's output_audio_encoders (choices.py) that an ffmpeg has: FaceFusion's default.
+FACEFUSION_AUDIO_ENCODER = "flac"
 DEFAULT_AUDIO_QUALITY = 80  # FaceFusion's default
 DEFAULT_AUDIO_VOLUME = 100
 
@@ -27,6 +38,54 @@ class AudioSettings:
     encoder: str
     quality: int
     volume: int
+
+
+@dataclass(frozen=True)
+class AudioPlan:
+    """What the merge does with the target's audio."""
+
+    keep: bool = True  # False: the output has no audio
+    settings: AudioSettings | None = None  # None: copied as it is
+    first_track_only: bool = False
+    cut_to_video: bool = False  # cut to the video's length, the volume filter always applied (FaceFusion's way)
+
+
+def audio_plan(engine: str, options: Mapping[str, object]) -> AudioPlan:
+    """The job's audio, by its engine: FaceFusion's rules for `facefusion`, the farm's for the others. Pure."""
+    if engine != "facefusion":
+        return AudioPlan(settings=audio_settings(options))
+    volume = int(str(options.get("output_audio_volume", DEFAULT_AUDIO_VOLUME)))
+    if volume == 0:
+        return AudioPlan(keep=False)
+    settings = AudioSettings(
+        encoder=str(options.get("output_audio_encoder", FACEFUSION_AUDIO_ENCODER)),
+        quality=int(str(options.get("output_audio_quality", DEFAULT_AUDIO_QUALITY))),
+        volume=volume,
+    )
+    return AudioPlan(settings=settings, first_track_only=True, cut_to_video=True)
+
+
+@dataclass(frozen=True)
+class AudioCut:
+    """Which part of the audio input the merge reads, and how long the output's audio may be."""
+
+    window: tuple[float, float] | None = None  # (start, end) seconds of the input; None: all of it
+    length_s: float | None = None  # the output's length (-t); None: as long as the audio
+
+
+def audio_cut(frames: Timeline, target_frames: int, plan: AudioPlan, replaced: bool) -> AudioCut:
+    """The cut of the output's audio for the job's timeline (`target_frames`: the whole target's). Pure.
+
+    `replaced`: the audio is the job's audio source, read from its start as FaceFusion reads it.
+    """
+    video_s = float(frames.duration_s)
+    if replaced:
+        return AudioCut(None, video_s)
+    whole = frames.start == 0 and frames.end == target_frames and frames.mode == "same"
+    if whole and not plan.cut_to_video:
+        return AudioCut()  # the farm's untouched soundtrack
+    fps = frames.source_fps
+    return AudioCut((float(frames.start / fps), float(frames.end / fps)), video_s)
 
 
 def audio_settings(options: Mapping[str, object]) -> AudioSettings | None:
@@ -67,7 +126,18 @@ def audio_quality_args(encoder: str, quality: int) -> list[str]:
     return []  # flac is lossless: nothing to choose
 
 
-def audio_encode_args(settings: AudioSettings) -> list[str]:
-    """Encoder, quality and volume for every output audio track; volume 0 leaves silent tracks."""
-    volume = [] if settings.volume == DEFAULT_AUDIO_VOLUME else ["-filter:a", f"volume={settings.volume / 100}"]
-    return ["-c:a", settings.encoder, *audio_quality_args(settings.encoder, settings.quality), *volume]
+def audio_encode_args(
+    settings: AudioSettings, always_volume: bool = False, trim: tuple[float, float] | None = None
+) -> list[str]:
+    """Encoder, quality and volume for every output audio track; volume 0 leaves silent tracks.
+
+    `always_volume`: the volume filter even at 100 %, as FaceFusion's restore_audio writes it. `trim`:
+    only the samples of (start, end) seconds, cut from the decoded sound (atrim): a seek into the
+    audio-only file the farm reads lands 768 samples off what FaceFusion's seek into the whole target
+    decodes (measured), the samples atrim keeps are FaceFusion's exactly.
+    """
+    chain = [f"atrim=start={trim[0]}:end={trim[1]}", "asetpts=PTS-STARTPTS"] if trim else []
+    if settings.volume != DEFAULT_AUDIO_VOLUME or always_volume:
+        chain.append(f"volume={settings.volume / 100}")
+    filters = ["-filter:a", ",".join(chain)] if chain else []
+    return ["-c:a", settings.encoder, *audio_quality_args(settings.encoder, settings.quality), *filters]

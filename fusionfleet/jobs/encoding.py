@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from fusionfleet.jobs.manifest import FLEET_ENCODERS, check_encoder_options
+from fusionfleet.media.colour import BT709
 from fusionfleet.media.gpu_media import cpu_codec, job_codec
 
 DEFAULT_ENCODER = "libx264"
@@ -38,6 +39,9 @@ class EncoderSettings:
     threads: int = 2
     # Checkpoint granularity inside a segment, fixed per job for the same reason.
     chunk_frames: int = 0
+    # The output's colour: "bt709" converts with BT.709's matrix in TV range and tags it so, as
+    # FaceFusion writes (fusionfleet.media.colour); "" (jobs planned before) converts untagged.
+    colour: str = ""
 
     @property
     def fps(self) -> Fraction:
@@ -72,6 +76,23 @@ def even(value: int) -> int:
     return value + (value % 2)
 
 
+def output_size(width: int, height: int, scale: float, engine: str) -> tuple[int, int]:
+    """The job's output picture size, decided at planning so every segment and the merge agree. Pure.
+
+    `facefusion`: FaceFusion's own (vision.scale_resolution): each side times the scale, truncated,
+    then rounded to an even number, and never above the target's. FaceFusion renders at that size
+    (scaling before its processors) and its writer scales frames that come back larger (the frame
+    enhancer's) to it. The built-in engines: scaled and rounded, odd sides padded by one pixel.
+    """
+    if engine == "facefusion":
+        scaled = tuple(round(int(side * scale) / 2) * 2 for side in (width, height))
+        # FaceFusion compares the pairs (vision.restrict_video_resolution).
+        return min((scaled[0], scaled[1]), (width, height))
+    if scale != 1.0:
+        width, height = max(2, round(width * scale)), max(2, round(height * scale))
+    return even(width), even(height)
+
+
 def encoder_settings(
     width: int,
     height: int,
@@ -80,6 +101,7 @@ def encoder_settings(
     max_segment_frames: int,
     threads: int = 2,
     device: str = "cpu",
+    engine: str = "",
 ) -> EncoderSettings:
     """The settings for one job, from the displayed picture size, the rate and the job's options.
 
@@ -92,9 +114,7 @@ def encoder_settings(
     codec = job_codec(None if named is None else str(named), DEFAULT_ENCODER, device)
     preset = str(options.get("output_video_preset", DEFAULT_PRESET))
     quality = int(options.get("output_video_quality", DEFAULT_QUALITY))
-    scale = float(options.get("output_video_scale", 1.0))
-    if scale != 1.0:
-        width, height = max(2, round(width * scale)), max(2, round(height * scale))
+    width, height = output_size(width, height, float(options.get("output_video_scale", 1.0)), engine)
     profile, pix_fmt = FLEET_ENCODERS[cpu_codec(codec)]
     chunk = max(1, min(max_segment_frames, round(float(fps) * CHUNK_SECONDS)))
     return EncoderSettings(
@@ -105,11 +125,12 @@ def encoder_settings(
         preset=preset,
         fps_num=fps.numerator,
         fps_den=fps.denominator,
-        width=even(width),
-        height=even(height),
+        width=width,
+        height=height,
         timescale=track_timescale(fps),
         # An IDR at the start of every chunk (so chunks and segments join by stream copy), none forced inside.
         keyint=chunk,
         threads=threads,
         chunk_frames=chunk,
+        colour=BT709,
     )

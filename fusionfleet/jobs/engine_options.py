@@ -8,19 +8,24 @@ ignored, so it is refused at validation with the engine's name and what it does 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from fusionfleet.facefusion.catalogue import CATALOGUE
 from fusionfleet.facefusion.image_models import image_model_problems
+from fusionfleet.facefusion.requirements import SourceKind, detector_problems, source_problems, workflow_problems
 from fusionfleet.jobs.audio import AUDIO_OPTIONS
 from fusionfleet.jobs.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
 
-# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding) and the
-# merge's audio (fusionfleet.jobs.audio).
+# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding), the
+# merge's audio (fusionfleet.jobs.audio), and the planner, encoder and merge together for the frames
+# rendered and the output's rate (fusionfleet.jobs.timeline).
 FLEET_OPTIONS = frozenset(
-    {"output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale", *AUDIO_OPTIONS}
-)
+    {
+        "output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale",
+        "output_video_fps", "trim_frame_start", "trim_frame_end", *AUDIO_OPTIONS,
+    }
+)  # fmt: skip
 
 # What each engine implements beyond the fleet's options. The built-in engine's selector follows
 # FaceFusion's selector semantics for these names (gpu_worker/engines/classic/selector.py).
@@ -81,7 +86,26 @@ def unsupported_option_problems(engine: str, options: Mapping[str, object]) -> l
     if engine == "facefusion":
         # Its workers have only the models their image carries and no way to fetch another.
         problems.extend(image_model_problems(options))
+        problems.extend(workflow_problems(options))
+        problems.extend(detector_problems(options))
     return problems
+
+
+def engine_source_problems(engine: str, options: Mapping[str, object], kinds: Sequence[SourceKind]) -> list[str]:
+    """What the job's engine needs from its sources (images, one audio file) and they lack."""
+    if engine == "facefusion":
+        return source_problems(options, kinds)
+    problems = source_problems({"processors": []}, kinds)  # one audio file at most, whatever the engine
+    if engine != "copy" and "image" not in kinds:
+        problems.append(f"source: the {engine} engine swaps faces and needs a face image (JPEG, PNG or WebP)")
+    return problems
+
+
+def check_sources(engine: str, options: Mapping[str, object], kinds: Sequence[SourceKind]) -> None:
+    """Raise JobRejected naming everything the job's engine needs from its sources and they lack."""
+    problems = engine_source_problems(engine, options, kinds)
+    if problems:
+        raise invalid_manifest(problems)
 
 
 def check_engine_options(engine: str, options: Mapping[str, object]) -> None:

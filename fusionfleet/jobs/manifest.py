@@ -117,8 +117,6 @@ class Manifest(BaseModel):
 # FaceFusion options no engine of the fleet applies, with the reason a user is told.
 REFUSED_OPTIONS: Mapping[str, str] = MappingProxyType(
     {
-        "output_video_fps": "FusionFleet keeps the source's frames and timing so the merged video is frame-exact "
-        "against it",
         "output_image_quality": "it applies to image targets; FusionFleet renders videos",
         "output_image_scale": "it applies to image targets; FusionFleet renders videos",
     }
@@ -129,7 +127,7 @@ ENCODER_OPTIONS = ("output_video_encoder", "output_video_preset", "output_audio_
 
 def encoder_option_problems(options: Mapping[str, object]) -> list[str]:
     """The fleet's rules for the output options, beyond FaceFusion's own: every segment of a job is
-    encoded alike by every worker, and the merged video keeps the target's frames and timing."""
+    encoded alike by every worker, and the output is an MP4 that players play."""
     problems = []
     codec = options.get("output_video_encoder")
     if codec is not None and str(codec) not in FLEET_ENCODERS:

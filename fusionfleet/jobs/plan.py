@@ -67,23 +67,26 @@ def segment_count(frame_count: int, fps: Fraction, policy: SegmentPolicy) -> int
     return min(max(preferred, fewest), most)
 
 
-def plan_segments(frame_count: int, fps: Fraction, policy: SegmentPolicy | None = None) -> tuple[Segment, ...]:
-    """Split frames [0, frame_count) into consecutive segments whose lengths differ by at most one frame."""
+def plan_segments(
+    frame_count: int, fps: Fraction, policy: SegmentPolicy | None = None, first: int = 0
+) -> tuple[Segment, ...]:
+    """Split frames [first, first + frame_count) (a job's trimmed range) into consecutive segments whose
+    lengths differ by at most one frame."""
     if frame_count <= 0:
         raise ValueError("a plan needs at least one frame")
     if fps <= 0:
         raise ValueError("fps must be positive")
-    return cut_segments(frame_count, fps, segment_count(frame_count, fps, policy or SegmentPolicy()))
+    return cut_segments(frame_count, fps, segment_count(frame_count, fps, policy or SegmentPolicy()), first)
 
 
-def cut_segments(frame_count: int, fps: Fraction, count: int) -> tuple[Segment, ...]:
-    """`count` consecutive segments of whole frames (at most one frame apart) covering [0, frame_count)."""
+def cut_segments(frame_count: int, fps: Fraction, count: int, first: int = 0) -> tuple[Segment, ...]:
+    """`count` consecutive segments of whole frames (at most one frame apart) covering [first, first + frame_count)."""
     if frame_count <= 0 or count <= 0:
         raise ValueError("a plan needs at least one frame and one segment")
     count = min(count, frame_count)
     base, extra = divmod(frame_count, count)
     segments = []
-    start = 0
+    start = first
     for index in range(count):
         end = start + base + (1 if index < extra else 0)
         segments.append(Segment(index, start, end, frame_time_us(start, fps), frame_time_us(end, fps)))

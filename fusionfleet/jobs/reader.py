@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from fusionfleet import layout, tenant_layout
 from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Orchestrator
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
+from fusionfleet.facefusion.content_analysis import AnalysisProgress
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.facts import JobFacts, JobRecords, SegmentFiles
 from fusionfleet.jobs.ids import tenant_of_job
@@ -51,7 +53,10 @@ class JobReader:
         """One job's view. `known=False`: a job not yet sliced is PENDING rather than JobNotFound;
         `in_flight`: ask the orchestrator how many of its segments are in flight (one call more)."""
         facts = self.records.facts(job_id, known)
-        return self._view(facts, in_flight=in_flight)
+        view = self._view(facts, in_flight=in_flight)
+        if view.state is JobState.RUNNING and not view.segments.total:
+            return replace(view, analysis=self._analysis(facts))
+        return view
 
     def detail(self, job_id: str) -> JobDetail:
         facts = self.records.facts(job_id)
@@ -123,6 +128,13 @@ class JobReader:
             files = self.records.segment_files(facts.job_id)
         submitted = self._rejected_at(facts.job_id) if facts.rejection is not None else None
         return job_view(facts, files, self.records.in_flight(facts) if in_flight else 0, submitted)
+
+    def _analysis(self, facts: JobFacts) -> AnalysisProgress | None:
+        """How far the job's content analysis has read, while it runs (None before it starts, or with none)."""
+        if facts.context is None or facts.context.content_analysis is None:
+            return None
+        raw = self.records.json(layout.content_analysis_progress_key(facts.job_id))
+        return AnalysisProgress.model_validate(raw) if isinstance(raw, dict) else None
 
     def _rejected_at(self, job_id: str) -> datetime | None:
         record = self.records.json(layout.rejected_index_key(job_id))

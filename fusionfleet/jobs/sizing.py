@@ -121,14 +121,16 @@ def sized_segment_count(
 
 
 def plan_for_fleet(
-    frame_count: int, fps: Fraction, cost: WorkCost, fleet: FleetView, policy: SizingPolicy | None = None
-) -> tuple[Segment, ...]:
-    """The job's segments, sized for `fleet` (frame-exact: consecutive whole frames, one apart at most)."""
+    frame_count: int, fps: Fraction, cost: WorkCost, fleet: FleetView, policy: SizingPolicy | None = None,
+    first: int = 0,
+) -> tuple[Segment, ...]:  # fmt: skip
+    """The job's segments over frames [first, first + frame_count), sized for `fleet` (frame-exact:
+    consecutive whole frames, one apart at most)."""
     if frame_count <= 0:
         raise ValueError("a plan needs at least one frame")
     if fps <= 0:
         raise ValueError("fps must be positive")
-    return cut_segments(frame_count, fps, sized_segment_count(frame_count, fps, cost, fleet, policy))
+    return cut_segments(frame_count, fps, sized_segment_count(frame_count, fps, cost, fleet, policy), first)
 
 
 def fixed_segment_count(frame_count: int, fps: Fraction) -> int:

@@ -13,6 +13,13 @@ Four clocks guard a segment and they only work as a set:
 So H > V/3 + redelivery + backlog + own queue, and T > H and T > own queue + backlog + attempts ×
 (attempt + redelivery). `check` states the relation so tests can hold the template and the state
 machine to it. A task that names no timeout is a bug: LocalStack's default is 60 s.
+
+A job whose engine makes its content-analysis verdict once (FaceFusion) has one more task, before its
+segments: the analysis (one decode of the whole target, the analyser on one frame a second). Its own
+attempt limit grows with the whole job's frames, never with a segment's: a three-hour target's
+analysis has the time it needs whatever the plan's segment length, and no segment waits inside its
+own limit for it. Its heartbeat and timeout follow the same relation as a segment's, without the
+job's own queue (it runs before any of its segments).
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ class TimeoutPolicy:
     # Merges are stream copies plus checks: a fraction of a render's cost per frame.
     merge_base_s: float = 300.0
     merge_seconds_per_frame: float = 0.05
+    # The content analysis reads every frame once and analyses one a second: 0.02 s a frame is ten
+    # times a 4K decode on two CPU cores (a 1080p one runs at about 700 frames a second).
+    analysis_base_s: float = 300.0
+    analysis_seconds_per_frame: float = 0.02
 
     @property
     def beat_interval_s(self) -> float:
@@ -56,6 +67,10 @@ class TimeoutPolicy:
     def attempt_s(self, frames: int) -> float:
         return self.engine_base_s + frames * self.engine_seconds_per_frame
 
+    def analysis_attempt_s(self, job_frames: int) -> float:
+        """One content-analysis attempt's wall-clock limit: the whole target's frames, the only input."""
+        return self.analysis_base_s + job_frames * self.analysis_seconds_per_frame
+
 
 @dataclass(frozen=True)
 class JobTimeouts:
@@ -63,6 +78,8 @@ class JobTimeouts:
     render_timeout_s: int
     merge_heartbeat_s: int
     merge_timeout_s: int
+    analysis_heartbeat_s: int
+    analysis_timeout_s: int
 
     def as_limits(self) -> dict[str, int]:
         """The fields the state machine reads (`$.limits.*`)."""
@@ -71,6 +88,8 @@ class JobTimeouts:
             "render_timeout_s": self.render_timeout_s,
             "merge_heartbeat_s": self.merge_heartbeat_s,
             "merge_timeout_s": self.merge_timeout_s,
+            "analysis_heartbeat_s": self.analysis_heartbeat_s,
+            "analysis_timeout_s": self.analysis_timeout_s,
         }
 
 
@@ -86,12 +105,21 @@ def job_timeouts(frame_count: int, longest_segment_frames: int, policy: TimeoutP
     merge_attempt = policy.merge_base_s + frame_count * policy.merge_seconds_per_frame
     merge_heartbeat = policy.beat_interval_s + policy.redelivery_s + policy.accepted_backlog_s + MARGIN_S
     merge_timeout = policy.accepted_backlog_s + policy.max_attempts * (merge_attempt + policy.redelivery_s)
-    render_h, merge_h = _seconds(render_heartbeat), _seconds(merge_heartbeat)
+    # The analysis runs before any of the job's segments: it waits behind other jobs only.
+    analysis_heartbeat = policy.beat_interval_s + policy.redelivery_s + policy.accepted_backlog_s + MARGIN_S
+    analysis_timeout = policy.accepted_backlog_s + policy.max_attempts * (
+        policy.analysis_attempt_s(frame_count) + policy.redelivery_s + policy.beat_interval_s
+    )
+    render_h, merge_h, analysis_h = (
+        _seconds(value) for value in (render_heartbeat, merge_heartbeat, analysis_heartbeat)
+    )
     return JobTimeouts(
         render_heartbeat_s=render_h,
         render_timeout_s=max(_seconds(render_timeout + MARGIN_S), render_h + MARGIN_S),
         merge_heartbeat_s=merge_h,
         merge_timeout_s=max(_seconds(merge_timeout + MARGIN_S), merge_h + MARGIN_S),
+        analysis_heartbeat_s=analysis_h,
+        analysis_timeout_s=max(_seconds(analysis_timeout + MARGIN_S), analysis_h + MARGIN_S),
     )
 
 
@@ -119,9 +147,24 @@ def check(timeouts: JobTimeouts, policy: TimeoutPolicy, frame_count: int, longes
             f"render timeout {timeouts.render_timeout_s} s does not cover the backlog and "
             f"{policy.max_attempts} attempts with their redeliveries ({needed:.0f} s)"
         )
+    quiet = policy.beat_interval_s + policy.redelivery_s + policy.accepted_backlog_s
+    if timeouts.analysis_heartbeat_s <= quiet:
+        problems.append(
+            f"analysis heartbeat {timeouts.analysis_heartbeat_s} s is not longer than the longest silence of its "
+            f"token ({quiet:.0f} s)"
+        )
+    analysing = policy.accepted_backlog_s + policy.max_attempts * (
+        policy.analysis_attempt_s(frame_count) + policy.redelivery_s
+    )
+    if timeouts.analysis_timeout_s <= analysing:
+        problems.append(
+            f"analysis timeout {timeouts.analysis_timeout_s} s does not cover the backlog and {policy.max_attempts} "
+            f"attempts of {policy.analysis_attempt_s(frame_count):.0f} s at the whole target ({analysing:.0f} s)"
+        )
     for name, heartbeat, timeout in (
         ("render", timeouts.render_heartbeat_s, timeouts.render_timeout_s),
         ("merge", timeouts.merge_heartbeat_s, timeouts.merge_timeout_s),
+        ("analysis", timeouts.analysis_heartbeat_s, timeouts.analysis_timeout_s),
     ):
         if heartbeat >= timeout:
             problems.append(f"{name} heartbeat {heartbeat} s must be shorter than its timeout {timeout} s")

@@ -13,6 +13,7 @@ from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.adapters.links import PresignedLink
+from fusionfleet.facefusion.content_analysis import AnalysisProgress
 from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, job_cost
 from fusionfleet.jobs.facts import JobFacts, SegmentFiles
 from fusionfleet.jobs.plan import Segment
@@ -63,6 +64,8 @@ class JobView:
     # A link to the output signed by a reader with the right to (the CLI, the tenant API): a notice's
     # link may have died with the merge task's role session (fusionfleet.adapters.links).
     download: PresignedLink | None = None
+    # While the job's content analysis (its step before the segments) runs: how far it has read the target.
+    analysis: AnalysisProgress | None = None
 
     @property
     def ended(self) -> bool:

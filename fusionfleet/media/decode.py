@@ -3,6 +3,8 @@
 Frames are placed on the constant-rate grid of the plan by their timestamps (index = round(t·fps)),
 so the same frame number means the same picture on every worker, whatever the GOP structure or a
 variable frame rate; a gap in the source repeats the previous picture, as ffmpeg's fps filter does.
+Pictures are BT.709 SDR: PQ and HLG targets go through the tone-mapping FaceFusion reads them with
+(fusionfleet.media.colour), in PyAV's filter graph; others are converted by the matrix they are tagged with.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fusionfleet.errors import MediaError
+from fusionfleet.media.colour import TONE_MAP_FILTER, tone_maps
 from fusionfleet.media.probe import VideoInfo, open_video
 from fusionfleet.media.reader import RangeReader
 
@@ -37,9 +40,29 @@ def _checked(frame: av.VideoFrame, info: VideoInfo, what: str) -> av.VideoFrame:
     return frame
 
 
-def _bgr(frame: av.VideoFrame, rotation: int) -> Image:
-    image: Image = frame.to_ndarray(format="bgr24")  # type: ignore[assignment]
-    return upright(image, rotation)
+class Pictures:
+    """Decoded frames to upright BGR pictures, tone-mapped to BT.709 where the target is PQ or HLG."""
+
+    def __init__(self, stream: av.video.stream.VideoStream, info: VideoInfo) -> None:
+        self._rotation = info.rotation
+        self._graph: av.filter.Graph | None = None
+        if tone_maps(info.color_transfer):
+            graph = av.filter.Graph()
+            graph.link_nodes(
+                graph.add_buffer(template=stream),
+                graph.add("scale", TONE_MAP_FILTER.removeprefix("scale=")),
+                graph.add("format", "bgr24"),
+                graph.add("buffersink"),
+            ).configure()
+            self._graph = graph
+
+    def __call__(self, frame: av.VideoFrame) -> Image:
+        if self._graph is None:
+            image: Image = frame.to_ndarray(format="bgr24")  # type: ignore[assignment]
+        else:
+            self._graph.push(frame)
+            image = self._graph.pull().to_ndarray()  # type: ignore[assignment]
+        return upright(image, self._rotation)
 
 
 def grid_index(time_s: float, start_s: float, fps: Fraction) -> int:
@@ -66,6 +89,7 @@ def iter_frames(
         if threads:
             stream.codec_context.thread_count = threads
         time_base = stream.time_base or Fraction(1, 1_000_000)
+        picture = Pictures(stream, info)
         if start > 0:
             # Land on the keyframe at or before the first wanted frame, then decode forward.
             seconds = info.start_s + Fraction(start) / fps
@@ -81,10 +105,10 @@ def iter_frames(
                 if index < wanted:
                     previous = frame
                     continue
-                image = _bgr(frame, info.rotation)
+                image = picture(frame)
                 # A gap on the grid repeats the last picture before it.
                 while wanted < index and wanted < end:
-                    yield wanted, _bgr(previous, info.rotation) if previous is not None else image
+                    yield wanted, picture(previous) if previous is not None else image
                     wanted += 1
                 if wanted >= end:
                     return
@@ -97,6 +121,6 @@ def iter_frames(
             raise MediaError(f"{what}: decoding failed near frame {wanted}: {error}") from error
         # A source that ends early (rounding of a variable-rate grid) repeats its last picture once.
         if previous is not None and end - wanted == 1:
-            yield wanted, _bgr(previous, info.rotation)
+            yield wanted, picture(previous)
             return
     raise MediaError(f"{what}: the video ended at frame {wanted}, before frame {end} of the plan")

@@ -7,15 +7,32 @@ PyAV through a RangeReader), and every input still carries a protocol whitelist 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-from fusionfleet.jobs.audio import AudioSettings, audio_encode_args
+from fusionfleet.jobs.audio import AudioCut, AudioPlan, AudioSettings, audio_encode_args
 from fusionfleet.jobs.encoding import EncoderSettings
+from fusionfleet.media.colour import output_filter
 from fusionfleet.media.gpu_media import is_nvenc, nvenc_preset
 
 # Audio codecs the MP4 muxer takes as they are; anything else is re-encoded to AAC once.
 MP4_AUDIO_CODECS = frozenset({"aac", "mp3", "opus", "ac3", "eac3", "alac", "flac"})
+
+
+@dataclass(frozen=True)
+class AudioFile:
+    muxer: str  # PyAV's format name, to write it
+    demuxer: str  # ffmpeg's, to read it back
+
+
+# The target's audio taken out by the worker, by suffix (gpu_worker.audio.audio_file), and a job's audio
+# source as the worker copies it (fusionfleet.media.source_audio.copy_audio: its own format's ending).
+AUDIO_FILES = {
+    ".m4a": AudioFile("mp4", "mov"), ".mka": AudioFile("matroska", "matroska"), ".wav": AudioFile("wav", "wav"),
+    ".mp3": AudioFile("mp3", "mp3"), ".flac": AudioFile("flac", "flac"), ".ogg": AudioFile("ogg", "ogg"),
+    ".opus": AudioFile("ogg", "ogg"),
+}  # fmt: skip
 
 
 def global_args() -> list[str]:
@@ -44,16 +61,21 @@ def concat_input(list_path: Path) -> list[str]:
 
 
 def size_filter(width: int, height: int, settings: EncoderSettings) -> list[str]:
-    """Scale when the job asks for another size; pad odd sizes by repeating the edge pixel."""
+    """Scale frames of another size to the job's (frames an engine made larger, scaled outputs);
+    pad odd sizes by repeating the edge pixel."""
     if (width, height) == (settings.width, settings.height):
         return []
     if width + width % 2 == settings.width and height + height % 2 == settings.height:
         pad_right, pad_bottom = settings.width - width, settings.height - height
-        return [
-            "-vf",
-            f"pad={settings.width}:{settings.height},fillborders=right={pad_right}:bottom={pad_bottom}:mode=smear",
-        ]
-    return ["-vf", f"scale={settings.width}:{settings.height}:flags=bicubic"]
+        return [f"pad={settings.width}:{settings.height},fillborders=right={pad_right}:bottom={pad_bottom}:mode=smear"]
+    return [f"scale={settings.width}:{settings.height}:flags=bicubic"]
+
+
+def video_filters(width: int, height: int, settings: EncoderSettings) -> list[str]:
+    """The size, then the job's colour conversion and tags, as one filter chain."""
+    colour = output_filter(settings.colour)
+    chain = [*size_filter(width, height, settings), *([colour] if colour else [])]
+    return ["-vf", ",".join(chain)] if chain else []
 
 
 def nvenc_encoder(settings: EncoderSettings) -> list[str]:
@@ -104,7 +126,7 @@ def encode_segment_argv(width: int, height: int, settings: EncoderSettings, outp
         chain(
             global_args(),
             raw_frames_input(width, height, settings),
-            size_filter(width, height, settings),
+            video_filters(width, height, settings),
             video_encoder(settings),
             segment_output(output, settings),
         )
@@ -128,6 +150,16 @@ def audio_codec_args(codecs: Sequence[str], settings: AudioSettings | None = Non
     return ["-c:a", "aac", "-b:a", "192k"]
 
 
+def cut_range(duration_s: float, start_s: float = 0.0) -> list[str]:
+    """FaceFusion's cut of the target's audio to the video (ffmpeg_builder.select_media_range), on the input.
+
+    FaceFusion also seeks to 0.0 when nothing is trimmed, which in a file with video costs nothing; in
+    the audio-only file the farm reads, a seek to 0 lands past AAC's priming packet and loses a frame
+    of sound, so a start of 0 is left out.
+    """
+    return [*(["-ss", str(start_s)] if start_s else []), "-to", str(duration_s)]
+
+
 def merge_argv(
     segment_list: Path,
     audio: Path | None,
@@ -135,21 +167,45 @@ def merge_argv(
     audio_offset_s: float,
     output: Path,
     audio_settings: AudioSettings | None = None,
+    plan: AudioPlan | None = None,
+    duration_s: float = 0.0,
+    cut: AudioCut | None = None,
 ) -> list[str]:
-    """Concatenate the segments by stream copy and mux the original audio once over the timeline."""
+    """Concatenate the segments by stream copy and mux the original audio once over the timeline.
+
+    `plan` (fusionfleet.jobs.audio.audio_plan) overrides `audio_settings`: FaceFusion's way cuts the
+    audio to `duration_s` (the video's), keeps the first track and always applies the volume filter.
+    `cut` (fusionfleet.jobs.audio.audio_cut), where the job's timeline or its audio source says which
+    part of the audio is read and how long the output's audio may be, overrides that cut.
+    """
+    plan = plan or AudioPlan(settings=audio_settings)
+    if cut is None:
+        cut = AudioCut((0.0, duration_s), duration_s) if plan.cut_to_video else AudioCut()
     inputs = concat_input(segment_list)
     maps = ["-map", "0:v:0"]
     codec = ["-c:v", "copy"]
-    if audio is not None:
-        inputs += file_input(audio, "matroska", audio_offset_s)
-        maps += ["-map", "1:a"]
-        codec += audio_codec_args(audio_codecs, audio_settings)
+    length: list[str] = []
+    if audio is not None and plan.keep:
+        encoded = plan.cut_to_video and plan.settings is not None
+        # A trim's start is cut from the decoded sound where it is encoded anyway (sample-exact); a stream
+        # copy can only start at a packet, so there the input is seeked.
+        trim = cut.window if encoded and cut.window is not None and cut.window[0] > 0 else None
+        window = cut_range(cut.window[1], cut.window[0]) if cut.window is not None and trim is None else []
+        inputs += [*window, *file_input(audio, AUDIO_FILES[audio.suffix].demuxer, audio_offset_s)]
+        maps += ["-map", "1:a:0" if plan.first_track_only else "1:a"]
+        if encoded:
+            assert plan.settings is not None
+            codec += audio_encode_args(plan.settings, always_volume=True, trim=trim)
+        else:
+            codec += audio_codec_args(audio_codecs, plan.settings)
+        length = ["-t", str(cut.length_s)] if cut.length_s is not None else []
     return list(
         chain(
             global_args(),
             inputs,
             maps,
             codec,
+            length,
             ["-movflags", "+faststart", "-f", "mp4", str(output)],
         )
     )

@@ -33,6 +33,9 @@ class VideoInfo:
     variable_frame_rate: bool
     size_bytes: int
     audio: tuple[AudioTrack, ...] = ()
+    # The video's transfer characteristic by ffmpeg's name ("" when unspecified): PQ and HLG targets
+    # are tone-mapped to BT.709 when decoded (fusionfleet.media.colour).
+    color_transfer: str = ""
 
     @property
     def fps(self) -> Fraction:
@@ -53,3 +56,28 @@ class VideoInfo:
         fields = dict(data)
         fields["audio"] = tuple(AudioTrack(**track) for track in data.get("audio", ()))
         return cls(**fields)
+
+
+@dataclass(frozen=True)
+class AudioInfo:
+    """What a probe found in an audio source: plain data that travels in the job's context."""
+
+    container: str  # the demuxer its bytes were sniffed as (fusionfleet.media.sniff.AUDIO_CONTAINERS)
+    codec: str
+    sample_rate: int
+    channels: int
+    duration_s: float
+
+    @property
+    def suffix(self) -> str:
+        """The file name ending FaceFusion recognises this format by (filesystem.is_audio)."""
+        if self.container == "ogg":
+            return ".opus" if self.codec in ("opus", "libopus") else ".ogg"
+        return {"wav": ".wav", "mp3": ".mp3", "flac": ".flac", "mov": ".m4a"}[self.container]
+
+    @property
+    def muxer(self) -> str:
+        return "ipod" if self.container == "mov" else self.container
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

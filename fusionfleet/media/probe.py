@@ -14,6 +14,7 @@ from typing import Any
 import av
 
 from fusionfleet.errors import InputRejected
+from fusionfleet.media.colour import transfer_name
 from fusionfleet.media.info import AudioTrack, VideoInfo
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
@@ -135,6 +136,7 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
             raise InputRejected(f"{what} lasts {duration_s:.0f} s, over the limit of {limits.max_duration_s:.0f} s")
         audio = _audio_tracks(container)
         codec = context.name
+        transfer = transfer_name(context.color_trc)
         frame_count, variable = _frame_timing(container, stream, limits, reader.size, what)
         if frame_count <= 0:
             raise InputRejected(f"{what} contains no video frames")
@@ -159,6 +161,7 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
         variable_frame_rate=variable,
         size_bytes=reader.size,
         audio=audio,
+        color_transfer=transfer,
     )
 
 

@@ -7,7 +7,12 @@ demuxer open other files or URLs.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fusionfleet.errors import InputRejected
+
+# What a job's source is: a face image, or the audio FaceFusion's lip syncer hears.
+SourceKind = Literal["image", "audio"]
 
 SNIFF_BYTES = 64
 
@@ -16,6 +21,8 @@ MOV = "mov"
 MATROSKA = "matroska"
 VIDEO_CONTAINERS = {MOV: "MP4/MOV", MATROSKA: "Matroska/WebM"}
 IMAGE_FORMATS = ("jpeg", "png", "webp")
+# Audio sources (FaceFusion's audio formats: flac, m4a, mp3, ogg, opus, wav), by the demuxer that reads them.
+AUDIO_CONTAINERS = {"wav": "WAV", "mp3": "MP3", "flac": "FLAC", "ogg": "Ogg/Opus", MOV: "M4A"}
 
 # ISO base media files start with one of these top-level boxes (ftyp in MP4; older MOVs may
 # start with free/wide/mdat/moov).
@@ -69,3 +76,41 @@ def sniff_image(head: bytes, what: str) -> str:
     if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
         return "webp"
     raise InputRejected(f"{what} is not a JPEG, PNG or WebP image: it is {_describe(head)}")
+
+
+def _is_mp3(head: bytes) -> bool:
+    # An ID3 tag, or an MPEG audio frame header (11 sync bits, layer III).
+    return head.startswith(b"ID3") or (len(head) >= 2 and head[0] == 0xFF and head[1] & 0xE6 == 0xE2)
+
+
+def sniff_audio(head: bytes) -> str | None:
+    """The demuxer for an audio source, or None when the bytes are no audio format FaceFusion takes.
+
+    MP4/M4A starts like a video; whether it holds audio only is the probe's to say.
+    """
+    if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
+        return "wav"
+    if head.startswith(b"fLaC"):
+        return "flac"
+    if head.startswith(b"OggS"):
+        return "ogg"
+    if len(head) >= 8 and head[4:8] == b"ftyp":
+        return MOV
+    if _is_mp3(head):
+        return "mp3"
+    return None
+
+
+def sniff_source(head: bytes, what: str) -> SourceKind:
+    """'image' or 'audio' for a job's source, or InputRejected naming what the file looks like instead."""
+    try:
+        sniff_image(head, what)
+        return "image"
+    except InputRejected:
+        pass
+    if sniff_audio(head) is not None:
+        return "audio"
+    audio = ", ".join(AUDIO_CONTAINERS.values())
+    raise InputRejected(
+        f"{what} is neither a face image (JPEG, PNG, WebP) nor an audio file ({audio}): it is {_describe(head)}"
+    )

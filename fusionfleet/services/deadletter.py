@@ -83,6 +83,11 @@ def fail_dead_letter(
             cause=reason, by="dead-letter handler", at=time.time(),
         )  # fmt: skip
         mark_job_failed(storage, bucket, marker)
+    elif task.get("step") == "content_analysis":
+        # The job's content analysis (its step before the Map): no segment was sent, nothing else to stop.
+        what = f"content analysis of {job_id}"
+        reason = f"{what} was dead-lettered after {attempts} deliveries: its worker died each time"
+        error = "AnalysisDeadLettered"
     else:
         what = f"merge of {job_id}"
         reason = f"{what} was dead-lettered after {attempts} deliveries"

@@ -19,6 +19,7 @@ from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json, put_j
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
 from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
+from fusionfleet.facefusion.requirements import SourceKind
 from fusionfleet.fleet.fairness import fair_concurrency
 from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.quotas import GpuCapacity
@@ -27,20 +28,23 @@ from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.wake import FleetWaker
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
 from fusionfleet.jobs.encoding import encoder_settings
-from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
+from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
 from fusionfleet.jobs.final_notice import state_machine_claim
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.jobs.manifest import Manifest, invalid_manifest, parse_manifest
 from fusionfleet.jobs.plan import Segment, plan_segments
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
+from fusionfleet.jobs.timeline import Timeline, timeline, trim_problem
 from fusionfleet.jobs.timeouts import job_timeouts
 from fusionfleet.jobs.waiting import WaitingRecord, enqueue, is_waiting, submission_order
 from fusionfleet.media.image import check_image
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
+from fusionfleet.media.source_audio import probe_audio
 from fusionfleet.media.still import encode_png, frame_at
-from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
+from fusionfleet.messages import AudioSource, JobContext, ObjectRef, rejection_notice
 from fusionfleet.services.admission import AdmissionConfig, Admitter
 from fusionfleet.webhooks.events import EVENT_KINDS, WebhookEvent, WebhookSubscription, event_id
 from fusionfleet.webhooks.outbox import WebhookOutbox, write_subscription
@@ -282,28 +286,29 @@ class Slicer:
         check_engine_options(engine, manifest.options)
         refs = self._media_refs(manifest, manifest_ref.bucket)
         reference = refs["reference"][0] if refs["reference"] else None
-        self._check_images(refs["sources"], reference)
+        images, audio, kinds = self._check_sources(refs["sources"], reference)
+        check_sources(engine, manifest.options, kinds)
         target = refs["target"][0]
         video, bytes_read = self._probe(target)
+        trimmed = trim_problem(manifest.options, video.frame_count)
+        if trimmed:
+            raise invalid_manifest([trimmed])
+        frames = timeline(manifest.options, video.frame_count, video.fps)
         reference_frame = self._reference_frame(job_id, manifest, target, video) if selects_faces(engine) else None
         width, height = video.display_size
-        plan, fleet_workers = self._plan(video, engine)
+        plan, fleet_workers = self._plan(frames, engine)
         settings = encoder_settings(
-            width,
-            height,
-            video.fps,
-            manifest.options,
-            max(s.frame_count for s in plan),
-            self.config.encoder_threads,
-            self.config.video_encoder_device,
-        )
+            width, height, frames.output_fps, manifest.options, max(s.frame_count for s in plan),
+            self.config.encoder_threads, self.config.video_encoder_device, engine,
+        )  # fmt: skip
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
         assert manifest.output is not None
         context = JobContext(
             job_id=job_id,
             tenant=layout.tenant_of(manifest_ref.key),
             manifest=manifest_ref,
-            sources=tuple(refs["sources"]),
+            sources=tuple(images),
+            audio=audio,
             target=target,
             reference=reference,
             reference_frame=reference_frame,
@@ -319,19 +324,21 @@ class Slicer:
             video=video,
             encoder=settings,
             segment_count=len(plan),
-            frame_count=video.frame_count,
+            frame_count=frames.frames,
+            timeline=frames,
             submitted_at=submitted_at,
             fleet_workers=fleet_workers,
             run=run,
         )
         return context, bytes_read
 
-    def _plan(self, video: VideoInfo, engine: str) -> tuple[tuple[Segment, ...], int]:
-        """The job's segments, and the fleet they were sized for (0: the fixed plan)."""
+    def _plan(self, frames: Timeline, engine: str) -> tuple[tuple[Segment, ...], int]:
+        """The job's segments over its range, and the fleet they were sized for (0: the fixed plan)."""
+        fps = frames.source_fps
         if not self.config.fleet_max_workers:
-            return plan_segments(video.frame_count, video.fps, self.config.segments), 0
+            return plan_segments(frames.frames, fps, self.config.segments, frames.start), 0
         fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())
-        plan = plan_for_fleet(video.frame_count, video.fps, engine_cost(engine), fleet, self.config.sizing)
+        plan = plan_for_fleet(frames.frames, fps, engine_cost(engine), fleet, self.config.sizing, frames.start)
         logger.info("plan of %s segments for a fleet of %s (%s running)", len(plan), fleet.workers, fleet.running)
         return plan, fleet.workers
 
@@ -356,15 +363,33 @@ class Slicer:
             raise JobRejected("the manifest names objects that do not exist: " + "; ".join(missing), tuple(missing))
         return refs
 
-    def _check_images(self, sources: list[ObjectRef], reference: ObjectRef | None) -> None:
-        """Decode-check every face image; report all the bad ones together."""
-        named = [(f"source[{index}] {source.key!r}", source) for index, source in enumerate(sources)]
-        if reference:
-            named.append((f"reference {reference.key!r}", reference))
+    def _check_sources(
+        self, sources: list[ObjectRef], reference: ObjectRef | None
+    ) -> tuple[list[ObjectRef], AudioSource | None, list[SourceKind]]:
+        """Sniff every source (a face image or an audio file) and check each as what it is; report all the
+        bad ones together. Returns the face images, the audio source and each source's kind, in order."""
         refused: list[InputRejected] = []
-        for what, image in named:
+        images: list[ObjectRef] = []
+        audio: AudioSource | None = None
+        kinds: list[SourceKind] = []
+        for index, ref in enumerate(sources):
+            what = f"source[{index}] {ref.key!r}"
             try:
-                check_image(self.storage.get_bytes(image.bucket, image.key), what, self.config.limits)
+                head = self.storage.get_range(ref.bucket, ref.key, 0, min(SNIFF_BYTES, ref.size))
+                if sniff_source(head, what) == "image":
+                    check_image(self.storage.get_bytes(ref.bucket, ref.key), what, self.config.limits)
+                    images.append(ref)
+                    kinds.append("image")
+                else:
+                    info = probe_audio(self._reader(ref, what), what, self.config.limits)
+                    audio = audio or AudioSource(file=ref, info=info)  # FaceFusion hears the first
+                    kinds.append("audio")
+            except InputRejected as rejection:
+                refused.append(rejection)
+        if reference:
+            what = f"reference {reference.key!r}"
+            try:
+                check_image(self.storage.get_bytes(reference.bucket, reference.key), what, self.config.limits)
             except InputRejected as rejection:
                 refused.append(rejection)
         if len(refused) == 1:
@@ -372,6 +397,13 @@ class Slicer:
         if refused:
             problems = tuple(problem for rejection in refused for problem in rejection.problems)
             raise InputRejected("; ".join(rejection.reason for rejection in refused), problems)
+        return images, audio, kinds
+
+    def _reader(self, ref: ObjectRef, what: str) -> RangeReader:
+        return RangeReader(
+            S3RangeSource(self.storage, ref.bucket, ref.key, ref.size), what=what,
+            deadline_s=self.config.limits.probe_timeout_s,
+        )  # fmt: skip
 
     def _reference_frame(
         self, job_id: str, manifest: Manifest, target: ObjectRef, video: VideoInfo
@@ -398,11 +430,7 @@ class Slicer:
         return ObjectRef(bucket=self.config.work_bucket, key=key, etag=etag, size=len(data))
 
     def _probe(self, target: ObjectRef) -> tuple[VideoInfo, int]:
-        reader = RangeReader(
-            S3RangeSource(self.storage, target.bucket, target.key, target.size),
-            what=f"target {target.key!r}",
-            deadline_s=self.config.limits.probe_timeout_s,
-        )
+        reader = self._reader(target, f"target {target.key!r}")
         return probe_video(reader, f"target {target.key!r}", self.config.limits), reader.bytes_fetched
 
     def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected) -> SliceOutcome:

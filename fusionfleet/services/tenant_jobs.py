@@ -24,17 +24,21 @@ from fusionfleet import layout
 from fusionfleet.adapters.storage import ObjectInfo, Storage, get_json, put_json
 from fusionfleet.errors import (
     BadRequest,
+    InputRejected,
     JobNotFound,
     JobRejected,
     ObjectMissing,
     ObjectRefused,
     OperationRefused,
 )
+from fusionfleet.facefusion.requirements import SourceKind
+from fusionfleet.jobs.engine_options import check_engine_options, check_sources
 from fusionfleet.jobs.ids import JOB_ID
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, parse_time, pending_view
+from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
 from fusionfleet.services.operations import Operations
 from fusionfleet.webhooks.addresses import AddressPolicy
 
@@ -137,6 +141,8 @@ class TenantJobs:
     clock: Callable[[], float] = field(default=time.time)
     # Where a job's webhook may go (the manifest's rules: https and public addresses on AWS).
     webhooks: AddressPolicy = field(default_factory=AddressPolicy)
+    # The engine of a job that names none (the slicer's DEFAULT_ENGINE): its options are judged for it.
+    default_engine: str = "classic"
 
     # ------------------------------------------------------------------ create and start
     def create(self, tenant: str, raw: bytes) -> Created:
@@ -155,7 +161,8 @@ class TenantJobs:
         manifest_bytes, files = manifest_for(body, tenant, job_id)
         manifest_key = layout.tenant_manifest_key(tenant, job_id)
         try:
-            parse_manifest(manifest_bytes, manifest_key, KeyPolicy(webhooks=self.webhooks))
+            manifest = parse_manifest(manifest_bytes, manifest_key, KeyPolicy(webhooks=self.webhooks))
+            check_engine_options(manifest.engine or self.default_engine, manifest.options)
         except JobRejected as rejected:
             raise BadBody(rejected.problems) from rejected
         record = {
@@ -184,10 +191,32 @@ class TenantJobs:
         if missing:
             raise NotStarted(f"job {job_id} cannot start: not uploaded yet: {', '.join(missing)}")
         body = json.dumps(record["manifest"], indent=2).encode()
+        self._check_sources(tenant, job_id, body)
         # A conditional create: starting twice (a retried request) writes one manifest, one job.
         if not self.storage.create(self.media_bucket, layout.tenant_manifest_key(tenant, job_id), body):
             raise NotStarted(f"job {job_id} was started already")
         return pending_view(job_id, submitted_at=parse_time(record.get("created_at")))
+
+    def _check_sources(self, tenant: str, job_id: str, body: bytes) -> None:
+        """What the job's engine needs from its sources (a face image, an audio file for the lip syncer),
+        told now rather than by the slicer's notice: each uploaded source is known by its first bytes."""
+        manifest = parse_manifest(body, layout.tenant_manifest_key(tenant, job_id), KeyPolicy(webhooks=self.webhooks))
+        kinds: list[SourceKind] = []
+        for index, key in enumerate(manifest.source):
+            info = self._head_own(key)
+            if info is None:
+                return  # not one this role reads (or not there): the slicer judges the job as a whole
+            try:
+                head = self.storage.get_range(self.media_bucket, key, 0, min(SNIFF_BYTES, info.size))
+                kinds.append(sniff_source(head, f"source[{index}] {key!r}"))
+            except InputRejected as rejected:
+                raise BadBody(rejected.problems) from rejected
+            except (ObjectMissing, ObjectRefused):
+                return
+        try:
+            check_sources(manifest.engine or self.default_engine, manifest.options, kinds)
+        except JobRejected as rejected:
+            raise BadBody(rejected.problems) from rejected
 
     # ------------------------------------------------------------------ reading
     def status(self, tenant: str, job_id: str) -> JobView:

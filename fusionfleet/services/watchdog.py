@@ -31,6 +31,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier
 from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Execution, ExecutionMissing, Orchestrator, Progress
 from fusionfleet.adapters.storage import Storage
+from fusionfleet.errors import ObjectMissing
 from fusionfleet.fleet.stragglers import Backups, BackupSent
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.facts import JobRecords
@@ -82,6 +83,10 @@ class Observation:
     last_change: datetime | None = None
     # The job's failed marker (fusionfleet.jobs.loss), read only while its execution runs.
     failed: JobFailedMarker | None = None
+    # A job whose content analysis is its own step sends no segment before its verdict is kept:
+    # `analysing` while it is not, and the verdict's time once it is (its segments' dispatch starts then).
+    analysing: bool = False
+    analysed_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -109,12 +114,15 @@ def judge(observation: Observation, now: datetime, policy: WatchdogPolicy) -> Ve
     started = observation.started or now
     progress = observation.progress
     dispatched = progress is not None and progress.running + progress.succeeded + progress.failed > 0
-    age = (now - started).total_seconds()
-    if not dispatched and age > policy.dispatch_grace_s:
+    # Its own clocks bound an analysis (fusionfleet.jobs.timeouts); its segments are due once it is done.
+    due = max(started, observation.analysed_at) if observation.analysed_at else started
+    age = (now - due).total_seconds()
+    if not dispatched and not observation.analysing and age > policy.dispatch_grace_s:
+        after = "it started" if due == started else "its content analysis ended"
         return Verdict(
             "stop",
             error="JobNeverDispatched",
-            reason=f"no segment of the job was dispatched {age:.0f} s after it started "
+            reason=f"no segment of the job was dispatched {age:.0f} s after {after} "
             "(the orchestrator never ran its segments)",
         )
     last = max(started, observation.last_change) if observation.last_change else started
@@ -227,7 +235,7 @@ class Watchdog:
         ended_unsent = record is not None and record.by == STATE_MACHINE and execution.finished
         if record is not None and not ended_unsent and record.age_s(now) < policy.reclaim_s:
             return None  # another sweep is publishing it right now
-        verdict = judge(self._observe(execution, context.job_id, now), now, policy)
+        verdict = judge(self._observe(execution, context, now), now, policy)
         if verdict.action == "none":
             if execution.finished:
                 self._settled.add(execution.arn)
@@ -239,14 +247,22 @@ class Watchdog:
         )
         return self._close(execution, context, verdict, now) if claimed else None
 
-    def _observe(self, execution: Execution, job_id: str, now: datetime) -> Observation:
+    def _observe(self, execution: Execution, context: JobContext, now: datetime) -> Observation:
         """Only what the rule needs: a young job's map run and work files are not looked at."""
+        job_id = context.job_id
         described = self._orchestrator.describe(execution.arn)
-        progress = last_change = None
+        progress = last_change = analysed_at = None
+        analysing = False
         age = (now - described.started).total_seconds() if described.started else 0.0
         if described.status == "RUNNING" and age > self._config.policy.dispatch_grace_s:
             # This run's own Map Run: a retry that dispatched nothing has not progressed.
             progress = self._jobs.run_progress(execution.arn)
+            if progress is None and context.content_analysis is not None:
+                where = context.content_analysis
+                try:
+                    analysed_at = self._storage.head(where.bucket, where.key).last_modified
+                except ObjectMissing:
+                    analysing = True
         if described.status == "RUNNING" and age > self._config.policy.stall_s:
             # Segments, their records and chunk checkpoints all land under the job's work prefix.
             last_change = self._storage.latest_change(self._config.work_bucket, layout.work_prefix(job_id))
@@ -265,6 +281,8 @@ class Watchdog:
             cause=described.cause,
             progress=progress,
             last_change=last_change,
+            analysing=analysing,
+            analysed_at=analysed_at,
         )
 
     def _send_backups(self, context: JobContext, run: RunRecord, now: datetime) -> None:

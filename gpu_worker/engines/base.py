@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fusionfleet.jobs.manifest import QUALITIES
+from fusionfleet.jobs.timeline import Timeline
 
 Image = npt.NDArray[np.uint8]
 """An H×W×3 uint8 image in BGR channel order (OpenCV's convention)."""
@@ -44,12 +45,16 @@ class Frame:
 
     `index` is the frame's number in the whole target video. `emit` is False for lead-in frames
     the worker feeds before the segment's first frame so that trackers and temporal filters are
-    warmed up; the engine still yields an output for them and the worker drops it.
+    warmed up, and for the lead-out frames after its last that an engine asked to look ahead to
+    (`LooksAhead`); the engine still yields an output for them and the worker drops it.
     """
 
     index: int
     image: Image
     emit: bool = True
+    # The number FaceFusion's processors give it (the lip syncer hears the source audio by it): its
+    # index, but counted from the trim's start among kept frames where a lower rate drops frames.
+    number: int | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,10 @@ class EngineJob:
     # The job's content-analysis verdict was made once over the whole target and passed
     # (fusionfleet.facefusion.content_analysis): the engine must not decide again from this segment's frames.
     content_decided: bool = False
+    # The job's audio source (fusionfleet.media.source_audio.copy_audio's copy), for FaceFusion's lip syncer.
+    audio: Path | None = None
+    # The frames the job renders and its output rate (fusionfleet.jobs.timeline); None: the whole target.
+    timeline: Timeline | None = None
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
@@ -129,3 +138,12 @@ class ReportsSelection(Protocol):
 
     def selected_frames(self) -> frozenset[int]:
         """Indices of the emitted frames of the last `render()` in which it chose at least one face to swap."""
+
+
+@runtime_checkable
+class LooksAhead(Protocol):
+    """An engine whose output for a frame depends on frames after it (FaceFusion's face tracker)."""
+
+    def lead_out_frames(self, job: EngineJob) -> int:
+        """How many frames past a segment's last it must see: the worker decodes and feeds them, not emitted."""
+        ...

@@ -1,7 +1,7 @@
 """A farm job on the warm FaceFusion engine: FaceFusion 3.8.1's own code with the harness's stand-in models.
 
 The local stack's two workers run the `facefusion` engine (warm: one FaceFusion process per worker)
-from the harness's FaceFusion folder (tests/support/facefusion_harness.py); a 12 s clip of the
+from the harness's FaceFusion folder (fleetctl/harness/facefusion.py); a 12 s clip of the
 harness's face goes through S3 → slicer → Map → workers → merge → SNS in several segments. The
 stand-in swapper inverts the face region, so a swapped frame is recognisable. Each warm segment
 logs the inference sessions it created (gpu_worker/engines/facefusion/warm.py): a worker's first
@@ -27,6 +27,7 @@ from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.jobs.ids import job_id
 from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
 from tests.e2e.conftest import ROOT, Stack, free_port, up_command
@@ -139,12 +140,17 @@ def test_a_job_renders_on_the_warm_engine_frame_exact_and_a_second_job_gets_its_
         inverted, kept = swapped_share(source, output)
         assert inverted < 12 and kept < 6, (index, inverted, kept)
     # AND the job-level decisions were made once: the reference frame by the slicer, the content
-    # verdict by one worker over the whole target, and no segment's FaceFusion analysed frames again
+    # verdict over the whole target in a step of its own, ended before the Map sent any segment, and no
+    # segment's FaceFusion analysed frames again
     s3.head_object(Bucket=work, Key=layout.reference_frame_key(first))
     verdict = json.loads(s3.get_object(Bucket=work, Key=layout.content_analysis_key(first))["Body"].read())
     assert verdict["sampled"] == FRAMES // FPS and verdict["flagged"] == 0, verdict
     made = re.findall(rf"{first}: content analysis over the whole target.*", all_logs(farm))
     assert len([line for line in made if "another worker's" not in line]) == 1, made
+    assert re.search(rf"content analysis of {first}: 0 of {FRAMES // FPS} sampled frames flagged", all_logs(farm))
+    assert "this segment makes it" not in all_logs(farm)
+    steps = states_in_order(farm, first)
+    assert steps.index("AnalyseHigh") < steps.index("RenderSegments"), steps
     segments = warm_segments(farm)
     assert sum(segment[2] for segment in segments) >= FRAMES
     # (the frames crossed to FaceFusion's process in shared memory, not the pipe: docs/occupancy.md)
@@ -176,6 +182,33 @@ def test_a_job_renders_on_the_warm_engine_frame_exact_and_a_second_job_gets_its_
     every = warm_segments(farm)
     assert sum(segment[2] for segment in every[len(segments) :]) >= FRAMES
     check_warm(every)
+
+
+def test_a_target_the_content_analyser_refuses_fails_in_its_analysis_step_before_any_segment(
+    farm: Stack, tmp_path: Path
+) -> None:
+    # GIVEN a 6 s clip whose frames the stand-in content analyser flags (red), as a FaceFusion job
+    inbox = farm.subscribe()
+    frames = [harness.red_image() for _ in range(6 * FPS)]
+    width, height = harness.SIZE
+    red = write_video(tmp_path / "red.mp4", seconds=6, fps=FPS, width=width, height=height, frames=frames)
+    job = drop(farm, "ff-red", red, {"face_selector_mode": "many"})
+    # WHEN it runs THEN its analysis step refuses it with FaceFusion's numbers, in the notice's own stage
+    notice = notice_for(farm, inbox, job, wait_s=600)
+    assert (notice["status"], notice["stage"], notice["error"]) == ("failed", "analysis", "InputRejected"), notice
+    assert "content analyser refused the target: it flagged 6 of the 6 frames sampled" in notice["reason"]
+    # AND no segment was sent: the Map never started and no worker rendered a frame of it
+    steps = states_in_order(farm, job)
+    assert "AnalyseHigh" in steps and "RenderSegments" not in steps, steps
+    s3, work = farm.client("s3"), farm.resources.work_bucket
+    assert s3.list_objects_v2(Bucket=work, Prefix=layout.segments_prefix(job)).get("KeyCount", 0) == 0
+
+
+def states_in_order(stack: Stack, job: str) -> list[str]:
+    """The states the job's first execution entered, in order."""
+    arn = execution_arn(stack.resources.state_machine_arn, job)
+    events = stack.client("stepfunctions").get_execution_history(executionArn=arn, maxResults=1000)["events"]
+    return [event["stateEnteredEventDetails"]["name"] for event in events if "stateEnteredEventDetails" in event]
 
 
 def check_warm(segments: list[Warm]) -> None:

@@ -19,7 +19,7 @@ from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.jobs.ids import job_id
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import queues_empty, wait_until
-from tests.support.media import decode_all, write_video
+from tests.support.media import decode_all, ffmpeg, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -265,3 +265,37 @@ def test_a_merge_that_times_out_without_a_cause_still_ends_in_a_failure_notice(s
     (notice,) = notices
     assert (notice["status"], notice["job_id"], notice["error"]) == ("failed", job["job_id"], "States.Timeout")
     assert notice["reason"]
+
+
+def test_a_trimmed_job_at_another_rate_with_an_audio_source_renders_frame_exact(
+    stack: Stack, ten_seconds: Path, tmp_path: Path
+) -> None:
+    # GIVEN frames 30..219 of the stamped 10 s, 25 fps clip wanted at 30 fps, with a 300 Hz voice as a source
+    s3, bucket = stack.client("s3"), stack.resources.media_bucket
+    inbox = stack.subscribe()
+    voice = tmp_path / "voice.flac"
+    ffmpeg("-f", "lavfi", "-i", "sine=frequency=300:duration=12", "-c:a", "flac", str(voice))
+    s3.upload_file(str(grace_hopper_path()), bucket, "inputs/trim/face.jpg")
+    s3.upload_file(str(voice), bucket, "inputs/trim/voice.flac")
+    s3.upload_file(str(ten_seconds), bucket, "inputs/trim/ten.mp4")
+    options = {"trim_frame_start": 30, "trim_frame_end": 220, "output_video_fps": 30.0}
+    manifest = {"version": 1, "source": ["inputs/trim/face.jpg", "inputs/trim/voice.flac"],
+                "target": "inputs/trim/ten.mp4", "engine": "copy", "priority": "high", "options": options}  # fmt: skip
+    etag = s3.put_object(Bucket=bucket, Key="jobs/trim.json", Body=json.dumps(manifest).encode())["ETag"]
+    job = job_id(bucket, "jobs/trim.json", etag)
+    # WHEN the local stack renders it
+    (envelope,) = stack.envelopes(inbox, wait_s=240)
+    notice = json.loads(envelope["Message"])
+    assert notice["status"] == "succeeded" and notice["job_id"] == job, (notice, stack.logs())
+    output = tmp_path / "out.mp4"
+    s3.download_file(bucket, notice["output"]["key"], str(output))
+    # THEN every output frame is the target frame FaceFusion's writer shows there (190 frames at 25 fps
+    # repeated to 228 at 30 fps: every fifth one twice), in several segments
+    info, frames = decode_all(output)
+    expected = [frame for frame in range(30, 220) for _ in range(2 if (frame - 30) % 5 == 2 else 1)]
+    assert len(expected) == 228 and [read_stamp(image) for image in frames] == expected
+    assert info.fps == 30 and abs(info.duration_s - 7.6) < 1 / 30
+    plan = json.loads(s3.get_object(Bucket=stack.resources.work_bucket, Key=layout.plan_key(job))["Body"].read())
+    assert len(plan) >= 2 and (plan[0]["start_frame"], plan[-1]["end_frame"]) == (30, 220)
+    # AND its one audio track is the voice, cut to the video's length
+    assert len(info.audio) == 1 and abs(info.audio[0].duration_s - 7.6) <= 0.05

@@ -64,6 +64,21 @@ def test_merge_dead_letters_and_garbage(aws: Aws) -> None:
     assert fail_dead_letter("not json", 1, storage, tokens) is None  # type: ignore[arg-type]
 
 
+def test_a_content_analysis_whose_workers_died_fails_its_token_naming_the_step(aws: Aws) -> None:
+    # GIVEN a job's analysis task (its step before the Map) dead-lettered: every worker that took it died
+    storage = S3Storage(aws.s3)
+    tokens = Tokens()
+    task = {"task_token": "tok", "job": {"job_id": "job-1", "work_bucket": "work"}, "step": "content_analysis"}
+    outcome = fail_dead_letter(json.dumps(task), 3, storage, tokens)  # type: ignore[arg-type]
+    # THEN its token fails naming the analysis, not a merge; no segment record is invented
+    assert outcome is not None and outcome.what == "content analysis of job-1"
+    assert tokens.failures == [
+        ("tok", "AnalysisDeadLettered", "content analysis of job-1 was dead-lettered after 3 deliveries: its "
+         "worker died each time"),
+    ]  # fmt: skip
+    assert not storage.list_keys("work", layout.segments_prefix("job-1"))
+
+
 def test_a_dead_lettered_backup_copy_never_fails_the_token_the_original_holds(aws: Aws) -> None:
     storage = S3Storage(aws.s3)
     tokens = Tokens()

@@ -19,6 +19,7 @@ from fusionfleet.jobs.ids import job_id
 from infra.emulators.event_source import LambdaContext
 from tests.integration.conftest import FIXTURES, Aws, s3_event, sqs_event, upload
 from tests.support.hostile import HOSTILE_TARGETS, SECRET
+from tests.support.media import ffmpeg
 
 MANIFEST = {
     "version": 1,
@@ -111,7 +112,15 @@ def test_changed_manifest_under_the_same_key_is_a_new_job(slicer_env: Aws, clip:
             {**MANIFEST, "target": "inputs/face.jpg"},
             "is not a video in an accepted container (MP4/MOV, Matroska/WebM): it is a JPEG image",
         ),
-        ({**MANIFEST, "source": ["inputs/clip.mp4"]}, "is not a JPEG, PNG or WebP image"),
+        ({**MANIFEST, "source": ["inputs/clip.mp4"]}, "is a video, not an audio file"),
+        (
+            {**MANIFEST, "engine": "facefusion", "options": {"processors": ["lip_syncer"]}},
+            "source: lip_syncer needs an audio file among the sources",
+        ),
+        (
+            {**MANIFEST, "engine": "facefusion", "options": {"workflow_mode": "image-to-image"}},
+            "options.workflow_mode: 'image-to-image' renders an image target",
+        ),
     ],
 )
 def test_bad_jobs_are_rejected_with_a_notice_and_lose_nothing(
@@ -339,3 +348,51 @@ def test_a_facefusion_job_says_where_its_content_verdict_is_made_once(slicer_env
     where = contexts["facefusion"]["content_analysis"]
     assert (where["bucket"], where["key"]) == (aws.work_bucket, layout.content_analysis_key(job))
     assert contexts["classic"]["content_analysis"] is None
+
+
+def test_an_audio_source_is_probed_and_travels_with_the_job(slicer_env: Aws, clip: Path, tmp_path: Path) -> None:
+    # GIVEN a lip sync job: a face image and a voice recording (named like nothing in particular) as sources
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    voice = tmp_path / "voice"
+    ffmpeg("-f", "lavfi", "-i", "sine=frequency=300:duration=4", "-c:a", "flac", "-f", "flac", str(voice))
+    upload(aws, "inputs/voice", voice)
+    manifest = {
+        **MANIFEST, "engine": "facefusion", "source": ["inputs/face.jpg", "inputs/voice"],
+        "options": {"processors": ["face_swapper", "lip_syncer"]},
+    }  # fmt: skip
+    put_manifest(aws, "jobs/lips.json", manifest)
+    # WHEN the slicer starts it
+    invoke(s3_event(aws.media_bucket, "jobs/lips.json"))
+    # THEN the job's faces are the image, and its audio is the recording, sniffed and probed
+    (execution,) = aws.executions()
+    job = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])["job"]
+    assert [source["key"] for source in job["sources"]] == ["inputs/face.jpg"]
+    assert job["audio"]["file"]["key"] == "inputs/voice"
+    assert job["audio"]["info"]["container"] == "flac" and job["audio"]["info"]["duration_s"] == pytest.approx(4.0)
+
+
+def test_a_trimmed_job_at_another_rate_plans_only_its_range_and_encodes_at_its_rate(
+    slicer_env: Aws, clip: Path
+) -> None:
+    # GIVEN a job of frames 10..89 of a 100-frame, 25 fps clip, output at 30 fps
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    options = {"trim_frame_start": 10, "trim_frame_end": 90, "output_video_fps": 30.0}
+    job = put_manifest(aws, "jobs/trim.json", {**MANIFEST, "options": options})
+    put_manifest(aws, "jobs/empty.json", {**MANIFEST, "options": {"trim_frame_start": 100}})
+    # WHEN the slicer sees both
+    invoke(*(s3_event(aws.media_bucket, f"jobs/{name}.json") for name in ("trim", "empty")))
+    # THEN the first is planned over exactly its range, at the output's rate, with FaceFusion's frame repeats
+    (execution,) = aws.executions()
+    context = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])["job"]
+    plan = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job))["Body"].read())
+    assert (plan[0]["start_frame"], plan[-1]["end_frame"], context["frame_count"]) == (10, 90, 80)
+    assert (context["encoder"]["fps_num"], context["encoder"]["fps_den"]) == (30, 1)
+    assert context["timeline"] == {"start": 10, "end": 90, "fps_num": 25, "fps_den": 1, "out_num": 30,
+                                   "out_den": 1, "mode": "duplicate"}  # fmt: skip
+    # AND the one whose trim leaves nothing is refused at once, saying so
+    (notice,) = aws.notifications()
+    assert "trim_frame_start 100 leave no frame of the target's 100 to render" in notice["reason"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from fleetctl.samples import grace_hopper_path, read_stamp
-from tests.support.media import decode_all, write_video
+from tests.support.media import decode_all, ffmpeg, write_video
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,3 +107,28 @@ def test_a_model_the_worker_image_does_not_carry_is_refused_before_anything_rend
         result.stderr
     )
     assert not output.exists()
+
+
+def test_swap_renders_a_trim_slowed_down_with_an_audio_source_and_refuses_lip_sync_without_one(
+    clip: Path, tmp_path: Path
+) -> None:
+    # GIVEN frames 10..59 of the clip wanted at 12.5 fps, and a 2 s voice (an Ogg file named like nothing)
+    voice = tmp_path / "voice"
+    ffmpeg("-f", "lavfi", "-i", "sine=frequency=300:duration=2", "-c:a", "libvorbis", "-f", "ogg", str(voice))
+    output = tmp_path / "out.mp4"
+    result = swap(
+        "--source", str(grace_hopper_path()), "--source", str(voice), "--target", str(clip), "--output", str(output),
+        "--engine", "copy", "--trim-frame-start", "10", "--trim-frame-end", "60", "--output-video-fps", "12.5",
+    )  # fmt: skip
+    # THEN it renders every frame of the range, slower (FaceFusion's memory workflow), with the voice as audio
+    assert result.returncode == 0, result.stderr
+    info, frames = decode_all(output)
+    assert [read_stamp(frame) for frame in frames] == list(range(10, 60))
+    assert info.fps == 12.5 and abs(info.duration_s - 4.0) < 0.08
+    assert len(info.audio) == 1 and abs(info.audio[0].duration_s - 2.0) < 0.05
+    # AND a lip sync without an audio source is refused before anything renders, saying why
+    refused = swap(
+        "--source", str(grace_hopper_path()), "--target", str(clip), "--output", str(tmp_path / "no.mp4"),
+        "--engine", "facefusion", "--processors", "lip_syncer",
+    )  # fmt: skip
+    assert refused.returncode == 1 and "lip_syncer needs an audio file among the sources" in refused.stderr

@@ -111,6 +111,10 @@ class ShortEngine(FailingEngine):
 
 @pytest.fixture
 def job(aws: Aws, clip: Path) -> JobContext:
+    return sliced_job(aws, clip)
+
+
+def sliced_job(aws: Aws, clip: Path) -> JobContext:
     """A real job context made by the slicer (moto runs no state machine, so tasks are sent by the test)."""
     upload(aws, "inputs/face.jpg", grace_hopper_path())
     upload(aws, "inputs/clip.mp4", clip)

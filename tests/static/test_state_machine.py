@@ -77,7 +77,7 @@ def test_every_task_states_its_timeout_and_every_callback_task_its_heartbeat() -
     # GIVEN every Task state of the definition
     definition = _definition()
     callbacks = callback_tasks(definition)
-    assert len(callbacks) == 4  # three render priorities and the merge
+    assert len(callbacks) == 7  # three render priorities, three content analyses and the merge
     # WHEN their timeouts are read (a Task without one times out after 60 s on LocalStack and after
     # a year on AWS, where a lost worker would then keep a job open for a year)
     no_timeout = [n for n, s in tasks(definition).items() if not {"TimeoutSeconds", "TimeoutSecondsPath"} & set(s)]
@@ -126,7 +126,7 @@ def test_the_subject_bound_counts_what_it_should() -> None:
 def test_every_sqs_send_retries_transient_errors_and_nothing_else() -> None:
     # GIVEN every task that sends to SQS
     sends = {n: s for n, s in tasks(_definition()).items() if s["Resource"].startswith("arn:aws:states:::sqs:")}
-    assert len(sends) == 4
+    assert len(sends) == 7
     for name, state in sends.items():
         # WHEN its retriers are read
         retried = {error for retrier in state.get("Retry", []) for error in retrier["ErrorEquals"]}

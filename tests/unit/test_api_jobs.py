@@ -22,6 +22,8 @@ from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import MEDIA, WORK, api_config, job_context
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
+JPEG_HEAD = b"\xff\xd8\xff\xe0 a face"
+WAV_HEAD = b"RIFF\x24\x00\x00\x00WAVEfmt a voice"
 
 
 class Farm:
@@ -40,7 +42,7 @@ class Farm:
         """A job of acme's, created, uploaded and started: (API job id, pipeline job id)."""
         created = self.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4"}).body
         for upload in created["uploads"]:
-            self.storage.put_bytes(MEDIA, upload["key"], b"media")
+            self.storage.put_bytes(MEDIA, upload["key"], JPEG_HEAD if upload["name"] == "face.jpg" else b"media")
         api_id = created["job_id"]
         assert self.call("POST", f"/jobs/{api_id}/start").status == 202
         key = layout.tenant_manifest_key("acme", api_id)
@@ -210,3 +212,27 @@ def test_the_dashboard_routes_refuse_the_wrong_method_and_unknown_reads() -> Non
         assert answer.headers["Allow"] == ("GET" if method == "POST" else "POST")
     assert farm.call("GET", f"/jobs/{api_id}/workers").status == 404
     assert farm.call("GET", "/workers").status == 404
+
+
+def test_what_a_worker_could_not_do_is_refused_by_the_api_at_once_with_the_reason() -> None:
+    # GIVEN a stack whose default engine is FaceFusion
+    farm = Farm()
+    farm.jobs.default_engine = "facefusion"
+    # WHEN a job (naming no engine: the default's) asks for the image-to-image workflow THEN POST /jobs says no
+    refused = farm.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4",
+                                          "options": {"workflow_mode": "image-to-image"}})  # fmt: skip
+    assert refused.status == 400
+    assert any("'image-to-image' renders an image target" in problem for problem in refused.body["problems"])
+    # WHEN a lip sync job's sources hold no audio file THEN its start is refused, nothing is written
+    body = {"source": ["face.jpg", "voice.wav"], "target": "clip.mp4", "options": {"processors": ["lip_syncer"]}}
+    created = farm.call("POST", "/jobs", body).body
+    for upload in created["uploads"]:
+        farm.storage.put_bytes(MEDIA, upload["key"], JPEG_HEAD if upload["name"] != "clip.mp4" else b"media")
+    started = farm.call("POST", f"/jobs/{created['job_id']}/start")
+    assert started.status == 400
+    assert any("lip_syncer needs an audio file among the sources" in p for p in started.body["problems"])
+    assert not farm.storage.list_keys(MEDIA, layout.tenant_manifest_key("acme", created["job_id"]))
+    # AND once the voice really is audio, the same job starts
+    (voice,) = [upload for upload in created["uploads"] if upload["name"] == "voice.wav"]
+    farm.storage.put_bytes(MEDIA, voice["key"], WAV_HEAD)
+    assert farm.call("POST", f"/jobs/{created['job_id']}/start").status == 202

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from fleetctl.cli import _describe
 from fleetctl.client import Client
 from fleetctl.stack import StackResources
+from fusionfleet import layout
 from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.adapters.storage import put_json
+from fusionfleet.facefusion.content_analysis import AnalysisProgress
+from fusionfleet.messages import ObjectRef
 from tests.support.fakes import FakeOrchestrator, FakeStorage
+from tests.support.jobs import job_context
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
 RESOURCES = StackResources(
@@ -45,3 +51,19 @@ def test_a_running_job_has_no_link() -> None:
     arn = execution_arn(MACHINE, "clip-2")
     orchestrator.states[arn] = Execution(arn, "RUNNING", datetime.now(UTC), None)
     assert Client(FakeStorage(), orchestrator, RESOURCES).status("clip-2").download is None
+
+
+def test_a_job_analysing_its_target_says_how_far_it_has_read() -> None:
+    # GIVEN a FaceFusion job whose content analysis (its step before the segments) has read a third
+    storage, orchestrator = FakeStorage(), FakeOrchestrator()
+    job = job_context("clip-3", frame_count=900, engine="facefusion",
+                      content_analysis=ObjectRef(bucket="work", key=layout.content_analysis_key("clip-3")))  # fmt: skip
+    put_json(storage, "work", layout.job_key("clip-3"), job.model_dump(mode="json"))
+    progress = AnalysisProgress(frames_read=300, frame_count=900, sampled=12, worker="w-1")
+    put_json(storage, "work", layout.content_analysis_progress_key("clip-3"), progress.model_dump())
+    arn = execution_arn(MACHINE, "clip-3")
+    orchestrator.states[arn] = Execution(arn, "RUNNING", datetime.now(UTC), None)
+    # WHEN its status is read THEN it says so (no segment has been sent yet: no Map Run)
+    status = Client(storage, orchestrator, RESOURCES).status("clip-3")
+    assert not status.segments.total and status.analysis == progress
+    assert "content analysis" in _describe(status) and "33 %" in _describe(status)

@@ -23,11 +23,11 @@ def test_timescale_gives_whole_ticks_per_frame(fps: Fraction) -> None:
     assert (timescale / fps).denominator == 1
 
 
-def test_unsupported_encoder_and_fps_change_are_rejected_with_reasons() -> None:
+def test_unsupported_encoder_and_image_options_are_rejected_with_reasons() -> None:
     with pytest.raises(JobRejected, match="h264_nvenc"):
         encoder_settings(640, 360, Fraction(25), {"output_video_encoder": "h264_nvenc"}, 100)
-    with pytest.raises(JobRejected, match="output_video_fps"):
-        encoder_settings(640, 360, Fraction(25), {"output_video_fps": 30.0}, 100)
+    with pytest.raises(JobRejected, match="output_image_scale"):
+        encoder_settings(640, 360, Fraction(25), {"output_image_scale": 2.0}, 100)
 
 
 def test_settings_round_trip_through_json() -> None:

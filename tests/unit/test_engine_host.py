@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from gpu_worker.engine_host import HostPolicy, _own_rss_mb, gpu_memory_of, process_tree, recycle_reason, rss_mb
+from fusionfleet.jobs.timeouts import TimeoutPolicy
+from gpu_worker.engine_host import (
+    HostPolicy,
+    _own_rss_mb,
+    default_gpu_limit_mb,
+    gpu_memory_of,
+    process_tree,
+    recycle_reason,
+    rss_mb,
+)
 
 POLICY = HostPolicy(max_tasks=10, max_rss_mb=1000, max_gpu_mb=2000)
 
@@ -64,3 +73,20 @@ def test_the_process_tree_and_its_memory_include_children() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_jobs_content_analysis_is_given_what_the_whole_target_needs_not_a_segments_limit() -> None:
+    # GIVEN the worker's default limits and a three-hour target at 60 fps (the longest the stack takes)
+    policy, frames = HostPolicy(), 3 * 3600 * 60
+    # THEN its analysis may run as long as the state machine's clocks for the step were derived for
+    assert policy.analysis_timeout_s(frames) == TimeoutPolicy().analysis_attempt_s(frames)
+    # AND that is many times what any segment gets: no segment carries the analysis any more
+    assert policy.analysis_timeout_s(frames) > 10 * policy.timeout_s(600)
+
+
+def test_without_a_configured_bound_an_engine_may_hold_most_of_its_gpus_memory() -> None:
+    # GIVEN a 24 GiB GPU and no FUSIONFLEET_ENGINE_MAX_GPU_MB WHEN the bound is chosen
+    # THEN it is 85 % of the card: a warm FaceFusion holding more is recycled; a CPU host has none
+    assert default_gpu_limit_mb(24_576.0) == 20_889
+    assert recycle_reason(1, 10.0, 21_000.0, HostPolicy(max_gpu_mb=default_gpu_limit_mb(24_576.0))) is not None
+    assert default_gpu_limit_mb(None) is None

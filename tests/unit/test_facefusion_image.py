@@ -2,7 +2,7 @@
 and exactly the models `fusionfleet/facefusion/image_models.py` lists, which validation refuses others by.
 
 Static checks of gpu_worker/Dockerfile (no Docker engine here); the harness tests below compare the
-list with FaceFusion 3.8.1's own model sets when its source is at hand (tests/support/facefusion_harness.py).
+list with FaceFusion 3.8.1's own model sets when its source is at hand (fleetctl/harness/facefusion.py).
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from fleetctl.harness.facefusion import facefusion_python, source_checkout
 from fusionfleet.errors import JobRejected
 from fusionfleet.facefusion.catalogue import CATALOGUE
 from fusionfleet.facefusion.image_models import ALL_OF_THEM, DOWNLOAD_SCOPE, IMAGE_MODELS, image_model_problems
 from fusionfleet.jobs.engine_options import check_engine_options
 from gpu_worker.engines.facefusion import image_models_check
-from tests.support.facefusion_harness import facefusion_python, in_ci, source_checkout
+from tests.support.facefusion_harness import in_ci
 from tests.support.facefusion_harness import require as harness_require
 
 ROOT = Path(__file__).resolve().parents[2]

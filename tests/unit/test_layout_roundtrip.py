@@ -12,7 +12,8 @@ JOBS = (job_id("media", "jobs/Zoë + friends.json", '"e1"'), "clip-1", job_id("m
 
 PER_JOB = (
     layout.work_prefix, layout.plan_key, layout.job_key, layout.rejection_key, layout.notice_key,
-    layout.reference_frame_key, layout.content_analysis_key, layout.run_key, layout.cancel_key,
+    layout.reference_frame_key, layout.content_analysis_key, layout.content_analysis_progress_key, layout.run_key,
+    layout.cancel_key,
     layout.frame_preview_key, layout.segments_prefix, layout.blocklist_prefix,
 )  # fmt: skip
 

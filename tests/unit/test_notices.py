@@ -168,12 +168,29 @@ def test_a_failed_render_still_reaches_the_gate_so_its_notice_names_the_segments
     assert all(states[name]["Catch"][0]["Next"] == "Merge" for name in wake)
     (merge_catch,) = states["Merge"]["Catch"]
     assert merge_catch["ResultPath"] == "$.failure"
-    # (through a Choice that gives a failure without a Cause one: test_state_machine.py runs that path)
-    assert {c["Next"] for c in states[merge_catch["Next"]]["Choices"]} == {"MergeFailed"}
+    # (through the stage it failed at, then a Choice that gives a failure without a Cause one:
+    # test_state_machine.py runs that path)
+    stage = states[merge_catch["Next"]]
+    assert (stage["Result"], stage["ResultPath"]) == ("merge", "$.failed_stage")
+    assert {c["Next"] for c in states[stage["Next"]]["Choices"]} == {"MergeFailed"}
     notice = states["MergeFailed"]["Parameters"]
-    assert (notice["error.$"], notice["reason.$"]) == ("$.failure.Error", "$.failure.Cause")
+    assert (notice["error.$"], notice["reason.$"], notice["stage.$"]) == (
+        "$.failure.Error", "$.failure.Cause", "$.failed_stage",
+    )  # fmt: skip
     # (through the claim of the notice record: test_state_machine.py runs that path)
     assert states[states[states["MergeFailed"]["Next"]]["Next"]]["Next"] == "NotifyFailure"
+
+
+def test_a_failed_content_analysis_ends_in_the_failure_notice_at_its_own_stage() -> None:
+    # GIVEN the state machine WHEN a job's analysis step fails (refused, dead-lettered, timed out)
+    states = json.loads(ASL.read_text())["States"]
+    for level in ("High", "Normal", "Low"):
+        (catch,) = states[f"Analyse{level}"]["Catch"]
+        assert (catch["ErrorEquals"], catch["ResultPath"]) == (["States.ALL"], "$.failure")
+        # THEN the notice names the analysis as the stage, and no segment is sent (the Map is not reached)
+        stage = states[catch["Next"]]
+        assert (stage["Result"], stage["ResultPath"]) == ("analysis", "$.failed_stage")
+        assert stage["Next"] == "FailureHasCause" and states[f"Analyse{level}"]["Next"] == "RenderSegments"
 
 
 def test_the_success_notice_keeps_its_fields_and_adds_the_preview_and_the_cost() -> None:

@@ -243,7 +243,7 @@ def test_cli_spelling_is_pointed_at_the_underscore_name() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["execution_providers", "trim_frame_start", "target_path", "log_level"])
+@pytest.mark.parametrize("name", ["execution_providers", "temp_path", "target_path", "log_level"])
 def test_system_option_gets_its_own_message(name: str) -> None:
     # GIVEN a job that sets an option the worker owns
     problems = _problems({name: "x"})
@@ -446,7 +446,7 @@ def test_parse_cli_value_reports_bad_strings(name: str, values: list[str], expec
 
 def test_catalogue_size_and_groups() -> None:
     counts = Counter(spec.group for spec in CATALOGUE.values())
-    assert len(CATALOGUE) == 80
+    assert len(CATALOGUE) == 82  # with trim_frame_start and trim_frame_end, jobs options since issue 31
     assert counts["face selector"] == 9
     assert counts["face editor"] == 15
     assert counts["output creation"] == 10

@@ -18,7 +18,7 @@ def test_a_bad_encoder_option_is_refused_before_any_media_is_read() -> None:
         "version": 1,
         "source": ["inputs/face.jpg"],
         "target": "inputs/clip.mp4",
-        "options": {"output_video_encoder": "h264_nvenc", "output_video_fps": 30.0},
+        "options": {"output_video_encoder": "h264_nvenc", "output_image_quality": 30},
     }
     storage.put_bytes(MEDIA, "jobs/nvenc.json", json.dumps(manifest).encode())
     storage.put_bytes(MEDIA, "inputs/face.jpg", b"\xff\xd8 not read")
@@ -30,7 +30,7 @@ def test_a_bad_encoder_option_is_refused_before_any_media_is_read() -> None:
     # THEN it is rejected with every encoder problem
     assert outcome.status == "rejected"
     assert "'h264_nvenc' is not available on this fleet" in outcome.reason
-    assert "output_video_fps is not supported" in outcome.reason
+    assert "output_image_quality is not supported" in outcome.reason
     assert orchestrator.starts == []
     ((_topic, _subject, notice),) = notifier.published
     assert len(notice["problems"]) == 2, notice
@@ -57,7 +57,7 @@ def test_every_bad_face_image_is_named_in_one_rejection_before_the_target_is_pro
     assert orchestrator.starts == []
     ((_topic, _subject, notice),) = notifier.published
     assert [problem.split(" ")[0] for problem in notice["problems"]] == ["source[0]", "source[1]", "reference"]
-    assert not [call for call in storage.calls if call[0] == "get_range"]
+    assert not [call for call in storage.calls if call[2] == "inputs/clip.mp4" and call[0].startswith("get_")]
 
 
 def test_a_model_the_worker_image_does_not_carry_is_refused_at_validation() -> None:

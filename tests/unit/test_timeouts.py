@@ -40,6 +40,24 @@ def test_the_derived_timeouts_keep_every_recoverable_segment_alive(frames: int, 
     assert timeouts.render_timeout_s <= MAX_TASK_SECONDS
 
 
+@pytest.mark.parametrize("segment_frames", [50, 150, 300])
+def test_a_three_hour_targets_analysis_does_not_depend_on_any_segments_time_limit(segment_frames: int) -> None:
+    # GIVEN a three-hour target at 60 fps, planned into segments of any length
+    policy, frames = TimeoutPolicy(), 3 * 3600 * 60
+    timeouts = job_timeouts(frames, segment_frames, policy)
+    # THEN one analysis attempt may take what a decode of the whole target at 0.02 s a frame takes,
+    # far more than any segment's attempt is given
+    analysis = policy.analysis_attempt_s(frames)
+    assert analysis == policy.analysis_base_s + frames * policy.analysis_seconds_per_frame
+    assert analysis > 10 * policy.attempt_s(segment_frames)
+    # AND the analysis task's own clocks cover the backlog and every attempt of it, as a segment's do
+    assert check(timeouts, policy, frames, segment_frames) == []
+    assert timeouts.analysis_timeout_s > policy.accepted_backlog_s + policy.max_attempts * analysis
+    # AND they are the same whatever the segments: nothing about the analysis is a segment's
+    assert timeouts.analysis_timeout_s == job_timeouts(frames, 1, policy).analysis_timeout_s
+    assert timeouts.analysis_heartbeat_s == job_timeouts(frames, 1, policy).analysis_heartbeat_s
+
+
 def test_a_longer_job_or_a_deeper_backlog_waits_longer() -> None:
     short = job_timeouts(250, 100, TimeoutPolicy())
     long = job_timeouts(4500, 100, TimeoutPolicy())
@@ -51,13 +69,20 @@ def test_a_longer_job_or_a_deeper_backlog_waits_longer() -> None:
 def test_the_check_names_each_way_the_clocks_can_fail() -> None:
     policy = TimeoutPolicy(visibility_s=120, accepted_backlog_s=600)
     # GIVEN LocalStack's default of 60 s for a task with a heartbeat and no timeout
-    engine_default = JobTimeouts(render_heartbeat_s=30, render_timeout_s=60, merge_heartbeat_s=30, merge_timeout_s=60)
+    engine_default = JobTimeouts(
+        render_heartbeat_s=30, render_timeout_s=60, merge_heartbeat_s=30, merge_timeout_s=60,
+        analysis_heartbeat_s=30, analysis_timeout_s=60,
+    )  # fmt: skip
     problems = check(engine_default, policy, 1500, 100)
     # THEN both the silence of a dead worker and the attempts are found uncovered
     assert any("render heartbeat 30 s is not longer" in p for p in problems), problems
     assert any("render timeout 60 s does not cover" in p for p in problems), problems
+    assert any("analysis heartbeat 30 s is not longer" in p for p in problems), problems
+    assert any("analysis timeout 60 s does not cover" in p for p in problems), problems
     # AND a heartbeat at least as long as its timeout is refused (Step Functions refuses it too)
-    assert any("merge heartbeat" in p for p in check(JobTimeouts(10**5, 10**6, 500, 500), policy, 1500, 100))
+    assert any(
+        "merge heartbeat" in p for p in check(JobTimeouts(10**5, 10**6, 500, 500, 10**5, 10**6), policy, 1500, 100)
+    )
     # AND a visibility the beats cannot renew in time is refused
     assert check(job_timeouts(1500, 100, TimeoutPolicy(visibility_s=10)), TimeoutPolicy(visibility_s=10), 1500, 100)
 

@@ -50,6 +50,20 @@ def test_a_map_run_that_never_dispatches_is_stopped_after_the_grace() -> None:
     assert judge(running(121, None), NOW, POLICY).error == "JobNeverDispatched"
 
 
+def test_a_long_content_analysis_is_not_a_map_that_never_dispatched() -> None:
+    # GIVEN a job that has analysed its three-hour target for an hour (its progress record written 5 s ago):
+    # no Map Run yet
+    analysing = dataclasses.replace(running(3600, None, changed_s_ago=5), analysing=True)
+    # THEN it is left alone (the step's own clocks bound it), however long past the dispatch grace
+    assert judge(analysing, NOW, POLICY).action == "none"
+    # AND once its verdict is kept, its segments get the grace from then, not from the job's start
+    just_done = dataclasses.replace(running(3600, None, changed_s_ago=60), analysed_at=NOW - timedelta(seconds=60))
+    assert judge(just_done, NOW, POLICY).action == "none"
+    stuck = judge(dataclasses.replace(just_done, analysed_at=NOW - timedelta(seconds=121)), NOW, POLICY)
+    assert (stuck.action, stuck.error) == ("stop", "JobNeverDispatched")
+    assert "121 s after its content analysis ended" in stuck.reason
+
+
 def test_a_job_waiting_its_turn_or_rendering_is_left_alone() -> None:
     waiting = Progress(total=5, running=5)
     assert judge(running(500, waiting), NOW, POLICY).action == "none"

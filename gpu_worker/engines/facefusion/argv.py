@@ -34,9 +34,11 @@ class RunPaths:
     sources: tuple[Path, ...]
     target: Path
     output: Path
+    # The job's audio source, a source like the images (FaceFusion tells them apart by the file's ending).
+    audio: Path | None = None
 
 
-def run_paths(folder: Path, source_count: int) -> RunPaths:
+def run_paths(folder: Path, source_count: int, audio: Path | None = None) -> RunPaths:
     folder = folder.absolute()
     return RunPaths(
         config=folder / "facefusion.ini",
@@ -45,6 +47,7 @@ def run_paths(folder: Path, source_count: int) -> RunPaths:
         sources=tuple(folder / f"source-{index}.png" for index in range(source_count)),
         target=folder / f"target{CONTAINER}",
         output=folder / f"output{CONTAINER}",
+        audio=audio,
     )
 
 
@@ -62,7 +65,7 @@ def path_args(paths: RunPaths) -> list[str]:
         "--config-path", str(paths.config),
         "--temp-path", str(paths.temp),
         "--jobs-path", str(paths.jobs),
-        "--source-paths", *(str(path) for path in paths.sources),
+        "--source-paths", *(str(path) for path in (*paths.sources, *([paths.audio] if paths.audio else []))),
         "--target-path", str(paths.target),
         "--output-path", str(paths.output),
     ]  # fmt: skip

@@ -25,7 +25,7 @@ from gpu_worker.engines.facefusion.execution import (
     execution_args,
 )
 from gpu_worker.engines.facefusion.host import gather_facts
-from gpu_worker.engines.facefusion.job_options import check_options, reference_position
+from gpu_worker.engines.facefusion.job_options import check_options, look_ahead, reference_position
 from gpu_worker.engines.facefusion.media import read_output, write_sources, write_target
 from gpu_worker.engines.facefusion.process import (
     Runner,
@@ -60,6 +60,7 @@ class FaceFusionEngine:
         self._home: Path | None = None
         self._execution: list[str] = []
         self._runner = Runner()
+        self._sounding: WarmFaceFusionEngine | None = None  # renders the jobs with an audio source
 
     def prepare(self) -> None:
         settings = self._settings or settings_from_env(self._env)
@@ -77,16 +78,25 @@ class FaceFusionEngine:
     def validate(self, job: EngineJob) -> None:
         check_options(job)
 
+    def lead_out_frames(self, job: EngineJob) -> int:
+        return look_ahead(job.options)
+
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         options = check_options(job)
         if self._home is None:
             self.prepare()
+        if job.audio is not None:
+            # A headless-run of one segment numbers its frames from the segment's start, and FaceFusion
+            # hears the source audio by those numbers: a job with an audio source renders in a warm
+            # process instead, which gives each frame its number in the whole target.
+            yield from self._warm().render(job, frames)
+            return
         settings, home = self._settings, self._home
         assert settings is not None and home is not None
         job.work_dir.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="facefusion-", dir=job.work_dir))
         try:
-            paths = run_paths(folder, len(job.sources))
+            paths = run_paths(folder, len(job.sources), job.audio)
             for created in (paths.temp, paths.jobs):
                 created.mkdir()
             paths.config.write_text("")
@@ -141,5 +151,13 @@ class FaceFusionEngine:
         finally:
             analyser.close()
 
+    def _warm(self) -> WarmFaceFusionEngine:
+        if self._sounding is None:
+            self._sounding = WarmFaceFusionEngine(self._settings, self._facts, env=self._env)
+        return self._sounding
+
     def close(self) -> None:
         self._runner.stop()
+        if self._sounding is not None:
+            self._sounding.close()
+            self._sounding = None

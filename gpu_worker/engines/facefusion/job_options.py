@@ -12,9 +12,14 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from fusionfleet.facefusion.options import OptionsError, to_cli_args, validate_options
+from fusionfleet.facefusion.requirements import SourceKind, processors_of, source_problems, workflow_problems
 from gpu_worker.engines.base import EngineError, EngineJob
 
-DEFAULT_PROCESSORS = ("face_swapper",)
+__all__ = [
+    "ENGINE_OWNED", "check_options", "forwarded", "look_ahead", "option_args", "processors_of", "reference_position",
+]  # fmt: skip
+
+TARGET_FRAME_AMOUNT = 2  # FaceFusion's --target-frame-amount default
 
 _ENCODER = "applied by the worker's encoder when it encodes the segment (fusionfleet.jobs.encoding)"
 ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
@@ -24,6 +29,9 @@ ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
         "output_video_quality": _ENCODER,
         "output_video_scale": _ENCODER,
         "output_video_fps": _ENCODER,
+        # The planner plans only the range and every segment is a part of it (fusionfleet.jobs.timeline).
+        "trim_frame_start": "the range the job's segments cover",
+        "trim_frame_end": "the range the job's segments cover",
         # FaceFusion's input has no audio track; the merge puts the target's audio back.
         "output_audio_volume": "set to 0: the segment FaceFusion renders has no audio",
         "reference_frame_number": "translated into the frame's position in the segment",
@@ -37,26 +45,15 @@ def check_options(job: EngineJob) -> dict[str, object]:
         options = validate_options(dict(job.options))
     except OptionsError as error:
         raise EngineError("FaceFusion cannot take these options: " + "; ".join(error.problems)) from error
-    problems: list[str] = []
-    processors = processors_of(options)
-    if "lip_syncer" in processors:
-        # Its pre_process refuses a run without an audio source ("choose an audio for the source").
-        problems.append("options.processors: lip_syncer needs an audio source; FusionFleet jobs carry face images")
-    if options.get("workflow_mode") == "image-to-image":
-        # core.conditional_process returns 2 without a message when the mode does not fit the target.
-        problems.append("options.workflow_mode: 'image-to-image' renders one image; segments are videos")
-    if not job.sources:
-        problems.append("source: FaceFusion needs at least one source face image")
+    # Validation refuses all of these at submit (fusionfleet.facefusion.requirements); checked again so a job
+    # that reached the worker another way is told the same reason rather than FaceFusion's silence.
+    kinds: list[SourceKind] = ["image" for _ in job.sources]
+    if job.audio is not None:
+        kinds.append("audio")
+    problems = workflow_problems(options) + source_problems(options, kinds)
     if problems:
         raise EngineError("FaceFusion cannot render this job: " + "; ".join(problems))
     return options
-
-
-def processors_of(options: Mapping[str, object]) -> tuple[str, ...]:
-    value = options.get("processors")
-    if isinstance(value, list | tuple):
-        return tuple(str(item) for item in value)
-    return DEFAULT_PROCESSORS
 
 
 def forwarded(options: Mapping[str, object]) -> dict[str, object]:
@@ -69,6 +66,15 @@ def forwarded(options: Mapping[str, object]) -> dict[str, object]:
 def option_args(options: Mapping[str, object]) -> list[str]:
     """The job's part of FaceFusion's argv, in catalogue order."""
     return to_cli_args(forwarded(options))
+
+
+def look_ahead(options: Mapping[str, object]) -> int:
+    """Frames after a frame that FaceFusion's output for it depends on: with the face tracker on
+    (face_tracker_score > 0, face_selector.select_faces) it tracks faces `target_frame_amount` frames
+    both ways; otherwise only the frame itself counts. 0 is an amount like any other."""
+    if float(str(options.get("face_tracker_score", 0.0))) <= 0:
+        return 0
+    return int(str(options.get("target_frame_amount", TARGET_FRAME_AMOUNT)))
 
 
 def reference_position(options: Mapping[str, object], indices: Sequence[int], emits: Sequence[bool]) -> int:

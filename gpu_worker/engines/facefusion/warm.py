@@ -6,17 +6,22 @@ back over a pipe: no process per segment, no MOV written and decoded, no frame f
 only the job's source images and the reference frame are written as images, since FaceFusion reads
 those by path. Everything else the per-segment engine promised holds: FaceFusion's own option
 handling and refusals, exactly one frame back per frame, GPU pinning, a deadline per segment.
+Frames the worker does not emit (lead-in, and the lead-out the face tracker looks ahead to) are
+FaceFusion's context only: it sees them as neighbours and does not process them.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import shutil
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +31,7 @@ from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
 from gpu_worker.engines.facefusion.execution import HostFacts, execution_args, memory_args
 from gpu_worker.engines.facefusion.host import gather_facts
-from gpu_worker.engines.facefusion.job_options import check_options, option_args, reference_position
+from gpu_worker.engines.facefusion.job_options import check_options, look_ahead, option_args
 from gpu_worker.engines.facefusion.media import write_sources
 from gpu_worker.engines.facefusion.ring_flow import RingClosed, RingFlow
 from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env
@@ -49,6 +54,7 @@ class SegmentStats:
     flagged: int = 0
     phases: dict[str, float] = field(default_factory=dict)  # seconds FaceFusion spent in each step
     pre_checked: bool = False  # its processors' pre-checks ran (new options for this process)
+    released: tuple[str, ...] = ()  # models whose sessions a new option set released
 
 
 def warm_execution_args(facts: HostFacts, settings: EngineSettings) -> list[str]:
@@ -68,25 +74,27 @@ def check_key(options: Mapping[str, object], execution: list[str]) -> list[str]:
     return [*option_args(options), *execution]
 
 
-def split_reference(
-    frames: Iterable[Frame], options: Mapping[str, object]
-) -> tuple[list[Frame], Image | None, Iterator[Frame]]:
-    """The frames up to the reference frame (held back), that frame's image, and the rest.
+def with_reference(job: EngineJob, frames: Iterable[Frame]) -> tuple[Image | None, Iterator[Frame]]:
+    """The picture FaceFusion takes the reference face from, and the frames, none held back.
 
-    The reference is the job's reference frame where the segment has it, else the first frame the
-    segment emits (`job_options.reference_position`); only the frames before it are buffered.
+    The job's own where it was decided once (a reference image, or the reference frame the slicer
+    decoded from the whole video); else, when FaceFusion's mode takes no reference face, any picture
+    serves: the segment's first frame. None when the segment has no frames.
     """
     iterator = iter(frames)
-    wanted = options.get("reference_frame_number")
-    held: list[Frame] = []
-    for frame in iterator:
-        held.append(frame)
-        if (isinstance(wanted, int) and frame.index == wanted) or (not isinstance(wanted, int) and frame.emit):
-            return held, frame.image, iterator
-    if not held:
-        return held, None, iterator
-    position = reference_position(options, [frame.index for frame in held], [frame.emit for frame in held])
-    return held, held[position].image, iter(())
+    first = next(iterator, None)
+    if first is None:
+        return None, iterator
+    return (job.reference if job.reference is not None else first.image), itertools.chain([first], iterator)
+
+
+def sound(job: EngineJob) -> dict[str, Any] | None:
+    """How the lip syncer hears the job's audio source: at FaceFusion's processing rate, from the trim's start."""
+    if job.audio is None:
+        return None
+    if job.timeline is None:
+        return {"fps": job.fps, "start": 0}
+    return {"fps": float(job.timeline.temp_fps), "start": job.timeline.start}
 
 
 class WarmFaceFusionEngine:
@@ -135,6 +143,9 @@ class WarmFaceFusionEngine:
     def validate(self, job: EngineJob) -> None:
         check_options(job)
 
+    def lead_out_frames(self, job: EngineJob) -> int:
+        return look_ahead(job.options)
+
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         options = check_options(job)
         if self._home is None:
@@ -148,16 +159,14 @@ class WarmFaceFusionEngine:
             self._process.stop(graceful=False)
             self._process = None
         process = self._process if self._process is not None and self._process.alive() else self._start()
-        held, reference, rest = split_reference(frames, options)
+        reference, rest = with_reference(job, frames)
         if reference is None:
             return
-        if options.get("face_selector_mode", "reference") == "reference" and job.reference is not None:
-            reference = job.reference
         assert self._scratch is not None
         # The same paths every segment, so a job's argv repeats and FaceFusion parses it once.
         folder = self._scratch / "inputs"
         try:
-            paths = _segment_paths(folder, len(job.sources))
+            paths = _segment_paths(folder, len(job.sources), job.audio)
             write_sources((*job.sources, reference), (*paths.sources, paths.target))
             argv = segment_argv(paths, options, self._execution)
             # A segment's length is unknown until its frames are read: the deadline is per frame.
@@ -165,7 +174,9 @@ class WarmFaceFusionEngine:
             mark = process.log_size()  # this segment's part of FaceFusion's output starts here
             self._unfinished = True
             process.send({"op": "segment", "argv": argv, "check_key": check_key(options, self._execution),
-                          "fps": job.fps, "analyse": not job.content_decided})  # fmt: skip
+                          "fps": job.fps, "analyse": not job.content_decided, "job": job.job_id,
+                          "output_video_scale": float(str(options.get("output_video_scale", 1.0))),
+                          "audio": sound(job)})  # fmt: skip
             header, _ = process.receive(first, "checking the job")
             self._unfinished = header["op"] == "ready"
             if header["op"] == "refused":
@@ -181,7 +192,7 @@ class WarmFaceFusionEngine:
                     )
                 )
             self._decided = job.content_decided
-            yield from self._stream(process, held, rest, settings, mark, int(header.get("in_flight", 0)))
+            yield from self._stream(process, rest, settings, mark, int(header.get("in_flight", 0)))
         except ServerGone:
             self._process = None
             raise
@@ -189,15 +200,10 @@ class WarmFaceFusionEngine:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _stream(
-        self,
-        process: WarmProcess,
-        held: list[Frame],
-        rest: Iterator[Frame],
-        settings: EngineSettings,
-        mark: int,
-        in_flight: int,
+        self, process: WarmProcess, frames: Iterator[Frame], settings: EngineSettings, mark: int, in_flight: int
     ) -> Iterator[Image]:
         sent: list[int] = []  # frames sent so far; the writer runs ahead of the replies
+        context: deque[Image] = deque()  # the context frames sent, in order: FaceFusion answers them `skipped`
         shape: list[tuple[int, ...]] = []
         failure: list[BaseException] = []
         # Frames cross in shared memory where FaceFusion's process says how many it holds (ring_flow.py).
@@ -205,7 +211,7 @@ class WarmFaceFusionEngine:
 
         def write() -> None:
             try:
-                for frame in [*held, *rest]:
+                for frame in frames:
                     if not shape:
                         shape.append(frame.image.shape)
                         described = rings.open(frame.image.nbytes) if rings is not None else None
@@ -217,14 +223,20 @@ class WarmFaceFusionEngine:
                             f"frame {frame.index} is {frame.image.shape}; the segment's first was {shape[0]}"
                         )
                     height, width = frame.image.shape[:2]
+                    if not frame.emit:
+                        context.append(frame.image)
+                    fields = {
+                        "op": "frame",
+                        "shape": [height, width],
+                        "process": frame.emit,
+                        "number": frame.index if frame.number is None else frame.number,
+                    }
                     if rings is not None and rings.input is not None:
                         slot = rings.slot_for(len(sent))
                         rings.input.put(slot, frame.image)
-                        process.send({"op": "frame", "shape": [height, width], "slot": slot})
+                        process.send({**fields, "slot": slot})
                     else:
-                        process.send(
-                            {"op": "frame", "shape": [height, width]}, np.ascontiguousarray(frame.image).data.cast("B")
-                        )
+                        process.send(fields, np.ascontiguousarray(frame.image).data.cast("B"))
                     sent.append(frame.index)
             except RingClosed:
                 pass  # the reader stopped: it reports why
@@ -252,6 +264,12 @@ class WarmFaceFusionEngine:
                     if rings is not None:
                         rings.took()
                     yield image
+                    produced += 1
+                    continue
+                if header["op"] == "skipped":
+                    if rings is not None:
+                        rings.took()
+                    yield context.popleft()  # the worker drops it: any picture of the right count serves
                     produced += 1
                     continue
                 # Either way FaceFusion has left the segment (after an error it skips what is still sent).
@@ -285,7 +303,10 @@ class WarmFaceFusionEngine:
             flagged=int(header["flagged"]),
             phases={str(name): float(seconds) for name, seconds in header.get("phases", {}).items()},
             pre_checked=bool(header.get("pre_checked")),
+            released=tuple(str(name) for name in header.get("released", [])),
         )
+        if self.stats.released:
+            logger.info("warm FaceFusion %s released the sessions of %s", process.pid, ", ".join(self.stats.released))
         # What a warm segment cost FaceFusion, in the worker's log (the farm's tests count these).
         logger.info(
             "warm FaceFusion %s: %s frames, %s inference sessions created (%s in all: %s), %s frames analysed; "
@@ -347,7 +368,7 @@ class WarmFaceFusionEngine:
             self._scratch = None
 
 
-def _segment_paths(folder: Path, source_count: int) -> RunPaths:
+def _segment_paths(folder: Path, source_count: int, audio: Path | None = None) -> RunPaths:
     for name in ("temp", "jobs"):
         (folder / name).mkdir(parents=True, exist_ok=True)
     (folder / "facefusion.ini").write_text("")
@@ -358,4 +379,7 @@ def _segment_paths(folder: Path, source_count: int) -> RunPaths:
         sources=tuple(folder / f"source-{index}.png" for index in range(source_count)),
         target=folder / "reference.png",
         output=folder / "output.png",
+        # Where the worker keeps the job's copy (one path per job, so FaceFusion's audio cache, keyed
+        # by path, never answers one job with another's sound).
+        audio=None if audio is None else audio.absolute(),
     )

@@ -11,8 +11,11 @@ parser, validation and `apply_args`, so defaults and refusals stay FaceFusion's)
 processors' `pre_check` once per distinct option set and their `pre_process` per segment, then
 renders each frame through `workflows.core.process_temp_frame` on a thread pool of FaceFusion's
 execution thread count. Inference sessions stay in FaceFusion's pool between segments; the video
-memory strategy is `tolerant` so its post-processing keeps them (the engine host bounds memory by
-recycling this process with its engine).
+memory strategy is `tolerant` so its post-processing keeps them, and the first segment of a new option
+set releases the pools it did not use (the engine host bounds memory by recycling this process with its
+engine). Frames sent with `"process": false` are context only (lead-in and lead-out: the tracker's
+neighbours) and answered `skipped`. As FaceFusion does, a frame is scaled to the output size before its
+processors see it (`output_video_scale`, vision.scale_resolution), its neighbours are not.
 
 The wire format: each message is a 4-byte big-endian length, a JSON header of that length, and,
 when the header has `"bytes": n`, n raw bytes (a frame: height × width × 3 BGR uint8).
@@ -21,6 +24,7 @@ when the header has `"bytes": n`, n raw bytes (a frame: height × width × 3 BGR
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -42,7 +46,6 @@ except ImportError:  # pragma: no cover - FaceFusion's interpreter
     from frame_ring import FrameRing  # type: ignore[no-redef,import-not-found]
 
 HEADER = struct.Struct(">I")
-NEIGHBOURS_DEFAULT = 2  # FaceFusion's --target-frame-amount default
 PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
 FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' worth)
 # FaceFusion's face store is keyed by a frame's pixels alone, whatever the options that found the faces;
@@ -102,6 +105,15 @@ class Refused(Exception):
         self.job_inputs = job_inputs
 
 
+def sibling(name: str) -> Any:
+    """A module beside this file, by its path: this one runs as a script under FaceFusion's interpreter."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class FaceFusion:
     """FaceFusion's modules, imported once, and what this process has done with them."""
 
@@ -113,6 +125,9 @@ class FaceFusion:
         self.checked: set[tuple[str, ...]] = set()
         self.parsed: dict[tuple[str, ...], dict[str, Any]] = {}
         self.face_options: list[tuple[str, str]] | None = None  # those the face store was filled under
+        self.job: str | None = None  # the job whose faces the face store holds
+        self.used_pools: set[int] = set()  # ids of the inference pools asked for since `begin_using`
+        self.analyser_pools: set[int] = set()  # those the last content analysis used: kept for the next job
         create = inference_manager.create_inference_session
 
         def counted(model_path: str, *args: Any, **kwargs: Any) -> Any:
@@ -130,9 +145,12 @@ class FaceFusion:
             # together (any frame, not only the first: a face can appear mid-segment) each create
             # its sessions. A pool that exists is a dictionary look-up, so the lock costs nothing.
             with creating:
-                return get_pool(*args, **kwargs)
+                pool = get_pool(*args, **kwargs)
+                self.used_pools.add(id(pool))
+                return pool
 
         inference_manager.get_inference_pool = serialised
+        self.sound = sibling("warm_sound").Sound()  # what the lip syncer hears with each frame
 
     def configure(self, argv: list[str]) -> None:
         """Apply `argv` to FaceFusion's state as its CLI does; Refused with its own message."""
@@ -173,6 +191,30 @@ class FaceFusion:
             face_store.clear_faces()
             self.face_options = options
 
+    def clear_faces_for_job(self, job: str | None) -> None:
+        """Each job starts with an empty face store, as a FaceFusion run does."""
+        from facefusion import face_store
+
+        if job != self.job:
+            face_store.clear_faces()
+            self.job = job
+
+    def release_unused_pools(self) -> list[str]:
+        """Drop the inference pools neither this option set's first segment nor the last analysis used.
+
+        Returns the model files whose sessions were released.
+        """
+        from facefusion import inference_manager
+
+        kept = self.used_pools | self.analyser_pools
+        released: list[str] = []
+        for pools in inference_manager.INFERENCE_POOL_SET.values():
+            for context, pool in list(pools.items()):
+                if id(pool) not in kept:
+                    released.extend(sorted(pool))
+                    del pools[context]
+        return released
+
     def check(self, key: tuple[str, ...]) -> None:
         """FaceFusion's pre-checks (model files and their hashes), once per distinct option set."""
         from facefusion import core
@@ -192,7 +234,10 @@ class FaceFusion:
 
         modules = get_processors_modules(state_manager.get_item("processors"))
         for module in modules:
-            if not module.pre_process("stream"):
+            # 'output', as headless-run's core.conditional_process asks: 'stream' (the webcam) is a mode
+            # the expression restorer refuses. The segment's paths satisfy its checks (an image target,
+            # an output of the same extension in an existing folder).
+            if not module.pre_process("output"):
                 reason = last_log_line() or f"{module.__name__}: its pre-processing refused the job"
                 raise Refused(reason, job_inputs=True)
         return list(modules)
@@ -259,6 +304,9 @@ def render(
         clock = now
 
     engine.configure(header["argv"])
+    engine.clear_faces_for_job(header.get("job"))
+    engine.sound.segment(header.get("audio"), state_manager.get_item("source_paths") or [])
+    engine.used_pools.clear()
     # The target path is the reference frame, as an image: for an image FaceFusion reads the
     # reference face from the image itself (workflows.core.conditional_get_reference_vision_frame);
     # the frames themselves come from memory.
@@ -269,29 +317,43 @@ def render(
     lap("pre_check_s")
     modules = engine.pre_process()
     lap("pre_process_s")
-    amount = int(state_manager.get_item("target_frame_amount") or NEIGHBOURS_DEFAULT)
+    # 0 is an amount too: the tracker then sees the frame alone, as in FaceFusion.
+    amount = int(state_manager.get_item("target_frame_amount"))
     threads = int(state_manager.get_item("execution_thread_count"))
     # Frames read before the first answer: a shared ring needs more slots than this (frame_ring.ring_slots).
     send({"op": "ready", "in_flight": amount + 2 * threads + 1})
 
     every = max(1, int(header["fps"]))
     analyse = bool(header.get("analyse", True))
+    scale = float(header.get("output_video_scale", 1.0))
     rings: dict[str, FrameRing] = {}
     window: dict[int, np.ndarray] = {}
-    pending: deque[Future[np.ndarray]] = deque()
+    processed: dict[int, bool] = {}
+    numbers: dict[int, int] = {}  # each frame's number in the whole target (what the lip syncer hears by)
+    pending: deque[Future[np.ndarray] | None] = deque()  # None: a context frame, answered `skipped`
     sampled = flagged = produced = 0
 
     def neighbours(position: int) -> list[np.ndarray]:
         return [window.get(p, create_empty_vision_frame()) for p in range(position - amount, position + amount + 1)]
 
     def submit(position: int) -> None:
+        number = numbers.pop(position)
+        if not processed.pop(position):
+            pending.append(None)
+            return
         frames = neighbours(position)
-        pending.append(executor.submit(process_temp_frame, frames, frames[amount].copy(), position))
+        temp = temp_frame(frames[amount], scale)
+        pending.append(executor.submit(process_temp_frame, frames, temp, number))
 
     def flush(limit: int) -> None:
         nonlocal produced
         while len(pending) > limit:
-            image = np.ascontiguousarray(pending.popleft().result()[:, :, :3], dtype=np.uint8)
+            future = pending.popleft()
+            if future is None:
+                send({"op": "skipped"})
+                produced += 1
+                continue
+            image = np.ascontiguousarray(future.result()[:, :, :3], dtype=np.uint8)
             shape = [image.shape[0], image.shape[1]]
             out = rings.get("output")
             if out is not None and out.fits(image.shape):
@@ -316,6 +378,8 @@ def render(
                     continue
                 image = frame_from(message, payload, rings.get("input"))
                 window[position] = image
+                processed[position] = bool(message.get("process", True))
+                numbers[position] = int(message.get("number", position))
                 # As content_analyser.analyse_video samples a target: one frame a second. Not where the
                 # job's verdict was made once over the whole video (the engine says so): no second decision.
                 if analyse and position % every == 0:
@@ -339,6 +403,8 @@ def render(
     # process must, but not every segment: the job's source faces stay found.
     if len(face_store.FACE_STORE) > FACE_STORE_LIMIT:
         face_store.clear_faces()
+    # A new option set's first segment has asked for every model it uses: the others' sessions go.
+    released = engine.release_unused_pools() if new_options else []
     lap("post_process_s")
     send(
         {
@@ -351,8 +417,23 @@ def render(
             "session_models": engine.loaded[loads_before:],
             "phases": phases,
             "pre_checked": new_options,
+            "released": released,
         }
     )
+
+
+def temp_frame(frame: np.ndarray, scale: float) -> np.ndarray:
+    """The picture the processors work on: the frame at the output size, as FaceFusion's
+    workflows.to_video.process_memory_frame makes it (its neighbours stay as they are)."""
+    import cv2
+    from facefusion.vision import scale_resolution
+
+    height, width = frame.shape[:2]
+    size = scale_resolution((width, height), scale)
+    size = min(size, (width, height))  # vision.restrict_video_resolution compares the pairs
+    if size == (width, height):
+        return frame.copy()
+    return cv2.resize(frame, size)
 
 
 def analyse(
@@ -366,12 +447,14 @@ def analyse(
         if not core.common_pre_check() or not content_analyser.pre_check():
             raise Refused(last_log_line() or "FaceFusion's content analyser is missing or fails its checks")
     send({"op": "ready"})
+    engine.used_pools.clear()
     flags: list[bool] = []
     while True:
         message, payload = receive()
         if message["op"] == "end":
             break
         flags.append(bool(content_analyser.analyse_frame(frame_from(message, payload))))
+    engine.analyser_pools = set(engine.used_pools)
     send({"op": "analysed", "flags": flags})
 
 

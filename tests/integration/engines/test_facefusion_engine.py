@@ -317,10 +317,10 @@ def test_reference_frame_is_translated_into_the_segment() -> None:
     [
         ({"face_swapper_modle": "inswapper_128"}, "did you mean 'face_swapper_model'"),
         ({"execution_providers": ["cpu"]}, "execution_providers is set by the worker"),
-        ({"trim_frame_end": 10}, "trim_frame_end is set by the worker"),
+        ({"temp_path": "/tmp"}, "temp_path is set by the worker"),
         ({"face_swapper_weight": 2.0}, "face_swapper_weight"),
-        ({"processors": ["face_swapper", "lip_syncer"]}, "lip_syncer needs an audio source"),
-        ({"workflow_mode": "image-to-image"}, "'image-to-image' renders one image"),
+        ({"processors": ["face_swapper", "lip_syncer"]}, "lip_syncer needs an audio file among the sources"),
+        ({"workflow_mode": "image-to-image"}, "'image-to-image' renders an image target"),
     ],
 )
 def test_refused_options(tmp_path: Path, options: dict[str, object], message: str) -> None:
@@ -332,9 +332,9 @@ def test_refused_options(tmp_path: Path, options: dict[str, object], message: st
 
 
 def test_job_without_source_is_refused(tmp_path: Path) -> None:
-    # GIVEN a job without a source face WHEN it is checked THEN it is refused
+    # GIVEN a face swap without a source face WHEN it is checked THEN it is refused
     job = EngineJob(job_id="j", sources=(), work_dir=tmp_path)
-    with pytest.raises(EngineError, match="at least one source"):
+    with pytest.raises(EngineError, match="face_swapper needs a face image among the sources"):
         check_options(job)
 
 

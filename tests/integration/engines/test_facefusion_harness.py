@@ -2,8 +2,9 @@
 
 Needs FaceFusion's source (../shared/third_party/facefusion-3.8.1 beside the clone, as CI has it, or
 FUSIONFLEET_FACEFUSION_SOURCE) and its environment (`make facefusion-env`, which `make test` builds);
-skipped with the reason otherwise. The stand-in swapper inverts the face region,
-so a swapped frame is recognisable: 255 - input in the face's middle, the input elsewhere.
+skipped with the reason otherwise. The stand-in swapper inverts the face region (and tints it by the
+source's identity), so a swapped frame is recognisable: about 255 - input in the face's middle, the
+input elsewhere.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from fleetctl.harness.pictures import scene_frame
 from fusionfleet.errors import InputRejected
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
@@ -32,6 +34,8 @@ pytestmark = [
     pytest.mark.usefixtures("facefusion_harness"),  # skipped where the harness is missing, failed in CI
 ]
 
+# The stand-in swappers tint the inverted face by the source's identity (up to ten levels a channel).
+SWAP_TINT = 12.0
 CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
 
 
@@ -71,11 +75,14 @@ def _swapped(frame: Frame, image: Image) -> tuple[float, float]:
 
 
 def _assert_swapped(frames: list[Frame], images: list[Image]) -> None:
+    """Every emitted frame swapped (the lead-in ones the worker drops: the warm engine leaves them as they are)."""
     assert len(images) == len(frames)
     for frame, image in zip(frames, images, strict=True):
+        if not frame.emit:
+            continue
         assert image.shape == frame.image.shape
         inverted, kept = _swapped(frame, image)
-        assert inverted < 1.0 and kept < 1.0, (frame.index, inverted, kept)
+        assert inverted < SWAP_TINT and kept < 1.0, (frame.index, inverted, kept)
 
 
 def test_stand_in_models_are_where_facefusion_looks_with_their_hashes(home: harness.Harness) -> None:
@@ -154,7 +161,51 @@ def test_reference_mode_picks_the_same_face_in_both_engines(
     # THEN both swapped the face in every frame, alike
     _assert_swapped(frames, old)
     _assert_swapped(frames, new)
-    assert max(int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in zip(old, new, strict=True)) <= 1
+    emitted = [(a, b) for frame, a, b in zip(frames, old, new, strict=True) if frame.emit]
+    assert max(int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in emitted) <= 1
+    # AND the warm engine left the lead-in frames to FaceFusion as context, unprocessed
+    assert all(np.array_equal(frame.image, b) for frame, b in zip(frames, new, strict=True) if not frame.emit)
+
+
+def _blinking(count: int, hidden: int) -> list[Frame]:
+    """The harness's face in every frame but `hidden`, where only the background is."""
+    frames = harness.clip(count)
+    empty = scene_frame(*harness.SIZE, hidden, [])
+    return [Frame(frame.index, empty if frame.index == hidden else frame.image, frame.emit) for frame in frames]
+
+
+@pytest.mark.parametrize(("amount", "filled"), [(2, True), (0, False)])
+def test_the_tracker_fills_a_missing_face_from_the_frames_after_it_seen_as_lead_out(
+    warm: WarmFaceFusionEngine, tmp_path: Path, amount: int, filled: bool
+) -> None:
+    # GIVEN the face tracker on, a face missing from frame 3, and a segment ending at frame 4 whose
+    # lead-out (the frames after it that the tracker looks at) the worker feeds as frames not emitted
+    options = {"face_selector_mode": "one", "face_tracker_score": 0.3, "target_frame_amount": amount}
+    job = _job(tmp_path, options)
+    lead_out = warm.lead_out_frames(job)
+    frames = [Frame(frame.index, frame.image, emit=frame.index < 4) for frame in _blinking(4 + lead_out, hidden=3)]
+    # WHEN the warm engine renders it
+    images = list(warm.render(job, frames))
+    # THEN the engine asked for target_frame_amount frames of lead-out (0 kept as 0, not FaceFusion's default)
+    assert lead_out == amount
+    # AND frame 3's face was filled in from the frames around it only where the tracker looks ahead,
+    # as FaceFusion's own run fills it (the frames after it are in the video)
+    ys, xs = harness.face_core()
+    changed = float(np.abs(images[3][ys, xs].astype(int) - frames[3].image[ys, xs].astype(int)).mean())
+    assert (changed > 50) is filled, changed
+    _assert_swapped(frames[:3], images[:3])
+
+
+def test_a_scaled_output_is_rendered_at_its_size_and_an_enhanced_frame_comes_back_larger(
+    warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN half the size asked for WHEN rendered THEN FaceFusion's processors worked on the frame
+    # already scaled (vision.scale_resolution), as its own run does: half-size frames come back
+    half = list(warm.render(_job(tmp_path, {"face_selector_mode": "one", "output_video_scale": 0.5}), harness.clip(2)))
+    assert {image.shape for image in half} == {(120, 160, 3)}
+    # AND the frame enhancer's frames come back four times larger, for the encoder to scale
+    enhanced = list(warm.render(_job(tmp_path, {"processors": ["frame_enhancer"]}), harness.clip(2)))
+    assert {image.shape for image in enhanced} == {(960, 1280, 3)}
 
 
 def test_warm_second_segment_loads_no_model(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
@@ -227,8 +278,9 @@ def test_content_analyser_refuses_in_both_engines(
 def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
     home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
 ) -> None:
-    # GIVEN a job whose processor has no model here (no stand-in for the face enhancer, no internet)
-    options = {"face_selector_mode": "one", "processors": ["face_swapper", "face_enhancer"]}
+    # GIVEN a job whose processor's model is not here (the harness has no codeformer, no internet)
+    options = {"face_selector_mode": "one", "processors": ["face_swapper", "face_enhancer"],
+               "face_enhancer_model": "codeformer"}  # fmt: skip
     per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
     per_segment.prepare()
     # WHEN either engine renders it THEN the reason carries FaceFusion's own lines about that model
@@ -239,7 +291,7 @@ def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
         reasons.append(failure.value.reason)
     per_segment.close()
     for reason in reasons:
-        assert "gfpgan_1.4" in reason, reason
+        assert "codeformer" in reason, reason
         assert len(reason) < 2600, reason
     # AND the warm engine renders the next job as before
     frames = harness.clip(2)

@@ -21,8 +21,8 @@ from gpu_worker.engines.facefusion.warm import (
     _segment_paths,
     check_key,
     segment_argv,
-    split_reference,
     warm_execution_args,
+    with_reference,
 )
 
 GPU_HOST = HostFacts(providers=("CUDAExecutionProvider", "CPUExecutionProvider"), device_count=2, cpu_count=16)
@@ -86,31 +86,34 @@ def test_segment_argv_is_headless_runs_with_the_reference_frame_as_target(tmp_pa
     assert segment_argv(_segment_paths(tmp_path, 2), options, execution) == argv
 
 
-def test_reference_is_the_first_emitted_frame_and_only_frames_before_it_wait() -> None:
-    # GIVEN 6 frames, 2 of them lead-in
+def _job(reference: np.ndarray | None = None) -> EngineJob:
+    return EngineJob(job_id="j", sources=(np.zeros((4, 4, 3), np.uint8),), reference=reference)
+
+
+def test_the_reference_is_the_jobs_decided_one_and_no_frame_waits() -> None:
+    # GIVEN a segment of 6 frames, 2 of them lead-in, of a job whose reference was decided once
+    # (the reference frame the slicer decoded from the whole video)
     frames = _frames(6, lead_in=2)
-    # WHEN the reference is split off
-    held, reference, rest = split_reference(frames, {})
-    # THEN it is the first emitted frame, the frames up to it are held, the others still stream
-    assert [frame.index for frame in held] == [10, 11, 12]
-    assert reference is not None and np.array_equal(reference, frames[2].image)
-    assert [frame.index for frame in rest] == [13, 14, 15]
+    decided = np.full((4, 6, 3), 200, np.uint8)
+    # WHEN FaceFusion's reference picture is chosen
+    reference, rest = with_reference(_job(decided), iter(frames))
+    # THEN it is the job's, and every frame still streams, none held back (a segment without the
+    # job's reference frame once buffered whole in memory)
+    assert reference is decided
+    assert [frame.index for frame in rest] == [10, 11, 12, 13, 14, 15]
 
 
-def test_reference_is_the_jobs_frame_where_the_segment_has_it() -> None:
-    frames = _frames(6)
-    held, reference, rest = split_reference(frames, {"reference_frame_number": 14})
-    assert reference is not None and np.array_equal(reference, frames[4].image)
-    assert [frame.index for frame in [*held, *rest]] == [10, 11, 12, 13, 14, 15]
-    # AND where it does not, the segment's first emitted frame, every frame still rendered
-    held, reference, rest = split_reference(_frames(6, lead_in=1), {"reference_frame_number": 99})
-    assert reference is not None and np.array_equal(reference, frames[1].image)
-    assert len([*held, *rest]) == 6
+def test_without_a_decided_reference_any_picture_serves_the_first_frame() -> None:
+    # GIVEN a job with no reference (its mode takes none) WHEN chosen THEN the first frame, nothing held
+    frames = _frames(3)
+    reference, rest = with_reference(_job(), iter(frames))
+    assert reference is not None and np.array_equal(reference, frames[0].image)
+    assert [frame.index for frame in rest] == [10, 11, 12]
 
 
 def test_no_frames_no_reference() -> None:
-    held, reference, _ = split_reference([], {})
-    assert held == [] and reference is None
+    reference, _ = with_reference(_job(), iter([]))
+    assert reference is None
 
 
 def test_warm_engine_needs_curl_but_not_ffmpeg(tmp_path: Path) -> None:
@@ -128,10 +131,11 @@ def test_warm_engine_needs_curl_but_not_ffmpeg(tmp_path: Path) -> None:
 
 
 def test_warm_engine_refuses_what_facefusion_cannot_take(tmp_path: Path) -> None:
-    # GIVEN a job FaceFusion could not render (lip_syncer needs audio) WHEN validated THEN refused
+    # GIVEN a job FaceFusion could not render (lip_syncer needs audio, which validation refuses at submit)
     engine = WarmFaceFusionEngine(EngineSettings(home=None, python=sys.executable), GPU_HOST, env={})
     job = EngineJob(job_id="j", sources=(np.zeros((4, 4, 3), np.uint8),), options={"processors": ["lip_syncer"]})
-    with pytest.raises(EngineError, match="lip_syncer needs an audio source"):
+    # WHEN it reaches the worker anyway THEN the engine refuses it with validation's reason
+    with pytest.raises(EngineError, match="lip_syncer needs an audio file among the sources"):
         engine.validate(job)
 
 

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from fleetctl.harness.facefusion import facefusion_python
 from gpu_worker.engines.base import EngineUnavailable
 from gpu_worker.engines.facefusion.host import prove_provider
 from gpu_worker.engines.facefusion.process import run_provider_probe
 from gpu_worker.engines.facefusion.provider_proof import EXPECTED_OUTPUT, ProbeOutcome, needs_proof, proof_problem
 from gpu_worker.engines.facefusion.settings import settings_from_env
-from tests.support.facefusion_harness import facefusion_python, in_ci
+from tests.support.facefusion_harness import in_ci
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"

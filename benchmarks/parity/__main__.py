@@ -1,0 +1,59 @@
+"""`python -m benchmarks.parity --target FILE --options JSON [--source FILE…] [--segments N]`
+
+Renders the target twice with the same options and the harness's stand-in models: once with
+FaceFusion 3.8.1's own `headless-run` on this machine, once through a local farm of its own (warm
+FaceFusion workers, at least N segments), and compares the two (benchmarks/parity/judge.py). Prints a
+short account, then one JSON line last: {"equal": …, "frames": […], "min_psnr": …, "audio": …,
+"differences": […], …}. Exits 0 only when they are equal; 2 when it could not render one side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.parity.clips import write_source
+from benchmarks.parity.farm import Farm
+from benchmarks.parity.run import Case, run_case
+from fleetctl.harness import facefusion as harness
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.parity", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--target", type=Path, required=True, help="the video to render")
+    parser.add_argument("--options", default="{}", help="the job's options as JSON, in FaceFusion's names")
+    parser.add_argument("--source", type=Path, action="append", default=[],
+                        help="a source face (or audio); the harness's face when none")  # fmt: skip
+    parser.add_argument("--segments", type=int, default=3, help="the fewest segments the farm must cut it into")
+    parser.add_argument("--facefusion-options", default="{}",
+                        help="options for FaceFusion's own run only, as JSON (e.g. a workflow strategy)")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="keep both renders in this folder")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    reason = harness.skip_reason()
+    if reason is not None:
+        print(reason, file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="parity-") as scratch:
+        work = args.keep or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        sources = args.source or [write_source(work / "source.png")]
+        case = Case(name="cli", options=json.loads(args.options),
+                    facefusion_options=json.loads(args.facefusion_options), segments=args.segments)  # fmt: skip
+        home = harness.prepare(work / "harness")
+        with Farm(home, work / "farm", workers=args.workers) as farm:
+            outcome = run_case(case, home, farm, sources, args.target.resolve(), work)
+    print(outcome.account())
+    print(json.dumps(outcome.line()))
+    return 0 if outcome.equal else (2 if outcome.unrendered else 1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""Targets and sources for the parity matrix, generated here from the harness's pictures (nothing downloaded).
+
+A clip is a scene of the harness's people (fleetctl.harness.pictures) moving on the detector's grid,
+each frame carrying its number, with an audio track whose loudness changes over time (so a window of
+it taken at the wrong time differs). Variants: more audio tracks, HDR (HLG or PQ transfer, BT.2020,
+10-bit), a variable frame rate (a gap in the timestamps), a cut (one person, then two).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from fleetctl.harness.geometry import FACE_HEIGHT, FACE_WIDTH
+from fleetctl.harness.pictures import Image, Placed, face_image, scene_frame, snap
+from fusionfleet.media.runner import ffmpeg_exe
+
+AUDIO_RATE = 48_000
+TRANSFERS = {"hlg": "arib-std-b67", "pq": "smpte2084"}
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    seconds: float = 12.0
+    fps: int = 25
+    size: tuple[int, int] = (320, 240)
+    # "one": person a moving; "two": a moving, b still; "cut": b alone, then a and b; "blink": a moving,
+    # hidden for the last two frames of every 50 (the tracker fills such gaps from the frames around)
+    scene: str = "one"
+    audio_tracks: int = 1
+    transfer: str | None = None  # None: SDR, BT.709 tags; "hlg" or "pq": 10-bit BT.2020 with that transfer
+    gap_at: int | None = None  # a variable frame rate: 5 frames' time missing after this frame
+
+    @property
+    def frames(self) -> int:
+        return round(self.seconds * self.fps)
+
+    def name(self) -> str:
+        parts = [self.scene, f"{self.seconds:g}s", f"{self.size[0]}x{self.size[1]}", f"{self.fps}fps"]
+        parts += [f"{self.audio_tracks}audio"] + ([self.transfer] if self.transfer else [])
+        return "-".join(parts + ([f"gap{self.gap_at}"] if self.gap_at is not None else []))
+
+
+def faces_at(spec: ClipSpec, number: int) -> list[Placed]:
+    """Who is where in frame `number`: a swings left and right, b stands at the right."""
+    width, height = spec.size
+    top = snap((height - FACE_HEIGHT) / 2)
+    right = snap(width - FACE_WIDTH - 16)
+    swing = 0.5 - 0.5 * math.cos(2 * math.pi * number / (spec.fps * 6))
+    a = Placed("a", snap(8 + (right - FACE_WIDTH - 24) * swing), top)
+    b = Placed("b", right, top)
+    if spec.scene == "one":
+        return [a]
+    if spec.scene == "blink":
+        return [] if number % 50 >= 48 else [a]
+    if spec.scene == "cut" and number < spec.frames * 0.4:
+        return [b]
+    return [a, b]
+
+
+def picture(spec: ClipSpec, number: int) -> Image:
+    return scene_frame(spec.size[0], spec.size[1], number, faces_at(spec, number), shade=(number // 5) % 8)
+
+
+def loudness(seconds: np.ndarray, track: int) -> np.ndarray:
+    """A tone whose loudness swings (so every frame's audio window differs), per track its own pitch."""
+    envelope = 0.15 + 0.6 * (0.5 + 0.5 * np.sin(2 * np.pi * (0.7 + 0.2 * track) * seconds))
+    return (envelope * np.sin(2 * np.pi * (330 + 110 * track) * seconds)).astype(np.float32)
+
+
+def write_wav(path: Path, seconds: float, track: int = 0) -> Path:
+    times = np.arange(round(seconds * AUDIO_RATE)) / AUDIO_RATE
+    mono = (loudness(times, track) * 32767).astype(np.int16)
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(2)
+        out.setsampwidth(2)
+        out.setframerate(AUDIO_RATE)
+        out.writeframes(np.repeat(mono[:, None], 2, axis=1).tobytes())
+    return path
+
+
+def _colour_filter(spec: ClipSpec) -> str:
+    if spec.transfer is None:
+        return (
+            "scale=out_color_matrix=bt709:out_range=tv,format=yuv420p,"
+            "setparams=colorspace=bt709:color_primaries=bt709:color_trc=bt709:range=tv"
+        )
+    trc = TRANSFERS[spec.transfer]
+    return (
+        "scale=out_color_matrix=bt2020:out_range=tv,format=yuv420p10le,"
+        f"setparams=colorspace=bt2020nc:color_primaries=bt2020:color_trc={trc}:range=tv"
+    )
+
+
+def write_clip(path: Path, spec: ClipSpec) -> Path:
+    """The clip as H.264 (high, or high 10 for HDR), near-lossless, with its audio tracks as AAC."""
+    width, height = spec.size
+    # A gap makes the video longer than its frames: the audio covers it.
+    seconds = spec.seconds + (5 / spec.fps if spec.gap_at is not None else 0.0)
+    tracks = [write_wav(path.with_name(f"{path.stem}-audio{track}.wav"), seconds, track)
+              for track in range(spec.audio_tracks)]  # fmt: skip
+    video_filter = _colour_filter(spec)
+    if spec.gap_at is not None:
+        video_filter = f"setpts='(N+5*gt(N,{spec.gap_at}))/({spec.fps}*TB)',{video_filter}"
+    argv = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y",
+            "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-framerate", str(spec.fps),
+            "-i", "pipe:0",
+            *[item for track in tracks for item in ("-i", str(track))],
+            "-map", "0:v:0", *[item for index in range(len(tracks)) for item in ("-map", f"{index + 1}:a:0")],
+            "-vf", video_filter, "-c:v", "libx264", "-crf", "8", "-preset", "medium",
+            "-profile:v", "high10" if spec.transfer else "high", "-fps_mode", "passthrough",
+            "-c:a", "aac", "-b:a", "192k", "-shortest", "-f", "mp4", str(path)]  # fmt: skip
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdin is not None
+        for number in range(spec.frames):
+            process.stdin.write(picture(spec, number).tobytes())
+        process.stdin.close()
+        errors = process.stderr.read() if process.stderr else b""
+        if process.wait(timeout=600) != 0:
+            raise RuntimeError(f"writing {path.name}: ffmpeg failed: {errors.decode(errors='replace')[-800:]}")
+    for track in tracks:
+        track.unlink()
+    return path
+
+
+def write_source(path: Path, person: str = "a") -> Path:
+    """A source picture: one face of `person` (its frame-number code left out)."""
+    if not cv2.imwrite(str(path), face_image(person=person)):
+        raise RuntimeError(f"could not write {path}")
+    return path

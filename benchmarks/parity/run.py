@@ -1,0 +1,108 @@
+"""One parity case: FaceFusion's own render, the farm's render, the judge's verdict, as one outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.parity import reference
+from benchmarks.parity.farm import Farm, FarmRun
+from benchmarks.parity.judge import Verdict, judge
+from fleetctl.harness.facefusion import Harness
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    options: dict[str, Any]
+    facefusion_options: dict[str, Any] = field(default_factory=dict)  # FaceFusion's own run only
+    segments: int = 3
+    note: str = ""  # why the case is there, or why it differs on purpose
+
+
+@dataclass
+class Outcome:
+    case: Case
+    verdict: Verdict | None = None
+    farm: FarmRun | None = None
+    facefusion_error: str = ""
+    facefusion_s: float = 0.0
+    problems: list[str] = field(default_factory=list)  # beyond the judge's: refusals, too few segments
+
+    @property
+    def unrendered(self) -> bool:
+        return self.verdict is None
+
+    @property
+    def differences(self) -> list[str]:
+        return [*self.problems, *(self.verdict.differences if self.verdict else [])]
+
+    @property
+    def equal(self) -> bool:
+        return self.verdict is not None and not self.differences
+
+    def line(self) -> dict[str, Any]:
+        """The tool's last line: the verdict's numbers, every difference in words, and how it was made."""
+        verdict = self.verdict
+        return {
+            "equal": self.equal,
+            "frames": verdict.frames if verdict else [],
+            "min_psnr": verdict.min_psnr if verdict else None,
+            "audio": verdict.audio if verdict else {},
+            "differences": self.differences,
+            "case": self.case.name,
+            "median_psnr": verdict.median_psnr if verdict else None,
+            "worst_frames": verdict.worst_frames if verdict else [],
+            "size": verdict.size if verdict else [],
+            "duration_s": verdict.duration_s if verdict else [],
+            "colour": verdict.colour if verdict else [],
+            "segments": self.farm.segments if self.farm else 0,
+            "farm_status": self.farm.status if self.farm else "",
+            "facefusion_s": round(self.facefusion_s, 1),
+            "farm_s": round(self.farm.wall_s, 1) if self.farm else None,
+        }
+
+    def account(self) -> str:
+        line = self.line()
+        only = f", FaceFusion only {self.case.facefusion_options}" if self.case.facefusion_options else ""
+        said = [
+            f"case {self.case.name}: {'EQUAL' if self.equal else 'NOT EQUAL'}",
+            f"  options {self.case.options}{only}",
+            f"  frames (FaceFusion, farm) {line['frames']}, PSNR min {line['min_psnr']}"
+            f" median {line['median_psnr']} dB, farm segments {line['segments']},"
+            f" FaceFusion {line['facefusion_s']} s, farm {line['farm_s']} s",
+        ]
+        said += [f"  - {difference}" for difference in self.differences]
+        return "\n".join(said)
+
+
+def run_case(case: Case, harness: Harness, farm: Farm, sources: Sequence[Path], target: Path, work: Path) -> Outcome:
+    """Render `target` both ways and judge; a side that cannot render is said, never raised.
+
+    The farm goes first: a job it refuses (at once, at validation) leaves nothing to compare, and
+    FaceFusion's run is then skipped.
+    """
+    outcome = Outcome(case)
+    folder = work / case.name
+    folder.mkdir(parents=True, exist_ok=True)
+    theirs = folder / f"farm{target.suffix}"
+    run = farm.render(sources, target, case.options, theirs, name=case.name)
+    outcome.farm = run
+    if run.status != "succeeded":
+        outcome.problems.append(f"the farm's job {run.status}: {run.reason}")
+        return outcome
+    if run.segments < case.segments:
+        outcome.problems.append(f"the farm cut it into {run.segments} segments, fewer than {case.segments}")
+    ours = folder / f"facefusion{target.suffix}"
+    try:
+        made = reference.render(harness, sources, target, ours, case.options, case.facefusion_options)
+        outcome.facefusion_s = made.wall_s
+    except reference.ReferenceFailed as error:
+        outcome.facefusion_error = str(error)
+        outcome.problems.append(f"FaceFusion's own run failed: {error}")
+        return outcome
+    assert run.output is not None
+    outcome.verdict = judge(ours, run.output)
+    return outcome

@@ -1,0 +1,236 @@
+"""`make bench-parity`: the parity tool over a matrix of FaceFusion's processors and options.
+
+Every case renders a generated clip (benchmarks/parity/clips.py) with FaceFusion 3.8.1's own
+headless-run and through one local farm of warm FaceFusion workers (3 segments), and judges the two
+(benchmarks/parity/judge.py). The cases: each of the 11 processors alone, three common chains, trim,
+output_video_fps (lower, higher, and lower in the disk workflow), output_video_scale < 1, the audio
+options (a second track, an encoder and quality, volume 50 and 0), an HLG and a PQ clip, reference mode
+across a cut, the face tracker (its default look-ahead and target_frame_amount 0), a lip sync with an
+audio source (and one trimmed), a variable frame rate.
+
+Writes benchmarks/results/parity.json (with provenance), prints a table, and exits non-zero unless
+every case is equal or a difference the farm makes on purpose (`deliberate`, said in docs/engines.md).
+`--cases a,b` runs only those; `--quick` runs the small set `make test` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.parity.clips import ClipSpec, write_clip, write_source, write_wav
+from benchmarks.parity.farm import Farm
+from benchmarks.parity.judge import PSNR_GOAL
+from benchmarks.parity.run import Case, Outcome, run_case
+from benchmarks.provenance import write_results
+from fleetctl.harness import facefusion as harness
+
+RESULTS_NAME = "parity.json"
+SWAP = {"processors": ["face_swapper"]}
+
+
+@dataclass(frozen=True)
+class MatrixCase:
+    case: Case
+    clip: ClipSpec = field(default_factory=ClipSpec)
+    voice: bool = False  # a second source: an audio file (the lip syncer's)
+    deliberate: str = ""  # the farm differs here on purpose: why (docs/engines.md says the same)
+    quick: bool = False  # in the small matrix `make test` runs (tests/e2e/test_facefusion_parity.py)
+
+
+def case(name: str, options: dict[str, Any], **fields: Any) -> MatrixCase:
+    case_fields = {key: fields.pop(key) for key in ("facefusion_options", "note", "segments") if key in fields}
+    return MatrixCase(case=Case(name=name, options=options, **case_fields), **fields)
+
+
+PROCESSORS: dict[str, dict[str, Any]] = {
+    "age_modifier": {"age_modifier_direction": 60},
+    "background_remover": {"background_remover_fill_color": [0, 255, 0, 255]},
+    "deep_swapper": {},
+    "expression_restorer": {},
+    "face_debugger": {},
+    "face_editor": {"face_editor_mouth_smile": 0.8},
+    "face_enhancer": {},
+    "face_swapper": {},
+    "frame_colorizer": {},
+    "frame_enhancer": {},
+}
+# FaceFusion's default (memory) workflow writes a frame the enhancer made larger into a pipe declared
+# at the target's size: 16 scrambled frames for each (seen: 96 frames for 6). Its disk workflow
+# scales them back to the target × output_video_scale; that is what the farm is compared with.
+DISK = {"workflow_strategy": "disk"}
+TWO_TRACKS = ClipSpec(audio_tracks=2)
+CUT = ClipSpec(scene="cut")
+BLINK = ClipSpec(scene="blink")
+
+
+def matrix() -> list[MatrixCase]:
+    cases = [
+        case(
+            name,
+            {"processors": [name], **extra},
+            facefusion_options=DISK if name == "frame_enhancer" else {},
+        )
+        for name, extra in PROCESSORS.items()
+    ]
+    cases += [
+        case("lip_syncer", {"processors": ["lip_syncer"]}, voice=True),
+        case("chain_swap_enhance", {"processors": ["face_swapper", "face_enhancer"]}, quick=True),
+        case("chain_swap_expression", {"processors": ["face_swapper", "expression_restorer"]}),
+        case(
+            "chain_swap_enhance_frame",
+            {"processors": ["face_swapper", "face_enhancer", "frame_enhancer"]},
+            facefusion_options=DISK,
+        ),
+        # 260 frames (10.4 s): the fixed plan cuts them into 3 segments (240 frames would make 2)
+        case("trim", {**SWAP, "trim_frame_start": 20, "trim_frame_end": 280}),
+        case("output_video_fps", {**SWAP, "output_video_fps": 15}),
+        case("output_video_fps_up", {**SWAP, "output_video_fps": 30}),
+        case(
+            "output_video_fps_disk",
+            {**SWAP, "output_video_fps": 15, "workflow_strategy": "disk"},
+            deliberate="FaceFusion's disk workflow at a lower rate finds faces in frame start + n of the target and "
+            "draws them on the n-th kept frame (a swap beside a moving face); the farm finds them in the frame it "
+            "draws on",
+        ),
+        case(
+            "lip_syncer_trim", {"processors": ["lip_syncer"], "trim_frame_start": 20, "trim_frame_end": 280}, voice=True
+        ),
+        case("output_video_scale", {**SWAP, "output_video_scale": 0.5}),
+        case("audio_second_track", SWAP, clip=TWO_TRACKS),
+        case("audio_encoder_quality", {**SWAP, "output_audio_encoder": "aac", "output_audio_quality": 40}),
+        case("audio_volume_50", {**SWAP, "output_audio_volume": 50}),
+        case("audio_volume_0", {**SWAP, "output_audio_volume": 0}),
+        case("hlg", SWAP, clip=ClipSpec(transfer="hlg")),
+        case("pq", SWAP, clip=ClipSpec(transfer="pq")),
+        case(
+            "reference_across_a_cut",
+            {
+                **SWAP,
+                "face_selector_mode": "reference",
+                "reference_frame_number": 200,
+                "face_selector_order": "left-right",
+            },
+            clip=CUT,
+        ),
+        case("tracker", {**SWAP, "face_tracker_score": 0.3}, clip=BLINK),
+        case("tracker_amount_0", {**SWAP, "face_tracker_score": 0.3, "target_frame_amount": 0}, clip=BLINK),
+        case(
+            "variable_frame_rate",
+            SWAP,
+            clip=ClipSpec(gap_at=150),
+            deliberate="the farm places frames on a constant-rate grid by their timestamps and repeats a "
+            "picture across a gap; FaceFusion reads frames in decoding order",
+        ),
+    ]
+    return cases
+
+
+@dataclass
+class Row:
+    name: str
+    clip: str
+    options: dict[str, Any]
+    equal: bool
+    deliberate: str
+    line: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def met(self) -> bool:
+        return self.equal or bool(self.deliberate)
+
+
+def run(cases: list[MatrixCase], work: Path, workers: int) -> list[Row]:
+    home = harness.prepare(work / "harness")
+    clips: dict[ClipSpec, Path] = {}
+    face = write_source(work / "face.png")
+    voice = write_wav(work / "voice.wav", 14.0, track=3)
+    rows = []
+    with Farm(home, work / "farm", workers=workers) as farm:
+        for item in cases:
+            if item.clip not in clips:
+                clips[item.clip] = write_clip(work / f"{item.clip.name()}.mp4", item.clip)
+            sources = [face, voice] if item.voice else [face]
+            began = time.monotonic()
+            outcome: Outcome = run_case(item.case, home, farm, sources, clips[item.clip], work)
+            print(outcome.account(), f"({time.monotonic() - began:.0f} s)", flush=True)
+            rows.append(
+                Row(item.case.name, item.clip.name(), item.case.options, outcome.equal, item.deliberate, outcome.line())
+            )
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = [f"{'case':<28} {'equal':<6} {'frames (FF, farm)':<18} {'min PSNR':>9} {'segments':>8}  differences"]
+    for row in rows:
+        line = row.line
+        differences = "; ".join(line.get("differences", [])) or "-"
+        if row.deliberate and not row.equal:
+            differences = f"DELIBERATE ({row.deliberate}): {differences}"
+        psnr = "-" if line.get("min_psnr") is None else f"{line['min_psnr']:.1f}"
+        frames = str(line.get("frames") or "-")
+        lines.append(
+            f"{row.name:<28} {'yes' if row.equal else 'NO':<6} {frames:<18} {psnr:>9} "
+            f"{line.get('segments', 0):>8}  {differences[:400]}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", help="comma-separated case names (default: all)")
+    parser.add_argument("--quick", action="store_true", help="only the cases `make test` runs")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--results", default=RESULTS_NAME, help="the results file's name in benchmarks/results")
+    parser.add_argument("--work", type=Path, help="keep clips and renders in this folder")
+    args = parser.parse_args(argv)
+    reason = harness.skip_reason()
+    if reason is not None:
+        print(reason, file=sys.stderr)
+        return 2
+    cases = matrix()
+    if args.quick:
+        cases = [item for item in cases if item.quick]
+    if args.cases:
+        wanted = set(args.cases.split(","))
+        cases = [item for item in cases if item.case.name in wanted]
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="parity-matrix-") as scratch:
+        work = args.work or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        rows = run(cases, work, args.workers)
+    met = [row for row in rows if row.met]
+    report = {
+        "goal": f"every case equal (min PSNR >= {PSNR_GOAL:g} dB, same frame count and duration, audio within one "
+        "audio frame, same colour tags) or a deliberate, documented difference",
+        "goal_met": len(met) == len(rows),
+        "cases": len(rows),
+        "equal": sum(row.equal for row in rows),
+        "deliberate": [row.name for row in rows if row.deliberate and not row.equal],
+        "not_equal": [row.name for row in rows if not row.met],
+        "wall_s": round(time.monotonic() - began, 1),
+        "rows": [asdict(row) for row in rows],
+    }
+    path = write_results(
+        args.results,
+        report,
+        {"cases": [item.case.name for item in cases], "workers": args.workers, "clip": asdict(ClipSpec())},
+    )
+    print()
+    print(table(rows))
+    print(
+        f"\n{report['equal']} of {len(rows)} equal; deliberate: {report['deliberate'] or 'none'}; "
+        f"goal {'met' if report['goal_met'] else 'NOT met'}; written to {path}"
+    )
+    print(json.dumps({"goal_met": report["goal_met"], "not_equal": report["not_equal"]}))
+    return 0 if report["goal_met"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

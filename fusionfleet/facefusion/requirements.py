@@ -1,0 +1,73 @@
+"""What FaceFusion 3.8.1's workflow and processors need from a job, so a job that lacks it is refused at submit.
+
+FaceFusion finds out late: its processors' `pre_process` refuses a run without a face image
+(face_swapper: "choose an image for the source") or an audio file (lip_syncer: "choose an audio
+for the source"), and `core.conditional_process` returns 2, without a word, when the workflow does
+not fit the target. On a farm that is after the job was queued, planned and analysed; these rules
+say it at validation instead (the slicer, `fusionfleet swap`, the tenant API's start), from the
+options and the kinds of the job's sources. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from fusionfleet.media.sniff import SourceKind
+
+__all__ = ["SourceKind", "detector_problems", "processors_of", "source_problems", "workflow_problems"]
+
+# FaceFusion's default `--processors` (program.py).
+DEFAULT_PROCESSORS = ("face_swapper",)
+# Processors whose pre_process needs a face image among the sources (face_swapper's has_image check).
+NEEDS_FACE_IMAGE = frozenset({"face_swapper"})
+# Processors whose pre_process needs an audio file among the sources (lip_syncer's has_audio check).
+NEEDS_AUDIO = frozenset({"lip_syncer"})
+
+
+def processors_of(options: Mapping[str, object]) -> tuple[str, ...]:
+    """The processors FaceFusion runs for these options, in order."""
+    value = options.get("processors")
+    if isinstance(value, list | tuple):
+        return tuple(str(item) for item in value)
+    return DEFAULT_PROCESSORS
+
+
+def workflow_problems(options: Mapping[str, object]) -> list[str]:
+    """Workflow options that cannot fit a video target."""
+    if options.get("workflow_mode") == "image-to-image":
+        return [
+            "options.workflow_mode: 'image-to-image' renders an image target; FusionFleet's targets are videos "
+            "(leave it out, or use 'image-to-video')"
+        ]
+    return []
+
+
+def detector_problems(options: Mapping[str, object]) -> list[str]:
+    """Face detection set so that FaceFusion's face swapper can never find the source's face."""
+    model = options.get("face_detector_model", "yolo_face")
+    if "face_swapper" in processors_of(options) and model == "yolo_face" and options.get("face_detector_score") == 1.0:
+        # face_detector.detect_with_yolo_face keeps scores *above* the threshold; no score is above 1.
+        return [
+            "options.face_detector_score: 1.0 lets yolo_face find no face at all (it keeps scores above the "
+            "threshold), so the face swapper would refuse every source; use at most 0.95"
+        ]
+    return []
+
+
+def source_problems(options: Mapping[str, object], kinds: Sequence[SourceKind]) -> list[str]:
+    """What the job's processors need and its sources lack, one sentence each (the kinds in `source` order)."""
+    problems = []
+    processors = processors_of(options)
+    images, audios = kinds.count("image"), kinds.count("audio")
+    if audios > 1:
+        # FaceFusion hears the first audio source only (get_first(filter_audio_paths(...))).
+        problems.append(f"source: {audios} audio files given; FaceFusion hears only the first, so give one audio file")
+    for processor in processors:
+        if processor in NEEDS_FACE_IMAGE and not images:
+            problems.append(f"source: {processor} needs a face image among the sources (JPEG, PNG or WebP)")
+        if processor in NEEDS_AUDIO and not audios:
+            problems.append(
+                f"source: {processor} needs an audio file among the sources (WAV, MP3, FLAC, Ogg/Opus or M4A) "
+                "to sync the lips to"
+            )
+    return problems

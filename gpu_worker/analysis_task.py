@@ -1,0 +1,117 @@
+"""A job's content analysis, its own step before the Map, and the render queues' two kinds of task.
+
+The state machine sends a FaceFusion job's analysis to the job's render queue (fusionfleet.messages.
+AnalysisTask), so the workers that will render its segments make its verdict with the same engine,
+in the engine process, within a limit that follows the whole target's length
+(gpu_worker.engine_host.HostPolicy.analysis_timeout_s), heartbeating its token as for any task. A
+refused verdict fails the step at once (the target is what it is: no retry); the job then ends with
+a failure notice before any segment was sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from fusionfleet.adapters.storage import Storage
+from fusionfleet.errors import InputRejected
+from fusionfleet.facefusion.content_analysis import ContentVerdict, refusal_reason
+from fusionfleet.jobs.loss import is_job_failed
+from fusionfleet.jobs.runs import is_cancelled
+from fusionfleet.messages import AnalysisTask, RenderTask, parse_render_queue_message
+from gpu_worker.attempt import Attempt
+from gpu_worker.tasks import Output, RenderHandler, TaskHandler
+
+logger = logging.getLogger(__name__)
+
+
+class Analyser(Protocol):
+    """Makes a job's verdict with the worker's engine: in its engine process (EngineHost) or inline."""
+
+    def analyse(
+        self, task: AnalysisTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> ContentVerdict: ...
+
+
+class AnalysisHandler(TaskHandler[AnalysisTask]):
+    role = "render"
+
+    def __init__(self, analyser: Analyser, storage: Storage, stopping: threading.Event) -> None:
+        self._analyser = analyser
+        self._storage = storage
+        self._stopping = stopping
+
+    def parse(self, body: str) -> AnalysisTask:
+        return AnalysisTask.model_validate_json(body)
+
+    def describe(self, task: AnalysisTask) -> str:
+        return f"content analysis of {task.job.job_id}"
+
+    def start(self, task: AnalysisTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], ContentVerdict]:
+        verdict = self._analyser.analyse(task, attempt, cancel, self._stopping)
+        if verdict.refused:
+            raise InputRejected(refusal_reason(verdict))
+        logger.info(
+            "%s: %s of %s sampled frames flagged: passed", self.describe(task), verdict.flagged, verdict.sampled
+        )
+        return lambda: verdict
+
+    def cancelled(self, task: AnalysisTask) -> bool:
+        job = task.job
+        return is_cancelled(self._storage, job.work_bucket, job.job_id) or is_job_failed(
+            self._storage, job.work_bucket, job.job_id
+        )
+
+
+RenderQueueTask = RenderTask | AnalysisTask
+
+
+class RenderQueueHandler(TaskHandler[RenderQueueTask]):
+    """A render queue's messages: segments to render, and jobs' content analyses, each to its own handler."""
+
+    role = "render"
+
+    def __init__(self, render: RenderHandler, analysis: AnalysisHandler) -> None:
+        self.render = render
+        self.analysis = analysis
+
+    def _of(self, task: RenderQueueTask) -> TaskHandler[Any]:
+        return self.analysis if isinstance(task, AnalysisTask) else self.render
+
+    def parse(self, body: str) -> RenderQueueTask:
+        return parse_render_queue_message(body)
+
+    def describe(self, task: RenderQueueTask) -> str:
+        return self._of(task).describe(task)
+
+    def start(self, task: RenderQueueTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
+        return self._of(task).start(task, cancel, attempt)
+
+    def cancelled(self, task: RenderQueueTask) -> bool:
+        return self._of(task).cancelled(task)
+
+    def saved_frames(self, task: RenderQueueTask) -> int:
+        return self._of(task).saved_frames(task)
+
+    def failed_attempts(self, task: RenderQueueTask, attempts: range) -> int:
+        return self._of(task).failed_attempts(task, attempts)
+
+    def job_lost(self, task: RenderQueueTask, error: str, cause: str, attempts: int) -> None:
+        self._of(task).job_lost(task, error, cause, attempts)
+
+    def superseded(self, task: RenderQueueTask) -> str | None:
+        return self._of(task).superseded(task)
+
+    def record_failure(self, task: RenderQueueTask, error: str, reason: str, attempt: int) -> None:
+        self._of(task).record_failure(task, error, reason, attempt)
+
+    def failure_cause(self, task: RenderQueueTask, error: str, reason: str, attempts: int) -> str:
+        return self._of(task).failure_cause(task, error, reason, attempts)
+
+    def loss_cause(self, task: RenderQueueTask) -> str | None:
+        return self._of(task).loss_cause(task)
+
+    def close(self) -> None:
+        self.render.close()  # the renderer both share

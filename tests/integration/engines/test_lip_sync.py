@@ -1,0 +1,105 @@
+"""The lip syncer on the farm hears the job's audio source at each frame's place in the whole target, as
+FaceFusion 3.8.1's own run does: however the target is cut into segments, a frame's mouth is the same.
+
+FaceFusion's code with the harness's stand-in models (the lip syncer brightens the lower half of the face
+by the mean of the audio window it is given, so a frame shows what it heard). Skipped with the reason
+where the harness cannot run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.parity.clips import write_wav
+from fleetctl.harness.pictures import clip_images
+from fusionfleet.jobs.timeline import Timeline
+from gpu_worker.engines.base import EngineJob, Frame, Image
+from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
+from gpu_worker.engines.facefusion.execution import HostFacts
+from gpu_worker.engines.facefusion.settings import EngineSettings
+from tests.support import facefusion_harness as harness
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(harness.skip_reason() is not None, reason=str(harness.skip_reason())),
+]
+CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
+FRAMES = 40
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
+    return harness.prepare(tmp_path_factory.mktemp("facefusion-harness"))
+
+
+@pytest.fixture(scope="module")
+def warm(home: harness.Harness) -> Iterator[WarmFaceFusionEngine]:
+    engine = WarmFaceFusionEngine(EngineSettings(home=home.home, python=home.python), CPU_FACTS, env=home.env)
+    engine.prepare()
+    yield engine
+    engine.close()
+
+
+def lip_job(tmp_path: Path, voice: Path, start: int = 0) -> EngineJob:
+    line = Timeline(start, FRAMES, 25, 1, 25, 1, "same")
+    return EngineJob(job_id="lips", sources=(harness.face_image(),), options={"processors": ["lip_syncer"]},
+                     fps=25.0, work_dir=tmp_path / "work", audio=voice, timeline=line)  # fmt: skip
+
+
+def segment(first: int, end: int, lead_in: int = 4) -> list[Frame]:
+    """Frames [first, end) of the target, after `lead_in` frames the worker gives as context."""
+    begin = max(0, first - lead_in)
+    pictures = clip_images(end)[begin:]  # each frame's picture is its own, whichever segment has it
+    return [
+        Frame(index, image, emit=index >= first, number=index)
+        for index, image in zip(range(begin, end), pictures, strict=True)
+    ]
+
+
+def mouths(images: list[Image], frames: list[Frame]) -> dict[int, Image]:
+    return {frame.index: image for frame, image in zip(frames, images, strict=True) if frame.emit}
+
+
+def test_a_frames_mouth_is_the_same_whichever_segment_renders_it(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN a voice whose loudness changes over time, and 40 frames of a face
+    voice = write_wav(tmp_path / "voice.wav", 3.0, track=3)
+    job = lip_job(tmp_path, voice)
+    # WHEN the frames render as one segment, and as three segments (each with its lead-in)
+    whole = mouths(list(warm.render(job, segment(0, FRAMES))), segment(0, FRAMES))
+    parts: dict[int, Image] = {}
+    for first, end in ((0, 13), (13, 27), (27, FRAMES)):
+        frames = segment(first, end)
+        parts.update(mouths(list(warm.render(job, frames)), frames))
+    # THEN every frame's picture is the same both ways: each heard the audio at its place in the target
+    assert sorted(parts) == sorted(whole) == list(range(FRAMES))
+    assert all(np.array_equal(parts[index], whole[index]) for index in range(FRAMES))
+    # AND the audio made a difference the judge can see: mouths change as the voice does
+    assert len({whole[index].tobytes() for index in range(FRAMES)}) > FRAMES // 2
+
+
+def test_the_audio_is_heard_from_the_trims_start_and_the_per_segment_engine_hears_it_so_too(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    voice = write_wav(tmp_path / "voice.wav", 3.0, track=3)
+    frames = segment(10, 30)
+    heard_from_0 = mouths(list(warm.render(lip_job(tmp_path, voice), frames)), frames)
+    # WHEN the job is trimmed to start at frame 10, FaceFusion hears frame 10 with the audio's first window
+    trimmed = mouths(list(warm.render(lip_job(tmp_path, voice, start=10), frames)), frames)
+    assert any(not np.array_equal(trimmed[index], heard_from_0[index]) for index in range(10, 30))
+    # THEN each frame hears what it would untrimmed were it numbered 10 earlier (its place in the trimmed range)
+    shifted = [replace(frame, number=frame.index - 10) for frame in frames]
+    moved = mouths(list(warm.render(lip_job(tmp_path, voice), shifted)), shifted)
+    assert all(np.array_equal(moved[index], trimmed[index]) for index in range(10, 30))
+    # AND the per-segment engine, whose headless-run would number frames from the segment, renders a
+    # job with an audio source in a warm process: the same pictures
+    engine = FaceFusionEngine(EngineSettings(home=home.home, python=home.python), CPU_FACTS, env=home.env)
+    try:
+        again = mouths(list(engine.render(lip_job(tmp_path, voice, start=10), frames)), frames)
+    finally:
+        engine.close()
+    assert all(np.array_equal(again[index], trimmed[index]) for index in range(10, 30))
