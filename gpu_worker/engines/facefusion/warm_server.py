@@ -12,7 +12,7 @@ processors' `pre_check` once per distinct option set and their `pre_process` per
 renders each frame through `workflows.core.process_temp_frame` on a thread pool of FaceFusion's
 execution thread count. Inference sessions stay in FaceFusion's pool between segments; the video
 memory strategy is `tolerant` so its post-processing keeps them, and the first segment of a new option
-set releases the pools it did not use (the engine host bounds memory by recycling this process with its
+set releases the processors' pools it did not use (the engine host bounds memory by recycling this process with its
 engine). Frames sent with `"process": false` are context only (lead-in and lead-out: the tracker's
 neighbours) and answered `skipped`. As FaceFusion does, a frame is scaled to the output size before its
 processors see it (`output_video_scale`, vision.scale_resolution), its neighbours are not.
@@ -51,6 +51,8 @@ FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' 
 # FaceFusion's face store is keyed by a frame's pixels alone, whatever the options that found the faces;
 # the options that decide which faces are found and chosen (its UI clears the store when any changes).
 FACE_OPTION_PREFIXES = ("face_detector_", "face_landmarker_", "face_selector_", "reference_face_")
+# Inference contexts (inference_manager.get_inference_context) begin with the module's name.
+PROCESSOR_MODULES = "facefusion.processors.modules."
 
 
 def write_message(stream: IO[bytes], header: dict[str, Any], payload: bytes | memoryview = b"") -> None:
@@ -126,8 +128,7 @@ class FaceFusion:
         self.parsed: dict[tuple[str, ...], dict[str, Any]] = {}
         self.face_options: list[tuple[str, str]] | None = None  # those the face store was filled under
         self.job: str | None = None  # the job whose faces the face store holds
-        self.used_pools: set[int] = set()  # ids of the inference pools asked for since `begin_using`
-        self.analyser_pools: set[int] = set()  # those the last content analysis used: kept for the next job
+        self.used_pools: set[int] = set()  # ids of the inference pools asked for since the segment began
         create = inference_manager.create_inference_session
 
         def counted(model_path: str, *args: Any, **kwargs: Any) -> Any:
@@ -200,17 +201,18 @@ class FaceFusion:
             self.job = job
 
     def release_unused_pools(self) -> list[str]:
-        """Drop the inference pools neither this option set's first segment nor the last analysis used.
+        """Drop the processors' inference pools this option set's first segment did not use.
 
-        Returns the model files whose sessions were released.
+        Only processors' (an enhancer, an age modifier: what one option set has and the next may not):
+        the face-analysis models serve every option set, and a segment whose faces the face store
+        already held asks for none of them. Returns the released pools' model names.
         """
         from facefusion import inference_manager
 
-        kept = self.used_pools | self.analyser_pools
         released: list[str] = []
         for pools in inference_manager.INFERENCE_POOL_SET.values():
             for context, pool in list(pools.items()):
-                if id(pool) not in kept:
+                if context.startswith(PROCESSOR_MODULES) and id(pool) not in self.used_pools:
                     released.extend(sorted(pool))
                     del pools[context]
         return released
@@ -447,14 +449,12 @@ def analyse(
         if not core.common_pre_check() or not content_analyser.pre_check():
             raise Refused(last_log_line() or "FaceFusion's content analyser is missing or fails its checks")
     send({"op": "ready"})
-    engine.used_pools.clear()
     flags: list[bool] = []
     while True:
         message, payload = receive()
         if message["op"] == "end":
             break
         flags.append(bool(content_analyser.analyse_frame(frame_from(message, payload))))
-    engine.analyser_pools = set(engine.used_pools)
     send({"op": "analysed", "flags": flags})
 
 

@@ -552,3 +552,18 @@ def test_stand_ins_refuse_what_the_real_models_refuse(home: harness.Harness) -> 
     # THEN every one is refused, as the real model would be
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout) == dict.fromkeys(wrong, True)
+
+
+def test_a_new_option_set_releases_the_sessions_it_no_longer_uses(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN a warm engine that rendered a job with the face enhancer (its sessions loaded)
+    enhanced = {"face_selector_mode": "one", "processors": ["face_swapper", "face_enhancer"]}
+    list(warm.render(_job(tmp_path, enhanced), harness.clip(2)))
+    # WHEN a job of another option set, without the enhancer, renders two segments
+    plain = {"face_selector_mode": "one", "face_swapper_weight": 0.6}
+    list(warm.render(_job(tmp_path, plain), harness.clip(2)))
+    first = warm.stats.released
+    list(warm.render(_job(tmp_path, plain), harness.clip(2, start=2)))
+    # THEN its first segment released the enhancer's sessions (those it did not ask for), and kept its own;
+    # its next segment released nothing and created nothing
+    assert "face_enhancer" in first and "face_swapper" not in first, first
+    assert warm.stats.released == () and warm.stats.session_loads == 0
