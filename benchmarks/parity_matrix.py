@@ -24,12 +24,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.parity.clips import ClipSpec, write_clip, write_source, write_wav
 from benchmarks.parity.farm import Farm
 from benchmarks.parity.judge import PSNR_GOAL
 from benchmarks.parity.run import Case, Outcome, run_case
 from benchmarks.provenance import write_results
 from fleetctl.harness import facefusion as harness
+
+GOALS = (
+    Goal("cases_differing", "==", 0, "cases neither equal nor a documented, deliberate difference"),
+    Goal("cases_equal_fraction", ">=", 0.8, "cases equal (frames, duration, audio, colour tags)"),
+)
 
 RESULTS_NAME = "parity.json"
 SWAP = {"processors": ["face_swapper"]}
@@ -199,8 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reason = harness.skip_reason()
     if reason is not None:
-        print(reason, file=sys.stderr)
-        return 2
+        raise SystemExit(f"the parity matrix cannot run here: {reason}")
     cases = matrix()
     if args.quick:
         cases = [item for item in cases if item.quick]
@@ -213,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         rows = run(cases, work, args.workers)
     met = [row for row in rows if row.met]
+    verdicts = judge(GOALS, {
+        "cases_differing": len(rows) - len(met),
+        "cases_equal_fraction": round(sum(row.equal for row in rows) / len(rows), 3) if rows else None,
+    })  # fmt: skip
     report = {
         "goal": f"every case equal (min PSNR >= {PSNR_GOAL:g} dB, same frame count and duration, audio within one "
         "audio frame, same colour tags) or a deliberate, documented difference",
@@ -223,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         "not_equal": [row.name for row in rows if not row.met],
         "wall_s": round(time.monotonic() - began, 1),
         "rows": [asdict(row) for row in rows],
+        **recorded(verdicts),
     }
     path = write_results(
         args.results,
@@ -235,8 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{report['equal']} of {len(rows)} equal; deliberate: {report['deliberate'] or 'none'}; "
         f"goal {'met' if report['goal_met'] else 'NOT met'}; written to {path}"
     )
+    print(goal_table(verdicts))
     print(json.dumps({"goal_met": report["goal_met"], "not_equal": report["not_equal"]}))
-    return 0 if report["goal_met"] else 1
+    return exit_status(verdicts)
 
 
 if __name__ == "__main__":

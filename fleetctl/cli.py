@@ -241,7 +241,7 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
 
 def _describe(view: JobView) -> str:
     counts = view.segments
-    if not counts.total and view.analysis is not None:
+    if view.analysis is not None:
         read = view.analysis
         return f"{view.state} content analysis {bar(read.frames_read, read.frame_count)} {read.percent:.0f} %"
     if not counts.total:

@@ -173,7 +173,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             f"segments  {counts.done} done, {counts.failed} failed, {counts.running} running, "
             f"{counts.pending} pending, {counts.total} total"
         )
-    elif view.analysis is not None:
+    if view.analysis is not None:
         read = view.analysis
         print(
             f"analysis  {read.percent:.0f} % of the target read ({read.frames_read} of {read.frame_count} frames, "

@@ -54,7 +54,7 @@ class JobReader:
         `in_flight`: ask the orchestrator how many of its segments are in flight (one call more)."""
         facts = self.records.facts(job_id, known)
         view = self._view(facts, in_flight=in_flight)
-        if view.state is JobState.RUNNING and not view.segments.total:
+        if view.state is JobState.RUNNING and not (view.segments.done or view.segments.running):
             return replace(view, analysis=self._analysis(facts))
         return view
 
@@ -131,8 +131,9 @@ class JobReader:
 
     def _analysis(self, facts: JobFacts) -> AnalysisProgress | None:
         """How far the job's content analysis has read, while it runs (None before it starts, or with none)."""
-        if facts.context is None or facts.context.content_analysis is None:
-            return None
+        verdict = facts.context.content_analysis if facts.context is not None else None
+        if verdict is None or self.records.json(verdict.key) is not None:
+            return None  # none, or made already: the segments run
         raw = self.records.json(layout.content_analysis_progress_key(facts.job_id))
         return AnalysisProgress.model_validate(raw) if isinstance(raw, dict) else None
 

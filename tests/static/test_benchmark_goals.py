@@ -10,6 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
+# Tools a benchmark runs, not benchmarks: the parity judge of one case answers equal or not by its exit
+# status and writes no results file (its matrix, parity_matrix.py, is the benchmark).
+TOOLS = {"parity/__main__.py"}
 
 
 def entry_points() -> list[Path]:
@@ -18,6 +21,8 @@ def entry_points() -> list[Path]:
     for path in sorted(BENCHMARKS.rglob("*.py")):
         tree = ast.parse(path.read_text())
         has_main = any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body)
+        if path.relative_to(BENCHMARKS).as_posix() in TOOLS:
+            continue
         if has_main and ("__main__" in path.read_text() or path.name == "__main__.py"):
             found.append(path)
     return found

@@ -456,7 +456,8 @@ def test_an_input_without_the_notice_claim_gets_the_modules_before_any_work() ->
     # WHEN it starts, THEN before any work it carries exactly what the module would have put there
     assert not holds(start["Choices"][0], old_input)
     default = flat[start["Default"]]
-    assert (default["ResultPath"], default["Next"]) == ("$.final_notice", "RenderSegments")
+    # (the work begins with the choice of a content analysis step before the segments)
+    assert (default["ResultPath"], default["Next"]) == ("$.final_notice", "AnalyseFirst")
     assert parameters(default["Parameters"], old_input) == state_machine_claim("job-1")
     # AND an input that has it goes straight to the work
-    assert holds(start["Choices"][0], JOB_INPUT) and start["Choices"][0]["Next"] == "RenderSegments"
+    assert holds(start["Choices"][0], JOB_INPUT) and start["Choices"][0]["Next"] == "AnalyseFirst"

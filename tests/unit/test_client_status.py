@@ -65,5 +65,5 @@ def test_a_job_analysing_its_target_says_how_far_it_has_read() -> None:
     orchestrator.states[arn] = Execution(arn, "RUNNING", datetime.now(UTC), None)
     # WHEN its status is read THEN it says so (no segment has been sent yet: no Map Run)
     status = Client(storage, orchestrator, RESOURCES).status("clip-3")
-    assert not status.segments.total and status.analysis == progress
+    assert not status.segments.done and status.analysis == progress
     assert "content analysis" in _describe(status) and "33 %" in _describe(status)

@@ -17,8 +17,7 @@ engine). Frames sent with `"process": false` are context only (lead-in and lead-
 neighbours) and answered `skipped`. As FaceFusion does, a frame is scaled to the output size before its
 processors see it (`output_video_scale`, vision.scale_resolution), its neighbours are not.
 
-The wire format: each message is a 4-byte big-endian length, a JSON header of that length, and,
-when the header has `"bytes": n`, n raw bytes (a frame: height × width × 3 BGR uint8).
+The wire format is `wire.py`'s.
 """
 
 from __future__ import annotations
@@ -26,9 +25,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
-import json
 import os
-import struct
 import sys
 import threading
 import time
@@ -40,12 +37,15 @@ from typing import IO, Any
 
 import numpy as np
 
-try:  # in the project's interpreter (the engine's side); FaceFusion's imports it from beside this file
+try:  # in the project's interpreter (the engine's side); FaceFusion's imports them from beside this file
     from gpu_worker.engines.facefusion.frame_ring import FrameRing
+    from gpu_worker.engines.facefusion.wire import HEADER, frame_bytes, frame_from, read_message, write_message
 except ImportError:  # pragma: no cover - FaceFusion's interpreter
     from frame_ring import FrameRing  # type: ignore[no-redef,import-not-found]
+    from wire import HEADER, frame_bytes, frame_from, read_message, write_message  # type: ignore[no-redef,import-not-found]
 
-HEADER = struct.Struct(">I")
+__all__ = ["HEADER", "frame_bytes", "frame_from", "read_message", "write_message"]  # the wire, for the engine's side
+
 PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
 FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' worth)
 # FaceFusion's face store is keyed by a frame's pixels alone, whatever the options that found the faces;
@@ -53,48 +53,6 @@ FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' 
 FACE_OPTION_PREFIXES = ("face_detector_", "face_landmarker_", "face_selector_", "reference_face_")
 # Inference contexts (inference_manager.get_inference_context) begin with the module's name.
 PROCESSOR_MODULES = "facefusion.processors.modules."
-
-
-def write_message(stream: IO[bytes], header: dict[str, Any], payload: bytes | memoryview = b"") -> None:
-    if payload:
-        header = {**header, "bytes": len(payload)}
-    data = json.dumps(header).encode()
-    stream.write(HEADER.pack(len(data)) + data)
-    if payload:
-        stream.write(payload)
-    stream.flush()
-
-
-def read_exact(stream: IO[bytes], size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = stream.read(size)
-        if not chunk:
-            raise EOFError("the other side closed the pipe")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], bytes]:
-    (size,) = HEADER.unpack(read_exact(stream, HEADER.size))
-    header: dict[str, Any] = json.loads(read_exact(stream, size))
-    payload = read_exact(stream, int(header["bytes"])) if header.get("bytes") else b""
-    return header, payload
-
-
-def frame_bytes(image: np.ndarray) -> bytes:
-    return np.ascontiguousarray(image[:, :, :3], dtype=np.uint8).tobytes()
-
-
-def frame_from(header: dict[str, Any], payload: bytes, ring: FrameRing | None = None) -> np.ndarray:
-    """A frame sent in the pipe, or (`"slot"` in its header) left in the shared ring: copied out either way."""
-    height, width = header["shape"]
-    if "slot" in header:
-        if ring is None:
-            raise ValueError("a frame was left in a shared ring this process was not given")
-        return ring.take(int(header["slot"]), (height, width, 3))
-    return np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3).copy()
 
 
 class Refused(Exception):
