@@ -84,7 +84,7 @@ import onnxruntime as ort
 folder, names = sys.argv[1], json.loads(sys.argv[2])
 report = {"available": ort.get_available_providers(), "models": {}}
 for name in names:
-    path = f"{folder}/{name}.onnx"
+    path = f"{folder}/{name}"  # an ONNX file by its path in the folder (a .dfm is one too)
     cuda = ort.InferenceSession(path, providers=["CUDAExecutionProvider"])
     cpu = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(7)
@@ -128,7 +128,7 @@ def check_cuda_provider(python: str | None, folder: Path) -> Proof:
     )  # fmt: skip
     if built.returncode != 0:
         return failed(name, f"the stand-in models were not built: {built.stderr.strip()[-500:]}")
-    models = [Path(model).stem for model in json.loads(built.stdout)]
+    models = list(json.loads(built.stdout))
     ran = subprocess.run(
         [python, "-c", PROVIDER_PROGRAM, str(folder), json.dumps(models)],
         capture_output=True, text=True, timeout=300, check=False,
