@@ -28,7 +28,7 @@ PLVENV := .venv-parliament
 # against the template's roles (tests/support/iam/). Needs Node 20 or newer.
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-sim bench-recovery chaos soak up down status clean
 
 all: test
 
@@ -149,6 +149,10 @@ bench-fleet: venv localstack-env
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim
+
+# Kill → a segment running again, SIGTERM → a worker drained, on the local stack (benchmarks/recovery.py).
+bench-recovery: venv localstack-env
+	$(PY) -m benchmarks.recovery
 
 up: venv localstack-env
 	$(VENV)/bin/fusionfleet local up

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.provenance import write_results
 from gpu_worker.engines.base import EngineJob
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
@@ -40,6 +41,7 @@ from tests.support import facefusion_harness as harness
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GOAL_FIXED_SHARE = 0.05  # the warm engine's fixed cost, as a share of the old path's
+GOALS = (Goal("fixed_cost_share", "<", GOAL_FIXED_SHARE, "warm engine's fixed cost / per-segment engine's"),)
 LENGTHS = (4, 8, 16)  # frames per segment
 SHORT = LENGTHS[0]
 
@@ -205,7 +207,7 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
@@ -213,10 +215,15 @@ def main() -> None:
     if reason:
         raise SystemExit(f"cannot run: {reason}")
     result = measure(args.repeats)
+    # An unsound fit (a negative slope) measures nothing: the goal is then not met.
+    sound = result["per_segment"]["fit_sound"] and result["warm"]["fit_sound"]
+    verdicts = judge(GOALS, {"fixed_cost_share": result["fixed_cost_share"] if sound else None})
     RESULTS.mkdir(exist_ok=True)
-    write_results("facefusion_fixed_cost.json", result, vars(args))
+    write_results("facefusion_fixed_cost.json", {**result, **recorded(verdicts)}, vars(args))
     print(table(result))
+    print("\n" + goal_table(verdicts))
+    return exit_status(verdicts)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -18,13 +18,16 @@ import platform
 import shutil
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.provenance import write_results
 from fleetctl.client import Client
 from fleetctl.local.paths import LocalPaths
-from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.local.processes import UpOptions
+from fleetctl.local.supervisor import LocalStack
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
@@ -32,18 +35,20 @@ from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage, get_json
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-GOALS = {
-    "slicer_read_share": 0.05,
-    "orchestration_share": 0.05,
-    "merge_share": 0.03,
-    "speedup_2_workers": 1.8,
-}
+GOALS = (
+    Goal("slicer_read_share", "<", 0.05, "slicer bytes read / target size"),
+    Goal("orchestration_share", "<", 0.05, "orchestration overhead / end-to-end (1 worker)"),
+    Goal("merge_share", "<", 0.03, "merge / end-to-end (1 worker)"),
+    Goal("speedup_2_workers", ">=", 1.8, "speed-up, 2 workers vs 1 (CPU-bound engine)"),
+)
+TARGET = {goal.measure: goal.target for goal in GOALS}
 
 
 @dataclass
@@ -117,7 +122,12 @@ def measure_slicer(bench: Bench, target: Path) -> dict[str, Any]:
         storage,
         StepFunctions(bench.aws.client("stepfunctions")),
         SnsNotifier(bench.aws.client("sns")),
-        SlicerConfig(bench.resources.work_bucket, bench.resources.state_machine_arn, bench.resources.topic_arn),
+        SlicerEnvironment(
+            region=bench.aws.region,
+            work_bucket=bench.resources.work_bucket,
+            state_machine_arn=bench.resources.state_machine_arn,
+            topic_arn=bench.resources.topic_arn,
+        ),
     )
     began = time.monotonic()
     outcome = slicer.handle(bucket, key)
@@ -148,7 +158,8 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
     bench.wait_for_notice(inbox, submission.job_id)
     end_to_end = time.monotonic() - began
     status = client.status(submission.job_id)
-    if status.state != "SUCCEEDED" or not status.output:
+    result = status.result
+    if result is None:
         raise RuntimeError(f"benchmark job {submission.job_id} ended {status.state}: {status.reason}")
     storage = bench.storage
     plan = get_json(storage, bench.resources.work_bucket, layout.plan_key(submission.job_id))
@@ -158,11 +169,9 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
         )
         for item in plan
     ]
-    timings = status.output["timings"]
+    timings = result.timings
     worker_s = sum(r.total_s for r in records)
-    execution = status.execution
-    assert execution is not None and execution.started is not None
-    started = execution.started.timestamp()
+    started = datetime.fromisoformat(str(timings["started_at"])).timestamp()
     ordered = sorted(records, key=lambda r: r.started_at)
     first_sent = min(r.started_at - r.queued_s for r in records)
     gaps = sum(max(0.0, b.started_at - a.finished_at) for a, b in itertools.pairwise(ordered))
@@ -179,7 +188,7 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
     return {
         "job_id": submission.job_id,
         "segments": len(records),
-        "frames": status.output["frames"],
+        "frames": result.frames,
         "end_to_end_s": round(end_to_end, 3),
         "render_wall_s": timings["render_s"],
         "worker_s": round(worker_s, 3),
@@ -234,7 +243,6 @@ def main() -> int:
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "engine": args.engine,
         "threads_per_worker": args.threads,
-        "goals": GOALS,
     }
     try:
         print("making media…")
@@ -284,30 +292,35 @@ def main() -> int:
     gap_per_segment = one["overhead_breakdown"]["gaps_between_segments_s"] / one["segments"]
     results["summary"] = [
         ("slicer bytes read / target size", f"{slicer['read_share']:.4%} of {slicer['target_bytes'] / 1e6:.0f} MB",
-         f"< {GOALS['slicer_read_share']:.0%}", slicer["read_share"] < GOALS["slicer_read_share"]),
+         f"< {TARGET['slicer_read_share']:.0%}", slicer["read_share"] < TARGET["slicer_read_share"]),
         ("slicer time", f"{slicer['slicer_s']:.2f} s", "", True),
         ("orchestration overhead / end-to-end (1 worker)", f"{orchestration_share:.2%}",
-         f"< {GOALS['orchestration_share']:.0%}", orchestration_share < GOALS["orchestration_share"]),
+         f"< {TARGET['orchestration_share']:.0%}", orchestration_share < TARGET["orchestration_share"]),
         ("  without LocalStack's map-run start", f"{results['orchestration']['share_without_emulator_map_start']:.2%}",
          f"({emulator_start:.2f} s of it)", True),
         ("  between segments, per segment", f"{gap_per_segment:.3f} s", "", True),
         ("merge / end-to-end (1 worker)", f"{results['merge_share']:.2%} ({one['merge_s']:.2f} s)",
-         f"< {GOALS['merge_share']:.0%}", results["merge_share"] < GOALS["merge_share"]),
+         f"< {TARGET['merge_share']:.0%}", results["merge_share"] < TARGET["merge_share"]),
         ("end-to-end, 1 / 2 workers (copy engine)", f"{one['end_to_end_s']:.2f} / {two['end_to_end_s']:.2f} s",
          f"{results['speedup_2_workers_copy_engine']:.2f}x", True),
         (f"end-to-end, 1 / 2 workers ({args.scaling_engine})",
          f"{bound_one['end_to_end_s']:.2f} / {bound_two['end_to_end_s']:.2f} s", "", True),
         ("speed-up, 2 workers vs 1 (CPU-bound engine)", f"{results['speedup_2_workers']:.2f}x",
-         f">= {GOALS['speedup_2_workers']}x", results["speedup_2_workers"] >= GOALS["speedup_2_workers"]),
+         f">= {TARGET['speedup_2_workers']}x", results["speedup_2_workers"] >= TARGET["speedup_2_workers"]),
     ]  # fmt: skip
+    verdicts = judge(GOALS, {
+        "slicer_read_share": slicer["read_share"], "orchestration_share": orchestration_share,
+        "merge_share": results["merge_share"], "speedup_2_workers": results["speedup_2_workers"],
+    })  # fmt: skip
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "pipeline.json" if args.engine == "copy" else f"pipeline-{args.engine}.json"
-    write_results(name, results, vars(args))
+    write_results(name, {**results, **recorded(verdicts)}, vars(args))
     print()
     print(table(results))
+    print("\n" + goal_table(verdicts))
     print(f"\nwritten to {RESULTS / name}")
     shutil.rmtree(paths.scratch, ignore_errors=True)
-    return 0
+    return exit_status(verdicts)
 
 
 if __name__ == "__main__":

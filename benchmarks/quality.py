@@ -420,9 +420,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "goals": goals,
         "all_pass": all(goal["pass"] for goal in goals.values()),
     }
+    # Named as every benchmark names it (benchmarks.goals): every goal met, each recorded with its value.
+    report["goals_met"] = report["all_pass"]
     write_results("quality.json", report, vars(args))
     print_table(report)
-    return 0 if report["all_pass"] else 1
+    return 0 if report["goals_met"] else 1
 
 
 if __name__ == "__main__":

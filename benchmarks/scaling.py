@@ -19,17 +19,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.pipeline import Bench, run_job
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
-from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.local.processes import UpOptions
+from fleetctl.local.supervisor import LocalStack
 from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import AwsTarget
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-GOALS = {"speedup_2_workers": 1.7, "burst_to_max_s": 60.0}
+GOALS = (
+    Goal("speedup_sized_plan", ">=", 1.7, "speed-up, 2 workers vs 1, plans sized to the fleet"),
+    Goal("reached_max_workers_s", "<=", 60.0, "a burst: 1 → 4 workers (autoscaler), seconds"),
+)
 
 
 def up(stack: LocalStack, workers: int, max_workers: int | None, port: int, engine: str) -> Bench:
@@ -119,7 +124,6 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "load_average_1m_at_start": round(os.getloadavg()[0], 2),
-        "goals": GOALS,
     }
     try:
         results["speedup"] = speedup(stack, clip, args.port)
@@ -127,8 +131,12 @@ def main() -> int:
             results["autoscaling"] = burst(stack, long_clip, args.port)
     finally:
         stack.down()
+        verdicts = judge(GOALS, {
+            "speedup_sized_plan": results.get("speedup", {}).get("speedup_sized_plan"),
+            "reached_max_workers_s": results.get("autoscaling", {}).get("reached_max_workers_s"),
+        })  # fmt: skip
         RESULTS.mkdir(parents=True, exist_ok=True)
-        write_results("scaling.json", results, vars(args))
+        write_results("scaling.json", {**results, **recorded(verdicts)}, vars(args))
     runs = results["speedup"]["runs"]
     print(f"\n{'run':<16} {'segments':>8} {'end to end':>11} {'render':>8} {'load 1m':>8}")
     for name, run in runs.items():
@@ -137,13 +145,13 @@ def main() -> int:
             f" {run['load_average_1m_before']:>8.2f}"
         )
     gains = results["speedup"]
-    print(f"speed-up, fixed plan {gains['speedup_fixed_plan']:.2f}x; "
-          f"sized plan {gains['speedup_sized_plan']:.2f}x (goal >= {GOALS['speedup_2_workers']}x)")  # fmt: skip
+    print(f"speed-up, fixed plan {gains['speedup_fixed_plan']:.2f}x; sized plan {gains['speedup_sized_plan']:.2f}x")
     if "autoscaling" in results:
         scale = results["autoscaling"]
-        print(f"autoscaling 1..4: at 4 workers after {scale['reached_max_workers_s']} s (goal <= 60 s); "
+        print(f"autoscaling 1..4: at 4 workers after {scale['reached_max_workers_s']} s; "
               f"back at 1 worker {scale['back_to_min_after_done_s']} s after the job")  # fmt: skip
-    return 0
+    print("\n" + goal_table(verdicts))
+    return exit_status(verdicts)
 
 
 if __name__ == "__main__":

@@ -24,11 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.pipeline import Bench, run_job
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
+from fleetctl.local.processes import UpOptions
 from fleetctl.local.state import LocalState
-from fleetctl.local.supervisor import LocalStack, UpOptions
+from fleetctl.local.supervisor import LocalStack
 from fleetctl.samples import write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
@@ -103,6 +105,23 @@ def copies(bench: Bench, job_id: str) -> dict[str, Any]:
     }
 
 
+# Backup copies must cut the tail a slow host makes: the render phase with them at most 60 % of without
+# (medians), and a copy must win the slow host's segment in every run with them.
+GOALS = (
+    Goal("render_on_over_off", "<=", 0.6, "render phase with backup copies / without (medians)"),
+    Goal("runs_won_by_backup_share", "==", 1.0, "share of runs with copies where a copy won"),
+)
+
+
+def straggler_measures(runs: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The goals' measures from the runs (None: a side with no run). Pure."""
+    off = [run["render_wall_s"] for run in runs if not run["backups"]]
+    on = [run for run in runs if run["backups"]]
+    ratio = statistics.median(r["render_wall_s"] for r in on) / statistics.median(off) if on and off else None
+    won = sum(1 for run in on if run["won_by_backup"]) / len(on) if on else None
+    return {"render_on_over_off": ratio, "runs_won_by_backup_share": won}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=4599)
@@ -163,7 +182,8 @@ def main() -> int:
                     "end_to_end_s": times,
                 }
         results["summary"] = summary
-        write_results("stragglers.json", results, vars(args))
+        verdicts = judge(GOALS, straggler_measures(results["runs"]))
+        write_results("stragglers.json", {**results, **recorded(verdicts)}, vars(args))
     print(
         f"\n{'run':>3} {'backups':>7} {'end to end':>11} {'render':>8} {'slow held':>10} {'backup won':>11} {'load':>5}"
     )
@@ -175,7 +195,8 @@ def main() -> int:
         )
     for name, figures in results["summary"].items():
         print(f"backups {name}: median {figures['end_to_end_s_median']} s end to end")
-    return 0
+    print("\n" + goal_table(verdicts))
+    return exit_status(verdicts)
 
 
 if __name__ == "__main__":

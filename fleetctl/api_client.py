@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from fusionfleet.errors import FusionFleetError
+from fusionfleet.jobs.states import parse_state
 
 ENV_API_URL = "FUSIONFLEET_API_URL"
 ENV_TOKEN = "FUSIONFLEET_TOKEN"
-FINAL_STATES = ("SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")
 
 
 class ApiError(FusionFleetError):
@@ -74,9 +74,17 @@ class ApiClient:
         while True:
             status = self.call("GET", f"/jobs/{job_id}")
             on_update(status)
-            if status["state"] in FINAL_STATES or time.monotonic() > deadline:
+            if ended(status) or time.monotonic() > deadline:
                 return status
             time.sleep(poll_s)
+
+
+def ended(status: dict[str, Any]) -> bool:
+    """Whether a job the API answered for has ended (its `ended`; an older API's state alone)."""
+    if "ended" in status:
+        return bool(status["ended"])
+    state = parse_state(str(status.get("state", "")))
+    return state is not None and state.ended
 
 
 def form_body(fields: dict[str, str], name: str, data: bytes) -> tuple[bytes, str]:

@@ -5,42 +5,39 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from fleetctl import connection
-from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download
-from fleetctl.client import Client, JobStatus, build_manifest
+from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download, ended
+from fleetctl.client import Client, build_manifest
 from fleetctl.dashboard import publish
-from fleetctl.local.supervisor import UpOptions
-from fleetctl.notices import SqsNoticeInbox
+from fleetctl.job_commands import (
+    EXIT_FAILED,
+    EXIT_REJECTED,
+    EXIT_TIMEOUT,
+    client_of,
+    cmd_cancel,
+    cmd_list,
+    cmd_logs,
+    cmd_retry,
+    cmd_status,
+    cmd_workers,
+    notice_inbox_of,
+    say,
+)
+from fleetctl.local.processes import UpOptions
 from fleetctl.preflight import command as preflight_command
 from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
-from fleetctl.tables import duration, table
-from fusionfleet.adapters.notify import SnsNotifier
-from fusionfleet.adapters.orchestrator import StepFunctions
-from fusionfleet.adapters.storage import S3Storage
-from fusionfleet.errors import FusionFleetError, JobNotFound
+from fusionfleet.errors import FusionFleetError
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.facefusion.options import OptionsError
-from fusionfleet.fleet.tenants import notice_tenant
-from fusionfleet.jobs.ids import tenant_of_job
+from fusionfleet.fleet.workers import DEFAULT_LOST_AFTER_S
 from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
+from fusionfleet.jobs.states import JobState, parse_state
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
+from fusionfleet.jobs.views import JobView
 from fusionfleet.progress import ProgressLine, bar
-from fusionfleet.services.operations import DEFAULT_LOST_AFTER_S, JOB_STATES, JobSummary, Operations
-
-EXIT_FAILED = 1
-EXIT_REJECTED = 2
-EXIT_TIMEOUT = 3
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
@@ -167,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection(status)
 
     listing = commands.add_parser("list", help="recent jobs: state, priority, segments done/total, age, output")
-    listing.add_argument("--state", choices=JOB_STATES, help="only jobs in this state")
+    listing.add_argument("--state", choices=list(JobState), help="only jobs in this state")
     listing.add_argument("--limit", type=int, default=20, help="at most this many jobs, newest first (default 20)")
     listing.add_argument("--tenant", help="only this tenant's jobs ('-': only single-tenant jobs)")
     _add_connection(listing)
@@ -216,67 +213,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _client(args: argparse.Namespace) -> Client:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    resources = conn.resources()
-    return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
-
-
-def _notice_inbox(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | None:
-    """An inbox for the job's notice; None (wait by polling) where this identity may not make one."""
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    try:
-        return SqsNoticeInbox.open(conn.aws.client("sqs"), conn.aws.client("sns"), conn.resources().topic_arn, job_id)
-    except (BotoCoreError, ClientError) as error:
-        say(f"following the job by polling (no notice queue: {error})")
-        return None
-
-
-def _operations(args: argparse.Namespace, lost_after_s: float = DEFAULT_LOST_AFTER_S) -> Operations:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    return Operations(
-        S3Storage(conn.aws.client("s3")),
-        StepFunctions(conn.aws.client("stepfunctions")),
-        SnsNotifier(conn.aws.client("sns")),
-        conn.resources(),
-        lost_after_s=lost_after_s,
-    )
-
-
-def _age(when: datetime | None, now: float) -> str:
-    return duration(now - when.timestamp()) if when else "-"
-
-
-def _segments(job: JobSummary) -> str:
-    if not job.segments_total:
-        return "-"
-    return f"{job.segments_done}/{job.segments_total}" + (
-        f" ({job.segments_failed} failed)" if job.segments_failed else ""
-    )
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    tenant = check_tenant(args.tenant) if args.tenant else None
-    jobs = _operations(args).list_jobs(args.state, args.limit, tenant)
-    if not jobs:
-        say("no jobs" + (f" in state {args.state}" if args.state else "") + (f" of tenant {tenant}" if tenant else ""))
-        return 0
-    now = time.time()
-    rows = [
-        (
-            job.job_id,
-            job.state,
-            job.priority or "-",
-            _segments(job),
-            _age(job.submitted_at, now),
-            job.output or job.reason,
-        )
-        for job in jobs
-    ]
-    print("\n".join(table(("JOB", "STATE", "PRIORITY", "SEGMENTS", "AGE", "OUTPUT / REASON"), rows)))
-    return 0
-
-
 def cmd_subscribe(args: argparse.Namespace) -> int:
     check_tenant(args.tenant)  # before reaching for the stack
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
@@ -289,63 +225,12 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cancel(args: argparse.Namespace) -> int:
-    print(_operations(args).cancel(args.job_id))
-    return 0
-
-
-def cmd_retry(args: argparse.Namespace) -> int:
-    print(_operations(args).retry(args.job_id))
-    return 0
-
-
-def _clock(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S") if epoch else "-"
-
-
-def cmd_logs(args: argparse.Namespace) -> int:
-    attempts = _operations(args).logs(args.job_id, args.segment)
-    if not attempts:
-        say("no attempts recorded" + (f" for segment {args.segment}" if args.segment is not None else "") + " yet")
-        return 0
-    rows = [
-        (
-            item.segment, item.attempt, item.worker or "-",
-            f"{item.status} (backup copy)" if item.copy_number else item.status, _clock(item.started_at),
-            _clock(item.finished_at), f"{item.finished_at - item.started_at:.1f}s" if item.finished_at else "-",
-            f"{item.engine_s:.2f}s", ": ".join(part for part in (item.error, item.reason) if part),
-        )
-        for item in attempts
-    ]  # fmt: skip
-    headers = ("SEGMENT", "ATTEMPT", "WORKER", "STATUS", "STARTED", "FINISHED", "TOOK", "ENGINE", "ERROR")
-    print("\n".join(table(headers, rows, right=(0, 1, 6, 7))))
-    return 0
-
-
-def cmd_workers(args: argparse.Namespace) -> int:
-    workers = _operations(args, args.lost_after).workers()
-    if not workers:
-        say("no workers have a presence record")
-        return 0
-    now = time.time()
-    rows = [
-        (
-            worker.name, worker.role, worker.engine or "-", worker.current or "-", worker.segments_done,
-            f"{_age(worker.last_heartbeat, now)} ago", "LOST" if worker.lost else "alive",
-        )
-        for worker in workers
-    ]  # fmt: skip
-    print("\n".join(table(("NAME", "ROLE", "ENGINE", "CURRENT", "DONE", "LAST BEAT", "STATE"), rows, right=(4,))))
-    return 0
-
-
-def _describe(status: JobStatus) -> str:
-    progress = status.progress
-    if progress is None:
-        return f"{status.state}"
-    done = progress.succeeded
-    return f"{status.state} {bar(done, progress.total)} {done}/{progress.total} segments" + (
-        f", {progress.failed} failed" if progress.failed else ""
+def _describe(view: JobView) -> str:
+    counts = view.segments
+    if not counts.total:
+        return str(view.state)
+    return f"{view.state} {bar(counts.done, counts.total)} {counts.done}/{counts.total} segments" + (
+        f", {counts.failed} failed" if counts.failed else ""
     )
 
 
@@ -386,19 +271,19 @@ def _describe_api(status: dict[str, object]) -> str:
 
 
 def _report_api(status: dict[str, object], destination: Path) -> int:
-    state = str(status["state"])
-    if state == "SUCCEEDED" and status.get("download_url"):
+    state = parse_state(str(status["state"]))
+    reason = str(status.get("reason", ""))
+    if not ended(status) or state is None:
+        say(f"gave up waiting: still {status['state']}")
+        return EXIT_TIMEOUT
+    if state is JobState.SUCCEEDED and status.get("download_url"):
         say(f"succeeded → {download(str(status['download_url']), destination)}")
         return 0
-    reason = str(status.get("reason", ""))
-    if state == "REJECTED":
+    if state is JobState.REJECTED:
         say(f"rejected: {reason}")
         return EXIT_REJECTED
-    if state in ("FAILED", "CANCELLED"):
-        say(f"{state.lower()}: {reason}")
-        return EXIT_FAILED
-    say(f"gave up waiting: still {state}")
-    return EXIT_TIMEOUT
+    say(f"{state.lower()}: {reason}")
+    return EXIT_FAILED
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -409,7 +294,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise FusionFleetError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
         return cmd_submit_api(args, api_url, token)
     options = collect_facefusion_options(args)
-    client = _client(args)
+    client = client_of(args)
     submission = client.submit(
         args.source, args.target, args.priority, args.engine, args.quality, args.reference, options, args.name, say,
         tenant=args.tenant,
@@ -418,60 +303,35 @@ def cmd_submit(args: argparse.Namespace) -> int:
     code = 0
     if args.wait:
         line = ProgressLine()
-        inbox = _notice_inbox(args, submission.job_id)
+        inbox = notice_inbox_of(args, submission.job_id)
         try:
             status = client.wait(submission.job_id, args.timeout, lambda s: line.show(_describe(s)), notices=inbox)
         finally:
             if inbox is not None:
                 inbox.close()
         line.done()
-        code = _report(client, status, args.output or Path.cwd() / Path(submission.output_key).name)
+        code = _report(client, status, args.output or Path.cwd() / Path(submission.output_key).name, args.timeout)
     print(submission.job_id, flush=True)
     return code
 
 
-def _report(client: Client, status: JobStatus, destination: Path) -> int:
-    if status.state == "SUCCEEDED" and status.output:
-        path = client.download(status.output["output"], destination)
-        timings = status.output.get("timings", {})
-        say(f"succeeded: {status.output['frames']} frames, {status.output['duration_s']:.3f} s → {path}")
-        say("timings: " + ", ".join(f"{k} {v}" for k, v in timings.items()))
-        return 0
-    if status.state == "REJECTED":
-        say(f"rejected: {status.reason}")
-        return EXIT_REJECTED
-    if status.state == "CANCELLED":
-        say(f"cancelled: {status.reason}")
-        return EXIT_FAILED
-    if status.state == "WAIT_TIMEOUT":
-        say(f"gave up waiting: {status.reason}")
+def _report(client: Client, view: JobView, destination: Path, timeout_s: float) -> int:
+    if not view.ended:
+        say(f"gave up waiting: still {view.state} after {timeout_s:.0f} s")
         return EXIT_TIMEOUT
-    say(f"failed ({status.state}): {status.reason}")
+    if view.state is JobState.SUCCEEDED and view.result is not None:
+        path = client.download(view.result, destination)
+        say(f"succeeded: {view.result.frames} frames, {view.result.duration_s:.3f} s → {path}")
+        say("timings: " + ", ".join(f"{k} {v}" for k, v in view.result.timings.items()))
+        return 0
+    if view.state is JobState.REJECTED:
+        say(f"rejected: {view.reason}")
+        return EXIT_REJECTED
+    if view.state is JobState.CANCELLED:
+        say(f"cancelled: {view.reason}")
+        return EXIT_FAILED
+    say(f"failed ({view.state}): {view.reason}")
     return EXIT_FAILED
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    if args.tenant and notice_tenant(tenant_of_job(args.job_id)) != check_tenant(args.tenant):
-        # As if it did not exist: a tenant learns nothing about other tenants' jobs.
-        raise JobNotFound(f"no job {args.job_id!r} of tenant {args.tenant}")
-    status = _client(args).status(args.job_id)
-    print(f"job       {status.job_id}")
-    print(f"state     {status.state}")
-    if status.progress:
-        p = status.progress
-        print(
-            f"segments  {p.succeeded} done, {p.failed} failed, {p.running} running, "
-            f"{p.pending} pending, {p.total} total"
-        )
-    if status.output:
-        print(f"output    {status.output['output']['uri']}")
-    if status.download is not None:
-        # Signed now, with the caller's credentials: the notice's link may have ended already.
-        print(f"download  {status.download.url}")
-        print(f"expires   {status.download.expires_at_iso}")
-    if status.reason:
-        print(f"reason    {status.reason}")
-    return 0 if status.state not in ("FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED") else EXIT_FAILED
 
 
 def cmd_local(args: argparse.Namespace) -> int:

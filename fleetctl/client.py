@@ -6,7 +6,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,13 +14,14 @@ from typing import Any
 from fleetctl.notices import NoticeInbox
 from fleetctl.stack import StackResources
 from fusionfleet import layout
-from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS, PresignedLink
-from fusionfleet.adapters.orchestrator import Execution, Orchestrator, Progress
+from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
+from fusionfleet.adapters.orchestrator import Orchestrator
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.fleet.tenants import check_tenant_name
 from fusionfleet.jobs.ids import job_id as derive_job_id
-from fusionfleet.jobs.state import JobStates
+from fusionfleet.jobs.reader import JobReader
+from fusionfleet.jobs.views import JobResult, JobView
 
 # After a job's notice, how long and how often `wait` reads the status until the execution has ended.
 NOTICE_SETTLE_S = 30.0
@@ -42,23 +43,6 @@ class Submission:
     job_id: str
     manifest_key: str
     output_key: str
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    job_id: str
-    state: str  # PENDING | RUNNING | SUCCEEDED | FAILED | REJECTED | CANCELLED | TIMED_OUT | ABORTED
-    progress: Progress | None = None
-    output: dict[str, Any] | None = None
-    reason: str = ""
-    execution: Execution | None = None
-    # A SUCCEEDED job's output, signed afresh when the status was read: the notice's link may have
-    # died with the merge task's role session (fusionfleet.adapters.links).
-    download: PresignedLink | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.state not in ("PENDING", "RUNNING")
 
 
 def job_name(target: Path, now: datetime | None = None) -> str:
@@ -149,50 +133,40 @@ class Client:
         say(f"submitted s3://{bucket}/{manifest_key}")
         return Submission(derive_job_id(bucket, manifest_key, etag), manifest_key, output_key)
 
-    def status(self, job_id: str) -> JobStatus:
-        # Read through the job-state model, so `status` and the dashboard can never disagree.
-        states = JobStates(
+    def status(self, job_id: str) -> JobView:
+        """The job as the read model shows it, a job not yet sliced as PENDING, with its segments in
+        flight and, once it succeeded, a link to its output signed now: the notice's link may have
+        died with the merge task's role session (fusionfleet.adapters.links)."""
+        reader = JobReader(
             self._storage, self._orchestrator, self._resources.work_bucket, self._resources.state_machine_arn
         )
-        facts = states.facts(job_id, known=False)
-        execution = facts.execution
-        if facts.state == "REJECTED" or execution is None:
-            return JobStatus(job_id, facts.state, reason=facts.reason)
-        progress = states.progress(facts)
-        if facts.state == "SUCCEEDED":
-            return JobStatus(
-                job_id,
-                "SUCCEEDED",
-                progress,
-                execution.output,
-                execution=execution,
-                download=self._fresh_link(execution),
-            )
-        return JobStatus(job_id, facts.state, progress, reason=facts.reason, execution=execution)
+        view = reader.view(job_id, known=False, in_flight=True)
+        if view.output_object is None:
+            return view
+        return replace(view, download=self._storage.presign_link(*view.output_object, DOWNLOAD_LINK_SECONDS))
 
     def wait(
         self,
         job_id: str,
         timeout_s: float,
-        on_update: Callable[[JobStatus], None] = lambda _status: None,
+        on_update: Callable[[JobView], None] = lambda _view: None,
         poll_s: float = 1.0,
         notices: NoticeInbox | None = None,
         progress_s: float = 5.0,
-    ) -> JobStatus:
-        """Until the job ends or `timeout_s` passes: by polling every `poll_s`, or, given an inbox of the
-        job's notices, on its notice (the status is then read every `progress_s` for `on_update` only)."""
+    ) -> JobView:
+        """Until the job ends or `timeout_s` passes (the view returned has then not ended): by polling
+        every `poll_s`, or, given an inbox of the job's notices, on its notice (the status is then read
+        every `progress_s` for `on_update` only)."""
         deadline = time.monotonic() + timeout_s
         settling_until = 0.0
         while True:
-            status = self.status(job_id)
-            on_update(status)
-            if status.finished:
-                return status
+            view = self.status(job_id)
+            on_update(view)
+            if view.ended:
+                return view
             now = time.monotonic()
             if now > deadline:
-                return JobStatus(
-                    job_id, "WAIT_TIMEOUT", status.progress, reason=f"still {status.state} after {timeout_s:.0f} s"
-                )
+                return view
             if notices is None or now < settling_until:
                 time.sleep(poll_s if notices is None else NOTICE_SETTLE_POLL_S)
                 continue
@@ -201,13 +175,7 @@ class Client:
                 # The notice is published just before the execution records its end: follow it closely.
                 settling_until = time.monotonic() + NOTICE_SETTLE_S
 
-    def _fresh_link(self, execution: Execution) -> PresignedLink | None:
-        output = (execution.output or {}).get("output")
-        if not isinstance(output, dict) or not output.get("bucket") or not output.get("key"):
-            return None
-        return self._storage.presign_link(str(output["bucket"]), str(output["key"]), DOWNLOAD_LINK_SECONDS)
-
-    def download(self, output: dict[str, Any], path: Path) -> Path:
+    def download(self, result: JobResult, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._storage.download_file(output["bucket"], output["key"], path)
+        self._storage.download_file(result.bucket, result.key, path)
         return path

@@ -25,6 +25,15 @@ class MediaError(FusionFleetError):
     """ffmpeg or the decoder failed on media the system produced or already accepted."""
 
 
+class BadRequest(FusionFleetError):
+    """A request that cannot be served as sent (an API's body or query); `problems` lists every reason."""
+
+    def __init__(self, summary: str, problems: tuple[str, ...]) -> None:
+        super().__init__(f"{summary}: " + "; ".join(problems))
+        self.summary = summary
+        self.problems = problems
+
+
 class ObjectMissing(FusionFleetError):
     """An S3 object that should exist does not."""
 
@@ -58,7 +67,15 @@ class TokenGone(FusionFleetError):
 
 
 class SegmentFailed(FusionFleetError):
-    """One segment could not be rendered or failed its integrity check."""
+    """One segment could not be rendered or failed its integrity check.
+
+    `final`: no retry can mend it (the merge gate read a segment's record of its last failed attempt):
+    whoever holds the task fails its token at once, with this reason.
+    """
+
+    def __init__(self, reason: str, final: bool = False) -> None:
+        super().__init__(reason)
+        self.final = final
 
 
 class JobNotFound(FusionFleetError):

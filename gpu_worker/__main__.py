@@ -36,7 +36,7 @@ from gpu_worker.stopping import StopSignal
 from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler, TaskT
 
 
-def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Worker[RenderTask] | Worker[MergeTask]:
+def build_worker(settings: worker_config.WorkerEnvironment, stop: StopSignal) -> Worker[RenderTask] | Worker[MergeTask]:
     aws = AwsTarget(region=settings.region, endpoint_url=settings.endpoint_url)
     storage = S3Storage(aws.client("s3"))
     queue = SqsQueue(aws.client("sqs"))
@@ -46,7 +46,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
             # The engine process inherits these: numeric libraries keep to the worker's share too.
             for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 os.environ.setdefault(variable, str(settings.cpu_threads))
-        host = settings.host()
+        host = worker_config.host_config(settings)
         renderer: Renderer
         if settings.isolation == "inline":
             renderer = InlineRenderer(build_render_deps(host))
@@ -77,7 +77,7 @@ def build_worker(settings: worker_config.WorkerConfig, stop: StopSignal) -> Work
 
 
 def _worker(
-    settings: worker_config.WorkerConfig, stop: StopSignal, handler: TaskHandler[TaskT], aws: AwsTarget,
+    settings: worker_config.WorkerEnvironment, stop: StopSignal, handler: TaskHandler[TaskT], aws: AwsTarget,
     storage: S3Storage, queue: SqsQueue,
 ) -> Worker[TaskT]:  # fmt: skip
     # The queue's own redrive policy says how many attempts a message gets: one source of truth.

@@ -1,7 +1,8 @@
 """Worker configuration: explicit argument > environment variable > default.
 
-The environment is read here and only here (through `resolve`, called by the entry point); the rest
-of the worker receives the frozen settings.
+The environment is read here and only here (through `resolve`, called by the entry point) into the
+worker's one configuration class, `WorkerEnvironment`; flags override its fields, and the rest of the
+worker receives it frozen.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 # The variables' names and defaults are the worker's environment contract, re-exported as `config.ENV_…`.
@@ -38,72 +39,14 @@ __all__ = [
     "ENV_VISIBLE_GPUS",
     "ROLES",
     "HostConfig",
-    "WorkerConfig",
+    "WorkerEnvironment",
     "add_arguments",
+    "host_config",
     "resolve",
 ]
 from gpu_worker.errors import ConfigError
 
 ROLES = ("render", "merge")
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    role: str
-    queue_urls: tuple[str, ...]
-    name: str
-    scratch: Path
-    region: str
-    endpoint_url: str | None
-    visibility_s: int
-    idle_wait_s: int
-    max_tasks: int | None
-    preload_engine: str | None
-    cpu_threads: int
-    isolation: str
-    engine_max_tasks: int
-    engine_max_rss_mb: int
-    engine_max_gpu_mb: int | None
-    seconds_per_frame: float
-    base_timeout_s: float
-    faults_file: Path | None = None
-    gpu_hourly_price: float = (
-        WorkerEnvironment.gpu_hourly_price
-    )  # dollars per GPU-hour: the merge prices each job with it
-    # Where the worker's presence record goes (work/_workers/<name>.json); None: no record.
-    work_bucket: str | None = None
-    beat_s: float = WorkerEnvironment.beat_s
-    # The ECS agent's endpoint: task scale-in protection while a segment is held; None off ECS.
-    ecs_agent_uri: str | None = None
-    # A render worker takes a segment only with this much GPU memory free (None: no check), on the
-    # GPUs it may see (CUDA_VISIBLE_DEVICES; all when unset).
-    min_free_gpu_mb: float | None = None
-    visible_gpus: tuple[str, ...] = ()
-    # A render worker that fails this many distinct segments of one job (by its own doing) stops taking
-    # that job's segments (needs the presence records of work_bucket to tell whether anyone else is
-    # left); 0: never.
-    block_after_failures: int = WorkerEnvironment.block_after_failures
-    # How long every live render worker must have been listed for a job before it fails for want of one.
-    block_grace_s: float = WorkerEnvironment.block_grace_s
-    # A render worker takes its next task while this one renders when the queues hold at least this
-    # many visible messages (gpu_worker.lookahead); 0: never.
-    lookahead_min_backlog: int = WorkerEnvironment.lookahead_min_backlog
-    # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
-    # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
-    engine_env: tuple[tuple[str, str], ...] = ()
-
-    def host(self) -> HostConfig:
-        """What the render process (the engine child, or the worker itself when inline) is given."""
-        return HostConfig(
-            region=self.region,
-            endpoint_url=self.endpoint_url,
-            scratch=self.scratch,
-            worker_name=self.name,
-            cpu_threads=self.cpu_threads,
-            preload_engine=self.preload_engine,
-            faults_file=self.faults_file,
-            engine_env=self.engine_env,
-        )
 
 
 @dataclass(frozen=True)
@@ -118,6 +61,20 @@ class HostConfig:
     preload_engine: str | None = None
     faults_file: Path | None = None  # fault injection rules, read again for every task; None: off
     engine_env: tuple[tuple[str, str], ...] = ()
+
+
+def host_config(settings: WorkerEnvironment) -> HostConfig:
+    """What the render process (the engine child, or the worker itself when inline) is given."""
+    return HostConfig(
+        region=settings.region,
+        endpoint_url=settings.endpoint_url,
+        scratch=settings.scratch,
+        worker_name=settings.name,
+        cpu_threads=settings.cpu_threads,
+        preload_engine=settings.preload_engine,
+        faults_file=settings.faults_file,
+        engine_env=settings.engine_env,
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -146,8 +103,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> WorkerConfig:
-    """The worker's settings from its arguments and environment; ConfigError when one is missing."""
+def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> WorkerEnvironment:
+    """The worker's settings from its environment, its flags winning; ConfigError when one is missing."""
     env = dict(os.environ) if env is None else env
     try:
         read = from_env(WorkerEnvironment, env)
@@ -161,7 +118,8 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         raise ConfigError(f"no region: pass --region or set {ENV_REGION}")
     if not read.gpu_hourly_price >= 0:
         raise ConfigError(f"{ENV_GPU_HOURLY_PRICE} must be 0 or more, not {env.get(ENV_GPU_HOURLY_PRICE)!r}")
-    return WorkerConfig(
+    return replace(
+        read,
         role=args.role or read.role,
         queue_urls=urls,
         name=args.name or read.name or f"{socket.gethostname()}-{os.getpid()}",
@@ -169,25 +127,7 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         region=region,
         endpoint_url=args.endpoint_url or read.endpoint_url,
         visibility_s=args.visibility_seconds or read.visibility_s,
-        idle_wait_s=read.idle_wait_s,
-        max_tasks=args.max_tasks,
         preload_engine=args.preload_engine or read.preload_engine,
-        cpu_threads=read.cpu_threads,
-        isolation=read.isolation,
-        engine_max_tasks=read.engine_max_tasks,
-        engine_max_rss_mb=read.engine_max_rss_mb,
-        engine_max_gpu_mb=read.engine_max_gpu_mb,
-        seconds_per_frame=read.seconds_per_frame,
-        base_timeout_s=read.base_timeout_s,
-        faults_file=read.faults_file,
-        gpu_hourly_price=read.gpu_hourly_price,
-        work_bucket=read.work_bucket,
-        beat_s=read.beat_s,
-        ecs_agent_uri=read.ecs_agent_uri,
-        min_free_gpu_mb=read.min_free_gpu_mb,
-        visible_gpus=read.visible_gpus,
-        block_after_failures=read.block_after_failures,
-        block_grace_s=read.block_grace_s,
-        lookahead_min_backlog=read.lookahead_min_backlog,
+        max_tasks=args.max_tasks,
         engine_env=tuple(sorted(env.items())),
     )

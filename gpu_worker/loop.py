@@ -105,6 +105,7 @@ class Worker(Generic[TaskT]):
         handled = 0
         why = "stop requested"
         held: Held | None = None
+        idle_from: float | None = None
         if self._presence is not None:
             self._presence.start()
         try:
@@ -119,11 +120,16 @@ class Worker(Generic[TaskT]):
                 if held is None:
                     if self._lacks_capacity():
                         continue
+                    polled = time.time()
                     message = self.dequeue()
                     if message is None:
                         if not self._finishing_now():
                             self._protection.release()
+                        idle_from = idle_from or self._idle(polled)
                         continue
+                    if idle_from is not None:
+                        self._busy(idle_from)
+                        idle_from = None
                 else:
                     # Its queue time runs until its turn: the attempt records say how long it waited.
                     message = dataclasses.replace(held.message, received_at=time.time())
@@ -151,6 +157,15 @@ class Worker(Generic[TaskT]):
                 self.failed,
             )
         return handled
+
+    def _idle(self, since: float) -> float:
+        """Its queues were found empty since `since` (the empty poll's start): logged with the time, so the
+        fleet's idle time is measured (benchmarks/fleet_overhead.py), not inferred."""
+        logger.info("worker %s idle from %.3f", self.name, since)
+        return since
+
+    def _busy(self, idle_from: float) -> None:
+        logger.info("worker %s took work at %.3f, idle from %.3f", self.name, time.time(), idle_from)
 
     def _outranked(self, message: QueueMessage) -> bool:
         """A queue of higher priority than `message`'s holds visible work."""

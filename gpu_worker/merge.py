@@ -92,7 +92,9 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
         reason = f"{len(problems)} of {len(plan)} segments did not render: {shown}"
         segment_index, attempts = first_failed or first_missing or (None, 0)
         _mark_lost(storage, job, segment_index, attempts, reason)
-        raise SegmentFailed(reason)
+        # A segment's record of its last failed attempt stays what it is: retrying the merge would only
+        # hold the job's failure back until the merge task times out. A missing record may still come.
+        raise SegmentFailed(reason, final=bool(failed))
     return records
 
 

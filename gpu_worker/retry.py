@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusionfleet.errors import FusionFleetError, JobRejected
+from fusionfleet.errors import FusionFleetError, JobRejected, SegmentFailed
 from gpu_worker.engines.base import EngineError, EngineUnavailable
 from gpu_worker.errors import EngineFailure, WorkersBlocklisted
 
@@ -23,9 +23,12 @@ class RetryPolicy:
 
 
 def retryable(error: BaseException) -> bool:
-    """Bad input and a missing engine fail the same way every time: retrying only delays the news."""
+    """Bad input, a missing engine and a segment that failed for good fail the same way every time:
+    retrying only delays the news."""
     if isinstance(error, EngineFailure):
         return error.retryable
+    if isinstance(error, SegmentFailed):
+        return not error.final
     return not isinstance(error, JobRejected | EngineUnavailable | WorkersBlocklisted)
 
 

@@ -21,6 +21,7 @@ from fleetctl.client import Client  # noqa: E402
 from fleetctl.samples import grace_hopper_path, write_video  # noqa: E402
 from fusionfleet.adapters.orchestrator import StepFunctions  # noqa: E402
 from fusionfleet.adapters.storage import S3Storage  # noqa: E402
+from fusionfleet.jobs.views import JobView  # noqa: E402
 from fusionfleet.progress import ProgressLine, bar  # noqa: E402
 from gpu_worker.engines.registry import FACTORIES  # noqa: E402
 
@@ -61,28 +62,24 @@ def main() -> int:
     began = time.monotonic()
     line = ProgressLine(sys.stdout)
 
-    def show(status: object) -> None:
-        progress = getattr(status, "progress", None)
-        state = getattr(status, "state", "")
-        if progress is None or progress.total == 0:
-            line.show(state)
+    def show(view: JobView) -> None:
+        counts = view.segments
+        if counts.total == 0:
+            line.show(str(view.state))
         else:
-            line.show(
-                f"{state} {bar(progress.succeeded, progress.total)} {progress.succeeded}/{progress.total} segments"
-            )
+            line.show(f"{view.state} {bar(counts.done, counts.total)} {counts.done}/{counts.total} segments")
 
-    status = client.wait(submission.job_id, timeout_s=3600, on_update=show, poll_s=0.5)
+    view = client.wait(submission.job_id, timeout_s=3600, on_update=show, poll_s=0.5)
     line.done()
     phases.append(("job (submitted → done)", time.monotonic() - began))
-    if status.state != "SUCCEEDED" or not status.output:
-        print(f"the job did not succeed: {status.state}: {status.reason}", file=sys.stderr)
+    if view.result is None:
+        print(f"the job did not succeed: {view.state}: {view.reason}", file=sys.stderr)
         return 1
-    result = client.download(status.output["output"], demo_dir / "result.mp4")
-    timings = status.output.get("timings", {})
+    result = client.download(view.result, demo_dir / "result.mp4")
+    timings = view.result.timings
     print()
     print(f"result: {result}")
-    output = status.output
-    print(f"        {output['output']['uri']} ({output['frames']} frames, {output['duration_s']:.2f} s)")
+    print(f"        {view.result.uri} ({view.result.frames} frames, {view.result.duration_s:.2f} s)")
     print()
     print(f"{'phase':<32}{'seconds':>9}")
     for name, seconds in phases:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import facefusion_harness as harness
 from tests.support.media import ffmpeg, write_video
 from tests.support.suite_budget import SuiteBudget, budget_from
 
@@ -45,3 +46,9 @@ def clip_mkv(media_dir: Path, clip: Path) -> Path:
     destination = media_dir / "clip.mkv"
     ffmpeg("-i", str(clip), "-c", "copy", "-f", "matroska", str(destination))
     return destination
+
+
+@pytest.fixture
+def facefusion_harness() -> None:
+    """The FaceFusion harness can run here: skipped with the reason where it cannot, failed in CI."""
+    harness.require()

@@ -26,10 +26,16 @@ from benchmarks.fleetsim.scenarios import (
     straggler_table,
     variants,
 )
+from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.provenance import write_results
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-GOALS = {"efficiency_64": 0.9, "gpu_busy_share": 0.9, "high_wait_p95_s": 60.0, "seed_job_64_end_to_end_s": 60.0}
+GOALS = (
+    Goal("efficiency_64", ">=", 0.9, "render efficiency at 64 GPUs, best plan and dispatch"),
+    Goal("gpu_busy_share", ">=", 0.9, "GPU busy share on a mixed day, best variant"),
+    Goal("high_wait_p95_s", "<", 60.0, "high-priority segment wait p95, worst day (s)"),
+    Goal("seed_job_64_end_to_end_s", "<=", 60.0, "the seed's job on 64 GPUs, AWS dispatch, end to end (s)"),
+)
 
 
 def plot(curve: list[dict[str, Any]], path: Path) -> None:
@@ -44,7 +50,7 @@ def plot(curve: list[dict[str, Any]], path: Path) -> None:
             rows = [r for r in curve if r["plan"] == plan and r["dispatch"] == dispatch]
             axes.plot([r["workers"] for r in rows], [r["efficiency_render"] for r in rows], marker="o",
                       label=f"{plan} plan, {dispatch} dispatch")  # fmt: skip
-    axes.axhline(GOALS["efficiency_64"], color="grey", linestyle="--", linewidth=0.8)
+    axes.axhline(GOALS[0].target, color="grey", linestyle="--", linewidth=0.8)
     axes.set_xscale("log", base=2)
     axes.set_xlabel("GPUs")
     axes.set_ylabel("parallel efficiency (render)")
@@ -64,9 +70,14 @@ def main() -> int:
     at_64 = {f"{r['plan']}/{r['dispatch']}": round(r["efficiency_render"], 3) for r in curve if r["workers"] == 64}
     best_day = max(days.values(), key=lambda d: d["gpu_busy_share"])
     seed = headline(64)
+    verdicts = judge(GOALS, {
+        "efficiency_64": max(at_64.values()), "gpu_busy_share": best_day["gpu_busy_share"],
+        "high_wait_p95_s": max(d["high_segment_wait_p95_s"] for d in days.values()),
+        "seed_job_64_end_to_end_s": seed["aws-estimate"]["end_to_end_s"],
+    })  # fmt: skip
     results = {
         "benchmark": "fleetsim",
-        "goals": GOALS,
+        **recorded(verdicts),
         "calibration": {
             "measured": described(Measured),
             "estimated": described(Estimate),
@@ -84,12 +95,6 @@ def main() -> int:
         "days": days,
         "fairness": fair,
         "stragglers": tails,
-        "met": {
-            "efficiency_64": max(at_64.values()) >= GOALS["efficiency_64"],
-            "gpu_busy_share": best_day["gpu_busy_share"] >= GOALS["gpu_busy_share"],
-            "high_wait_p95_s": all(d["high_segment_wait_p95_s"] < GOALS["high_wait_p95_s"] for d in days.values()),
-            "seed_job_64_end_to_end_s": seed["aws-estimate"]["end_to_end_s"] <= GOALS["seed_job_64_end_to_end_s"],
-        },
         "wall_s": round(time.monotonic() - began, 1),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -130,8 +135,8 @@ def main() -> int:
             f" {row['off']['render_s_mean']:.1f} s / {row['on']['render_s_mean']:.1f} s"
             f" ({row['on']['won']} of {row['on']['copies']} copies won)"
         )
-    print(f"\ngoals met: {results['met']}  (benchmarks/results/fleetsim.json, fleetsim.png)")
-    return 0
+    print("\n" + goal_table(verdicts) + "\n(benchmarks/results/fleetsim.json, fleetsim.png)")
+    return exit_status(verdicts)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,11 @@ from types import FrameType
 
 from fleetctl import connection
 from fleetctl.dashboard.server import DashboardServer
+from fleetctl.dashboard.source import StackSource
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.jobs.reader import JobReader
 from fusionfleet.services.operations import Operations
 
 logger = logging.getLogger("fleetctl.dashboard")
@@ -41,13 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
-    operations = Operations(
-        S3Storage(conn.aws.client("s3")),
-        StepFunctions(conn.aws.client("stepfunctions")),
-        SnsNotifier(conn.aws.client("sns")),
-        conn.resources(),
-    )
-    server = DashboardServer(operations, args.port)
+    storage, orchestrator = S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions"))
+    resources = conn.resources()
+    reader = JobReader(storage, orchestrator, resources.work_bucket, resources.state_machine_arn)
+    operations = Operations(storage, orchestrator, SnsNotifier(conn.aws.client("sns")), resources)
+    server = DashboardServer(StackSource(reader, operations), args.port)
     signal.signal(signal.SIGTERM, _stop)
     logger.info("dashboard of stack %s on %s", conn.stack_name, server.url)
     print(server.url, flush=True)

@@ -1,7 +1,7 @@
-"""The dashboard's JSON API: one pure function from a request to a response, over a `DashboardSource`.
+"""The dashboard's JSON API, on the one JSON layer both APIs share (fusionfleet.json_http), over a `DashboardSource`:
 
-    GET  /api/jobs?state=S&limit=N      recent jobs (JobSummary), newest first
-    GET  /api/jobs/{id}                 one job: summary, segments, attempts, timings, preview URL
+    GET  /api/jobs?state=S&limit=N      recent jobs (the read model's JobView), newest first, and every state
+    GET  /api/jobs/{id}                 one job: its view, segments, attempts, timings, cost, preview URL
     GET  /api/jobs/{id}/preview.jpg     the latest swapped frame (JPEG), 404 while there is none
     GET  /api/workers                   the workers and their heartbeats
     POST /api/jobs/{id}/cancel          {"message": ...}
@@ -15,48 +15,25 @@ without the browser asking first, so no page but the dashboard's own can press i
 
 from __future__ import annotations
 
-import logging
-import re
+import base64
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import unquote
 
-from fleetctl.dashboard.source import DashboardSource, JobNotFound, OperationRefused
-from fusionfleet.errors import FusionFleetError
-from fusionfleet.json_http import (
-    Headers,
-    HttpError,
-    Router,
-    json_bytes,
-    method_not_allowed,
-    not_found,
-    query_value,
-    whole_number,
-)
+from aws_lambda_powertools.event_handler import Response as RouteResponse
+
+from fleetctl.dashboard.source import DashboardSource
+from fusionfleet.jobs.states import JobState, parse_state
+from fusionfleet.jobs.views import view_json
+from fusionfleet.json_http import JSON, Headers, HttpError, JsonApi, http_event, json_bytes, query_value, whole_number
 
 # Re-exported: the page's records as JSON values, for the dashboard's callers and tests.
 from fusionfleet.json_http import plain as plain  # noqa: PLC0414
 
-logger = logging.getLogger(__name__)
-
-JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-STATE = re.compile(r"[A-Za-z_]{1,20}")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
-JSON = "application/json"
 JPEG = "image/jpeg"
-ROUTES = Router(
-    "/api",
-    [
-        ("GET", "jobs", "jobs"),
-        ("GET", "workers", "workers"),
-        ("GET", "jobs/{job_id}", "job"),
-        ("GET", "jobs/{job_id}/preview.jpg", "preview"),
-        ("POST", "jobs/{job_id}/cancel", "cancel"),
-        ("POST", "jobs/{job_id}/retry", "retry"),
-    ],
-)
 
 
 @dataclass(frozen=True)
@@ -67,90 +44,66 @@ class Response:
     headers: Headers = ()
 
 
-@dataclass(frozen=True)
-class Route:
-    name: str  # jobs | job | preview | workers | cancel | retry
-    methods: frozenset[str]
-    job_id: str | None = None
-
-
-def json_response(status: int, value: Any, headers: Headers = ()) -> Response:
-    return Response(status, json_bytes(plain(value)), JSON, headers)
-
-
 def error(status: int, message: str, headers: Headers = ()) -> Response:
-    return failure(HttpError(status, message, headers))
+    return Response(status, json_bytes(HttpError(status, message, headers).body()), JSON, headers)
 
 
-def failure(problem: HttpError) -> Response:
-    return json_response(problem.status, problem.body(), problem.headers)
-
-
-def route(path: str) -> Route | None:
-    """The API route a path names, or None. Job ids are checked here: nothing else reaches the source."""
-    found = ROUTES.match(path)
-    if found is None:
-        return None
-    job_id = found.params.get("job_id")
-    if job_id is not None:
-        job_id = unquote(job_id)
-        if not JOB_ID.fullmatch(job_id):
-            return None
-    (name,) = set(found.names.values())  # one route per path here, whatever its method
-    return Route(name, found.methods, job_id)
-
-
-def list_query(query: str) -> tuple[str | None, int]:
+def list_query(query: str) -> tuple[JobState | None, int]:
     """`state` and `limit` of GET /api/jobs, checked."""
-    state = query_value(query, "state") or None
-    if state is not None and not STATE.fullmatch(state):
-        raise HttpError(400, f"state must be a job state such as RUNNING, not {state[:40]!r}")
-    raw = query_value(query, "limit")
-    if not raw:
-        return (state.upper() if state else None), DEFAULT_LIMIT
-    return (state.upper() if state else None), whole_number(raw, "limit", 1, MAX_LIMIT)
+    raw = query_value(query, "state")
+    state = parse_state(raw) if raw else None
+    if raw and state is None:
+        raise HttpError(400, f"state must be a job state ({', '.join(JobState)}), not {raw[:40]!r}")
+    limit = query_value(query, "limit")
+    return state, whole_number(limit, "limit", 1, MAX_LIMIT) if limit else DEFAULT_LIMIT
 
 
-def handle(source: DashboardSource, method: str, path: str, query: str, content_type: str, now: datetime) -> Response:
-    """Answer one API request. `now` is the server's clock, sent along so the page computes ages from it."""
-    found = route(path)
-    if found is None:
-        return failure(not_found(path))
-    if method not in found.methods:
-        return failure(method_not_allowed(method, found.methods))
-    if method == "POST" and content_type.split(";", maxsplit=1)[0].strip().lower() != JSON:
-        return error(415, f"POST needs Content-Type: {JSON}")
-    try:
-        return _serve(source, found, query, now)
-    except HttpError as problem:
-        return failure(problem)
-    except JobNotFound:
-        return error(404, f"no job {found.job_id}")
-    except OperationRefused as problem:
-        # An action the job's state does not allow (cancelling an ended job), or a query naming no state.
-        return error(409 if method == "POST" else 400, problem.reason)
-    except FusionFleetError as problem:
-        return error(502, problem.reason)
-    except Exception as problem:  # a failed call to the stack must not take the dashboard down
-        logger.exception("%s %s failed", method, path)
-        return error(502, f"the stack did not answer: {type(problem).__name__}: {problem}")
+def dashboard_api(source: DashboardSource, now: datetime) -> JsonApi:
+    """The routes over `source`; `now` is the server's clock, sent along so the page computes ages from it."""
+    api = JsonApi("/api", json_posts=True, reveal=True)
+    route = api.route
 
+    @route("GET", "/jobs")
+    def jobs() -> dict[str, Any]:
+        state, limit = list_query(str(api.app.current_event.get("rawQueryString") or ""))
+        views = [view_json(view) for view in source.list_jobs(state, limit)]
+        return {"now": now, "state": state, "limit": limit, "jobs": views, "states": list(JobState)}
 
-def _serve(source: DashboardSource, found: Route, query: str, now: datetime) -> Response:
-    job_id = found.job_id or ""
-    if found.name == "jobs":
-        state, limit = list_query(query)
-        return json_response(200, {"now": now, "state": state, "limit": limit, "jobs": source.list_jobs(state, limit)})
-    if found.name == "workers":
-        return json_response(200, {"now": now, "workers": source.workers()})
-    if found.name == "job":
+    @route("GET", "/workers")
+    def workers() -> dict[str, Any]:
+        return {"now": now, "workers": source.workers()}
+
+    @route("GET", "/jobs/<job_id>")
+    def job(job_id: str) -> dict[str, Any]:
         detail = source.job(job_id)
         preview = f"/api/jobs/{job_id}/preview.jpg" if detail.preview_key else None
-        return json_response(200, {"now": now, **plain(detail), "preview_url": preview})
-    if found.name == "preview":
+        return {"now": now, **plain(detail), "job": view_json(detail.job), "preview_url": preview}
+
+    @route("GET", "/jobs/<job_id>/preview.jpg")
+    def preview(job_id: str) -> RouteResponse[Any]:
         image = source.preview(job_id)
         if image is None:
-            return error(404, f"job {job_id} has no preview yet")
-        return Response(200, image, JPEG)
-    action = source.cancel if found.name == "cancel" else source.retry
-    return json_response(200, {"job_id": job_id, "action": found.name, "message": action(job_id)})
+            raise HttpError(404, f"job {job_id} has no preview yet")
+        return RouteResponse(200, JPEG, image)
+
+    @route("POST", "/jobs/<job_id>/cancel")
+    def cancel(job_id: str) -> dict[str, Any]:
+        return {"job_id": job_id, "action": "cancel", "message": source.cancel(job_id)}
+
+    @route("POST", "/jobs/<job_id>/retry")
+    def retry(job_id: str) -> dict[str, Any]:
+        return {"job_id": job_id, "action": "retry", "message": source.retry(job_id)}
+
+    return api
+
+
+def handle(
+    source: DashboardSource, method: str, target: str, headers: Mapping[str, str], body: bytes, now: datetime
+) -> Response:
+    """Answer one API request (`target`: its path and query)."""
+    result = dashboard_api(source, now).resolve(http_event(method, target, headers, body))
+    raw = str(result.get("body") or "")
+    payload = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode()
+    answered = {str(name): str(value) for name, value in (result.get("headers") or {}).items()}
+    content_type = answered.pop("Content-Type", JSON)
+    return Response(int(result["statusCode"]), payload, content_type, tuple(answered.items()))

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fleetctl.dashboard.site import SiteFile, tenant_site
+from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.errors import FusionFleetError
 
 NEEDED = ("DashboardBucketName", "DashboardUrl", "ApiUrl")
@@ -30,7 +31,7 @@ def site_for(outputs: Mapping[str, str]) -> tuple[str, list[SiteFile]]:
         )
     files = tenant_site(
         outputs["ApiUrl"], outputs.get("ApiJwtIssuer", ""), outputs.get("ApiJwtAudience", ""),
-        outputs.get("ApiTenantClaim") or "tenant",
+        outputs.get("ApiTenantClaim") or ApiEnvironment.tenant_claim,
     )  # fmt: skip
     return outputs["DashboardBucketName"], files
 

@@ -101,8 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send(api.error(413, f"request bodies are at most {MAX_BODY_BYTES} bytes"), method)
             return
-        if length:
-            self.rfile.read(length)  # the actions take no arguments; read it to keep the connection usable
+        body = self.rfile.read(length) if length else b""  # read, to keep the connection usable
         host = (self.headers.get("Host") or "").strip().lower()
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         if name not in LOCAL_HOSTS:
@@ -114,9 +113,9 @@ class _Handler(BaseHTTPRequestHandler):
             answer = api.handle(
                 self.server.source,
                 "GET" if method == "HEAD" else method,
-                parts.path,
-                parts.query,
-                self.headers.get("Content-Type") or "",
+                self.path,
+                dict(self.headers.items()),
+                body,
                 datetime.now(UTC),
             )
         else:
@@ -126,7 +125,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _static(self, path: str, method: str) -> api.Response:
         if path == TENANT_PREFIX + site.CONFIG_KEY:
             # No API named: the page takes it from its link (#api=…), as only a local page may.
-            return api.Response(200, b"{}", site.JSON)
+            return api.Response(200, site.site_config(""), site.JSON)
         found = STATIC.get(path)
         if found is None:
             return api.error(404, f"no such page: {path[:200]}")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from importlib import resources
 from urllib.parse import urlsplit
 
+from fusionfleet.environment.api import ApiEnvironment
+
 HTML = "text/html; charset=utf-8"
 JS = "text/javascript; charset=utf-8"
 CSS = "text/css; charset=utf-8"
@@ -68,7 +70,9 @@ def content_policy(api_origins: str) -> str:
     )
 
 
-def site_config(api_url: str, issuer: str = "", audience: str = "", tenant_claim: str = "tenant") -> bytes:
+def site_config(
+    api_url: str, issuer: str = "", audience: str = "", tenant_claim: str = ApiEnvironment.tenant_claim
+) -> bytes:
     """`config.json`: where the API is, and what a token for it must say (shown to whoever signs in)."""
     value = {"api_url": api_url.rstrip("/"), "issuer": issuer, "audience": audience, "tenant_claim": tenant_claim}
     return json.dumps(value, indent=2).encode()
@@ -88,7 +92,9 @@ def with_policy_meta(html: bytes, policy: str) -> bytes:
     return html.replace(marker, marker + b"\n  " + meta, 1)
 
 
-def tenant_site(api_url: str, issuer: str = "", audience: str = "", tenant_claim: str = "tenant") -> list[SiteFile]:
+def tenant_site(
+    api_url: str, issuer: str = "", audience: str = "", tenant_claim: str = ApiEnvironment.tenant_claim
+) -> list[SiteFile]:
     """Every file to publish, the page with its exact policy, and `config.json` last."""
     policy = content_policy(origin(api_url))
     files = []

@@ -1,25 +1,58 @@
-"""What the dashboard reads and does: a small protocol that `fusionfleet.services.operations.Operations` satisfies.
+"""What the dashboard reads and does: a small protocol, and the stack's source that satisfies it.
 
-The server depends on this protocol only, so its tests run against an in-memory source
+The server depends on the protocol only, so its tests run against an in-memory source
 (`tests/support/dashboard.py`) and the page never sees boto3. An unknown job raises `JobNotFound`,
 an action the job's state does not allow raises `OperationRefused` (both from `fusionfleet.errors`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from fusionfleet.errors import JobNotFound, OperationRefused
-from fusionfleet.services.operations import JobDetail, JobSummary, WorkerView
+from fusionfleet.fleet.workers import WorkerView, worker_views
+from fusionfleet.jobs.reader import JobReader
+from fusionfleet.jobs.views import JobDetail, JobView
+from fusionfleet.services.operations import Operations
 
-__all__ = ["DashboardSource", "JobNotFound", "OperationRefused"]
+__all__ = ["DashboardSource", "JobNotFound", "OperationRefused", "StackSource"]
 
 
 class DashboardSource(Protocol):
-    def list_jobs(self, state: str | None = None, limit: int = 20) -> Sequence[JobSummary]: ...
+    def list_jobs(self, state: str | None = None, limit: int = 20) -> Sequence[JobView]: ...
     def job(self, job_id: str) -> JobDetail: ...
     def workers(self) -> Sequence[WorkerView]: ...
     def cancel(self, job_id: str) -> str: ...
     def retry(self, job_id: str) -> str: ...
     def preview(self, job_id: str) -> bytes | None: ...
+
+
+@dataclass
+class StackSource:
+    """A stack's jobs through the read model, its workers' presence records, and the operator's actions."""
+
+    reader: JobReader
+    operations: Operations
+    clock: Callable[[], float] = field(default=time.time)
+
+    def list_jobs(self, state: str | None = None, limit: int = 20) -> Sequence[JobView]:
+        return self.reader.list_jobs(state, limit)
+
+    def job(self, job_id: str) -> JobDetail:
+        return self.reader.detail(job_id)
+
+    def workers(self) -> Sequence[WorkerView]:
+        records = self.reader.records
+        return worker_views(records.storage, records.bucket, self.clock())
+
+    def cancel(self, job_id: str) -> str:
+        return self.operations.cancel(job_id)
+
+    def retry(self, job_id: str) -> str:
+        return self.operations.retry(job_id)
+
+    def preview(self, job_id: str) -> bytes | None:
+        return self.reader.preview(job_id)

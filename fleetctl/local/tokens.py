@@ -15,9 +15,11 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from fusionfleet.environment.api import ApiEnvironment
+
 LOCAL_ISSUER = "https://fusionfleet.local/"
 LOCAL_AUDIENCE = "fusionfleet-api"
-TENANT_CLAIM = "tenant"
+TENANT_CLAIM = ApiEnvironment.tenant_claim  # the claim the local API reads the tenant from
 ALGORITHM = "ES256"
 DEFAULT_TTL_S = 3600
 

@@ -1,10 +1,10 @@
-"""The HTTP API's routes: one function from an authenticated request to a response.
+"""The HTTP API's routes, on the one JSON layer both APIs share (fusionfleet.json_http):
 
     POST /jobs                   201 {"job_id", "uploads": [{"name", "key", "url", "fields"}], "expires_in",
                                      "max_upload_bytes"}; each file is an HTML-form POST of `fields` + `file`
     POST /jobs/{job_id}/start    202 {"job_id", "state": "PENDING", ...}
-    GET  /jobs/{job_id}          200 {"job_id", "state", "segments": {"done", "failed", "total"}, "reason"?,
-                                      "download_url"?}
+    GET  /jobs/{job_id}          200 {"job_id", "state", "segments": {"done", "failed", "total"}, "ended",
+                                      "actions", "reason"?, "download_url"?, "created_at"?, "priority"?}
     GET  /jobs                   200 {"jobs": [...], "now"}   (the caller's own, newest first; ?limit=1..200)
     GET  /jobs/{job_id}/detail   200 {"job": <as GET /jobs/{id}>, "segments", "attempts", "timings", "cost",
                                       "preview": bool, "now"}
@@ -13,82 +13,36 @@
     POST /jobs/{job_id}/cancel   202 {"job_id", "message"}
     POST /jobs/{job_id}/retry    202 {"job_id", "message"}
 
-Workers are not served: they are the operator's fleet, shared by every tenant, and what one renders
-names other tenants' jobs.
+A job is the read model's view of it (fusionfleet.jobs.views.tenant_json), actions included. Workers
+are not served: they are the operator's fleet, shared by every tenant, and what one renders names
+other tenants' jobs.
 
-The token was verified before this runs (API Gateway's JWT authorizer, or the local gateway): here
-its claims only name the tenant. A token without a valid tenant claim is 403; an unknown job, or
-another tenant's, is 404 (ids do not reveal whether they exist); a bad body is 400 with every
-problem; an action the job's state does not allow is 409.
+The token was verified before this runs (API Gateway's JWT authorizer, or the local gateway): here its
+claims name the tenant, after the handler's own checks (functions.api.claims). A token refused by
+those is 401; one without a valid tenant claim is 403; an unknown job, or another tenant's, is 404
+(ids do not reveal whether they exist); a bad body is 400 with every problem; an action the job's
+state does not allow is 409.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import base64
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from functions.api.claims import TokenRules, token_problem
 from fusionfleet import layout
-from fusionfleet.errors import JobNotFound, OperationRefused
-from fusionfleet.json_http import (
-    HttpError,
-    Router,
-    json_bytes,
-    method_not_allowed,
-    not_found,
-    query_value,
-    whole_number,
-)
-from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, JOB_ID, BadBody, TenantJobs
+from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.jobs.views import tenant_json
+from fusionfleet.json_http import HttpError, JsonApi, plain, query_value, whole_number
+from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, TenantJobs
 
 logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 200
-ROUTES = Router(
-    "/",
-    [
-        ("GET", "jobs", "list"),
-        ("POST", "jobs", "create"),
-        ("GET", "jobs/{job_id}", "status"),
-        ("POST", "jobs/{job_id}/start", "start"),
-        ("POST", "jobs/{job_id}/cancel", "cancel"),
-        ("POST", "jobs/{job_id}/retry", "retry"),
-        ("GET", "jobs/{job_id}/detail", "detail"),
-        ("GET", "jobs/{job_id}/logs", "logs"),
-        ("GET", "jobs/{job_id}/preview", "preview"),
-    ],
-    trailing_slash=True,
-)
-
-
-@dataclass(frozen=True)
-class ApiRequest:
-    method: str
-    path: str
-    claims: Mapping[str, Any]
-    body: bytes = b""
-    query: str = ""
-
-
-@dataclass(frozen=True)
-class ApiResponse:
-    status: int
-    body: dict[str, Any]
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    def encoded(self) -> bytes:
-        return json_bytes(self.body)
-
-
-def error(status: int, message: str, **extra: Any) -> ApiResponse:
-    return failure(HttpError(status, message, **extra))
-
-
-def failure(problem: HttpError) -> ApiResponse:
-    return ApiResponse(problem.status, problem.body(), dict(problem.headers))
+NO_STORE = {"Cache-Control": "no-store"}
 
 
 def tenant_of(claims: Mapping[str, Any], claim: str) -> str | None:
@@ -96,65 +50,100 @@ def tenant_of(claims: Mapping[str, Any], claim: str) -> str | None:
     return value if isinstance(value, str) and layout.is_tenant_name(value) else None
 
 
-def handle(
-    request: ApiRequest, jobs: TenantJobs, tenant_claim: str = "tenant",
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-) -> ApiResponse:  # fmt: skip
-    tenant = tenant_of(request.claims, tenant_claim)
-    if tenant is None:
-        return error(403, f"the token has no valid {tenant_claim!r} claim (lowercase letters, digits and '-')")
-    found = ROUTES.match(request.path)
-    if found is None:
-        return failure(not_found(request.path))
-    if request.method not in found.methods:
-        return failure(method_not_allowed(request.method, found.methods, name_allowed=False))
-    job_id = found.params.get("job_id")
-    if job_id is not None and not JOB_ID.fullmatch(job_id):
-        return error(404, f"no job {job_id[:80]}")
-    try:
-        return _serve(request, jobs, tenant, found.names[request.method], job_id or "", clock().isoformat())
-    except HttpError as problem:
-        return failure(problem)
-    except BadBody as bad:
-        return error(400, "the job is invalid", problems=list(bad.problems))
-    except JobNotFound:
-        return error(404, f"no job {job_id}")
-    except OperationRefused as refused:
-        return error(409, refused.reason)
+def claims_of(event: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(event.get("requestContext", {}).get("authorizer", {}).get("jwt", {}).get("claims") or {})
 
 
-def _serve(request: ApiRequest, jobs: TenantJobs, tenant: str, name: str, job_id: str, now: str) -> ApiResponse:
-    if name == "create":
-        created = jobs.create(tenant, request.body)
+def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> JsonApi:
+    """The routes, serving `tenant`'s jobs."""
+    api = JsonApi(trailing_slash=True, headers=NO_STORE)
+    route = api.route
+
+    def now() -> str:
+        return clock().isoformat()
+
+    @route("POST", "/jobs")
+    def create() -> tuple[dict[str, Any], int]:
+        created = jobs.create(tenant, _body(api))
         uploads = [{"name": u.name, "key": u.key, "url": u.url, "fields": u.fields} for u in created.uploads]
         logger.info("tenant %s created job %s", tenant, created.job_id)
-        answer = {"job_id": created.job_id, "uploads": uploads, "expires_in": created.expires_in,
-                  "max_upload_bytes": created.max_upload_bytes}  # fmt: skip
-        return ApiResponse(201, answer)
-    if name == "list":
-        raw = query_value(request.query, "limit", keep_blank=False)
+        return {"job_id": created.job_id, "uploads": uploads, "expires_in": created.expires_in,
+                "max_upload_bytes": created.max_upload_bytes}, 201  # fmt: skip
+
+    @route("GET", "/jobs")
+    def listed() -> dict[str, Any]:
+        raw = query_value(_query(api), "limit", keep_blank=False)
         limit = whole_number(raw, "limit", 1, MAX_LIMIT) if raw else DEFAULT_LIST_LIMIT
-        return ApiResponse(200, {"jobs": [view.to_dict() for view in jobs.list_jobs(tenant, limit)], "now": now})
-    if name == "start":
+        return {"jobs": [tenant_json(view) for view in jobs.list_jobs(tenant, limit)], "now": now()}
+
+    @route("GET", "/jobs/<job_id>")
+    def status(job_id: str) -> dict[str, Any]:
+        return tenant_json(jobs.status(tenant, job_id))
+
+    @route("POST", "/jobs/<job_id>/start")
+    def start(job_id: str) -> tuple[dict[str, Any], int]:
         logger.info("tenant %s starts job %s", tenant, job_id)
-        return ApiResponse(202, jobs.start(tenant, job_id).to_dict())
-    if name == "cancel":
-        return ApiResponse(202, {"job_id": job_id, "message": jobs.cancel(tenant, job_id)})
-    if name == "retry":
+        return tenant_json(jobs.start(tenant, job_id)), 202
+
+    @route("POST", "/jobs/<job_id>/cancel")
+    def cancel(job_id: str) -> tuple[dict[str, Any], int]:
+        return {"job_id": job_id, "message": jobs.cancel(tenant, job_id)}, 202
+
+    @route("POST", "/jobs/<job_id>/retry")
+    def retry(job_id: str) -> tuple[dict[str, Any], int]:
         logger.info("tenant %s retries job %s", tenant, job_id)
-        return ApiResponse(202, {"job_id": job_id, "message": jobs.retry(tenant, job_id)})
-    if name == "detail":
-        view, detail = jobs.detail(tenant, job_id)
-        return ApiResponse(200, {"job": view.to_dict(), **detail, "now": now})
-    if name == "logs":
-        attempts = [dataclasses.asdict(record) for record in jobs.logs(tenant, job_id, _segment(request.query))]
-        return ApiResponse(200, {"job_id": job_id, "attempts": attempts})
-    if name == "preview":
+        return {"job_id": job_id, "message": jobs.retry(tenant, job_id)}, 202
+
+    @route("GET", "/jobs/<job_id>/detail")
+    def detail(job_id: str) -> dict[str, Any]:
+        found = jobs.detail(tenant, job_id)
+        return {
+            "job": tenant_json(found.job), "segments": plain(found.segments), "attempts": plain(found.attempts),
+            "timings": plain(found.timings), "cost": plain(found.cost), "preview": found.preview_key is not None,
+            "now": now(),
+        }  # fmt: skip
+
+    @route("GET", "/jobs/<job_id>/logs")
+    def logs(job_id: str) -> dict[str, Any]:
+        return {"job_id": job_id, "attempts": plain(jobs.logs(tenant, job_id, _segment(_query(api))))}
+
+    @route("GET", "/jobs/<job_id>/preview")
+    def preview(job_id: str) -> dict[str, Any]:
         image = jobs.preview(tenant, job_id)
         if image is None:
-            return error(404, f"job {job_id} has no preview yet")
-        return ApiResponse(200, {"job_id": job_id, "image": image})
-    return ApiResponse(200, jobs.status(tenant, job_id).to_dict())
+            raise HttpError(404, f"job {job_id} has no preview yet")
+        return {"job_id": job_id, "image": image}
+
+    return api
+
+
+def respond(
+    event: Mapping[str, Any], jobs: TenantJobs, tenant_claim: str = ApiEnvironment.tenant_claim,
+    rules: TokenRules | None = None, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> dict[str, Any]:  # fmt: skip
+    """One event's answer: the token's own checks, its tenant, then the routes."""
+    claims = claims_of(event)
+    problem = token_problem(claims, rules or TokenRules())
+    refuse = JsonApi(headers=NO_STORE).answer
+    if problem is not None:
+        return refuse(HttpError(401, problem, (("WWW-Authenticate", 'Bearer error="invalid_token"'),)))
+    tenant = tenant_of(claims, tenant_claim)
+    if tenant is None:
+        return refuse(
+            HttpError(403, f"the token has no valid {tenant_claim!r} claim (lowercase letters, digits and '-')")
+        )
+    return tenant_api(jobs, tenant, clock).resolve(event)
+
+
+def _query(api: JsonApi) -> str:
+    return str(api.app.current_event.get("rawQueryString") or "")
+
+
+def _body(api: JsonApi) -> bytes:
+    """The body as sent (a body that is no UTF-8 is the service's to refuse, with the reason)."""
+    event = api.app.current_event
+    raw = event.body or ""
+    return base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
 
 
 def _segment(query: str) -> int | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -17,65 +16,35 @@ from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.slicer import SlicerEnvironment
-from fusionfleet.fleet.quotas import GpuCapacity, GpuFleet, ServiceQuotasCapacity
-from fusionfleet.fleet.tenants import TenantLimits
-from fusionfleet.fleet.wake import EcsServiceWaker, FleetWaker, WakePolicy
-from fusionfleet.jobs.timeouts import TimeoutPolicy
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.fleet.quotas import GpuCapacity, ServiceQuotasCapacity
+from fusionfleet.fleet.wake import EcsServiceWaker
+from fusionfleet.services.slicing import Slicer
 
 logger = Logger(service="fusionfleet-slicer")
 processor = BatchProcessor(event_type=EventType.SQS, model=IngestRecord)
 
 
-def settings(env: Mapping[str, str]) -> tuple[AwsTarget, SlicerConfig]:
-    """Everything the slicer takes from its environment (fusionfleet.environment.slicer), read here and nowhere else."""
-    read = from_env(SlicerEnvironment, env)
-    aws = AwsTarget(region=read.region, endpoint_url=read.endpoint_url)
-    config = SlicerConfig(
-        work_bucket=read.work_bucket,
-        state_machine_arn=read.state_machine_arn,
-        topic_arn=read.topic_arn,
-        default_engine=read.default_engine,
-        timeouts=TimeoutPolicy(
-            visibility_s=read.visibility_s,
-            max_attempts=read.max_attempts,
-            accepted_backlog_s=read.accepted_backlog_s,
-        ),
-        render_concurrency=read.render_concurrency,
-        max_running_jobs=read.max_running_jobs,
-        tenants=TenantLimits(max_running_jobs=read.tenant_max_running_jobs, max_segments=read.tenant_max_segments),
-        encoder_threads=read.encoder_threads,
-        gpu_fleet=GpuFleet(read.gpu_instance_types, read.gpu_on_demand_percentage) if read.gpu_instance_types else None,
-        gpu_quota_cache_s=read.gpu_quota_cache_s,
-        fleet_max_workers=read.fleet_max_workers,
-    )
-    return aws, config
-
-
 @cache
 def slicer() -> Slicer:
-    aws, config = settings(os.environ)
+    # Its environment is its configuration (fusionfleet.environment.slicer), read here and nowhere else.
+    config = from_env(SlicerEnvironment, os.environ)
+    aws = AwsTarget(region=config.region, endpoint_url=config.endpoint_url)
     capacity: GpuCapacity | None = None
     if config.gpu_fleet is not None:
         capacity = ServiceQuotasCapacity(
             aws.client("service-quotas"), aws.client("ec2"), config.gpu_fleet, aws.region, config.gpu_quota_cache_s
         )
+    waker = None
+    if config.wake is not None:
+        waker = EcsServiceWaker(aws.client("ecs"), config.render_cluster, config.render_service, config.wake)
     return Slicer(
         S3Storage(aws.client("s3")),
         StepFunctions(aws.client("stepfunctions")),
         SnsNotifier(aws.client("sns")),
         config,
         capacity,
-        _waker(aws, os.environ, config.fleet_max_workers),
+        waker,
     )
-
-
-def _waker(aws: AwsTarget, env: Mapping[str, str], max_tasks: int) -> FleetWaker | None:
-    read = from_env(SlicerEnvironment, env)
-    if not read.render_service or max_tasks < 1:
-        return None
-    policy = WakePolicy(max_tasks, read.render_backlog_per_task)
-    return EcsServiceWaker(aws.client("ecs"), read.render_cluster, read.render_service, policy)
 
 
 def record_handler(record: IngestRecord) -> None:

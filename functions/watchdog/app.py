@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -16,47 +15,25 @@ from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.watchdog import WatchdogEnvironment
-from fusionfleet.fleet.stragglers import BackupPolicy
-from fusionfleet.jobs.manifest import PRIORITIES
 from fusionfleet.services.backups import BackupSender
-from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.services.watchdog import Watchdog
 
 logger = Logger(service="fusionfleet-watchdog")
 
 
-def settings(env: Mapping[str, str]) -> tuple[AwsTarget, WatchdogConfig]:
-    """Everything the watchdog takes from its environment (fusionfleet.environment.watchdog), read here only."""
-    read = from_env(WatchdogEnvironment, env)
-    policy = WatchdogPolicy(stall_s=read.stall_s, dispatch_grace_s=read.dispatch_grace_s)
-    config = WatchdogConfig(
-        work_bucket=read.work_bucket, state_machine_arn=read.state_machine_arn, topic_arn=read.topic_arn,
-        policy=policy,
-    )  # fmt: skip
-    return AwsTarget(region=read.region, endpoint_url=read.endpoint_url), config
-
-
-def backup_settings(env: Mapping[str, str]) -> tuple[dict[str, str], BackupPolicy]:
-    """The render queues by priority and the straggler rule (fusionfleet.fleet.stragglers)."""
-    read = from_env(WatchdogEnvironment, env)
-    urls = read.render_queue_urls
-    queues: dict[str, str] = dict(zip(PRIORITIES, urls, strict=True)) if len(urls) == len(PRIORITIES) else {}
-    policy = BackupPolicy(
-        enabled=read.backups,
-        factor=read.backup_factor,
-        min_age_s=read.backup_min_age_s,
-        done_fraction=read.backup_done_fraction,
-        last_segments=read.backup_last_segments,
-    )
-    return queues, policy
-
-
 @cache
 def watchdog() -> Watchdog:
-    # Cached: a warm Lambda (or the local runner's process) remembers which executions are settled.
-    aws, config = settings(os.environ)
-    queues, policy = backup_settings(os.environ)
+    # Cached: a warm Lambda (or the local runner's process) remembers which executions are settled. Its
+    # environment is its configuration (fusionfleet.environment.watchdog), read here and nowhere else.
+    config = from_env(WatchdogEnvironment, os.environ)
+    aws = AwsTarget(region=config.region, endpoint_url=config.endpoint_url)
     storage = S3Storage(aws.client("s3"))
-    backups = BackupSender(storage, SqsQueue(aws.client("sqs")), config.work_bucket, queues, policy) if queues else None
+    queues = config.render_queues
+    backups = (
+        BackupSender(storage, SqsQueue(aws.client("sqs")), config.work_bucket, queues, config.backup_policy)
+        if queues
+        else None
+    )
     return Watchdog(
         storage, StepFunctions(aws.client("stepfunctions")), SnsNotifier(aws.client("sns")), config, backups
     )

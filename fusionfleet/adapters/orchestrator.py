@@ -14,7 +14,9 @@ from fusionfleet.errors import TokenGone
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
+# Step Functions' execution statuses, in its API's words (a job's own states are fusionfleet.jobs.states').
 TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+LISTED_STATUSES = ("RUNNING", *TERMINAL)  # every status ListExecutions is asked for
 # Step Functions caps error names at 256 and causes at 32768 characters.
 MAX_ERROR = 256
 MAX_CAUSE = 32768

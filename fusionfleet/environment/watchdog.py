@@ -1,4 +1,5 @@
-"""The watchdog's environment (the scheduled Lambda; the local stack's schedule runner)."""
+"""The watchdog's configuration (the scheduled Lambda; the local stack's schedule runner): one class,
+each field read from the variable it names, the policies it applies built from the fields."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import variable
 from fusionfleet.fleet.stragglers import BackupPolicy
+from fusionfleet.jobs.manifest import PRIORITIES
 from fusionfleet.services.watchdog import WatchdogPolicy
 
 ENV_WORK_BUCKET = "WORK_BUCKET"
@@ -39,3 +41,23 @@ class WatchdogEnvironment:
     backup_min_age_s: float = variable(ENV_BACKUP_MIN_AGE, BackupPolicy.min_age_s)
     backup_done_fraction: float = variable(ENV_BACKUP_DONE_FRACTION, BackupPolicy.done_fraction)
     backup_last_segments: int = variable(ENV_BACKUP_LAST_SEGMENTS, BackupPolicy.last_segments)
+
+    @property
+    def policy(self) -> WatchdogPolicy:
+        return WatchdogPolicy(stall_s=self.stall_s, dispatch_grace_s=self.dispatch_grace_s)
+
+    @property
+    def backup_policy(self) -> BackupPolicy:
+        return BackupPolicy(
+            enabled=self.backups,
+            factor=self.backup_factor,
+            min_age_s=self.backup_min_age_s,
+            done_fraction=self.backup_done_fraction,
+            last_segments=self.backup_last_segments,
+        )
+
+    @property
+    def render_queues(self) -> dict[str, str]:
+        """The render queues by priority (none: no backup copies)."""
+        urls = self.render_queue_urls
+        return dict(zip(PRIORITIES, urls, strict=True)) if len(urls) == len(PRIORITIES) else {}

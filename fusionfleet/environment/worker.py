@@ -1,4 +1,8 @@
-"""The render and merge workers' environment (`python -m gpu_worker`; the ECS task definitions)."""
+"""The render and merge workers' configuration (`python -m gpu_worker`; the ECS task definitions).
+
+One class: each field is read from the variable it names (or set by a flag, `gpu_worker.config.resolve`),
+and each default is written here once (or on the domain policy it comes from).
+"""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
 ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
 ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
-ENV_WORK_BUCKET = "FUSIONFLEET_WORK_BUCKET"
+ENV_WORK_BUCKET = "WORK_BUCKET"  # the same variable as every other component's
 ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
 ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
@@ -40,14 +44,14 @@ ENV_VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
 
 @dataclass(frozen=True)
 class WorkerEnvironment:
-    """What a worker reads from its environment; its arguments override some (gpu_worker.config)."""
+    """What a worker reads from its environment; its flags override some (gpu_worker.config.resolve)."""
 
     role: str = variable(ENV_ROLE, "render")
-    queue_urls: tuple[str, ...] = variable(ENV_QUEUE_URLS, ())
-    name: str | None = variable(ENV_NAME, None)  # None: host-pid
+    queue_urls: tuple[str, ...] = variable(ENV_QUEUE_URLS, ())  # highest priority first
+    name: str = variable(ENV_NAME, "")  # "": host-pid, filled in by resolve
     scratch: Path = variable(ENV_SCRATCH, Path("/tmp/fusionfleet"))  # noqa: RUF009  (a Path is immutable)
-    region: str | None = variable(ENV_REGION, None)
-    default_region: str | None = variable(ENV_DEFAULT_REGION, None)
+    region: str = variable(ENV_REGION, "")  # "": the SDK's older name's, filled in by resolve
+    default_region: str = variable(ENV_DEFAULT_REGION, "")
     endpoint_url: str | None = variable(ENV_ENDPOINT, None)
     visibility_s: int = variable(ENV_VISIBILITY, DEFAULT_VISIBILITY_S)
     idle_wait_s: int = variable(ENV_IDLE_WAIT, 1)
@@ -60,15 +64,30 @@ class WorkerEnvironment:
     seconds_per_frame: float = variable(ENV_SECONDS_PER_FRAME, TimeoutPolicy.engine_seconds_per_frame)
     base_timeout_s: float = variable(ENV_BASE_TIMEOUT, TimeoutPolicy.engine_base_s)
     faults_file: Path | None = variable(ENV_FAULTS_FILE, None)  # noqa: RUF009  (None)
+    # Dollars per GPU-hour: the merge prices each job with it.
     gpu_hourly_price: float = variable(ENV_GPU_HOURLY_PRICE, DEFAULT_GPU_HOURLY_PRICE)
+    # Where the worker's presence record goes (work/_workers/<name>.json); None: no record (and no blocklist).
     work_bucket: str | None = variable(ENV_WORK_BUCKET, None)
     beat_s: float = variable(ENV_BEAT, 5.0)
+    # The ECS agent's endpoint: task scale-in protection while a segment is held; None off ECS.
     ecs_agent_uri: str | None = variable(ENV_ECS_AGENT_URI, None)
+    # A render worker takes a segment only with this much GPU memory free (None: no check), on the
+    # GPUs it may see (CUDA_VISIBLE_DEVICES; all when unset).
     min_free_gpu_mb: float | None = variable(ENV_MIN_FREE_GPU, None)
     visible_gpus: tuple[str, ...] = variable(ENV_VISIBLE_GPUS, ())
+    # A render worker that fails this many distinct segments of one job (by its own doing) stops taking
+    # that job's segments (needs the presence records of work_bucket to tell whether anyone else is
+    # left); 0: never.
     block_after_failures: int = variable(ENV_BLOCK_AFTER, 2)
+    # How long every live render worker must have been listed for a job before it fails for want of one.
     block_grace_s: float = variable(ENV_BLOCK_GRACE, BlockPolicy.stranded_grace_s)
-    # Off by default, as measured one job at a time (benchmarks/results/fleet-overhead-lookahead-on.json
-    # and -off.json): it hides the gaps between one worker's segments (render 71.4 → 66.8 s) but on 6 and
-    # 12 workers the early takes left others idle (12.4 → 13.2 s, 7.0 → 9.2 s). Set it (e.g. 2) to turn it on.
+    # A render worker takes its next task while this one renders when the queues hold at least this
+    # many visible messages (gpu_worker.lookahead); 0: never. Off by default, as measured one job at a
+    # time (benchmarks/results/fleet-overhead-lookahead-on.json and -off.json): it hides the gaps between
+    # one worker's segments but on 6 and 12 workers the early takes left others idle.
     lookahead_min_backlog: int = variable(ENV_LOOKAHEAD, 0)
+    # Flags only (no variable): exit after this many tasks (None: never).
+    max_tasks: int | None = None
+    # The environment the worker started with, frozen: what an engine may read (FaceFusion's settings,
+    # PATH, CUDA_VISIBLE_DEVICES), handed down instead of read from os.environ deep inside.
+    engine_env: tuple[tuple[str, str], ...] = ()

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 from fusionfleet.layout import manifest_name, slug, tenant_of
 
 JOB_ID_HASH_CHARS = 16
 JOB_ID_CHARS = 80  # a Step Functions execution name's limit
+# What a job id in an API's path may be, the one pattern both APIs check: the pipeline's ids (a tenant,
+# `_`, a slug and a hash), the tenant API's (`YYYYMMDD-HHMMSS-<hex>`) and the names of manifests
+# dropped under a tenant's `jobs/`. No `/` and no leading dot: a key built from it stays in its folder.
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Separates a tenant's name from the rest of its job ids: neither tenant names nor slugs contain it.
 TENANT_SEPARATOR = "_"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -16,24 +16,25 @@ from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier, notice_subject
 from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator, execution_arn
 from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json, put_json
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
 from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
 from fusionfleet.fleet.fairness import fair_concurrency
 from fusionfleet.fleet.presence import fleet_view
-from fusionfleet.fleet.quotas import GpuCapacity, GpuFleet
-from fusionfleet.fleet.tenants import TenantLimits, notice_tenant
+from fusionfleet.fleet.quotas import GpuCapacity
+from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.wake import FleetWaker
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
+from fusionfleet.jobs.final_notice import state_machine_claim
 from fusionfleet.jobs.ids import job_id as derive_job_id
-from fusionfleet.jobs.manifest import KeyPolicy, Manifest, invalid_manifest, parse_manifest
-from fusionfleet.jobs.plan import Segment, SegmentPolicy, plan_segments
+from fusionfleet.jobs.manifest import Manifest, invalid_manifest, parse_manifest
+from fusionfleet.jobs.plan import Segment, plan_segments
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
-from fusionfleet.jobs.sizing import SizingPolicy, engine_cost, plan_for_fleet
-from fusionfleet.jobs.timeouts import TimeoutPolicy, job_timeouts
+from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
+from fusionfleet.jobs.timeouts import job_timeouts
 from fusionfleet.media.image import check_image
-from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.still import encode_png, frame_at
@@ -45,38 +46,6 @@ logger = logging.getLogger(__name__)
 # (WorkRetentionDays): a manifest uploaded again after that runs as its job's next free run. Past
 # this many runs the upload is refused with a notice, so a name is never probed without end.
 MAX_RUNS = 100
-
-
-@dataclass(frozen=True)
-class SlicerConfig:
-    work_bucket: str
-    state_machine_arn: str
-    topic_arn: str
-    default_engine: str = "classic"
-    # Each job's task heartbeats and timeouts follow from its length and these (fusionfleet.jobs.timeouts).
-    timeouts: TimeoutPolicy = field(default_factory=TimeoutPolicy)
-    # Segments of one job in flight at once. Bounded so one long job cannot hold every waiting
-    # task the orchestrator has (LocalStack keeps threads per waiting task); a priority job still
-    # overtakes, since its own segments are sent at once.
-    render_concurrency: int = 1000
-    # Jobs running at once that the stack accepts; 0: no limit. An emulator has a thread budget
-    # (LocalStack holds about three threads per segment in flight): past it a job is refused with a
-    # notice saying so, rather than accepted and lost.
-    max_running_jobs: int = 0
-    # Per tenant (`tenants/T/jobs/` drops): jobs at once, and segments in flight shared among them.
-    tenants: TenantLimits = field(default_factory=TenantLimits)
-    encoder_threads: int = 2
-    # On AWS, the GPU hosts' instance types and market: a job is refused while the account's vCPU
-    # quota cannot start one of them (fusionfleet.fleet.quotas). None: no check (the local stack).
-    gpu_fleet: GpuFleet | None = None
-    gpu_quota_cache_s: int = 300
-    limits: MediaLimits = field(default_factory=MediaLimits)
-    keys: KeyPolicy = field(default_factory=KeyPolicy)
-    segments: SegmentPolicy = field(default_factory=SegmentPolicy)
-    # The most render workers the fleet may run (RenderMaxTasks, `local up --max-workers`). 0: fixed
-    # 2–5 s plans; otherwise plans are sized to that fleet and the engine's cost (fusionfleet.jobs.sizing).
-    fleet_max_workers: int = 0
-    sizing: SizingPolicy = field(default_factory=SizingPolicy)
 
 
 @dataclass(frozen=True)
@@ -93,7 +62,7 @@ class Slicer:
     storage: Storage
     orchestrator: Orchestrator
     notifier: Notifier
-    config: SlicerConfig
+    config: SlicerEnvironment
     capacity: GpuCapacity | None = None
     # Raises the render service for a new job at once (fusionfleet.fleet.wake); None: workers are not a service.
     waker: FleetWaker | None = None
@@ -223,6 +192,8 @@ class Slicer:
             },
             # The notices' `tenant` attribute (the state machine cannot turn a null into "-" itself).
             "tenant": notice_tenant(context.tenant),
+            # What its claim of the final notice needs (fusionfleet.jobs.final_notice).
+            "final_notice": state_machine_claim(context.job_id),
         }
 
     def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str, run: int = 0) -> tuple[JobContext, int]:

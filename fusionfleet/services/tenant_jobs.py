@@ -4,44 +4,39 @@ detail (segments, attempts, timings, cost), preview, cancel and retry.
 The API adds no store of its own to the farm's: between `POST /jobs` and `start` the validated body
 waits in a small record (`work/_api/<tenant>/<id>.json`); `start` writes the manifest under the
 tenant's `jobs/` prefix, the same trigger as a drop into the bucket; the pipeline's job is then found
-from the manifest object (its ETag gives the job id, `fusionfleet.jobs.ids`) and read through
-`Operations`, as the CLI and the dashboard read it. Every key is built from the caller's tenant, so
-another tenant's job is simply not found.
+from the manifest object (its ETag gives the job id, `fusionfleet.jobs.ids`) and read through the read model
+(`fusionfleet.jobs.reader`), as the CLI and the dashboard read it, and steered through `Operations`.
+Every key is built from the caller's tenant, so another tenant's job is simply not found.
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
-import re
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.adapters.storage import ObjectInfo, Storage, get_json, put_json
 from fusionfleet.errors import (
-    FusionFleetError,
+    BadRequest,
     JobNotFound,
     JobRejected,
     ObjectMissing,
     ObjectRefused,
     OperationRefused,
 )
+from fusionfleet.jobs.ids import JOB_ID
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import parse_manifest
-from fusionfleet.services.operations import AttemptRecord, JobDetail, JobSummary, Operations
+from fusionfleet.jobs.reader import JobReader
+from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, parse_time, pending_view
+from fusionfleet.services.operations import Operations
 
-# What the API reports; the pipeline's TIMED_OUT and ABORTED (stopped by the watchdog) are failures.
-API_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED")
-_AS_API_STATE = {"TIMED_OUT": "FAILED", "ABORTED": "FAILED"}
-# Ids the API issues are `YYYYMMDD-HHMMSS-<8 hex>`; a manifest dropped by hand under the tenant's
-# `jobs/` prefix is reachable by its name too, when the name is one path segment.
-JOB_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 # The fields of a body that name files: a plain name is uploaded through the API, a key (with '/')
 # names an object the tenant already has (checked by the manifest's own key rules).
 _FILE_FIELDS = ("source", "target", "reference")
@@ -65,12 +60,11 @@ def oversized(sizes: Any, max_bytes: int) -> tuple[str, ...]:
     return tuple(problems)
 
 
-class BadBody(FusionFleetError):
+class BadBody(BadRequest):
     """The body of a request cannot make a job; `problems` lists every reason."""
 
     def __init__(self, problems: tuple[str, ...]) -> None:
-        super().__init__("the job is invalid: " + "; ".join(problems))
-        self.problems = problems
+        super().__init__("the job is invalid", problems)
 
 
 class NotStarted(OperationRefused):
@@ -93,35 +87,6 @@ class Created:
     uploads: tuple[Upload, ...]
     expires_in: int
     max_upload_bytes: int
-
-
-@dataclass(frozen=True)
-class JobView:
-    job_id: str
-    state: str  # one of API_STATES
-    done: int = 0
-    failed: int = 0
-    total: int = 0
-    reason: str = ""
-    download_url: str | None = None
-    created_at: str | None = None
-    priority: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        view: dict[str, Any] = {
-            "job_id": self.job_id,
-            "state": self.state,
-            "segments": {"done": self.done, "failed": self.failed, "total": self.total},
-        }
-        if self.priority:
-            view["priority"] = self.priority
-        if self.reason:
-            view["reason"] = self.reason
-        if self.download_url:
-            view["download_url"] = self.download_url
-        if self.created_at:
-            view["created_at"] = self.created_at
-        return view
 
 
 def new_job_id(now: datetime) -> str:
@@ -161,6 +126,7 @@ def manifest_for(body: Any, tenant: str, job_id: str) -> tuple[bytes, tuple[tupl
 @dataclass
 class TenantJobs:
     storage: Storage
+    reader: JobReader
     operations: Operations
     media_bucket: str
     work_bucket: str
@@ -218,7 +184,7 @@ class TenantJobs:
         # A conditional create: starting twice (a retried request) writes one manifest, one job.
         if not self.storage.create(self.media_bucket, layout.tenant_manifest_key(tenant, job_id), body):
             raise NotStarted(f"job {job_id} was started already")
-        return JobView(job_id, "PENDING", created_at=record.get("created_at"))
+        return pending_view(job_id, submitted_at=parse_time(record.get("created_at")))
 
     # ------------------------------------------------------------------ reading
     def status(self, tenant: str, job_id: str) -> JobView:
@@ -226,39 +192,31 @@ class TenantJobs:
         if pipeline is None:
             return self._waiting(job_id, record)
         try:
-            summary = self.operations.summary(pipeline)
+            view = self.reader.view(pipeline)
         except JobNotFound:
             return self._waiting(job_id, record, started=True)  # the slicer has not taken it yet
-        return self._view(job_id, summary, record.get("created_at"))
+        return self._shown(job_id, view, record)
 
-    def detail(self, tenant: str, job_id: str) -> tuple[JobView, dict[str, Any]]:
+    def detail(self, tenant: str, job_id: str) -> JobDetail:
         """The job's view and, once the slicer planned it, its segments, attempts, timings and cost.
 
         Pipeline job ids are replaced by the API's: the tenant knows its job by that id only.
         """
         record, pipeline = self._lookup(tenant, job_id)
-        empty: dict[str, Any] = {"segments": [], "attempts": [], "timings": {}, "cost": None, "preview": False}
         if pipeline is None:
-            return self._waiting(job_id, record), empty
+            return JobDetail(self._waiting(job_id, record), [], [], {}, None)
         try:
-            found: JobDetail = self.operations.job(pipeline)
+            found = self.reader.detail(pipeline)
         except JobNotFound:
-            return self._waiting(job_id, record, started=True), empty
-        view = self._view(job_id, found.summary, record.get("created_at"))
-        return view, {
-            "segments": [_plain(segment) for segment in found.segments],
-            "attempts": [_plain(attempt) for attempt in found.attempts],
-            "timings": _plain(found.timings),
-            "cost": _plain(found.cost),
-            "preview": found.preview_key is not None,
-        }
+            return JobDetail(self._waiting(job_id, record, started=True), [], [], {}, None)
+        return replace(found, job=self._shown(job_id, found.job, record))
 
-    def logs(self, tenant: str, job_id: str, segment: int | None = None) -> list[AttemptRecord]:
+    def logs(self, tenant: str, job_id: str, segment: int | None = None) -> list[AttemptView]:
         _record, pipeline = self._lookup(tenant, job_id)
         if pipeline is None:
             return []
         try:
-            return self.operations.logs(pipeline, segment)
+            return self.reader.logs(pipeline, segment)
         except JobNotFound:
             return []
 
@@ -268,7 +226,7 @@ class TenantJobs:
         if pipeline is None:
             return None
         try:
-            image = self.operations.preview(pipeline)
+            image = self.reader.preview(pipeline)
         except JobNotFound:
             return None
         return None if image is None else "data:image/jpeg;base64," + base64.b64encode(image).decode()
@@ -328,18 +286,15 @@ class TenantJobs:
     def _waiting(job_id: str, record: dict[str, Any], started: bool = False) -> JobView:
         priority = (record.get("manifest") or {}).get("priority") or "normal"
         reason = "" if started else "waiting for its files and POST /jobs/{id}/start"
-        return JobView(job_id, "PENDING", reason=reason, created_at=record.get("created_at"), priority=priority)
+        return pending_view(job_id, reason, priority, parse_time(record.get("created_at")))
 
-    def _view(self, job_id: str, summary: JobSummary, created_at: str | None) -> JobView:
-        state = _AS_API_STATE.get(summary.state, summary.state)
-        url = None
-        if state == "SUCCEEDED" and summary.output:
-            bucket, _, key = summary.output.removeprefix("s3://").partition("/")
-            url = self.storage.presign_get(bucket, key, self.download_url_s)
-        return JobView(
-            job_id, state, summary.segments_done, summary.segments_failed, summary.segments_total,
-            summary.reason, url, created_at or _iso(summary.submitted_at), summary.priority,
-        )  # fmt: skip
+    def _shown(self, job_id: str, view: JobView, record: dict[str, Any]) -> JobView:
+        """The pipeline's view as the tenant sees it: its own id, the API's states, a fresh download link."""
+        shown = replace(view.public(job_id), submitted_at=parse_time(record.get("created_at")) or view.submitted_at)
+        if view.output_object is not None:
+            link = self.storage.presign_link(*view.output_object, self.download_url_s)
+            shown = replace(shown, download=link)
+        return shown
 
     def _pipeline_job(self, tenant: str, job_id: str) -> str | None:
         """The pipeline's job id for the manifest of this job, or None before it was started."""
@@ -367,14 +322,3 @@ class TenantJobs:
             return self.storage.head(self.media_bucket, key)
         except (ObjectMissing, ObjectRefused):
             return None
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _plain(value: Any) -> Any:
-    """A domain record as JSON values (dataclasses → objects, datetimes → ISO 8601, NaN → null)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    return json.loads(json.dumps(value, default=lambda v: v.isoformat() if isinstance(v, datetime) else str(v)))

@@ -9,10 +9,9 @@ alone (no database of our own), stops what is stuck and publishes the one notice
 the one the state machine had prepared when there is one (a success stays a success), or a failure
 that says what happened.
 
-Exactly one: a notice record is created with a conditional write before publishing, by every party
-that publishes a final notice (the state machine too, just before its own publish), so two sweeps,
-two watchdogs, a cancel or the state machine reaching its notice as the watchdog stops it never
-both publish; a sweep that died between claiming and publishing is finished by a later one once the
+Exactly one: every party that can end a job claims its notice first (`fusionfleet.jobs.final_notice`),
+so two sweeps, two watchdogs, a cancel or the state machine reaching its notice as the watchdog stops
+it never both publish; a sweep that died between claiming and publishing is finished by a later one once the
 claim is older than `reclaim_s`, and so is a state machine's claim whose publish failed.
 
 A retried job has one execution per run (`fusionfleet.jobs.runs`): only its current run is watched, and
@@ -23,37 +22,36 @@ alone.
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from fusionfleet import layout
-from fusionfleet.adapters.notify import Notifier, notice_subject
-from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress
-from fusionfleet.adapters.storage import Storage, get_json, put_json
-from fusionfleet.errors import ObjectMissing
+from fusionfleet.adapters.notify import Notifier
+from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Execution, ExecutionMissing, Orchestrator, Progress
+from fusionfleet.adapters.storage import Storage
 from fusionfleet.fleet.stragglers import Backups, BackupSent
 from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.facts import JobRecords
+from fusionfleet.jobs.final_notice import (
+    NOTICE_STATES,
+    STATE_MACHINE,
+    WATCHDOG,
+    FinalNotices,
+    TopicChannel,
+    prepared_notice,
+    told_by_itself,
+    yielded,
+)
 from fusionfleet.jobs.loss import JobFailedMarker, job_failed
 from fusionfleet.jobs.runs import RunRecord, current_run, parse_execution_name
-from fusionfleet.jobs.state import JobStates
 from fusionfleet.messages import JobContext
 
 logger = logging.getLogger(__name__)
 
-# How the state machine ends when it published the notice itself (see render.asl.json).
-NOTIFIED_FAILURE_ERROR = "JobFailed"
-# How it ends when it could not create the notice record before publishing: the watchdog or a cancel
-# holds it (and publishes), or the write failed (and the watchdog publishes what it had prepared).
-NOTICE_NOT_CLAIMED_ERROR = "NoticeNotClaimed"
-# Who created a notice record: the state machine claims it just before it publishes (render.asl.json).
-CLAIMED_BY_STATE_MACHINE = "state machine"
-# The states whose output carries the notice the state machine was about to publish.
-# (RenderFailed: executions started before a failed Map went on to the merge's gate.)
-NOTICE_STATES = ("SuccessNotice", "RenderFailed", "MergeFailed")
-WATCHED = ("RUNNING", "FAILED", "TIMED_OUT", "ABORTED")
+# Every execution status but a success may owe its job a notice.
+WATCHED = tuple(status for status in LISTED_STATUSES if status != "SUCCEEDED")
 
 
 @dataclass(frozen=True)
@@ -95,9 +93,7 @@ class Verdict:
 def judge(observation: Observation, now: datetime, policy: WatchdogPolicy) -> Verdict:
     """What the watchdog does about one job. Pure."""
     status = observation.status
-    if status == "SUCCEEDED":
-        return Verdict("none")
-    if status == "FAILED" and observation.error == NOTIFIED_FAILURE_ERROR:
+    if told_by_itself(status, observation.error):
         return Verdict("none")
     if status != "RUNNING":
         detail = ": ".join(part for part in (observation.error, observation.cause) if part)
@@ -132,12 +128,17 @@ def judge(observation: Observation, now: datetime, policy: WatchdogPolicy) -> Ve
     return Verdict("none")
 
 
-@dataclass(frozen=True)
-class WatchdogConfig:
-    work_bucket: str
-    state_machine_arn: str
-    topic_arn: str
-    policy: WatchdogPolicy = field(default_factory=WatchdogPolicy)
+class WatchdogSettings(Protocol):
+    """What the watchdog needs of its configuration (fusionfleet.environment.watchdog)."""
+
+    @property
+    def work_bucket(self) -> str: ...
+    @property
+    def state_machine_arn(self) -> str: ...
+    @property
+    def topic_arn(self) -> str: ...
+    @property
+    def policy(self) -> WatchdogPolicy: ...
 
 
 @dataclass(frozen=True)
@@ -156,14 +157,14 @@ class Watchdog:
         storage: Storage,
         orchestrator: Orchestrator,
         notifier: Notifier,
-        config: WatchdogConfig,
+        config: WatchdogSettings,
         backups: Backups | None = None,
     ) -> None:
         self._storage = storage
         self._orchestrator = orchestrator
-        self._notifier = notifier
         self._config = config
-        self._jobs = JobStates(storage, orchestrator, config.work_bucket, config.state_machine_arn)
+        self._jobs = JobRecords(storage, orchestrator, config.work_bucket, config.state_machine_arn)
+        self._notices = FinalNotices(storage, config.work_bucket, (TopicChannel(notifier, config.topic_arn),))
         # Sends straggler backup copies for running jobs nearly done (None: no backups).
         self._backups = backups
         self.backups_sent: list[BackupSent] = []  # by the last sweep
@@ -204,11 +205,11 @@ class Watchdog:
             # An earlier run of a retried job: its successor is the one that owes the notice.
             self._settled.add(execution.arn)
             return None
-        record = self._record(context.job_id)
-        if record is not None and record.get("published"):
+        record = self._notices.record(context.job_id)
+        if record is not None and record.published:
             self._settled.add(execution.arn)
             return None
-        if record is not None and record.get("by") == CLAIMED_BY_STATE_MACHINE and execution.status != "FAILED":
+        if record is not None and record.by == STATE_MACHINE and execution.status != "FAILED":
             # The state machine claimed the notice just before publishing it; only an execution that
             # then failed (its publish failed) left it unsent, and that one is finished at once: an
             # ended execution publishes nothing more. One stopped from outside (ABORTED) had most
@@ -216,8 +217,8 @@ class Watchdog:
             if execution.finished:
                 self._settled.add(execution.arn)
             return None
-        ended_unsent = record is not None and record.get("by") == CLAIMED_BY_STATE_MACHINE and execution.finished
-        if record is not None and not ended_unsent and _age_s(record.get("claimed_at"), now) < policy.reclaim_s:
+        ended_unsent = record is not None and record.by == STATE_MACHINE and execution.finished
+        if record is not None and not ended_unsent and record.age_s(now) < policy.reclaim_s:
             return None  # another sweep is publishing it right now
         verdict = judge(self._observe(execution, context.job_id, now), now, policy)
         if verdict.action == "none":
@@ -226,9 +227,10 @@ class Watchdog:
             elif self._backups is not None and record is None:
                 self._send_backups(context, current, now)
             return None
-        if record is None and not self._claim(context.job_id, verdict, now):
-            return None
-        return self._close(execution, context, verdict)
+        claimed = record is not None or self._notices.claim(
+            context.job_id, WATCHDOG, now, error=verdict.error, reason=verdict.reason
+        )
+        return self._close(execution, context, verdict, now) if claimed else None
 
     def _observe(self, execution: Execution, job_id: str, now: datetime) -> Observation:
         """Only what the rule needs: a young job's map run and work files are not looked at."""
@@ -273,7 +275,7 @@ class Watchdog:
             )  # fmt: skip
         self.backups_sent.extend(sent)
 
-    def _close(self, execution: Execution, context: JobContext, verdict: Verdict) -> Closed | None:
+    def _close(self, execution: Execution, context: JobContext, verdict: Verdict, now: datetime) -> Closed | None:
         job_id = context.job_id
         prepared = verdict.action == "notify"
         if verdict.action == "stop":
@@ -283,25 +285,23 @@ class Watchdog:
                 logger.warning("watchdog: execution %s disappeared", execution.arn)
             after = self._orchestrator.describe(execution.arn)
             # Still RUNNING is a stop under way (LocalStack wakes each waiting task first), not a notice.
-            if after.status == "SUCCEEDED" or (after.status == "FAILED" and after.error == NOTIFIED_FAILURE_ERROR):
+            if told_by_itself(after.status, after.error):
                 # It ended by itself, notice and all, while we were deciding: nothing to add. (Only
                 # an execution of a definition older than the notice claim: today it cannot publish
                 # while we hold the record.)
-                self._mark(job_id, verdict, published_by="state machine")
+                self._notices.mark_published(job_id, STATE_MACHINE, f"it ended {after.status} by itself", now)
                 return None
             # It reached its notice as we stopped it and yielded the claim to us: send what it built.
-            prepared = after.status == "FAILED" and after.error == NOTICE_NOT_CLAIMED_ERROR
+            prepared = yielded(after.status, after.error)
         notice = self._notice(execution, context, verdict, prepared)
-        self._notifier.publish(self._config.topic_arn, notice_subject(job_id, str(notice["status"])), notice)
-        self._mark(job_id, verdict, published_by="watchdog")
+        self._notices.deliver(job_id, notice, WATCHDOG, now)
         logger.warning("watchdog: job %s ended with a %s notice: %s", job_id, notice["status"], verdict.reason)
         self._settled.add(execution.arn)
         return Closed(job_id, verdict.action, str(notice["status"]), verdict.reason)
 
     def _notice(self, execution: Execution, context: JobContext, verdict: Verdict, prepared: bool) -> dict[str, Any]:
-        built = self._orchestrator.state_output(execution.arn, NOTICE_STATES) if prepared else None
-        notice = built.get("notice") if built else None
-        if isinstance(notice, dict) and notice.get("status") in ("succeeded", "failed"):
+        notice = prepared_notice(self._orchestrator.state_output(execution.arn, NOTICE_STATES)) if prepared else None
+        if notice is not None:
             # The state machine built it and could not publish it: send exactly that, and say why late.
             return {**notice, "notified_by": "watchdog", "watchdog_reason": verdict.reason}
         return {
@@ -314,36 +314,3 @@ class Watchdog:
             "reason": verdict.reason,
             "notified_by": "watchdog",
         }
-
-    def _record(self, job_id: str) -> dict[str, Any] | None:
-        try:
-            value = get_json(self._storage, self._config.work_bucket, layout.notice_key(job_id))
-        except ObjectMissing:
-            return None
-        return value if isinstance(value, dict) else None
-
-    def _claim(self, job_id: str, verdict: Verdict, now: datetime) -> bool:
-        record = {"claimed_at": now.isoformat(), "published": False, "reason": verdict.reason}
-        return self._storage.create(
-            self._config.work_bucket, layout.notice_key(job_id), json.dumps(record, sort_keys=True).encode()
-        )
-
-    def _mark(self, job_id: str, verdict: Verdict, published_by: str) -> None:
-        put_json(
-            self._storage,
-            self._config.work_bucket,
-            layout.notice_key(job_id),
-            {
-                "claimed_at": datetime.now(UTC).isoformat(),
-                "published": True,
-                "published_by": published_by,
-                "reason": verdict.reason,
-            },
-        )
-
-
-def _age_s(stamp: Any, now: datetime) -> float:
-    try:
-        return (now - datetime.fromisoformat(str(stamp))).total_seconds()
-    except ValueError:
-        return float("inf")

@@ -21,12 +21,11 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from fusionfleet.json_http import http_event
 from infra.emulators.cors import CorsPolicy
 from infra.emulators.event_source import LambdaContext
 from infra.emulators.jwt_authorizer import JwtAuthorizer, Unauthorized
@@ -47,37 +46,6 @@ class Answer:
 
 def _json(status: int, value: Any, *headers: tuple[str, str]) -> Answer:
     return Answer(status, (("Content-Type", "application/json"), *headers), json.dumps(value).encode())
-
-
-def to_event(
-    method: str, target: str, headers: Mapping[str, str], body: bytes, claims: Mapping[str, Any]
-) -> dict[str, Any]:
-    """A request as API Gateway's HTTP API (payload 2.0) hands it to a Lambda behind a JWT authorizer."""
-    parts = urlsplit(target)
-    now = datetime.now(UTC)
-    text: str
-    try:
-        text, encoded = body.decode("utf-8"), False
-    except UnicodeDecodeError:
-        text, encoded = base64.b64encode(body).decode(), True
-    return {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": parts.path,
-        "rawQueryString": parts.query,
-        "headers": {key.lower(): value for key, value in headers.items()},
-        "requestContext": {
-            "http": {"method": method, "path": parts.path, "protocol": "HTTP/1.1", "sourceIp": HOST},
-            # API Gateway passes claims as strings.
-            "authorizer": {"jwt": {"claims": {k: str(v) for k, v in claims.items()}, "scopes": None}},
-            "requestId": str(uuid.uuid4()),
-            "stage": "$default",
-            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-            "timeEpoch": int(now.timestamp() * 1000),
-        },
-        "body": text,
-        "isBase64Encoded": encoded,
-    }
 
 
 @dataclass(frozen=True)
@@ -107,7 +75,7 @@ class LocalApi:
             deadline_ms=time.time() * 1000 + self.timeout_s * 1000,
         )
         try:
-            result = self.handler(to_event(method, target, headers, body, claims), context)
+            result = self.handler(http_event(method, target, headers, body, claims), context)
         except Exception:
             logger.exception("the handler raised on %s %s", method, target)
             return _json(500, {"message": "Internal Server Error"})

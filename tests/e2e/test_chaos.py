@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.chaos import ChaosConfig, run_chaos
+from benchmarks.chaos import run_chaos
+from benchmarks.chaos_model import ChaosConfig
 from fleetctl.local.paths import LocalPaths
-from fleetctl.local.supervisor import UpOptions
+from fleetctl.local.processes import UpOptions
 from tests.e2e.conftest import FAULT_ENV, ROOT, VISIBILITY_S, Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]

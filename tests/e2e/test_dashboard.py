@@ -120,7 +120,7 @@ def test_a_submitted_job_appears_with_its_segments_and_moves_to_done(
     # AND the API the page reads agrees
     with urllib.request.urlopen(f"{url}api/jobs/{job}", timeout=30) as response:
         detail = json.loads(response.read())
-    assert detail["summary"]["state"] == "SUCCEEDED"
+    assert detail["job"]["state"] == "SUCCEEDED"
     assert [segment["state"] for segment in detail["segments"]] == ["done"] * 5
     # AND the page shows the job's cost: the merge's figure, in dollars at the stack's GPU price
     assert detail["cost"]["final"] is True and detail["cost"]["billed_gpu_s"] > 0

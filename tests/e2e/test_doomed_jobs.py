@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fleetctl.samples import grace_hopper_path
 from fusionfleet import layout
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import drop_job, queues_empty, wait_until
+from tests.e2e.helpers import api_call, api_token, api_url, drop_job, notice_for, queues_empty, wait_until
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -97,3 +100,42 @@ def test_a_poison_segment_behind_a_backlog_fails_its_job_fast_and_its_queued_seg
     never_started = [index for index in range(1, segments) if index not in starts]
     # (at least one was still queued, so the check above is not vacuous; 3 of 20 in the run that landed it)
     assert never_started, f"{segments} segments; engine starts per segment: {starts}"
+
+
+def _dashboard_job(stack: Stack, job: str) -> dict[str, Any]:
+    url = f"{stack.state().dashboard_url}api/jobs/{job}"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        value: dict[str, Any] = json.loads(response.read())
+    return value
+
+
+def test_a_doomed_jobs_status_wait_api_and_dashboard_all_give_its_notices_reason(stack: Stack, tmp_path: Path) -> None:
+    # GIVEN a tenant's one-minute job whose segment 2 crashes on every attempt
+    name = f"doomed-reason-{secrets.token_hex(3)}"
+    stack.set_faults([{"job": name, "segment": 2, "action": "crash", "at_frame": 3}])
+    clip = write_video(tmp_path / "minute.mp4", seconds=60, fps=25, width=160, height=120)
+    inbox = stack.subscribe()
+    # WHEN it is submitted with `submit --wait`
+    submitted = stack.cli(
+        "submit", "--source", str(grace_hopper_path()), "--target", str(clip), "--engine", "copy",
+        "--tenant", "acme", "--name", name, "--wait", "--timeout", "600", "--output", str(tmp_path / "out.mp4"),
+    )  # fmt: skip
+    job = submitted.stdout.strip().splitlines()[-1]
+    notice = notice_for(stack, inbox, job, wait_s=120)
+    # THEN its one notice names the segment, its attempts and the cause
+    assert notice["status"] == "failed", notice
+    reason = str(notice["reason"])
+    assert re.search(r"segment 2 \(frames \d+-\d+\)[^;]* failed after 3 attempts: EngineCrashed", reason), notice
+    # AND `submit --wait` ends with that reason (exit 1), not an orchestration artefact
+    assert submitted.returncode == 1, submitted.stderr
+    assert reason in submitted.stderr.splitlines()[-1], submitted.stderr
+    assert "States." not in submitted.stderr, submitted.stderr
+    # AND so does `status`, the tenant API and the operator's dashboard
+    status = stack.cli("status", job)
+    assert status.returncode == 1, status.stderr
+    (said,) = [line for line in status.stdout.splitlines() if line.startswith("reason")]
+    assert said.split(None, 1)[1] == reason, status.stdout
+    code, view = api_call(api_url(stack), api_token(stack, "acme"), "GET", f"/jobs/{name}")
+    assert (code, view["state"], view.get("reason")) == (200, "FAILED", reason), view
+    shown = _dashboard_job(stack, job)["job"]
+    assert shown["reason"] == reason, shown

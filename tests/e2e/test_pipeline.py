@@ -242,6 +242,7 @@ def test_a_merge_that_times_out_without_a_cause_still_ends_in_a_failure_notice(s
     job = {"job_id": f"catch-{suffix}", "manifest": "jobs/catch.json"}
     limits = {"render_timeout_s": 5, "render_heartbeat_s": 5, "merge_timeout_s": 3, "merge_heartbeat_s": 3,
               "render_concurrency": 1}  # fmt: skip
+    # (without `final_notice`, as a slicer older than it starts one: the machine gives it one itself)
     execution_input = {"job": job, "plan": {"bucket": stack.resources.work_bucket, "key": plan_key},
                        "limits": limits, "tenant": "-"}  # fmt: skip
     # WHEN a job runs on it

@@ -8,17 +8,16 @@ enforce IAM: a botocore hook on the real client answers such HEADs 403, as AWS w
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from functions.api.app import ApiSettings, tenant_jobs
-from functions.api.routes import ApiRequest, ApiResponse, handle
-from fusionfleet.adapters.aws import AwsTarget
+from functions.api.app import tenant_jobs
 from tests.integration.conftest import REGION, Aws
+from tests.support.api import Answer, call_api
+from tests.support.jobs import api_config
 
 
 class ForbiddenHeads:
@@ -41,17 +40,15 @@ class ForbiddenHeads:
 
 @pytest.fixture
 def api(aws: Aws) -> tuple[Any, ForbiddenHeads]:
-    settings = ApiSettings(aws.media_bucket, aws.work_bucket, aws.state_machine_arn, aws.topic_arn)
-    jobs = tenant_jobs(AwsTarget(region=REGION), settings)
+    jobs = tenant_jobs(api_config(aws.media_bucket, aws.work_bucket, aws.state_machine_arn, aws.topic_arn))
     hook = ForbiddenHeads(aws)
     # The S3 client the API's storage holds: its HEADs go through the hook.
     jobs.storage._s3.meta.events.register("before-parameter-build.s3.HeadObject", hook)  # type: ignore[attr-defined]
     return jobs, hook
 
 
-def call(jobs: Any, method: str, path: str, body: object = None, tenant: str = "acme") -> ApiResponse:
-    raw = b"" if body is None else json.dumps(body).encode()
-    return handle(ApiRequest(method, path, {"tenant": tenant}, raw, ""), jobs)
+def call(jobs: Any, method: str, path: str, body: object = None, tenant: str = "acme") -> Answer:
+    return call_api(jobs, method, path, body, tenant)
 
 
 def test_a_created_job_reads_pending_and_lists_while_its_manifest_head_is_403(api: tuple[Any, ForbiddenHeads]) -> None:

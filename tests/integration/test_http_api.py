@@ -24,13 +24,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from fleetctl.local.tokens import mint
-from functions.api.app import ApiSettings, respond, tenant_jobs
-from fusionfleet.adapters.aws import AwsTarget
+from functions.api.app import tenant_jobs
+from functions.api.routes import respond
 from fusionfleet.environment.api import ApiEnvironment
 from infra.emulators.api_gateway import Answer, LocalApi
 from infra.emulators.jwt_authorizer import JwtAuthorizer
-from tests.integration.conftest import REGION, Aws
+from tests.integration.conftest import Aws
 from tests.support import cfn
+from tests.support.jobs import api_config
 
 ISSUER = "https://issuer.example/"
 AUDIENCE = "fusionfleet-api"
@@ -77,8 +78,7 @@ class Api:
 @pytest.fixture
 def api(aws: Aws) -> Iterator[Api]:
     key = ec.generate_private_key(ec.SECP256R1())
-    settings = ApiSettings(aws.media_bucket, aws.work_bucket, aws.state_machine_arn, aws.topic_arn)
-    jobs = tenant_jobs(AwsTarget(REGION), settings)
+    jobs = tenant_jobs(api_config(aws.media_bucket, aws.work_bucket, aws.state_machine_arn, aws.topic_arn))
     authorizer = JwtAuthorizer(_public_pem(key), ISSUER, AUDIENCE)
     yield Api(LocalApi(authorizer, lambda event, _context: respond(event, jobs)), aws, _pem(key), _public_pem(key))
 
@@ -232,9 +232,8 @@ def test_every_upload_form_requires_the_tag_the_templates_expiry_rule_matches(ap
 
 def test_every_upload_form_signs_the_size_limit(aws: Aws) -> None:
     # GIVEN an API whose limit is 3 MiB
-    settings = ApiSettings(aws.media_bucket, aws.work_bucket, aws.state_machine_arn, aws.topic_arn,
-                           max_upload_mib=3)  # fmt: skip
-    jobs = tenant_jobs(AwsTarget(REGION), settings)
+    jobs = tenant_jobs(api_config(aws.media_bucket, aws.work_bucket, aws.state_machine_arn, aws.topic_arn,
+                                  max_upload_mib=3))  # fmt: skip
     created = jobs.create("acme", json.dumps(BODY).encode())
     # THEN the answer states the limit and each form's policy refuses anything larger
     assert created.max_upload_bytes == 3 * 1024 * 1024

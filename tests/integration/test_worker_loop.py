@@ -26,7 +26,7 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, RenderTask
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines import registry
 from gpu_worker.engines.base import EngineJob, Frame, Image
@@ -40,6 +40,7 @@ from gpu_worker.sources import SourceCache
 from gpu_worker.stopping import StopSignal
 from gpu_worker.tasks import MergeHandler, RenderHandler
 from tests.integration.conftest import Aws, upload
+from tests.support.jobs import slicer_config
 
 pytestmark = pytest.mark.timeout(120)
 # An attempt's record, not the segment's task or winner records beside it.
@@ -119,10 +120,10 @@ def job(aws: Aws, clip: Path) -> JobContext:
         S3Storage(aws.s3),
         StepFunctions(aws.sfn),
         SnsNotifier(aws.sns),
-        SlicerConfig(
-            work_bucket=aws.work_bucket,
-            state_machine_arn=aws.state_machine_arn,
-            topic_arn=aws.topic_arn,
+        slicer_config(
+            aws.work_bucket,
+            aws.state_machine_arn,
+            aws.topic_arn,
             segments=SegmentPolicy(target_seconds=2, min_seconds=1, max_seconds=3),
         ),
     )

@@ -161,7 +161,8 @@ def test_the_local_dashboard_serves_the_tenant_page_with_a_policy_that_lets_it_c
     assert b"/static/tenant.js" in body
     assert "connect-src 'self' http://127.0.0.1:*" in policy and "frame-ancestors 'none'" in policy
     with urllib.request.urlopen(f"{dashboard}tenant/{CONFIG_KEY}", timeout=5) as response:
-        assert json.loads(response.read()) == {}  # no API named: the link's #api= names it
+        # no API named (the link's #api= names it); the tenant claim the local API reads
+        assert json.loads(response.read()) == {"api_url": "", "issuer": "", "audience": "", "tenant_claim": "tenant"}
     with urllib.request.urlopen(dashboard, timeout=5) as response:
         assert "connect-src" not in response.headers["Content-Security-Policy"]  # the operator's page: self only
 

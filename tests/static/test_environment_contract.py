@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fleetctl.local.supervisor import UpOptions, process_environments
+from fleetctl.local.processes import UpOptions, process_environments
 from fleetctl.local.tokens import TENANT_CLAIM
 from fleetctl.stack import StackResources
 from fusionfleet.environment.api import ApiEnvironment
@@ -75,7 +75,11 @@ def test_a_contract_reads_back_what_it_writes(value: Any) -> None:
 @pytest.mark.parametrize("contract", CONTRACTS, ids=lambda contract: contract.__name__)
 def test_unset_and_empty_variables_take_the_fields_defaults(contract: type[Any]) -> None:
     fields = contract.__dataclass_fields__
-    given = {name: value for name, value in REQUIRED.items() if name in fields and fields[name].default is MISSING}
+    given = {
+        name: value
+        for name, value in REQUIRED.items()
+        if name in fields and fields[name].default is MISSING and fields[name].default_factory is MISSING
+    }
     required = to_env(contract(**given))
     optional = {name: "" for name in names(contract) if name not in _required(contract)}
     required = {name: value for name, value in required.items() if name in _required(contract)}
@@ -105,7 +109,7 @@ def _resources(kind: str) -> dict[str, dict[str, Any]]:
 
 def _required(contract: type[Any]) -> set[str]:
     fields = contract.__dataclass_fields__.values()
-    return {field.metadata["env"] for field in fields if field.default is MISSING}
+    return {field.metadata["env"] for field in fields if "env" in field.metadata and field.default is MISSING}
 
 
 def test_every_function_in_the_template_sets_only_variables_its_contract_reads() -> None:
@@ -178,7 +182,7 @@ def test_local_up_gives_each_process_what_its_contract_reads_back_as_the_options
     # (and the role the IAM judge holds the process's calls to, when recording is on: fleetctl/local/recording.py)
     assert set(envs.render) == {
         "FUSIONFLEET_QUEUE_URLS", "FUSIONFLEET_PRELOAD_ENGINE", "FUSIONFLEET_VISIBILITY_SECONDS",
-        "FUSIONFLEET_SCRATCH", "FUSIONFLEET_WORK_BUCKET", "FUSIONFLEET_FAULTS_FILE", "FUSIONFLEET_IAM_ROLE",
+        "FUSIONFLEET_SCRATCH", "WORK_BUCKET", "FUSIONFLEET_FAULTS_FILE", "FUSIONFLEET_IAM_ROLE",
     }  # fmt: skip
     roles = {name: env["FUSIONFLEET_IAM_ROLE"] for name, env in vars(envs).items()}
     assert roles == {"slicer": "SlicerFunctionRole", "watchdog": "WatchdogFunctionRole",
@@ -186,3 +190,19 @@ def test_local_up_gives_each_process_what_its_contract_reads_back_as_the_options
                      "api": "ApiFunctionRole"}  # fmt: skip
     for variables in (envs.slicer, envs.watchdog, envs.api, envs.dead_letters):
         assert POWERTOOLS_SERVICE in variables
+
+
+def test_one_bucket_has_one_variable_in_every_contract() -> None:
+    # The work bucket is WORK_BUCKET wherever it is read (the workers' was once a second name).
+    for contract in (WorkerEnvironment, SlicerEnvironment, WatchdogEnvironment, ApiEnvironment):
+        fields = {field.name: field.metadata["env"] for field in contract.__dataclass_fields__.values()
+                  if "env" in field.metadata}  # fmt: skip
+        assert fields["work_bucket"] == "WORK_BUCKET", contract.__name__
+    assert fields["media_bucket"] == "MEDIA_BUCKET"
+
+
+def test_the_templates_defaults_are_the_contracts() -> None:
+    # A default is written once, in its contract: the template's parameters that feed it say the same.
+    parameters = load_template()["Parameters"]
+    assert parameters["ApiTenantClaim"]["Default"] == ApiEnvironment.tenant_claim == TENANT_CLAIM
+    assert int(parameters["MaxUploadMiB"]["Default"]) == ApiEnvironment.max_upload_mib

@@ -325,8 +325,9 @@ def test_the_slicer_may_raise_the_render_service_and_no_other() -> None:
 
 
 # The derivation follows imports, so it sees every method of a shared class a component imports. The
-# tenants' API imports fusionfleet.services.operations for the methods checked below (the tenant page's reads,
-# cancel and retry); the listing and history calls of the others are the CLI's and the dashboard's.
+# tenants' API imports the read model (fusionfleet.jobs.reader) and fusionfleet.services.operations for the
+# methods checked below (the tenant page's reads, cancel and retry); the listing and Map Run calls of the
+# others are the CLI's and the dashboard's.
 UNUSED_REACHABLE: dict[str, set[str]] = {
     "ApiFunctionRole": {
         "states:DescribeMapRun", "states:GetExecutionHistory", "states:ListExecutions", "states:ListMapRuns",
@@ -334,19 +335,19 @@ UNUSED_REACHABLE: dict[str, set[str]] = {
     # The loop's hand-back of a blocklisted render task (gpu_worker.loop): merges are never blocklisted.
     "MergeTaskRole": {"sqs:SendMessage"},
 }  # fmt: skip
-API_OPERATIONS = {"summary", "job", "logs", "preview", "cancel", "retry"}
+API_CALLS = {"reader": {"view", "detail", "logs", "preview"}, "operations": {"cancel", "retry"}}
 
 
 def test_the_api_uses_only_the_operations_its_role_is_granted_for() -> None:
-    called = set()
+    called: dict[str, set[str]] = {receiver: set() for receiver in API_CALLS}
     # The API's handler and the tenant service it serves (in the domain).
     paths = [*sorted((ROOT / "functions" / "api").glob("*.py")), ROOT / "fusionfleet" / "services" / "tenant_jobs.py"]
     for path in paths:
         for call in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)):
             target = _receiver(call)
-            if target and target[0] == "operations":
-                called.add(target[1])
-    assert called == API_OPERATIONS
+            if target and target[0] in called:
+                called[target[0]].add(target[1])
+    assert called == API_CALLS
 
 
 @pytest.mark.parametrize("role", sorted(components()))

@@ -17,6 +17,13 @@ import pytest
 
 from fusionfleet import layout
 from fusionfleet.adapters.notify import SUBJECT_LIMIT
+from fusionfleet.jobs.final_notice import (
+    NOTICE_NOT_CLAIMED_ERROR,
+    NOTIFIED_FAILURE_ERROR,
+    STATE_MACHINE,
+    NoticeRecord,
+    state_machine_claim,
+)
 from fusionfleet.jobs.ids import JOB_ID_CHARS
 
 ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "render.asl.json"
@@ -294,6 +301,7 @@ JOB_INPUT = {
     "job": {"job_id": "job-1", "manifest": "jobs/a.json", "submitted_at": "2026-01-01T00:00:00Z"},
     "tenant": "",
     "limits": {"merge_heartbeat_s": 600, "merge_timeout_s": 3600},
+    "final_notice": state_machine_claim("job-1"),
 }
 # What a Catch receives (States.Timeout and States.HeartbeatTimeout sometimes come with no Cause).
 FAILURES = [
@@ -383,7 +391,7 @@ def test_every_publish_of_a_final_notice_follows_a_claim_of_the_notice_record() 
         before = [name for name, state in flat.items() if state.get("Next") == publish]
         assert before and all(flat[name].get("Resource") == CLAIM for name in before), (publish, before)
         for name in before:
-            key = parameters(flat[name]["Parameters"], {"job": {"job_id": "job-1"}, "claim": {}})["Key"]
+            key = parameters(flat[name]["Parameters"], {**JOB_INPUT, "claim": {}})["Key"]
             assert key == NOTICE_KEY, name  # the record the watchdog and a cancel claim too
 
 
@@ -393,21 +401,23 @@ def test_the_state_machine_publishes_only_a_notice_whose_record_it_created(start
     # GIVEN nobody holds the job's notice record: the state machine claims it and publishes
     records: dict[str, str] = {}
     stopped, outcome = run_until_settled(definition, start, data, records)
-    claim = json.loads(records[NOTICE_KEY])
-    assert claim["by"] == "state machine" and claim["published"] is False and claim["claimed_at"]
+    claim = NoticeRecord.model_validate_json(records[NOTICE_KEY])
+    assert claim.by == STATE_MACHINE and claim.published is False and claim.claimed_at
     (notice,) = outcome["published"]
-    status = json.loads(notice["Message"])["status"]
+    message = json.loads(notice["Message"])
+    status = message["status"]
     if flat_state(definition, stopped)["Type"] == "Fail":
-        assert outcome["error"] == "JobFailed" and status == "failed", outcome
+        assert outcome["error"] == NOTIFIED_FAILURE_ERROR and status == "failed", outcome
     else:
         assert start == "SuccessNotice" and status == "succeeded", outcome
-    assert claim["status"] == status
+    # AND the record keeps what the notice says: the read model's reason is the notice's
+    assert (claim.status, claim.error, claim.reason) == (status, message.get("error", ""), message.get("reason", ""))
     # GIVEN the watchdog (stopping the job) or a cancel created the record first
     held = {NOTICE_KEY: json.dumps({"published": False, "by": "cancel"})}
     stopped, outcome = run_until_settled(definition, start, data, held)
     # THEN the state machine publishes nothing and ends in NoticeNotClaimed, leaving the record alone
     assert flat_state(definition, stopped)["Type"] == "Fail", stopped
-    assert outcome["published"] == [] and outcome["error"] == "NoticeNotClaimed", outcome
+    assert outcome["published"] == [] and outcome["error"] == NOTICE_NOT_CLAIMED_ERROR, outcome
     assert json.loads(held[NOTICE_KEY])["by"] == "cancel"
 
 
@@ -435,3 +445,18 @@ def test_the_merge_service_is_woken_when_the_map_ends_and_only_when_it_wants_no_
     visited = []
     assert run_until_settled(local, "WakeMergeService", dict(JOB_INPUT), visited=visited)[0] == "Merge"
     assert visited == ["WakeMergeService", "MergeServiceToWake", "Merge"]
+
+
+def test_an_input_without_the_notice_claim_gets_the_modules_before_any_work() -> None:
+    # GIVEN an execution started by a slicer older than the input's `final_notice` (a deployment's window)
+    definition = _definition()
+    old_input = {key: value for key, value in JOB_INPUT.items() if key != "final_notice"}
+    flat = dict(states(definition))
+    start = flat[definition["StartAt"]]
+    # WHEN it starts, THEN before any work it carries exactly what the module would have put there
+    assert not holds(start["Choices"][0], old_input)
+    default = flat[start["Default"]]
+    assert (default["ResultPath"], default["Next"]) == ("$.final_notice", "RenderSegments")
+    assert parameters(default["Parameters"], old_input) == state_machine_claim("job-1")
+    # AND an input that has it goes straight to the work
+    assert holds(start["Choices"][0], JOB_INPUT) and start["Choices"][0]["Next"] == "RenderSegments"

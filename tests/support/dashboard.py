@@ -1,8 +1,8 @@
 """An in-memory `DashboardSource` for the dashboard's tests: jobs, workers and previews held in dicts.
 
-The records are the frozen dataclasses `fusionfleet.services.operations` returns; `cancel` and `retry` follow its
-rules closely enough for the API (only a running job is cancelled, only failed or cancelled jobs are
-retried, anything else is `OperationRefused`), and every call is recorded.
+The records are the read model's frozen views (`fusionfleet.jobs.views`); `cancel` and `retry` follow its
+rules (`fusionfleet.jobs.states`: only what a job's state allows, anything else is `OperationRefused`),
+and every call is recorded.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from fusionfleet.errors import JobNotFound, OperationRefused
-from fusionfleet.services.operations import JOB_STATES, AttemptRecord, JobDetail, JobSummary, SegmentView, WorkerView
+from fusionfleet.fleet.workers import WorkerView
+from fusionfleet.jobs.states import ALLOWED, Action, JobState, SegmentState, allowed, parse_state, refusal
+from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, SegmentCounts, SegmentView
 
 NOW = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
 JPEG_BYTES = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00fake-frame\xff\xd9"
-
-
-RETRYABLE = frozenset({"FAILED", "CANCELLED", "TIMED_OUT", "ABORTED"})
 
 
 def sample_job(
@@ -31,37 +30,37 @@ def sample_job(
     frames = 48
     segments = [
         SegmentView(
-            i, i * frames, (i + 1) * frames - 1, s, "worker-1" if s != "pending" else "", 2 if s == "running" else 1
+            i, i * frames, (i + 1) * frames - 1, SegmentState(s), "worker-1" if s != "pending" else "",
+            2 if s == "running" else 1,
         )
         for i, s in enumerate(states)
-    ]
+    ]  # fmt: skip
     started = NOW.timestamp() - age_s
     attempts = [
-        AttemptRecord(i, 1, "worker-1", "succeeded" if s == "done" else "failed", started + i, started + i + 4.5, 3.25,
+        AttemptView(i, 1, "worker-1", "succeeded" if s == "done" else "failed", started + i, started + i + 4.5, 3.25,
                       "" if s == "done" else "SegmentFailed", "" if s == "done" else "engine <b>crashed</b>")
         for i, s in enumerate(states) if s in ("done", "failed")
     ]  # fmt: skip
-    summary = JobSummary(
+    job_state = JobState(state)
+    view = JobView(
         job_id=job_id,
         name=job_id.rsplit("-", 1)[0],
-        state=state,
+        state=job_state,
         priority="high",
-        segments_done=states.count("done"),
-        segments_failed=states.count("failed"),
-        segments_total=len(states),
+        segments=SegmentCounts(len(states), states.count("done"), states.count("failed")),
         submitted_at=NOW - timedelta(seconds=age_s),
         output=f"s3://media/outputs/{job_id}.mp4",
-        reason="",
+        actions=ALLOWED[job_state],
     )
     timings = {"slice_s": 1.5, "render_s": 12.25}
-    return JobDetail(summary, segments, attempts, timings, f"work/{job_id}/preview.jpg" if preview else None)
+    return JobDetail(view, segments, attempts, timings, f"work/{job_id}/preview.jpg" if preview else None)
 
 
 class FakeDashboardSource:
     def __init__(
         self, jobs: list[JobDetail] | None = None, workers: list[WorkerView] | None = None, broken: bool = False
     ) -> None:
-        self.jobs = {job.summary.job_id: job for job in jobs or []}
+        self.jobs = {job.job.job_id: job for job in jobs or []}
         self.worker_views = list(workers or [])
         self.previews = {job_id: JPEG_BYTES for job_id, job in self.jobs.items() if job.preview_key}
         self.broken = broken  # every call raises, as when the stack does not answer
@@ -78,12 +77,13 @@ class FakeDashboardSource:
             raise JobNotFound(job_id)
         return found
 
-    def list_jobs(self, state: str | None = None, limit: int = 20) -> list[JobSummary]:
+    def list_jobs(self, state: str | None = None, limit: int = 20) -> list[JobView]:
         self._check("list_jobs", str(state), str(limit))
-        if state is not None and state not in JOB_STATES:
-            raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JOB_STATES)}")
-        summaries = sorted((job.summary for job in self.jobs.values()), key=lambda s: s.submitted_at or NOW)
-        return [s for s in reversed(summaries) if state is None or s.state == state][:limit]
+        wanted = parse_state(state) if state is not None else None
+        if state is not None and wanted is None:
+            raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JobState)}")
+        views = sorted((job.job for job in self.jobs.values()), key=lambda view: view.submitted_at or NOW)
+        return [view for view in reversed(views) if wanted is None or view.state is wanted][:limit]
 
     def job(self, job_id: str) -> JobDetail:
         self._check("job", job_id)
@@ -95,19 +95,20 @@ class FakeDashboardSource:
 
     def cancel(self, job_id: str) -> str:
         self._check("cancel", job_id)
-        job = self._get(job_id)
-        if job.summary.state != "RUNNING":
-            raise OperationRefused(f"job {job_id} is {job.summary.state}: it has ended, nothing to cancel")
-        self.jobs[job_id] = replace(job, summary=replace(job.summary, state="CANCELLED"))
+        self._act(job_id, Action.CANCEL, JobState.CANCELLED)
         return f"job {job_id} cancelled"
 
     def retry(self, job_id: str) -> str:
         self._check("retry", job_id)
-        job = self._get(job_id)
-        if job.summary.state not in RETRYABLE:
-            raise OperationRefused(f"job {job_id} is {job.summary.state}: only failed or cancelled jobs are retried")
-        self.jobs[job_id] = replace(job, summary=replace(job.summary, state="RUNNING"))
+        self._act(job_id, Action.RETRY, JobState.RUNNING)
         return f"job {job_id} runs again"
+
+    def _act(self, job_id: str, action: Action, then: JobState) -> None:
+        job = self._get(job_id)
+        state = job.job.state
+        if not allowed(state, action):
+            raise OperationRefused(f"job {job_id} is {state}: {refusal(state, action)}")
+        self.jobs[job_id] = replace(job, job=replace(job.job, state=then, actions=ALLOWED[then]))
 
     def preview(self, job_id: str) -> bytes | None:
         self._check("preview", job_id)

@@ -7,7 +7,8 @@ dependencies (`make facefusion-env` builds `.venv-facefusion`; another one
 through FUSIONFLEET_FACEFUSION_PYTHON). The harness copies the checkout's code into a scratch folder
 (the checkout stays untouched), writes the stand-in models (tests/support/facefusion_standins.py)
 where FaceFusion looks for them, and puts the ffmpeg and ffprobe its pre-check wants on PATH.
-Without a checkout the tests that use it are skipped with the reason.
+Without a checkout the tests that use it are skipped with the reason, except in CI (`CI=true`), where
+they fail with it: a CI run that skipped them would pass without ever running FaceFusion's code.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from gpu_worker.engines.base import Frame, Image
 
@@ -77,6 +79,21 @@ def skip_reason() -> str | None:
     if not python.exists():
         return f"no interpreter with FaceFusion's dependencies at {python} (run `make facefusion-env`)"
     return None
+
+
+def in_ci(env: dict[str, str] | None = None) -> bool:
+    """Whether this run is CI's (`CI=true`, as GitHub Actions and most CI services set it)."""
+    return (env if env is not None else dict(os.environ)).get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def require(env: dict[str, str] | None = None) -> None:
+    """Skip the calling test with the reason where the harness cannot run; in CI, fail it instead."""
+    reason = skip_reason()
+    if reason is None:
+        return
+    if in_ci(env):
+        pytest.fail(f"CI must run FaceFusion's own code, and cannot: {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def _binaries_dir(python: str) -> Path:

@@ -1,4 +1,4 @@
-"""A farm of in-memory fakes behind `Operations`, with helpers that lay out jobs as the farm keeps them."""
+"""In-memory fakes behind the read model and `Operations`, with helpers that lay out jobs as the farm keeps them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.jobs.plan import Segment
+from fusionfleet.jobs.reader import JobReader
 from fusionfleet.messages import SegmentAttempt, SegmentRecord
 from fusionfleet.services.operations import Operations
 from tests.support.fakes import Clock, FakeNotifier, FakeOrchestrator, FakeStorage
@@ -27,6 +28,7 @@ class Farm:
         self.storage, self.orchestrator, self.notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
         self.clock = Clock(NOW.timestamp())
         self.ops = Operations(self.storage, self.orchestrator, self.notifier, RESOURCES, clock=self.clock)
+        self.reader = JobReader(self.storage, self.orchestrator, WORK, MACHINE)
 
     def job(
         self,

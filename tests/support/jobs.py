@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.environment.slicer import SlicerEnvironment
+from fusionfleet.environment.watchdog import WatchdogEnvironment
+from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.media.probe import VideoInfo
@@ -56,3 +60,32 @@ def halves(frame_count: int = 100, fps: int = 25) -> list[Segment]:
         Segment(0, 0, middle, 0, middle * us),
         Segment(1, middle, frame_count, middle * us, frame_count * us),
     ]
+
+
+def slicer_config(work_bucket: str, state_machine_arn: str, topic_arn: str, **fields: Any) -> SlicerEnvironment:
+    """The slicer's configuration for a test: its buckets and ARNs, a region, and any field given."""
+    return SlicerEnvironment(
+        region="us-east-1", work_bucket=work_bucket, state_machine_arn=state_machine_arn, topic_arn=topic_arn, **fields
+    )
+
+
+def tenant_fields(limits: TenantLimits) -> dict[str, int]:
+    """The slicer configuration's fields that make these tenant limits."""
+    return {"tenant_max_running_jobs": limits.max_running_jobs, "tenant_max_segments": limits.max_segments}
+
+
+def watchdog_config(work_bucket: str, state_machine_arn: str, topic_arn: str, **fields: Any) -> WatchdogEnvironment:
+    """The watchdog's configuration for a test: its bucket and ARNs, a region, and any field given."""
+    return WatchdogEnvironment(
+        region="us-east-1", work_bucket=work_bucket, state_machine_arn=state_machine_arn, topic_arn=topic_arn, **fields
+    )
+
+
+def api_config(
+    media_bucket: str, work_bucket: str, state_machine_arn: str, topic_arn: str, **fields: Any
+) -> ApiEnvironment:
+    """The tenant API's configuration for a test: its buckets and ARNs, a region, and any field given."""
+    return ApiEnvironment(
+        region="us-east-1", media_bucket=media_bucket, work_bucket=work_bucket, state_machine_arn=state_machine_arn,
+        topic_arn=topic_arn, **fields,
+    )  # fmt: skip

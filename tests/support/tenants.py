@@ -8,8 +8,9 @@ from pathlib import Path
 from fleetctl.samples import grace_hopper_path
 from fusionfleet import layout
 from fusionfleet.fleet.tenants import TenantLimits
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import slicer_config, tenant_fields
 
 MEDIA, WORK = "media", "work"
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
@@ -23,7 +24,7 @@ def face_bytes() -> bytes:
 def make_slicer(limits: TenantLimits | None = None) -> tuple[Slicer, FakeStorage, FakeOrchestrator]:
     storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
     slicer = Slicer(
-        storage, orchestrator, notifier, SlicerConfig(WORK, MACHINE, TOPIC, tenants=limits or TenantLimits())
+        storage, orchestrator, notifier, slicer_config(WORK, MACHINE, TOPIC, **tenant_fields(limits or TenantLimits()))
     )
     return slicer, storage, orchestrator
 

@@ -11,15 +11,18 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from functions.api.app import ApiSettings, respond, settings
 from functions.api.claims import TokenRules, token_problem
-from fusionfleet.environment.api import ENV_AUDIENCE, ENV_TOKEN_USE
+from functions.api.routes import respond
+from fusionfleet.environment.api import ENV_AUDIENCE, ENV_TOKEN_USE, ApiEnvironment
+from fusionfleet.environment.contract import from_env
+from fusionfleet.jobs.reader import JobReader
+from fusionfleet.json_http import http_event
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_jobs import TenantJobs
 from infra.emulators.jwt_authorizer import JwtAuthorizer, Unauthorized
 from tests.support.cfn import source
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
-from tests.support.jobs import MEDIA, WORK
+from tests.support.jobs import MEDIA, WORK, api_config
 
 RULES = TokenRules(audience="client-1", token_use="id")
 
@@ -48,16 +51,13 @@ def test_without_rules_the_authorizers_verdict_stands() -> None:
 
 
 def _jobs() -> TenantJobs:
-    storage = FakeStorage()
-    operations = Operations(storage, FakeOrchestrator(), FakeNotifier(), ApiSettings(MEDIA, WORK, "machine", "topic"))
-    return TenantJobs(storage, operations, MEDIA, WORK)
+    storage, orchestrator = FakeStorage(), FakeOrchestrator()
+    operations = Operations(storage, orchestrator, FakeNotifier(), api_config(MEDIA, WORK, "machine", "topic"))
+    return TenantJobs(storage, JobReader(storage, orchestrator, WORK, "machine"), operations, MEDIA, WORK)
 
 
 def _event(claims: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "rawPath": "/jobs",
-        "requestContext": {"http": {"method": "GET"}, "authorizer": {"jwt": {"claims": claims}}},
-    }
+    return http_event("GET", "/jobs", {}, b"", claims)
 
 
 def test_the_handler_answers_401_before_reading_the_tenant_of_a_foreign_token() -> None:
@@ -78,7 +78,8 @@ def test_the_handler_answers_401_before_reading_the_tenant_of_a_foreign_token() 
 def test_the_rules_come_from_the_environment_the_template_sets() -> None:
     env = {"AWS_REGION": "us-east-1", "MEDIA_BUCKET": "m", "WORK_BUCKET": "w", "STATE_MACHINE_ARN": "s",
            "NOTIFICATION_TOPIC_ARN": "t", ENV_AUDIENCE: "client-1", ENV_TOKEN_USE: "id"}  # fmt: skip
-    assert settings(env)[1].token_rules == RULES
+    config = from_env(ApiEnvironment, env)
+    assert TokenRules(config.audience, config.token_use) == RULES
     variables = source()["Resources"]["ApiFunction"]["Properties"]["Environment"]["Variables"]
     assert variables[ENV_AUDIENCE] == {"Ref": "ApiJwtAudience"}
     assert variables[ENV_TOKEN_USE] == {"Ref": "ApiTokenUse"}

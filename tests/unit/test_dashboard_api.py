@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from fleetctl.dashboard import DashboardServer
-from fleetctl.dashboard.api import plain, route
-from fusionfleet.services.operations import WorkerView
+from fleetctl.dashboard.api import list_query, plain
+from fusionfleet.fleet.workers import WorkerView
 from tests.support.dashboard import JPEG_BYTES, NOW, FakeDashboardSource, sample_job
 
 pytestmark = pytest.mark.timeout(30)
@@ -154,7 +154,8 @@ def test_jobs_are_listed_newest_first_with_progress_and_submission_time(served: 
     assert [job["job_id"] for job in data["jobs"]] == [RUNNING_ID, FAILED_ID, DONE_ID]
     running = data["jobs"][0]
     assert (running["state"], running["priority"]) == ("RUNNING", "high")
-    assert (running["segments_done"], running["segments_failed"], running["segments_total"]) == (2, 0, 4)
+    assert running["segments"] == {"total": 4, "done": 2, "failed": 0, "running": 0}
+    assert (running["actions"], running["ended"]) == (["cancel"], False)
     assert datetime.fromisoformat(running["submitted_at"]) == NOW - timedelta(seconds=30)
     # AND the server's clock comes along, so the page computes ages from it
     assert abs(datetime.fromisoformat(data["now"]) - datetime.now(UTC)) < timedelta(seconds=30)
@@ -189,8 +190,8 @@ def test_a_bad_list_query_is_a_400_that_says_why(served: Served, query: str) -> 
 def test_a_job_shows_its_segments_attempts_timings_and_preview(served: Served) -> None:
     # WHEN one job is fetched
     data = served.request(f"/api/jobs/{RUNNING_ID}").json()
-    # THEN its summary, each segment with state, worker and attempt, its attempts and timings are there
-    assert data["summary"]["job_id"] == RUNNING_ID
+    # THEN its view, each segment with state, worker and attempt, its attempts and timings are there
+    assert data["job"]["job_id"] == RUNNING_ID
     assert [(s["index"], s["state"], s["worker"], s["attempt"]) for s in data["segments"]] == [
         (0, "done", "worker-1", 1), (1, "done", "worker-1", 1), (2, "running", "worker-1", 2), (3, "pending", "", 1),
     ]  # fmt: skip
@@ -245,11 +246,11 @@ def test_cancel_stops_a_running_job_and_says_so(served: Served) -> None:
     # THEN the answer carries the source's message and the job is cancelled
     assert reply.status == 200
     assert reply.json() == {"job_id": RUNNING_ID, "action": "cancel", "message": f"job {RUNNING_ID} cancelled"}
-    assert served.source.jobs[RUNNING_ID].summary.state == "CANCELLED"
+    assert served.source.jobs[RUNNING_ID].job.state == "CANCELLED"
     # AND cancelling it again is refused with the reason (409), changing nothing
     again = served.request(f"/api/jobs/{RUNNING_ID}/cancel", "POST")
     assert again.status == 409 and "it has ended" in again.json()["error"]
-    assert served.source.jobs[RUNNING_ID].summary.state == "CANCELLED"
+    assert served.source.jobs[RUNNING_ID].job.state == "CANCELLED"
 
 
 def test_retry_runs_a_failed_job_again_and_refuses_a_running_one(served: Served) -> None:
@@ -258,7 +259,7 @@ def test_retry_runs_a_failed_job_again_and_refuses_a_running_one(served: Served)
     # AND a running job cannot be retried: 409 with the reason
     refused = served.request(f"/api/jobs/{RUNNING_ID}/retry", "POST")
     assert refused.status == 409
-    assert "only failed or cancelled" in refused.json()["error"]
+    assert "it is still running" in refused.json()["error"]
 
 
 @pytest.mark.parametrize("action", ["cancel", "retry"])
@@ -282,7 +283,7 @@ def test_a_method_a_resource_does_not_take_is_a_405_naming_the_allowed_one(
     reply = served.request(path, method, b"{}" if method == "POST" else None)
     assert reply.status == 405
     assert reply.headers["Allow"] == allowed
-    assert served.source.jobs[RUNNING_ID].summary.state == "RUNNING"
+    assert served.source.jobs[RUNNING_ID].job.state == "RUNNING"
 
 
 def test_an_action_posted_as_a_form_is_refused(served: Served) -> None:
@@ -293,7 +294,7 @@ def test_an_action_posted_as_a_form_is_refused(served: Served) -> None:
     # THEN it is refused and the job keeps running
     assert reply.status == 415
     assert served.source.calls == []
-    assert served.source.jobs[RUNNING_ID].summary.state == "RUNNING"
+    assert served.source.jobs[RUNNING_ID].job.state == "RUNNING"
 
 
 # --- failures --------------------------------------------------------------------------------------
@@ -312,11 +313,9 @@ def test_a_stack_that_does_not_answer_is_a_502_and_the_server_keeps_serving(brok
 # --- pure parts ------------------------------------------------------------------------------------
 
 
-def test_routes_are_parsed_from_the_path_alone() -> None:
-    found = route(f"/api/jobs/{RUNNING_ID}/preview.jpg")
-    assert found is not None and (found.name, found.job_id) == ("preview", RUNNING_ID)
-    assert route("/api/jobs/") is None
-    assert route("/static/app.js") is None
+def test_the_list_query_is_read_and_checked_alone() -> None:
+    assert list_query("state=failed&limit=5") == ("FAILED", 5)
+    assert list_query("") == (None, 20)
 
 
 def test_records_become_json_values() -> None:

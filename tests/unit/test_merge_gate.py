@@ -11,8 +11,13 @@ from fusionfleet import layout
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.jobs.loss import is_job_failed, job_failed
 from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
+from gpu_worker.heartbeat import HeartbeatPolicy
+from gpu_worker.loop import Worker
 from gpu_worker.merge import MergeDeps, gate, load_plan, merge_job
-from tests.support.fakes import FakeStorage
+from gpu_worker.retry import RetryPolicy
+from gpu_worker.stopping import StopSignal
+from gpu_worker.tasks import MergeHandler
+from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 
 
@@ -153,3 +158,54 @@ def test_a_gate_that_passes_marks_nothing(storage: FakeStorage, job: JobContext)
     record(storage, job, 1)
     gate(storage, job, load_plan(storage, job))
     assert not is_job_failed(storage, WORK, job.job_id)
+
+
+QUEUE = "q/merge"
+
+
+def merge_worker(
+    storage: FakeStorage, queue: FakeQueue, orchestrator: FakeOrchestrator, scratch: Path
+) -> Worker[MergeTask]:
+    return Worker(
+        "merge-1", [QUEUE], MergeHandler(MergeDeps(storage, scratch)), queue, orchestrator,
+        RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)), HeartbeatPolicy(visibility_s=60), StopSignal(),
+        idle_wait_s=0,
+    )  # fmt: skip
+
+
+def test_a_merge_whose_gate_reads_a_segment_failed_for_good_fails_its_token_at_once_with_the_cause(
+    storage: FakeStorage, job: JobContext, tmp_path: Path
+) -> None:
+    # GIVEN a job whose segment 1 failed its last attempt (its record says so) and a merge queue of 3 receives
+    record(storage, job, 0)
+    record(storage, job, 1, status="failed", frames=0, attempt=3, error="EngineCrashed", reason="exit code 70")
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE, max_receive_count=3)
+    message_id = queue.send(QUEUE, MergeTask(task_token="m", job=job).model_dump_json())
+    # WHEN the merge worker takes it
+    subject = merge_worker(storage, queue, orchestrator, tmp_path)
+    message = subject.dequeue()
+    assert message is not None
+    subject.execute(message)
+    # THEN its first attempt fails the token with the gate's reason, and the message is gone: no retry
+    # holds the job's failure back until its merge task times out (States.Timeout)
+    ((kind, token, (error, cause)),) = orchestrator.reports()
+    assert (kind, token, error) == ("failure", "m", "SegmentFailed")
+    assert "segment 1 (frames 50-99) failed after 3 attempts: EngineCrashed: exit code 70" in cause
+    assert queue.deleted == [message_id] and queue.visibility_changes == []
+
+
+def test_a_merge_whose_gate_finds_only_missing_records_is_tried_again(
+    storage: FakeStorage, job: JobContext, tmp_path: Path
+) -> None:
+    # GIVEN a job whose segment 1 has no record yet (none failed)
+    record(storage, job, 0)
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE, max_receive_count=3)
+    message_id = queue.send(QUEUE, MergeTask(task_token="m", job=job).model_dump_json())
+    subject = merge_worker(storage, queue, orchestrator, tmp_path)
+    message = subject.dequeue()
+    assert message is not None
+    subject.execute(message)
+    # THEN the attempt is retried after the back-off, its token untouched
+    assert orchestrator.reports() == [] and queue.visibility_changes == [(message_id, 2)]

@@ -17,9 +17,10 @@ from fusionfleet.jobs.cost import job_cost
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.ids import job_id
 from fusionfleet.messages import SegmentRecord
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from gpu_worker.preview import cell_size, contact_sheet, encode_jpeg, sample_frames
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import slicer_config
 
 ROOT = Path(__file__).resolve().parents[2]
 ASL = ROOT / "infra" / "statemachine" / "render.asl.json"
@@ -155,7 +156,7 @@ def test_every_subject_in_the_state_machine_fits_sns_with_the_longest_job_id() -
 
 def test_code_that_publishes_uses_the_bounded_subject() -> None:
     # GIVEN the modules that publish notices
-    for module in ("fusionfleet/services/slicing.py", "fusionfleet/services/watchdog.py"):
+    for module in ("fusionfleet/services/slicing.py", "fusionfleet/jobs/final_notice.py"):
         source = (ROOT / module).read_text()
         # THEN each builds its subject with notice_subject, never by formatting the job id itself
         assert "notice_subject(" in source, module
@@ -169,7 +170,7 @@ def test_the_slicers_rejection_of_the_longest_job_id_has_a_subject_that_fits() -
     manifest = {"version": 1, "source": ["inputs/f.jpg"], "target": "inputs/c.mp4", "options": {"nope": 1}}
     storage.put_bytes("media", key, json.dumps(manifest).encode())
     notifier = FakeNotifier()
-    slicer = Slicer(storage, FakeOrchestrator(), notifier, SlicerConfig("work", "arn:sm", "arn:topic"))
+    slicer = Slicer(storage, FakeOrchestrator(), notifier, slicer_config("work", "arn:sm", "arn:topic"))
     # WHEN the slicer rejects it
     assert slicer.handle("media", key).status == "rejected"
     # THEN the notice's subject names the whole job id and fits SNS's limit

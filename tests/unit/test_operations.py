@@ -10,13 +10,14 @@ import pytest
 from fleetctl.tables import duration, table
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
-from fusionfleet.errors import DeleteFailed
+from fusionfleet.errors import DeleteFailed, JobNotFound, OperationRefused
+from fusionfleet.fleet.workers import worker_views
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
+from fusionfleet.jobs.loss import JobFailedMarker
 from fusionfleet.messages import SegmentRecord, WorkerBeat
-from fusionfleet.services.operations import JobNotFound, OperationRefused, Operations
-from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
-from tests.support.farm import MACHINE, NOW, RESOURCES, Farm
-from tests.support.jobs import WORK
+from fusionfleet.services.watchdog import Watchdog
+from tests.support.farm import MACHINE, NOW, Farm
+from tests.support.jobs import WORK, watchdog_config
 
 
 def test_list_shows_jobs_newest_first_filters_by_state_and_keeps_to_the_limit() -> None:
@@ -32,20 +33,20 @@ def test_list_shows_jobs_newest_first_filters_by_state_and_keeps_to_the_limit() 
         WORK, layout.rejected_index_key("bad-one"), {"rejected_at": (NOW - timedelta(minutes=5)).isoformat()}
     )
     # WHEN listing
-    jobs = farm.ops.list_jobs()
+    jobs = farm.reader.list_jobs()
     # THEN newest first, with each job's state and progress
     assert [job.job_id for job in jobs] == ["new-running", "bad-one", "mid-failed", "old-ok"]
     running, rejected, failed, succeeded = jobs
-    assert (running.state, running.segments_done, running.segments_total, running.output) == ("RUNNING", 2, 4, None)
+    assert (running.state, running.segments.done, running.segments.total, running.output) == ("RUNNING", 2, 4, None)
     assert rejected.state == "REJECTED" and rejected.reason == "no target" and rejected.name == "bad"
-    assert (failed.state, failed.segments_done, failed.segments_failed, failed.reason) == ("FAILED", 1, 1, "why")
+    assert (failed.state, failed.segments.done, failed.segments.failed, failed.reason) == ("FAILED", 1, 1, "why")
     assert succeeded.output == "s3://media/outputs/clip.mp4" and succeeded.priority == "normal"
     assert succeeded.submitted_at == NOW - timedelta(minutes=60)
     # AND a state filter and a limit keep to what was asked
-    assert [job.job_id for job in farm.ops.list_jobs(state="FAILED")] == ["mid-failed"]
-    assert [job.job_id for job in farm.ops.list_jobs(limit=2)] == ["new-running", "bad-one"]
+    assert [job.job_id for job in farm.reader.list_jobs(state="FAILED")] == ["mid-failed"]
+    assert [job.job_id for job in farm.reader.list_jobs(limit=2)] == ["new-running", "bad-one"]
     with pytest.raises(OperationRefused):
-        farm.ops.list_jobs(state="DONE")
+        farm.reader.list_jobs(state="DONE")
 
 
 def test_a_job_shows_its_segment_grid_attempts_timings_and_preview() -> None:
@@ -58,7 +59,7 @@ def test_a_job_shows_its_segment_grid_attempts_timings_and_preview() -> None:
     farm.attempt("grid", 3, 1, "failed")
     farm.storage.put_bytes(WORK, layout.frame_preview_key("grid"), b"\xff\xd8jpeg")
     # WHEN its detail is asked for
-    detail = farm.ops.job("grid")
+    detail = farm.reader.detail("grid")
     # THEN each segment has its state, worker and attempt
     assert [(s.index, s.state, s.worker, s.attempt) for s in detail.segments] == [
         (0, "done", "w1", 1), (1, "running", "w2", 2), (2, "pending", "", 0), (3, "failed", "w1", 1),
@@ -68,8 +69,8 @@ def test_a_job_shows_its_segment_grid_attempts_timings_and_preview() -> None:
         (0, 1, "succeeded"), (1, 1, "failed"), (1, 2, "running"), (3, 1, "failed"),
     ]  # fmt: skip
     assert detail.timings["engine_s"] == 1.5 and detail.timings["attempts"] == 4
-    assert detail.preview_key == layout.frame_preview_key("grid") and farm.ops.preview("grid") == b"\xff\xd8jpeg"
-    assert detail.summary.state == "RUNNING" and detail.summary.segments_done == 1
+    assert detail.preview_key == layout.frame_preview_key("grid") and farm.reader.preview("grid") == b"\xff\xd8jpeg"
+    assert detail.job.state == "RUNNING" and detail.job.segments.done == 1
     # AND its cost so far: engine time of the attempt that succeeded, billed time of every ended attempt
     # (8 s each, three of them: a failed attempt is billed too), at the default price, not final
     assert detail.cost == {
@@ -83,15 +84,15 @@ def test_a_succeeded_jobs_cost_is_the_merges_figure() -> None:
     arn = farm.job("paid", "SUCCEEDED", done=(0, 1, 2, 3))
     cost = {"engine_gpu_s": 4.0, "billed_gpu_s": 9.0, "gpu_hourly_price": 2.0, "estimated_usd": 0.005}
     farm.orchestrator.states[arn] = replace(farm.orchestrator.states[arn], output={"cost": cost})
-    assert farm.ops.job("paid").cost == {**cost, "final": True}
+    assert farm.reader.detail("paid").cost == {**cost, "final": True}
     # and a job no attempt of which has ended has no cost yet
     farm.job("fresh", "RUNNING")
-    assert farm.ops.job("fresh").cost is None
+    assert farm.reader.detail("fresh").cost is None
 
 
 def test_unknown_jobs_are_job_not_found_everywhere() -> None:
     farm = Farm()
-    for action in (farm.ops.job, farm.ops.logs, farm.ops.cancel, farm.ops.retry, farm.ops.preview):
+    for action in (farm.reader.detail, farm.reader.logs, farm.ops.cancel, farm.ops.retry, farm.reader.preview):
         with pytest.raises(JobNotFound):
             action("nope-0123456789abcdef")
 
@@ -105,8 +106,8 @@ def test_logs_list_every_attempt_across_runs_and_one_segment_on_request() -> Non
         farm.attempt("logged", 1, number, "failed")
     farm.attempt("logged", 1, 1, "succeeded", run=1, worker="w9")
     # WHEN the logs are read
-    every = farm.ops.logs("logged")
-    one = farm.ops.logs("logged", segment=1)
+    every = farm.reader.logs("logged")
+    one = farm.reader.logs("logged", segment=1)
     # THEN the retry's attempt follows the first run's three, numbered on
     assert [(a.segment, a.attempt, a.status, a.worker) for a in one] == [
         (1, 1, "failed", "w1"), (1, 2, "failed", "w1"), (1, 3, "failed", "w1"), (1, 4, "succeeded", "w9"),
@@ -117,7 +118,7 @@ def test_logs_list_every_attempt_across_runs_and_one_segment_on_request() -> Non
 def test_logs_fall_back_to_the_segment_record_when_no_attempt_was_recorded() -> None:
     farm = Farm()
     farm.job("older", "SUCCEEDED", done=(0, 1, 2, 3))
-    (only,) = farm.ops.logs("older", segment=2)
+    (only,) = farm.reader.logs("older", segment=2)
     assert (only.segment, only.attempt, only.status, only.worker) == (2, 1, "succeeded", "w1")
 
 
@@ -136,10 +137,10 @@ def test_cancel_stops_a_running_job_with_one_cancelled_notice_that_the_watchdog_
     assert farm.storage.json(WORK, layout.notice_key("busy"))["published"] is True
     assert "cancelled" in message and "1 of 4" in message
     # AND the job reads CANCELLED
-    assert farm.ops.job("busy").summary.state == "CANCELLED"
-    assert [job.job_id for job in farm.ops.list_jobs(state="CANCELLED")] == ["busy"]
+    assert farm.reader.detail("busy").job.state == "CANCELLED"
+    assert [job.job_id for job in farm.reader.list_jobs(state="CANCELLED")] == ["busy"]
     # AND the watchdog, seeing an ABORTED execution, publishes nothing more
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    config = watchdog_config(WORK, MACHINE, "topic")
     assert Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep() == []
     assert len(farm.notifier.published) == 1
 
@@ -161,7 +162,7 @@ def test_a_cancel_that_lands_as_the_job_notifies_sends_one_notice_the_jobs_own()
     assert not farm.storage.exists(WORK, layout.cancel_key("photo-finish"))
     assert farm.storage.json(WORK, layout.notice_key("photo-finish"))["published"] is True
     # AND the watchdog adds nothing
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    config = watchdog_config(WORK, MACHINE, "topic")
     Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep()
     assert len(farm.notifier.published) == 1
 
@@ -194,7 +195,7 @@ def test_retry_renders_only_the_segments_without_valid_output() -> None:
     # AND the job's own plan (the merge gate's) is untouched, and the job is running again
     assert len(farm.storage.json(WORK, layout.plan_key("broken"))) == 4
     assert farm.storage.json(WORK, layout.run_key("broken"))["segments"] == [2, 3]
-    assert farm.ops.job("broken").summary.state == "RUNNING"
+    assert farm.reader.detail("broken").job.state == "RUNNING"
     assert "run 1" in message and "2 of 4" in message
 
 
@@ -203,7 +204,8 @@ def test_a_retry_whose_marker_cannot_be_cleared_writes_nothing_of_the_new_run() 
     # as S3 does inside a 200 when the role may not delete the key
     farm = Farm()
     farm.job("doomed", "FAILED", done=(0,), failed=(1,), error="JobFailed")
-    farm.storage.put_json(WORK, layout.job_failed_key("doomed"), {"job_id": "doomed"})
+    marker = JobFailedMarker(job_id="doomed", error="JobFailed", cause="segment 1 failed", by="worker w", at=0.0)
+    farm.storage.put_json(WORK, layout.job_failed_key("doomed"), marker.model_dump())
 
     def refuse(bucket: str, prefix: str) -> int:
         raise DeleteFailed(bucket, [(prefix, "AccessDenied", "Access Denied")])
@@ -216,7 +218,7 @@ def test_a_retry_whose_marker_cannot_be_cleared_writes_nothing_of_the_new_run() 
     assert not farm.storage.exists(WORK, layout.run_plan_key("doomed", 1))
     assert not farm.storage.exists(WORK, layout.run_key("doomed"))
     assert execution_arn(MACHINE, "doomed--r1") not in farm.orchestrator.executions
-    assert farm.ops.job("doomed").summary.state == "FAILED"
+    assert farm.reader.detail("doomed").job.state == "FAILED"
 
 
 def test_a_cancelled_job_retried_starts_clean_and_the_watchdog_leaves_its_old_run_alone() -> None:
@@ -230,7 +232,7 @@ def test_a_cancelled_job_retried_starts_clean_and_the_watchdog_leaves_its_old_ru
     assert not farm.storage.exists(WORK, layout.cancel_key("again"))
     assert not farm.storage.exists(WORK, layout.notice_key("again"))
     # AND the watchdog does not notify the old run's ABORTED execution a second time
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    config = watchdog_config(WORK, MACHINE, "topic")
     assert Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep() == []
     assert len(farm.notifier.published) == 1 and farm.orchestrator.describe(old).status == "ABORTED"
     # AND a second retry while the first runs is refused
@@ -244,7 +246,7 @@ def test_the_watchdog_notifies_a_retry_run_that_ended_without_a_notice() -> None
     farm.ops.retry("rerun")
     arn = execution_arn(MACHINE, "rerun--r1")
     farm.orchestrator.states[arn] = Execution(arn, "TIMED_OUT", NOW, NOW + timedelta(seconds=5))
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy())
+    config = watchdog_config(WORK, MACHINE, "topic")
     (closed,) = Watchdog(farm.storage, farm.orchestrator, farm.notifier, config).sweep(NOW + timedelta(seconds=10))
     assert closed.job_id == "rerun" and farm.notifier.published[0][2]["job_id"] == "rerun"
 
@@ -266,15 +268,14 @@ def test_a_worker_that_stopped_beating_is_lost_after_the_lapse() -> None:
                           last_beat=farm.clock() - ago)  # fmt: skip
         farm.storage.put_bytes(WORK, layout.worker_key(name), beat.model_dump_json().encode())
     # WHEN the workers are listed with a 30 s lapse
-    views = farm.ops.workers()
+    views = worker_views(farm.storage, WORK, farm.clock())
     # THEN the silent one is lost, the other alive with its current segment
     assert [(v.name, v.lost, v.current, v.segments_done) for v in views] == [
         ("worker-1", False, "job-a:3", 7), ("worker-2", True, None, 7),
     ]  # fmt: skip
     assert views[0].last_heartbeat == datetime.fromtimestamp(farm.clock() - 2, UTC)
     # AND a longer lapse counts it alive again
-    patient = Operations(farm.storage, farm.orchestrator, farm.notifier, RESOURCES, lost_after_s=120, clock=farm.clock)
-    assert not any(view.lost for view in patient.workers())
+    assert not any(view.lost for view in worker_views(farm.storage, WORK, farm.clock(), lost_after_s=120))
 
 
 def test_tables_align_columns_and_durations_read_at_a_glance() -> None:
@@ -291,8 +292,8 @@ def test_a_cancelled_job_whose_execution_is_still_stopping_reads_cancelled_and_i
     farm.ops.cancel("slow-stop")
     farm.orchestrator.states[arn] = running
     # THEN the job already reads CANCELLED, a second cancel is refused, and a retry waits for the stop
-    assert farm.ops.job("slow-stop").summary.state == "CANCELLED"
-    assert [job.job_id for job in farm.ops.list_jobs(state="CANCELLED")] == ["slow-stop"]
+    assert farm.reader.detail("slow-stop").job.state == "CANCELLED"
+    assert [job.job_id for job in farm.reader.list_jobs(state="CANCELLED")] == ["slow-stop"]
     with pytest.raises(OperationRefused, match="nothing to cancel"):
         farm.ops.cancel("slow-stop")
     with pytest.raises(OperationRefused, match="still stopping"):

@@ -14,14 +14,15 @@ import pytest
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.adapters.storage import get_json
+from fusionfleet.jobs.facts import JobRecords
 from fusionfleet.jobs.runs import current_run, execution_name
-from fusionfleet.jobs.state import JobStates
 from fusionfleet.messages import JobContext
 from fusionfleet.services import slicing
 from fusionfleet.services.operations import Operations
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.farm import RESOURCES
+from tests.support.jobs import slicer_config
 from tests.support.media import write_video
 from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop
 
@@ -33,7 +34,7 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def farm() -> tuple[Slicer, FakeStorage, FakeOrchestrator, FakeNotifier]:
     storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
-    return Slicer(storage, orchestrator, notifier, SlicerConfig(WORK, MACHINE, TOPIC)), storage, orchestrator, notifier
+    return Slicer(storage, orchestrator, notifier, slicer_config(WORK, MACHINE, TOPIC)), storage, orchestrator, notifier
 
 
 def ended(orchestrator: FakeOrchestrator, arn: str, status: str = "SUCCEEDED") -> None:
@@ -88,7 +89,7 @@ def test_an_upload_after_the_jobs_record_expired_runs_as_its_next_run(clip: Path
     # AND nothing the earlier job left behind is read by this run (its notice record would block this one's)
     assert not storage.list_keys(WORK, layout.notice_key(first.job_id))
     # AND the job reads as running on its new run
-    states = JobStates(storage, orchestrator, WORK, MACHINE)
+    states = JobRecords(storage, orchestrator, WORK, MACHINE)
     assert states.facts(first.job_id).state == "RUNNING"
     # AND a duplicate event of this upload finds run 1, starting nothing else
     duplicate = slicer.handle(MEDIA, key)

@@ -10,9 +10,9 @@ import pytest
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution
 from fusionfleet.jobs.ids import job_id as derive_job_id
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from tests.support.fakes import FakeCapacity, FakeNotifier, FakeOrchestrator, FakeStorage
-from tests.support.jobs import MEDIA, WORK, job_context
+from tests.support.jobs import MEDIA, WORK, job_context, slicer_config
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
 TOPIC = "arn:aws:sns:us-east-1:123456789012:notifications"
@@ -21,7 +21,7 @@ MANIFEST = {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.
 
 def slicer() -> tuple[Slicer, FakeStorage, FakeOrchestrator, FakeNotifier]:
     storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
-    config = SlicerConfig(work_bucket=WORK, state_machine_arn=MACHINE, topic_arn=TOPIC)
+    config = slicer_config(WORK, MACHINE, TOPIC)
     return Slicer(storage, orchestrator, notifier, config), storage, orchestrator, notifier
 
 
@@ -105,7 +105,7 @@ def test_a_rejection_whose_notice_failed_to_publish_is_notified_when_the_event_c
             super().publish(topic_arn, subject, message)
 
     notifier = FlakyNotifier()
-    handler = Slicer(storage, orchestrator, notifier, SlicerConfig(WORK, MACHINE, TOPIC))
+    handler = Slicer(storage, orchestrator, notifier, slicer_config(WORK, MACHINE, TOPIC))
     put_manifest(storage)
     # WHEN the first handling fails to publish (the ingest message is retried) and the retry comes
     with pytest.raises(ConnectionError):
@@ -122,7 +122,7 @@ def test_a_full_stack_refuses_a_new_job_with_a_notice_before_reading_its_media()
     for name in ("a", "b"):
         arn = f"{MACHINE.replace(':stateMachine:', ':execution:')}:{name}"
         orchestrator.states[arn] = Execution(arn, "RUNNING")
-    config = SlicerConfig(work_bucket=WORK, state_machine_arn=MACHINE, topic_arn=TOPIC, max_running_jobs=2)
+    config = slicer_config(WORK, MACHINE, TOPIC, max_running_jobs=2)
     handler = Slicer(storage, orchestrator, notifier, config)
     job_id = put_manifest(storage)
     # WHEN a third job arrives
@@ -151,7 +151,7 @@ def test_an_option_the_default_engine_would_ignore_is_refused_before_any_media_i
 def test_a_fleet_that_cannot_start_a_gpu_host_refuses_the_job_with_a_notice_before_reading_its_media() -> None:
     # GIVEN an account whose GPU quota cannot start one host
     storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
-    config = SlicerConfig(work_bucket=WORK, state_machine_arn=MACHINE, topic_arn=TOPIC)
+    config = slicer_config(WORK, MACHINE, TOPIC)
     capacity = FakeCapacity("the GPU fleet cannot start a single instance: g5.xlarge needs 4 vCPUs …")
     handler = Slicer(storage, orchestrator, notifier, config, capacity)
     job_id = put_manifest(storage)
@@ -167,7 +167,7 @@ def test_a_fleet_that_cannot_start_a_gpu_host_refuses_the_job_with_a_notice_befo
 
 def test_a_fleet_with_room_lets_the_job_through_to_validation() -> None:
     storage, orchestrator, notifier = FakeStorage(), FakeOrchestrator(), FakeNotifier()
-    config = SlicerConfig(work_bucket=WORK, state_machine_arn=MACHINE, topic_arn=TOPIC)
+    config = slicer_config(WORK, MACHINE, TOPIC)
     capacity = FakeCapacity(None)
     put_manifest(storage)
     outcome = Slicer(storage, orchestrator, notifier, config, capacity).handle(MEDIA, "jobs/clip.json")

@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from functions.slicer.app import settings
 from fusionfleet import layout
 from fusionfleet.adapters.storage import get_json
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.fleet.fairness import fair_concurrency
 from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.jobs.sizing import FleetView, engine_cost, sized_segment_count
 from fusionfleet.messages import WorkerBeat
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import slicer_config
 from tests.support.media import write_video
 from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop
 
@@ -29,7 +31,7 @@ def twelve_seconds(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def plan_of(
     storage: FakeStorage, fleet_max_workers: int, clip: Path, orchestrator: FakeOrchestrator | None = None
 ) -> list[dict[str, int]]:
-    config = SlicerConfig(WORK, MACHINE, TOPIC, fleet_max_workers=fleet_max_workers)
+    config = slicer_config(WORK, MACHINE, TOPIC, fleet_max_workers=fleet_max_workers)
     slicer = Slicer(storage, orchestrator or FakeOrchestrator(), FakeNotifier(), config)
     key = drop(storage, clip, None, {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.mp4",
                                      "engine": "classic"})  # fmt: skip
@@ -74,8 +76,8 @@ def test_live_render_workers_beyond_the_maximum_count(twelve_seconds: Path) -> N
 def test_the_slicer_reads_the_fleet_maximum_from_its_environment() -> None:
     env = {"AWS_REGION": "us-east-1", "WORK_BUCKET": WORK, "STATE_MACHINE_ARN": MACHINE}
     env["NOTIFICATION_TOPIC_ARN"] = TOPIC
-    assert settings(env)[1].fleet_max_workers == 0
-    assert settings({**env, "FLEET_MAX_WORKERS": "64"})[1].fleet_max_workers == 64
+    assert from_env(SlicerEnvironment, env).fleet_max_workers == 0
+    assert from_env(SlicerEnvironment, {**env, "FLEET_MAX_WORKERS": "64"}).fleet_max_workers == 64
 
 
 def test_a_job_keeps_two_rounds_of_the_fleet_in_flight_so_a_later_job_is_not_starved(twelve_seconds: Path) -> None:

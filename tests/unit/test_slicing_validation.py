@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
+from tests.support.jobs import slicer_config
 
 MEDIA, WORK = "media", "work"
 
@@ -23,7 +24,7 @@ def test_a_bad_encoder_option_is_refused_before_any_media_is_read() -> None:
     storage.put_bytes(MEDIA, "inputs/face.jpg", b"\xff\xd8 not read")
     storage.put_bytes(MEDIA, "inputs/clip.mp4", b"not read either")
     notifier, orchestrator = FakeNotifier(), FakeOrchestrator()
-    slicer = Slicer(storage, orchestrator, notifier, SlicerConfig(WORK, "arn:sm", "arn:topic"))
+    slicer = Slicer(storage, orchestrator, notifier, slicer_config(WORK, "arn:sm", "arn:topic"))
     # WHEN the slicer handles it
     outcome = slicer.handle(MEDIA, "jobs/nvenc.json")
     # THEN it is rejected with every encoder problem
@@ -48,7 +49,7 @@ def test_every_bad_face_image_is_named_in_one_rejection_before_the_target_is_pro
     storage.put_bytes(MEDIA, "inputs/ref.jpg", b"")
     storage.put_bytes(MEDIA, "inputs/clip.mp4", b"never probed")
     notifier, orchestrator = FakeNotifier(), FakeOrchestrator()
-    slicer = Slicer(storage, orchestrator, notifier, SlicerConfig(WORK, "arn:sm", "arn:topic"))
+    slicer = Slicer(storage, orchestrator, notifier, slicer_config(WORK, "arn:sm", "arn:topic"))
     # WHEN the slicer handles the manifest
     outcome = slicer.handle(MEDIA, "jobs/faces.json")
     # THEN one rejection names all three images, and the target was never read
@@ -71,7 +72,7 @@ def test_a_model_the_worker_image_does_not_carry_is_refused_at_validation() -> N
     }
     storage.put_bytes(MEDIA, "jobs/deep.json", json.dumps(manifest).encode())
     notifier, orchestrator = FakeNotifier(), FakeOrchestrator()
-    slicer = Slicer(storage, orchestrator, notifier, SlicerConfig(WORK, "arn:sm", "arn:topic"))
+    slicer = Slicer(storage, orchestrator, notifier, slicer_config(WORK, "arn:sm", "arn:topic"))
     # WHEN the slicer handles it THEN it is rejected naming the option, the model and what the image has
     outcome = slicer.handle(MEDIA, "jobs/deep.json")
     assert outcome.status == "rejected"

@@ -44,7 +44,7 @@ def test_every_published_subject_is_built_within_the_limit() -> None:
                 )
                 if not built:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert calls >= 3
+    assert calls >= 2  # the slicer's rejection, the final notice's topic channel
     assert offenders == []
 
 

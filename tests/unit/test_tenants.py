@@ -11,18 +11,19 @@ import pytest
 from fleetctl.client import Client
 from fleetctl.stack import StackResources
 from fleetctl.subscriptions import subscription_request
-from functions.slicer.app import settings
 from fusionfleet import layout
 from fusionfleet.adapters.notify import notice_attributes
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.messages import JobContext
-from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.services.watchdog import Watchdog
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.farm import Farm
-from tests.support.jobs import job_context
+from tests.support.jobs import job_context, watchdog_config
 from tests.support.template import ROOT, load_template
 from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop, make_slicer, notices
 
@@ -158,11 +159,11 @@ def test_the_slicer_reads_tenant_limits_from_its_environment() -> None:
         "STATE_MACHINE_ARN": MACHINE,
         "NOTIFICATION_TOPIC_ARN": TOPIC,
     }
-    _aws, config = settings({**base, "TENANT_MAX_RUNNING_JOBS": "3", "TENANT_MAX_SEGMENTS": "30"})
+    config = from_env(SlicerEnvironment, {**base, "TENANT_MAX_RUNNING_JOBS": "3", "TENANT_MAX_SEGMENTS": "30"})
     assert config.tenants == TenantLimits(3, 30)
-    assert settings(base)[1].tenants == TenantLimits()
+    assert from_env(SlicerEnvironment, base).tenants == TenantLimits()
     with pytest.raises(ValueError, match="needs a tenant job limit"):
-        settings({**base, "TENANT_MAX_SEGMENTS": "30"})
+        from_env(SlicerEnvironment, {**base, "TENANT_MAX_SEGMENTS": "30"})
 
 
 # ---------------------------------------------------------------- notices and subscriptions
@@ -301,14 +302,14 @@ def test_list_keeps_to_one_tenants_jobs_and_its_limit_counts_only_them() -> None
     farm.job("acme_c-0123456789abcdef", "RUNNING", minutes_ago=10)
     farm.job("plain-0123456789abcdef", "RUNNING", minutes_ago=5)
     # WHEN each tenant's jobs are listed
-    ids = {tenant: [job.job_id for job in farm.ops.list_jobs(tenant=tenant)] for tenant in ("acme", "globex", "-")}
+    ids = {tenant: [job.job_id for job in farm.reader.list_jobs(tenant=tenant)] for tenant in ("acme", "globex", "-")}
     # THEN each sees only its own, newest first, and the limit counts only those
     assert ids == {
         "acme": ["acme_c-0123456789abcdef", "acme_a-0123456789abcdef"],
         "globex": ["globex_b-0123456789abcdef"],
         "-": ["plain-0123456789abcdef"],
     }
-    assert [job.job_id for job in farm.ops.list_jobs(limit=1, tenant="acme")] == ["acme_c-0123456789abcdef"]
+    assert [job.job_id for job in farm.reader.list_jobs(limit=1, tenant="acme")] == ["acme_c-0123456789abcdef"]
 
 
 def test_a_manifest_under_a_name_that_is_no_tenant_is_refused_not_ignored() -> None:
@@ -335,7 +336,7 @@ def test_the_watchdogs_own_notice_is_marked_with_the_jobs_tenant() -> None:
     arn = execution_arn(MACHINE, job)
     now = datetime.now(UTC)
     orchestrator.states[arn] = Execution(arn, "TIMED_OUT", now - timedelta(hours=1), now - timedelta(seconds=5))
-    config = WatchdogConfig(WORK, MACHINE, TOPIC, WatchdogPolicy(stall_s=600, dispatch_grace_s=120))
+    config = watchdog_config(WORK, MACHINE, TOPIC, stall_s=600, dispatch_grace_s=120)
     # WHEN the watchdog closes it
     Watchdog(storage, orchestrator, notifier, config).sweep(now)
     # THEN its failure notice is acme's

@@ -8,9 +8,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.fleet.wake import EcsServiceWaker, NoWaker, WakePolicy, raised_count
-from fusionfleet.services.slicing import Slicer, SlicerConfig
+from fusionfleet.services.slicing import Slicer
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage, FakeWaker
+from tests.support.jobs import slicer_config
 from tests.support.media import write_video
 from tests.support.tenants import MACHINE, MEDIA, TOPIC, WORK, drop
 
@@ -93,7 +96,7 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_slicer_wakes_the_fleet_for_a_started_job_and_not_for_a_duplicate(clip: Path) -> None:
     # GIVEN a slicer with a waker, and a manifest
     storage, waker = FakeStorage(), FakeWaker()
-    slicer = Slicer(storage, FakeOrchestrator(), FakeNotifier(), SlicerConfig(WORK, MACHINE, TOPIC), waker=waker)
+    slicer = Slicer(storage, FakeOrchestrator(), FakeNotifier(), slicer_config(WORK, MACHINE, TOPIC), waker=waker)
     key = drop(storage, clip, None)
     # WHEN the job starts
     outcome = slicer.handle(MEDIA, key)
@@ -106,13 +109,10 @@ def test_the_slicer_wakes_the_fleet_for_a_started_job_and_not_for_a_duplicate(cl
     assert waker.woken == [segments]
 
 
-def test_the_slicer_entry_point_wakes_only_where_a_render_service_is_named() -> None:
-    from functions.slicer.app import _waker
-    from fusionfleet.adapters.aws import AwsTarget
-
-    aws = AwsTarget(region="us-east-1")
-    base = {"AWS_REGION": "us-east-1", "WORK_BUCKET": WORK, "STATE_MACHINE_ARN": MACHINE}
+def test_the_slicer_wakes_only_where_a_render_service_is_named() -> None:
+    base = {"AWS_REGION": "us-east-1", "WORK_BUCKET": WORK, "STATE_MACHINE_ARN": MACHINE, "FLEET_MAX_WORKERS": "4"}
     base["NOTIFICATION_TOPIC_ARN"] = TOPIC
-    assert _waker(aws, base, 4) is None  # the local stack
+    assert from_env(SlicerEnvironment, base).wake is None  # the local stack
     named = {**base, "RENDER_CLUSTER": CLUSTER, "RENDER_SERVICE": SERVICE, "RENDER_BACKLOG_PER_TASK": "2"}
-    assert isinstance(_waker(aws, named, 4), EcsServiceWaker)
+    assert from_env(SlicerEnvironment, named).wake == WakePolicy(4, 2.0)
+    assert from_env(SlicerEnvironment, {**named, "FLEET_MAX_WORKERS": "0"}).wake is None

@@ -11,9 +11,9 @@ from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, job_failed, ma
 from fusionfleet.jobs.runs import execution_name
 from fusionfleet.messages import SegmentHold, SegmentRecord
 from fusionfleet.services.backups import BackupSender
-from fusionfleet.services.watchdog import Watchdog, WatchdogConfig, WatchdogPolicy
+from fusionfleet.services.watchdog import Watchdog
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeQueue, FakeStorage
-from tests.support.jobs import WORK, halves, job_context
+from tests.support.jobs import WORK, halves, job_context, watchdog_config
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
 NOW = datetime.now(UTC)
@@ -24,7 +24,7 @@ def setup(*jobs: tuple[str, Execution]) -> tuple[Watchdog, FakeStorage, FakeOrch
     for job_id, execution in jobs:
         storage.put_json(WORK, layout.job_key(job_id), job_context(job_id).model_dump(mode="json"))
         orchestrator.states[execution.arn] = execution
-    config = WatchdogConfig(WORK, MACHINE, "topic", WatchdogPolicy(stall_s=600, dispatch_grace_s=120))
+    config = watchdog_config(WORK, MACHINE, "topic", stall_s=600, dispatch_grace_s=120)
     return Watchdog(storage, orchestrator, notifier, config), storage, orchestrator, notifier
 
 

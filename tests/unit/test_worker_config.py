@@ -31,7 +31,7 @@ def test_the_environment_fills_in_what_the_arguments_leave_out() -> None:
 
 def test_the_render_process_gets_its_settings_from_the_worker_config() -> None:
     settings = config.resolve(parse("--name", "w1", "--preload-engine", "classic"), dict(ENV))
-    host = settings.host()
+    host = config.host_config(settings)
     assert (host.worker_name, host.preload_engine, host.region) == ("w1", "classic", "eu-west-1")
     assert host.faults_file is None
 

@@ -27,11 +27,9 @@ function renderWorkers(data) {
 }
 
 function showDetail(detail) {
-  const summary = detail.summary;
-  renderJob({ ...summary, now: detail.now, segments: detail.segments, attempts: detail.attempts,
-              timings: detail.timings, cost: detail.cost });
+  renderJob(detail);
   // While the job runs each poll asks for the latest frame; an ended job's frame no longer changes.
-  const version = CANCELLABLE.has(summary.state) ? String(Date.now()) : summary.state;
+  const version = detail.job.ended ? detail.job.state : String(Date.now());
   showPreview(detail.preview_url ? `${detail.preview_url}?v=${version}` : null);
 }
 
@@ -45,6 +43,7 @@ async function refresh() {
     const query = new URLSearchParams({ limit: "25" });
     if (state) query.set("state", state);
     const [jobs, workers] = await Promise.all([getJson(`/api/jobs?${query}`), getJson("/api/workers")]);
+    renderStateFilter(jobs.states);
     renderJobs(jobs.jobs, jobs.now, refresh);
     renderWorkers(workers);
     if (jobId) {
@@ -52,7 +51,7 @@ async function refresh() {
         const detail = await getJson(`/api/jobs/${encodeURIComponent(jobId)}`);
         showDetail(detail);
         // The detail is read after the list; its row takes that newer state, so list and job page agree.
-        const rows = jobs.jobs.map((job) => (job.job_id === detail.summary.job_id ? detail.summary : job));
+        const rows = jobs.jobs.map((job) => (job.job_id === detail.job.job_id ? detail.job : job));
         renderJobs(rows, jobs.now, refresh);
       } catch (error) {
         showNoJob(`Job ${jobId}: ${error.message}`);

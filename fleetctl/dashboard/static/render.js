@@ -1,12 +1,11 @@
 // FusionFleet pages' shared rendering: the operator's dashboard (app.js) and the tenant's page
-// (tenant.js) draw the job list and a job's page with these functions, from one normalised shape.
+// (tenant.js) draw the job list and a job's page with these functions, from the read model's view of
+// a job (fusionfleet/jobs/views.py): its state, reason, segment counts, whether it has ended and the
+// actions it allows now are given, never worked out here.
 // Every piece of data reaches the page as text (textContent, attribute values), never as HTML.
 "use strict";
 
 const POLL_MS = 2000;
-const CANCELLABLE = new Set(["PENDING", "RUNNING"]);
-const RETRYABLE = new Set(["FAILED", "CANCELLED", "TIMED_OUT", "ABORTED"]);
-const SEGMENT_STATES = new Set(["pending", "running", "done", "failed"]);
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/;
 
 const $ = (id) => document.getElementById(id);
@@ -80,7 +79,7 @@ function progressBar(done, failed, total) {
   return bar;
 }
 
-// jobs: [{job_id, name, state, priority, segments_done, segments_failed, segments_total, submitted_at}]
+// jobs: [{job_id, name, state, priority, segments: {done, failed, total}, submitted_at}]
 function renderJobs(jobs, now, refresh) {
   const body = $("jobs").tBodies[0];
   const chosen = selectedJob();
@@ -91,8 +90,8 @@ function renderJobs(jobs, now, refresh) {
       el("td", { className: "name", title: job.job_id }, job.name || job.job_id),
       el("td", {}, badge(job.state)),
       el("td", {}, job.priority || "–"),
-      el("td", {}, progressBar(job.segments_done, job.segments_failed, job.segments_total)),
-      el("td", { className: "num" }, `${job.segments_done}/${job.segments_total}`),
+      el("td", {}, progressBar(job.segments.done, job.segments.failed, job.segments.total)),
+      el("td", { className: "num" }, `${job.segments.done}/${job.segments.total}`),
       el("td", { className: "num" }, formatAge(secondsBetween(now, job.submitted_at))),
     );
     row.addEventListener("click", () => selectJob(job.job_id, refresh));
@@ -103,7 +102,7 @@ function renderJobs(jobs, now, refresh) {
 }
 
 function segmentCell(segment) {
-  const state = SEGMENT_STATES.has(segment.state) ? segment.state : "pending";
+  const state = String(segment.state);
   const who = segment.worker ? `${segment.worker} #${segment.attempt}` : "";
   const title =
     `segment ${segment.index} · frames ${segment.start_frame}–${segment.end_frame} · ${state}` +
@@ -165,37 +164,46 @@ function renderAttempts(attempts) {
   $("attempts-empty").hidden = rows.length > 0;
 }
 
-// job: {job_id, name, state, priority, submitted_at, output, reason, now,
-//       segments: [SegmentView], attempts: [AttemptRecord], timings, cost}
-function renderJob(job) {
+// detail: {job: {job_id, name, state, priority, submitted_at, output, reason, actions},
+//          now, segments: [SegmentView], attempts: [AttemptView], timings, cost}
+function renderJob(detail) {
+  const job = detail.job;
   const section = $("job");
   section.hidden = false;
   $("no-job").hidden = true;
-  const done = job.segments.filter((s) => s.state === "done").length;
-  const failed = job.segments.filter((s) => s.state === "failed").length;
+  const done = detail.segments.filter((s) => s.state === "done").length;
+  const failed = detail.segments.filter((s) => s.state === "failed").length;
   Object.assign(section.dataset, {
     jobId: job.job_id,
     state: job.state,
     done: String(done),
-    total: String(job.segments.length),
+    total: String(detail.segments.length),
   });
   $("job-name").textContent = job.name || job.job_id;
   $("job-state").replaceChildren(badge(job.state));
   const meta = [job.job_id, `priority ${job.priority || "–"}`];
-  if (job.submitted_at) meta.push(`submitted ${formatAge(secondsBetween(job.now, job.submitted_at))} ago`);
+  if (job.submitted_at) meta.push(`submitted ${formatAge(secondsBetween(detail.now, job.submitted_at))} ago`);
   if (job.output) meta.push(`output ${job.output}`);
   $("job-meta").textContent = meta.join(" · ");
   $("job-reason").textContent = job.reason || "";
   $("job-reason").hidden = !job.reason;
-  $("cancel").disabled = !CANCELLABLE.has(job.state);
-  $("retry").disabled = !RETRYABLE.has(job.state);
+  const actions = job.actions || [];
+  $("cancel").disabled = !actions.includes("cancel");
+  $("retry").disabled = !actions.includes("retry");
   $("seg-done").textContent = String(done);
   $("seg-failed").textContent = String(failed);
-  $("seg-total").textContent = String(job.segments.length);
-  $("segments").replaceChildren(...job.segments.map(segmentCell));
-  renderTimings(job.timings);
-  renderCost(job.cost);
-  renderAttempts(job.attempts);
+  $("seg-total").textContent = String(detail.segments.length);
+  $("segments").replaceChildren(...detail.segments.map(segmentCell));
+  renderTimings(detail.timings);
+  renderCost(detail.cost);
+  renderAttempts(detail.attempts);
+}
+
+// The job list's state filter: the states the read model names, with "all" first.
+function renderStateFilter(states) {
+  const select = $("state-filter");
+  if (select.options.length > 1 || !states) return;
+  select.append(...states.map((state) => el("option", {}, state)));
 }
 
 function showPreview(src) {

@@ -52,7 +52,7 @@ function showSignIn(problem) {
 
 function showSignedIn() {
   const found = claims(token());
-  const tenant = found[config.tenant_claim || "tenant"];
+  const tenant = found[config.tenant_claim];
   const until = found.exp ? ` · token valid until ${new Date(found.exp * 1000).toISOString().slice(11, 16)} UTC` : "";
   $("who").textContent = `${tenant ? `tenant ${tenant}` : "signed in"}${until}`;
   $("sign-out").hidden = false;
@@ -78,31 +78,19 @@ async function call(path, options = {}) {
   return body;
 }
 
+// The API's view of a job as the shared rendering reads it (a tenant knows its job by its id alone).
 function listed(view) {
-  return {
-    job_id: view.job_id,
-    name: view.job_id,
-    state: view.state,
-    priority: view.priority,
-    segments_done: view.segments.done,
-    segments_failed: view.segments.failed,
-    segments_total: view.segments.total,
-    submitted_at: view.created_at,
-  };
+  return { ...view, name: view.job_id, submitted_at: view.created_at };
 }
 
 async function showDetail(jobId) {
   const detail = await call(`/jobs/${encodeURIComponent(jobId)}/detail`);
   const view = detail.job;
-  renderJob({
-    job_id: view.job_id, name: view.job_id, state: view.state, priority: view.priority,
-    submitted_at: view.created_at, reason: view.reason, now: detail.now,
-    segments: detail.segments, attempts: detail.attempts, timings: detail.timings, cost: detail.cost,
-  });
+  renderJob({ ...detail, job: listed(view) });
   $("download-box").hidden = !view.download_url;
   if (view.download_url) $("download").setAttribute("href", view.download_url);
   // The latest frame changes while the job runs; an ended job's is fetched once.
-  const live = CANCELLABLE.has(view.state);
+  const live = !view.ended;
   if (!detail.preview) showPreview(null);
   else if (live || previewFor !== jobId) {
     const preview = await call(`/jobs/${encodeURIComponent(jobId)}/preview`).catch(() => null);

@@ -17,7 +17,7 @@ from gpu_worker.engines.facefusion.host import prove_provider
 from gpu_worker.engines.facefusion.process import run_provider_probe
 from gpu_worker.engines.facefusion.provider_proof import EXPECTED_OUTPUT, ProbeOutcome, needs_proof, proof_problem
 from gpu_worker.engines.facefusion.settings import settings_from_env
-from tests.support.facefusion_harness import facefusion_python
+from tests.support.facefusion_harness import facefusion_python, in_ci
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"
@@ -45,7 +45,10 @@ def test_only_gpu_providers_need_proof() -> None:
 def python() -> str:
     path = facefusion_python()
     if not path.exists():
-        pytest.skip(f"no FaceFusion environment at {path} (make facefusion-env)")
+        missing = f"no FaceFusion environment at {path} (make facefusion-env)"
+        if in_ci():
+            pytest.fail(f"CI must run FaceFusion's environment, and cannot: {missing}", pytrace=False)
+        pytest.skip(missing)
     return str(path)
 
 

@@ -1,32 +1,28 @@
-"""The job-state read model: what state a job is in, read from what the farm already keeps.
+"""What the farm knows about a job, read from what it already keeps, and the state and reason they make.
 
-The one place that derives a job's state. The CLI's `status`, `Operations` (and through it the
-dashboard and the tenant API) and the watchdog read jobs through it, so they cannot disagree:
+The one place that derives a job's state and reason (from `fusionfleet.jobs.states`' rules); the read
+model (`fusionfleet.jobs.reader`), cancel and retry (`fusionfleet.services.operations`) and the
+watchdog read jobs through it, so they cannot disagree:
 
 - a job's facts: its job record or rejection record, its current run (`fusionfleet.jobs.runs`), the
-  execution of that run, the operator's cancel marker;
-- its state (one of `JOB_STATES`) and the reason that goes with it, from those facts (pure);
-- its Map Run progress, counted over the whole job (a retry's Map Run covers only its segments);
+  execution of that run, the cancel marker; while it runs or after it failed, its final notice's
+  record (`fusionfleet.jobs.final_notice`) and the run's job-failed marker (`fusionfleet.jobs.loss`);
 - its files under `segments/`, sorted into outputs, records and attempt records;
 - which job an execution belongs to (a retry of a long job id is named with the id cut short).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fusionfleet import layout
-from fusionfleet.adapters.orchestrator import (
-    TERMINAL,
-    Execution,
-    ExecutionMissing,
-    Orchestrator,
-    Progress,
-    execution_arn,
-)
+from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import JobNotFound, ObjectMissing
+from fusionfleet.jobs.final_notice import FinalNotices, NoticeRecord, told_by_itself
+from fusionfleet.jobs.loss import JobFailedMarker, job_failed
+from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.runs import (
     MAX_EXECUTION_NAME,
     RunRecord,
@@ -35,47 +31,10 @@ from fusionfleet.jobs.runs import (
     is_cancelled,
     parse_execution_name,
 )
-from fusionfleet.messages import JobContext
+from fusionfleet.jobs.states import CANCEL_REASON, JobState, job_state
+from fusionfleet.messages import JobContext, SegmentRecord
 
-__all__ = [
-    "CANCEL_REASON",
-    "JOB_STATES",
-    "JobFacts",
-    "JobStates",
-    "SegmentFiles",
-    "job_state",
-    "whole_job",
-]
-
-JOB_STATES = ("PENDING", "RUNNING", "SUCCEEDED", "FAILED", "REJECTED", "CANCELLED", "TIMED_OUT", "ABORTED")
-CANCEL_REASON = "cancelled by an operator"
-
-
-def job_state(execution_status: str | None, rejected: bool, cancelled: bool) -> str:
-    """A job's state from its current run's execution, its rejection record and its cancel marker. Pure."""
-    if execution_status is None:
-        return "REJECTED" if rejected else "PENDING"
-    # The marker is written once the execution was told to stop; some engines (LocalStack) report
-    # it RUNNING until its waiting tasks have noticed.
-    if execution_status in ("ABORTED", "RUNNING") and cancelled:
-        return "CANCELLED"
-    # Anything not ended (RUNNING, or a redriven execution's PENDING_REDRIVE) is still running.
-    return execution_status if execution_status in TERMINAL else "RUNNING"
-
-
-def whole_job(progress: Progress | None, execution: Execution) -> Progress | None:
-    """A retry's Map Run covers only the segments it renders: the others were done before it. Pure."""
-    total = int((execution.input or {}).get("job", {}).get("segment_count", 0))
-    if progress is None or total <= progress.total:
-        return progress
-    before = total - progress.total
-    return Progress(
-        total=total,
-        succeeded=progress.succeeded + before,
-        failed=progress.failed,
-        running=progress.running,
-        pending=progress.pending,
-    )
+__all__ = ["JobFacts", "JobRecords", "SegmentFiles"]
 
 
 @dataclass(frozen=True)
@@ -88,23 +47,39 @@ class JobFacts:
     run: RunRecord
     execution: Execution | None  # the current run's execution; None before it started
     cancelled: bool
+    # Read while the job runs or after it failed: what its final notice said, and the current run's
+    # job-failed marker (the cause known first).
+    notice: NoticeRecord | None = None
+    failed: JobFailedMarker | None = None
 
     @property
-    def state(self) -> str:
+    def state(self) -> JobState:
         return job_state(self.execution.status if self.execution else None, self.rejection is not None, self.cancelled)
 
     @property
     def reason(self) -> str:
-        """Why the job is where it is: the rejection's reason, the cancel, or the execution's error."""
+        """Why the job is where it is: the rejection's reason, the cancel, or the job's cause.
+
+        The cause, wherever one is known, is what the job's final notice said (its record), else what
+        the state machine's own failure notice said (its execution's cause), else the job-failed
+        marker's; only a job nobody has explained is given its execution's error, an orchestration
+        artefact such as `States.Timeout`. A running job has a reason only once it is doomed.
+        """
         state = self.state
-        if state == "REJECTED":
+        if state is JobState.REJECTED:
             return str((self.rejection or {}).get("reason", ""))
-        if state == "CANCELLED":
+        if state is JobState.CANCELLED:
             return CANCEL_REASON
         execution = self.execution
-        if execution is None or state in ("RUNNING", "SUCCEEDED"):
+        if execution is None or state is JobState.SUCCEEDED:
             return ""
-        return execution.cause or execution.error or ""
+        if self.notice is not None and self.notice.reason and self.notice.status != "succeeded":
+            return self.notice.reason
+        if execution.finished and told_by_itself(execution.status, execution.error) and execution.cause:
+            return execution.cause
+        if self.failed is not None:
+            return self.failed.cause
+        return "" if state is JobState.RUNNING else execution.cause or execution.error or ""
 
     @property
     def first_input(self) -> dict[str, Any] | None:
@@ -141,8 +116,8 @@ class SegmentFiles:
         return self.records - self.outputs
 
 
-class JobStates:
-    """Reads jobs' facts, progress and files from the work bucket and Step Functions."""
+class JobRecords:
+    """Reads jobs' facts, records and files from the work bucket and Step Functions."""
 
     def __init__(self, storage: Storage, orchestrator: Orchestrator, work_bucket: str, state_machine_arn: str) -> None:
         self._storage = storage
@@ -150,11 +125,27 @@ class JobStates:
         self._bucket = work_bucket
         self._machine = state_machine_arn
 
+    @property
+    def storage(self) -> Storage:
+        return self._storage
+
+    @property
+    def orchestrator(self) -> Orchestrator:
+        return self._orchestrator
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    @property
+    def state_machine_arn(self) -> str:
+        return self._machine
+
     def facts(self, job_id: str, known: bool = True) -> JobFacts:
         """The job's facts. `known`: a job with neither a job record nor a rejection is `JobNotFound`;
         without it, such a job is read from its execution alone (PENDING until it has one)."""
-        raw = self._json(layout.job_key(job_id))
-        rejection = None if raw is not None else self._json(layout.rejection_key(job_id))
+        raw = self.json(layout.job_key(job_id))
+        rejection = None if raw is not None else self.json(layout.rejection_key(job_id))
         if raw is None and rejection is None and known:
             raise JobNotFound(f"no job {job_id!r} (no job record and no rejection in the work bucket)")
         context = JobContext.model_validate(raw) if raw is not None else None
@@ -167,17 +158,22 @@ class JobStates:
                 execution = None
         cancelled = (
             execution is not None
-            and execution.status in ("ABORTED", "RUNNING")
+            and execution.status in (JobState.ABORTED, JobState.RUNNING)
             and is_cancelled(self._storage, self._bucket, job_id)
         )
-        return JobFacts(job_id, context, rejection, run, execution, cancelled)
+        facts = JobFacts(job_id, context, rejection, run, execution, cancelled)
+        if facts.state not in (JobState.RUNNING, JobState.FAILED, JobState.TIMED_OUT, JobState.ABORTED):
+            return facts
+        marker = job_failed(self._storage, self._bucket, job_id)
+        notice = FinalNotices(self._storage, self._bucket, ()).record(job_id)
+        return replace(facts, notice=notice, failed=marker if marker is not None and marker.run == run.run else None)
 
-    def progress(self, facts: JobFacts) -> Progress | None:
-        """The current run's Map Run item counts, over the whole job."""
-        if facts.execution is None:
-            return None
-        progress = self._orchestrator.progress(facts.execution.arn)
-        return whole_job(progress, facts.execution) if facts.run.run else progress
+    def in_flight(self, facts: JobFacts) -> int:
+        """Segments of the current run the orchestrator has sent and not yet heard back from."""
+        if facts.execution is None or facts.state is not JobState.RUNNING:
+            return 0
+        progress = self.run_progress(facts.execution.arn)
+        return progress.running if progress is not None else 0
 
     def run_progress(self, arn: str) -> Progress | None:
         """One execution's own Map Run item counts (a retry's: only the segments it renders)."""
@@ -186,9 +182,20 @@ class JobStates:
     def segment_files(self, job_id: str) -> SegmentFiles:
         return SegmentFiles.of(self._storage.list_keys(self._bucket, layout.segments_prefix(job_id)))
 
+    def plan(self, job_id: str) -> list[Segment]:
+        items = self.json(layout.plan_key(job_id)) or []
+        return [Segment.from_dict(item) for item in items]
+
+    def segment_record(self, job_id: str, index: int) -> SegmentRecord | None:
+        raw = self.json(layout.segment_record_key(job_id, index))
+        try:
+            return SegmentRecord.model_validate(raw) if raw is not None else None
+        except ValueError:
+            return None
+
     def context(self, job_id: str) -> JobContext | None:
         """The job record, or None when the slicer has not written one (or the execution is not a job's)."""
-        raw = self._json(layout.job_key(job_id))
+        raw = self.json(layout.job_key(job_id))
         return JobContext.model_validate(raw) if raw is not None else None
 
     def job_of(self, execution: Execution) -> tuple[str, int]:
@@ -202,7 +209,7 @@ class JobStates:
     def execution_arn(self, job_id: str, run: int) -> str:
         return execution_arn(self._machine, execution_name(job_id, run))
 
-    def _json(self, key: str) -> Any:
+    def json(self, key: str) -> Any:
         try:
             return get_json(self._storage, self._bucket, key)
         except ObjectMissing:

@@ -1,0 +1,181 @@
+"""The CLI's commands that read and steer jobs and workers (`status`, `list`, `logs`, `workers`, `cancel`,
+`retry`), and what every command of `fleetctl.cli` shares: where messages go, the exit statuses, and the
+stack's clients from the connection flags. They render the read model's views (`fusionfleet.jobs`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import UTC, datetime
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from fleetctl import connection
+from fleetctl.client import Client
+from fleetctl.notices import SqsNoticeInbox
+from fleetctl.subscriptions import check_tenant
+from fleetctl.tables import duration, table
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.errors import JobNotFound
+from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.fleet.workers import worker_views
+from fusionfleet.jobs.ids import tenant_of_job
+from fusionfleet.jobs.reader import JobReader
+from fusionfleet.jobs.views import JobView
+from fusionfleet.services.operations import Operations
+
+EXIT_FAILED = 1
+EXIT_REJECTED = 2
+EXIT_TIMEOUT = 3
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def client_of(args: argparse.Namespace) -> Client:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    resources = conn.resources()
+    return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
+
+
+def notice_inbox_of(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | None:
+    """An inbox for the job's notice; None (wait by polling) where this identity may not make one."""
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    try:
+        return SqsNoticeInbox.open(conn.aws.client("sqs"), conn.aws.client("sns"), conn.resources().topic_arn, job_id)
+    except (BotoCoreError, ClientError) as error:
+        say(f"following the job by polling (no notice queue: {error})")
+        return None
+
+
+def operations_of(args: argparse.Namespace) -> Operations:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    return Operations(
+        S3Storage(conn.aws.client("s3")),
+        StepFunctions(conn.aws.client("stepfunctions")),
+        SnsNotifier(conn.aws.client("sns")),
+        conn.resources(),
+    )
+
+
+def reader_of(args: argparse.Namespace) -> JobReader:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    resources = conn.resources()
+    return JobReader(
+        S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")),
+        resources.work_bucket, resources.state_machine_arn,
+    )  # fmt: skip
+
+
+def _age(when: datetime | None, now: float) -> str:
+    return duration(now - when.timestamp()) if when else "-"
+
+
+def _segments(job: JobView) -> str:
+    counts = job.segments
+    if not counts.total:
+        return "-"
+    return f"{counts.done}/{counts.total}" + (f" ({counts.failed} failed)" if counts.failed else "")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    tenant = check_tenant(args.tenant) if args.tenant else None
+    jobs = reader_of(args).list_jobs(args.state, args.limit, tenant)
+    if not jobs:
+        say("no jobs" + (f" in state {args.state}" if args.state else "") + (f" of tenant {tenant}" if tenant else ""))
+        return 0
+    now = time.time()
+    rows = [
+        (
+            job.job_id,
+            job.state,
+            job.priority or "-",
+            _segments(job),
+            _age(job.submitted_at, now),
+            job.output or job.reason,
+        )
+        for job in jobs
+    ]
+    print("\n".join(table(("JOB", "STATE", "PRIORITY", "SEGMENTS", "AGE", "OUTPUT / REASON"), rows)))
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    print(operations_of(args).cancel(args.job_id))
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    print(operations_of(args).retry(args.job_id))
+    return 0
+
+
+def _clock(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S") if epoch else "-"
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    attempts = reader_of(args).logs(args.job_id, args.segment)
+    if not attempts:
+        say("no attempts recorded" + (f" for segment {args.segment}" if args.segment is not None else "") + " yet")
+        return 0
+    rows = [
+        (
+            item.segment, item.attempt, item.worker or "-",
+            f"{item.status} (backup copy)" if item.copy_number else item.status, _clock(item.started_at),
+            _clock(item.finished_at), f"{item.finished_at - item.started_at:.1f}s" if item.finished_at else "-",
+            f"{item.engine_s:.2f}s", ": ".join(part for part in (item.error, item.reason) if part),
+        )
+        for item in attempts
+    ]  # fmt: skip
+    headers = ("SEGMENT", "ATTEMPT", "WORKER", "STATUS", "STARTED", "FINISHED", "TOOK", "ENGINE", "ERROR")
+    print("\n".join(table(headers, rows, right=(0, 1, 6, 7))))
+    return 0
+
+
+def cmd_workers(args: argparse.Namespace) -> int:
+    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    workers = worker_views(S3Storage(conn.aws.client("s3")), conn.resources().work_bucket, time.time(), args.lost_after)
+    if not workers:
+        say("no workers have a presence record")
+        return 0
+    now = time.time()
+    rows = [
+        (
+            worker.name, worker.role, worker.engine or "-", worker.current or "-", worker.segments_done,
+            f"{_age(worker.last_heartbeat, now)} ago", "LOST" if worker.lost else "alive",
+        )
+        for worker in workers
+    ]  # fmt: skip
+    print("\n".join(table(("NAME", "ROLE", "ENGINE", "CURRENT", "DONE", "LAST BEAT", "STATE"), rows, right=(4,))))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    if args.tenant and notice_tenant(tenant_of_job(args.job_id)) != check_tenant(args.tenant):
+        # As if it did not exist: a tenant learns nothing about other tenants' jobs.
+        raise JobNotFound(f"no job {args.job_id!r} of tenant {args.tenant}")
+    view = client_of(args).status(args.job_id)
+    print(f"job       {view.job_id}")
+    print(f"state     {view.state}")
+    counts = view.segments
+    if counts.total:
+        print(
+            f"segments  {counts.done} done, {counts.failed} failed, {counts.running} running, "
+            f"{counts.pending} pending, {counts.total} total"
+        )
+    if view.result is not None:
+        print(f"output    {view.result.uri}")
+    if view.download is not None:
+        # Signed now, with the caller's credentials: the notice's link may have ended already.
+        print(f"download  {view.download.url}")
+        print(f"expires   {view.download.expires_at_iso}")
+    if view.reason:
+        print(f"reason    {view.reason}")
+    return EXIT_FAILED if view.state.unsuccessful else 0

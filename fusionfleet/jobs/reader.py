@@ -1,0 +1,168 @@
+"""The read model: every view of a job the CLI, the dashboards, the tenant API and the watchdog render.
+
+Everything comes from what the farm already keeps (no database of our own): Step Functions executions
+(one per run of a job, `fusionfleet.jobs.runs`) and the records in the work bucket (job, plan, segment
+and attempt records, the cancel marker, the notice record, the job-failed marker), read through
+`fusionfleet.jobs.facts` and shaped by `fusionfleet.jobs.views`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fusionfleet import layout
+from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Orchestrator
+from fusionfleet.adapters.storage import Storage, get_json
+from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
+from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.facts import JobFacts, JobRecords, SegmentFiles
+from fusionfleet.jobs.ids import tenant_of_job
+from fusionfleet.jobs.states import JobState, could_be, parse_state
+from fusionfleet.jobs.views import (
+    AttemptView,
+    JobDetail,
+    JobView,
+    cost,
+    job_view,
+    numbered,
+    parse_time,
+    segment_view,
+    timings,
+)
+from fusionfleet.messages import SegmentAttempt
+
+DEFAULT_LIST_LIMIT = 20
+
+
+class JobReader:
+    """Reads jobs for people: one job's view or detail, its attempts and preview, and recent jobs."""
+
+    def __init__(self, storage: Storage, orchestrator: Orchestrator, work_bucket: str, state_machine_arn: str) -> None:
+        self.records = JobRecords(storage, orchestrator, work_bucket, state_machine_arn)
+
+    def view(self, job_id: str, known: bool = True, in_flight: bool = False) -> JobView:
+        """One job's view. `known=False`: a job not yet sliced is PENDING rather than JobNotFound;
+        `in_flight`: ask the orchestrator how many of its segments are in flight (one call more)."""
+        facts = self.records.facts(job_id, known)
+        return self._view(facts, in_flight=in_flight)
+
+    def detail(self, job_id: str) -> JobDetail:
+        facts = self.records.facts(job_id)
+        files = self.records.segment_files(job_id) if facts.context else SegmentFiles()
+        view = self._view(facts, files)
+        if facts.context is None:
+            return JobDetail(view, [], [], {}, None)
+        stored = self._attempts(job_id, files)
+        plan = self.records.plan(job_id)
+        return JobDetail(
+            job=view,
+            segments=[segment_view(segment, facts, files, stored) for segment in plan],
+            attempts=numbered(stored),
+            timings=timings(facts, stored),
+            preview_key=self._preview_key(job_id),
+            cost=cost(facts, stored),
+        )
+
+    def logs(self, job_id: str, segment: int | None = None) -> list[AttemptView]:
+        """What each attempt of each segment did (or of one segment), in order."""
+        facts = self.records.facts(job_id)
+        if facts.context is None:
+            return []
+        records = numbered(self._attempts(job_id, self.records.segment_files(job_id)))
+        return [record for record in records if segment is None or record.segment == segment]
+
+    def preview(self, job_id: str) -> bytes | None:
+        """The latest rendered frame of the job as a small JPEG, or None before its first chunk."""
+        try:
+            return self.records.storage.get_bytes(self.records.bucket, layout.frame_preview_key(job_id))
+        except ObjectMissing:
+            self.records.facts(job_id)  # an unknown job is JobNotFound, not "no preview yet"
+            return None
+
+    def list_jobs(
+        self, state: JobState | str | None = None, limit: int = DEFAULT_LIST_LIMIT, tenant: str | None = None
+    ) -> list[JobView]:
+        """Recent jobs, newest first; `state` keeps only jobs in that state, `tenant` only its jobs ("-": none's)."""
+        wanted = None
+        if state is not None:
+            wanted = parse_state(str(state))
+            if wanted is None:
+                raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JobState)}")
+        views: list[JobView] = []
+        for job_id, _started, hint in self._candidates():
+            if len(views) >= limit:
+                break
+            if wanted is not None and not could_be(hint, wanted):
+                continue
+            if tenant is not None and notice_tenant(tenant_of_job(job_id)) != tenant:
+                continue
+            try:
+                view = self._view(self.records.facts(job_id))
+            except JobNotFound:
+                continue
+            if wanted is None or view.state is wanted:
+                views.append(view)
+        return views
+
+    # ------------------------------------------------------------------ internals
+    def _view(self, facts: JobFacts, files: SegmentFiles | None = None, in_flight: bool = False) -> JobView:
+        if facts.context is not None and files is None:
+            files = self.records.segment_files(facts.job_id)
+        submitted = self._rejected_at(facts.job_id) if facts.rejection is not None else None
+        return job_view(facts, files, self.records.in_flight(facts) if in_flight else 0, submitted)
+
+    def _rejected_at(self, job_id: str) -> datetime | None:
+        record = self.records.json(layout.rejected_index_key(job_id))
+        return parse_time(record.get("rejected_at")) if isinstance(record, dict) else None
+
+    def _candidates(self) -> list[tuple[str, float, str]]:
+        """(job id, when it started, the status of its newest run) for every job, newest first."""
+        records = self.records
+        runs: dict[str, list[tuple[int, float, str]]] = {}  # job → [(run, started, status)]
+        for status in LISTED_STATUSES:
+            for execution in records.orchestrator.list_executions(records.state_machine_arn, status):
+                job_id, run = records.job_of(execution)
+                started = execution.started.timestamp() if execution.started else 0.0
+                runs.setdefault(job_id, []).append((run, started, execution.status))
+        found = []
+        for job_id, items in runs.items():
+            newest = max(items)
+            first_start = min((started for _run, started, _status in items if started), default=0.0)
+            found.append((job_id, first_start, newest[2]))
+        for key in records.storage.list_keys(records.bucket, layout.REJECTED_INDEX_PREFIX):
+            rejected = layout.parse_rejected_index_key(key)
+            if rejected is None or rejected in runs:
+                continue
+            at = self._rejected_at(rejected)
+            found.append((rejected, at.timestamp() if at else 0.0, JobState.REJECTED.value))
+        return sorted(found, key=lambda item: item[1], reverse=True)
+
+    def _attempts(self, job_id: str, files: SegmentFiles) -> list[SegmentAttempt]:
+        """Every attempt record, oldest first per segment; a segment without any (a job rendered before
+        attempts were recorded) shows its segment record as its one attempt."""
+        stored: list[SegmentAttempt] = []
+        storage, bucket = self.records.storage, self.records.bucket
+        for _segment, _run, _attempt, key in files.attempts:
+            try:
+                stored.append(SegmentAttempt.model_validate(get_json(storage, bucket, key)))
+            except (ObjectMissing, ValueError):
+                continue
+        with_attempts = {record.index for record in stored}
+        for index in sorted(files.records - with_attempts):
+            record = self.records.segment_record(job_id, index)
+            if record is not None:
+                stored.append(
+                    SegmentAttempt(
+                        job_id=job_id, index=index, attempt=record.attempt, worker=record.worker, status=record.status,
+                        started_at=record.started_at, finished_at=record.finished_at, engine_s=record.engine_s,
+                        frames=record.frames, error=record.error, reason=record.reason,
+                    )
+                )  # fmt: skip
+        return sorted(stored, key=lambda record: (record.index, record.run, record.started_at, record.copy_number))
+
+    def _preview_key(self, job_id: str) -> str | None:
+        try:
+            self.records.storage.head(self.records.bucket, layout.frame_preview_key(job_id))
+        except ObjectMissing:
+            return None
+        return layout.frame_preview_key(job_id)
