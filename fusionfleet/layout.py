@@ -58,8 +58,17 @@ def content_analysis_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}content-analysis.json"
 
 
-def segment_key(job_id: str, index: int) -> str:
-    return f"{work_prefix(job_id)}segments/{index:05d}.mp4"
+def face_reference_key(job_id: str, face: int) -> str:
+    """The target's frame person `face` of a job with `faces` is named by, decoded once by the slicer."""
+    return f"{work_prefix(job_id)}faces/{face:02d}.png"
+
+
+# A segment's output: a video segment (`mp4`), or the picture of an image target or a test render's frame (`png`).
+SEGMENT_SUFFIXES = ("mp4", "png")
+
+
+def segment_key(job_id: str, index: int, suffix: str = "mp4") -> str:
+    return f"{work_prefix(job_id)}segments/{index:05d}.{suffix}"
 
 
 def segment_record_key(job_id: str, index: int) -> str:
@@ -104,10 +113,12 @@ def attempt_record_key(job_id: str, index: int, run: int, attempt: int, copy: in
     return f"{attempts_prefix(job_id, index)}r{run:03d}-{attempt:03d}{suffix}.json"
 
 
-def copy_segment_key(job_id: str, index: int, copy: int) -> str:
+def copy_segment_key(job_id: str, index: int, copy: int, suffix: str = "mp4") -> str:
     """Where copy `copy` of a segment uploads its output: the original (0) at the segment's key, a
     backup beside it, so two copies never write the same object; the segment record names the winner."""
-    return segment_key(job_id, index) if copy == 0 else f"{segments_prefix(job_id)}{index:05d}.c{copy}.mp4"
+    if copy == 0:
+        return segment_key(job_id, index, suffix)
+    return f"{segments_prefix(job_id)}{index:05d}.c{copy}.{suffix}"
 
 
 def segment_winner_key(job_id: str, index: int, run: int) -> str:
@@ -236,11 +247,17 @@ def manifest_name(manifest_key: str) -> str:
     return name[: -len(MANIFEST_SUFFIX)] if name.endswith(MANIFEST_SUFFIX) else name
 
 
-def default_output_key(manifest_key: str) -> str:
-    """Beside the drop it came from: `outputs/…` for `jobs/…`, `tenants/T/outputs/…` for a tenant's."""
+def default_output_key(manifest_key: str, suffix: str = ".mp4") -> str:
+    """Beside the drop it came from: `outputs/…` for `jobs/…`, `tenants/T/outputs/…` for a tenant's;
+    `suffix` is the output's extension (an image target's output keeps its format)."""
     tenant = tenant_of(manifest_key)
     prefix = tenant_output_prefix(tenant) if tenant else OUTPUT_PREFIX
-    return f"{prefix}{manifest_name(manifest_key)}.mp4"
+    return f"{prefix}{manifest_name(manifest_key)}{suffix}"
+
+
+def default_output_prefix(manifest_key: str) -> str:
+    """Where a batch's outputs (one per target) or a test render's frames go: `outputs/<name>/`."""
+    return default_output_key(manifest_key, "/")
 
 
 def is_manifest_key(key: str) -> bool:
@@ -268,7 +285,9 @@ def manifest_key(name: str, tenant: str | None = None) -> str:
 _JOB = r"(?P<job>[^/_][^/]*)"  # a job id; records that are not jobs live under `work/_…/`
 _INDEX = r"(?P<index>\d{5,})"
 _WORK_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/")
-_SEGMENT_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}(?:\.c(?P<copy>[1-9]\d*))?\.(?P<kind>mp4|json)$")
+_SEGMENT_FILE = re.compile(
+    rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}(?:\.c(?P<copy>[1-9]\d*))?\.(?P<kind>mp4|png|json)$"
+)
 _ATTEMPT_FILE = re.compile(
     rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}\.attempts/r(?P<run>\d{{3,}})-(?P<attempt>\d{{3,}})(?:-c(?P<copy>[1-9]\d*))?\.json$"
 )
@@ -283,12 +302,16 @@ _RUN_PLAN_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/plans/r(?P<run>\d{{3,}})\.js
 
 @dataclass(frozen=True)
 class SegmentFile:
-    """`segment_key` / `copy_segment_key` (kind "mp4") or `segment_record_key` (kind "json")."""
+    """`segment_key` / `copy_segment_key` (kind "mp4" or "png") or `segment_record_key` (kind "json")."""
 
     job_id: str
     index: int
-    kind: Literal["mp4", "json"]
+    kind: Literal["mp4", "png", "json"]
     copy: int = 0
+
+    @property
+    def is_output(self) -> bool:
+        return self.kind != "json"
 
 
 @dataclass(frozen=True)
@@ -333,7 +356,7 @@ def parse_segment_file(key: str) -> SegmentFile | None:
     match = _SEGMENT_FILE.match(key)
     if match is None:
         return None
-    kind: Literal["mp4", "json"] = "mp4" if match["kind"] == "mp4" else "json"
+    kind: Literal["mp4", "png", "json"] = match["kind"]  # type: ignore[assignment]  # the pattern's three
     return SegmentFile(match["job"], int(match["index"]), kind, int(match["copy"] or 0))
 
 

@@ -32,3 +32,4 @@ class RenderedFrames:
     started_at: float
     rendered_at: float
     bytes_read: int
+    suffix: str = "mp4"  # the chunk files' kind: "png" for a still (an image target, a test render's frame)

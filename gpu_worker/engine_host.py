@@ -28,6 +28,7 @@ from gpu_worker.config import HostConfig
 from gpu_worker.encoded_segment import Finish, RenderedFrames
 from gpu_worker.engine_child import Checkpointed, Failed, Rendered, RenderRequest, Reply, StopRequest
 from gpu_worker.errors import Cancelled, EngineFailure, Released
+from gpu_worker.stills import engine_frames_of
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +161,7 @@ class EngineHost:
         self._drain.clear()
         self._conn.send(RenderRequest(task, attempt))
         what = f"segment {task.segment.index} of {task.job.job_id}"
-        limit = self._policy.timeout_s(task.segment.frame_count)
+        limit = self._policy.timeout_s(engine_frames_of(task) if task.job.renders_stills else task.segment.frame_count)
         deadline = time.monotonic() + limit
         try:
             reply = self._wait(cancel, stopping, deadline, limit, what)

@@ -16,11 +16,14 @@ from fusionfleet.facefusion.image_models import image_model_problems
 from fusionfleet.jobs.audio import AUDIO_OPTIONS
 from fusionfleet.jobs.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
 
-# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding) and the
-# merge's audio (fusionfleet.jobs.audio).
+# Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding), the
+# merge's audio (fusionfleet.jobs.audio) and an image target's output (fusionfleet.jobs.image_output).
+# Each kind of target takes the other kind's output options and ignores them, as FaceFusion does, so
+# one batch's options serve its images and its clips alike.
 FLEET_OPTIONS = frozenset(
-    {"output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale", *AUDIO_OPTIONS}
-)
+    {"output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale", *AUDIO_OPTIONS,
+     "output_image_quality", "output_image_scale"}
+)  # fmt: skip
 
 # What each engine implements beyond the fleet's options. The built-in engine's selector follows
 # FaceFusion's selector semantics for these names (gpu_worker/engines/classic/selector.py).

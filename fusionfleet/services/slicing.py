@@ -7,7 +7,6 @@ media are left exactly where the user put them.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -15,30 +14,20 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier, notice_subject
 from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator, execution_arn
-from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json, put_json
+from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.environment.slicer import SlicerEnvironment
-from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
-from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
+from fusionfleet.errors import InputRejected, JobRejected, ObjectMissing
 from fusionfleet.fleet.fairness import fair_concurrency
-from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.quotas import GpuCapacity
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.wake import FleetWaker
-from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
-from fusionfleet.jobs.encoding import encoder_settings
-from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
 from fusionfleet.jobs.final_notice import state_machine_claim
 from fusionfleet.jobs.ids import job_id as derive_job_id
-from fusionfleet.jobs.manifest import Manifest, invalid_manifest, parse_manifest
-from fusionfleet.jobs.plan import Segment, plan_segments
+from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
-from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeouts import job_timeouts
-from fusionfleet.media.image import check_image
-from fusionfleet.media.probe import VideoInfo, probe_video
-from fusionfleet.media.reader import RangeReader
-from fusionfleet.media.still import encode_png, frame_at
 from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
+from fusionfleet.services.preparing import JobPreparer
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +55,10 @@ class Slicer:
     capacity: GpuCapacity | None = None
     # Raises the render service for a new job at once (fusionfleet.fleet.wake); None: workers are not a service.
     waker: FleetWaker | None = None
+
+    @property
+    def preparer(self) -> JobPreparer:
+        return JobPreparer(self.storage, self.config)
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
         misnamed = _misnamed_tenant(key)
@@ -201,126 +194,7 @@ class Slicer:
         manifest = parse_manifest(
             self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.keys
         )
-        engine = manifest.engine or self.config.default_engine
-        check_engine_options(engine, manifest.options)
-        refs = self._media_refs(manifest, manifest_ref.bucket)
-        reference = refs["reference"][0] if refs["reference"] else None
-        self._check_images(refs["sources"], reference)
-        target = refs["target"][0]
-        video, bytes_read = self._probe(target)
-        reference_frame = self._reference_frame(job_id, manifest, target, video) if selects_faces(engine) else None
-        width, height = video.display_size
-        plan, fleet_workers = self._plan(video, engine)
-        settings = encoder_settings(
-            width, height, video.fps, manifest.options, max(s.frame_count for s in plan), self.config.encoder_threads
-        )
-        put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
-        assert manifest.output is not None
-        context = JobContext(
-            job_id=job_id,
-            tenant=layout.tenant_of(manifest_ref.key),
-            manifest=manifest_ref,
-            sources=tuple(refs["sources"]),
-            target=target,
-            reference=reference,
-            reference_frame=reference_frame,
-            content_analysis=ObjectRef(bucket=self.config.work_bucket, key=layout.content_analysis_key(job_id))
-            if CONTENT_ANALYSIS in job_level(engine)
-            else None,
-            output=ObjectRef(bucket=manifest_ref.bucket, key=manifest.output),
-            work_bucket=self.config.work_bucket,
-            priority=manifest.priority,
-            engine=engine,
-            quality=manifest.quality,
-            options=manifest.options,
-            video=video,
-            encoder=settings,
-            segment_count=len(plan),
-            frame_count=video.frame_count,
-            submitted_at=submitted_at,
-            fleet_workers=fleet_workers,
-            run=run,
-        )
-        return context, bytes_read
-
-    def _plan(self, video: VideoInfo, engine: str) -> tuple[tuple[Segment, ...], int]:
-        """The job's segments, and the fleet they were sized for (0: the fixed plan)."""
-        if not self.config.fleet_max_workers:
-            return plan_segments(video.frame_count, video.fps, self.config.segments), 0
-        fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())
-        plan = plan_for_fleet(video.frame_count, video.fps, engine_cost(engine), fleet, self.config.sizing)
-        logger.info("plan of %s segments for a fleet of %s (%s running)", len(plan), fleet.workers, fleet.running)
-        return plan, fleet.workers
-
-    def _media_refs(self, manifest: Manifest, bucket: str) -> dict[str, list[ObjectRef]]:
-        """HEAD every referenced object; report all the missing ones together."""
-        named = {
-            "sources": list(manifest.source),
-            "target": [manifest.target],
-            "reference": [manifest.reference] if manifest.reference else [],
-        }
-        refs: dict[str, list[ObjectRef]] = {name: [] for name in named}
-        missing = []
-        for name, keys in named.items():
-            for key in keys:
-                try:
-                    info = self.storage.head(bucket, key)
-                except ObjectMissing:
-                    missing.append(f"{name if name != 'sources' else 'source'}: s3://{bucket}/{key} does not exist")
-                    continue
-                refs[name].append(ObjectRef(bucket=bucket, key=key, etag=info.etag, size=info.size))
-        if missing:
-            raise JobRejected("the manifest names objects that do not exist: " + "; ".join(missing), tuple(missing))
-        return refs
-
-    def _check_images(self, sources: list[ObjectRef], reference: ObjectRef | None) -> None:
-        """Decode-check every face image; report all the bad ones together."""
-        named = [(f"source[{index}] {source.key!r}", source) for index, source in enumerate(sources)]
-        if reference:
-            named.append((f"reference {reference.key!r}", reference))
-        refused: list[InputRejected] = []
-        for what, image in named:
-            try:
-                check_image(self.storage.get_bytes(image.bucket, image.key), what, self.config.limits)
-            except InputRejected as rejection:
-                refused.append(rejection)
-        if len(refused) == 1:
-            raise refused[0]
-        if refused:
-            problems = tuple(problem for rejection in refused for problem in rejection.problems)
-            raise InputRejected("; ".join(rejection.reason for rejection in refused), problems)
-
-    def _reference_frame(
-        self, job_id: str, manifest: Manifest, target: ObjectRef, video: VideoInfo
-    ) -> ObjectRef | None:
-        """Decode the job's reference frame once and store it beside the job (None when the job needs none)."""
-        index = reference_frame_wanted(manifest.options, manifest.reference is not None)
-        if index is None:
-            return None
-        problem = reference_frame_problem(index, video.frame_count)
-        if problem:
-            raise invalid_manifest([problem])
-        reader = RangeReader(
-            S3RangeSource(self.storage, target.bucket, target.key, target.size),
-            what=f"target {target.key!r}",
-            deadline_s=self.config.limits.probe_timeout_s,
-        )
-        try:
-            image = frame_at(reader, video, index, f"target {target.key!r}")
-        except MediaError as error:
-            raise InputRejected(f"the reference frame {index} could not be decoded: {error.reason}") from error
-        key = layout.reference_frame_key(job_id)
-        data = encode_png(image)
-        etag = self.storage.put_bytes(self.config.work_bucket, key, data, "image/png")
-        return ObjectRef(bucket=self.config.work_bucket, key=key, etag=etag, size=len(data))
-
-    def _probe(self, target: ObjectRef) -> tuple[VideoInfo, int]:
-        reader = RangeReader(
-            S3RangeSource(self.storage, target.bucket, target.key, target.size),
-            what=f"target {target.key!r}",
-            deadline_s=self.config.limits.probe_timeout_s,
-        )
-        return probe_video(reader, f"target {target.key!r}", self.config.limits), reader.bytes_fetched
+        return self.preparer.prepare(job_id, manifest, manifest_ref, submitted_at, run)
 
     def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected) -> SliceOutcome:
         record_key = layout.rejection_key(job_id)

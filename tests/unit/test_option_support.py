@@ -20,7 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 # Where each kind of option is applied; a name claimed as applied must appear in that code.
 APPLIED_BY = {
     "classic": [ROOT / "gpu_worker/engines/classic", ROOT / "fusionfleet/facefusion/reference.py"],
-    "fleet": [ROOT / "fusionfleet/jobs/encoding.py", ROOT / "fusionfleet/jobs/audio.py"],
+    "fleet": [
+        ROOT / "fusionfleet/jobs/encoding.py",
+        ROOT / "fusionfleet/jobs/audio.py",
+        ROOT / "fusionfleet/jobs/image_output.py",
+    ],
 }
 
 
