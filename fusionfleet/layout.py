@@ -63,11 +63,8 @@ def face_reference_key(job_id: str, face: int) -> str:
     return f"{work_prefix(job_id)}faces/{face:02d}.png"
 
 
-# A segment's output: a video segment (`mp4`), or the picture of an image target or a test render's frame (`png`).
-SEGMENT_SUFFIXES = ("mp4", "png")
-
-
 def segment_key(job_id: str, index: int, suffix: str = "mp4") -> str:
+    """A segment's output: video (`mp4`), or the picture of an image target or a test render's frame (`png`)."""
     return f"{work_prefix(job_id)}segments/{index:05d}.{suffix}"
 
 
@@ -165,6 +162,20 @@ def job_failed_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}failed.json"
 
 
+def batch_key(batch_id: str) -> str:
+    """A batch's record: its targets, their outputs, what its items share (fusionfleet.jobs.batches)."""
+    return f"{work_prefix(batch_id)}batch.json"
+
+
+def batch_items_prefix(batch_id: str) -> str:
+    return f"{work_prefix(batch_id)}items/"
+
+
+def batch_item_claim_key(batch_id: str, index: int) -> str:
+    """Created once (conditional PUT) by whoever starts item `index` of a batch."""
+    return f"{batch_items_prefix(batch_id)}{index:04d}.json"
+
+
 def frame_preview_key(job_id: str) -> str:
     """A small JPEG of the latest rendered frame, for the dashboard."""
     return f"{work_prefix(job_id)}preview.jpg"
@@ -174,11 +185,16 @@ def frame_preview_key(job_id: str) -> str:
 WORKERS_PREFIX = f"{WORK_PREFIX}_workers/"
 REJECTED_INDEX_PREFIX = f"{WORK_PREFIX}_rejected/"
 API_PREFIX = f"{WORK_PREFIX}_api/"
+OPEN_BATCHES_PREFIX = f"{WORK_PREFIX}_batches/"  # one record per batch not yet ended: the watchdog's to tick
 
 
 def worker_key(name: str) -> str:
     """A worker's presence record: role, engine, current segment, last beat."""
     return f"{WORKERS_PREFIX}{name}.json"
+
+
+def open_batch_key(batch_id: str) -> str:
+    return f"{OPEN_BATCHES_PREFIX}{batch_id}.json"
 
 
 def rejected_index_key(job_id: str) -> str:
@@ -404,6 +420,18 @@ def _name_under(key: str, prefix: str, suffix: str) -> str | None:
 def parse_worker_key(key: str) -> str | None:
     """The worker name of `worker_key`."""
     return _name_under(key, WORKERS_PREFIX, ".json")
+
+
+def parse_open_batch_key(key: str) -> str | None:
+    """The batch id of `open_batch_key`."""
+    return _name_under(key, OPEN_BATCHES_PREFIX, ".json")
+
+
+def parse_batch_item_claim_key(key: str) -> tuple[str, int] | None:
+    """(batch id, index) of `batch_item_claim_key`."""
+    batch = job_of_work_key(key)
+    name = _name_under(key, batch_items_prefix(batch), ".json") if batch else None
+    return (batch, int(name)) if batch and name is not None and name.isdigit() else None
 
 
 def parse_rejected_index_key(key: str) -> str | None:

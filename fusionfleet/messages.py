@@ -3,6 +3,7 @@ notifications."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -45,6 +46,18 @@ class BatchItem(_Model):
     # The item tells its batch when it ends but publishes no notice of its own (the batch's summary
     # lists it), unless the batch asked for every item's notice too.
     quiet: bool = True
+
+
+class BatchEvent(_Model):
+    """On the ingest queue beside S3's events: a batch's item ended (the state machine's `TellBatch`), or
+    the watchdog's tick of a batch not yet ended. The slicer advances the batch on either."""
+
+    batch_id: str
+    event: Literal["ended", "tick"]
+    job_id: str = ""  # the item that ended
+
+    def wire(self) -> str:
+        return json.dumps({"batch_event": self.model_dump()})
 
 
 class JobContext(_Model):

@@ -1,4 +1,4 @@
-"""Watchdog Lambda (scheduled): end every stuck or silently ended job with exactly one notice."""
+"""Watchdog Lambda (scheduled): end every stuck or silently ended job with exactly one notice; tick open batches."""
 
 from __future__ import annotations
 
@@ -16,16 +16,22 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.contract import from_env
 from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.services.backups import BackupSender
+from fusionfleet.services.batch_ticks import tick_open_batches
 from fusionfleet.services.watchdog import Watchdog
 
 logger = Logger(service="fusionfleet-watchdog")
 
 
 @cache
+def settings() -> WatchdogEnvironment:
+    return from_env(WatchdogEnvironment, os.environ)
+
+
+@cache
 def watchdog() -> Watchdog:
     # Cached: a warm Lambda (or the local runner's process) remembers which executions are settled. Its
     # environment is its configuration (fusionfleet.environment.watchdog), read here and nowhere else.
-    config = from_env(WatchdogEnvironment, os.environ)
+    config = settings()
     aws = AwsTarget(region=config.region, endpoint_url=config.endpoint_url)
     storage = S3Storage(aws.client("s3"))
     queues = config.render_queues
@@ -45,7 +51,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     closed = keeper.sweep()
     for item in closed:
         logger.warning("job closed by the watchdog", job_id=item.job_id, action=item.action, reason=item.reason)
+    config = settings()
+    ticked = []
+    if config.ingest_queue_url:
+        queue = SqsQueue(AwsTarget(region=config.region, endpoint_url=config.endpoint_url).client("sqs"))
+        ticked = tick_open_batches(keeper.storage, config.work_bucket, queue, config.ingest_queue_url)
     return {
         "closed": [item.job_id for item in closed],
         "backups": [f"{item.job_id}:{item.index}" for item in keeper.backups_sent],
+        "batches_ticked": ticked,
     }

@@ -22,6 +22,7 @@ ENV_BACKUP_FACTOR = "WATCHDOG_BACKUP_FACTOR"
 ENV_BACKUP_MIN_AGE = "WATCHDOG_BACKUP_MIN_AGE_SECONDS"
 ENV_BACKUP_DONE_FRACTION = "WATCHDOG_BACKUP_DONE_FRACTION"
 ENV_BACKUP_LAST_SEGMENTS = "WATCHDOG_BACKUP_LAST_SEGMENTS"
+ENV_INGEST_QUEUE = "INGEST_QUEUE_URL"  # unset: batches are not ticked
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class WatchdogEnvironment:
     backup_min_age_s: float = variable(ENV_BACKUP_MIN_AGE, BackupPolicy.min_age_s)
     backup_done_fraction: float = variable(ENV_BACKUP_DONE_FRACTION, BackupPolicy.done_fraction)
     backup_last_segments: int = variable(ENV_BACKUP_LAST_SEGMENTS, BackupPolicy.last_segments)
+    # The slicer's queue: every sweep ticks each batch not yet ended there (fusionfleet.services.batch_ticks).
+    ingest_queue_url: str = variable(ENV_INGEST_QUEUE, "")
 
     @property
     def policy(self) -> WatchdogPolicy:

@@ -63,6 +63,10 @@ class JobView:
     # A link to the output signed by a reader with the right to (the CLI, the tenant API): a notice's
     # link may have died with the merge task's role session (fusionfleet.adapters.links).
     download: PresignedLink | None = None
+    # "batch" for a batch (fusionfleet.jobs.batch_views): `items` counts its items as `segments` counts a
+    # job's segments (its `segments`: the started items' segments together); `output` is its prefix.
+    kind: str = "job"
+    items: SegmentCounts = SegmentCounts()
 
     @property
     def ended(self) -> bool:
@@ -263,6 +267,10 @@ def tenant_json(view: JobView) -> dict[str, Any]:
         shown["download_url"] = view.download.url
     if view.submitted_at is not None:
         shown["created_at"] = view.submitted_at.isoformat()
+    if view.kind == "batch":
+        shown["kind"] = "batch"
+        shown["items"] = {"done": view.items.done, "failed": view.items.failed, "running": view.items.running,
+                          "total": view.items.total}  # fmt: skip
     return shown
 
 

@@ -23,6 +23,7 @@ from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, selects_faces
 from fusionfleet.jobs.image_output import (
+    VIDEO_EXTENSION,
     ImageOutput,
     image_output,
     image_output_problem,
@@ -66,8 +67,11 @@ class JobPreparer:
         submitted_at: str,
         run: int = 0,
         batch: BatchItem | None = None,
+        output_stem: str | None = None,
     ) -> tuple[JobContext, int]:
-        """The job's context (its plan written beside it) and how many bytes of the target were read."""
+        """The job's context (its plan written beside it) and how many bytes of the target were read.
+
+        `output_stem`: a batch item's output key but its extension, which follows the target's kind."""
         engine = manifest.engine or self.config.default_engine
         check_engine_options(engine, manifest.options)
         if manifest.faces and not selects_faces(engine):
@@ -87,8 +91,9 @@ class JobPreparer:
         # The face images first: a bad one is cheaper to find than a probe of the target.
         self._check_images(sources, [("reference", reference)] if reference else [], face_images)
         target = self._target(target_ref)
-        output_key = manifest.output or layout.default_output_key(
-            manifest_ref.key, output_suffix(target.ref.key, target.image_format) if target.image_format else ".mp4"
+        suffix = output_suffix(target.ref.key, target.image_format) if target.image_format else VIDEO_EXTENSION
+        output_key = manifest.output or (
+            f"{output_stem}{suffix}" if output_stem else layout.default_output_key(manifest_ref.key, suffix)
         )
         image = self._image_output(manifest, target, output_key)
         problem = frames_problem(manifest.frames, target.video.frame_count) if manifest.frames else None

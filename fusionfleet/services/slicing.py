@@ -7,6 +7,7 @@ media are left exactly where the user put them.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -17,16 +18,21 @@ from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator, ex
 from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.errors import InputRejected, JobRejected, ObjectMissing
-from fusionfleet.fleet.fairness import fair_concurrency
+from fusionfleet.fleet.fairness import batch_window, fair_concurrency
+from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.quotas import GpuCapacity
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.wake import FleetWaker
-from fusionfleet.jobs.final_notice import state_machine_claim
+from fusionfleet.jobs.batches import BatchRecord, BatchTarget
+from fusionfleet.jobs.final_notice import TopicChannel, state_machine_claim
+from fusionfleet.jobs.ids import batch_id as derive_batch_id
 from fusionfleet.jobs.ids import job_id as derive_job_id
-from fusionfleet.jobs.manifest import parse_manifest
+from fusionfleet.jobs.manifest import Manifest, parse_manifest
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.timeouts import job_timeouts
-from fusionfleet.messages import JobContext, ObjectRef, rejection_notice
+from fusionfleet.messages import BatchItem, JobContext, ObjectRef, rejection_notice
+from fusionfleet.services.batching import Advanced, Batches, Limits
+from fusionfleet.services.job_retry import JobRetry
 from fusionfleet.services.preparing import JobPreparer
 
 logger = logging.getLogger(__name__)
@@ -39,7 +45,7 @@ MAX_RUNS = 100
 
 @dataclass(frozen=True)
 class SliceOutcome:
-    status: Literal["started", "duplicate", "rejected", "ignored"]
+    status: Literal["started", "duplicate", "rejected", "ignored", "batch"]
     job_id: str = ""
     execution_arn: str = ""
     reason: str = ""
@@ -88,6 +94,13 @@ class Slicer:
             arn = self.orchestrator.start(self.config.state_machine_arn, name, self._execution_input(started))
             logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
             return SliceOutcome("duplicate", job_id, arn)
+        submitted_at = info.last_modified.isoformat()
+        try:
+            manifest = parse_manifest(self.storage.get_bytes(bucket, key), key, self.config.keys)
+        except JobRejected as rejection:
+            return self._reject(job_id, manifest_ref, rejection)
+        if manifest.is_batch:
+            return self._batch(derive_batch_id(bucket, key, info.etag), manifest, manifest_ref, submitted_at)
         busy = self._busy(layout.tenant_of(key))
         if busy:
             return self._reject(job_id, manifest_ref, JobRejected(busy))
@@ -103,9 +116,15 @@ class Slicer:
             logger.info("job %s ran before and its record expired: starting it again as run %s", job_id, run)
             self.storage.delete_prefix(self.config.work_bucket, layout.work_prefix(job_id))
         try:
-            context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat(), run)
+            context, bytes_read = self.preparer.prepare(job_id, manifest, manifest_ref, submitted_at, run)
         except JobRejected as rejection:
             return self._reject(job_id, manifest_ref, rejection)
+        arn = self._start_job(context)
+        return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
+
+    def _start_job(self, context: JobContext) -> str:
+        """Record the prepared job and start its run's execution."""
+        job_id, run = context.job_id, context.run
         # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes,
         # before the job record: a delete that fails (DeleteFailed) then starts nothing, and the
         # retried event tries again, rather than a job that runs while `status` reads REJECTED.
@@ -121,7 +140,62 @@ class Slicer:
         logger.info("job %s started as %s with %s segments", job_id, arn, context.segment_count)
         if self.waker is not None:
             self.waker.wake(context.segment_count)
-        return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
+        return arn
+
+    # ------------------------------------------------------------------ batches
+    @property
+    def batches(self) -> Batches:
+        channels = (TopicChannel(self.notifier, self.config.topic_arn),)
+        return Batches(
+            self.storage, self.orchestrator, self.config.work_bucket, self.config.state_machine_arn, channels,
+            self._start_item, self._retry_item,
+        )  # fmt: skip
+
+    def _batch(self, batch_id: str, manifest: Manifest, manifest_ref: ObjectRef, submitted_at: str) -> SliceOutcome:
+        """Open the batch (or find it: a duplicate event) and start the items its window has room for."""
+        try:
+            self.batches.open(batch_id, manifest, manifest_ref, submitted_at)
+        except JobRejected as rejection:
+            return self._reject(batch_id, manifest_ref, rejection)
+        advanced = self.advance(batch_id)
+        return SliceOutcome("batch", batch_id, reason=_told(advanced))
+
+    def advance(self, batch_id: str, ended: str = "") -> Advanced:
+        """Start what a batch's window has room for (an item ended, or the watchdog's tick)."""
+        return self.batches.advance(batch_id, self._batch_limits(), self._running_names, ended)
+
+    def _running_names(self) -> list[str]:
+        return [
+            execution.name for execution in self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING")
+        ]
+
+    def _batch_limits(self) -> Limits:
+        if self.capacity is not None and self.capacity.refusal():
+            return Limits(window=0)  # no GPU host can start now: the items wait, they are not refused
+        window = self.config.batch_window
+        if not window:
+            fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())
+            window = batch_window(fleet.workers)
+        return Limits(window, self.config.max_running_jobs, self.config.tenants.max_running_jobs)
+
+    def _start_item(self, record: BatchRecord, target: BatchTarget) -> Literal["started", "rejected"]:
+        """Prepare and start one item as a job of its own (quiet: its batch tells its user)."""
+        job_id = record.item_id(target.index)
+        quiet = not record.item_notices
+        item = BatchItem(batch_id=record.batch_id, index=target.index, quiet=quiet)
+        try:
+            context, _read = self.preparer.prepare(
+                job_id, record.item_manifest(target), record.manifest, record.submitted_at, 0, item,
+                output_stem=target.output_stem,
+            )  # fmt: skip
+        except JobRejected as rejection:
+            self._reject(job_id, record.manifest, rejection, quiet=quiet)
+            return "rejected"
+        self._start_job(context)
+        return "started"
+
+    def _retry_item(self, job_id: str) -> None:
+        JobRetry(self.storage, self.orchestrator, self.config).retry(job_id)
 
     def _busy(self, tenant: str | None) -> str | None:
         """Why the stack, or this job's tenant, takes no new job now, or None."""
@@ -186,17 +260,16 @@ class Slicer:
             # The notices' `tenant` attribute (the state machine cannot turn a null into "-" itself).
             "tenant": notice_tenant(context.tenant),
             # What its claim of the final notice needs (fusionfleet.jobs.final_notice).
-            "final_notice": state_machine_claim(context.job_id),
+            "final_notice": state_machine_claim(
+                context.job_id, quiet=context.batch is not None and context.batch.quiet
+            ),
+            # A batch's item tells its batch when it ends (render.asl.json's TellBatch).
+            **({"batch": {"batch_id": context.batch.batch_id, "index": context.batch.index}} if context.batch else {}),
         }
 
-    def _prepare(self, job_id: str, manifest_ref: ObjectRef, submitted_at: str, run: int = 0) -> tuple[JobContext, int]:
-        """The job's context and how many bytes of the target the probe read."""
-        manifest = parse_manifest(
-            self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.keys
-        )
-        return self.preparer.prepare(job_id, manifest, manifest_ref, submitted_at, run)
-
-    def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected) -> SliceOutcome:
+    def _reject(
+        self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected, quiet: bool = False
+    ) -> SliceOutcome:
         record_key = layout.rejection_key(job_id)
         notice = rejection_notice(
             job_id, manifest_ref, rejection.reason, rejection.problems, layout.tenant_of(manifest_ref.key)
@@ -219,9 +292,17 @@ class Slicer:
             layout.rejected_index_key(job_id),
             {"job_id": job_id, "manifest": manifest_ref.key, "rejected_at": datetime.now(UTC).isoformat()},
         )
-        self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
+        if not quiet:  # a batch's quiet item: its batch's summary names it
+            self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)
+
+
+def _told(advanced: Advanced) -> str:
+    """What an advance did, for the log line."""
+    done = f"{len(advanced.started)} items started, {len(advanced.rejected)} refused, {len(advanced.retried)} retried"
+    waiting = f"; {advanced.waiting} waiting ({advanced.why_waiting})" if advanced.waiting else ""
+    return done + waiting + (f"; summary {advanced.summary}" if advanced.summary else "")
 
 
 def _misnamed_tenant(key: str) -> str | None:
