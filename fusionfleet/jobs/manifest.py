@@ -188,11 +188,20 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{where}: {message}"
 
 
+def _missing(data: Mapping[str, Any]) -> list[str]:
+    """The faces and the target(s) a manifest lacks; judged on the raw fields too, so that a manifest
+    with other problems still hears of these."""
+    problems = []
+    if not data.get("source") and not data.get("faces"):
+        problems.append("source: is required (or `faces`, mapping each source to a person)")
+    if not data.get("target") and not data.get("targets"):
+        problems.append("target: is required (or `targets`, a list of keys and prefixes, for a batch)")
+    return problems
+
+
 def _shape_problems(manifest: Manifest) -> list[str]:
     """Which of a job, a batch and a test render the manifest is, and whether its fields agree."""
-    problems = []
-    if not manifest.target and not manifest.targets:
-        problems.append("target: is required (or `targets`, a list of keys and prefixes, for a batch)")
+    problems = _missing(manifest.model_dump())
     if manifest.target and manifest.targets:
         problems.append("target and targets: give one of them (`targets` makes a batch of one job per target)")
     if manifest.frames and manifest.targets:
@@ -203,8 +212,6 @@ def _shape_problems(manifest: Manifest) -> list[str]:
         problems.append("frames: each frame once")
     if manifest.item_notices and not manifest.targets:
         problems.append("item_notices: applies to batches (a manifest with `targets`)")
-    if not manifest.source and not manifest.faces:
-        problems.append("source: is required (or `faces`, mapping each source to a person)")
     if manifest.source and manifest.faces:
         problems.append("source and faces: give one of them (with `faces` each mapping names its own sources)")
     if manifest.faces and manifest.reference:
@@ -298,6 +305,8 @@ def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = Non
         )
     except ValidationError as error:
         problems.extend(_describe(dict(item)) for item in error.errors())
+        named = {problem.split(":", 1)[0].split(".")[0].split("[")[0] for problem in problems}
+        problems.extend(problem for problem in _missing(data) if problem.split(":", 1)[0] not in named)
         raise JobRejected(_summary(problems), tuple(problems)) from error
     problems.extend(_shape_problems(manifest))
     problems.extend(_key_problems(manifest, policy))
