@@ -28,7 +28,7 @@ from fusionfleet.media.sniff import SNIFF_BYTES, image_format
 # After a job's notice, how long and how often `wait` reads the status until the execution has ended.
 NOTICE_SETTLE_S = 30.0
 NOTICE_SETTLE_POLL_S = 0.1
-_CONTENT_TYPES = {
+CONTENT_TYPES = {
     ".jpg": "image/jpeg",
     ".jpeg": "image/jpeg",
     ".png": "image/png",
@@ -128,7 +128,7 @@ class Client:
             say(f"uploading {path} → s3://{bucket}/{key}")
             # A tenant's inputs expire by tag (lifecycle prefixes take no wildcard for the tenant).
             tags = dict([layout.INPUT_RETENTION_TAG]) if tenant is not None else None
-            content_type = _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
+            content_type = CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
             self._storage.upload_file(bucket, key, path, content_type, tags)
             return key
 
