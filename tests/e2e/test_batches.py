@@ -19,7 +19,7 @@ from fusionfleet.jobs.image_output import image_format_of_key
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import notice_for, wait_until
+from tests.e2e.helpers import api_call, api_token, api_url, notice_for, post_file, wait_until
 from tests.support.media import decode_all, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -156,6 +156,79 @@ def test_the_cli_submits_a_glob_and_a_file_as_a_batch_and_fetches_each_output(
     for action in ("retry", "cancel"):
         refused = stack.cli(action, batch)
         assert refused.returncode != 0 and f"batch {batch}" in refused.stderr, (action, refused.stderr)
+
+
+def test_the_cli_cancels_a_running_batch_and_retries_it_to_one_summary_each_time(
+    stack: Stack, media: Path, tmp_path: Path
+) -> None:
+    # GIVEN a batch of an image and two clips whose items each sleep in the engine
+    stack.set_faults([{"job": "steered", "action": "slow", "at_frame": 0, "seconds": 30}])
+    inbox = stack.subscribe()
+    targets = [media / "photo-1.png", media / "clip-0.mp4", media / "clip-1.mp4"]
+    result = stack.cli(
+        "submit", "--source", str(grace_hopper_path()), *[arg for path in targets for arg in ("--target", str(path))],
+        "--engine", "copy", "--name", "steered",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    batch = result.stdout.strip().splitlines()[-1]
+    assert wait_until(lambda: "RUNNING" in stack.cli("status", batch).stdout, 120), stack.logs()
+    # WHEN it is cancelled while its items run
+    cancelled = stack.cli("cancel", batch)
+    assert cancelled.returncode == 0 and f"batch {batch} cancelled" in cancelled.stdout, cancelled.stderr
+    # THEN one summary says so
+    summary = notice_for(stack, inbox, batch, wait_s=120)
+    assert summary["status"] == "cancelled" and summary["stage"] == "batch", summary
+    # WHEN it is retried without the faults
+    stack.set_faults([])
+    retried = stack.cli("retry", batch)
+    assert retried.returncode == 0 and f"batch {batch} retried" in retried.stdout, retried.stderr
+    # THEN a second summary says every item succeeded, and each output is its target's
+    summary = notice_for(stack, inbox, batch, wait_s=300)
+    assert summary["status"] == "succeeded", summary
+    assert summary["items"] == {"total": 3, "succeeded": 3, "unsuccessful": 0}
+    for path in targets:
+        check_output(_download(stack, f"outputs/steered/{path.name}", tmp_path / path.name), path)
+    others = [n for n in stack.notifications(inbox, wait_s=3, count=10) if str(n.get("job_id", "")).startswith(batch)]
+    assert others == []
+
+
+def test_a_tenant_submits_a_batch_through_the_api_and_follows_it_as_one_job(stack: Stack, media: Path) -> None:
+    # GIVEN a tenant's token, and a body naming a face and two targets by their file names
+    api, token = api_url(stack), api_token(stack, "acme")
+    body = {"source": "face.jpg", "targets": ["photo-2.webp", "clip-0.mp4"], "engine": "copy"}
+    status, created = api_call(api, token, "POST", "/jobs", body)
+    assert status == 201, created
+    job = created["job_id"]
+    files = {
+        "face.jpg": grace_hopper_path(),
+        "photo-2.webp": media / "photo-2.webp",
+        "clip-0.mp4": media / "clip-0.mp4",
+    }
+    assert sorted(upload["name"] for upload in created["uploads"]) == sorted(files)
+    for upload in created["uploads"]:
+        assert post_file(upload, files[upload["name"]]) == 204
+    # WHEN it starts
+    status, started = api_call(api, token, "POST", f"/jobs/{job}/start")
+    assert status == 202, started
+    # THEN the tenant follows it under its own id, as one row counting its items, to its end
+    view: dict[str, Any] = {}
+    assert wait_until(lambda: _api_ended(api, token, job, view), 300), (view, stack.logs())
+    assert view["job_id"] == job and view["state"] == "SUCCEEDED", view
+    assert view["items"] == {"done": 2, "failed": 0, "running": 0, "total": 2}, view
+    # AND each output is under the tenant's prefix, its target's own
+    for name in ("photo-2.webp", "clip-0.mp4"):
+        output = _download(stack, f"tenants/acme/outputs/{job}/{name}", media.parent / f"api-{name}")
+        check_output(output, media / name)
+    # AND a retry of the succeeded batch is refused, naming it by the tenant's id
+    status, refused = api_call(api, token, "POST", f"/jobs/{job}/retry")
+    assert status == 409 and job in json.dumps(refused), refused
+
+
+def _api_ended(api: str, token: str, job: str, view: dict[str, Any]) -> bool:
+    status, found = api_call(api, token, "GET", f"/jobs/{job}")
+    assert status == 200, found
+    view.update(found)
+    return found["state"] not in ("PENDING", "RUNNING")
 
 
 def _download(stack: Stack, key: str, path: Path) -> Path:
