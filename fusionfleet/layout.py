@@ -63,8 +63,14 @@ def content_analysis_progress_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}content-analysis-progress.json"
 
 
-def segment_key(job_id: str, index: int) -> str:
-    return f"{work_prefix(job_id)}segments/{index:05d}.mp4"
+def face_reference_key(job_id: str, face: int) -> str:
+    """The target's frame person `face` of a job with `faces` is named by, decoded once by the slicer."""
+    return f"{work_prefix(job_id)}faces/{face:02d}.png"
+
+
+def segment_key(job_id: str, index: int, suffix: str = "mp4") -> str:
+    """A segment's output: video (`mp4`), or the picture of an image target or a test render's frame (`png`)."""
+    return f"{work_prefix(job_id)}segments/{index:05d}.{suffix}"
 
 
 def segment_record_key(job_id: str, index: int) -> str:
@@ -109,10 +115,12 @@ def attempt_record_key(job_id: str, index: int, run: int, attempt: int, copy: in
     return f"{attempts_prefix(job_id, index)}r{run:03d}-{attempt:03d}{suffix}.json"
 
 
-def copy_segment_key(job_id: str, index: int, copy: int) -> str:
+def copy_segment_key(job_id: str, index: int, copy: int, suffix: str = "mp4") -> str:
     """Where copy `copy` of a segment uploads its output: the original (0) at the segment's key, a
     backup beside it, so two copies never write the same object; the segment record names the winner."""
-    return segment_key(job_id, index) if copy == 0 else f"{segments_prefix(job_id)}{index:05d}.c{copy}.mp4"
+    if copy == 0:
+        return segment_key(job_id, index, suffix)
+    return f"{segments_prefix(job_id)}{index:05d}.c{copy}.{suffix}"
 
 
 def segment_winner_key(job_id: str, index: int, run: int) -> str:
@@ -159,6 +167,20 @@ def job_failed_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}failed.json"
 
 
+def batch_key(batch_id: str) -> str:
+    """A batch's record: its targets, their outputs, what its items share (fusionfleet.jobs.batches)."""
+    return f"{work_prefix(batch_id)}batch.json"
+
+
+def batch_items_prefix(batch_id: str) -> str:
+    return f"{work_prefix(batch_id)}items/"
+
+
+def batch_item_claim_key(batch_id: str, index: int) -> str:
+    """Created once (conditional PUT) by whoever starts item `index` of a batch."""
+    return f"{batch_items_prefix(batch_id)}{index:04d}.json"
+
+
 def frame_preview_key(job_id: str) -> str:
     """A small JPEG of the latest rendered frame, for the dashboard."""
     return f"{work_prefix(job_id)}preview.jpg"
@@ -195,11 +217,16 @@ def webhook_state_key(job_id: str) -> str:
 WORKERS_PREFIX = f"{WORK_PREFIX}_workers/"
 REJECTED_INDEX_PREFIX = f"{WORK_PREFIX}_rejected/"
 API_PREFIX = f"{WORK_PREFIX}_api/"
+OPEN_BATCHES_PREFIX = f"{WORK_PREFIX}_batches/"  # one record per batch not yet ended: the watchdog's to tick
 
 
 def worker_key(name: str) -> str:
     """A worker's presence record: role, engine, current segment, last beat."""
     return f"{WORKERS_PREFIX}{name}.json"
+
+
+def open_batch_key(batch_id: str) -> str:
+    return f"{OPEN_BATCHES_PREFIX}{batch_id}.json"
 
 
 def rejected_index_key(job_id: str) -> str:
@@ -268,11 +295,17 @@ def manifest_name(manifest_key: str) -> str:
     return name[: -len(MANIFEST_SUFFIX)] if name.endswith(MANIFEST_SUFFIX) else name
 
 
-def default_output_key(manifest_key: str) -> str:
-    """Beside the drop it came from: `outputs/…` for `jobs/…`, `tenants/T/outputs/…` for a tenant's."""
+def default_output_key(manifest_key: str, suffix: str = ".mp4") -> str:
+    """Beside the drop it came from: `outputs/…` for `jobs/…`, `tenants/T/outputs/…` for a tenant's;
+    `suffix` is the output's extension (an image target's output keeps its format)."""
     tenant = tenant_of(manifest_key)
     prefix = tenant_output_prefix(tenant) if tenant else OUTPUT_PREFIX
-    return f"{prefix}{manifest_name(manifest_key)}.mp4"
+    return f"{prefix}{manifest_name(manifest_key)}{suffix}"
+
+
+def default_output_prefix(manifest_key: str) -> str:
+    """Where a batch's outputs (one per target) or a test render's frames go: `outputs/<name>/`."""
+    return default_output_key(manifest_key, "/")
 
 
 def is_manifest_key(key: str) -> bool:
@@ -300,7 +333,9 @@ def manifest_key(name: str, tenant: str | None = None) -> str:
 _JOB = r"(?P<job>[^/_][^/]*)"  # a job id; records that are not jobs live under `work/_…/`
 _INDEX = r"(?P<index>\d{5,})"
 _WORK_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/")
-_SEGMENT_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}(?:\.c(?P<copy>[1-9]\d*))?\.(?P<kind>mp4|json)$")
+_SEGMENT_FILE = re.compile(
+    rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}(?:\.c(?P<copy>[1-9]\d*))?\.(?P<kind>mp4|png|json)$"
+)
 _ATTEMPT_FILE = re.compile(
     rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}\.attempts/r(?P<run>\d{{3,}})-(?P<attempt>\d{{3,}})(?:-c(?P<copy>[1-9]\d*))?\.json$"
 )
@@ -315,12 +350,16 @@ _RUN_PLAN_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/plans/r(?P<run>\d{{3,}})\.js
 
 @dataclass(frozen=True)
 class SegmentFile:
-    """`segment_key` / `copy_segment_key` (kind "mp4") or `segment_record_key` (kind "json")."""
+    """`segment_key` / `copy_segment_key` (kind "mp4" or "png") or `segment_record_key` (kind "json")."""
 
     job_id: str
     index: int
-    kind: Literal["mp4", "json"]
+    kind: Literal["mp4", "png", "json"]
     copy: int = 0
+
+    @property
+    def is_output(self) -> bool:
+        return self.kind != "json"
 
 
 @dataclass(frozen=True)
@@ -365,7 +404,7 @@ def parse_segment_file(key: str) -> SegmentFile | None:
     match = _SEGMENT_FILE.match(key)
     if match is None:
         return None
-    kind: Literal["mp4", "json"] = "mp4" if match["kind"] == "mp4" else "json"
+    kind: Literal["mp4", "png", "json"] = match["kind"]  # type: ignore[assignment]  # the pattern's three
     return SegmentFile(match["job"], int(match["index"]), kind, int(match["copy"] or 0))
 
 
@@ -413,6 +452,18 @@ def _name_under(key: str, prefix: str, suffix: str) -> str | None:
 def parse_worker_key(key: str) -> str | None:
     """The worker name of `worker_key`."""
     return _name_under(key, WORKERS_PREFIX, ".json")
+
+
+def parse_open_batch_key(key: str) -> str | None:
+    """The batch id of `open_batch_key`."""
+    return _name_under(key, OPEN_BATCHES_PREFIX, ".json")
+
+
+def parse_batch_item_claim_key(key: str) -> tuple[str, int] | None:
+    """(batch id, index) of `batch_item_claim_key`."""
+    batch = job_of_work_key(key)
+    name = _name_under(key, batch_items_prefix(batch), ".json") if batch else None
+    return (batch, int(name)) if batch and name is not None and name.isdigit() else None
 
 
 def parse_rejected_index_key(key: str) -> str | None:

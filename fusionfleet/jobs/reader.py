@@ -19,9 +19,12 @@ from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
 from fusionfleet.facefusion.content_analysis import AnalysisProgress
 from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.batch_views import listed_batch
+from fusionfleet.jobs.batches import BatchRecord
 from fusionfleet.jobs.facts import JobFacts, JobRecords, SegmentFiles
-from fusionfleet.jobs.ids import tenant_of_job
-from fusionfleet.jobs.states import JobState, could_be, parse_state
+from fusionfleet.jobs.ids import batch_of_item, tenant_of_job
+from fusionfleet.jobs.runs import is_cancelled
+from fusionfleet.jobs.states import JobState, could_be, job_state, parse_state
 from fusionfleet.jobs.views import (
     AttemptView,
     JobDetail,
@@ -107,12 +110,18 @@ class JobReader:
             if wanted is None:
                 raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JobState)}")
         views: list[JobView] = []
-        for job_id, _started, hint in self._candidates():
+        candidates, batches = self._candidates()
+        for job_id, _started, hint in candidates:
             if len(views) >= limit:
                 break
-            if wanted is not None and not could_be(hint, wanted):
-                continue
             if tenant is not None and notice_tenant(tenant_of_job(job_id)) != tenant:
+                continue
+            if job_id in batches:
+                view = self._listed_batch(job_id, batches[job_id])
+                if view is not None and (wanted is None or view.state is wanted):
+                    views.append(view)
+                continue
+            if wanted is not None and not could_be(hint, wanted):
                 continue
             try:
                 view = self._view(self.records.facts(job_id))
@@ -121,6 +130,14 @@ class JobReader:
             if wanted is None or view.state is wanted:
                 views.append(view)
         return views
+
+    def batch_record(self, batch_id: str) -> BatchRecord | None:
+        raw = self.records.json(layout.batch_key(batch_id))
+        return BatchRecord.model_validate(raw) if raw is not None else None
+
+    def view_of(self, facts: JobFacts, segments: bool = True) -> JobView:
+        """A job's view from facts already read; `segments=False` skips listing its segment files."""
+        return self._view(facts, None if segments else SegmentFiles())
 
     # ------------------------------------------------------------------ internals
     def _view(self, facts: JobFacts, files: SegmentFiles | None = None, in_flight: bool = False) -> JobView:
@@ -141,8 +158,9 @@ class JobReader:
         record = self.records.json(layout.rejected_index_key(job_id))
         return parse_time(record.get("rejected_at")) if isinstance(record, dict) else None
 
-    def _candidates(self) -> list[tuple[str, float, str]]:
-        """(job id, when it started, the status of its newest run) for every job, newest first."""
+    def _candidates(self) -> tuple[list[tuple[str, float, str]], dict[str, dict[str, JobState]]]:
+        """(job id, when it started, the status of its newest run) for every job and batch, newest first,
+        and for each batch its items' states as their newest runs say (a batch is one row)."""
         records = self.records
         runs: dict[str, list[tuple[int, float, str]]] = {}  # job → [(run, started, status)]
         for status in LISTED_STATUSES:
@@ -150,23 +168,47 @@ class JobReader:
                 job_id, run = records.job_of(execution)
                 started = execution.started.timestamp() if execution.started else 0.0
                 runs.setdefault(job_id, []).append((run, started, execution.status))
-        found = []
+        found: dict[str, tuple[str, float, str]] = {}
+        batches: dict[str, dict[str, JobState]] = {}
+
+        def add(job_id: str, started: float, status: str) -> None:
+            item = batch_of_item(job_id)
+            if item is not None:
+                batch = batches.setdefault(item[0], {})
+                batch[job_id] = job_state(
+                    status if status != JobState.REJECTED else None, status == JobState.REJECTED, False
+                )
+                job_id = item[0]
+            earlier = found.get(job_id)
+            found[job_id] = (job_id, min(started, earlier[1]) if earlier and earlier[1] else started, status)
+
         for job_id, items in runs.items():
             newest = max(items)
-            first_start = min((started for _run, started, _status in items if started), default=0.0)
-            found.append((job_id, first_start, newest[2]))
+            add(job_id, min((started for _run, started, _status in items if started), default=0.0), newest[2])
         for key in records.storage.list_keys(records.bucket, tenant_layout.WAITING_PREFIX):
             queued = tenant_layout.parse_waiting_index_key(key)
             if queued is None or queued[2] in runs:
                 continue  # a held job is found by its execution
-            found.append((queued[2], queued[1] // 10**13 * 1.0, JobState.WAITING.value))
+            add(queued[2], queued[1] // 10**13 * 1.0, JobState.WAITING.value)
         for key in records.storage.list_keys(records.bucket, layout.REJECTED_INDEX_PREFIX):
             rejected = layout.parse_rejected_index_key(key)
             if rejected is None or rejected in runs:
                 continue
             at = self._rejected_at(rejected)
-            found.append((rejected, at.timestamp() if at else 0.0, JobState.REJECTED.value))
-        return sorted(found, key=lambda item: item[1], reverse=True)
+            add(rejected, at.timestamp() if at else 0.0, JobState.REJECTED.value)
+        for key in records.storage.list_keys(records.bucket, layout.OPEN_BATCHES_PREFIX):
+            batch = layout.parse_open_batch_key(key)
+            if batch is not None and batch not in found:
+                batches.setdefault(batch, {})
+                found[batch] = (batch, time.time(), JobState.PENDING.value)
+        return sorted(found.values(), key=lambda item: item[1], reverse=True), batches
+
+    def _listed_batch(self, batch_id: str, newest: dict[str, JobState]) -> JobView | None:
+        record = self.batch_record(batch_id)
+        if record is None:
+            return None
+        cancelled = is_cancelled(self.records.storage, self.records.bucket, batch_id)
+        return listed_batch(record, newest, cancelled, None)
 
     def _attempts(self, job_id: str, files: SegmentFiles) -> list[SegmentAttempt]:
         """Every attempt record, oldest first per segment; a segment without any (a job rendered before
