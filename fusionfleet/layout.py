@@ -1,10 +1,9 @@
-"""Where things live in the buckets. The only place that spells out key formats."""
+"""Where things live in the buckets: a job's key formats, both ways (a tenant's records are in
+`tenant_layout.py`, a batch's in `batch_layout.py`; nowhere else spells out a key)."""
 
 from __future__ import annotations
 
-import posixpath
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -167,20 +166,6 @@ def job_failed_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}failed.json"
 
 
-def batch_key(batch_id: str) -> str:
-    """A batch's record: its targets, their outputs, what its items share (fusionfleet.jobs.batches)."""
-    return f"{work_prefix(batch_id)}batch.json"
-
-
-def batch_items_prefix(batch_id: str) -> str:
-    return f"{work_prefix(batch_id)}items/"
-
-
-def batch_item_claim_key(batch_id: str, index: int) -> str:
-    """Created once (conditional PUT) by whoever starts item `index` of a batch."""
-    return f"{batch_items_prefix(batch_id)}{index:04d}.json"
-
-
 def frame_preview_key(job_id: str) -> str:
     """A small JPEG of the latest rendered frame, for the dashboard."""
     return f"{work_prefix(job_id)}preview.jpg"
@@ -217,16 +202,11 @@ def webhook_state_key(job_id: str) -> str:
 WORKERS_PREFIX = f"{WORK_PREFIX}_workers/"
 REJECTED_INDEX_PREFIX = f"{WORK_PREFIX}_rejected/"
 API_PREFIX = f"{WORK_PREFIX}_api/"
-OPEN_BATCHES_PREFIX = f"{WORK_PREFIX}_batches/"  # one record per batch not yet ended: the watchdog's to tick
 
 
 def worker_key(name: str) -> str:
     """A worker's presence record: role, engine, current segment, last beat."""
     return f"{WORKERS_PREFIX}{name}.json"
-
-
-def open_batch_key(batch_id: str) -> str:
-    return f"{OPEN_BATCHES_PREFIX}{batch_id}.json"
 
 
 def rejected_index_key(job_id: str) -> str:
@@ -454,18 +434,6 @@ def parse_worker_key(key: str) -> str | None:
     return _name_under(key, WORKERS_PREFIX, ".json")
 
 
-def parse_open_batch_key(key: str) -> str | None:
-    """The batch id of `open_batch_key`."""
-    return _name_under(key, OPEN_BATCHES_PREFIX, ".json")
-
-
-def parse_batch_item_claim_key(key: str) -> tuple[str, int] | None:
-    """(batch id, index) of `batch_item_claim_key`."""
-    batch = job_of_work_key(key)
-    name = _name_under(key, batch_items_prefix(batch), ".json") if batch else None
-    return (batch, int(name)) if batch and name is not None and name.isdigit() else None
-
-
 def parse_rejected_index_key(key: str) -> str | None:
     """The job id of `rejected_index_key`."""
     return _name_under(key, REJECTED_INDEX_PREFIX, ".json")
@@ -501,39 +469,3 @@ def parse_tenant_upload_key(key: str) -> tuple[str, str, str] | None:
         return None
     api_job_id, slash, file_name = key[len(tenant_input_prefix(tenant)) :].partition("/")
     return (tenant, api_job_id, file_name) if slash and api_job_id and file_name and "/" not in file_name else None
-
-
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")
-
-
-def key_problem(key: str, allowed_prefixes: tuple[str, ...], forbidden_prefixes: tuple[str, ...]) -> str | None:
-    """Why `key` may not be used as a media or output key, or None when it is fine.
-
-    Keys are S3 keys, not paths, but they become file names in downloads and tools: anything that
-    could climb out of its prefix (`..`, leading `/`, backslashes) is refused outright.
-    """
-    if not key:
-        return "is empty"
-    if len(key.encode("utf-8")) > 1024:
-        return "is longer than 1024 bytes"
-    if _UNSAFE.search(key):
-        return "contains control characters or backslashes"
-    if key.startswith("/"):
-        return "starts with '/'"
-    parts = key.split("/")
-    if any(part in ("", ".", "..") for part in parts[:-1]) or parts[-1] in ("", ".", ".."):
-        return "contains empty, '.' or '..' path segments"
-    if posixpath.normpath(key) != key:
-        return "is not a normalised key"
-    if any(key.startswith(prefix) for prefix in forbidden_prefixes):
-        return f"is under a reserved prefix ({', '.join(forbidden_prefixes)})"
-    if allowed_prefixes and not any(key.startswith(prefix) for prefix in allowed_prefixes):
-        return f"is outside the allowed prefixes ({', '.join(allowed_prefixes)})"
-    return None
-
-
-def slug(text: str, limit: int) -> str:
-    """A lowercase [a-z0-9-] rendering of `text` for names that AWS restricts."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    cleaned = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
-    return cleaned[:limit].strip("-") or "job"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fusionfleet import layout
+from fusionfleet import batch_layout
 from fusionfleet.errors import JobNotFound
 from fusionfleet.jobs.batch_views import BatchDetail, ItemView, batch_view
 from fusionfleet.jobs.batches import BatchRecord
@@ -25,8 +25,8 @@ class BatchReader:
         """The items somebody started (or is starting): one LIST of the batch's claims."""
         records = self.reader.records
         found = set()
-        for key in records.storage.list_keys(records.bucket, layout.batch_items_prefix(batch_id)):
-            parsed = layout.parse_batch_item_claim_key(key)
+        for key in records.storage.list_keys(records.bucket, batch_layout.batch_items_prefix(batch_id)):
+            parsed = batch_layout.parse_batch_item_claim_key(key)
             if parsed is not None:
                 found.add(parsed[1])
         return found

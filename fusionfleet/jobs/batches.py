@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from fusionfleet import layout
+from fusionfleet import batch_layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.jobs.ids import item_id
 from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS, extension_of
@@ -124,5 +124,5 @@ def room(window: int, running_items: int, limits: Sequence[tuple[int, int, str]]
 
 def open_batches(storage: Storage, bucket: str) -> list[str]:
     """The batches whose summary has not been sent (one LIST): the watchdog ticks each."""
-    return [batch for key in storage.list_keys(bucket, layout.OPEN_BATCHES_PREFIX)
-            if (batch := layout.parse_open_batch_key(key)) is not None]  # fmt: skip
+    return [batch for key in storage.list_keys(bucket, batch_layout.OPEN_BATCHES_PREFIX)
+            if (batch := batch_layout.parse_open_batch_key(key)) is not None]  # fmt: skip

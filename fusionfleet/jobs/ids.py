@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from fusionfleet.layout import manifest_name, slug, tenant_of
+from fusionfleet.key_rules import slug
+from fusionfleet.layout import manifest_name, tenant_of
 
 JOB_ID_HASH_CHARS = 16
 JOB_ID_CHARS = 80  # a Step Functions execution name's limit

@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fusionfleet import layout
+from fusionfleet import key_rules, layout
 from fusionfleet.errors import JobRejected
 from fusionfleet.facefusion.options import OptionsError, validate_options
 from fusionfleet.jobs.audio import audio_option_problems
@@ -256,7 +256,7 @@ def _key_problems(manifest: Manifest, policy: KeyPolicy) -> list[str]:
         # A prefix (ending in '/') names every target under it; it is checked as the key it ends.
         named.append((f"targets[{index}]", target.removesuffix("/") if target.endswith("/") else target))
     for field, key in named:
-        why = layout.key_problem(key, policy.input_prefixes, policy.reserved_prefixes)
+        why = key_rules.key_problem(key, policy.input_prefixes, policy.reserved_prefixes)
         if why:
             problems.append(f"{field}: key {key!r} {why}")
     if manifest.output is not None:
@@ -282,7 +282,7 @@ def _webhook_problems(manifest: Manifest, addresses: AddressPolicy) -> list[str]
 def _output_problems(manifest: Manifest, policy: KeyPolicy) -> list[str]:
     output = manifest.output or ""
     several = manifest.is_batch or manifest.is_try
-    why = layout.key_problem(
+    why = key_rules.key_problem(
         output.removesuffix("/") if several else output, policy.output_prefixes, policy.reserved_prefixes
     )
     if why:

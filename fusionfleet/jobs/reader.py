@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from fusionfleet import layout, tenant_layout
+from fusionfleet import batch_layout, layout, tenant_layout
 from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Orchestrator
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
@@ -132,7 +132,7 @@ class JobReader:
         return views
 
     def batch_record(self, batch_id: str) -> BatchRecord | None:
-        raw = self.records.json(layout.batch_key(batch_id))
+        raw = self.records.json(batch_layout.batch_key(batch_id))
         return BatchRecord.model_validate(raw) if raw is not None else None
 
     def view_of(self, facts: JobFacts, segments: bool = True) -> JobView:
@@ -196,8 +196,8 @@ class JobReader:
                 continue
             at = self._rejected_at(rejected)
             add(rejected, at.timestamp() if at else 0.0, JobState.REJECTED.value)
-        for key in records.storage.list_keys(records.bucket, layout.OPEN_BATCHES_PREFIX):
-            batch = layout.parse_open_batch_key(key)
+        for key in records.storage.list_keys(records.bucket, batch_layout.OPEN_BATCHES_PREFIX):
+            batch = batch_layout.parse_open_batch_key(key)
             if batch is not None and batch not in found:
                 batches.setdefault(batch, {})
                 found[batch] = (batch, time.time(), JobState.PENDING.value)

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from fusionfleet import layout
+from fusionfleet import batch_layout, layout
 from fusionfleet.adapters.storage import put_json
 from fusionfleet.errors import OperationRefused
 from fusionfleet.jobs.batch_reader import BatchReader
@@ -87,7 +87,7 @@ class BatchOperations:
             )
         ops.storage.delete_prefix(bucket, layout.cancel_key(batch_id))
         for item in again:
-            ops.storage.delete_prefix(bucket, layout.batch_item_claim_key(batch_id, item.index))
+            ops.storage.delete_prefix(bucket, batch_layout.batch_item_claim_key(batch_id, item.index))
         reopen_batch(ops.storage, bucket, batch_id)
         also = f"; {rejected} rejected items stay rejected" if rejected else ""
         return (

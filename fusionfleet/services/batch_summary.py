@@ -12,7 +12,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from fusionfleet import layout
+from fusionfleet import batch_layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.batch_reader import BatchReader
@@ -42,7 +42,7 @@ def finish_batch(
         if held is None or held.published or held.age_s(now) < STALE_CLAIM_S:
             return ""  # sent, or being sent by the party that claimed it
     notices.deliver(batch_id, notice, by, now)
-    storage.delete_prefix(bucket, layout.open_batch_key(batch_id))
+    storage.delete_prefix(bucket, batch_layout.open_batch_key(batch_id))
     logger.info("batch %s ended %s: summary sent by the %s", batch_id, notice["status"], by)
     return str(notice["status"])
 

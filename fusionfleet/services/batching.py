@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from fusionfleet import layout
+from fusionfleet import batch_layout, layout
 from fusionfleet.adapters.orchestrator import Orchestrator
 from fusionfleet.adapters.storage import Storage, put_json
 from fusionfleet.errors import JobRejected, ObjectMissing, OperationRefused
@@ -99,14 +99,14 @@ class Batches:
             priority=manifest.priority, submitted_at=submitted_at, item_notices=manifest.item_notices, targets=targets,
             settings=manifest.model_dump(mode="json", exclude={"targets", "output", "item_notices"}),
         )  # fmt: skip
-        put_json(self.storage, self.work_bucket, layout.batch_key(batch_id), record.model_dump(mode="json"))
+        put_json(self.storage, self.work_bucket, batch_layout.batch_key(batch_id), record.model_dump(mode="json"))
         self.reopen(batch_id)
         logger.info("batch %s opened with %s items", batch_id, len(targets))
         return record
 
     def reopen(self, batch_id: str) -> None:
         """List the batch for the watchdog's ticks until its summary is sent."""
-        put_json(self.storage, self.work_bucket, layout.open_batch_key(batch_id), {"batch_id": batch_id})
+        put_json(self.storage, self.work_bucket, batch_layout.open_batch_key(batch_id), {"batch_id": batch_id})
 
     def _targets(self, manifest: Manifest, bucket: str) -> list[str]:
         """Every target key: a key must exist; a prefix must hold media. All problems are named at once."""
@@ -193,7 +193,7 @@ class Batches:
         logger.info("item %s told its batch it ended, but its execution still runs after %.0f s", job_id, within_s)
 
     def _start(self, record: BatchRecord, target: BatchTarget) -> Literal["started", "rejected", "retried", ""]:
-        key = layout.batch_item_claim_key(record.batch_id, target.index)
+        key = batch_layout.batch_item_claim_key(record.batch_id, target.index)
         claim = json.dumps({"claimed_at": self.now().isoformat()}).encode()
         if not self.storage.create(self.work_bucket, key, claim):
             return ""  # another advance holds it
@@ -228,7 +228,7 @@ class Batches:
                 or records.json(layout.rejection_key(job_id)) is not None
             ):
                 continue
-            held = records.json(layout.batch_item_claim_key(record.batch_id, index)) or {}
+            held = records.json(batch_layout.batch_item_claim_key(record.batch_id, index)) or {}
             try:
                 age = (self.now() - datetime.fromisoformat(str(held.get("claimed_at")))).total_seconds()
             except (TypeError, ValueError):
@@ -236,7 +236,7 @@ class Batches:
             if age > STALE_CLAIM_S:
                 logger.warning("batch %s: item %s was claimed %.0f s ago and never started: claiming it again",
                                record.batch_id, index, age)  # fmt: skip
-                self.storage.delete_prefix(self.work_bucket, layout.batch_item_claim_key(record.batch_id, index))
+                self.storage.delete_prefix(self.work_bucket, batch_layout.batch_item_claim_key(record.batch_id, index))
                 dropped.add(index)
         return dropped
 

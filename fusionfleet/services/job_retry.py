@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from fusionfleet import layout
+from fusionfleet import batch_layout, layout
 from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, put_json
 from fusionfleet.errors import ObjectMissing, OperationRefused
@@ -129,4 +129,4 @@ def reopen_batch(storage: Storage, bucket: str, batch_id: str) -> None:
     """A batch that runs again (an item retried, the batch retried) sends a summary of its own when it ends:
     its old notice record goes, and the watchdog ticks it again until then."""
     storage.delete_prefix(bucket, layout.notice_key(batch_id))
-    put_json(storage, bucket, layout.open_batch_key(batch_id), {"batch_id": batch_id})
+    put_json(storage, bucket, batch_layout.open_batch_key(batch_id), {"batch_id": batch_id})

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fleetctl.samples import astronaut, grace_hopper_path, read_stamp
-from fusionfleet import layout
+from fusionfleet import batch_layout
 from fusionfleet.jobs.ids import batch_id, job_id
 from fusionfleet.jobs.image_output import image_format_of_key
 from fusionfleet.media.image import check_image
@@ -105,7 +105,7 @@ def test_a_batch_of_images_and_clips_gives_each_items_output_and_one_summary(sta
             _download(stack, f"outputs/mixed/{stem}.{extension}", media.parent / f"mixed-{name}"), media / name
         )
     # AND the batch's record is closed: no tick keeps it open
-    assert wait_until(lambda: not _exists(stack, layout.open_batch_key(batch)), 30)
+    assert wait_until(lambda: not _exists(stack, batch_layout.open_batch_key(batch)), 30)
 
 
 def check_output(output: Path, target: Path) -> None:

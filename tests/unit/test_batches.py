@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import pytest
 
-from fusionfleet import layout
+from fusionfleet import batch_layout, layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.errors import JobRejected, OperationRefused
 from fusionfleet.jobs.batch_views import batch_state
@@ -116,12 +116,12 @@ def test_a_batch_is_opened_once_with_every_target_and_its_prefixs_media() -> Non
     farm.storage.put_bytes(MEDIA, "inputs/clips/b.mp4", b"x")
     farm.storage.put_bytes(MEDIA, "inputs/clips/readme.txt", b"x")
     batch = farm.open(["inputs/a.jpg", "inputs/clips/"])
-    record = BatchRecord.model_validate(farm.storage.json(WORK, layout.batch_key(batch)))
+    record = BatchRecord.model_validate(farm.storage.json(WORK, batch_layout.batch_key(batch)))
     assert [(t.key, t.output_stem) for t in record.targets] == [
         ("inputs/a.jpg", "outputs/summer/a"), ("inputs/clips/b.mp4", "outputs/summer/b")
     ]  # fmt: skip
     assert record.item_manifest(record.targets[1]).target == "inputs/clips/b.mp4"
-    assert farm.storage.exists(WORK, layout.open_batch_key(batch))
+    assert farm.storage.exists(WORK, batch_layout.open_batch_key(batch))
 
 
 def test_missing_targets_and_empty_prefixes_are_named_together() -> None:
@@ -153,7 +153,7 @@ def test_items_start_a_window_at_a_time_and_one_summary_ends_the_batch() -> None
     (summary,) = farm.summaries()
     assert summary["status"] == "succeeded" and summary["job_id"] == batch and summary["items"]["succeeded"] == 5
     assert [r["state"] for r in summary["results"]] == ["SUCCEEDED"] * 5 and summary["tenant"] == "-"
-    assert not farm.storage.exists(WORK, layout.open_batch_key(batch))
+    assert not farm.storage.exists(WORK, batch_layout.open_batch_key(batch))
     farm.advance(batch)  # a late tick
     assert len(farm.summaries()) == 1
     # AND the items published nothing of their own
@@ -189,7 +189,7 @@ def test_a_claim_left_by_a_slicer_that_died_is_taken_over() -> None:
     farm = Farm()
     batch = farm.open(["inputs/0.jpg"])
     old = (datetime.now(UTC) - timedelta(minutes=10)).isoformat()
-    farm.storage.put_json(WORK, layout.batch_item_claim_key(batch, 0), {"claimed_at": old})
+    farm.storage.put_json(WORK, batch_layout.batch_item_claim_key(batch, 0), {"claimed_at": old})
     assert farm.advance(batch).started == (0,)
 
 
@@ -223,7 +223,7 @@ def test_a_batch_retry_runs_its_unsuccessful_items_again_and_sends_a_new_summary
     assert [s["status"] for s in farm.summaries()] == ["failed"]
     # WHEN the batch is retried and the watchdog's tick advances it
     BatchOperations(farm.ops).retry(batch)
-    assert farm.storage.exists(WORK, layout.open_batch_key(batch))
+    assert farm.storage.exists(WORK, batch_layout.open_batch_key(batch))
     advanced = farm.advance(batch, window=3)
     # THEN only the failed item ran again, as its job's next run
     assert advanced.retried == (1,) and farm.retried == [f"{batch}.0001"]
