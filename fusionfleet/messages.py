@@ -347,6 +347,8 @@ class SegmentRecord(_Model):
     rendered_at: float = 0.0
     # Seconds per stage of the engine's part (gpu_worker.stage_clock: read, decode, engine, encode, upload, waits).
     stages: dict[str, float] = Field(default_factory=dict)
+    # Bytes of the target this attempt read (a test render's proof that it did not read the whole video).
+    bytes_read: int = 0
 
 
 class SegmentHold(_Model):

@@ -307,6 +307,7 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
             copy_number=task.copy_number,
             rendered_at=frames.rendered_at,
             stages=dict(frames.stages),
+            bytes_read=frames.bytes_read,
         )
         committed = commit(storage, job.work_bucket, job.run, record)
         if committed.copy_number != task.copy_number:
