@@ -169,6 +169,10 @@ bench-sim: venv
 bench-integrations: venv localstack-env
 	$(PY) -m benchmarks.integrations
 
+# A test render of 3 frames of a 30-minute clip on a warm local worker, under 30 s (benchmarks/trial.py).
+bench-try: venv localstack-env
+	$(PY) -m benchmarks.trial
+
 # Kill → a segment running again, SIGTERM → a worker drained, on the local stack (benchmarks/recovery.py).
 bench-recovery: venv localstack-env
 	$(PY) -m benchmarks.recovery

@@ -336,7 +336,7 @@ class SegmentRecord(_Model):
     attempt: int = 1
     worker: str = ""
     resumed_from: int = -1  # first frame rendered by this attempt when earlier chunks were reused
-    frames_rendered: int = 0
+    frames_rendered: int = 0  # a still's: every frame its engine rendered, a test render's warm-up included
     queued_s: float = 0.0  # from Step Functions sending the message to a worker taking it
     engine_s: float = 0.0
     total_s: float = 0.0
