@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -21,7 +22,7 @@ from tests.e2e.helpers import api_token, api_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
-Image = npt.NDArray[np.uint8]
+Image = npt.NDArray[Any]  # as OpenCV reads it: 8-bit BGR
 # The full render is x264 at quality 98 (CRF 1) in 4:2:0: the test render's PNG is the engine's frame
 # before that encoding, so the two agree to within it (quality 100, CRF 0, is not possible: x264's High
 # profile has no lossless mode). Measured here: 44-46 dB on the swapped frames; the neighbours stay
