@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, download, ended
 from fleetctl.client import Client, build_manifest
@@ -59,7 +59,10 @@ def check_target(target: Path) -> None:
         )
 
 
-def add_parser(commands: Any, add_connection: Any) -> None:
+def add_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_connection: Callable[[argparse.ArgumentParser], None],
+) -> None:
     trial = commands.add_parser(
         "try", help="a test render: a few frames at full quality, as the whole job renders them, as PNGs"
     )
@@ -140,7 +143,7 @@ def _ended(state: JobState | None, reason: str, timeout_s: float) -> int | None:
     return EXIT_FAILED
 
 
-def _fetch_all(args: argparse.Namespace, fetch: Any) -> int:
+def _fetch_all(args: argparse.Namespace, fetch: Callable[[int, Path], object]) -> int:
     args.output_dir.mkdir(parents=True, exist_ok=True)
     for frame in args.frames:
         path = args.output_dir / picture_name(frame)
