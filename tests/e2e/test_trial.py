@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,8 @@ from fleetctl.samples import grace_hopper_path, write_video
 from fusionfleet import layout
 from fusionfleet.jobs.plan import Segment
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import api_token, api_url
+from tests.e2e.helpers import api_token, api_url, drop_job, wait_until
+from tests.support.browser import dump_dom
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -102,6 +105,47 @@ def test_a_test_render_through_the_api_gives_a_link_per_frame(stack: Stack, clip
         picture = cv2.imread(str(out / f"frame-{frame:06d}.png"))
         # The copy engine returns its input: the picture is the target's frame, losslessly.
         assert picture is not None and psnr(picture, target[frame]) >= MIN_PSNR_DB, frame
+
+
+def _dashboard(url: str, path: str, body: Any = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{url.rstrip('/')}{path}", data=data, method="POST" if data else "GET")
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            raw = response.read()
+            return response.status, json.loads(raw) if response.headers["Content-Type"] == "application/json" else raw
+    except urllib.error.HTTPError as error:
+        return error.code, None
+
+
+def test_the_dashboard_starts_a_test_render_of_a_job_and_shows_its_pictures(
+    stack: Stack, clip: Path, browser: str
+) -> None:
+    url = stack.state().dashboard_url
+    assert url is not None
+    # GIVEN a job the slicer has read
+    job = drop_job(stack, "trial-dashboard", clip)
+    assert wait_until(lambda: _dashboard(url, f"/api/jobs/{job}")[0] == 200, 120)
+    # WHEN the operator asks for a test render of two of its frames (what the page's Try button sends)
+    status, answer = _dashboard(url, f"/api/jobs/{job}/try", {"frames": [0, 150]})
+    assert status == 200, answer
+    trial = answer["message"].split()[2]
+    assert answer["message"] == f"test render {trial} of frame(s) 0, 150 started"
+
+    def pictures() -> list[str]:
+        found = _dashboard(url, f"/api/jobs/{trial}")
+        return list(found[1]["pictures"]) if found[0] == 200 else []
+
+    # THEN it runs with the job's settings and its page lists both pictures, each the target's frame
+    assert wait_until(lambda: len(pictures()) == 2, 180)
+    assert pictures() == [f"/api/jobs/{trial}/frames/0", f"/api/jobs/{trial}/frames/150"]
+    status, png = _dashboard(url, f"/api/jobs/{trial}/frames/150")
+    picture = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    assert status == 200 and picture is not None
+    assert psnr(picture, opencv_frames(clip)[150]) >= MIN_PSNR_DB  # the copy engine returns its input
+    # AND the page shows them
+    assert f'src="/api/jobs/{trial}/frames/150"' in dump_dom(f"{url}?job={trial}")
 
 
 def test_bad_test_renders_are_told_what_is_wrong(stack: Stack, clip: Path, tmp_path: Path) -> None:

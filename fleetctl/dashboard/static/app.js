@@ -86,11 +86,11 @@ async function refresh() {
   }
 }
 
-async function send(path, body = {}) {
+async function send(path, request = {}) {
   const response = await fetch(`/api${path}`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(body),
+    body: JSON.stringify(request),
   });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(body.error || `${response.status}`);
