@@ -28,8 +28,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 Image = npt.NDArray[Any]  # as OpenCV reads it: 8-bit BGR
 # The full render is x264 at quality 98 (CRF 1) in 4:2:0: the test render's PNG is the engine's frame
 # before that encoding, so the two agree to within it (quality 100, CRF 0, is not possible: x264's High
-# profile has no lossless mode). Measured here: 44-46 dB on the swapped frames; the neighbours stay
-# well below (the shot moves).
+# profile has no lossless mode). The test prints what it measured.
 MIN_PSNR_DB = 40.0
 
 
@@ -56,8 +55,8 @@ def job_of(result: str) -> str:
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # 8 s at 25 fps: two segments of the plan at most 5 s each (fusionfleet.jobs.sizing).
-    return write_video(tmp_path_factory.mktemp("trial") / "clip.mp4", seconds=8, fps=25, width=320, height=180)
+    # 6 s at 25 fps: two segments, the plan's are at most 5 s each (fusionfleet.jobs.sizing).
+    return write_video(tmp_path_factory.mktemp("trial") / "clip.mp4", seconds=6, fps=25, width=320, height=180)
 
 
 def test_a_test_renders_frames_are_the_full_renders_frames(stack: Stack, clip: Path, tmp_path: Path) -> None:
@@ -79,11 +78,12 @@ def test_a_test_renders_frames_are_the_full_renders_frames(stack: Stack, clip: P
     # THEN one PNG per frame, named by its number, each the full render's same frame (and no other)
     rendered = opencv_frames(tmp_path / "full.mp4")
     target = opencv_frames(clip)
-    assert len(rendered) == len(target) == 200
+    assert len(rendered) == len(target) == 150
     for frame in frames:
         picture = cv2.imread(str(out / f"frame-{frame:06d}.png"))
         assert picture is not None and picture.shape == (180, 320, 3), frame
         same = psnr(picture, rendered[frame])
+        print(f"frame {frame}: {same:.2f} dB from the full render's frame {frame}")
         assert same >= MIN_PSNR_DB, (frame, same)
         for other in (frame - 2, frame - 1, frame + 1, frame + 2):
             if 0 <= other < len(rendered):
@@ -92,16 +92,17 @@ def test_a_test_renders_frames_are_the_full_renders_frames(stack: Stack, clip: P
         assert psnr(picture, target[frame]) < same - 3, frame
 
 
+@pytest.mark.long  # `make e2e-long`: the API's wiring, beside make test's slice (the CLI's, above)
 def test_a_test_render_through_the_api_gives_a_link_per_frame(stack: Stack, clip: Path, tmp_path: Path) -> None:
     token, url = api_token(stack, "acme"), api_url(stack)
     out = tmp_path / "api-pictures"
     trial = stack.cli(
         "try", "--api", url, "--token", token, "--source", str(grace_hopper_path()), "--target", str(clip),
-        "--engine", "copy", "--frames", "199,0,100", "--output-dir", str(out),
+        "--engine", "copy", "--frames", "149,0,75", "--output-dir", str(out),
     )  # fmt: skip
     assert trial.returncode == 0, trial.stderr
     target = opencv_frames(clip)
-    for frame in (0, 100, 199):
+    for frame in (0, 75, 149):
         picture = cv2.imread(str(out / f"frame-{frame:06d}.png"))
         # The copy engine returns its input: the picture is the target's frame, losslessly.
         assert picture is not None and psnr(picture, target[frame]) >= MIN_PSNR_DB, frame
@@ -119,6 +120,7 @@ def _dashboard(url: str, path: str, body: Any = None) -> tuple[int, Any]:
         return error.code, None
 
 
+@pytest.mark.long  # `make e2e-long`
 def test_the_dashboard_starts_a_test_render_of_a_job_and_shows_its_pictures(
     stack: Stack, clip: Path, browser: str
 ) -> None:
@@ -128,10 +130,10 @@ def test_the_dashboard_starts_a_test_render_of_a_job_and_shows_its_pictures(
     job = drop_job(stack, "trial-dashboard", clip)
     assert wait_until(lambda: _dashboard(url, f"/api/jobs/{job}")[0] == 200, 120)
     # WHEN the operator asks for a test render of two of its frames (what the page's Try button sends)
-    status, answer = _dashboard(url, f"/api/jobs/{job}/try", {"frames": [0, 150]})
+    status, answer = _dashboard(url, f"/api/jobs/{job}/try", {"frames": [0, 120]})
     assert status == 200, answer
     trial = answer["message"].split()[2]
-    assert answer["message"] == f"test render {trial} of frame(s) 0, 150 started"
+    assert answer["message"] == f"test render {trial} of frame(s) 0, 120 started"
 
     def pictures() -> list[str]:
         found = _dashboard(url, f"/api/jobs/{trial}")
@@ -139,22 +141,18 @@ def test_the_dashboard_starts_a_test_render_of_a_job_and_shows_its_pictures(
 
     # THEN it runs with the job's settings and its page lists both pictures, each the target's frame
     assert wait_until(lambda: len(pictures()) == 2, 180)
-    assert pictures() == [f"/api/jobs/{trial}/frames/0", f"/api/jobs/{trial}/frames/150"]
-    status, png = _dashboard(url, f"/api/jobs/{trial}/frames/150")
+    assert pictures() == [f"/api/jobs/{trial}/frames/0", f"/api/jobs/{trial}/frames/120"]
+    status, png = _dashboard(url, f"/api/jobs/{trial}/frames/120")
     picture = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
     assert status == 200 and picture is not None
-    assert psnr(picture, opencv_frames(clip)[150]) >= MIN_PSNR_DB  # the copy engine returns its input
+    assert psnr(picture, opencv_frames(clip)[120]) >= MIN_PSNR_DB  # the copy engine returns its input
     # AND the page shows them
-    assert f'src="/api/jobs/{trial}/frames/150"' in dump_dom(f"{url}?job={trial}")
+    assert f'src="/api/jobs/{trial}/frames/120"' in dump_dom(f"{url}?job={trial}")
 
 
-def test_bad_test_renders_are_told_what_is_wrong(stack: Stack, clip: Path, tmp_path: Path) -> None:
-    face = str(grace_hopper_path())
-    past = stack.cli("try", "--source", face, "--target", str(clip), "--engine", "copy", "--frames", "0,200",
-                     "--output-dir", str(tmp_path))  # fmt: skip
-    assert past.returncode == 2 and "frames: 200 past the target's last frame (199)" in past.stderr, past.stderr
-    image = stack.cli("try", "--source", face, "--target", face, "--frames", "0", "--output-dir", str(tmp_path))
-    assert image.returncode == 1 and "is a jpeg image: a test render renders frames of a video" in image.stderr
-    words = stack.cli("try", "--source", face, "--target", str(clip), "--frames", "0,ten")
-    assert words.returncode == 2 and "'ten' not a frame number" in words.stderr
+def test_a_frame_past_the_end_is_rejected_by_name(stack: Stack, clip: Path, tmp_path: Path) -> None:
+    # (an image target and frames that are no numbers are refused before any upload: tests/unit/test_trial_command.py)
+    past = stack.cli("try", "--source", str(grace_hopper_path()), "--target", str(clip), "--engine", "copy",
+                     "--frames", "0,150", "--output-dir", str(tmp_path))  # fmt: skip
+    assert past.returncode == 2 and "frames: 150 past the target's last frame (149)" in past.stderr, past.stderr
     assert not list(tmp_path.glob("*.png"))
