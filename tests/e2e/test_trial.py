@@ -26,10 +26,13 @@ from tests.support.browser import dump_dom
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 Image = npt.NDArray[Any]  # as OpenCV reads it: 8-bit BGR
-# The full render is x264 at quality 98 (CRF 1) in 4:2:0: the test render's PNG is the engine's frame
-# before that encoding, so the two agree to within it (quality 100, CRF 0, is not possible: x264's High
-# profile has no lossless mode). The test prints what it measured.
-MIN_PSNR_DB = 40.0
+# The full render is x264 at quality 98 (CRF 1) in 4:2:0 with the farm's colour conversion and tags: the
+# test render's PNG is the engine's frame before that path, so the two agree to within it, and its loss
+# is the same on the swapped face as on the untouched background (quality 100, CRF 0, is not possible:
+# x264's High profile has no lossless mode). The test prints what it measured.
+MIN_PSNR_DB = 38.0  # the whole picture against the full render's same frame
+MIN_FACE_PSNR_DB = 35.0  # the swapped face alone
+NEIGHBOUR_MARGIN_DB = 6.0  # the face matches its own frame of the full render this much better than a neighbour
 
 
 def psnr(a: Image, b: Image) -> float:
@@ -82,14 +85,14 @@ def test_a_test_renders_frames_are_the_full_renders_frames(stack: Stack, clip: P
     for frame in frames:
         picture = cv2.imread(str(out / f"frame-{frame:06d}.png"))
         assert picture is not None and picture.shape == (180, 320, 3), frame
-        same = psnr(picture, rendered[frame])
-        print(f"frame {frame}: {same:.2f} dB from the full render's frame {frame}")
-        assert same >= MIN_PSNR_DB, (frame, same)
-        for other in (frame - 2, frame - 1, frame + 1, frame + 2):
-            if 0 <= other < len(rendered):
-                assert psnr(picture, rendered[other]) < same - 3, (frame, other)
-        # AND the engine swapped a face: the picture is not the target's frame
-        assert psnr(picture, target[frame]) < same - 3, frame
+        face = np.abs(picture.astype(np.int16) - target[frame].astype(np.int16)).max(axis=2) > 12  # what was swapped
+        same, same_face = psnr(picture, rendered[frame]), psnr(picture[face], rendered[frame][face])
+        others = [psnr(picture[face], rendered[o][face]) for o in (frame - 1, frame + 1) if 0 <= o < len(rendered)]
+        print(f"frame {frame}: {same:.2f} dB, the face ({int(face.sum())} px) {same_face:.2f} dB from the full "
+              f"render's same frame; the face {max(others):.2f} dB at best from a neighbour")  # fmt: skip
+        assert face.sum() > 500, frame  # a face was swapped
+        assert same >= MIN_PSNR_DB and same_face >= MIN_FACE_PSNR_DB, (frame, same, same_face)
+        assert same_face >= max(others) + NEIGHBOUR_MARGIN_DB, (frame, same_face, others)
 
 
 @pytest.mark.long  # `make e2e-long`: the API's wiring, beside make test's slice (the CLI's, above)
