@@ -8,20 +8,25 @@ and attempt records, the cancel marker, the notice record, the job-failed marker
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from fusionfleet import layout, tenant_layout
-from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Orchestrator
+from fusionfleet.adapters.orchestrator import LISTED_STATUSES, ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, get_json
-from fusionfleet.errors import JobNotFound, ObjectMissing, OperationRefused
+from fusionfleet.errors import BadRequest, JobNotFound, ObjectMissing, OperationRefused
 from fusionfleet.facefusion.content_analysis import AnalysisProgress
 from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.facts import JobFacts, JobRecords, SegmentFiles
+from fusionfleet.jobs.final_notice import told_by_itself
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.states import JobState, could_be, parse_state
+from fusionfleet.jobs.summary import EndedView, JobSummary
 from fusionfleet.jobs.views import (
     AttemptView,
     JobDetail,
@@ -31,12 +36,63 @@ from fusionfleet.jobs.views import (
     numbered,
     parse_time,
     segment_view,
+    summary_segment,
+    summary_view,
     timings,
 )
 from fusionfleet.messages import SegmentAttempt
 from fusionfleet.webhooks.records import DeliveryRecord, deliveries
 
 DEFAULT_LIST_LIMIT = 20
+# Pages of a job's detail: segments shown, and attempt records read, per request.
+DEFAULT_SEGMENT_PAGE = 100
+DEFAULT_ATTEMPT_PAGE = 10
+# Keys one listing reads: the job index's (one request for up to 1,000 jobs), a job's segment files'.
+INDEX_SCAN = 1000
+ATTEMPT_SCAN = 1000
+
+
+def encode_cursor(key: str) -> str:
+    """An opaque `next`: the last key a page read (a page starts after it)."""
+    return base64.urlsafe_b64encode(key.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, prefix: str) -> str:
+    try:
+        key = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (ValueError, UnicodeDecodeError):
+        key = ""
+    if not key.startswith(prefix):
+        raise BadRequest("bad cursor", ("next must be the cursor a page of this listing gave",))
+    return key
+
+
+def job_result_json(facts: JobFacts) -> dict[str, Any] | None:
+    """What of an ended execution's output a summary keeps: the merge's result."""
+    output = facts.execution.output if facts.execution is not None else None
+    if not output:
+        return None
+    return {key: output[key] for key in ("output", "frames", "duration_s", "timings") if key in output}
+
+
+def settled(facts: JobFacts) -> bool:
+    """Whether the job's view can no longer change but by a retry (which starts a new run): its execution
+    ended, and (unless it succeeded) its final notice, whose reason the view shows, has gone out."""
+    if facts.execution is None or not facts.execution.finished or not facts.state.ended:
+        return False
+    execution, notice = facts.execution, facts.notice
+    if facts.state is JobState.SUCCEEDED:
+        return True
+    return notice is not None and (notice.published or told_by_itself(execution.status, execution.error))
+
+
+def _wanted(state: JobState | str | None) -> JobState | None:
+    if state is None:
+        return None
+    wanted = parse_state(str(state))
+    if wanted is None:
+        raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JobState)}")
+    return wanted
 
 
 class JobReader:
@@ -52,11 +108,74 @@ class JobReader:
     def view(self, job_id: str, known: bool = True, in_flight: bool = False) -> JobView:
         """One job's view. `known=False`: a job not yet sliced is PENDING rather than JobNotFound;
         `in_flight`: ask the orchestrator how many of its segments are in flight (one call more)."""
+        if not in_flight:
+            fast = self._fast(job_id)
+            if fast is not None and not (fast.state is JobState.RUNNING and not fast.segments.done):
+                return fast
         facts = self.records.facts(job_id, known)
         view = self._view(facts, in_flight=in_flight)
         if view.state is JobState.RUNNING and not (view.segments.done or view.segments.running):
             return replace(view, analysis=self._analysis(facts))
         return view
+
+    def detail_page(
+        self, job_id: str, segments_from: int = 0, limit: int = DEFAULT_SEGMENT_PAGE
+    ) -> tuple[JobDetail, int | None]:
+        """The job and one page of its segments (from segment `segments_from`, at most `limit`), in a
+        bounded number of reads: its summary, its plan, its preview and webhook records. A job without
+        a summary (one from before summaries) gets the full `detail`. Returns the detail and the first
+        segment of the next page (None on the last). Its attempts are the first page of `attempts_page`;
+        no cost (that needs every attempt: `detail`)."""
+        found = summary.read(self.records.storage, self.records.bucket, job_id)
+        if found is None:
+            full = self.detail(job_id)
+            segments = [s for s in full.segments if s.index >= segments_from]
+            more = segments[limit].index if len(segments) > limit else None
+            return replace(full, segments=segments[:limit]), more
+        view = self._fast(job_id, found) or self._full_view(job_id, found)
+        plan = [segment for segment in self.records.plan(job_id) if segment.index >= segments_from]
+        page = plan[:limit]
+        more = plan[limit].index if len(plan) > limit else None
+        storage, bucket = self.records.storage, self.records.bucket
+        detail = JobDetail(
+            job=view,
+            segments=[summary_segment(segment, found) for segment in page],
+            attempts=self.attempts_page(job_id)[0],
+            timings={"submitted_at": found.submitted_at, "run": found.run,
+                     "engine_s": round(sum(mark.e for mark in found.segments.values()), 3)},
+            preview_key=self._preview_key(job_id),
+            deliveries=[record.view() for record in deliveries(storage, bucket, job_id)],
+        )  # fmt: skip
+        return detail, more
+
+    def attempts_page(
+        self, job_id: str, after: str = "", limit: int = DEFAULT_ATTEMPT_PAGE
+    ) -> tuple[list[AttemptView], str | None]:
+        """At most `limit` attempt records of the job, in segment order, after the cursor `after`: one
+        listing and `limit` reads. Numbered within the page's segments as `logs` numbers them."""
+        storage, bucket = self.records.storage, self.records.bucket
+        prefix = layout.segments_prefix(job_id)
+        start = decode_cursor(after, prefix) if after else ""
+        found: list[SegmentAttempt] = []
+        cursor, exhausted = start, False
+        while len(found) < limit and not exhausted:
+            keys = storage.list_after(bucket, prefix, cursor, ATTEMPT_SCAN)
+            exhausted = len(keys) < ATTEMPT_SCAN
+            for key in keys:
+                cursor = key
+                if layout.parse_attempt_record_key(key) is None:
+                    continue
+                try:
+                    found.append(SegmentAttempt.model_validate(get_json(storage, bucket, key)))
+                except (ObjectMissing, ValueError):
+                    continue
+                if len(found) >= limit:
+                    exhausted = exhausted and key == keys[-1]
+                    break
+        if not found and not start:
+            self.records.facts(job_id)  # an unknown job is JobNotFound, not a job without attempts
+        ordered = sorted(found, key=lambda r: (r.index, r.run, r.started_at, r.copy_number))
+        return numbered(ordered), None if exhausted else encode_cursor(cursor)
 
     def detail(self, job_id: str) -> JobDetail:
         facts = self.records.facts(job_id)
@@ -101,11 +220,46 @@ class JobReader:
         self, state: JobState | str | None = None, limit: int = DEFAULT_LIST_LIMIT, tenant: str | None = None
     ) -> list[JobView]:
         """Recent jobs, newest first; `state` keeps only jobs in that state, `tenant` only its jobs ("-": none's)."""
-        wanted = None
-        if state is not None:
-            wanted = parse_state(str(state))
-            if wanted is None:
-                raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JobState)}")
+        return self.list_page(state, limit, tenant)[0]
+
+    def list_page(
+        self, state: JobState | str | None = None, limit: int = DEFAULT_LIST_LIMIT, tenant: str | None = None,
+        after: str = "",
+    ) -> tuple[list[JobView], str | None]:  # fmt: skip
+        """One page of `list_jobs` from the job index, after the cursor `after` (a page's `next`): one
+        listing and a read of each job's summary, the full read only where a summary cannot be believed.
+        Returns the page and the cursor of the next (None on the last). A farm with no job index (its
+        jobs all from before it) is listed the old way, as one page."""
+        wanted = _wanted(state)
+        storage, bucket = self.records.storage, self.records.bucket
+        cursor = decode_cursor(after, layout.JOB_INDEX_PREFIX) if after else ""
+        keys = storage.list_after(bucket, layout.JOB_INDEX_PREFIX, cursor, INDEX_SCAN)
+        if not keys and not cursor:
+            return self._list_unindexed(wanted, limit, tenant), None
+        views: list[JobView] = []
+        for key in keys:
+            job_id = layout.parse_job_index_key(key)
+            cursor = key
+            if job_id is None or (tenant is not None and notice_tenant(tenant_of_job(job_id)) != tenant):
+                continue
+            try:
+                view = self._fast(job_id) or self._full_view(job_id)
+            except JobNotFound:
+                continue
+            if wanted is None or view.state is wanted:
+                views.append(view)
+                if len(views) >= limit:
+                    break
+        last = len(keys) < INDEX_SCAN and cursor == keys[-1]
+        return views, None if last else encode_cursor(cursor)
+
+    def indexed_jobs(self, tenant: str | None = None) -> list[str]:
+        """The ids of the first INDEX_SCAN jobs in the job index (of `tenant`), newest first: one listing."""
+        keys = self.records.storage.list_after(self.records.bucket, layout.JOB_INDEX_PREFIX, "", INDEX_SCAN)
+        found = [job for key in keys if (job := layout.parse_job_index_key(key)) is not None]
+        return [job for job in found if tenant is None or notice_tenant(tenant_of_job(job)) == tenant]
+
+    def _list_unindexed(self, wanted: JobState | None, limit: int, tenant: str | None) -> list[JobView]:
         views: list[JobView] = []
         for job_id, _started, hint in self._candidates():
             if len(views) >= limit:
@@ -123,6 +277,41 @@ class JobReader:
         return views
 
     # ------------------------------------------------------------------ internals
+    def _fast(self, job_id: str, found: JobSummary | None = None) -> JobView | None:
+        """The job's view from its summary where the summary can be believed (`fusionfleet.jobs.summary`):
+        an ended run's recorded view, or a running execution's counts; None: read it in full."""
+        found = found or summary.read(self.records.storage, self.records.bucket, job_id)
+        if found is None:
+            return None
+        ended_view = found.ended_view
+        if ended_view is not None:
+            return summary_view(found, JobState(ended_view.state), ended_view.reason, ended_view.result)
+        if found.cancelled:
+            return None
+        try:
+            execution = self.records.orchestrator.describe(self.records.execution_arn(job_id, found.run))
+        except ExecutionMissing:
+            return None  # waiting for its tenant's turn, or its start is under way
+        if execution.status != JobState.RUNNING.value:
+            return None  # ended, and nobody recorded how yet
+        return summary_view(found, JobState.RUNNING, found.doomed, None)
+
+    def _full_view(self, job_id: str, found: JobSummary | None = None) -> JobView:
+        """The view from the job's facts; its segment counts from its summary where it has one (no
+        listing of a long job's files). An ended run's view is recorded in the summary for the next read."""
+        facts = self.records.facts(job_id)
+        if found is None and facts.context is not None:
+            found = summary.read(self.records.storage, self.records.bucket, job_id)
+        files = None
+        if found is not None:
+            files = SegmentFiles(outputs=found.done, records=found.done | found.failed)
+        view = self._view(facts, files)
+        if found is not None and found.run == facts.run.run and settled(facts):
+            result = job_result_json(facts)
+            record = EndedView(run=facts.run.run, state=view.state.value, reason=view.reason, result=result)
+            summary.try_update(self.records.storage, self.records.bucket, job_id, summary.ended(record))
+        return view
+
     def _view(self, facts: JobFacts, files: SegmentFiles | None = None, in_flight: bool = False) -> JobView:
         if facts.context is not None and files is None:
             files = self.records.segment_files(facts.job_id)

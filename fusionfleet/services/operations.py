@@ -19,6 +19,7 @@ from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, put_json
 from fusionfleet.errors import ObjectMissing, OperationRefused
 from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.facts import JobFacts, JobRecords
 from fusionfleet.jobs.final_notice import (
     CANCEL,
@@ -75,6 +76,8 @@ class Operations:
         bucket = self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
         notices = self._notices
+        # Flagged before anything else: from here its summary sends readers to the full read.
+        summary.update(self.storage, bucket, job_id, summary.cancelled)
         # The notice is claimed first, so the watchdog never notifies the stopped execution itself.
         if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
@@ -126,6 +129,7 @@ class Operations:
         job_id, bucket = facts.job_id, self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
         notices = self._notices
+        summary.update(self.storage, bucket, job_id, summary.cancelled)
         if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
         put_json(
@@ -179,6 +183,8 @@ class Operations:
         started_at = datetime.fromtimestamp(self.clock(), UTC).isoformat()
         segments = tuple(segment.index for segment in missing)
         record_run(self.storage, bucket, job_id, RunRecord(run, segments, started_at))
+        # Before the start: the summary's view of the last run's end no longer holds.
+        summary.update(self.storage, bucket, job_id, summary.retried(run))
         payload = {
             **first,
             "job": {**first["job"], "run": run},

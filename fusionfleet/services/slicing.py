@@ -26,6 +26,7 @@ from fusionfleet.fleet.quotas import GpuCapacity
 from fusionfleet.fleet.tenant_settings import TenantSettings, read_settings
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.wake import FleetWaker
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
@@ -142,6 +143,8 @@ class Slicer:
         if run:
             self._record_run(context)
         put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
+        bucket = self.config.work_bucket
+        summary.write(self.storage, bucket, summary.started(context), summary.submitted_ms(context.submitted_at))
         if settings is not None and self._queued(settings):
             return self._queue(context, settings, info.last_modified.timestamp(), bytes_read)
         arn = self.orchestrator.start(
@@ -456,6 +459,7 @@ class Slicer:
             layout.rejected_index_key(job_id),
             {"job_id": job_id, "manifest": manifest_ref.key, "rejected_at": datetime.now(UTC).isoformat()},
         )
+        summary.index_entry(self.storage, self.config.work_bucket, job_id, int(time.time() * 1000))
         self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)

@@ -128,6 +128,23 @@ class FakeStorage:
         self.put_bytes(bucket, key, data, content_type)
         return True
 
+    def get_tagged(self, bucket: str, key: str) -> tuple[bytes, str]:
+        self.calls.append(("get_tagged", bucket, key))
+        found = self._get(bucket, key)
+        return found.data, found.etag
+
+    def replace(self, bucket: str, key: str, data: bytes, etag: str, content_type: str = "application/json") -> bool:
+        found = self._objects.get((bucket, key))
+        if found is None or found.etag != etag:
+            return False
+        self.put_bytes(bucket, key, data, content_type)
+        return True
+
+    def list_after(self, bucket: str, prefix: str, after: str, max_keys: int) -> list[str]:
+        self.calls.append(("list_after", bucket, prefix))
+        keys = sorted(key for (name, key) in self._objects if name == bucket and key.startswith(prefix) and key > after)
+        return keys[:max_keys]
+
     def delete_prefix(self, bucket: str, prefix: str) -> int:
         self.calls.append(("delete_prefix", bucket, prefix))
         keys = self.list_keys(bucket, prefix)

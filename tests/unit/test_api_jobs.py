@@ -11,7 +11,9 @@ import json
 
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
+from fusionfleet.jobs.ids import name_of_job
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.messages import ObjectRef
@@ -50,13 +52,17 @@ class Farm:
 
     def sliced(self, job: str, status: str, done: int = 0, error: str | None = None) -> None:
         output = ObjectRef(bucket=MEDIA, key=f"tenants/acme/outputs/{job}.mp4")
-        context = job_context(job, segment_count=4, output=output)
+        manifest = ObjectRef(bucket=MEDIA, key=layout.tenant_manifest_key("acme", name_of_job(job)), etag="e", size=10)
+        context = job_context(job, segment_count=4, output=output, manifest=manifest)
         self.storage.put_json(WORK, layout.job_key(job), context.model_dump(mode="json"))
+        # What the slicer and the workers keep of it: its summary and its entry in the job index.
+        summary.write(self.storage, WORK, summary.started(context), summary.submitted_ms(context.submitted_at))
         plan = [Segment(i, i * 25, (i + 1) * 25, i * 1_000_000, (i + 1) * 1_000_000) for i in range(4)]
         self.storage.put_json(WORK, layout.plan_key(job), [segment.to_dict() for segment in plan])
         for index in range(done):
             self.storage.put_bytes(WORK, layout.segment_key(job, index), b"mp4")
             self.storage.put_json(WORK, layout.segment_record_key(job, index), {"status": "succeeded"})
+            summary.update(self.storage, WORK, job, summary.segment_done(index, "w1", 1, 1.0))
         arn = execution_arn(MACHINE, job)
         self.orchestrator.states[arn] = Execution(
             arn, status, error=error, cause="the job ran out of time" if error else None,
@@ -156,7 +162,7 @@ def test_logs_list_the_attempts_and_one_segment_on_request() -> None:
     farm = Farm()
     api_id, job = farm.started()
     farm.sliced(job, "RUNNING")
-    assert farm.call("GET", f"/jobs/{api_id}/logs").body == {"job_id": api_id, "attempts": []}
+    assert farm.call("GET", f"/jobs/{api_id}/logs").body == {"job_id": api_id, "attempts": [], "next": None}
     assert farm.call("GET", f"/jobs/{api_id}/logs", query="segment=1").status == 200
     assert farm.call("GET", f"/jobs/{api_id}/logs", query="segment=x").status == 400
 
