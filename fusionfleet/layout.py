@@ -202,24 +202,6 @@ REJECTED_INDEX_PREFIX = f"{WORK_PREFIX}_rejected/"
 API_PREFIX = f"{WORK_PREFIX}_api/"
 
 
-# Every job, newest first: one empty marker per job whose name sorts by submission time, newest first
-# (milliseconds counted down from JOB_INDEX_END), so one listing pages through jobs in order.
-JOB_INDEX_PREFIX = f"{WORK_PREFIX}_jobs/"
-JOB_INDEX_END = 10**13
-_JOB_INDEX = re.compile(rf"^{WORK_PREFIX}_jobs/(?P<rank>\d{{13}})-(?P<job>[^/]+)\.json$")
-
-
-def job_index_key(job_id: str, submitted_ms: int) -> str:
-    rank = max(0, min(JOB_INDEX_END - 1, JOB_INDEX_END - 1 - submitted_ms))
-    return f"{JOB_INDEX_PREFIX}{rank:013d}-{job_id}.json"
-
-
-def parse_job_index_key(key: str) -> str | None:
-    """The job of a `job_index_key`, or None."""
-    match = _JOB_INDEX.match(key)
-    return match["job"] if match else None
-
-
 def worker_key(name: str) -> str:
     """A worker's presence record: role, engine, current segment, last beat."""
     return f"{WORKERS_PREFIX}{name}.json"

@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from fusionfleet import layout, tenant_layout
+from fusionfleet import index_layout, layout, tenant_layout
 from fusionfleet.adapters.orchestrator import LISTED_STATUSES, ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import BadRequest, JobNotFound, ObjectMissing, OperationRefused
@@ -224,21 +224,22 @@ class JobReader:
 
     def list_page(
         self, state: JobState | str | None = None, limit: int = DEFAULT_LIST_LIMIT, tenant: str | None = None,
-        after: str = "",
+        after: str = "", unindexed: bool = True,
     ) -> tuple[list[JobView], str | None]:  # fmt: skip
         """One page of `list_jobs` from the job index, after the cursor `after` (a page's `next`): one
         listing and a read of each job's summary, the full read only where a summary cannot be believed.
         Returns the page and the cursor of the next (None on the last). A farm with no job index (its
-        jobs all from before it) is listed the old way, as one page."""
+        jobs all from before it) is listed the old way, as one page (`unindexed`: the tenant API's role
+        may not list executions, and finds such jobs from its own records)."""
         wanted = _wanted(state)
         storage, bucket = self.records.storage, self.records.bucket
-        cursor = decode_cursor(after, layout.JOB_INDEX_PREFIX) if after else ""
-        keys = storage.list_after(bucket, layout.JOB_INDEX_PREFIX, cursor, INDEX_SCAN)
+        cursor = decode_cursor(after, index_layout.JOB_INDEX_PREFIX) if after else ""
+        keys = storage.list_after(bucket, index_layout.JOB_INDEX_PREFIX, cursor, INDEX_SCAN)
         if not keys and not cursor:
-            return self._list_unindexed(wanted, limit, tenant), None
+            return (self._list_unindexed(wanted, limit, tenant) if unindexed else []), None
         views: list[JobView] = []
         for key in keys:
-            job_id = layout.parse_job_index_key(key)
+            job_id = index_layout.parse_job_index_key(key)
             cursor = key
             if job_id is None or (tenant is not None and notice_tenant(tenant_of_job(job_id)) != tenant):
                 continue
@@ -255,8 +256,8 @@ class JobReader:
 
     def indexed_jobs(self, tenant: str | None = None) -> list[str]:
         """The ids of the first INDEX_SCAN jobs in the job index (of `tenant`), newest first: one listing."""
-        keys = self.records.storage.list_after(self.records.bucket, layout.JOB_INDEX_PREFIX, "", INDEX_SCAN)
-        found = [job for key in keys if (job := layout.parse_job_index_key(key)) is not None]
+        keys = self.records.storage.list_after(self.records.bucket, index_layout.JOB_INDEX_PREFIX, "", INDEX_SCAN)
+        found = [job for key in keys if (job := index_layout.parse_job_index_key(key)) is not None]
         return [job for job in found if tenant is None or notice_tenant(tenant_of_job(job)) == tenant]
 
     def _list_unindexed(self, wanted: JobState | None, limit: int, tenant: str | None) -> list[JobView]:

@@ -3,7 +3,7 @@
 The read model (`fusionfleet.jobs.reader`) would otherwise read each job's records and list every
 segment file of a long job. The parties that change a job keep its summary current:
 
-- the slicer writes it when it takes the job (with the job's entry in the job index, `layout.job_index_key`);
+- the slicer writes it when it takes the job (with the job's entry in the job index, `index_layout.job_index_key`);
 - a worker marks each segment it finished or failed (the dead-letter handler, each it gave up on);
 - whoever dooms a running job records its cause; a cancel flags it; a retry starts its new run;
 - a reader that found the job ended (from the full read) records the view it made, so the next reads
@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fusionfleet import layout
+from fusionfleet import index_layout, layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.messages import JobContext
@@ -176,7 +176,7 @@ def submitted_ms(submitted_at: str) -> int:
 
 
 def index_entry(storage: Storage, bucket: str, job_id: str, submitted_ms: int) -> None:
-    storage.put_bytes(bucket, layout.job_index_key(job_id, submitted_ms), b"{}", "application/json")
+    storage.put_bytes(bucket, index_layout.job_index_key(job_id, submitted_ms), b"{}", "application/json")
 
 
 def read(storage: Storage, bucket: str, job_id: str) -> JobSummary | None:

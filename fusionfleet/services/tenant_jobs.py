@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from fusionfleet import layout
+from fusionfleet import index_layout, layout
 from fusionfleet.adapters.storage import ObjectInfo, Storage, get_json, put_json
 from fusionfleet.errors import (
     BadRequest,
@@ -232,20 +232,6 @@ class TenantJobs:
             return self._waiting(job_id, record, started=True)  # the slicer has not taken it yet
         return self._shown(job_id, view, record)
 
-    def detail(self, tenant: str, job_id: str) -> JobDetail:
-        """The job's view and, once the slicer planned it, its segments, attempts, timings and cost.
-
-        Pipeline job ids are replaced by the API's: the tenant knows its job by that id only.
-        """
-        record, pipeline = self._lookup(tenant, job_id)
-        if pipeline is None:
-            return JobDetail(self._waiting(job_id, record), [], [], {}, None)
-        try:
-            found = self.reader.detail(pipeline)
-        except JobNotFound:
-            return JobDetail(self._waiting(job_id, record, started=True), [], [], {}, None)
-        return replace(found, job=self._shown(job_id, found.job, record))
-
     def detail_page(
         self, tenant: str, job_id: str, segments_from: int = 0, limit: int = DEFAULT_SEGMENT_PAGE
     ) -> tuple[JobDetail, int | None]:
@@ -307,12 +293,14 @@ class TenantJobs:
         views: list[JobView] = []
         if not after:
             for job_id in self._unstarted(tenant)[:limit]:
-                record = self._record(tenant, job_id) or {}
-                views.append(self._waiting(job_id, record))
+                try:
+                    views.append(self.status(tenant, job_id))  # not started, or started before the job index
+                except JobNotFound:
+                    continue
         if len(views) >= limit:
             # The next page starts at the index's first job (only the first page shows unstarted jobs).
-            return views, encode_cursor(layout.JOB_INDEX_PREFIX)
-        started, more = self.reader.list_page(None, limit - len(views), tenant, after)
+            return views, encode_cursor(index_layout.JOB_INDEX_PREFIX)
+        started, more = self.reader.list_page(None, limit - len(views), tenant, after, unindexed=False)
         names = {view.name for view in started}  # a farm's jobs from before its index are not in `_unstarted`'s
         views = [view for view in views if view.job_id not in names]
         return views + [self._shown(view.name, view, {}) for view in started], more
