@@ -309,6 +309,8 @@ class TenantJobs:
         """The API's jobs of the caller that no job in the index was started from, newest first."""
         prefix = layout.api_jobs_prefix(tenant)
         created = {key[len(prefix) :].removesuffix(".json") for key in self.storage.list_keys(self.work_bucket, prefix)}
+        if not created:
+            return []
         started = {name_of_job(job_id) for job_id in self.reader.indexed_jobs(tenant)}
         return sorted((i for i in created if JOB_ID.fullmatch(i) and slug(i, len(i)) not in started), reverse=True)
 
