@@ -238,11 +238,17 @@ class JobReader:
         if not keys and not cursor:
             return (self._list_unindexed(wanted, limit, tenant) if unindexed else []), None
         views: list[JobView] = []
+        seen: set[str] = set()  # a job started again after its records expired has two entries
         for key in keys:
             job_id = index_layout.parse_job_index_key(key)
             cursor = key
-            if job_id is None or (tenant is not None and notice_tenant(tenant_of_job(job_id)) != tenant):
+            if (
+                job_id is None
+                or job_id in seen
+                or (tenant is not None and notice_tenant(tenant_of_job(job_id)) != tenant)
+            ):
                 continue
+            seen.add(job_id)
             try:
                 view = self._fast(job_id) or self._full_view(job_id)
             except JobNotFound:
@@ -251,7 +257,7 @@ class JobReader:
                 views.append(view)
                 if len(views) >= limit:
                     break
-        last = len(keys) < INDEX_SCAN and cursor == keys[-1]
+        last = len(keys) < INDEX_SCAN and (not keys or cursor == keys[-1])
         return views, None if last else encode_cursor(cursor)
 
     def indexed_jobs(self, tenant: str | None = None) -> list[str]:

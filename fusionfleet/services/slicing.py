@@ -99,6 +99,7 @@ class Slicer:
                     f"{misnamed!r} in {key!r} is not a tenant name: tenant names are 1 to 32 characters of a-z, "
                     "0-9 and '-', starting with a letter or digit; nothing was read or rendered"
                 ),
+                info.last_modified,
             )
         started = self._started_context(job_id)
         if started is not None and is_waiting(self.storage, self.config.work_bucket, job_id):
@@ -120,13 +121,13 @@ class Slicer:
         settings = read_settings(self.storage, self.config.work_bucket, tenant) if tenant is not None else None
         busy = self._busy(tenant)
         if busy:
-            return self._reject(job_id, manifest_ref, JobRejected(busy))
+            return self._reject(job_id, manifest_ref, JobRejected(busy), info.last_modified)
         run = self._free_run(job_id)
         if run is None:
             return self._reject(job_id, manifest_ref, JobRejected(
                 f"job {job_id} has been run {MAX_RUNS} times, as many as one job id may; nothing was read or "
                 "rendered: upload the manifest under another name to start it as a new job"
-            ))  # fmt: skip
+            ), info.last_modified)  # fmt: skip
         if run:
             # Uploaded again after its record expired. Files the earlier job wrote after its record
             # (checkpoints, notice, markers) expire later: none of them may leak into this run.
@@ -135,7 +136,7 @@ class Slicer:
         try:
             context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat(), run, settings)
         except JobRejected as rejection:
-            return self._reject(job_id, manifest_ref, rejection)
+            return self._reject(job_id, manifest_ref, rejection, info.last_modified)
         # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes,
         # before the job record: a delete that fails (DeleteFailed) then starts nothing, and the
         # retried event tries again, rather than a job that runs while `status` reads REJECTED.
@@ -436,7 +437,8 @@ class Slicer:
         reader = self._reader(target, f"target {target.key!r}")
         return probe_video(reader, f"target {target.key!r}", self.config.limits), reader.bytes_fetched
 
-    def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected) -> SliceOutcome:
+    def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected, uploaded: datetime) -> SliceOutcome:
+        """`uploaded`: the manifest's upload, which ranks the job's index entry (as it does once it starts)."""
         record_key = layout.rejection_key(job_id)
         notice = rejection_notice(
             job_id, manifest_ref, rejection.reason, rejection.problems, layout.tenant_of(manifest_ref.key)
@@ -459,7 +461,7 @@ class Slicer:
             layout.rejected_index_key(job_id),
             {"job_id": job_id, "manifest": manifest_ref.key, "rejected_at": datetime.now(UTC).isoformat()},
         )
-        summary.index_entry(self.storage, self.config.work_bucket, job_id, int(time.time() * 1000))
+        summary.index_entry(self.storage, self.config.work_bucket, job_id, int(uploaded.timestamp() * 1000))
         self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)

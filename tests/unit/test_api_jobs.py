@@ -193,6 +193,33 @@ def test_retrying_a_job_that_was_never_started_is_409() -> None:
     assert farm.call("POST", f"/jobs/{created['job_id']}/retry").status == 409
 
 
+def test_the_job_list_pages_by_its_cursor_newest_first_with_the_unstarted_jobs_on_the_first_page() -> None:
+    # GIVEN acme's five started jobs and one created and never started
+    farm = Farm()
+    started = []
+    for _ in range(5):
+        api_id, job = farm.started()
+        farm.sliced(job, "RUNNING", done=1)
+        started.append(api_id)
+    waiting = farm.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4"}).body["job_id"]
+    # WHEN its jobs are read two at a time, following `next`
+    seen, query, pages = [], "limit=2", 0
+    while True:
+        body = farm.call("GET", "/jobs", query=query).body
+        seen += [(job["job_id"], job["state"]) for job in body["jobs"]]
+        pages += 1
+        if body["next"] is None:
+            break
+        query = f"limit=2&next={body['next']}"
+    # THEN every job is listed once: the unstarted one first, then the started ones as the index orders them
+    assert seen[0] == (waiting, "PENDING")
+    assert sorted(job for job, _state in seen[1:]) == sorted(started) and len(seen) == 6
+    assert all(state == "RUNNING" for _job, state in seen[1:]) and pages == 3
+    # AND a cursor no page gave is refused with the reason
+    refused = farm.call("GET", "/jobs", query="next=bm9wZQ")
+    assert refused.status == 400 and "next" in json.dumps(refused.body)
+
+
 def test_another_tenant_reads_none_of_the_dashboard_routes() -> None:
     # GIVEN acme's running job with a preview
     farm = Farm()
