@@ -85,9 +85,9 @@ class RequestCounter:
         self.operations: dict[str, int] = {}
         client.meta.events.register(f"before-send.{service}", self._sent)
 
-    def _sent(self, request: Any = None, **_: Any) -> None:
+    def _sent(self, event_name: str = "", **_: Any) -> None:
         self.count += 1
-        name = str(getattr(request, "context", {}).get("operation_name", "?")) if request is not None else "?"
+        name = event_name.rsplit(".", 1)[-1]  # before-send.s3.GetObject
         self.operations[name] = self.operations.get(name, 0) + 1
 
     def reset(self) -> None:
