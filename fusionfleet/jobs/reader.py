@@ -75,6 +75,11 @@ def job_result_json(facts: JobFacts) -> dict[str, Any] | None:
     return {key: output[key] for key in ("output", "frames", "duration_s", "timings") if key in output}
 
 
+def _before_segment(job_id: str, index: int) -> str:
+    """The cursor of an attempts page that starts at segment `index` (its files sort after its stem)."""
+    return encode_cursor(layout.attempts_prefix(job_id, index).removesuffix(".attempts/"))
+
+
 def settled(facts: JobFacts) -> bool:
     """Whether the job's view can no longer change but by a retry (which starts a new run): its execution
     ended, and (unless it succeeded) its final notice, whose reason the view shows, has gone out."""
@@ -140,7 +145,7 @@ class JobReader:
         detail = JobDetail(
             job=view,
             segments=[summary_segment(segment, found) for segment in page],
-            attempts=self.attempts_page(job_id)[0],
+            attempts=self.attempts_page(job_id, _before_segment(job_id, page[0].index) if page else "")[0],
             timings={"submitted_at": found.submitted_at, "run": found.run,
                      "engine_s": round(sum(mark.e for mark in found.segments.values()), 3)},
             preview_key=self._preview_key(job_id),
