@@ -314,14 +314,17 @@ class JobReader:
         facts = self.records.facts(job_id)
         if found is None and facts.context is not None:
             found = summary.read(self.records.storage, self.records.bucket, job_id)
-        files = None
-        if found is not None:
-            files = SegmentFiles(outputs=found.done, records=found.done | found.failed)
+        if found is None or found.run != facts.run.run or not settled(facts):
+            files = SegmentFiles(outputs=found.done, records=found.done | found.failed) if found else None
+            return self._view(facts, files)
+        # Ended, and read in full this once: its counts from its files, and its view recorded for every
+        # later read (with any segment mark a writer failed to make).
+        files = self.records.segment_files(job_id)
         view = self._view(facts, files)
-        if found is not None and found.run == facts.run.run and settled(facts):
-            result = job_result_json(facts)
-            record = EndedView(run=facts.run.run, state=view.state.value, reason=view.reason, result=result)
-            summary.try_update(self.records.storage, self.records.bucket, job_id, summary.ended(record))
+        result = job_result_json(facts)
+        record = EndedView(run=facts.run.run, state=view.state.value, reason=view.reason, result=result)
+        change = summary.ended(record, files.done, files.failed)
+        summary.try_update(self.records.storage, self.records.bucket, job_id, change)
         return view
 
     def _view(self, facts: JobFacts, files: SegmentFiles | None = None, in_flight: bool = False) -> JobView:

@@ -151,9 +151,23 @@ def retried(run: int) -> Callable[[JobSummary], JobSummary]:
     return change
 
 
-def ended(view: EndedView) -> Callable[[JobSummary], JobSummary]:
+def ended(
+    view: EndedView, done: frozenset[int] = frozenset(), failed: frozenset[int] = frozenset()
+) -> Callable[[JobSummary], JobSummary]:
+    """The run's end, and the segments its files say are done or failed (`done`, `failed`): a mark a
+    writer failed to record is made good here, so an ended job's counts are its files' for good."""
+
     def change(summary: JobSummary) -> JobSummary:
-        return summary.model_copy(update={"ended": view}) if view.run == summary.run else summary
+        if view.run != summary.run:
+            return summary
+        marks = dict(summary.segments)
+        for index in done:
+            if index not in marks or marks[index].s != DONE:
+                marks[index] = SegmentMark(s=DONE)
+        for index in failed - done:
+            if index not in marks:
+                marks[index] = SegmentMark(s=FAILED)
+        return summary.model_copy(update={"ended": view, "segments": marks})
 
     return change
 
@@ -210,8 +224,9 @@ def update(storage: Storage, bucket: str, job_id: str, change: Callable[[JobSumm
 
 
 def try_update(storage: Storage, bucket: str, job_id: str, change: Callable[[JobSummary], JobSummary]) -> None:
-    """`update` for a party whose own work is done already: a failure to record it is logged, not raised
-    (the summary then lags, and the reader's rules send it to the full read where that matters)."""
+    """`update` for a party whose own work is done already: a failure to record it is logged, not raised.
+    The summary then lags (a running job's counts) until the job ends: the read that records its end
+    takes its counts from its files."""
     try:
         update(storage, bucket, job_id, change)
     except Exception:

@@ -170,6 +170,20 @@ def test_an_ended_job_is_read_in_full_once_and_then_from_the_view_its_summary_re
     assert [call[0] for call in storage_calls(farm, since)] == ["list_after", "get_bytes"]
 
 
+def test_a_mark_a_worker_failed_to_record_is_made_good_when_the_job_ends() -> None:
+    # GIVEN a job whose segment 3 was rendered but whose worker could not mark it in the summary
+    farm = Farm()
+    summarized(farm, "job-s", "SUCCEEDED", done=(0, 1, 2))
+    farm.segment_done("job-s", 3)
+    # WHEN it is read after its end: its counts are its files'
+    (first,) = farm.reader.list_page()[0]
+    assert (first.state, first.segments.done) == (JobState.SUCCEEDED, 4)
+    # THEN the recorded summary holds them for every later read
+    found = summary.read(farm.storage, WORK, "job-s")
+    assert found is not None and found.done == frozenset({0, 1, 2, 3})
+    assert farm.reader.list_page()[0][0] == first
+
+
 def test_a_job_that_ended_with_nobody_recording_it_is_never_shown_running() -> None:
     farm = Farm()
     summarized(farm, "job-t", "RUNNING", done=(0,))
