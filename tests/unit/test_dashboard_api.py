@@ -170,6 +170,15 @@ def test_the_job_list_is_filtered_by_state_and_limited(served: Served) -> None:
     assert len(served.request("/api/jobs?limit=1").json()["jobs"]) == 1
 
 
+def test_the_job_list_pages_by_the_cursor_the_source_gave(served: Served) -> None:
+    # WHEN the list is read a job at a time, following `next`
+    first = served.request("/api/jobs?limit=1").json()
+    second = served.request(f"/api/jobs?limit=1&next={first['next']}").json()
+    # THEN the cursor reaches the source as given, and the pages follow each other
+    assert served.source.calls[-1] == ("list_page", "None", "1", first["next"])
+    assert [first["jobs"][0]["job_id"], second["jobs"][0]["job_id"]] == [RUNNING_ID, FAILED_ID]
+
+
 def test_a_state_that_is_no_job_state_is_a_400_naming_the_states(served: Served) -> None:
     reply = served.request("/api/jobs?state=DREAMING")
     assert reply.status == 400
