@@ -28,7 +28,7 @@ PLVENV := .venv-parliament
 # against the template's roles (tests/support/iam/). Needs Node 20 or newer.
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-api-scale bench-parity device-check chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-api-scale bench-parity device-check chaos soak up down status clean
 
 all: test
 
@@ -125,7 +125,12 @@ e2e: venv localstack-env iam-env
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
 test: venv localstack-env checkov-env sam-env parliament-env facefusion-env iam-env lint
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not long" $(PYTEST_ARGS)
+
+# End-to-end tests of minutes each (a poison segment behind a backlog, segments waiting over two minutes):
+# `make test` runs a shorter test of each property; these run the long form.
+e2e-long: venv localstack-env iam-env
+	$(PY) -m pytest tests/e2e -m long $(PYTEST_ARGS)
 
 demo: venv localstack-env
 	$(PY) scripts/demo.py

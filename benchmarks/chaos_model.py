@@ -10,7 +10,7 @@ from typing import Any
 
 # Bad jobs and the reason their failure notice must give.
 BAD_JOBS = {
-    "not-a-video": "is not a video in an accepted container",
+    "not-a-video": "is neither a video in an accepted container",
     "bad-json": "the manifest is not valid JSON",
     "unknown-option": "options.face_swaper_model",
     "missing-target": "does not exist",

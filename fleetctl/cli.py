@@ -9,6 +9,8 @@ from pathlib import Path
 
 from fleetctl import connection, tenant_cli
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download, ended
+from fleetctl.batch_client import is_batch
+from fleetctl.batch_commands import cmd_batch_cancel, cmd_batch_retry, cmd_batch_status, cmd_submit_batch, is_batch_id
 from fleetctl.client import Client, build_manifest
 from fleetctl.dashboard import publish
 from fleetctl.job_commands import (
@@ -33,6 +35,7 @@ from fusionfleet.errors import FusionFleetError
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.facefusion.options import OptionsError
 from fusionfleet.fleet.workers import DEFAULT_LOST_AFTER_S
+from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS
 from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
 from fusionfleet.jobs.states import JobState, parse_state
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
@@ -150,12 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--state-dir", type=Path)
     tenant_cli.add_local_commands(local)
 
-    submit = commands.add_parser("submit", help="upload media and a manifest; prints the job id")
+    submit = commands.add_parser("submit", help="upload media and a manifest; prints the job's (or batch's) id")
     submit.add_argument(
         "--source", action="append", required=True, type=Path,
         help="face image, or one audio file for the lip syncer (repeat for several)",
     )  # fmt: skip
-    submit.add_argument("--target", required=True, type=Path, help="the video to swap faces in")
+    submit.add_argument(
+        "--target", action="append", required=True,
+        help="the video or image to swap faces in; repeat it, or name a folder or a quoted glob, for a batch",
+    )  # fmt: skip
     submit.add_argument("--priority", default="normal", choices=PRIORITIES)
     submit.add_argument("--engine", choices=ENGINE_NAMES)
     submit.add_argument("--quality", choices=QUALITIES, help="built-in engine preset")
@@ -163,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--name", help="job name (default: target name + time)")
     submit.add_argument("--tenant", help="submit as this tenant: everything goes under tenants/TENANT/")
     submit.add_argument("--output", type=Path, help="with --wait: where to download the result")
+    submit.add_argument("--output-dir", type=Path, help="with --wait: the folder to download the output(s) into")
+    submit.add_argument("--item-notices", action="store_true", help="a batch: each item also sends its own notice")
     submit.add_argument("--wait", action="store_true", help="follow the job and download the result")
     submit.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits (default 3600)")
     submit.add_argument("--api", help=f"submit through the HTTP API at this URL; env {ENV_API_URL}")
@@ -171,8 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_connection(submit)
     add_facefusion_options(submit)
 
-    status = commands.add_parser("status", help="state, segments done/failed/total, output location")
-    status.add_argument("job_id")
+    status = commands.add_parser(
+        "status", help="state, segments done/failed/total, output location (or a batch's items)"
+    )
+    status.add_argument("job_id", help="a job's or a batch's id")
     status.add_argument("--tenant", help="only if the job is this tenant's")
     _add_connection(status)
 
@@ -182,12 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--tenant", help="only this tenant's jobs ('-': only single-tenant jobs)")
     _add_connection(listing)
 
-    cancel = commands.add_parser("cancel", help="stop a running job; it ends CANCELLED with a notice")
-    cancel.add_argument("job_id")
+    cancel = commands.add_parser("cancel", help="stop a running job or batch; it ends CANCELLED with a notice")
+    cancel.add_argument("job_id", help="a job's, a batch's or one batch item's id")
     _add_connection(cancel)
 
-    retry = commands.add_parser("retry", help="run a failed or cancelled job again, only its missing segments")
-    retry.add_argument("job_id")
+    retry = commands.add_parser(
+        "retry", help="run a failed or cancelled job again, only its missing segments (a batch: its unsuccessful items)"
+    )
+    retry.add_argument("job_id", help="a job's, a batch's or one batch item's id")
     _add_connection(retry)
 
     logs = commands.add_parser("logs", help="what each attempt of each segment did")
@@ -275,7 +287,8 @@ def cmd_submit_api(args: argparse.Namespace, base_url: str, token: str) -> int:
         line = ProgressLine()
         status = client.wait(job_id, args.timeout, lambda s: line.show(_describe_api(s)))
         line.done()
-        code = _report_api(status, args.output or Path.cwd() / f"{args.name or job_id}.mp4")
+        suffix = args.target.suffix.lower() if args.target.suffix.lower() in IMAGE_EXTENSIONS else ".mp4"
+        code = _report_api(status, args.output or (args.output_dir or Path.cwd()) / f"{args.name or job_id}{suffix}")
     print(job_id, flush=True)
     return code
 
@@ -306,6 +319,11 @@ def _report_api(status: dict[str, object], destination: Path) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     api_url = args.api or os.environ.get(ENV_API_URL)
+    if is_batch(args.target):
+        if api_url:
+            raise FusionFleetError("--api takes one --target; submit a batch to the stack itself")
+        return cmd_submit_batch(args)
+    args.target = Path(args.target[0])
     if api_url:
         token = args.token or os.environ.get(ENV_TOKEN)
         if not token:
@@ -328,7 +346,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
             if inbox is not None:
                 inbox.close()
         line.done()
-        code = _report(client, status, args.output or Path.cwd() / Path(submission.output_key).name, args.timeout)
+        named = Path(submission.output_key).name
+        destination = args.output or (args.output_dir or Path.cwd()) / named
+        code = _report(client, status, destination, args.timeout)
     print(submission.job_id, flush=True)
     return code
 
@@ -409,6 +429,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     return 0
 
 
+BATCH_COMMANDS = {"status": cmd_batch_status, "cancel": cmd_batch_cancel, "retry": cmd_batch_retry}
 COMMANDS = {
     "subscribe": cmd_subscribe,
     "dashboard": cmd_dashboard,
@@ -431,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "submit":
             return cmd_submit(args)
+        if args.command in BATCH_COMMANDS and is_batch_id(args, args.job_id):
+            return BATCH_COMMANDS[args.command](args)
         if args.command == "status":
             return cmd_status(args)
         if args.command in COMMANDS:

@@ -20,17 +20,22 @@ from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.fleet.tenants import check_tenant_name
 from fusionfleet.jobs.ids import job_id as derive_job_id
+from fusionfleet.jobs.image_output import VIDEO_EXTENSION, output_suffix
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import JobResult, JobView
+from fusionfleet.media.sniff import SNIFF_BYTES, image_format
 
 # After a job's notice, how long and how often `wait` reads the status until the execution has ended.
 NOTICE_SETTLE_S = 30.0
 NOTICE_SETTLE_POLL_S = 0.1
-_CONTENT_TYPES = {
+CONTENT_TYPES = {
     ".jpg": "image/jpeg",
     ".jpeg": "image/jpeg",
     ".png": "image/png",
     ".webp": "image/webp",
+    ".bmp": "image/bmp",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
     ".mp4": "video/mp4",
     ".mov": "video/quicktime",
     ".mkv": "video/x-matroska",
@@ -82,6 +87,14 @@ def build_manifest(
     return manifest
 
 
+def local_output_suffix(path: Path, key: str) -> str:
+    """The output's extension for a local target: an image keeps its format (told by its bytes, as the
+    slicer tells it), anything else is a video's `.mp4`."""
+    with path.open("rb") as handle:
+        found = image_format(handle.read(SNIFF_BYTES))
+    return output_suffix(key, found) if found else VIDEO_EXTENSION
+
+
 class Client:
     def __init__(self, storage: Storage, orchestrator: Orchestrator, resources: StackResources) -> None:
         self._storage = storage
@@ -119,7 +132,7 @@ class Client:
             say(f"uploading {path} → s3://{bucket}/{key}")
             # A tenant's inputs expire by tag (lifecycle prefixes take no wildcard for the tenant).
             tags = dict([layout.INPUT_RETENTION_TAG]) if tenant is not None else None
-            content_type = _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
+            content_type = CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
             self._storage.upload_file(bucket, key, path, content_type, tags)
             return key
 
@@ -127,7 +140,7 @@ class Client:
         target_key = upload(target, "target")
         reference_key = upload(reference, "reference") if reference else None
         manifest_key = layout.manifest_key(name, tenant)
-        output_key = layout.default_output_key(manifest_key)
+        output_key = layout.default_output_key(manifest_key, local_output_suffix(target, target_key))
         manifest = build_manifest(
             source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}, extra
         )

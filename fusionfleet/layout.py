@@ -1,10 +1,9 @@
-"""Where things live in the buckets. The only place that spells out key formats."""
+"""Where things live in the buckets: a job's key formats, both ways (a tenant's records are in
+`tenant_layout.py`, a batch's in `batch_layout.py`; nowhere else spells out a key)."""
 
 from __future__ import annotations
 
-import posixpath
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,8 +62,14 @@ def content_analysis_progress_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}content-analysis-progress.json"
 
 
-def segment_key(job_id: str, index: int) -> str:
-    return f"{work_prefix(job_id)}segments/{index:05d}.mp4"
+def face_reference_key(job_id: str, face: int) -> str:
+    """The target's frame person `face` of a job with `faces` is named by, decoded once by the slicer."""
+    return f"{work_prefix(job_id)}faces/{face:02d}.png"
+
+
+def segment_key(job_id: str, index: int, suffix: str = "mp4") -> str:
+    """A segment's output: video (`mp4`), or the picture of an image target or a test render's frame (`png`)."""
+    return f"{work_prefix(job_id)}segments/{index:05d}.{suffix}"
 
 
 def segment_record_key(job_id: str, index: int) -> str:
@@ -109,10 +114,12 @@ def attempt_record_key(job_id: str, index: int, run: int, attempt: int, copy: in
     return f"{attempts_prefix(job_id, index)}r{run:03d}-{attempt:03d}{suffix}.json"
 
 
-def copy_segment_key(job_id: str, index: int, copy: int) -> str:
+def copy_segment_key(job_id: str, index: int, copy: int, suffix: str = "mp4") -> str:
     """Where copy `copy` of a segment uploads its output: the original (0) at the segment's key, a
     backup beside it, so two copies never write the same object; the segment record names the winner."""
-    return segment_key(job_id, index) if copy == 0 else f"{segments_prefix(job_id)}{index:05d}.c{copy}.mp4"
+    if copy == 0:
+        return segment_key(job_id, index, suffix)
+    return f"{segments_prefix(job_id)}{index:05d}.c{copy}.{suffix}"
 
 
 def segment_winner_key(job_id: str, index: int, run: int) -> str:
@@ -273,11 +280,17 @@ def manifest_name(manifest_key: str) -> str:
     return name[: -len(MANIFEST_SUFFIX)] if name.endswith(MANIFEST_SUFFIX) else name
 
 
-def default_output_key(manifest_key: str) -> str:
-    """Beside the drop it came from: `outputs/…` for `jobs/…`, `tenants/T/outputs/…` for a tenant's."""
+def default_output_key(manifest_key: str, suffix: str = ".mp4") -> str:
+    """Beside the drop it came from: `outputs/…` for `jobs/…`, `tenants/T/outputs/…` for a tenant's;
+    `suffix` is the output's extension (an image target's output keeps its format)."""
     tenant = tenant_of(manifest_key)
     prefix = tenant_output_prefix(tenant) if tenant else OUTPUT_PREFIX
-    return f"{prefix}{manifest_name(manifest_key)}.mp4"
+    return f"{prefix}{manifest_name(manifest_key)}{suffix}"
+
+
+def default_output_prefix(manifest_key: str) -> str:
+    """Where a batch's outputs (one per target) or a test render's frames go: `outputs/<name>/`."""
+    return default_output_key(manifest_key, "/")
 
 
 def is_manifest_key(key: str) -> bool:
@@ -305,7 +318,9 @@ def manifest_key(name: str, tenant: str | None = None) -> str:
 _JOB = r"(?P<job>[^/_][^/]*)"  # a job id; records that are not jobs live under `work/_…/`
 _INDEX = r"(?P<index>\d{5,})"
 _WORK_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/")
-_SEGMENT_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}(?:\.c(?P<copy>[1-9]\d*))?\.(?P<kind>mp4|json)$")
+_SEGMENT_FILE = re.compile(
+    rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}(?:\.c(?P<copy>[1-9]\d*))?\.(?P<kind>mp4|png|json)$"
+)
 _ATTEMPT_FILE = re.compile(
     rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}\.attempts/r(?P<run>\d{{3,}})-(?P<attempt>\d{{3,}})(?:-c(?P<copy>[1-9]\d*))?\.json$"
 )
@@ -320,12 +335,16 @@ _RUN_PLAN_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/plans/r(?P<run>\d{{3,}})\.js
 
 @dataclass(frozen=True)
 class SegmentFile:
-    """`segment_key` / `copy_segment_key` (kind "mp4") or `segment_record_key` (kind "json")."""
+    """`segment_key` / `copy_segment_key` (kind "mp4" or "png") or `segment_record_key` (kind "json")."""
 
     job_id: str
     index: int
-    kind: Literal["mp4", "json"]
+    kind: Literal["mp4", "png", "json"]
     copy: int = 0
+
+    @property
+    def is_output(self) -> bool:
+        return self.kind != "json"
 
 
 @dataclass(frozen=True)
@@ -370,7 +389,7 @@ def parse_segment_file(key: str) -> SegmentFile | None:
     match = _SEGMENT_FILE.match(key)
     if match is None:
         return None
-    kind: Literal["mp4", "json"] = "mp4" if match["kind"] == "mp4" else "json"
+    kind: Literal["mp4", "png", "json"] = match["kind"]  # type: ignore[assignment]  # the pattern's three
     return SegmentFile(match["job"], int(match["index"]), kind, int(match["copy"] or 0))
 
 
@@ -455,39 +474,3 @@ def parse_tenant_upload_key(key: str) -> tuple[str, str, str] | None:
         return None
     api_job_id, slash, file_name = key[len(tenant_input_prefix(tenant)) :].partition("/")
     return (tenant, api_job_id, file_name) if slash and api_job_id and file_name and "/" not in file_name else None
-
-
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")
-
-
-def key_problem(key: str, allowed_prefixes: tuple[str, ...], forbidden_prefixes: tuple[str, ...]) -> str | None:
-    """Why `key` may not be used as a media or output key, or None when it is fine.
-
-    Keys are S3 keys, not paths, but they become file names in downloads and tools: anything that
-    could climb out of its prefix (`..`, leading `/`, backslashes) is refused outright.
-    """
-    if not key:
-        return "is empty"
-    if len(key.encode("utf-8")) > 1024:
-        return "is longer than 1024 bytes"
-    if _UNSAFE.search(key):
-        return "contains control characters or backslashes"
-    if key.startswith("/"):
-        return "starts with '/'"
-    parts = key.split("/")
-    if any(part in ("", ".", "..") for part in parts[:-1]) or parts[-1] in ("", ".", ".."):
-        return "contains empty, '.' or '..' path segments"
-    if posixpath.normpath(key) != key:
-        return "is not a normalised key"
-    if any(key.startswith(prefix) for prefix in forbidden_prefixes):
-        return f"is under a reserved prefix ({', '.join(forbidden_prefixes)})"
-    if allowed_prefixes and not any(key.startswith(prefix) for prefix in allowed_prefixes):
-        return f"is outside the allowed prefixes ({', '.join(allowed_prefixes)})"
-    return None
-
-
-def slug(text: str, limit: int) -> str:
-    """A lowercase [a-z0-9-] rendering of `text` for names that AWS restricts."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-    cleaned = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
-    return cleaned[:limit].strip("-") or "job"

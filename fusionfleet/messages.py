@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.encoding import EncoderSettings
+from fusionfleet.jobs.image_output import ImageOutput
 from fusionfleet.jobs.manifest import Priority, Quality
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.timeline import Timeline
@@ -33,6 +34,39 @@ class AudioSource(_Model):
 
     file: ObjectRef
     info: AudioInfo
+
+
+class FaceRef(_Model):
+    """One person of a job with `faces` (fusionfleet.jobs.faces): the sources that go on them (indices
+    into the job's `sources`) and their reference face, the face at `position` of `reference` (the
+    user's image, or the target's frame `frame` as the slicer decoded it once for the job)."""
+
+    sources: tuple[int, ...]
+    reference: ObjectRef
+    position: int = 0
+    frame: int | None = None
+
+
+class BatchItem(_Model):
+    """Where a job stands in its batch (fusionfleet.jobs.batches): every item is an ordinary job."""
+
+    batch_id: str
+    index: int
+    # The item tells its batch when it ends but publishes no notice of its own (the batch's summary
+    # lists it), unless the batch asked for every item's notice too.
+    quiet: bool = True
+
+
+class BatchEvent(_Model):
+    """On the ingest queue beside S3's events: a batch's item ended (the state machine's `TellBatch`), or
+    the watchdog's tick of a batch not yet ended. The slicer advances the batch on either."""
+
+    batch_id: str
+    event: Literal["ended", "tick"]
+    job_id: str = ""  # the item that ended
+
+    def wire(self) -> str:
+        return json.dumps({"batch_event": self.model_dump()})
 
 
 class JobContext(_Model):
@@ -66,6 +100,19 @@ class JobContext(_Model):
     fleet_workers: int = 0  # the fleet its plan was sized for (fusionfleet.jobs.sizing); 0: a fixed plan
     # The frames rendered and the output's rate (trim, output_video_fps); None: the whole target at its rate.
     timeline: Timeline | None = None
+
+    # An image target (its `video` is the image as one frame): how it is rendered and written.
+    image: ImageOutput | None = None
+    # A test render: the target's frames rendered, each a one-frame segment, written as images.
+    trial_frames: tuple[int, ...] = ()
+    # Several faces on several people (fusionfleet.jobs.faces): one entry per person.
+    faces: tuple[FaceRef, ...] = ()
+    batch: BatchItem | None = None  # an item of a batch
+
+    @property
+    def renders_stills(self) -> bool:
+        """Its segments are pictures (an image target's, a test render's frames), not video."""
+        return self.image is not None or bool(self.trial_frames)
 
     @property
     def frames(self) -> Timeline:
@@ -151,7 +198,10 @@ class RenderTask(_Model):
         newer = {
             "copy_number": 0, "avoid_worker": "", "prior_attempts": 0, "progress_frames": 0, "forgiven_attempts": 0,
         }  # fmt: skip
-        return self.model_dump_json(exclude={name for name, default in newer.items() if getattr(self, name) == default})
+        excluded: dict[str, Any] = {name: True for name, default in newer.items() if getattr(self, name) == default}
+        if self.segment.warm_from is None:
+            excluded["segment"] = {"warm_from": True}  # only a test render's segments have it
+        return self.model_dump_json(exclude=excluded)
 
     def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> RenderTask:
         counts = {"prior_attempts": prior_attempts, "forgiven_attempts": forgiven_attempts}

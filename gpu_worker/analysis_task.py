@@ -104,6 +104,17 @@ class RenderQueueHandler(TaskHandler[RenderQueueTask]):
     def superseded(self, task: RenderQueueTask) -> str | None:
         return self._of(task).superseded(task)
 
+    # Every hook the loop calls goes to the task's own handler: a wrapper that fell back to the defaults
+    # would silently drop the render handler's (its next segment's decoder, its budget hold, its billing).
+    def expect(self, task: RenderQueueTask) -> None:
+        self._of(task).expect(task)
+
+    def held(self, task: RenderQueueTask) -> str | None:
+        return self._of(task).held(task)
+
+    def alive(self, task: RenderQueueTask) -> None:
+        self._of(task).alive(task)
+
     def record_failure(self, task: RenderQueueTask, error: str, reason: str, attempt: int) -> None:
         self._of(task).record_failure(task, error, reason, attempt)
 

@@ -33,3 +33,4 @@ class RenderedFrames:
     rendered_at: float
     bytes_read: int
     stages: tuple[tuple[str, float], ...] = ()  # seconds per stage of the render (gpu_worker.stage_clock)
+    suffix: str = "mp4"  # the chunk files' kind: "png" for a still (an image target, a test render's frame)

@@ -128,7 +128,7 @@ def serve(conn: Connection, deps: RenderDeps, drain: Any) -> None:
         request = inbox.get()
         if request is None or isinstance(request, StopRequest):
             return
-        assert isinstance(request, RenderRequest)
+        assert isinstance(request, RenderRequest | AnalyseRequest)
         conn.send(answer(request, deps, drain))
 
 

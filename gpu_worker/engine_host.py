@@ -40,6 +40,7 @@ from gpu_worker.engine_child import (
     StopRequest,
 )
 from gpu_worker.errors import Cancelled, EngineFailure, Released
+from gpu_worker.stills import engine_frames_of
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +202,7 @@ class EngineHost:
         with self._sending:
             self._conn.send(RenderRequest(task, attempt))
         what = f"segment {task.segment.index} of {task.job.job_id}"
-        limit = self._policy.timeout_s(task.segment.frame_count)
+        limit = self._policy.timeout_s(engine_frames_of(task) if task.job.renders_stills else task.segment.frame_count)
         deadline = time.monotonic() + limit
         try:
             reply = self._wait(cancel, stopping, deadline, limit, what)

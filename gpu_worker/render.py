@@ -42,6 +42,7 @@ from gpu_worker.job_analysis import analyse_job, job_content_verdict
 from gpu_worker.media_probe import GpuMedia, probe_gpu_media
 from gpu_worker.prefetch import Prefetcher, target_reader
 from gpu_worker.sources import AudioSources, SourceCache
+from gpu_worker.stills import STILL_SUFFIX, render_still
 
 logger = logging.getLogger(__name__)
 
@@ -179,6 +180,15 @@ def render_frames(
                 raise
             # The job's inputs cannot work with this engine: the same on every attempt.
             raise InputRejected(error.reason) from error
+        if job.renders_stills:
+            # One picture: nothing to checkpoint or resume (gpu_worker.stills).
+            reader = target_reader(deps.storage, task)
+            still = render_still(engine, engine_job, task, deps.storage, reader, deps.limits, workdir, cancel, what)
+            span = (segment.start_frame, segment.end_frame)
+            return RenderedFrames(
+                task=task, workdir=workdir, grid=(span,), resumed_from=-1, frames_rendered=1, engine_s=still.engine_s,
+                started_at=started_at, rendered_at=time.time(), bytes_read=reader.bytes_fetched, suffix=STILL_SUFFIX,
+            )  # fmt: skip
         if is_nvenc(job.encoder.codec) and not deps.media.encode:
             # The job's encoder is fixed for all its segments: another worker renders this one.
             raise SegmentFailed(
@@ -265,16 +275,20 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
     what = f"segment {segment.index} of {job.job_id}"
     began = time.monotonic()
     try:
-        parts = [frames.workdir / f"{first:07d}-{end:07d}.mp4" for first, end in frames.grid]
+        parts = [frames.workdir / f"{first:07d}-{end:07d}.{frames.suffix}" for first, end in frames.grid]
         output_path = _join(parts, frames.workdir, what)
-        summary = _check_segment(output_path, task)
+        summary = (
+            _check_still(output_path, task) if frames.suffix == STILL_SUFFIX else _check_segment(output_path, task)
+        )
         earlier = winner(storage, job.work_bucket, job.job_id, segment.index, job.run)
         if earlier is not None:
             # The other copy finished while this one rendered: nothing of this one is uploaded.
             logger.info("%s: copy %s finished first; this copy's output is dropped", what, earlier.copy_number)
             return RenderResult(output=result_of(earlier), record=earlier)
-        key = layout.copy_segment_key(job.job_id, segment.index, task.copy_number)
-        storage.upload_file(job.work_bucket, key, output_path, "video/mp4")
+        key = layout.copy_segment_key(job.job_id, segment.index, task.copy_number, frames.suffix)
+        storage.upload_file(
+            job.work_bucket, key, output_path, "image/png" if frames.suffix == STILL_SUFFIX else "video/mp4"
+        )
         finished_at = time.time()
         record = SegmentRecord(
             job_id=job.job_id,
@@ -367,6 +381,21 @@ def _check_segment(path: Path, task: RenderTask) -> int:
             f"the job's size is {settings.width}×{settings.height}"
         )
     return summary.frame_count
+
+
+def _check_still(path: Path, task: RenderTask) -> int:
+    """A picture of the size the job renders at: or the attempt fails."""
+    picture = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if picture is None:
+        raise SegmentFailed(f"segment {task.segment.index}: its picture does not decode")
+    job = task.job
+    expected = job.image.work_size if job.image is not None else job.video.display_size
+    if (picture.shape[1], picture.shape[0]) != expected:
+        raise SegmentFailed(
+            f"segment {task.segment.index} is {picture.shape[1]}×{picture.shape[0]}, the job's size is "
+            f"{expected[0]}×{expected[1]}"
+        )
+    return 1
 
 
 def record_failure(storage: Storage, task: RenderTask, error: str, reason: str, attempt: int, worker: str) -> None:

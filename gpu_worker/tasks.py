@@ -36,6 +36,7 @@ from gpu_worker.checkpoints import Checkpoints
 from gpu_worker.commit import commit, result_of, winner
 from gpu_worker.errors import Blocked, Cancelled, Released, WorkersBlocklisted
 from gpu_worker.merge import MergeDeps, merge_job
+from gpu_worker.merge_stills import merge_stills
 from gpu_worker.render import record_failure
 from gpu_worker.retry import describe
 
@@ -407,6 +408,8 @@ class MergeHandler(TaskHandler[MergeTask]):
         return lambda: result
 
     def execute(self, task: MergeTask, cancel: threading.Event, attempt: Attempt) -> MergeResult:
+        if task.job.renders_stills:
+            return merge_stills(task, self._deps)
         return merge_job(task, self._deps)
 
     def cancelled(self, task: MergeTask) -> bool:

@@ -4,7 +4,7 @@ Run on a GPU host (the worker image with the driver's `compute,utility,video` ca
 with `make facefusion-env` and onnxruntime-gpu in FaceFusion's environment), in under five minutes:
 
 1. the GPU: `nvidia-smi` lists it;
-2. onnxruntime-gpu's CUDA provider runs FaceFusion's stand-in models (tests/support/facefusion_standins.py,
+2. onnxruntime-gpu's CUDA provider runs FaceFusion's stand-in models (fleetctl/harness/standins,
    the real models' shapes) on the provider alone and agrees with the CPU provider;
 3. NVENC: the job's NVENC argv encodes a 1280×720 clip with every frame, the same timestamps as x264's
    argv at the same setting, and a PSNR against the source at least x264's;
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -38,7 +39,7 @@ from fleetctl.samples import astronaut_frames  # noqa: E402
 from gpu_worker.engines.base import Image  # noqa: E402
 from gpu_worker.media_probe import decode_clip, has_nvidia_device, probe_nvdec, probe_nvenc, write_clip  # noqa: E402
 
-STANDINS = ROOT / "tests" / "support" / "facefusion_standins.py"
+STANDINS = "fleetctl.harness.standins"  # run with FaceFusion's interpreter, the project on its path
 CLIP_FRAMES = 48
 CLIP_SIZE = (1280, 720)
 # Stand-in outputs on CUDA against the CPU provider: float32 kernels differ in the last bits only.
@@ -83,7 +84,7 @@ import onnxruntime as ort
 folder, names = sys.argv[1], json.loads(sys.argv[2])
 report = {"available": ort.get_available_providers(), "models": {}}
 for name in names:
-    path = f"{folder}/{name}.onnx"
+    path = f"{folder}/{name}"  # an ONNX file by its path in the folder (a .dfm is one too)
     cuda = ort.InferenceSession(path, providers=["CUDAExecutionProvider"])
     cpu = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(7)
@@ -122,12 +123,12 @@ def check_cuda_provider(python: str | None, folder: Path) -> Proof:
     if python is None:
         return skipped(name, "no interpreter with FaceFusion's dependencies (make facefusion-env, or the worker image)")
     built = subprocess.run(
-        [python, str(STANDINS), str(folder), json.dumps({"box": [110, 60, 210, 180]})],
-        capture_output=True, text=True, timeout=300, check=False,
+        [python, "-m", STANDINS, str(folder)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     if built.returncode != 0:
         return failed(name, f"the stand-in models were not built: {built.stderr.strip()[-500:]}")
-    models = [Path(model).stem for model in json.loads(built.stdout)]
+    models = list(json.loads(built.stdout))
     ran = subprocess.run(
         [python, "-c", PROVIDER_PROGRAM, str(folder), json.dumps(models)],
         capture_output=True, text=True, timeout=300, check=False,

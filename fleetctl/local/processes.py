@@ -114,6 +114,7 @@ def process_environments(options: UpOptions, resources: StackResources, scratch:
         stall_s=options.watchdog_stall_s,
         dispatch_grace_s=options.watchdog_dispatch_grace_s,
         render_queue_urls=resources.render_queue_urls,
+        ingest_queue_url=resources.ingest_queue_url,
         backups=options.backups,
         backup_factor=options.backup_factor,
         backup_min_age_s=options.backup_min_age_s,

@@ -1,4 +1,5 @@
-"""Slicer Lambda: S3 manifest events from the ingest queue → fusionfleet.services.slicing → one execution per job."""
+"""Slicer Lambda: S3 manifest events from the ingest queue → fusionfleet.services.slicing → one execution per job;
+a batch's events (an item ended, the watchdog's tick) advance the batch."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
-from functions.slicer.models import IngestRecord, S3TestEvent
+from functions.slicer.models import BatchMessage, IngestRecord, S3TestEvent
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
@@ -59,6 +60,14 @@ def slicer() -> Slicer:
 def record_handler(record: IngestRecord) -> None:
     if isinstance(record.body, S3TestEvent):
         logger.info("ignoring the S3 test event")
+        return
+    if isinstance(record.body, BatchMessage):
+        told = record.body.batch_event
+        logger.append_keys(job_id=told.batch_id)
+        advanced = slicer().advance(told.batch_id, told.job_id if told.event == "ended" else "")
+        logger.info("batch advanced", event=told.event, item=told.job_id, started=list(advanced.started),
+                    rejected=list(advanced.rejected), retried=list(advanced.retried), waiting=advanced.waiting,
+                    why=advanced.why_waiting, summary=advanced.summary)  # fmt: skip
         return
     for event in record.body.Records:
         outcome = slicer().handle(event.s3.bucket.name, event.s3.object.decoded_key)

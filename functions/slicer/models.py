@@ -1,4 +1,4 @@
-"""Parser models for the ingest queue: SQS records whose body is an S3 event notification."""
+"""Parser models for the ingest queue: SQS records whose body is an S3 event notification or a batch's event."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from urllib.parse import unquote_plus
 
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from pydantic import BaseModel, Json
+
+from fusionfleet.messages import BatchEvent
 
 
 class S3ObjectRef(BaseModel):
@@ -43,5 +45,11 @@ class S3TestEvent(BaseModel):
     Event: Literal["s3:TestEvent"]
 
 
+class BatchMessage(BaseModel):
+    """A batch's event (an item ended, the watchdog's tick): fusionfleet.messages.BatchEvent."""
+
+    batch_event: BatchEvent
+
+
 class IngestRecord(SqsRecordModel):
-    body: Json[S3Notification | S3TestEvent]
+    body: Json[S3Notification | S3TestEvent | BatchMessage]

@@ -1,4 +1,4 @@
-"""Watchdog Lambda (scheduled): end every stuck or silently ended job with exactly one notice."""
+"""Watchdog Lambda (scheduled): end every stuck or silently ended job with exactly one notice; tick open batches."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.services.admission import AdmissionConfig, Admitter
 from fusionfleet.services.backups import BackupSender
+from fusionfleet.services.batch_ticks import tick_open_batches
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_sweep import TenantSweep
 from fusionfleet.services.watchdog import Watchdog
@@ -52,11 +53,15 @@ def tenant_round() -> TenantSweep:
     )  # fmt: skip
 
 
+def settings() -> WatchdogEnvironment:
+    return from_env(WatchdogEnvironment, os.environ)
+
+
 @cache
 def watchdog() -> Watchdog:
     # Cached: a warm Lambda (or the local runner's process) remembers which executions are settled. Its
     # environment is its configuration (fusionfleet.environment.watchdog), read here and nowhere else.
-    config = from_env(WatchdogEnvironment, os.environ)
+    config = settings()
     aws = AwsTarget(region=config.region, endpoint_url=config.endpoint_url)
     storage = S3Storage(aws.client("s3"))
     queues = config.render_queues
@@ -79,9 +84,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     tenants = tenant_round().sweep()
     for tenant, started in tenants.admitted.items():
         logger.info("waiting jobs started", tenant=tenant, jobs=started)
+    config = settings()
+    ticked = []
+    if config.ingest_queue_url:
+        queue = SqsQueue(AwsTarget(region=config.region, endpoint_url=config.endpoint_url).client("sqs"))
+        ticked = tick_open_batches(keeper.storage, config.work_bucket, queue, config.ingest_queue_url)
     return {
         "closed": [item.job_id for item in closed],
         "backups": [f"{item.job_id}:{item.index}" for item in keeper.backups_sent],
+        "batches_ticked": ticked,
         "admitted": tenants.admitted,
         "over_budget": tenants.over_budget,
         "held": tenants.held,

@@ -40,6 +40,7 @@ ENV_GPU_INSTANCE_TYPES = "GPU_INSTANCE_TYPES"
 ENV_GPU_ON_DEMAND_PERCENTAGE = "GPU_ON_DEMAND_PERCENTAGE"
 ENV_GPU_QUOTA_CACHE_SECONDS = "GPU_QUOTA_CACHE_SECONDS"
 ENV_FLEET_MAX_WORKERS = "FLEET_MAX_WORKERS"
+ENV_BATCH_WINDOW = "BATCH_WINDOW"
 # The render service the slicer raises for a new job (AWS stages; unset locally).
 ENV_RENDER_CLUSTER = "RENDER_CLUSTER"
 ENV_RENDER_SERVICE = "RENDER_SERVICE"
@@ -88,6 +89,8 @@ class SlicerEnvironment:
     # The most render workers the fleet may run (RenderMaxTasks, `local up --max-workers`). 0: fixed
     # 2–5 s plans; otherwise plans are sized to that fleet and the engine's cost (fusionfleet.jobs.sizing).
     fleet_max_workers: int = variable(ENV_FLEET_MAX_WORKERS, 0)
+    # Items of one batch running at once; 0: two rounds of the fleet (fusionfleet.fleet.fairness.batch_window).
+    batch_window: int = variable(ENV_BATCH_WINDOW, 0)
     render_cluster: str = variable(ENV_RENDER_CLUSTER, "")
     render_service: str = variable(ENV_RENDER_SERVICE, "")  # empty: no service to wake (local stack)
     render_backlog_per_task: float = variable(ENV_RENDER_BACKLOG_PER_TASK, WakePolicy.backlog_per_task)

@@ -29,6 +29,7 @@ ENV_TENANT_MAX_RUNNING_JOBS = "TENANT_MAX_RUNNING_JOBS"
 ENV_TENANT_MAX_SEGMENTS = "TENANT_MAX_SEGMENTS"
 ENV_MAX_RUNNING_JOBS = "MAX_RUNNING_JOBS"
 ENV_WEBHOOK_QUEUE = "WEBHOOK_QUEUE_URL"
+ENV_INGEST_QUEUE = "INGEST_QUEUE_URL"  # unset: batches are not ticked
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class WatchdogEnvironment:
     tenant_max_segments: int = variable(ENV_TENANT_MAX_SEGMENTS, TenantLimits.max_segments)
     max_running_jobs: int = variable(ENV_MAX_RUNNING_JOBS, 0)
     webhook_queue_url: str | None = variable(ENV_WEBHOOK_QUEUE, None)
+    # The slicer's queue: every sweep ticks each batch not yet ended there (fusionfleet.services.batch_ticks).
+    ingest_queue_url: str = variable(ENV_INGEST_QUEUE, "")
 
     @property
     def policy(self) -> WatchdogPolicy:

@@ -20,3 +20,10 @@ def fair_concurrency(fleet_workers: int, rounds_ahead: float = ROUNDS_AHEAD) -> 
     if fleet_workers < 1 or rounds_ahead < 1:
         raise ValueError("a fleet has at least one worker, and a job keeps at least one round in flight")
     return math.ceil(rounds_ahead * fleet_workers)
+
+
+def batch_window(fleet_workers: int, rounds_ahead: float = ROUNDS_AHEAD) -> int:
+    """Items of one batch running at once: as many as one job keeps segments in flight. An item is one
+    segment (an image) or a few (a short clip), so the batch holds about `rounds_ahead` rounds of the
+    fleet, like any big job, and a job arriving after it waits behind that many, not the whole batch."""
+    return fair_concurrency(max(1, fleet_workers), rounds_ahead)

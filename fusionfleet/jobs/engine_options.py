@@ -18,12 +18,15 @@ from fusionfleet.jobs.audio import AUDIO_OPTIONS
 from fusionfleet.jobs.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
 
 # Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding), the
-# merge's audio (fusionfleet.jobs.audio), and the planner, encoder and merge together for the frames
-# rendered and the output's rate (fusionfleet.jobs.timeline).
+# merge's audio (fusionfleet.jobs.audio), the planner, encoder and merge together for the frames
+# rendered and the output's rate (fusionfleet.jobs.timeline), and an image target's output
+# (fusionfleet.jobs.image_output). Each kind of target takes the other kind's output options and ignores
+# them, as FaceFusion does, so one batch's options serve its images and its clips alike.
 FLEET_OPTIONS = frozenset(
     {
         "output_video_encoder", "output_video_preset", "output_video_quality", "output_video_scale",
         "output_video_fps", "trim_frame_start", "trim_frame_end", *AUDIO_OPTIONS,
+        "output_image_quality", "output_image_scale",
     }
 )  # fmt: skip
 

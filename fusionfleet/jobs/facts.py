@@ -109,7 +109,7 @@ class SegmentFiles:
         attempts: list[tuple[int, int, int, str]] = []
         for key in keys:
             if (segment := layout.parse_segment_file(key)) is not None:
-                (outputs if segment.kind == "mp4" else records).add(segment.index)
+                (outputs if segment.is_output else records).add(segment.index)
             elif (attempt := layout.parse_attempt_record_key(key)) is not None:
                 attempts.append((attempt.index, attempt.run, attempt.attempt, key))
         return cls(frozenset(outputs), frozenset(records), tuple(sorted(attempts)))

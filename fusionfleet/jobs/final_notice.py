@@ -35,6 +35,7 @@ from fusionfleet.errors import ObjectMissing
 STATE_MACHINE = "state machine"
 WATCHDOG = "watchdog"
 CANCEL = "cancel"
+SLICER = "slicer"  # a batch's summary, sent by the slicer when its last item ends (fusionfleet.services.batching)
 TOPIC = "topic"  # the notification topic's channel name
 # How the state machine ends when it published the notice itself (render.asl.json's JobFailed).
 NOTIFIED_FAILURE_ERROR = "JobFailed"
@@ -89,9 +90,13 @@ def prepared_notice(built: dict[str, Any] | None) -> dict[str, Any] | None:
     return notice if isinstance(notice, dict) and notice.get("status") in ("succeeded", "failed") else None
 
 
-def state_machine_claim(job_id: str) -> dict[str, str]:
-    """What the execution input carries for the state machine's claim states (render.asl.json)."""
-    return {"key": layout.notice_key(job_id), "by": STATE_MACHINE}
+def state_machine_claim(job_id: str, quiet: bool = False) -> dict[str, Any]:
+    """What the execution input carries for the state machine's claim states (render.asl.json). `quiet`:
+    a batch's item, whose notice is claimed and recorded but not published (its batch's summary names it)."""
+    claim: dict[str, Any] = {"key": layout.notice_key(job_id), "by": STATE_MACHINE}
+    if quiet:
+        claim["quiet"] = True
+    return claim
 
 
 class NoticeChannel(Protocol):

@@ -17,10 +17,12 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fusionfleet import layout
+from fusionfleet import key_rules, layout
 from fusionfleet.errors import JobRejected
 from fusionfleet.facefusion.options import OptionsError, validate_options
 from fusionfleet.jobs.audio import audio_option_problems
+from fusionfleet.jobs.faces import MAX_FACES, FaceMapping, mapping_problems
+from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS, VIDEO_EXTENSION, extension_of
 from fusionfleet.webhooks.addresses import AddressPolicy, WebhookRefused, check_url
 from fusionfleet.webhooks.events import EventKind, metadata_problem
 
@@ -33,6 +35,8 @@ PRIORITIES: tuple[Priority, ...] = get_args(Priority)
 QUALITIES: tuple[Quality, ...] = get_args(Quality)
 MAX_MANIFEST_BYTES = 64 * 1024
 MAX_SOURCES = 16
+MAX_TARGETS = 1000  # items of one batch (their ids carry a four-digit index)
+MAX_TRY_FRAMES = 16  # frames of one test render
 
 # Encoders every worker of the fleet has (the static FFmpeg build in imageio-ffmpeg), with the
 # profile and pixel format each is used with. NVENC is left out on purpose: a job must not mix
@@ -70,11 +74,15 @@ class KeyPolicy:
 
 
 class Manifest(BaseModel):
+    """A job (`target`), a batch of jobs with the same settings (`targets`: keys or prefixes), or a test
+    render of a few frames (`target` and `frames`). `source` or `faces` names the faces."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     version: Literal[1] = 1
-    source: tuple[str, ...] = Field(min_length=1, max_length=MAX_SOURCES)
-    target: str
+    source: tuple[str, ...] = Field(default=(), max_length=MAX_SOURCES)
+    target: str = ""
+    targets: tuple[str, ...] = Field(default=(), max_length=MAX_TARGETS)
     output: str | None = None
     priority: Priority = "normal"
     engine: str | None = None
@@ -86,8 +94,11 @@ class Manifest(BaseModel):
     webhook: str | None = None
     webhook_events: tuple[EventKind, ...] | None = None
     metadata: dict[str, Any] | None = None
+    faces: tuple[FaceMapping, ...] = Field(default=(), max_length=MAX_FACES)
+    frames: tuple[int, ...] = Field(default=(), max_length=MAX_TRY_FRAMES)
+    item_notices: bool = False  # a batch: every item's own notice too, not only the batch's summary
 
-    @field_validator("source", mode="before")
+    @field_validator("source", "targets", mode="before")
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         # A single face may be given as a string; it means a list of one.
@@ -106,6 +117,11 @@ class Manifest(BaseModel):
             raise ValueError(problem)
         return value
 
+    @field_validator("faces", "frames", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        return tuple(value) if isinstance(value, list) else value
+
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, value: str | None) -> str | None:
@@ -113,14 +129,26 @@ class Manifest(BaseModel):
             raise ValueError(f"{value!r} is not one of {', '.join(ENGINE_NAMES)}")
         return value
 
+    @property
+    def is_batch(self) -> bool:
+        return bool(self.targets)
+
+    @property
+    def is_try(self) -> bool:
+        return bool(self.frames)
+
+    @property
+    def all_sources(self) -> tuple[str, ...]:
+        """Every face image the job reads: `source`, or each mapping's in order."""
+        return self.source or tuple(key for face in self.faces for key in face.source)
+
+    def item(self, target: str, output: str) -> Manifest:
+        """One target of a batch as a job of its own, with the batch's sources, options and priority."""
+        return self.model_copy(update={"target": target, "targets": (), "output": output, "item_notices": False})
+
 
 # FaceFusion options no engine of the fleet applies, with the reason a user is told.
-REFUSED_OPTIONS: Mapping[str, str] = MappingProxyType(
-    {
-        "output_image_quality": "it applies to image targets; FusionFleet renders videos",
-        "output_image_scale": "it applies to image targets; FusionFleet renders videos",
-    }
-)
+REFUSED_OPTIONS: Mapping[str, str] = MappingProxyType({})
 # The options the fleet's own rules judge (beyond FaceFusion's).
 ENCODER_OPTIONS = ("output_video_encoder", "output_video_preset", "output_audio_encoder", *REFUSED_OPTIONS)
 
@@ -179,21 +207,60 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{where}: {message}"
 
 
+def _missing(data: Mapping[str, Any]) -> list[str]:
+    """The faces and the target(s) a manifest lacks; judged on the raw fields too, so that a manifest
+    with other problems still hears of these."""
+    problems = []
+    if not data.get("source") and not data.get("faces"):
+        problems.append("source: is required (or `faces`, mapping each source to a person)")
+    if not data.get("target") and not data.get("targets"):
+        problems.append("target: is required (or `targets`, a list of keys and prefixes, for a batch)")
+    return problems
+
+
+def _shape_problems(manifest: Manifest) -> list[str]:
+    """Which of a job, a batch and a test render the manifest is, and whether its fields agree."""
+    problems = _missing(manifest.model_dump())
+    if manifest.target and manifest.targets:
+        problems.append("target and targets: give one of them (`targets` makes a batch of one job per target)")
+    if manifest.frames and manifest.targets:
+        problems.append("frames: a test render renders frames of one `target`, not of a batch's `targets`")
+    if any(frame < 0 for frame in manifest.frames):
+        problems.append("frames: frame numbers start at 0")
+    if len(set(manifest.frames)) != len(manifest.frames):
+        problems.append("frames: each frame once")
+    if manifest.item_notices and not manifest.targets:
+        problems.append("item_notices: applies to batches (a manifest with `targets`)")
+    if manifest.source and manifest.faces:
+        problems.append("source and faces: give one of them (with `faces` each mapping names its own sources)")
+    if manifest.faces and manifest.reference:
+        problems.append("reference: with `faces` each mapping names its own reference")
+    if len(manifest.all_sources) > MAX_SOURCES:
+        problems.append(f"faces: {len(manifest.all_sources)} source images in all, more than {MAX_SOURCES}")
+    problems.extend(mapping_problems(manifest.faces, manifest.options))
+    return problems
+
+
 def _key_problems(manifest: Manifest, policy: KeyPolicy) -> list[str]:
     problems = []
-    named = [(f"source[{i}]", key) for i, key in enumerate(manifest.source)] + [("target", manifest.target)]
+    named = [(f"source[{i}]", key) for i, key in enumerate(manifest.source)]
+    if manifest.target:
+        named.append(("target", manifest.target))
     if manifest.reference:
         named.append(("reference", manifest.reference))
+    for index, face in enumerate(manifest.faces):
+        named.extend((f"faces[{index}].source[{i}]", key) for i, key in enumerate(face.source))
+        if face.reference:
+            named.append((f"faces[{index}].reference", face.reference))
+    for index, target in enumerate(manifest.targets):
+        # A prefix (ending in '/') names every target under it; it is checked as the key it ends.
+        named.append((f"targets[{index}]", target.removesuffix("/") if target.endswith("/") else target))
     for field, key in named:
-        why = layout.key_problem(key, policy.input_prefixes, policy.reserved_prefixes)
+        why = key_rules.key_problem(key, policy.input_prefixes, policy.reserved_prefixes)
         if why:
             problems.append(f"{field}: key {key!r} {why}")
     if manifest.output is not None:
-        why = layout.key_problem(manifest.output, policy.output_prefixes, policy.reserved_prefixes)
-        if why:
-            problems.append(f"output: key {manifest.output!r} {why}")
-        elif not manifest.output.lower().endswith(".mp4"):
-            problems.append(f"output: key {manifest.output!r} must end in .mp4 (outputs are MP4)")
+        problems.extend(_output_problems(manifest, policy))
     return problems
 
 
@@ -212,8 +279,32 @@ def _webhook_problems(manifest: Manifest, addresses: AddressPolicy) -> list[str]
     return problems
 
 
+def _output_problems(manifest: Manifest, policy: KeyPolicy) -> list[str]:
+    output = manifest.output or ""
+    several = manifest.is_batch or manifest.is_try
+    why = key_rules.key_problem(
+        output.removesuffix("/") if several else output, policy.output_prefixes, policy.reserved_prefixes
+    )
+    if why:
+        return [f"output: key {output!r} {why}"]
+    if several and not output.endswith("/"):
+        what = (
+            "a batch writes one output per target" if manifest.is_batch else "a test render writes one image per frame"
+        )
+        return [f"output: {output!r} must be a prefix ending in '/': {what} under it"]
+    if not several and extension_of(output) not in (VIDEO_EXTENSION, *IMAGE_EXTENSIONS):
+        return [
+            f"output: key {output!r} must end in .mp4 (a video's output) or an image extension "
+            f"({', '.join(IMAGE_EXTENSIONS)}) for an image target"
+        ]
+    return []
+
+
 def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = None) -> Manifest:
-    """Validate a manifest's bytes; the result has `output` filled in and options normalised."""
+    """Validate a manifest's bytes; options normalised, a batch's or test render's output prefix filled in.
+
+    A job's output is left as given: its default (`outputs/<name>.mp4`, or the image's own extension)
+    depends on what the target turns out to be, which the slicer learns from its bytes."""
     policy = (policy or KeyPolicy()).for_manifest(manifest_key)
     if len(raw) > MAX_MANIFEST_BYTES:
         raise JobRejected(f"the manifest is {len(raw)} bytes, over the limit of {MAX_MANIFEST_BYTES}")
@@ -248,13 +339,16 @@ def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = Non
         )
     except ValidationError as error:
         problems.extend(_describe(dict(item)) for item in error.errors())
+        named = {problem.split(":", 1)[0].split(".")[0].split("[")[0] for problem in problems}
+        problems.extend(problem for problem in _missing(data) if problem.split(":", 1)[0] not in named)
         raise JobRejected(_summary(problems), tuple(problems)) from error
+    problems.extend(_shape_problems(manifest))
     problems.extend(_key_problems(manifest, policy))
     problems.extend(_webhook_problems(manifest, policy.webhooks))
     if problems:
         raise JobRejected(_summary(problems), tuple(problems))
-    if manifest.output is None:
-        manifest = manifest.model_copy(update={"output": layout.default_output_key(manifest_key)})
+    if manifest.output is None and (manifest.is_batch or manifest.is_try):
+        manifest = manifest.model_copy(update={"output": layout.default_output_prefix(manifest_key)})
     return manifest
 
 

@@ -25,29 +25,44 @@ class SegmentPolicy:
 
 @dataclass(frozen=True)
 class Segment:
-    """Frames [start_frame, end_frame) of the target; times are exact microseconds of those frames."""
+    """Frames [start_frame, end_frame) of the target; times are exact microseconds of those frames.
+
+    `warm_from`: a test render's frame is rendered as the whole job renders it, its engine run from
+    the start of the job's segment that holds it (fusionfleet.jobs.trial); None for every other segment.
+    """
 
     index: int
     start_frame: int
     end_frame: int
     start_time_us: int
     end_time_us: int
+    warm_from: int | None = None
 
     @property
     def frame_count(self) -> int:
         return self.end_frame - self.start_frame
 
+    @property
+    def engine_start(self) -> int:
+        """The first frame the engine's own part of this segment starts from (before any lead-in)."""
+        return self.start_frame if self.warm_from is None else self.warm_from
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.warm_from is None:
+            del data["warm_from"]  # a plan item as it always was
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Segment:
+        warm = data.get("warm_from")
         return cls(
             index=int(data["index"]),
             start_frame=int(data["start_frame"]),
             end_frame=int(data["end_frame"]),
             start_time_us=int(data["start_time_us"]),
             end_time_us=int(data["end_time_us"]),
+            warm_from=None if warm is None else int(warm),
         )
 
 

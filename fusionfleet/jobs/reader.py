@@ -15,17 +15,20 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from fusionfleet import index_layout, layout, tenant_layout
+from fusionfleet import batch_layout, index_layout, layout, tenant_layout
 from fusionfleet.adapters.orchestrator import LISTED_STATUSES, ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import BadRequest, JobNotFound, ObjectMissing, OperationRefused
 from fusionfleet.facefusion.content_analysis import AnalysisProgress
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs import summary
+from fusionfleet.jobs.batch_views import listed_batch
+from fusionfleet.jobs.batches import BatchRecord
 from fusionfleet.jobs.facts import JobFacts, JobRecords, SegmentFiles
 from fusionfleet.jobs.final_notice import told_by_itself
-from fusionfleet.jobs.ids import tenant_of_job
-from fusionfleet.jobs.states import JobState, could_be, parse_state
+from fusionfleet.jobs.ids import batch_of_item, tenant_of_job
+from fusionfleet.jobs.runs import is_cancelled
+from fusionfleet.jobs.states import JobState, could_be, job_state, parse_state
 from fusionfleet.jobs.summary import EndedView, JobSummary
 from fusionfleet.jobs.views import (
     AttemptView,
@@ -72,7 +75,7 @@ def job_result_json(facts: JobFacts) -> dict[str, Any] | None:
     output = facts.execution.output if facts.execution is not None else None
     if not output:
         return None
-    return {key: output[key] for key in ("output", "frames", "duration_s", "timings") if key in output}
+    return {key: output[key] for key in ("output", "frames", "duration_s", "timings", "cost") if key in output}
 
 
 def _before_segment(job_id: str, index: int) -> str:
@@ -130,7 +133,8 @@ class JobReader:
         bounded number of reads: its summary, its plan, its preview and webhook records. A job without
         a summary (one from before summaries) gets the full `detail`. Returns the detail and the first
         segment of the next page (None on the last). Its attempts are the first page of `attempts_page`;
-        no cost (that needs every attempt: `detail`)."""
+        its cost once the run ended (the merge's figure, or its attempts priced once by the read that
+        recorded the end); while it runs, none (that needs every attempt: `detail`)."""
         found = summary.read(self.records.storage, self.records.bucket, job_id)
         if found is None:
             full = self.detail(job_id)
@@ -138,6 +142,9 @@ class JobReader:
             more = segments[limit].index if len(segments) > limit else None
             return replace(full, segments=segments[:limit]), more
         view = self._fast(job_id, found) or self._full_view(job_id, found)
+        if found.ended_view is None and view.state.ended:
+            found = summary.read(self.records.storage, self.records.bucket, job_id) or found  # its end, recorded now
+        ended = found.ended_view
         plan = [segment for segment in self.records.plan(job_id) if segment.index >= segments_from]
         page = plan[:limit]
         more = plan[limit].index if len(plan) > limit else None
@@ -149,6 +156,8 @@ class JobReader:
             timings={"submitted_at": found.submitted_at, "run": found.run,
                      "engine_s": round(sum(mark.e for mark in found.segments.values()), 3)},
             preview_key=self._preview_key(job_id),
+            # Known once the run ended (a running job's attempts are paged by `attempts_page`).
+            cost=ended.cost if ended is not None else None,
             deliveries=[record.view() for record in deliveries(storage, bucket, job_id)],
         )  # fmt: skip
         return detail, more
@@ -255,7 +264,7 @@ class JobReader:
                 continue
             seen.add(job_id)
             try:
-                view = self._fast(job_id) or self._full_view(job_id)
+                view = self._fast(job_id) or self._indexed_batch(job_id) or self._full_view(job_id)
             except JobNotFound:
                 continue
             if wanted is None or view.state is wanted:
@@ -273,12 +282,18 @@ class JobReader:
 
     def _list_unindexed(self, wanted: JobState | None, limit: int, tenant: str | None) -> list[JobView]:
         views: list[JobView] = []
-        for job_id, _started, hint in self._candidates():
+        candidates, batches = self._candidates()
+        for job_id, _started, hint in candidates:
             if len(views) >= limit:
                 break
-            if wanted is not None and not could_be(hint, wanted):
-                continue
             if tenant is not None and notice_tenant(tenant_of_job(job_id)) != tenant:
+                continue
+            if job_id in batches:
+                view = self._listed_batch(job_id, batches[job_id])
+                if view is not None and (wanted is None or view.state is wanted):
+                    views.append(view)
+                continue
+            if wanted is not None and not could_be(hint, wanted):
                 continue
             try:
                 view = self._view(self.records.facts(job_id))
@@ -287,6 +302,34 @@ class JobReader:
             if wanted is None or view.state is wanted:
                 views.append(view)
         return views
+
+    def _indexed_batch(self, batch_id: str) -> JobView | None:
+        """A batch's row from its record, its started items (one listing of its claims) and each started
+        item's summary (a read each; an ended item's view is recorded in its summary by the first read
+        that finds it ended). None when `batch_id` is no batch."""
+        record = self.batch_record(batch_id)
+        if record is None:
+            return None
+        storage, bucket = self.records.storage, self.records.bucket
+        newest: dict[str, JobState] = {}
+        for key in storage.list_keys(bucket, batch_layout.batch_items_prefix(batch_id)):
+            claim = batch_layout.parse_batch_item_claim_key(key)
+            if claim is None:
+                continue
+            item = record.item_id(claim[1])
+            try:
+                newest[item] = (self._fast(item) or self._full_view(item)).state
+            except JobNotFound:
+                continue  # claimed, not prepared yet: it shows as not started
+        return listed_batch(record, newest, is_cancelled(storage, bucket, batch_id), None)
+
+    def batch_record(self, batch_id: str) -> BatchRecord | None:
+        raw = self.records.json(batch_layout.batch_key(batch_id))
+        return BatchRecord.model_validate(raw) if raw is not None else None
+
+    def view_of(self, facts: JobFacts, segments: bool = True) -> JobView:
+        """A job's view from facts already read; `segments=False` skips listing its segment files."""
+        return self._view(facts, None if segments else SegmentFiles())
 
     # ------------------------------------------------------------------ internals
     def _fast(self, job_id: str, found: JobSummary | None = None) -> JobView | None:
@@ -322,10 +365,16 @@ class JobReader:
         files = self.records.segment_files(job_id)
         view = self._view(facts, files)
         result = job_result_json(facts)
-        record = EndedView(run=facts.run.run, state=view.state.value, reason=view.reason, result=result)
+        merged = (result or {}).get("cost")
+        priced = {**merged, "final": True} if isinstance(merged, dict) else self._ended_cost(facts, files)
+        record = EndedView(run=facts.run.run, state=view.state.value, reason=view.reason, result=result, cost=priced)
         change = summary.ended(record, files.done, files.failed)
         summary.try_update(self.records.storage, self.records.bucket, job_id, change)
         return view
+
+    def _ended_cost(self, facts: JobFacts, files: SegmentFiles) -> dict[str, Any] | None:
+        """An ended run that did not merge: its attempt records priced, read this once (then recorded)."""
+        return cost(facts, self._attempts(facts.job_id, files), self._clock())
 
     def _view(self, facts: JobFacts, files: SegmentFiles | None = None, in_flight: bool = False) -> JobView:
         if facts.context is not None and files is None:
@@ -345,8 +394,9 @@ class JobReader:
         record = self.records.json(layout.rejected_index_key(job_id))
         return parse_time(record.get("rejected_at")) if isinstance(record, dict) else None
 
-    def _candidates(self) -> list[tuple[str, float, str]]:
-        """(job id, when it started, the status of its newest run) for every job, newest first."""
+    def _candidates(self) -> tuple[list[tuple[str, float, str]], dict[str, dict[str, JobState]]]:
+        """(job id, when it started, the status of its newest run) for every job and batch, newest first,
+        and for each batch its items' states as their newest runs say (a batch is one row)."""
         records = self.records
         runs: dict[str, list[tuple[int, float, str]]] = {}  # job → [(run, started, status)]
         for status in LISTED_STATUSES:
@@ -354,23 +404,47 @@ class JobReader:
                 job_id, run = records.job_of(execution)
                 started = execution.started.timestamp() if execution.started else 0.0
                 runs.setdefault(job_id, []).append((run, started, execution.status))
-        found = []
+        found: dict[str, tuple[str, float, str]] = {}
+        batches: dict[str, dict[str, JobState]] = {}
+
+        def add(job_id: str, started: float, status: str) -> None:
+            item = batch_of_item(job_id)
+            if item is not None:
+                batch = batches.setdefault(item[0], {})
+                batch[job_id] = job_state(
+                    status if status != JobState.REJECTED else None, status == JobState.REJECTED, False
+                )
+                job_id = item[0]
+            earlier = found.get(job_id)
+            found[job_id] = (job_id, min(started, earlier[1]) if earlier and earlier[1] else started, status)
+
         for job_id, items in runs.items():
             newest = max(items)
-            first_start = min((started for _run, started, _status in items if started), default=0.0)
-            found.append((job_id, first_start, newest[2]))
+            add(job_id, min((started for _run, started, _status in items if started), default=0.0), newest[2])
         for key in records.storage.list_keys(records.bucket, tenant_layout.WAITING_PREFIX):
             queued = tenant_layout.parse_waiting_index_key(key)
             if queued is None or queued[2] in runs:
                 continue  # a held job is found by its execution
-            found.append((queued[2], queued[1] // 10**13 * 1.0, JobState.WAITING.value))
+            add(queued[2], queued[1] // 10**13 * 1.0, JobState.WAITING.value)
         for key in records.storage.list_keys(records.bucket, layout.REJECTED_INDEX_PREFIX):
             rejected = layout.parse_rejected_index_key(key)
             if rejected is None or rejected in runs:
                 continue
             at = self._rejected_at(rejected)
-            found.append((rejected, at.timestamp() if at else 0.0, JobState.REJECTED.value))
-        return sorted(found, key=lambda item: item[1], reverse=True)
+            add(rejected, at.timestamp() if at else 0.0, JobState.REJECTED.value)
+        for key in records.storage.list_keys(records.bucket, batch_layout.OPEN_BATCHES_PREFIX):
+            batch = batch_layout.parse_open_batch_key(key)
+            if batch is not None and batch not in found:
+                batches.setdefault(batch, {})
+                found[batch] = (batch, time.time(), JobState.PENDING.value)
+        return sorted(found.values(), key=lambda item: item[1], reverse=True), batches
+
+    def _listed_batch(self, batch_id: str, newest: dict[str, JobState]) -> JobView | None:
+        record = self.batch_record(batch_id)
+        if record is None:
+            return None
+        cancelled = is_cancelled(self.records.storage, self.records.bucket, batch_id)
+        return listed_batch(record, newest, cancelled, None)
 
     def _attempts(self, job_id: str, files: SegmentFiles) -> list[SegmentAttempt]:
         """Every attempt record, oldest first per segment; a segment without any (a job rendered before

@@ -66,6 +66,9 @@ class EndedView(BaseModel):
     state: str
     reason: str = ""
     result: dict[str, Any] | None = None
+    # What the run cost, every attempt priced (`fusionfleet.jobs.views.cost`), as the read that recorded
+    # the end found it: the merge's own figure for a job that merged, else its attempt records' once.
+    cost: dict[str, Any] | None = None
 
 
 class JobSummary(BaseModel):
@@ -173,11 +176,12 @@ def ended(
 
 
 # ---------------------------------------------------------------------- reading and writing
-def write(storage: Storage, bucket: str, summary: JobSummary, submitted_ms: int) -> None:
-    """A new job's summary and its entry in the job index (the slicer)."""
+def write(storage: Storage, bucket: str, summary: JobSummary, submitted_ms: int, indexed: bool = True) -> None:
+    """A new job's summary and (`indexed`) its entry in the job index (the slicer)."""
     key = layout.summary_key(summary.job_id)
     storage.put_bytes(bucket, key, summary.model_dump_json().encode(), "application/json")
-    index_entry(storage, bucket, summary.job_id, submitted_ms)
+    if indexed:
+        index_entry(storage, bucket, summary.job_id, submitted_ms)
 
 
 def submitted_ms(submitted_at: str) -> int:

@@ -67,6 +67,10 @@ class JobView:
     download: PresignedLink | None = None
     # While the job's content analysis (its step before the segments) runs: how far it has read the target.
     analysis: AnalysisProgress | None = None
+    # "batch" for a batch (fusionfleet.jobs.batch_views): `items` counts its items as `segments` counts a
+    # job's segments (its `segments`: the started items' segments together); `output` is its prefix.
+    kind: str = "job"
+    items: SegmentCounts = SegmentCounts()
 
     @property
     def ended(self) -> bool:
@@ -288,6 +292,10 @@ def tenant_json(view: JobView) -> dict[str, Any]:
         shown["download_url"] = view.download.url
     if view.submitted_at is not None:
         shown["created_at"] = view.submitted_at.isoformat()
+    if view.kind == "batch":
+        shown["kind"] = "batch"
+        shown["items"] = {"done": view.items.done, "failed": view.items.failed, "running": view.items.running,
+                          "total": view.items.total}  # fmt: skip
     return shown
 
 

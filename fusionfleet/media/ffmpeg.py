@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fusionfleet.jobs.audio import AudioCut, AudioPlan, AudioSettings, audio_encode_args
 from fusionfleet.jobs.encoding import EncoderSettings
+from fusionfleet.jobs.image_output import ImageOutput
 from fusionfleet.media.colour import output_filter
 from fusionfleet.media.gpu_media import is_nvenc, nvenc_preset
 
@@ -207,5 +208,32 @@ def merge_argv(
             codec,
             length,
             ["-movflags", "+faststart", "-f", "mp4", str(output)],
+        )
+    )
+
+
+# The encoder each image format is written with (FaceFusion leaves the choice to ffmpeg's image2 muxer,
+# which picks these by the output's extension).
+IMAGE_ENCODERS = {"jpeg": "mjpeg", "png": "png", "webp": "libwebp", "bmp": "bmp", "tiff": "tiff"}
+
+
+def image_quality(image_format: str, quality: int) -> list[str]:
+    """FaceFusion's set_image_quality: WebP takes the quality itself, the rest a compression 31..0."""
+    if image_format == "webp":
+        return ["-q:v", str(quality)]
+    return ["-q:v", str(round(31 - quality * 0.31))]
+
+
+def finalize_image_argv(picture: Path, output: Path, image: ImageOutput) -> list[str]:
+    """A rendered picture (our own lossless PNG) → the output image at the job's size, format and
+    quality: FaceFusion's finalize_image (`-s` to the output's size, its quality mapping)."""
+    return list(
+        chain(
+            global_args(),
+            file_input(picture, "png_pipe"),
+            ["-s", f"{image.width}x{image.height}"],
+            ["-c:v", IMAGE_ENCODERS[image.format]],
+            image_quality(image.format, image.quality),
+            ["-frames:v", "1", "-update", "1", "-f", "image2", str(output)],
         )
     )

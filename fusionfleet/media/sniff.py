@@ -20,7 +20,11 @@ SNIFF_BYTES = 64
 MOV = "mov"
 MATROSKA = "matroska"
 VIDEO_CONTAINERS = {MOV: "MP4/MOV", MATROSKA: "Matroska/WebM"}
-IMAGE_FORMATS = ("jpeg", "png", "webp")
+# The image formats FaceFusion 3.8.1 reads (facefusion/choices.py image_type_set), for faces and targets.
+IMAGE_FORMATS = ("jpeg", "png", "webp", "bmp", "tiff")
+IMAGE_NAMES = {"jpeg": "JPEG", "png": "PNG", "webp": "WebP", "bmp": "BMP", "tiff": "TIFF"}
+VIDEO = "video"
+IMAGE = "image"
 # Audio sources (FaceFusion's audio formats: flac, m4a, mp3, ogg, opus, wav), by the demuxer that reads them.
 AUDIO_CONTAINERS = {"wav": "WAV", "mp3": "MP3", "flac": "FLAC", "ogg": "Ogg/Opus", MOV: "M4A"}
 
@@ -46,6 +50,12 @@ def _describe(head: bytes) -> str:
         return "a JPEG image"
     if head.startswith(b"\x89PNG"):
         return "a PNG image"
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "a WebP image"
+    if _is_bmp(head):
+        return "a BMP image"
+    if _is_tiff(head):
+        return "a TIFF image"
     if head.startswith(b"ID3") or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"):
         return "an MP3 audio file"
     if head.startswith(b"GIF8"):
@@ -67,15 +77,59 @@ def sniff_video(head: bytes, what: str) -> str:
     raise InputRejected(f"{what} is not a video in an accepted container ({accepted}): it is {_describe(head)}")
 
 
-def sniff_image(head: bytes, what: str) -> str:
-    """The format of a face image (jpeg, png, webp), or InputRejected."""
+def _is_bmp(head: bytes) -> bool:
+    # "BM", then the file size, two reserved words and the pixel offset: the DIB header follows at 14.
+    return (
+        head.startswith(b"BM")
+        and len(head) >= 18
+        and int.from_bytes(head[14:18], "little") in (12, 40, 52, 56, 64, 108, 124)
+    )
+
+
+def _is_tiff(head: bytes) -> bool:
+    return head.startswith((b"II*\x00", b"MM\x00*"))
+
+
+def image_format(head: bytes) -> str | None:
+    """The image format the head shows (one of IMAGE_FORMATS), or None."""
     if head.startswith(b"\xff\xd8\xff"):
         return "jpeg"
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return "png"
     if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
         return "webp"
-    raise InputRejected(f"{what} is not a JPEG, PNG or WebP image: it is {_describe(head)}")
+    if _is_bmp(head):
+        return "bmp"
+    if _is_tiff(head):
+        return "tiff"
+    return None
+
+
+def _image_names() -> str:
+    names = [IMAGE_NAMES[name] for name in IMAGE_FORMATS]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def sniff_image(head: bytes, what: str) -> str:
+    """The format of an image (one of IMAGE_FORMATS), or InputRejected."""
+    found = image_format(head)
+    if found is None:
+        raise InputRejected(f"{what} is not a {_image_names()} image: it is {_describe(head)}")
+    return found
+
+
+def sniff_target(head: bytes, what: str) -> tuple[str, str]:
+    """(VIDEO, demuxer) for a video target, (IMAGE, format) for an image target, or InputRejected naming both."""
+    if (len(head) >= 8 and head[4:8] in _MOV_BOXES) or head.startswith(b"\x1a\x45\xdf\xa3"):
+        return VIDEO, sniff_video(head, what)
+    found = image_format(head)
+    if found is not None:
+        return IMAGE, found
+    accepted = ", ".join(VIDEO_CONTAINERS.values())
+    raise InputRejected(
+        f"{what} is neither a video in an accepted container ({accepted}) nor a {_image_names()} image: "
+        f"it is {_describe(head)}"
+    )
 
 
 def _is_mp3(head: bytes) -> bool:
@@ -112,5 +166,5 @@ def sniff_source(head: bytes, what: str) -> SourceKind:
         return "audio"
     audio = ", ".join(AUDIO_CONTAINERS.values())
     raise InputRejected(
-        f"{what} is neither a face image (JPEG, PNG, WebP) nor an audio file ({audio}): it is {_describe(head)}"
+        f"{what} is neither a face image ({_image_names()}) nor an audio file ({audio}): it is {_describe(head)}"
     )

@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier
 from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, put_json
-from fusionfleet.errors import ObjectMissing, OperationRefused
+from fusionfleet.errors import OperationRefused
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs import summary
 from fusionfleet.jobs.facts import JobFacts, JobRecords
@@ -28,13 +28,12 @@ from fusionfleet.jobs.final_notice import (
     FinalNotices,
     TopicChannel,
     prepared_notice,
-    state_machine_claim,
     told_by_itself,
     yielded,
 )
-from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.states import CANCEL_REASON, Action, JobState, allowed, refusal
 from fusionfleet.jobs.waiting import dequeue
+from fusionfleet.services.job_retry import JobRetry
 
 CANCEL_ERROR = "JobCancelled"
 # A cancel that claimed the notice and died before publishing is finished by another after this.
@@ -75,7 +74,7 @@ class Operations:
             raise OperationRefused(f"job {job_id} is {state}: {refusal(state, Action.CANCEL)}")
         bucket = self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
-        notices = self._notices
+        notices = self._notices(quiet=facts.context.batch is not None and facts.context.batch.quiet)
         # Flagged before anything else: from here its summary sends readers to the full read.
         summary.update(self.storage, bucket, job_id, summary.cancelled)
         # The notice is claimed first, so the watchdog never notifies the stopped execution itself.
@@ -128,7 +127,7 @@ class Operations:
         assert facts.context is not None and facts.waiting is not None
         job_id, bucket = facts.job_id, self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
-        notices = self._notices
+        notices = self._notices()
         summary.update(self.storage, bucket, job_id, summary.cancelled)
         if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
@@ -155,86 +154,13 @@ class Operations:
     def retry(self, job_id: str, held: bool = False) -> str:
         """Run an ended, unsuccessful job again, rendering only the segments that have no valid output
         (`held`: a job its tenant's budget held, resumed by the admitter)."""
-        records = self.records
-        facts = records.facts(job_id)
-        state = facts.state
-        if (not allowed(state, Action.RETRY) and not held) or facts.context is None:
-            raise OperationRefused(f"job {job_id} is {state}: {refusal(state, Action.RETRY)}")
-        if facts.execution is not None and facts.execution.status == JobState.RUNNING:
-            raise OperationRefused(
-                f"job {job_id} is cancelled but its execution is still stopping; retry it in a moment"
-            )
-        # The current run's input: a job uploaded again after its record expired started over as a
-        # later run, and its first execution's input is the earlier job's.
-        first = (facts.execution.input if facts.execution is not None else None) or self._first_input(job_id)
-        if not first or "job" not in first:
-            raise OperationRefused(f"job {job_id}: its first run's input is not available, so it cannot be retried")
-        bucket = self.resources.work_bucket
-        plan = records.plan(job_id)
-        missing = [segment for segment in plan if not self._valid(job_id, segment.index)]
-        run = facts.run.run + 1
-        name = execution_name(job_id, run)
-        # The new run starts clean: no job-failed or cancel marker, no notice record (the watchdog
-        # watches it afresh). Cleared before anything of the new run is written, so a refused delete
-        # (DeleteFailed) leaves no half-made run behind.
-        for key in (layout.job_failed_key(job_id), layout.cancel_key(job_id), layout.notice_key(job_id)):
-            self.storage.delete_prefix(bucket, key)
-        put_json(self.storage, bucket, layout.run_plan_key(job_id, run), [segment.to_dict() for segment in missing])
-        started_at = datetime.fromtimestamp(self.clock(), UTC).isoformat()
-        segments = tuple(segment.index for segment in missing)
-        record_run(self.storage, bucket, job_id, RunRecord(run, segments, started_at))
-        # Before the start: the summary's view of the last run's end no longer holds.
-        summary.update(self.storage, bucket, job_id, summary.retried(run))
-        payload = {
-            **first,
-            "job": {**first["job"], "run": run},
-            "plan": {"bucket": bucket, "key": layout.run_plan_key(job_id, run)},
-            # A run of a job started before its input carried this gets it too.
-            "final_notice": state_machine_claim(job_id),
-        }
-        try:
-            self.orchestrator.start(self.resources.state_machine_arn, name, payload)
-        except Exception:
-            self._restore_run(job_id, facts.run)
-            raise
-        shown = ", ".join(str(segment.index) for segment in missing[:20]) + ("…" if len(missing) > 20 else "")
-        what = (
-            f"rendering {len(missing)} of {len(plan)} segments ({shown})"
-            if missing
-            else "all segments are valid; merging again"
-        )
-        return f"job {job_id} retried as run {run} (execution {name}): {what}"
+        return JobRetry(self.storage, self.orchestrator, self.resources, self.clock).retry(job_id, held)
 
     # ------------------------------------------------------------------ internals
-    @property
-    def _notices(self) -> FinalNotices:
-        channel = TopicChannel(self.notifier, self.resources.topic_arn)
-        return FinalNotices(self.storage, self.resources.work_bucket, (channel,))
-
-    def _valid(self, job_id: str, index: int) -> bool:
-        """A segment's output is valid when its record says succeeded and the segment object exists."""
-        record = self.records.segment_record(job_id, index)
-        if record is None or record.status != "succeeded":
-            return False
-        try:
-            # The record names the copy that won (a straggler's backup writes beside the segment's key).
-            self.storage.head(self.resources.work_bucket, record.key or layout.segment_key(job_id, index))
-        except ObjectMissing:
-            return False
-        return True
-
-    def _first_input(self, job_id: str) -> dict[str, Any] | None:
-        try:
-            return self.orchestrator.describe(self.records.execution_arn(job_id, 0)).input
-        except ExecutionMissing:
-            return None
-
-    def _restore_run(self, job_id: str, previous: RunRecord) -> None:
-        bucket = self.resources.work_bucket
-        if previous.run == 0:
-            self.storage.delete_prefix(bucket, layout.run_key(job_id))
-            return
-        record_run(self.storage, bucket, job_id, previous)
+    def _notices(self, quiet: bool = False) -> FinalNotices:
+        """The notice protocol with the topic, or with no channel for a batch's quiet item (its batch tells)."""
+        channels = () if quiet else (TopicChannel(self.notifier, self.resources.topic_arn),)
+        return FinalNotices(self.storage, self.resources.work_bucket, channels)
 
     def _stop(self, arn: str, reason: str = CANCEL_REASON) -> None:
         try:

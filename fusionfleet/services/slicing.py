@@ -15,40 +15,31 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier, notice_subject
 from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator, execution_arn
-from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json, put_json
+from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.environment.slicer import SlicerEnvironment
-from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
-from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
-from fusionfleet.facefusion.requirements import SourceKind
-from fusionfleet.fleet.fairness import fair_concurrency
+from fusionfleet.errors import InputRejected, JobRejected, ObjectMissing
+from fusionfleet.fleet.fairness import batch_window, fair_concurrency
 from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.quotas import GpuCapacity
 from fusionfleet.fleet.tenant_settings import TenantSettings, read_settings
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.wake import FleetWaker
 from fusionfleet.jobs import summary
-from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
-from fusionfleet.jobs.encoding import encoder_settings
-from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
-from fusionfleet.jobs.final_notice import state_machine_claim
+from fusionfleet.jobs.batches import BatchRecord, BatchTarget
+from fusionfleet.jobs.final_notice import TopicChannel, state_machine_claim
+from fusionfleet.jobs.ids import batch_id as derive_batch_id
 from fusionfleet.jobs.ids import job_id as derive_job_id
-from fusionfleet.jobs.manifest import Manifest, invalid_manifest, parse_manifest
-from fusionfleet.jobs.plan import Segment, plan_segments
+from fusionfleet.jobs.manifest import Manifest, parse_manifest
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
-from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
-from fusionfleet.jobs.timeline import Timeline, timeline, trim_problem
 from fusionfleet.jobs.timeouts import job_timeouts
 from fusionfleet.jobs.waiting import WaitingRecord, enqueue, is_waiting, submission_order
-from fusionfleet.media.image import check_image
-from fusionfleet.media.probe import VideoInfo, probe_video
-from fusionfleet.media.reader import RangeReader
-from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
-from fusionfleet.media.source_audio import probe_audio
-from fusionfleet.media.still import encode_png, frame_at
-from fusionfleet.messages import AudioSource, JobContext, ObjectRef, rejection_notice
+from fusionfleet.messages import BatchItem, JobContext, ObjectRef, rejection_notice
 from fusionfleet.services.admission import AdmissionConfig, Admitter
-from fusionfleet.webhooks.events import EVENT_KINDS, WebhookEvent, WebhookSubscription, event_id
-from fusionfleet.webhooks.outbox import WebhookOutbox, write_subscription
+from fusionfleet.services.batching import Advanced, Batches, Limits
+from fusionfleet.services.job_retry import JobRetry
+from fusionfleet.services.preparing import JobPreparer
+from fusionfleet.webhooks.events import WebhookEvent, event_id
+from fusionfleet.webhooks.outbox import WebhookOutbox
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +51,7 @@ MAX_RUNS = 100
 
 @dataclass(frozen=True)
 class SliceOutcome:
-    status: Literal["started", "waiting", "duplicate", "rejected", "ignored"]
+    status: Literal["started", "waiting", "duplicate", "rejected", "ignored", "batch"]
     job_id: str = ""
     execution_arn: str = ""
     reason: str = ""
@@ -78,6 +69,10 @@ class Slicer:
     waker: FleetWaker | None = None
     # Where the jobs' webhook events go (fusionfleet.webhooks.outbox); None: no `started` events from here.
     outbox: WebhookOutbox | None = None
+
+    @property
+    def preparer(self) -> JobPreparer:
+        return JobPreparer(self.storage, self.config)
 
     def handle(self, bucket: str, key: str) -> SliceOutcome:
         misnamed = _misnamed_tenant(key)
@@ -119,6 +114,13 @@ class Slicer:
             return SliceOutcome("duplicate", job_id, arn)
         tenant = layout.tenant_of(key)
         settings = read_settings(self.storage, self.config.work_bucket, tenant) if tenant is not None else None
+        submitted_at = info.last_modified.isoformat()
+        try:
+            manifest = parse_manifest(self.storage.get_bytes(bucket, key), key, self.config.manifest_keys)
+        except JobRejected as rejection:
+            return self._reject(job_id, manifest_ref, rejection, info.last_modified)
+        if manifest.is_batch:
+            return self._batch(derive_batch_id(bucket, key, info.etag), manifest, manifest_ref, submitted_at)
         busy = self._busy(tenant)
         if busy:
             return self._reject(job_id, manifest_ref, JobRejected(busy), info.last_modified)
@@ -134,9 +136,19 @@ class Slicer:
             logger.info("job %s ran before and its record expired: starting it again as run %s", job_id, run)
             self.storage.delete_prefix(self.config.work_bucket, layout.work_prefix(job_id))
         try:
-            context, bytes_read = self._prepare(job_id, manifest_ref, info.last_modified.isoformat(), run, settings)
+            context, bytes_read = self.preparer.prepare(
+                job_id, manifest, manifest_ref, submitted_at, run, tenant_settings=settings
+            )
         except JobRejected as rejection:
             return self._reject(job_id, manifest_ref, rejection, info.last_modified)
+        return self._start_job(context, settings, info.last_modified.timestamp(), bytes_read)
+
+    def _start_job(
+        self, context: JobContext, settings: TenantSettings | None = None, uploaded_at: float = 0.0,
+        bytes_read: int = 0,
+    ) -> SliceOutcome:  # fmt: skip
+        """Record the prepared job and start its run's execution, or queue it for its tenant's turn."""
+        job_id, run = context.job_id, context.run
         # Rejected before (say the target was not uploaded yet) and fine now: the old verdict goes,
         # before the job record: a delete that fails (DeleteFailed) then starts nothing, and the
         # retried event tries again, rather than a job that runs while `status` reads REJECTED.
@@ -145,9 +157,11 @@ class Slicer:
             self._record_run(context)
         put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
         bucket = self.config.work_bucket
-        summary.write(self.storage, bucket, summary.started(context), summary.submitted_ms(context.submitted_at))
+        # A batch's item has a summary but no entry of its own in the job index: its batch's row lists it.
+        submitted = summary.submitted_ms(context.submitted_at)
+        summary.write(self.storage, bucket, summary.started(context), submitted, indexed=context.batch is None)
         if settings is not None and self._queued(settings):
-            return self._queue(context, settings, info.last_modified.timestamp(), bytes_read)
+            return self._queue(context, settings, uploaded_at, bytes_read)
         arn = self.orchestrator.start(
             self.config.state_machine_arn,
             execution_name(job_id, run),
@@ -158,6 +172,64 @@ class Slicer:
             self.waker.wake(context.segment_count)
         self._started_event(context)
         return SliceOutcome("started", job_id, arn, bytes_read=bytes_read)
+
+    # ------------------------------------------------------------------ batches
+    @property
+    def batches(self) -> Batches:
+        channels = (TopicChannel(self.notifier, self.config.topic_arn),)
+        return Batches(
+            self.storage, self.orchestrator, self.config.work_bucket, self.config.state_machine_arn, channels,
+            self._start_item, self._retry_item,
+        )  # fmt: skip
+
+    def _batch(self, batch_id: str, manifest: Manifest, manifest_ref: ObjectRef, submitted_at: str) -> SliceOutcome:
+        """Open the batch (or find it: a duplicate event) and start the items its window has room for."""
+        uploaded = datetime.fromisoformat(submitted_at)
+        try:
+            self.batches.open(batch_id, manifest, manifest_ref, submitted_at)
+        except JobRejected as rejection:
+            return self._reject(batch_id, manifest_ref, rejection, uploaded)
+        # One row in the job index for the whole batch (a duplicate event writes the same entry again).
+        summary.index_entry(self.storage, self.config.work_bucket, batch_id, summary.submitted_ms(submitted_at))
+        advanced = self.advance(batch_id)
+        return SliceOutcome("batch", batch_id, reason=_told(advanced))
+
+    def advance(self, batch_id: str, ended: str = "") -> Advanced:
+        """Start what a batch's window has room for (an item ended, or the watchdog's tick)."""
+        return self.batches.advance(batch_id, self._batch_limits(), self._running_names, ended)
+
+    def _running_names(self) -> list[str]:
+        return [
+            execution.name for execution in self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING")
+        ]
+
+    def _batch_limits(self) -> Limits:
+        if self.capacity is not None and self.capacity.refusal():
+            return Limits(window=0)  # no GPU host can start now: the items wait, they are not refused
+        window = self.config.batch_window
+        if not window:
+            fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())
+            window = batch_window(fleet.workers)
+        return Limits(window, self.config.max_running_jobs, self.config.tenants.max_running_jobs)
+
+    def _start_item(self, record: BatchRecord, target: BatchTarget) -> Literal["started", "rejected"]:
+        """Prepare and start one item as a job of its own (quiet: its batch tells its user)."""
+        job_id = record.item_id(target.index)
+        quiet = not record.item_notices
+        item = BatchItem(batch_id=record.batch_id, index=target.index, quiet=quiet)
+        try:
+            context, _read = self.preparer.prepare(
+                job_id, record.item_manifest(target), record.manifest, record.submitted_at, 0, item,
+                output_stem=target.output_stem,
+            )  # fmt: skip
+        except JobRejected as rejection:
+            self._reject(job_id, record.manifest, rejection, None, quiet=quiet)
+            return "rejected"
+        self._start_job(context)
+        return "started"
+
+    def _retry_item(self, job_id: str) -> None:
+        JobRetry(self.storage, self.orchestrator, self.config).retry(job_id)
 
     def _queued(self, settings: TenantSettings) -> bool:
         """A tenant job waits its turn when the tenant, or the stack, has a job limit, or it has a budget."""
@@ -267,178 +339,19 @@ class Slicer:
             # The notices' `tenant` attribute (the state machine cannot turn a null into "-" itself).
             "tenant": notice_tenant(context.tenant),
             # What its claim of the final notice needs (fusionfleet.jobs.final_notice).
-            "final_notice": state_machine_claim(context.job_id),
+            "final_notice": state_machine_claim(
+                context.job_id, quiet=context.batch is not None and context.batch.quiet
+            ),
+            # A batch's item tells its batch when it ends (render.asl.json's TellBatch).
+            **({"batch": {"batch_id": context.batch.batch_id, "index": context.batch.index}} if context.batch else {}),
         }
 
-    def _prepare(
-        self, job_id: str, manifest_ref: ObjectRef, submitted_at: str, run: int = 0,
-        tenant_settings: TenantSettings | None = None,
-    ) -> tuple[JobContext, int]:  # fmt: skip
-        """The job's context and how many bytes of the target the probe read."""
-        manifest = parse_manifest(
-            self.storage.get_bytes(manifest_ref.bucket, manifest_ref.key), manifest_ref.key, self.config.manifest_keys
-        )
-        if manifest.webhook is not None or manifest.metadata is not None:
-            # Before any other check: a job refused from here on still tells its webhook.
-            write_subscription(self.storage, self.config.work_bucket, WebhookSubscription(
-                job_id=job_id, tenant=layout.tenant_of(manifest_ref.key), url=manifest.webhook,
-                events=manifest.webhook_events or EVENT_KINDS, metadata=manifest.metadata or {},
-            ))  # fmt: skip
-        if tenant_settings is not None and (problem := tenant_settings.priority_problem(manifest.priority)):
-            raise JobRejected(problem + "; nothing was read or rendered")
-        engine = manifest.engine or self.config.default_engine
-        check_engine_options(engine, manifest.options)
-        refs = self._media_refs(manifest, manifest_ref.bucket)
-        reference = refs["reference"][0] if refs["reference"] else None
-        images, audio, kinds = self._check_sources(refs["sources"], reference)
-        check_sources(engine, manifest.options, kinds)
-        target = refs["target"][0]
-        video, bytes_read = self._probe(target)
-        trimmed = trim_problem(manifest.options, video.frame_count)
-        if trimmed:
-            raise invalid_manifest([trimmed])
-        frames = timeline(manifest.options, video.frame_count, video.fps)
-        reference_frame = self._reference_frame(job_id, manifest, target, video) if selects_faces(engine) else None
-        width, height = video.display_size
-        plan, fleet_workers = self._plan(frames, engine)
-        settings = encoder_settings(
-            width, height, frames.output_fps, manifest.options, max(s.frame_count for s in plan),
-            self.config.encoder_threads, self.config.video_encoder_device, engine,
-        )  # fmt: skip
-        put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
-        assert manifest.output is not None
-        context = JobContext(
-            job_id=job_id,
-            tenant=layout.tenant_of(manifest_ref.key),
-            manifest=manifest_ref,
-            sources=tuple(images),
-            audio=audio,
-            target=target,
-            reference=reference,
-            reference_frame=reference_frame,
-            content_analysis=ObjectRef(bucket=self.config.work_bucket, key=layout.content_analysis_key(job_id))
-            if CONTENT_ANALYSIS in job_level(engine)
-            else None,
-            output=ObjectRef(bucket=manifest_ref.bucket, key=manifest.output),
-            work_bucket=self.config.work_bucket,
-            priority=manifest.priority,
-            engine=engine,
-            quality=manifest.quality,
-            options=manifest.options,
-            video=video,
-            encoder=settings,
-            segment_count=len(plan),
-            frame_count=frames.frames,
-            timeline=frames,
-            submitted_at=submitted_at,
-            fleet_workers=fleet_workers,
-            run=run,
-        )
-        return context, bytes_read
-
-    def _plan(self, frames: Timeline, engine: str) -> tuple[tuple[Segment, ...], int]:
-        """The job's segments over its range, and the fleet they were sized for (0: the fixed plan)."""
-        fps = frames.source_fps
-        if not self.config.fleet_max_workers:
-            return plan_segments(frames.frames, fps, self.config.segments, frames.start), 0
-        fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())
-        plan = plan_for_fleet(frames.frames, fps, engine_cost(engine), fleet, self.config.sizing, frames.start)
-        logger.info("plan of %s segments for a fleet of %s (%s running)", len(plan), fleet.workers, fleet.running)
-        return plan, fleet.workers
-
-    def _media_refs(self, manifest: Manifest, bucket: str) -> dict[str, list[ObjectRef]]:
-        """HEAD every referenced object; report all the missing ones together."""
-        named = {
-            "sources": list(manifest.source),
-            "target": [manifest.target],
-            "reference": [manifest.reference] if manifest.reference else [],
-        }
-        refs: dict[str, list[ObjectRef]] = {name: [] for name in named}
-        missing = []
-        for name, keys in named.items():
-            for key in keys:
-                try:
-                    info = self.storage.head(bucket, key)
-                except ObjectMissing:
-                    missing.append(f"{name if name != 'sources' else 'source'}: s3://{bucket}/{key} does not exist")
-                    continue
-                refs[name].append(ObjectRef(bucket=bucket, key=key, etag=info.etag, size=info.size))
-        if missing:
-            raise JobRejected("the manifest names objects that do not exist: " + "; ".join(missing), tuple(missing))
-        return refs
-
-    def _check_sources(
-        self, sources: list[ObjectRef], reference: ObjectRef | None
-    ) -> tuple[list[ObjectRef], AudioSource | None, list[SourceKind]]:
-        """Sniff every source (a face image or an audio file) and check each as what it is; report all the
-        bad ones together. Returns the face images, the audio source and each source's kind, in order."""
-        refused: list[InputRejected] = []
-        images: list[ObjectRef] = []
-        audio: AudioSource | None = None
-        kinds: list[SourceKind] = []
-        for index, ref in enumerate(sources):
-            what = f"source[{index}] {ref.key!r}"
-            try:
-                head = self.storage.get_range(ref.bucket, ref.key, 0, min(SNIFF_BYTES, ref.size))
-                if sniff_source(head, what) == "image":
-                    check_image(self.storage.get_bytes(ref.bucket, ref.key), what, self.config.limits)
-                    images.append(ref)
-                    kinds.append("image")
-                else:
-                    info = probe_audio(self._reader(ref, what), what, self.config.limits)
-                    audio = audio or AudioSource(file=ref, info=info)  # FaceFusion hears the first
-                    kinds.append("audio")
-            except InputRejected as rejection:
-                refused.append(rejection)
-        if reference:
-            what = f"reference {reference.key!r}"
-            try:
-                check_image(self.storage.get_bytes(reference.bucket, reference.key), what, self.config.limits)
-            except InputRejected as rejection:
-                refused.append(rejection)
-        if len(refused) == 1:
-            raise refused[0]
-        if refused:
-            problems = tuple(problem for rejection in refused for problem in rejection.problems)
-            raise InputRejected("; ".join(rejection.reason for rejection in refused), problems)
-        return images, audio, kinds
-
-    def _reader(self, ref: ObjectRef, what: str) -> RangeReader:
-        return RangeReader(
-            S3RangeSource(self.storage, ref.bucket, ref.key, ref.size), what=what,
-            deadline_s=self.config.limits.probe_timeout_s,
-        )  # fmt: skip
-
-    def _reference_frame(
-        self, job_id: str, manifest: Manifest, target: ObjectRef, video: VideoInfo
-    ) -> ObjectRef | None:
-        """Decode the job's reference frame once and store it beside the job (None when the job needs none)."""
-        index = reference_frame_wanted(manifest.options, manifest.reference is not None)
-        if index is None:
-            return None
-        problem = reference_frame_problem(index, video.frame_count)
-        if problem:
-            raise invalid_manifest([problem])
-        reader = RangeReader(
-            S3RangeSource(self.storage, target.bucket, target.key, target.size),
-            what=f"target {target.key!r}",
-            deadline_s=self.config.limits.probe_timeout_s,
-        )
-        try:
-            image = frame_at(reader, video, index, f"target {target.key!r}")
-        except MediaError as error:
-            raise InputRejected(f"the reference frame {index} could not be decoded: {error.reason}") from error
-        key = layout.reference_frame_key(job_id)
-        data = encode_png(image)
-        etag = self.storage.put_bytes(self.config.work_bucket, key, data, "image/png")
-        return ObjectRef(bucket=self.config.work_bucket, key=key, etag=etag, size=len(data))
-
-    def _probe(self, target: ObjectRef) -> tuple[VideoInfo, int]:
-        reader = self._reader(target, f"target {target.key!r}")
-        return probe_video(reader, f"target {target.key!r}", self.config.limits), reader.bytes_fetched
-
-    def _reject(self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected, uploaded: datetime) -> SliceOutcome:
-        """`uploaded`: the manifest's upload, which ranks the job's index entry (as it does once it starts)."""
+    def _reject(
+        self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected, uploaded: datetime | None = None,
+        quiet: bool = False,
+    ) -> SliceOutcome:  # fmt: skip
+        """`uploaded`: the manifest's upload, which ranks the job's index entry (as it does once it starts);
+        none for a batch's item, which its batch's entry lists."""
         record_key = layout.rejection_key(job_id)
         notice = rejection_notice(
             job_id, manifest_ref, rejection.reason, rejection.problems, layout.tenant_of(manifest_ref.key)
@@ -461,10 +374,19 @@ class Slicer:
             layout.rejected_index_key(job_id),
             {"job_id": job_id, "manifest": manifest_ref.key, "rejected_at": datetime.now(UTC).isoformat()},
         )
-        summary.index_entry(self.storage, self.config.work_bucket, job_id, int(uploaded.timestamp() * 1000))
-        self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
+        if uploaded is not None:
+            summary.index_entry(self.storage, self.config.work_bucket, job_id, int(uploaded.timestamp() * 1000))
+        if not quiet:  # a batch's quiet item: its batch's summary names it
+            self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)
+
+
+def _told(advanced: Advanced) -> str:
+    """What an advance did, for the log line."""
+    done = f"{len(advanced.started)} items started, {len(advanced.rejected)} refused, {len(advanced.retried)} retried"
+    waiting = f"; {advanced.waiting} waiting ({advanced.why_waiting})" if advanced.waiting else ""
+    return done + waiting + (f"; summary {advanced.summary}" if advanced.summary else "")
 
 
 def _misnamed_tenant(key: str) -> str | None:

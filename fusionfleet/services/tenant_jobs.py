@@ -32,20 +32,24 @@ from fusionfleet.errors import (
     OperationRefused,
 )
 from fusionfleet.facefusion.requirements import SourceKind
+from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources
 from fusionfleet.jobs.ids import JOB_ID, name_of_job
+from fusionfleet.jobs.ids import batch_id as pipeline_batch_id
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
 from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE, JobReader, encode_cursor
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, parse_time, pending_view
-from fusionfleet.layout import slug
+from fusionfleet.key_rules import slug
 from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
+from fusionfleet.services.batch_operations import BatchOperations
 from fusionfleet.services.operations import Operations
 from fusionfleet.webhooks.addresses import AddressPolicy
 
 # The fields of a body that name files: a plain name is uploaded through the API, a key (with '/')
 # names an object the tenant already has (checked by the manifest's own key rules).
-_FILE_FIELDS = ("source", "target", "reference")
+# `targets` makes a batch: one job per target, steered and shown as one (fusionfleet.jobs.batches).
+_FILE_FIELDS = ("source", "target", "targets", "reference")
 # A page of GET /jobs: one listing and a summary read per job (fusionfleet.jobs.reader), so well under
 # 20 reads of the work bucket per request.
 DEFAULT_LIST_LIMIT = 15
@@ -226,6 +230,8 @@ class TenantJobs:
         record, pipeline = self._lookup(tenant, job_id)
         if pipeline is None:
             return self._waiting(job_id, record)
+        if self._is_batch(record):
+            return self._batch_view(job_id, pipeline, record)
         try:
             view = self.reader.view(pipeline)
         except JobNotFound:
@@ -240,6 +246,8 @@ class TenantJobs:
         record, pipeline = self._lookup(tenant, job_id)
         if pipeline is None:
             return JobDetail(self._waiting(job_id, record), [], [], {}, None), None
+        if self._is_batch(record):
+            return JobDetail(self._batch_view(job_id, pipeline, record), [], [], {}, None), None
         try:
             found, more = self.reader.detail_page(pipeline, segments_from, limit)
         except JobNotFound:
@@ -316,16 +324,20 @@ class TenantJobs:
 
     # ------------------------------------------------------------------ actions
     def cancel(self, tenant: str, job_id: str) -> str:
-        pipeline = self._started(tenant, job_id, "cancel")
+        pipeline, batch = self._started(tenant, job_id, "cancel")
         try:
+            if batch:
+                return BatchOperations(self.operations).cancel(pipeline).replace(pipeline, job_id)
             return self.operations.cancel(pipeline).replace(pipeline, job_id)
         except JobNotFound as error:
             raise OperationRefused(f"job {job_id} has not started running yet; cancel it in a moment") from error
 
     def retry(self, tenant: str, job_id: str) -> str:
         """Run a failed or cancelled job again (only its segments without a valid output)."""
-        pipeline = self._started(tenant, job_id, "retry")
+        pipeline, batch = self._started(tenant, job_id, "retry")
         try:
+            if batch:
+                return BatchOperations(self.operations).retry(pipeline).replace(pipeline, job_id)
             return self.operations.retry(pipeline).replace(pipeline, job_id)
         except JobNotFound as error:
             raise OperationRefused(f"job {job_id} has not started running yet, nothing to retry") from error
@@ -337,16 +349,17 @@ class TenantJobs:
         Every key is built from the caller's tenant: another tenant's job is JobNotFound.
         """
         record = self._record(tenant, job_id)
-        pipeline = self._pipeline_job(tenant, job_id)
+        pipeline = self._pipeline_job(tenant, job_id, record)
         if record is None and pipeline is None:
             raise JobNotFound(f"no job {job_id}")
         return record or {}, pipeline
 
-    def _started(self, tenant: str, job_id: str, action: str) -> str:
-        _record, pipeline = self._lookup(tenant, job_id)
+    def _started(self, tenant: str, job_id: str, action: str) -> tuple[str, bool]:
+        """The started job's pipeline id, and whether it is a batch."""
+        record, pipeline = self._lookup(tenant, job_id)
         if pipeline is None:
             raise OperationRefused(f"job {job_id} has not been started, nothing to {action}")
-        return pipeline
+        return pipeline, self._is_batch(record)
 
     @staticmethod
     def _waiting(job_id: str, record: dict[str, Any], started: bool = False) -> JobView:
@@ -362,11 +375,27 @@ class TenantJobs:
             shown = replace(shown, download=link)
         return shown
 
-    def _pipeline_job(self, tenant: str, job_id: str) -> str | None:
-        """The pipeline's job id for the manifest of this job, or None before it was started."""
+    def _pipeline_job(self, tenant: str, job_id: str, record: dict[str, Any] | None) -> str | None:
+        """The pipeline's job (or batch) id for the manifest of this job, or None before it was started."""
         key = layout.tenant_manifest_key(tenant, job_id)
         info = self._head_own(key)
-        return None if info is None else pipeline_job_id(self.media_bucket, key, info.etag)
+        if info is None:
+            return None
+        derive = pipeline_batch_id if self._is_batch(record) else pipeline_job_id
+        return derive(self.media_bucket, key, info.etag)
+
+    @staticmethod
+    def _is_batch(record: dict[str, Any] | None) -> bool:
+        """Whether the API made this job from a body with `targets` (a manifest dropped by hand is a job)."""
+        return bool(((record or {}).get("manifest") or {}).get("targets"))
+
+    def _batch_view(self, job_id: str, batch: str, record: dict[str, Any]) -> JobView:
+        """A batch as one row: its state and items' counts (each item is a job the tenant reads by its id)."""
+        try:
+            view = BatchReader(self.reader).detail(batch, segments=False).batch
+        except JobNotFound:
+            return self._waiting(job_id, record, started=True)  # the slicer has not opened it yet
+        return self._shown(job_id, view, record)
 
     def _record(self, tenant: str, job_id: str) -> dict[str, Any] | None:
         try:

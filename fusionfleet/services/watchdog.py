@@ -180,6 +180,10 @@ class Watchdog:
         # Executions that need nothing more, kept across sweeps of one process (a warm Lambda too).
         self._settled: set[str] = set()
 
+    @property
+    def storage(self) -> Storage:
+        return self._storage
+
     def sweep(self, now: datetime | None = None) -> list[Closed]:
         now = now or datetime.now(UTC)
         closed = []

@@ -57,6 +57,8 @@ def _notices(stack: Stack, inbox: str, seen: dict[str, list[dict[str, Any]]], jo
             seen.setdefault(str(notice.get("job_id")), []).append(notice)
 
 
+# Long (2.5 min): `make test` shows a poison segment failing its job fast without the backlog (test_faults.py).
+@pytest.mark.long
 def test_a_poison_segment_behind_a_backlog_fails_its_job_fast_and_its_queued_segments_never_render(
     stack: Stack, clip: Path, long_clip: Path
 ) -> None:

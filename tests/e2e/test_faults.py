@@ -199,6 +199,8 @@ def test_a_segment_that_kills_its_workers_is_failed_from_the_dead_letter_queue(s
     assert wait_until(lambda: queues_empty(stack), 60)
 
 
+# Long (2.5 min): `make test` shows a segment redelivered after more than a minute (test_real_size.py).
+@pytest.mark.long
 def test_segments_that_wait_more_than_two_minutes_in_the_queue_still_complete(
     stack: Stack, clip: Path, tmp_path: Path
 ) -> None:

@@ -140,8 +140,11 @@ def check_preview(preview: dict[str, Any], bucket: str, key: str, cell: tuple[in
 def check_cost(notice: dict[str, Any]) -> None:
     cost = notice["cost"]
     assert 0 <= cost["engine_gpu_s"] <= cost["billed_gpu_s"] and cost["billed_gpu_s"] > 0, cost
-    # the billed time is the workers' time the timings report, and the estimate prices it
-    assert cost["billed_gpu_s"] == pytest.approx(notice["timings"]["worker_s"], abs=0.01)
+    # the billed time is the workers' time the timings report (each render to its upload) and what an
+    # attempt does beyond it (its winner check before, its commit and checkpoint cleanup after), and the
+    # estimate prices it
+    worker_s = notice["timings"]["worker_s"]
+    assert worker_s - 0.01 <= cost["billed_gpu_s"] <= worker_s + 1.0, (cost, notice["timings"])
     assert cost["gpu_hourly_price"] == pytest.approx(1.006)
     assert cost["estimated_usd"] == pytest.approx(cost["billed_gpu_s"] / 3600 * 1.006, rel=1e-3, abs=1e-6)
 
@@ -174,7 +177,7 @@ def test_a_target_that_is_not_a_video_fails_promptly_and_loses_nothing(stack: St
     )  # fmt: skip
     # THEN the CLI ends by itself (told by the slicer's failure notice, not by a cap), non-zero, with the reason
     assert result.returncode == 2, result.stderr
-    assert "is not a video in an accepted container" in result.stderr and "it is a text file" in result.stderr
+    assert "is neither a video in an accepted container" in result.stderr and "it is a text file" in result.stderr
     # AND the notification says the same, the manifest and media are in place, no queue holds anything
     (notice,) = stack.notifications(inbox, wait_s=30)
     assert notice["status"] == "failed" and "it is a text file" in notice["reason"]
@@ -193,9 +196,10 @@ def test_local_status_lists_every_process_and_up_is_idempotent(stack: Stack) -> 
     assert status.returncode == 0
     for role in ("localstack", "slicer", "watchdog", "dlq", "merge", "worker", "dashboard", "api"):
         assert role in status.stdout
-    # LocalStack, the slicer, the watchdog, two dead-letter runners, the merge worker, two render workers,
-    # the dashboard and the HTTP API; then the render workers' current and desired counts.
-    assert status.stdout.count("running") == 10 and "render-high" in status.stdout and "dlq-render" in status.stdout
+    # LocalStack, the slicer, the watchdog, two dead-letter runners, the two job-events runners (webhook
+    # deliveries, notices followed), the merge worker, two render workers, the dashboard and the HTTP API;
+    # then the render workers' current and desired counts.
+    assert status.stdout.count("running") == 12 and "render-high" in status.stdout and "dlq-render" in status.stdout
     assert "render workers: 2 current, 2 desired (fixed)" in status.stdout
     before = status.stdout
     port = stack.endpoint.rsplit(":", 1)[1]

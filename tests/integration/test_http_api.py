@@ -315,6 +315,27 @@ def test_start_writes_the_manifest_once_the_files_are_there(api: Api) -> None:
     assert (status, answer["state"], answer["segments"]) == (200, "PENDING", {"done": 0, "failed": 0, "total": 0})
 
 
+def test_a_body_with_targets_is_a_batch_with_an_upload_per_target(api: Api) -> None:
+    body = {"source": "face.png", "targets": ["a.jpg", "b.webp", "tenants/acme/inputs/old/"], "engine": "copy"}
+    status, created = api.as_tenant("acme", "POST", "/jobs", body)
+    assert status == 201, created
+    job_id = created["job_id"]
+    # THEN each plain name is an upload of this job, the prefix the tenant's own folder as named
+    assert sorted(upload["name"] for upload in created["uploads"]) == ["a.jpg", "b.webp", "face.png"]
+    _uploaded(api, created)
+    status, answer = api.as_tenant("acme", "POST", f"/jobs/{job_id}/start")
+    assert (status, answer["state"]) == (202, "PENDING")
+    manifest = json.loads(api.aws.s3.get_object(Bucket="media", Key=f"tenants/acme/jobs/{job_id}.json")["Body"].read())
+    inputs = f"tenants/acme/inputs/{job_id}/"
+    assert manifest["targets"] == [f"{inputs}a.jpg", f"{inputs}b.webp", "tenants/acme/inputs/old/"]
+    # AND until the slicer opens the batch it reads PENDING
+    status, answer = api.as_tenant("acme", "GET", f"/jobs/{job_id}")
+    assert (status, answer["job_id"], answer["state"]) == (200, job_id, "PENDING")
+    # AND another tenant's folder is refused as a target, naming it
+    status, answer = api.as_tenant("acme", "POST", "/jobs", {**body, "targets": ["tenants/globex/inputs/x/"]})
+    assert status == 400 and any("targets[0]" in problem for problem in answer["problems"]), answer
+
+
 def test_another_tenants_job_is_404_everywhere(api: Api) -> None:
     _status, created = api.as_tenant("acme", "POST", "/jobs", BODY)
     job_id = created["job_id"]

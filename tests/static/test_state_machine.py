@@ -126,7 +126,7 @@ def test_the_subject_bound_counts_what_it_should() -> None:
 def test_every_sqs_send_retries_transient_errors_and_nothing_else() -> None:
     # GIVEN every task that sends to SQS
     sends = {n: s for n, s in tasks(_definition()).items() if s["Resource"].startswith("arn:aws:states:::sqs:")}
-    assert len(sends) == 7
+    assert len(sends) == 9  # the three render queues, three analyses, the merge, a batch's item telling its batch twice
     for name, state in sends.items():
         # WHEN its retriers are read
         retried = {error for retrier in state.get("Retry", []) for error in retrier["ErrorEquals"]}
@@ -215,7 +215,8 @@ def put(data: dict[str, Any], path: str | None, value: Any) -> dict[str, Any]:
 
 
 def holds(rule: dict[str, Any], data: Any) -> bool:
-    """A Choice rule (And, Not, IsPresent, StringEquals, NumericLessThan) as Step Functions evaluates it."""
+    """A Choice rule (And, Not, IsPresent, StringEquals, NumericLessThan, BooleanEquals) as Step Functions
+    evaluates it."""
     if "And" in rule:
         return all(holds(r, data) for r in rule["And"])
     if "Not" in rule:
@@ -233,10 +234,14 @@ def holds(rule: dict[str, Any], data: Any) -> bool:
     if "NumericLessThan" in rule:
         assert isinstance(value, int | float), rule
         return bool(value < rule["NumericLessThan"])
+    if "BooleanEquals" in rule:
+        assert isinstance(value, bool), rule
+        return bool(value == rule["BooleanEquals"])
     raise AssertionError(f"a Choice rule the runner does not know: {rule}")
 
 
 CLAIM = "arn:aws:states:::aws-sdk:s3:putObject"
+TELL = "arn:aws:states:::sqs:sendMessage"
 
 
 def run_until_settled(
@@ -283,6 +288,10 @@ def run_until_settled(
         elif kind == "Task" and state["Resource"] == "arn:aws:states:::sns:publish":
             result = parameters(state["Parameters"], data)
             published.append(result)
+        elif kind == "Task" and state["Resource"] == TELL:
+            # A batch's item tells its batch it ended (TellBatchOf*): a message the runner keeps.
+            result = parameters(state["Parameters"], data)
+            published.append(result)
         elif kind == "Task" and state["Resource"].startswith("arn:aws:states:::aws-sdk:ecs:"):
             # The merge wake (WakeMergeService): a service with no task (its ResultSelector's shape), woken.
             parameters(state["Parameters"], data)
@@ -314,11 +323,12 @@ FAILURES = [
 
 
 def catches(definition: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Every Catch of the job's work (a lost notice claim publishes nothing by design: tested below)."""
+    """Every Catch of the job's work (a lost notice claim publishes nothing by design: tested below; a
+    batch's item telling its batch comes after its notice, and a lost tell goes on to the same end)."""
     return [
         (name, catch)
         for name, state in states(definition)
-        if state.get("Resource") != CLAIM
+        if state.get("Resource") not in (CLAIM, TELL)
         for catch in state.get("Catch", [])
     ]
 
@@ -388,11 +398,23 @@ def test_every_publish_of_a_final_notice_follows_a_claim_of_the_notice_record() 
     publishes = [name for name, state in flat.items() if state.get("Resource", "").startswith("arn:aws:states:::sns:")]
     assert publishes
     for publish in publishes:
-        before = [name for name, state in flat.items() if state.get("Next") == publish]
+        before = claims_before(flat, publish)
         assert before and all(flat[name].get("Resource") == CLAIM for name in before), (publish, before)
         for name in before:
             key = parameters(flat[name]["Parameters"], {**JOB_INPUT, "claim": {}})["Key"]
             assert key == NOTICE_KEY, name  # the record the watchdog and a cancel claim too
+
+
+def claims_before(flat: dict[str, Any], name: str) -> list[str]:
+    """The states that lead to `name`, looking through Choices (a quiet item's skips the publish)."""
+    found = []
+    for other, state in flat.items():
+        leads = state.get("Next") == name or (
+            state["Type"] == "Choice" and name in (state.get("Default"), *(c["Next"] for c in state["Choices"]))
+        )
+        if leads:
+            found.extend(claims_before(flat, other) if state["Type"] == "Choice" else [other])
+    return found
 
 
 @pytest.mark.parametrize("start,data", notice_paths(), ids=[start for start, _ in notice_paths()])
@@ -461,3 +483,32 @@ def test_an_input_without_the_notice_claim_gets_the_modules_before_any_work() ->
     assert parameters(default["Parameters"], old_input) == state_machine_claim("job-1")
     # AND an input that has it goes straight to the work
     assert holds(start["Choices"][0], JOB_INPUT) and start["Choices"][0]["Next"] == "AnalyseFirst"
+
+
+ITEM_INPUT = {**JOB_INPUT, "batch": {"batch_id": "b-1", "index": 3}}
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+@pytest.mark.parametrize("start,data", notice_paths(), ids=[start for start, _ in notice_paths()])
+def test_a_batchs_item_tells_its_batch_after_its_notice_quiet_or_not(
+    start: str, data: dict[str, Any], quiet: bool
+) -> None:
+    # GIVEN a batch's item (quiet: its notice is claimed and recorded, not published) on every way to its notice
+    definition = _definition()
+    item = {**data, "batch": ITEM_INPUT["batch"], "final_notice": state_machine_claim("job-1", quiet=quiet)}
+    records: dict[str, str] = {}
+    stopped, outcome = run_until_settled(definition, start, item, records)
+    # THEN its notice record was claimed, its notice published only when not quiet, and its batch told last
+    assert NOTICE_KEY in records
+    *notices, tell = outcome["published"]
+    assert [n["TopicArn"] for n in notices] == ([] if quiet else ["${NotificationTopicArn}"])
+    assert tell == {"QueueUrl": "${IngestQueueUrl}", "MessageBody": {"batch_event": {
+        "batch_id": "b-1", "job_id": "job-1", "event": "ended"}}}  # fmt: skip
+    assert stopped in ("Succeeded", "JobFailed")
+
+
+def test_a_job_of_its_own_tells_nobody_and_ends_with_its_notice_as_output() -> None:
+    definition = _definition()
+    stopped, outcome = run_until_settled(definition, "SuccessNotice", {**JOB_INPUT, "merge": MERGED}, {})
+    assert stopped == "Succeeded" and [p.get("TopicArn") for p in outcome["published"]] == ["${NotificationTopicArn}"]
+    assert flat_state(definition, "Succeeded")["OutputPath"] == "$.notice"

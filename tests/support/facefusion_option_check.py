@@ -19,7 +19,9 @@ from typing import Any
 
 
 def load(path: str) -> Any:
-    """warm_server.py by its path: it imports nothing of the project, which this interpreter lacks."""
+    """warm_server.py by its path: it imports nothing of the project, which this interpreter lacks, only
+    the modules beside it (the wire format, the frame rings), as it does when run as a script."""
+    sys.path.append(os.path.dirname(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location("warm_server", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -10,15 +10,16 @@ from datetime import timedelta
 
 import pytest
 
-from fusionfleet import index_layout, layout
+from fusionfleet import batch_layout, index_layout, layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.errors import BadRequest
 from fusionfleet.jobs import summary
+from fusionfleet.jobs.batches import BatchRecord, BatchTarget
 from fusionfleet.jobs.final_notice import STATE_MACHINE, NoticeRecord
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.states import JobState, SegmentState
-from fusionfleet.messages import SegmentAttempt, SegmentRecord
+from fusionfleet.messages import ObjectRef, SegmentAttempt, SegmentRecord
 from tests.support.fakes import FakeStorage
 from tests.support.farm import MACHINE, NOW, Farm
 from tests.support.jobs import WORK, job_context
@@ -269,3 +270,54 @@ def test_unused_records_are_what_a_worker_writes() -> None:
     SegmentRecord(job_id="j", index=0, status="succeeded")
     SegmentAttempt(job_id="j", index=0, attempt=1, worker="w", status="succeeded", started_at=0.0)
     assert Segment(0, 0, 25, 0, 10).index == 0
+
+
+def test_an_ended_jobs_detail_shows_its_cost_priced_once_then_from_its_summary() -> None:
+    # GIVEN a job that failed after two segments, each with a succeeded attempt record
+    farm = Farm()
+    summarized(farm, "job-p", "FAILED", done=(0, 1), error="JobFailed")
+    notice = NoticeRecord(by=STATE_MACHINE, status="failed", error="JobFailed", reason="segment 2 failed")
+    farm.storage.put_json(WORK, layout.notice_key("job-p"), notice.model_dump(mode="json"))
+    # WHEN its detail is read: the read that records its end prices its attempts
+    detail, _more = farm.reader.detail_page("job-p")
+    assert detail.cost is not None and detail.cost["final"] is True
+    assert detail.cost["engine_gpu_s"] == 3.0 and detail.cost["billed_gpu_s"] > 0
+    # THEN the next read shows the same cost without reading any attempt record but its first page's
+    since = len(farm.storage.calls)
+    again, _more = farm.reader.detail_page("job-p")
+    assert again.cost == detail.cost
+    attempt_reads = [c for c in storage_calls(farm, since) if c[0] == "get_bytes" and ".attempts/" in c[2]]
+    assert len(attempt_reads) <= 2, attempt_reads  # the page's own attempts, not a pricing of every one
+
+
+def test_a_running_jobs_detail_has_no_cost_rather_than_a_partial_one() -> None:
+    farm = Farm()
+    summarized(farm, "job-r", "RUNNING", done=(0,))
+    assert farm.reader.detail_page("job-r")[0].cost is None
+
+
+def test_a_batch_is_one_row_of_the_indexed_listing_counting_its_items() -> None:
+    # GIVEN a batch of three targets: its one index entry, two items started (one succeeded, one running)
+    farm = Farm()
+    record = BatchRecord(
+        batch_id="batch-b", manifest=ObjectRef(bucket="media", key="jobs/batch-b.json"), output_prefix="out/b/",
+        submitted_at=NOW.isoformat(), settings={"source": ["faces/a.png"]},
+        targets=tuple(BatchTarget(index=i, key=f"t/{i}.png", output_stem=f"out/b/{i}") for i in range(3)),
+    )  # fmt: skip
+    farm.storage.put_json(WORK, batch_layout.batch_key("batch-b"), record.model_dump(mode="json"))
+    summary.index_entry(farm.storage, WORK, "batch-b", summary.submitted_ms(NOW.isoformat()))
+    for index, status in ((0, "SUCCEEDED"), (1, "RUNNING")):
+        item = record.item_id(index)
+        farm.storage.put_bytes(WORK, batch_layout.batch_item_claim_key("batch-b", index), b"{}")
+        farm.job(item, status, done=(0, 1, 2, 3) if status == "SUCCEEDED" else (0,))
+        context = job_context(item, frame_count=100, segment_count=4, submitted_at=NOW.isoformat())
+        summary.write(farm.storage, WORK, summary.started(context), 0, indexed=False)
+    # AND an ordinary job listed beside it
+    summarized(farm, "job-o", "RUNNING", minutes_ago=60)
+    # WHEN the farm's jobs are listed
+    views = farm.reader.list_page()[0]
+    # THEN the batch is one row (its items are not rows of their own), running, counting its items
+    assert [view.job_id for view in views] == ["batch-b", "job-o"]
+    batch = views[0]
+    assert (batch.kind, batch.state) == ("batch", JobState.RUNNING)
+    assert batch.items is not None and (batch.items.total, batch.items.done, batch.items.running) == (3, 1, 1)

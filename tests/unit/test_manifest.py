@@ -24,7 +24,7 @@ def problems(raw: bytes) -> tuple[str, ...]:
 
 def test_valid_manifest_gets_defaults_and_normalised_options() -> None:
     parsed = parse_manifest(manifest(options={"output_video_quality": 90.0, "face_selector_mode": "many"}), KEY)
-    assert parsed.output == "outputs/summer/alice.mp4"
+    assert parsed.output is None  # the slicer's default: `.mp4` for a video, the image's own extension for an image
     assert parsed.priority == "normal" and parsed.quality == "balanced" and parsed.engine is None
     assert parsed.options == {"face_selector_mode": "many", "output_video_quality": 90}
     assert isinstance(parsed.options["output_video_quality"], int)
@@ -60,7 +60,8 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_missing_fields_are_named() -> None:
     found = problems(json.dumps({"version": 1}).encode())
-    assert "source: is required" in found and "target: is required" in found
+    assert any(p.startswith("source: is required") for p in found)
+    assert any(p.startswith("target: is required") for p in found)
 
 
 @pytest.mark.parametrize(
@@ -103,7 +104,6 @@ def test_problems_across_fields_keys_options_and_encoder_rules_come_in_one_error
             "face_swapper_weight": "heavy",
             "output_video_encoder": "h264_nvenc",
             "output_video_preset": "medium",
-            "output_image_scale": 2.0,
         },
     )
     # WHEN it is parsed
@@ -113,8 +113,7 @@ def test_problems_across_fields_keys_options_and_encoder_rules_come_in_one_error
     assert "priority: 'urgent' is not one of" in text
     assert "options.face_swapper_weight" in text
     assert "options.output_video_encoder: 'h264_nvenc' is not available on this fleet" in text
-    assert "options.output_image_scale is not supported" in text
-    assert len(found) == 4, found
+    assert len(found) == 3, found
 
 
 def test_a_value_facefusion_refuses_is_not_reported_again_by_the_encoder_rules() -> None:
@@ -139,7 +138,9 @@ def test_a_tenants_manifest_may_name_only_its_own_tenants_keys() -> None:
 
 def test_a_tenants_output_goes_only_under_its_own_outputs() -> None:
     base = {"source": "tenants/acme/inputs/face.png", "target": "tenants/acme/inputs/clip.mp4"}
-    manifest = parse_manifest(json.dumps(base).encode(), "tenants/acme/jobs/a.json")
+    manifest = parse_manifest(
+        json.dumps({**base, "output": "tenants/acme/outputs/a.mp4"}).encode(), "tenants/acme/jobs/a.json"
+    )
     assert manifest.output == "tenants/acme/outputs/a.mp4"
     for output in ("outputs/a.mp4", "tenants/bob/outputs/a.mp4", "tenants/acme/inputs/a.mp4"):
         with pytest.raises(JobRejected, match="output: key"):

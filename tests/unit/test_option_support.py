@@ -24,6 +24,7 @@ APPLIED_BY = {
         ROOT / "fusionfleet/jobs/encoding.py",
         ROOT / "fusionfleet/jobs/audio.py",
         ROOT / "fusionfleet/jobs/timeline.py",
+        ROOT / "fusionfleet/jobs/image_output.py",
     ],
 }
 

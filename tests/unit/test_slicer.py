@@ -127,9 +127,10 @@ def test_a_full_stack_refuses_a_new_job_with_a_notice_before_reading_its_media()
     job_id = put_manifest(storage)
     # WHEN a third job arrives
     outcome = handler.handle(MEDIA, "jobs/clip.json")
-    # THEN it is refused, saying why and what to do, nothing started and no media was read
+    # THEN it is refused, saying why and what to do, nothing started and no media was read (only the
+    # manifest, which says whether it is a job or a batch: a batch's items wait for room instead)
     assert outcome.status == "rejected" and "running 2 jobs, as many as it accepts at once (2)" in outcome.reason
-    assert orchestrator.starts == [] and storage.reads == {}
+    assert orchestrator.starts == [] and set(storage.reads) == {"jobs/clip.json"}
     ((_topic, _subject, notice),) = notifier.published
     assert notice["job_id"] == job_id and "upload the manifest again" in notice["reason"]
 
@@ -159,7 +160,7 @@ def test_a_fleet_that_cannot_start_a_gpu_host_refuses_the_job_with_a_notice_befo
     outcome = handler.handle(MEDIA, "jobs/clip.json")
     # THEN it is refused at once with the quota's reason, nothing started, no media read
     assert outcome.status == "rejected" and outcome.reason.startswith("the GPU fleet cannot start a single instance")
-    assert orchestrator.starts == [] and storage.reads == {}
+    assert orchestrator.starts == [] and set(storage.reads) == {"jobs/clip.json"}  # the manifest alone
     ((_topic, _subject, notice),) = notifier.published
     assert notice["job_id"] == job_id and "g5.xlarge needs 4 vCPUs" in notice["reason"]
     assert capacity.asked == 1

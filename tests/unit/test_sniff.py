@@ -33,5 +33,5 @@ def test_other_files_are_refused_and_named(head: bytes, described: str) -> None:
 def test_images() -> None:
     assert sniff_image(b"\x89PNG\r\n\x1a\n....", "s") == "png"
     assert sniff_image(b"RIFF\x00\x00\x00\x00WEBPVP8 ", "s") == "webp"
-    with pytest.raises(InputRejected, match="not a JPEG, PNG or WebP image: it is a GIF image"):
+    with pytest.raises(InputRejected, match="not a JPEG, PNG, WebP, BMP or TIFF image: it is a GIF image"):
         sniff_image(b"GIF89a", "source[0]")

@@ -1,0 +1,116 @@
+"""A batch as every client shows it: one row (a `JobView` of kind "batch") that opens into its items. Pure.
+
+A batch's state follows from its items' (each an ordinary job's, `fusionfleet.jobs.facts`) and its
+cancel marker: PENDING before any item started; RUNNING while an item runs or waits its turn;
+SUCCEEDED when every item did; CANCELLED once cancelled and nothing of it runs; else FAILED, the reason
+naming how many items did not succeed and why the first ones did not. It allows what that state
+allows (`fusionfleet.jobs.states`): cancel while it runs, retry (its unsuccessful items) once it ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from fusionfleet import layout
+from fusionfleet.jobs.batches import BatchRecord
+from fusionfleet.jobs.states import ALLOWED, CANCEL_REASON, JobState
+from fusionfleet.jobs.views import JobView, SegmentCounts, parse_time
+
+SHOWN_REASONS = 3  # unsuccessful items named in a failed batch's reason
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """One item of a batch: its target, and its job's view (None until it started)."""
+
+    index: int
+    job_id: str
+    target: str
+    job: JobView | None
+
+    @property
+    def state(self) -> JobState:
+        return self.job.state if self.job is not None else JobState.PENDING
+
+    @property
+    def started(self) -> bool:
+        return self.job is not None and self.job.state is not JobState.PENDING
+
+
+@dataclass(frozen=True)
+class BatchDetail:
+    batch: JobView
+    items: list[ItemView]
+
+
+def batch_state(states: Sequence[JobState | None], cancelled: bool) -> JobState:
+    """The batch's state from its items' (None: not started) and its cancel marker."""
+    if any(state in (JobState.RUNNING,) for state in states):
+        return JobState.RUNNING
+    waiting = [state for state in states if state is None or state is JobState.PENDING]
+    if waiting and not cancelled:
+        return JobState.PENDING if len(waiting) == len(states) else JobState.RUNNING
+    if cancelled:
+        return JobState.CANCELLED
+    return JobState.SUCCEEDED if all(state is JobState.SUCCEEDED for state in states) else JobState.FAILED
+
+
+def item_counts(states: Sequence[JobState | None]) -> SegmentCounts:
+    """Items done (succeeded), failed (ended otherwise), running, of the batch's total."""
+    done = sum(1 for state in states if state is JobState.SUCCEEDED)
+    failed = sum(1 for state in states if state is not None and state.unsuccessful)
+    running = sum(1 for state in states if state is JobState.RUNNING)
+    return SegmentCounts(len(states), done, failed, running)
+
+
+def batch_reason(state: JobState, items: Sequence[ItemView]) -> str:
+    if state is JobState.CANCELLED:
+        return CANCEL_REASON
+    if state is not JobState.FAILED:
+        return ""
+    unsuccessful = [item for item in items if item.state.unsuccessful]
+    shown = "; ".join(
+        f"item {item.index} ({item.target}): {item.state.value.lower()}"
+        + (f": {item.job.reason}" if item.job is not None and item.job.reason else "")
+        for item in unsuccessful[:SHOWN_REASONS]
+    )
+    more = f"; and {len(unsuccessful) - SHOWN_REASONS} more" if len(unsuccessful) > SHOWN_REASONS else ""
+    return f"{len(unsuccessful)} of {len(items)} items did not succeed: {shown}{more}"
+
+
+def batch_view(record: BatchRecord, items: Sequence[ItemView], cancelled: bool) -> JobView:
+    states = [item.job.state if item.job is not None else None for item in items]
+    state = batch_state(states, cancelled)
+    started = [item.job for item in items if item.job is not None]
+    segments = SegmentCounts(
+        sum(job.segments.total for job in started), sum(job.segments.done for job in started),
+        sum(job.segments.failed for job in started), sum(job.segments.running for job in started),
+    )  # fmt: skip
+    return JobView(
+        job_id=record.batch_id,
+        name=layout.manifest_name(record.manifest.key),
+        state=state,
+        reason=batch_reason(state, items),
+        priority=record.priority,
+        segments=segments,
+        submitted_at=parse_time(record.submitted_at),
+        output=f"s3://{record.manifest.bucket}/{record.output_prefix}",
+        actions=ALLOWED[state],
+        kind="batch",
+        items=item_counts(states),
+    )
+
+
+def listed_batch(
+    record: BatchRecord, newest: dict[str, JobState], cancelled: bool, submitted: datetime | None
+) -> JobView:
+    """A batch's row in a listing, from its items' newest runs as the listing found them (no item read)."""
+    items = []
+    for target in record.targets:
+        job_id = record.item_id(target.index)
+        job = JobView(job_id, job_id, newest[job_id]) if job_id in newest else None
+        items.append(ItemView(target.index, job_id, target.key, job))
+    view = batch_view(record, items, cancelled)
+    return replace(view, submitted_at=view.submitted_at or submitted)

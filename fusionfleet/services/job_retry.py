@@ -1,0 +1,135 @@
+"""A job's next run: what `fusionfleet retry`, the dashboards and the tenant API do, and what a batch's
+retry does to each of its items that did not succeed (the slicer runs it, a window at a time).
+
+Run N renders only the segments without valid output (their record says succeeded and the segment
+object exists), listed in `work/<job>/plans/rNNN.json`; the markers and the notice record of the run
+before are cleared first, so the run ends with exactly one notice of its own. A batch's item that runs
+again reopens its batch, which then sends a summary of its own when it ends too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from fusionfleet import batch_layout, layout
+from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator
+from fusionfleet.adapters.storage import Storage, put_json
+from fusionfleet.errors import ObjectMissing, OperationRefused
+from fusionfleet.jobs import summary
+from fusionfleet.jobs.facts import JobRecords
+from fusionfleet.jobs.final_notice import state_machine_claim
+from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
+from fusionfleet.jobs.states import Action, JobState, allowed, refusal
+
+
+class Machine(Protocol):
+    """Where a job's runs live: its work bucket and state machine."""
+
+    @property
+    def work_bucket(self) -> str: ...
+    @property
+    def state_machine_arn(self) -> str: ...
+
+
+@dataclass
+class JobRetry:
+    storage: Storage
+    orchestrator: Orchestrator
+    resources: Machine
+    clock: Callable[[], float] = field(default=time.time)
+
+    @property
+    def records(self) -> JobRecords:
+        return JobRecords(self.storage, self.orchestrator, self.resources.work_bucket, self.resources.state_machine_arn)
+
+    def retry(self, job_id: str, held: bool = False) -> str:
+        """Run an ended, unsuccessful job again, rendering only the segments that have no valid output
+        (`held`: a job its tenant's budget held, resumed by the admitter)."""
+        records = self.records
+        facts = records.facts(job_id)
+        state = facts.state
+        if (not allowed(state, Action.RETRY) and not held) or facts.context is None:
+            raise OperationRefused(f"job {job_id} is {state}: {refusal(state, Action.RETRY)}")
+        if facts.execution is not None and facts.execution.status == JobState.RUNNING:
+            raise OperationRefused(
+                f"job {job_id} is cancelled but its execution is still stopping; retry it in a moment"
+            )
+        # The current run's input: a job uploaded again after its record expired started over as a
+        # later run, and its first execution's input is the earlier job's.
+        first = (facts.execution.input if facts.execution is not None else None) or self._first_input(job_id)
+        if not first or "job" not in first:
+            raise OperationRefused(f"job {job_id}: its first run's input is not available, so it cannot be retried")
+        bucket = self.resources.work_bucket
+        plan = records.plan(job_id)
+        missing = [segment for segment in plan if not self._valid(job_id, segment.index)]
+        run = facts.run.run + 1
+        name = execution_name(job_id, run)
+        # The new run starts clean: no job-failed or cancel marker, no notice record (the watchdog
+        # watches it afresh). Cleared before anything of the new run is written, so a refused delete
+        # (DeleteFailed) leaves no half-made run behind.
+        for key in (layout.job_failed_key(job_id), layout.cancel_key(job_id), layout.notice_key(job_id)):
+            self.storage.delete_prefix(bucket, key)
+        put_json(self.storage, bucket, layout.run_plan_key(job_id, run), [segment.to_dict() for segment in missing])
+        started_at = datetime.fromtimestamp(self.clock(), UTC).isoformat()
+        segments = tuple(segment.index for segment in missing)
+        record_run(self.storage, bucket, job_id, RunRecord(run, segments, started_at))
+        # Before the start: the summary's view of the last run's end no longer holds.
+        summary.update(self.storage, bucket, job_id, summary.retried(run))
+        payload: dict[str, Any] = {
+            **first,
+            "job": {**first["job"], "run": run},
+            "plan": {"bucket": bucket, "key": layout.run_plan_key(job_id, run)},
+            # A run of a job started before its input carried this gets it too; a batch's quiet item stays quiet.
+            "final_notice": state_machine_claim(job_id, quiet=bool((first.get("final_notice") or {}).get("quiet"))),
+        }
+        try:
+            self.orchestrator.start(self.resources.state_machine_arn, name, payload)
+        except Exception:
+            self._restore_run(job_id, facts.run)
+            raise
+        if facts.context.batch is not None:
+            # Its batch ended (or will end) without it: it sends a new summary once this run ends too.
+            reopen_batch(self.storage, bucket, facts.context.batch.batch_id)
+        shown = ", ".join(str(segment.index) for segment in missing[:20]) + ("…" if len(missing) > 20 else "")
+        what = (
+            f"rendering {len(missing)} of {len(plan)} segments ({shown})"
+            if missing
+            else "all segments are valid; merging again"
+        )
+        return f"job {job_id} retried as run {run} (execution {name}): {what}"
+
+    def _valid(self, job_id: str, index: int) -> bool:
+        """A segment's output is valid when its record says succeeded and the segment object exists."""
+        record = self.records.segment_record(job_id, index)
+        if record is None or record.status != "succeeded":
+            return False
+        try:
+            # The record names the copy that won (a straggler's backup writes beside the segment's key).
+            self.storage.head(self.resources.work_bucket, record.key or layout.segment_key(job_id, index))
+        except ObjectMissing:
+            return False
+        return True
+
+    def _first_input(self, job_id: str) -> dict[str, Any] | None:
+        try:
+            return self.orchestrator.describe(self.records.execution_arn(job_id, 0)).input
+        except ExecutionMissing:
+            return None
+
+    def _restore_run(self, job_id: str, previous: RunRecord) -> None:
+        bucket = self.resources.work_bucket
+        if previous.run == 0:
+            self.storage.delete_prefix(bucket, layout.run_key(job_id))
+            return
+        record_run(self.storage, bucket, job_id, previous)
+
+
+def reopen_batch(storage: Storage, bucket: str, batch_id: str) -> None:
+    """A batch that runs again (an item retried, the batch retried) sends a summary of its own when it ends:
+    its old notice record goes, and the watchdog ticks it again until then."""
+    storage.delete_prefix(bucket, layout.notice_key(batch_id))
+    put_json(storage, bucket, batch_layout.open_batch_key(batch_id), {"batch_id": batch_id})
