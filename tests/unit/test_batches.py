@@ -16,7 +16,8 @@ from fusionfleet import batch_layout, layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.errors import JobRejected, OperationRefused
 from fusionfleet.fleet.fairness import batch_window
-from fusionfleet.jobs.batch_views import batch_state
+from fusionfleet.jobs.batch_reader import BatchReader
+from fusionfleet.jobs.batch_views import batch_state, item_json, item_page
 from fusionfleet.jobs.batches import BatchRecord, BatchTarget, expand_targets, output_stems, room
 from fusionfleet.jobs.final_notice import TopicChannel
 from fusionfleet.jobs.manifest import parse_manifest
@@ -270,3 +271,28 @@ def test_a_500_item_batch_runs_a_window_at_a_time_at_its_own_priority_and_leaves
     held = farm.advance(batch, window=window, stack_jobs=150, ended=f"{batch}.0001")
     assert held.started == () and "the stack runs 149 of its 150 jobs" in held.why_waiting
     assert len(farm.running()) == 149  # 138 others and 11 items: the 150th place is left for a new job
+
+
+def test_a_batchs_items_are_shown_a_page_at_a_time_each_with_its_state_progress_and_output() -> None:
+    # GIVEN a batch of five whose first item succeeded and second failed
+    farm = Farm()
+    batch = farm.open([f"inputs/{i}.jpg" for i in range(5)])
+    farm.advance(batch, window=2)
+    farm.end(f"{batch}.0000")
+    farm.end(f"{batch}.0001", "FAILED")
+    # WHEN its detail is read for the page of items 0 and 1
+    detail = BatchReader(farm.batches.reader.reader).detail(batch, page=range(0, 2))
+    page, more = item_page(detail.items, 0, 2)
+    # THEN the page has those two, each with its target, state and output or reason, and the next page's start
+    assert more == 2 and item_page(detail.items, 4, 2) == (detail.items[4:], None)
+    shown = [item_json(item) for item in page]
+    assert [(s["index"], s["target"], s["state"]) for s in shown] == [
+        (0, "inputs/0.jpg", "SUCCEEDED"), (1, "inputs/1.jpg", "FAILED")
+    ]  # fmt: skip
+    assert shown[0]["output"] == f"s3://{MEDIA}/outputs/summer/0.mp4" and shown[0]["ended"] and "reason" not in shown[0]
+    assert shown[1]["output"] is None and "segment 0 failed" in shown[1]["reason"]
+    # AND an item not started yet is PENDING, with nothing made
+    assert item_json(detail.items[3]) == {
+        "index": 3, "job_id": f"{batch}.0003", "target": "inputs/3.jpg", "state": "PENDING",
+        "segments": {"done": 0, "failed": 0, "total": 0}, "output": None, "ended": False,
+    }  # fmt: skip
