@@ -7,7 +7,9 @@
                                       "actions", "reason"?, "download_url"?, "created_at"?, "priority"?}
     GET  /jobs                   200 {"jobs": [...], "now"}   (the caller's own, newest first; ?limit=1..200)
     GET  /jobs/{job_id}/detail   200 {"job": <as GET /jobs/{id}>, "segments", "attempts", "timings", "cost",
-                                      "deliveries", "preview": bool, "now"}
+                                      "deliveries", "preview": bool, "now"}; a batch's also "items" (a page:
+                                      ?items_from=N&items=M, each {"index", "target", "state", "segments",
+                                      "output", "download_url"?, "reason"?}) and "next_item"
     GET  /jobs/{job_id}/logs     200 {"job_id", "attempts": [...]}   (?segment=N: one segment's)
     GET  /jobs/{job_id}/preview  200 {"job_id", "image": "data:image/jpeg;base64,..."}, 404 before the first
     POST /jobs/{job_id}/cancel   202 {"job_id", "message"}
@@ -35,6 +37,8 @@ from typing import Any
 from functions.api.claims import TokenRules, token_problem
 from fusionfleet import layout
 from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.jobs.batch_views import DEFAULT_ITEM_PAGE, MAX_ITEM_PAGE
+from fusionfleet.jobs.manifest import MAX_TARGETS
 from fusionfleet.jobs.views import tenant_json
 from fusionfleet.json_http import HttpError, JsonApi, plain, query_value, whole_number
 from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, TenantJobs
@@ -97,12 +101,17 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
     @route("GET", "/jobs/<job_id>/detail")
     def detail(job_id: str) -> dict[str, Any]:
         found = jobs.detail(tenant, job_id)
-        return {
+        shown = {
             "job": tenant_json(found.job), "segments": plain(found.segments), "attempts": plain(found.attempts),
             "timings": plain(found.timings), "cost": plain(found.cost), "deliveries": plain(found.deliveries),
             "preview": found.preview_key is not None,
             "now": now(),
         }  # fmt: skip
+        first, limit = _item_page(_query(api))
+        items = jobs.batch_items(tenant, job_id, first, limit)
+        if items is not None:  # a batch: a page of its items
+            shown["items"], shown["next_item"] = items
+        return shown
 
     @route("GET", "/jobs/<job_id>/logs")
     def logs(job_id: str) -> dict[str, Any]:
@@ -134,6 +143,15 @@ def respond(
             HttpError(403, f"the token has no valid {tenant_claim!r} claim (lowercase letters, digits and '-')")
         )
     return tenant_api(jobs, tenant, clock).resolve(event)
+
+
+def _item_page(query: str) -> tuple[int, int]:
+    """`items_from` and `items` of a batch's detail (a page of its items), checked."""
+    first, limit = query_value(query, "items_from", keep_blank=False), query_value(query, "items", keep_blank=False)
+    return (
+        whole_number(first, "items_from", 0, MAX_TARGETS) if first else 0,
+        whole_number(limit, "items", 1, MAX_ITEM_PAGE) if limit else DEFAULT_ITEM_PAGE,
+    )
 
 
 def _query(api: JsonApi) -> str:

@@ -139,3 +139,17 @@ def item_json(item: ItemView) -> dict[str, Any]:
     if job is not None and job.reason:
         shown["reason"] = job.reason
     return shown
+
+
+def tenant_item_json(item: ItemView, download_url: str | None) -> dict[str, Any]:
+    """An item as the tenant API shows it: its target's and output's file names, the API's state, its
+    progress and a link to its output; no pipeline id (the tenant knows the batch by its own id)."""
+    shown = item_json(item)
+    shown.pop("job_id")
+    shown["target"] = item.target.rsplit("/", 1)[-1]
+    shown["state"] = item.state.public.value
+    if shown["output"]:
+        shown["output"] = str(shown["output"]).rsplit("/", 1)[-1]
+    if download_url:
+        shown["download_url"] = download_url
+    return shown
