@@ -11,7 +11,7 @@ and has the target's frames and size; the batch's wall time (manifest dropped â†
 queue subscribed to the topic) within 1.3Ã— of (total engine time / 6), the engine time summed from the
 workers' own segment records; exactly one notice for the batch (its summary) and none for an item.
 
-Writes benchmarks/results/<name>.json with provenance, prints a table and the goals, exits non-zero
+Writes benchmarks/results/<name>.json (batch-50.json) with provenance, prints a table and the goals, exits non-zero
 when one is missed. Wall-clock figures: the machine's load average is recorded beside them.
 """
 
@@ -247,7 +247,7 @@ def main() -> int:
     parser.add_argument("--no-kill", dest="kill", action="store_false", help="kill no worker mid-batch")
     parser.add_argument("--port", type=int, default=4623)
     parser.add_argument("--timeout", type=float, default=1500.0, help="seconds the batch may take, else it failed")
-    parser.add_argument("--name", default="batch", help="results file: benchmarks/results/<name>.json")
+    parser.add_argument("--name", default="batch-50", help="results file: benchmarks/results/<name>.json")
     args = parser.parse_args()
     inputs = write_inputs(ROOT / ".fusionfleet" / "bench-media" / "batch")
     stack = LocalStack(LocalPaths.discover(ROOT / ".fusionfleet" / "bench-batch", env=os.environ), say=print)
