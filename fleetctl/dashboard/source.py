@@ -26,6 +26,9 @@ __all__ = ["DashboardSource", "JobNotFound", "OperationRefused", "StackSource"]
 
 class DashboardSource(Protocol):
     def list_jobs(self, state: str | None = None, limit: int = 20) -> Sequence[JobView]: ...
+    def list_page(
+        self, state: str | None = None, limit: int = 20, after: str = ""
+    ) -> tuple[Sequence[JobView], str | None]: ...
     def job(self, job_id: str) -> JobDetail: ...
     # A batch's view and a page of its items (from `first`, at most `limit`) with the next page's first
     # index; None when `job_id` is no batch.
@@ -47,6 +50,11 @@ class StackSource:
 
     def list_jobs(self, state: str | None = None, limit: int = 20) -> Sequence[JobView]:
         return self.reader.list_jobs(state, limit)
+
+    def list_page(
+        self, state: str | None = None, limit: int = 20, after: str = ""
+    ) -> tuple[Sequence[JobView], str | None]:
+        return self.reader.list_page(state, limit, after=after)
 
     def job(self, job_id: str) -> JobDetail:
         return self.reader.detail(job_id)

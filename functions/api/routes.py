@@ -39,6 +39,7 @@ from fusionfleet import layout
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.jobs.batch_views import DEFAULT_ITEM_PAGE, MAX_ITEM_PAGE
 from fusionfleet.jobs.manifest import MAX_TARGETS
+from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE
 from fusionfleet.jobs.views import tenant_json
 from fusionfleet.json_http import HttpError, JsonApi, plain, query_value, whole_number
 from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, TenantJobs
@@ -46,6 +47,7 @@ from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, TenantJobs
 logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 200
+MAX_SEGMENT_PAGE = 1000
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -78,7 +80,8 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
     def listed() -> dict[str, Any]:
         raw = query_value(_query(api), "limit", keep_blank=False)
         limit = whole_number(raw, "limit", 1, MAX_LIMIT) if raw else DEFAULT_LIST_LIMIT
-        return {"jobs": [tenant_json(view) for view in jobs.list_jobs(tenant, limit)], "now": now()}
+        page, more = jobs.list_page(tenant, limit, query_value(_query(api), "next", keep_blank=False))
+        return {"jobs": [tenant_json(view) for view in page], "next": more, "now": now()}
 
     @route("GET", "/jobs/<job_id>")
     def status(job_id: str) -> dict[str, Any]:
@@ -100,22 +103,33 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
 
     @route("GET", "/jobs/<job_id>/detail")
     def detail(job_id: str) -> dict[str, Any]:
-        found = jobs.detail(tenant, job_id)
+        query = _query(api)
+        first = _whole(query, "segments_from", 0, 10**7, 0)
+        limit = _whole(query, "limit", 1, MAX_SEGMENT_PAGE, DEFAULT_SEGMENT_PAGE)
+        found, more = jobs.detail_page(tenant, job_id, first, limit)
         shown = {
-            "job": tenant_json(found.job), "segments": plain(found.segments), "attempts": plain(found.attempts),
-            "timings": plain(found.timings), "cost": plain(found.cost), "deliveries": plain(found.deliveries),
+            "job": tenant_json(found.job), "segments": plain(found.segments), "next_segment": more,
+            "attempts": plain(found.attempts), "timings": plain(found.timings), "cost": plain(found.cost),
+            "deliveries": plain(found.deliveries),
             "preview": found.preview_key is not None,
             "now": now(),
         }  # fmt: skip
-        first, limit = _item_page(_query(api))
-        items = jobs.batch_items(tenant, job_id, first, limit)
+        items_from = _whole(query, "items_from", 0, MAX_TARGETS, 0)
+        items_limit = _whole(query, "items", 1, MAX_ITEM_PAGE, DEFAULT_ITEM_PAGE)
+        items = jobs.batch_items(tenant, job_id, items_from, items_limit)
         if items is not None:  # a batch: a page of its items
             shown["items"], shown["next_item"] = items
         return shown
 
     @route("GET", "/jobs/<job_id>/logs")
     def logs(job_id: str) -> dict[str, Any]:
-        return {"job_id": job_id, "attempts": plain(jobs.logs(tenant, job_id, _segment(_query(api))))}
+        query = _query(api)
+        segment = _segment(query)
+        if segment is not None:
+            return {"job_id": job_id, "attempts": plain(jobs.logs(tenant, job_id, segment))}
+        limit = _whole(query, "limit", 1, MAX_LIMIT, DEFAULT_ATTEMPT_PAGE)
+        page, more = jobs.logs_page(tenant, job_id, limit, query_value(query, "next", keep_blank=False))
+        return {"job_id": job_id, "attempts": plain(page), "next": more}
 
     @route("GET", "/jobs/<job_id>/preview")
     def preview(job_id: str) -> dict[str, Any]:
@@ -145,15 +159,6 @@ def respond(
     return tenant_api(jobs, tenant, clock).resolve(event)
 
 
-def _item_page(query: str) -> tuple[int, int]:
-    """`items_from` and `items` of a batch's detail (a page of its items), checked."""
-    first, limit = query_value(query, "items_from", keep_blank=False), query_value(query, "items", keep_blank=False)
-    return (
-        whole_number(first, "items_from", 0, MAX_TARGETS) if first else 0,
-        whole_number(limit, "items", 1, MAX_ITEM_PAGE) if limit else DEFAULT_ITEM_PAGE,
-    )
-
-
 def _query(api: JsonApi) -> str:
     return str(api.app.current_event.get("rawQueryString") or "")
 
@@ -163,6 +168,11 @@ def _body(api: JsonApi) -> bytes:
     event = api.app.current_event
     raw = event.body or ""
     return base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
+
+
+def _whole(query: str, name: str, low: int, high: int, default: int) -> int:
+    raw = query_value(query, name, keep_blank=False)
+    return whole_number(raw, name, low, high) if raw else default
 
 
 def _segment(query: str) -> int | None:
