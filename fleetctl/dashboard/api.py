@@ -1,7 +1,8 @@
 """The dashboard's JSON API, on the one JSON layer both APIs share (fusionfleet.json_http), over a `DashboardSource`:
 
     GET  /api/jobs?state=S&limit=N      recent jobs (the read model's JobView), newest first, and every state
-    GET  /api/jobs/{id}                 one job: its view, segments, attempts, timings, cost, preview URL
+    GET  /api/jobs/{id}                 one job: its view, segments, attempts, timings, cost, preview URL; a
+                                        batch: its view and a page of its items (?items_from=N&items=M), "next_item"
     GET  /api/jobs/{id}/preview.jpg     the latest swapped frame (JPEG), 404 while there is none
     GET  /api/workers                   the workers and their heartbeats
     GET  /api/tenants                   tenants: limits, running and waiting jobs, spend this month and budget
@@ -29,6 +30,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response as RouteResponse
 
 from fleetctl.dashboard.source import DashboardSource
+from fusionfleet.jobs.batch_views import DEFAULT_ITEM_PAGE, MAX_ITEM_PAGE, item_json
+from fusionfleet.jobs.manifest import MAX_TARGETS
 from fusionfleet.jobs.states import JobState, parse_state
 from fusionfleet.jobs.views import view_json
 from fusionfleet.json_http import JSON, Headers, HttpError, JsonApi, http_event, json_bytes, query_value, whole_number
@@ -64,6 +67,15 @@ def list_query(query: str) -> tuple[JobState | None, int]:
     return state, whole_number(limit, "limit", 1, MAX_LIMIT) if limit else DEFAULT_LIMIT
 
 
+def item_query(query: str) -> tuple[int, int]:
+    """`items_from` and `items` (a page of a batch's items) of GET /api/jobs/{id}, checked."""
+    first, limit = query_value(query, "items_from"), query_value(query, "items")
+    return (
+        whole_number(first, "items_from", 0, MAX_TARGETS) if first else 0,
+        whole_number(limit, "items", 1, MAX_ITEM_PAGE) if limit else DEFAULT_ITEM_PAGE,
+    )
+
+
 def dashboard_api(source: DashboardSource, now: datetime) -> JsonApi:
     """The routes over `source`; `now` is the server's clock, sent along so the page computes ages from it."""
     api = JsonApi("/api", json_posts=True, reveal=True)
@@ -87,6 +99,14 @@ def dashboard_api(source: DashboardSource, now: datetime) -> JsonApi:
 
     @route("GET", "/jobs/<job_id>")
     def job(job_id: str) -> dict[str, Any]:
+        query = str(api.app.current_event.get("rawQueryString") or "")
+        first, limit = item_query(query)
+        batch = source.batch(job_id, first, limit)
+        if batch is not None:  # one row that opens into its items, each a job of its own
+            found, more = batch
+            return {"now": now, "job": view_json(found.batch), "segments": [], "attempts": [], "timings": {},
+                    "cost": None, "deliveries": [], "preview_url": None,
+                    "items": [item_json(item) for item in found.items], "next_item": more}  # fmt: skip
         detail = source.job(job_id)
         preview = f"/api/jobs/{job_id}/preview.jpg" if detail.preview_key else None
         pictures = [f"/api/jobs/{job_id}/frames/{frame}" for frame in source.pictures(job_id)]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from fusionfleet.errors import JobNotFound, OperationRefused
 from fusionfleet.fleet.workers import WorkerView, worker_views
+from fusionfleet.jobs.batch_reader import BatchReader
+from fusionfleet.jobs.batch_views import BatchDetail, item_page
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import JobDetail, JobView
 from fusionfleet.services.operations import Operations
@@ -29,6 +31,9 @@ class DashboardSource(Protocol):
         self, state: str | None = None, limit: int = 20, after: str = ""
     ) -> tuple[Sequence[JobView], str | None]: ...
     def job(self, job_id: str) -> JobDetail: ...
+    # A batch's view and a page of its items (from `first`, at most `limit`) with the next page's first
+    # index; None when `job_id` is no batch.
+    def batch(self, job_id: str, first: int, limit: int) -> tuple[BatchDetail, int | None] | None: ...
     def workers(self) -> Sequence[WorkerView]: ...
     def cancel(self, job_id: str) -> str: ...
     def retry(self, job_id: str) -> str: ...
@@ -57,6 +62,13 @@ class StackSource:
 
     def job(self, job_id: str) -> JobDetail:
         return self.reader.detail(job_id)
+
+    def batch(self, job_id: str, first: int, limit: int) -> tuple[BatchDetail, int | None] | None:
+        if self.reader.batch_record(job_id) is None:
+            return None
+        detail = BatchReader(self.reader).detail(job_id, page=range(first, first + limit))
+        items, more = item_page(detail.items, first, limit)
+        return replace(detail, items=items), more
 
     def workers(self) -> Sequence[WorkerView]:
         records = self.reader.records

@@ -8,7 +8,9 @@
                                       "frames"?: [{"frame", "download_url"}] (a test render's pictures)}
     GET  /jobs                   200 {"jobs": [...], "now"}   (the caller's own, newest first; ?limit=1..200)
     GET  /jobs/{job_id}/detail   200 {"job": <as GET /jobs/{id}>, "segments", "attempts", "timings", "cost",
-                                      "deliveries", "preview": bool, "now"}
+                                      "deliveries", "preview": bool, "now"}; a batch's also "items" (a page:
+                                      ?items_from=N&items=M, each {"index", "target", "state", "segments",
+                                      "output", "download_url"?, "reason"?}) and "next_item"
     GET  /jobs/{job_id}/logs     200 {"job_id", "attempts": [...]}   (?segment=N: one segment's)
     GET  /jobs/{job_id}/preview  200 {"job_id", "image": "data:image/jpeg;base64,..."}, 404 before the first
     POST /jobs/{job_id}/cancel   202 {"job_id", "message"}
@@ -36,6 +38,8 @@ from typing import Any
 from functions.api.claims import TokenRules, token_problem
 from fusionfleet import layout
 from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.jobs.batch_views import DEFAULT_ITEM_PAGE, MAX_ITEM_PAGE
+from fusionfleet.jobs.manifest import MAX_TARGETS
 from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE
 from fusionfleet.jobs.views import tenant_json
 from fusionfleet.json_http import HttpError, JsonApi, plain, query_value, whole_number
@@ -104,13 +108,19 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
         first = _whole(query, "segments_from", 0, 10**7, 0)
         limit = _whole(query, "limit", 1, MAX_SEGMENT_PAGE, DEFAULT_SEGMENT_PAGE)
         found, more = jobs.detail_page(tenant, job_id, first, limit)
-        return {
+        shown = {
             "job": tenant_json(found.job), "segments": plain(found.segments), "next_segment": more,
             "attempts": plain(found.attempts), "timings": plain(found.timings), "cost": plain(found.cost),
             "deliveries": plain(found.deliveries),
             "preview": found.preview_key is not None,
             "now": now(),
         }  # fmt: skip
+        items_from = _whole(query, "items_from", 0, MAX_TARGETS, 0)
+        items_limit = _whole(query, "items", 1, MAX_ITEM_PAGE, DEFAULT_ITEM_PAGE)
+        items = jobs.batch_items(tenant, job_id, items_from, items_limit)
+        if items is not None:  # a batch: a page of its items
+            shown["items"], shown["next_item"] = items
+        return shown
 
     @route("GET", "/jobs/<job_id>/logs")
     def logs(job_id: str) -> dict[str, Any]:

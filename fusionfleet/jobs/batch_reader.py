@@ -31,8 +31,9 @@ class BatchReader:
                 found.add(parsed[1])
         return found
 
-    def detail(self, batch_id: str, segments: bool = True) -> BatchDetail:
-        """The batch's view and each item's; `segments=False` reads only each item's state (no segment listing)."""
+    def detail(self, batch_id: str, segments: bool = True, page: range | None = None) -> BatchDetail:
+        """The batch's view and each item's; `segments=False` reads only each item's state (no segment listing),
+        `page` lists the segments of those items only (the others' states are read: the batch's counts)."""
         record = self.record(batch_id)
         claimed = self.claimed(batch_id)
         items = []
@@ -42,7 +43,8 @@ class BatchReader:
             if target.index in claimed:
                 facts = self.reader.records.facts(job_id, known=False)
                 started = facts.context is not None or facts.rejection is not None or facts.execution is not None
-                job = self.reader.view_of(facts, segments) if started else None
+                listed = segments and (page is None or target.index in page)
+                job = self.reader.view_of(facts, listed) if started else None
             items.append(ItemView(target.index, job_id, target.key, job))
         cancelled = is_cancelled(self.reader.records.storage, self.reader.records.bucket, batch_id)
         return BatchDetail(batch_view(record, items, cancelled), items)

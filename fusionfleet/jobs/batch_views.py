@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from fusionfleet import layout
 from fusionfleet.jobs.batches import BatchRecord
@@ -19,6 +20,9 @@ from fusionfleet.jobs.states import ALLOWED, CANCEL_REASON, JobState
 from fusionfleet.jobs.views import JobView, SegmentCounts, parse_time
 
 SHOWN_REASONS = 3  # unsuccessful items named in a failed batch's reason
+# A batch's items are shown a page at a time: a batch may hold 1000 (fusionfleet.jobs.manifest.MAX_TARGETS).
+DEFAULT_ITEM_PAGE = 50
+MAX_ITEM_PAGE = 500
 
 
 @dataclass(frozen=True)
@@ -114,3 +118,38 @@ def listed_batch(
         items.append(ItemView(target.index, job_id, target.key, job))
     view = batch_view(record, items, cancelled)
     return replace(view, submitted_at=view.submitted_at or submitted)
+
+
+def item_page(items: Sequence[ItemView], first: int, limit: int) -> tuple[list[ItemView], int | None]:
+    """Items `first`… (at most `limit`) and the first index of the next page (None: the last page)."""
+    page = list(items[first : first + limit])
+    return page, (first + limit if first + limit < len(items) else None)
+
+
+def item_json(item: ItemView) -> dict[str, Any]:
+    """An item as every client shows it: its index, job, target, state, progress (its segments), output
+    (s3://… once it succeeded) and why it did not succeed. Clients render this; they work nothing out."""
+    job = item.job
+    segments = job.segments if job is not None else SegmentCounts()
+    shown: dict[str, Any] = {
+        "index": item.index, "job_id": item.job_id, "target": item.target, "state": item.state.value,
+        "segments": {"done": segments.done, "failed": segments.failed, "total": segments.total},
+        "output": job.output if job is not None else None, "ended": item.state.ended,
+    }  # fmt: skip
+    if job is not None and job.reason:
+        shown["reason"] = job.reason
+    return shown
+
+
+def tenant_item_json(item: ItemView, download_url: str | None) -> dict[str, Any]:
+    """An item as the tenant API shows it: its target's and output's file names, the API's state, its
+    progress and a link to its output; no pipeline id (the tenant knows the batch by its own id)."""
+    shown = item_json(item)
+    shown.pop("job_id")
+    shown["target"] = item.target.rsplit("/", 1)[-1]
+    shown["state"] = item.state.public.value
+    if shown["output"]:
+        shown["output"] = str(shown["output"]).rsplit("/", 1)[-1]
+    if download_url:
+        shown["download_url"] = download_url
+    return shown

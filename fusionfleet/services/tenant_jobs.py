@@ -33,6 +33,7 @@ from fusionfleet.errors import (
 )
 from fusionfleet.facefusion.requirements import SourceKind
 from fusionfleet.jobs.batch_reader import BatchReader
+from fusionfleet.jobs.batch_views import item_page, tenant_item_json
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources
 from fusionfleet.jobs.ids import JOB_ID, name_of_job
 from fusionfleet.jobs.ids import batch_id as pipeline_batch_id
@@ -265,6 +266,27 @@ class TenantJobs:
             return self.reader.attempts_page(pipeline, after, limit)
         except JobNotFound:
             return [], None
+
+    def batch_items(
+        self, tenant: str, job_id: str, first: int, limit: int
+    ) -> tuple[list[dict[str, Any]], int | None] | None:
+        """A page of a batch's items (from `first`, at most `limit`) as the tenant sees them, and the next
+        page's first index; None when the job is no batch. Before the slicer opened it: no items yet."""
+        record, pipeline = self._lookup(tenant, job_id)
+        if not self._is_batch(record):
+            return None
+        if pipeline is None:
+            return [], None
+        try:
+            detail = BatchReader(self.reader).detail(pipeline, page=range(first, first + limit))
+        except JobNotFound:
+            return [], None
+        page, more = item_page(detail.items, first, limit)
+        links = [item.job.output_object if item.job is not None else None for item in page]
+        return [
+            tenant_item_json(item, self.storage.presign_link(*where, self.download_url_s).url if where else None)
+            for item, where in zip(page, links, strict=True)
+        ], more
 
     def logs(self, tenant: str, job_id: str, segment: int | None = None) -> list[AttemptView]:
         _record, pipeline = self._lookup(tenant, job_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import api_call, api_token, api_url, notice_for, post_file, wait_until
+from tests.support.browser import dump_dom, elements
 from tests.support.media import decode_all, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -73,7 +75,9 @@ def test_an_image_target_runs_as_a_one_segment_job(stack: Stack, media: Path, tm
     assert (info.format, info.width, info.height) == ("png", 120, 90)
 
 
-def test_a_batch_of_images_and_clips_gives_each_items_output_and_one_summary(stack: Stack, media: Path) -> None:
+def test_a_batch_of_images_and_clips_gives_each_items_output_and_one_summary(
+    stack: Stack, media: Path, browser: str
+) -> None:
     # GIVEN four images and two clips, and a batch naming them by prefix, with a window of two items
     keys = upload(stack, media, "inputs/mixed/")
     inbox = stack.subscribe()
@@ -106,6 +110,16 @@ def test_a_batch_of_images_and_clips_gives_each_items_output_and_one_summary(sta
         )
     # AND the batch's record is closed: no tick keeps it open
     assert wait_until(lambda: not _exists(stack, batch_layout.open_batch_key(batch)), 30)
+    # AND the operator's dashboard (a real browser) lists the batch as one row, which opens into its items
+    shown = elements(dump_dom(f"{stack.state().dashboard_url}?job={batch}"))
+    listed = {
+        e.attrs["data-job-id"]: e.attrs.get("data-kind") for e in shown if e.tag == "tr" and "data-job-id" in e.attrs
+    }
+    assert listed.get(batch) == "batch" and not [job for job in listed if job.startswith(f"{batch}.")], listed
+    items = [
+        (e.attrs["data-item"], e.attrs["data-item-state"]) for e in shown if e.tag == "tr" and "data-item" in e.attrs
+    ]
+    assert items == [(str(index), "SUCCEEDED") for index in range(6)], items
 
 
 def check_output(output: Path, target: Path) -> None:
@@ -219,6 +233,18 @@ def test_a_tenant_submits_a_batch_through_the_api_and_follows_it_as_one_job(stac
     for name in ("photo-2.webp", "clip-0.mp4"):
         output = _download(stack, f"tenants/acme/outputs/{job}/{name}", media.parent / f"api-{name}")
         check_output(output, media / name)
+    # AND its detail lists its items a page at a time: each its target's name, state, progress and output
+    pages = [api_call(api, token, "GET", f"/jobs/{job}/detail?items=1&items_from={first}") for first in (0, 1)]
+    assert [status for status, _ in pages] == [200, 200], pages
+    assert [page["next_item"] for _, page in pages] == [1, None]
+    shown = [item for _, page in pages for item in page["items"]]
+    assert [(i["index"], i["target"], i["state"], i["output"]) for i in shown] == [
+        (0, "photo-2.webp", "SUCCEEDED", "photo-2.webp"), (1, "clip-0.mp4", "SUCCEEDED", "clip-0.mp4"),
+    ], shown  # fmt: skip
+    assert [i["segments"]["done"] == i["segments"]["total"] > 0 for i in shown] == [True, True], shown
+    with urllib.request.urlopen(shown[0]["download_url"], timeout=30) as response:
+        assert response.read() == (stack.client("s3").get_object(Bucket=stack.resources.media_bucket,
+            Key=f"tenants/acme/outputs/{job}/photo-2.webp")["Body"].read())  # fmt: skip
     # AND a retry of the succeeded batch is refused, naming it by the tenant's id
     status, refused = api_call(api, token, "POST", f"/jobs/{job}/retry")
     assert status == 409 and job in json.dumps(refused), refused

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from fusionfleet.errors import JobNotFound, OperationRefused
 from fusionfleet.fleet.workers import WorkerView
+from fusionfleet.jobs.batch_views import BatchDetail, ItemView, item_page
 from fusionfleet.jobs.states import ALLOWED, Action, JobState, SegmentState, allowed, parse_state, refusal
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, SegmentCounts, SegmentView
 
@@ -60,9 +61,14 @@ def sample_job(
 
 class FakeDashboardSource:
     def __init__(
-        self, jobs: list[JobDetail] | None = None, workers: list[WorkerView] | None = None, broken: bool = False
+        self,
+        jobs: list[JobDetail] | None = None,
+        workers: list[WorkerView] | None = None,
+        broken: bool = False,
+        batches: list[BatchDetail] | None = None,
     ) -> None:
         self.jobs = {job.job.job_id: job for job in jobs or []}
+        self.batches = {batch.batch.job_id: batch for batch in batches or []}
         self.worker_views = list(workers or [])
         self.previews = {job_id: JPEG_BYTES for job_id, job in self.jobs.items() if job.preview_key}
         self.pictures_of: dict[str, dict[int, bytes]] = {}  # a test render's frames and their PNGs
@@ -102,6 +108,14 @@ class FakeDashboardSource:
     def job(self, job_id: str) -> JobDetail:
         self._check("job", job_id)
         return self._get(job_id)
+
+    def batch(self, job_id: str, first: int, limit: int) -> tuple[BatchDetail, int | None] | None:
+        self._check("batch", job_id, str(first), str(limit))
+        found = self.batches.get(job_id)
+        if found is None:
+            return None
+        items, more = item_page(found.items, first, limit)
+        return replace(found, items=items), more
 
     def workers(self) -> list[WorkerView]:
         self._check("workers")
@@ -151,3 +165,22 @@ class FakeDashboardSource:
     def picture(self, job_id: str, frame: int) -> bytes | None:
         self._check("picture", job_id, str(frame))
         return self.pictures_of.get(job_id, {}).get(frame)
+
+
+def sample_batch(batch_id: str = "summer-0123456789abcdef", items: int = 5) -> BatchDetail:
+    """A running batch: item 0 succeeded, item 1 failed, item 2 runs, the rest wait."""
+    states = [JobState.SUCCEEDED, JobState.FAILED, JobState.RUNNING]
+    shown = []
+    for index in range(items):
+        job_id = f"{batch_id}.{index:04d}"
+        state = states[index] if index < len(states) else None
+        job = None
+        if state is not None:
+            done = 1 if state is JobState.SUCCEEDED else 0
+            job = JobView(job_id, job_id, state, "segment 0 failed" if state is JobState.FAILED else "",
+                          segments=SegmentCounts(1, done, int(state is JobState.FAILED)),
+                          output=f"s3://media/outputs/summer/{index}.jpg" if done else None)  # fmt: skip
+        shown.append(ItemView(index, job_id, f"inputs/stills/{index}.jpg", job))
+    view = JobView(batch_id, "summer", JobState.RUNNING, priority="normal", submitted_at=NOW, kind="batch",
+                   items=SegmentCounts(items, 1, 1, 1), actions=ALLOWED[JobState.RUNNING])  # fmt: skip
+    return BatchDetail(view, shown)

@@ -15,7 +15,9 @@ import pytest
 from fusionfleet import batch_layout, layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from fusionfleet.errors import JobRejected, OperationRefused
-from fusionfleet.jobs.batch_views import batch_state
+from fusionfleet.fleet.fairness import batch_window
+from fusionfleet.jobs.batch_reader import BatchReader
+from fusionfleet.jobs.batch_views import batch_state, item_json, item_page
 from fusionfleet.jobs.batches import BatchRecord, BatchTarget, expand_targets, output_stems, room
 from fusionfleet.jobs.final_notice import TopicChannel
 from fusionfleet.jobs.manifest import parse_manifest
@@ -240,3 +242,57 @@ def test_a_batchs_state_follows_its_items() -> None:
     assert batch_state([ok, None], cancelled=True) is JobState.CANCELLED
     assert batch_state([ok, ok], cancelled=False) is JobState.SUCCEEDED
     assert batch_state([ok, bad], cancelled=False) is JobState.FAILED
+
+
+def test_a_500_item_batch_runs_a_window_at_a_time_at_its_own_priority_and_leaves_room_for_another_job() -> None:
+    # GIVEN a 500-item batch at normal priority, on a fleet of 6 workers and a stack of at most 150 jobs
+    farm = Farm()
+    batch = farm.open([f"inputs/{i:03d}.jpg" for i in range(500)], priority="normal")
+    window = batch_window(6)
+    # WHEN it is advanced, and the watchdog ticks it again and again
+    first = farm.advance(batch, window=window, stack_jobs=150)
+    for _tick in range(3):
+        assert farm.advance(batch, window=window, stack_jobs=150).started == ()
+    # THEN only its window runs (two rounds of the fleet: 12 items), never the 500
+    assert window == 12 and first.started == tuple(range(12)) and first.waiting == 488
+    assert len(farm.running()) == 12
+    # AND each item is a job at the batch's priority: its segments go to the normal render queue, which a
+    # worker reads only when the high queue is empty (tests/integration/test_worker_loop.py)
+    record = BatchRecord.model_validate(farm.storage.json(WORK, batch_layout.batch_key(batch)))
+    assert {record.item_manifest(target).priority for target in record.targets} == {"normal"}
+    # AND an item's end starts one more: the batch's share of the fleet stays its window
+    farm.end(f"{batch}.0000")
+    assert farm.advance(batch, window=window, stack_jobs=150, ended=f"{batch}.0000").started == (12,)
+    # AND on a stack that is nearly full the batch leaves one job's place free for somebody else's job
+    for name in (f"other-{n}" for n in range(138)):
+        arn = execution_arn(MACHINE, name)
+        farm.orchestrator.states[arn] = Execution(arn, "RUNNING")
+    farm.end(f"{batch}.0001")
+    held = farm.advance(batch, window=window, stack_jobs=150, ended=f"{batch}.0001")
+    assert held.started == () and "the stack runs 149 of its 150 jobs" in held.why_waiting
+    assert len(farm.running()) == 149  # 138 others and 11 items: the 150th place is left for a new job
+
+
+def test_a_batchs_items_are_shown_a_page_at_a_time_each_with_its_state_progress_and_output() -> None:
+    # GIVEN a batch of five whose first item succeeded and second failed
+    farm = Farm()
+    batch = farm.open([f"inputs/{i}.jpg" for i in range(5)])
+    farm.advance(batch, window=2)
+    farm.end(f"{batch}.0000")
+    farm.end(f"{batch}.0001", "FAILED")
+    # WHEN its detail is read for the page of items 0 and 1
+    detail = BatchReader(farm.batches.reader.reader).detail(batch, page=range(0, 2))
+    page, more = item_page(detail.items, 0, 2)
+    # THEN the page has those two, each with its target, state and output or reason, and the next page's start
+    assert more == 2 and item_page(detail.items, 4, 2) == (detail.items[4:], None)
+    shown = [item_json(item) for item in page]
+    assert [(s["index"], s["target"], s["state"]) for s in shown] == [
+        (0, "inputs/0.jpg", "SUCCEEDED"), (1, "inputs/1.jpg", "FAILED")
+    ]  # fmt: skip
+    assert shown[0]["output"] == f"s3://{MEDIA}/outputs/summer/0.mp4" and shown[0]["ended"] and "reason" not in shown[0]
+    assert shown[1]["output"] is None and "segment 0 failed" in shown[1]["reason"]
+    # AND an item not started yet is PENDING, with nothing made
+    assert item_json(detail.items[3]) == {
+        "index": 3, "job_id": f"{batch}.0003", "target": "inputs/3.jpg", "state": "PENDING",
+        "segments": {"done": 0, "failed": 0, "total": 0}, "output": None, "ended": False,
+    }  # fmt: skip

@@ -18,13 +18,14 @@ import pytest
 from fleetctl.dashboard import DashboardServer
 from fleetctl.dashboard.api import list_query, plain
 from fusionfleet.fleet.workers import WorkerView
-from tests.support.dashboard import JPEG_BYTES, NOW, FakeDashboardSource, sample_job
+from tests.support.dashboard import JPEG_BYTES, NOW, FakeDashboardSource, sample_batch, sample_job
 
 pytestmark = pytest.mark.timeout(30)
 STATIC = Path(__file__).resolve().parents[2] / "fleetctl" / "dashboard" / "static"
 RUNNING_ID = "interview-0123456789abcdef"
 FAILED_ID = "broken-fedcba9876543210"
 DONE_ID = "finished-00112233aabbccdd"
+BATCH_ID = "summer-0123456789abcdef"
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ def _source(broken: bool = False) -> FakeDashboardSource:
             WorkerView("worker-2", "render", "classic", None, 3, NOW - timedelta(minutes=5), True),
         ],
         broken=broken,
+        batches=[sample_batch(BATCH_ID)],
     )
 
 
@@ -212,6 +214,25 @@ def test_a_job_shows_its_segments_attempts_timings_and_preview(served: Served) -
     assert data["preview_url"] == f"/api/jobs/{RUNNING_ID}/preview.jpg"
     # AND a job without a preview says so
     assert served.request(f"/api/jobs/{FAILED_ID}").json()["preview_url"] is None
+
+
+def test_a_batch_is_one_view_that_opens_into_a_page_of_its_items(served: Served) -> None:
+    # WHEN a batch is fetched a page of two items at a time
+    first = served.request(f"/api/jobs/{BATCH_ID}?items=2").json()
+    # THEN it is the batch's view with its items' counts, and its first two items, each as the read model shows it
+    assert (first["job"]["kind"], first["job"]["items"]["total"], first["job"]["state"]) == ("batch", 5, "RUNNING")
+    assert [(i["index"], i["state"], i["segments"]["done"], i["output"]) for i in first["items"]] == [
+        (0, "SUCCEEDED", 1, "s3://media/outputs/summer/0.jpg"), (1, "FAILED", 0, None),
+    ]  # fmt: skip
+    assert first["items"][1]["reason"] == "segment 0 failed" and first["next_item"] == 2
+    assert first["segments"] == [] and first["preview_url"] is None
+    # AND the last page says there is no next one; an item not started is PENDING
+    last = served.request(f"/api/jobs/{BATCH_ID}?items_from=4&items=2").json()
+    assert [(i["index"], i["state"], i["job_id"]) for i in last["items"]] == [(4, "PENDING", f"{BATCH_ID}.0004")]
+    assert last["next_item"] is None
+    # AND a bad page is a 400 naming it
+    reply = served.request(f"/api/jobs/{BATCH_ID}?items=0")
+    assert reply.status == 400 and "items must be a whole number from 1 to 500" in reply.json()["error"]
 
 
 def test_the_preview_is_a_jpeg_and_a_404_until_there_is_one(served: Served) -> None:

@@ -79,19 +79,25 @@ function progressBar(done, failed, total) {
   return bar;
 }
 
-// jobs: [{job_id, name, state, priority, segments: {done, failed, total}, submitted_at}]
+// jobs: [{job_id, name, state, priority, segments: {done, failed, total}, submitted_at, kind?, items?}]
+// A batch is one row whose progress is its items' (kind "batch"); choosing it opens its items.
 function renderJobs(jobs, now, refresh) {
   const body = $("jobs").tBodies[0];
   const chosen = selectedJob();
   const rows = jobs.map((job) => {
+    const batch = job.kind === "batch";
+    const counts = batch ? job.items : job.segments;
     const row = el(
       "tr",
-      { className: job.job_id === chosen ? "selected" : "", dataset: { jobId: job.job_id, state: job.state } },
-      el("td", { className: "name", title: job.job_id }, job.name || job.job_id),
+      {
+        className: job.job_id === chosen ? "selected" : "",
+        dataset: { jobId: job.job_id, state: job.state, kind: job.kind || "job" },
+      },
+      el("td", { className: "name", title: job.job_id }, job.name || job.job_id, batch ? el("span", { className: "badge kind-batch" }, "BATCH") : null),
       el("td", {}, badge(job.state)),
       el("td", {}, job.priority || "–"),
-      el("td", {}, progressBar(job.segments.done, job.segments.failed, job.segments.total)),
-      el("td", { className: "num" }, `${job.segments.done}/${job.segments.total}`),
+      el("td", {}, progressBar(counts.done, counts.failed, counts.total)),
+      el("td", { className: "num" }, batch ? `${counts.done}/${counts.total} items` : `${counts.done}/${counts.total}`),
       el("td", { className: "num" }, formatAge(secondsBetween(now, job.submitted_at))),
     );
     row.addEventListener("click", () => selectJob(job.job_id, refresh));
@@ -223,6 +229,7 @@ function renderJob(detail) {
   $("seg-failed").textContent = String(failed);
   $("seg-total").textContent = String(total);
   $("segments").replaceChildren(...detail.segments.map(segmentCell));
+  renderItems(detail.items, detail.next_item, job.items);
   renderTimings(detail.timings);
   renderCost(detail.cost);
   renderAttempts(detail.attempts);
@@ -243,6 +250,41 @@ function renderPictures(urls) {
   );
   box.hidden = urls.length === 0;
 }
+
+// A batch's items (a page of them: `next` is the first index of the next page, null on the last), each as
+// the read model shows it: {index, job_id, target, state, segments: {done, failed, total}, output, reason}.
+// An item with a `job_id` opens as a job of its own (the operator's); `counts` are the batch's.
+function renderItems(items, next, counts) {
+  $("items-box").hidden = !items;
+  if (!items) return;
+  const rows = items.map((item) => {
+    const row = el(
+      "tr",
+      { className: `item-${String(item.state).toLowerCase()}`, dataset: { item: item.index, itemState: item.state } },
+      el("td", { className: "num" }, item.index),
+      el("td", { className: "name", title: item.target }, item.target),
+      el("td", {}, badge(item.state)),
+      el("td", {}, progressBar(item.segments.done, item.segments.failed, item.segments.total)),
+      el(
+        "td",
+        { className: item.reason ? "error" : "name" },
+        item.download_url ? el("a", { href: item.download_url, rel: "noopener noreferrer" }, item.output) : item.output || item.reason || "",
+      ),
+    );
+    if (item.job_id) row.addEventListener("click", () => selectJob(item.job_id, itemRefresh));
+    return row;
+  });
+  $("items").tBodies[0].replaceChildren(...rows);
+  const total = counts ? counts.total : items.length;
+  $("item-done").textContent = String(counts ? counts.done : 0);
+  $("item-failed").textContent = String(counts ? counts.failed : 0);
+  $("item-total").textContent = String(total);
+  $("items-more").hidden = next === null || next === undefined;
+  $("items-more").textContent = `items ${items.length ? items[0].index : 0}–${items.length ? items[items.length - 1].index : 0} of ${total}`;
+}
+
+// The page's refresh (wirePage sets it), for an item's row to open the item.
+let itemRefresh = () => {};
 
 // The job list's state filter: the states the read model names, with "all" first.
 function renderStateFilter(states) {
@@ -296,6 +338,7 @@ async function pressAction(action, send, refresh) {
 
 // Wiring both pages share: buttons, history, and the preview box that hides an image it cannot show.
 function wirePage(refresh, act) {
+  itemRefresh = refresh;
   $("cancel").addEventListener("click", () => act("cancel"));
   $("retry").addEventListener("click", () => act("retry"));
   window.addEventListener("popstate", refresh);
