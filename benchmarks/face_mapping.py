@@ -27,7 +27,7 @@ import cv2
 from benchmarks.clips import FPS, HEIGHT, WIDTH, crossing_pair, pair_positions
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.judge import Judge, video_frames
-from benchmarks.mapping_judge import judge_frame, summary
+from benchmarks.mapping_judge import judge_frame, source_identity, summary
 from benchmarks.pipeline import Bench
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
@@ -47,6 +47,7 @@ GOALS = (
     Goal("judged_share", ">=", 0.9, "person-frames the judge found in the target (the measure covers the clip)"),
 )
 MAPPING = {"grace": "astronaut", "astronaut": "grace"}
+SOURCES = {"grace": grace_hopper, "astronaut": astronaut}
 
 
 def drop(bench: Bench, name: str, clip: Path, quality: str) -> str:
@@ -71,8 +72,8 @@ def drop(bench: Bench, name: str, clip: Path, quality: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=30.0, help="the clip's length")
-    parser.add_argument("--judge-every", type=int, default=2, help="judge every n-th frame (and each segment's ends)")
+    parser.add_argument("--seconds", type=float, default=24.0, help="the clip's length")
+    parser.add_argument("--judge-every", type=int, default=5, help="judge every n-th frame (and each segment's ends)")
     parser.add_argument("--quality", default="balanced")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=4618)
@@ -104,7 +105,10 @@ def main() -> int:
     segments = [(int(s["start_frame"]), int(s["end_frame"])) for s in plan]
     targets, outputs = list(video_frames(clip)), list(video_frames(output))
     the_judge = Judge()
-    sources = {"grace": the_judge.identity(grace_hopper()), "astronaut": the_judge.identity(astronaut())}
+    sources = {
+        "grace": source_identity(the_judge, grace_hopper()),
+        "astronaut": source_identity(the_judge, astronaut()),
+    }
     frames = sorted({i for a, b in segments for i in (a, b - 1)} | set(range(0, count, args.judge_every)))
     rows = [
         row
