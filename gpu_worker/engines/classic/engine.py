@@ -14,6 +14,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from fusionfleet.jobs.faces import MAX_FACES
 from gpu_worker.engines import state as blob
 from gpu_worker.engines.base import EngineError, EngineJob, Frame, Image, StateUnreadable
 from gpu_worker.engines.classic import identity as ident
@@ -34,7 +35,8 @@ from gpu_worker.engines.classic.tracking import FaceTracker, TrackedFace
 
 LOG = logging.getLogger(__name__)
 
-IDENTITY_CACHE = 4
+# Every person of a job with `faces` stays cached across its segments (identities and references).
+IDENTITY_CACHE = MAX_FACES
 FADE_IN_FRAMES = 4
 # Raised whenever what the engine carries from frame to frame changes: an older state is then
 # refused and the worker warms the engine up on lead-in frames instead.
