@@ -28,7 +28,7 @@ PLVENV := .venv-parliament
 # against the template's roles (tests/support/iam/). Needs Node 20 or newer.
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-api-scale bench-parity device-check chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-api-scale bench-parity device-check chaos soak up down status clean
 
 all: test
 
@@ -141,6 +141,10 @@ bench: venv localstack-env
 bench-quality: venv
 	$(PY) -m benchmarks.quality
 
+# The built-in engine on real photos of people it was never tuned on, alone (part of bench-quality too).
+bench-unseen: venv
+	$(PY) -m benchmarks.unseen_people
+
 bench-faces: venv localstack-env
 	$(PY) -m benchmarks.face_mapping
 
@@ -171,6 +175,10 @@ bench-sim: venv
 # tenant, budgets on one and two workers, the true cost of a job (benchmarks/integrations.py).
 bench-integrations: venv localstack-env
 	$(PY) -m benchmarks.integrations
+
+# A test render of 3 frames of a 30-minute clip on a warm local worker, under 30 s (benchmarks/trial.py).
+bench-try: venv localstack-env
+	$(PY) -m benchmarks.trial
 
 # Kill → a segment running again, SIGTERM → a worker drained, on the local stack (benchmarks/recovery.py).
 bench-recovery: venv localstack-env

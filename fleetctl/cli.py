@@ -31,6 +31,8 @@ from fleetctl.local.processes import UpOptions
 from fleetctl.preflight import command as preflight_command
 from fleetctl.stack import stack_outputs
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
+from fleetctl.try_commands import add_parser as add_try_parser
+from fleetctl.try_commands import cmd_try
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.facefusion.options import OptionsError
@@ -178,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     tenant_cli.add_submit_arguments(submit)
     _add_connection(submit)
     add_facefusion_options(submit)
+
+    add_try_parser(commands, _add_connection)
 
     status = commands.add_parser(
         "status", help="state, segments done/failed/total, output location (or a batch's items)"
@@ -440,6 +444,7 @@ COMMANDS = {
     "workers": cmd_workers,
     "tenant": tenant_cli.cmd_tenant,
     "aws": preflight_command.run,
+    "try": cmd_try,
 }
 
 

@@ -114,10 +114,12 @@ class Client:
         say: Callable[[str], None] = lambda _line: None,
         tenant: str | None = None,
         extra: dict[str, Any] | None = None,
+        frames: tuple[int, ...] = (),
     ) -> Submission:
         """Upload the media under inputs/<name>/, then the manifest: the manifest is the trigger.
 
-        For a tenant, all three go under `tenants/<tenant>/` (inputs/, jobs/, outputs/).
+        For a tenant, all three go under `tenants/<tenant>/` (inputs/, jobs/, outputs/). With `frames`, a
+        test render: its output is a prefix, one picture per frame under it (`layout.trial_frame_key`).
         """
         if tenant is not None:
             check_tenant_name(tenant)
@@ -140,7 +142,11 @@ class Client:
         target_key = upload(target, "target")
         reference_key = upload(reference, "reference") if reference else None
         manifest_key = layout.manifest_key(name, tenant)
-        output_key = layout.default_output_key(manifest_key, local_output_suffix(target, target_key))
+        if frames:
+            output_key = layout.default_output_prefix(manifest_key)
+            extra = {**(extra or {}), "frames": list(frames)}
+        else:
+            output_key = layout.default_output_key(manifest_key, local_output_suffix(target, target_key))
         manifest = build_manifest(
             source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}, extra
         )
@@ -191,6 +197,11 @@ class Client:
             if notices.next_notice(min(progress_s, deadline - now)) is not None:
                 # The notice is published just before the execution records its end: follow it closely.
                 settling_until = time.monotonic() + NOTICE_SETTLE_S
+
+    def download_object(self, bucket: str, key: str, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._storage.download_file(bucket, key, path)
+        return path
 
     def download(self, result: JobResult, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -293,6 +293,11 @@ def default_output_prefix(manifest_key: str) -> str:
     return default_output_key(manifest_key, "/")
 
 
+def trial_frame_key(prefix: str, frame: int) -> str:
+    """Where a test render writes frame `frame` of its target: `<output prefix>frame-000120.png`."""
+    return f"{prefix}frame-{frame:06d}.png"
+
+
 def is_manifest_key(key: str) -> bool:
     """`jobs/<name>.json`, or `tenants/<tenant>/jobs/<name>.json` for a valid tenant name."""
     if key.startswith(TENANTS_PREFIX) and tenant_of(key) is None:

@@ -336,7 +336,7 @@ class SegmentRecord(_Model):
     attempt: int = 1
     worker: str = ""
     resumed_from: int = -1  # first frame rendered by this attempt when earlier chunks were reused
-    frames_rendered: int = 0
+    frames_rendered: int = 0  # a still's: every frame its engine rendered, a test render's warm-up included
     queued_s: float = 0.0  # from Step Functions sending the message to a worker taking it
     engine_s: float = 0.0
     total_s: float = 0.0
@@ -347,6 +347,8 @@ class SegmentRecord(_Model):
     rendered_at: float = 0.0
     # Seconds per stage of the engine's part (gpu_worker.stage_clock: read, decode, engine, encode, upload, waits).
     stages: dict[str, float] = Field(default_factory=dict)
+    # Bytes of the target this attempt read (a test render's proof that it did not read the whole video).
+    bytes_read: int = 0
 
 
 class SegmentHold(_Model):

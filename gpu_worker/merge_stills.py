@@ -35,11 +35,6 @@ logger = logging.getLogger(__name__)
 OUTPUT_LIMITS = MediaLimits(max_image_bytes=1024**3, max_image_pixels=64 * 40_000_000)
 
 
-def frame_key(prefix: str, frame: int) -> str:
-    """Where a test render writes frame `frame`: `<output prefix>frame-000120.png`."""
-    return f"{prefix}frame-{frame:06d}.png"
-
-
 def merge_stills(task: MergeTask, deps: MergeDeps) -> MergeResult:
     job = task.job
     started, started_at = time.monotonic(), time.time()
@@ -91,7 +86,7 @@ def _copy_frame(deps: MergeDeps, job: JobContext, segment: Segment, key: str, wo
     path = workdir / f"{segment.index:05d}.png"
     deps.storage.download_file(job.work_bucket, key, path)
     _verify(path, "png", job.video.display_size)
-    destination = frame_key(job.output.key, segment.start_frame)
+    destination = layout.trial_frame_key(job.output.key, segment.start_frame)
     deps.storage.upload_file(
         job.output.bucket, destination, path, "image/png", tags=dict([layout.OUTPUT_RETENTION_TAG])
     )

@@ -187,8 +187,9 @@ def render_frames(
             still = render_still(engine, engine_job, task, deps.storage, reader, deps.limits, workdir, cancel, what)
             span = (segment.start_frame, segment.end_frame)
             return RenderedFrames(
-                task=task, workdir=workdir, grid=(span,), resumed_from=-1, frames_rendered=1, engine_s=still.engine_s,
-                started_at=started_at, rendered_at=time.time(), bytes_read=reader.bytes_fetched, suffix=STILL_SUFFIX,
+                task=task, workdir=workdir, grid=(span,), resumed_from=-1, frames_rendered=still.frames_fed,
+                engine_s=still.engine_s, started_at=started_at, rendered_at=time.time(),
+                bytes_read=reader.bytes_fetched, suffix=STILL_SUFFIX,
             )  # fmt: skip
         if is_nvenc(job.encoder.codec) and not deps.media.encode:
             # The job's encoder is fixed for all its segments: another worker renders this one.
@@ -309,6 +310,7 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
             copy_number=task.copy_number,
             rendered_at=frames.rendered_at,
             stages=dict(frames.stages),
+            bytes_read=frames.bytes_read,
         )
         committed = commit(storage, job.work_bucket, job.run, record)
         if committed.copy_number != task.copy_number:

@@ -7,6 +7,9 @@
     GET  /api/tenants                   tenants: limits, running and waiting jobs, spend this month and budget
     POST /api/jobs/{id}/cancel          {"message": ...}
     POST /api/jobs/{id}/retry           {"message": ...}
+    POST /api/jobs/{id}/try             {"message": ...} for {"frames": [0, 120, …]}: a test render of those
+                                        frames with the job's settings (fusionfleet.services.trial_renders)
+    GET  /api/jobs/{id}/frames/{n}      a succeeded test render's picture of frame n (PNG), 404 otherwise
 
 Unknown jobs are 404, a known path with the wrong method 405, a bad query 400, an action the job's
 state does not allow 409 (with the reason), a stack that does not answer 502. A POST must say
@@ -17,6 +20,7 @@ without the browser asking first, so no page but the dashboard's own can press i
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +39,7 @@ from fusionfleet.json_http import plain as plain  # noqa: PLC0414
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 JPEG = "image/jpeg"
+PNG = "image/png"
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,9 @@ def dashboard_api(source: DashboardSource, now: datetime) -> JsonApi:
     def job(job_id: str) -> dict[str, Any]:
         detail = source.job(job_id)
         preview = f"/api/jobs/{job_id}/preview.jpg" if detail.preview_key else None
-        return {"now": now, **plain(detail), "job": view_json(detail.job), "preview_url": preview}
+        pictures = [f"/api/jobs/{job_id}/frames/{frame}" for frame in source.pictures(job_id)]
+        return {"now": now, **plain(detail), "job": view_json(detail.job), "preview_url": preview,
+                "pictures": pictures}  # fmt: skip
 
     @route("GET", "/jobs/<job_id>/preview.jpg")
     def preview(job_id: str) -> RouteResponse[Any]:
@@ -101,7 +108,32 @@ def dashboard_api(source: DashboardSource, now: datetime) -> JsonApi:
     def retry(job_id: str) -> dict[str, Any]:
         return {"job_id": job_id, "action": "retry", "message": source.retry(job_id)}
 
+    @route("POST", "/jobs/<job_id>/try")
+    def try_frames(job_id: str) -> dict[str, Any]:
+        event = api.app.current_event
+        raw = event.body or ""
+        frames = frames_of(base64.b64decode(raw).decode(errors="replace") if event.is_base64_encoded else raw)
+        return {"job_id": job_id, "action": "try", "message": source.try_frames(job_id, frames)}
+
+    @route("GET", "/jobs/<job_id>/frames/<frame>")
+    def picture(job_id: str, frame: str) -> RouteResponse[Any]:
+        image = source.picture(job_id, int(frame)) if frame.isdigit() else None
+        if image is None:
+            raise HttpError(404, f"job {job_id} has no picture of frame {frame[:20]!r}")
+        return RouteResponse(200, PNG, image)
+
     return api
+
+
+def frames_of(body: str) -> list[int]:
+    """The frames of POST /api/jobs/{id}/try: `{"frames": [0, 120]}`, whole numbers from 0. Pure."""
+    try:
+        frames = json.loads(body or "{}").get("frames")
+    except (ValueError, AttributeError):
+        frames = None
+    if not isinstance(frames, list) or not frames or not all(type(f) is int and f >= 0 for f in frames):
+        raise HttpError(400, 'the body must be {"frames": [frame numbers from 0, …]}')
+    return frames
 
 
 def handle(

@@ -18,6 +18,7 @@ from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import JobDetail, JobView
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_overview import tenant_overviews
+from fusionfleet.services.trial_renders import TrialRenders
 
 __all__ = ["DashboardSource", "JobNotFound", "OperationRefused", "StackSource"]
 
@@ -33,6 +34,9 @@ class DashboardSource(Protocol):
     def retry(self, job_id: str) -> str: ...
     def preview(self, job_id: str) -> bytes | None: ...
     def tenants(self) -> Sequence[dict[str, object]]: ...
+    def try_frames(self, job_id: str, frames: Sequence[int]) -> str: ...
+    def pictures(self, job_id: str) -> Sequence[int]: ...
+    def picture(self, job_id: str, frame: int) -> bytes | None: ...
 
 
 @dataclass
@@ -73,3 +77,17 @@ class StackSource:
         found = tenant_overviews(records.storage, records.orchestrator, records.bucket, records.state_machine_arn,
                                  self.clock())  # fmt: skip
         return [overview.as_dict() for overview in found]
+
+    def _trials(self) -> TrialRenders:
+        return TrialRenders(self.reader.records.storage, self.reader, self.clock)
+
+    def try_frames(self, job_id: str, frames: Sequence[int]) -> str:
+        """A test render of these frames with the job's settings (fusionfleet.services.trial_renders)."""
+        started = self._trials().start(job_id, frames)
+        return f"test render {started} of frame(s) {', '.join(map(str, frames))} started"
+
+    def pictures(self, job_id: str) -> Sequence[int]:
+        return self._trials().frames(job_id)
+
+    def picture(self, job_id: str, frame: int) -> bytes | None:
+        return self._trials().picture(job_id, frame)

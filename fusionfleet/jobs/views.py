@@ -71,6 +71,8 @@ class JobView:
     # job's segments (its `segments`: the started items' segments together); `output` is its prefix.
     kind: str = "job"
     items: SegmentCounts = SegmentCounts()
+    # A test render that succeeded, as a reader with the right to sign shows it: (frame, link) per picture.
+    pictures: tuple[tuple[int, str], ...] = ()
 
     @property
     def ended(self) -> bool:
@@ -292,6 +294,8 @@ def tenant_json(view: JobView) -> dict[str, Any]:
         shown["download_url"] = view.download.url
     if view.submitted_at is not None:
         shown["created_at"] = view.submitted_at.isoformat()
+    if view.pictures:
+        shown["frames"] = [{"frame": frame, "download_url": url} for frame, url in view.pictures]
     if view.kind == "batch":
         shown["kind"] = "batch"
         shown["items"] = {"done": view.items.done, "failed": view.items.failed, "running": view.items.running,

@@ -116,12 +116,13 @@ class JobPreparer:
         output_key = manifest.output or (
             f"{output_stem}{suffix}" if output_stem else layout.default_output_key(manifest_ref.key, suffix)
         )
-        image = self._image_output(manifest, target, output_key)
         problem = frames_problem(manifest.frames, target.video.frame_count) if manifest.frames else None
         if manifest.frames and target.image_format:
             problem = "frames: a test render renders frames of a video; an image target is rendered whole"
         if problem:
             raise invalid_manifest([problem])
+        # A test render's output is a prefix of pictures (checked with the manifest), never the video's MP4.
+        image = None if manifest.frames else self._image_output(manifest, target, output_key)
         video = target.video
         trimmed = trim_problem(manifest.options, video.frame_count)
         if trimmed:

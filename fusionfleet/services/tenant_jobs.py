@@ -39,6 +39,7 @@ from fusionfleet.jobs.ids import batch_id as pipeline_batch_id
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
 from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE, JobReader, encode_cursor
+from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, parse_time, pending_view
 from fusionfleet.key_rules import slug
 from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
@@ -370,10 +371,19 @@ class TenantJobs:
     def _shown(self, job_id: str, view: JobView, record: dict[str, Any]) -> JobView:
         """The pipeline's view as the tenant sees it: its own id, the API's states, a fresh download link."""
         shown = replace(view.public(job_id), submitted_at=parse_time(record.get("created_at")) or view.submitted_at)
-        if view.output_object is not None:
-            link = self.storage.presign_link(*view.output_object, self.download_url_s)
-            shown = replace(shown, download=link)
-        return shown
+        if view.output_object is None:
+            return shown
+        frames = (record.get("manifest") or {}).get("frames") or []
+        if frames and view.state is JobState.SUCCEEDED:
+            # A test render's output is a prefix: one link per frame's picture under it (trial_frame_key).
+            bucket, prefix = view.output_object
+            pictures = tuple(
+                (int(frame), self.storage.presign_link(bucket, layout.trial_frame_key(prefix, int(frame)),
+                                                       self.download_url_s).url)
+                for frame in frames
+            )  # fmt: skip
+            return replace(shown, pictures=pictures)
+        return replace(shown, download=self.storage.presign_link(*view.output_object, self.download_url_s))
 
     def _pipeline_job(self, tenant: str, job_id: str, record: dict[str, Any] | None) -> str | None:
         """The pipeline's job (or batch) id for the manifest of this job, or None before it was started."""

@@ -7,6 +7,7 @@ and every call is recorded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -16,6 +17,7 @@ from fusionfleet.jobs.states import ALLOWED, Action, JobState, SegmentState, all
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, SegmentCounts, SegmentView
 
 NOW = datetime(2026, 12, 3, 9, 0, 0, tzinfo=UTC)
+PNG_BYTES = b"\x89PNG\r\n\x1a\nfake-picture"
 JPEG_BYTES = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00fake-frame\xff\xd9"
 
 
@@ -63,6 +65,7 @@ class FakeDashboardSource:
         self.jobs = {job.job.job_id: job for job in jobs or []}
         self.worker_views = list(workers or [])
         self.previews = {job_id: JPEG_BYTES for job_id, job in self.jobs.items() if job.preview_key}
+        self.pictures_of: dict[str, dict[int, bytes]] = {}  # a test render's frames and their PNGs
         self.broken = broken  # every call raises, as when the stack does not answer
         self.calls: list[tuple[str, ...]] = []
 
@@ -130,3 +133,21 @@ class FakeDashboardSource:
         self._check("preview", job_id)
         self._get(job_id)
         return self.previews.get(job_id)
+
+    def try_frames(self, job_id: str, frames: Sequence[int]) -> str:
+        """A test render: a new job, SUCCEEDED at once, whose pictures are held here."""
+        self._check("try", job_id, ",".join(map(str, frames)))
+        base = self._get(job_id)
+        trial = f"{job_id}-try"
+        self.jobs[trial] = replace(base, job=replace(base.job, job_id=trial, state=JobState.SUCCEEDED,
+                                                     actions=ALLOWED[JobState.SUCCEEDED]))  # fmt: skip
+        self.pictures_of[trial] = {frame: PNG_BYTES for frame in frames}
+        return f"test render {trial} of frame(s) {', '.join(map(str, frames))} started"
+
+    def pictures(self, job_id: str) -> list[int]:
+        self._check("pictures", job_id)
+        return list(self.pictures_of.get(job_id, {}))
+
+    def picture(self, job_id: str, frame: int) -> bytes | None:
+        self._check("picture", job_id, str(frame))
+        return self.pictures_of.get(job_id, {}).get(frame)

@@ -86,11 +86,11 @@ async function refresh() {
   }
 }
 
-async function send(path) {
+async function send(path, request = {}) {
   const response = await fetch(`/api${path}`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: "{}",
+    body: JSON.stringify(request),
   });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(body.error || `${response.status}`);
@@ -99,8 +99,25 @@ async function send(path) {
 
 const act = (action) => pressAction(action, send, refresh);
 
+// A test render of the chosen job's frames, with its settings: a new job, whose page shows the pictures.
+async function tryFrames(event) {
+  event.preventDefault();
+  const jobId = selectedJob();
+  const text = $("try-frames").value;
+  const frames = text.split(",").map((part) => part.trim()).filter(Boolean).map(Number);
+  if (!jobId) return;
+  try {
+    showActionResult(true, await send(`/jobs/${encodeURIComponent(jobId)}/try`, { frames }));
+  } catch (error) {
+    showActionResult(false, `test render refused: ${error.message}`);
+  }
+  refresh();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   wirePage(refresh, act);
+  $("try-form").hidden = false;
+  $("try-form").addEventListener("submit", tryFrames);
   $("state-filter").addEventListener("change", refresh);
   refresh();
 });

@@ -227,6 +227,21 @@ function renderJob(detail) {
   renderCost(detail.cost);
   renderAttempts(detail.attempts);
   renderDeliveries(detail.deliveries);
+  renderPictures(detail.pictures || []);
+}
+
+// A test render's pictures (the operator's page only): each frame's PNG, linked to itself.
+function renderPictures(urls) {
+  const box = $("pictures");
+  if (box.dataset.shown === urls.join(" ")) return; // the images stay while the job is polled
+  box.dataset.shown = urls.join(" ");
+  box.replaceChildren(
+    ...urls.map((src) =>
+      el("figure", {}, el("a", { href: src }, el("img", { src, alt: "test render frame" })),
+         el("figcaption", {}, `frame ${src.split("/").pop()}`)),
+    ),
+  );
+  box.hidden = urls.length === 0;
 }
 
 // The job list's state filter: the states the read model names, with "all" first.

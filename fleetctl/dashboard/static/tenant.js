@@ -89,6 +89,12 @@ async function showDetail(jobId) {
   renderJob({ ...detail, job: listed(view) });
   $("download-box").hidden = !view.download_url;
   if (view.download_url) $("download").setAttribute("href", view.download_url);
+  // A test render's pictures: a link each (the page's policy shows no image from the bucket's origin).
+  const frames = view.frames || [];
+  $("pictures").replaceChildren(
+    ...frames.map((f) => el("a", { href: f.download_url, rel: "noopener noreferrer" }, `frame ${f.frame}`)),
+  );
+  $("pictures").hidden = frames.length === 0;
   // The latest frame changes while the job runs; an ended job's is fetched once.
   const live = !view.ended;
   if (!detail.preview) showPreview(null);

@@ -1,0 +1,45 @@
+"""The slicer and a test render's manifest (`frames`): one-frame segments warmed from the whole job's
+segments, the output a prefix of pictures; frames past the end and image targets are rejected by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fleetctl.samples import grace_hopper_path
+from fusionfleet import layout
+from tests.integration.conftest import Aws, s3_event, upload
+from tests.integration.test_slicer_handler import MANIFEST, invoke, put_manifest, slicer_env
+
+__all__ = ["slicer_env"]  # the fixture, used by name
+
+
+def test_a_test_render_plans_one_frame_segments_warmed_from_the_whole_jobs(slicer_env: Aws, clip: Path) -> None:
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    job = put_manifest(aws, "jobs/try.json", {**MANIFEST, "frames": [99, 0, 60]})
+    assert invoke(s3_event(aws.media_bucket, "jobs/try.json")) == {"batchItemFailures": []}
+    (execution,) = aws.executions()
+    payload = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])
+    # The output is the job's prefix: the merge writes one picture per frame under it.
+    assert payload["job"]["output"]["key"] == "outputs/try/" and payload["job"]["trial_frames"] == [99, 0, 60]
+    assert payload["job"]["image"] is None
+    plan = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job))["Body"].read())
+    assert [(item["start_frame"], item["end_frame"]) for item in plan] == [(99, 100), (0, 1), (60, 61)]
+    # Each frame's engine starts where the whole job's segment holding it starts.
+    assert all(item["warm_from"] <= item["start_frame"] for item in plan)
+    assert aws.notifications() == []
+
+
+def test_frames_past_the_end_and_image_targets_are_rejected_by_name(slicer_env: Aws, clip: Path) -> None:
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    put_manifest(aws, "jobs/past.json", {**MANIFEST, "frames": [5, 100]})
+    put_manifest(aws, "jobs/image.json", {**MANIFEST, "target": "inputs/face.jpg", "frames": [0]})
+    invoke(s3_event(aws.media_bucket, "jobs/past.json"), s3_event(aws.media_bucket, "jobs/image.json"))
+    reasons = sorted(str(notice["reason"]) for notice in aws.notifications())
+    assert aws.executions() == []
+    assert any("frames: 100 past the target's last frame (99)" in reason for reason in reasons), reasons
+    assert any("an image target is rendered whole" in reason for reason in reasons), reasons
