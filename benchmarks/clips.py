@@ -153,6 +153,40 @@ def group_of_six(count: int) -> Iterator[Image]:
         yield frame
 
 
+def grace_head() -> Image:
+    left, top, right, bottom = GRACE_HEAD
+    return np.ascontiguousarray(samples.grace_hopper()[top:bottom, left:right])
+
+
+# Two people crossing (issue 32's several faces on several people): Grace Hopper walks along the top
+# and the astronaut along the bottom, each from one side to the other and back, so they pass each
+# other every CROSSING_PERIOD / 2 seconds with their faces (about 70 pixels) never overlapping.
+CROSSING_PERIOD = 3.0  # seconds of a walk there and back
+PAIR = ("grace", "astronaut")
+_PAIR_SCALES = {"grace": 70 / GRACE_FACE, "astronaut": 0.8}
+
+
+def pair_positions(index: int) -> dict[str, tuple[float, float]]:
+    """Where each person's head is centred in frame `index` of `crossing_pair` (the ground truth)."""
+    swing = 0.36 * WIDTH * math.cos(2 * math.pi * index / (FPS * CROSSING_PERIOD))
+    bob = 6 * math.sin(index / 5.0)
+    return {
+        "grace": (WIDTH / 2 - swing, HEIGHT * 0.29 + bob),
+        "astronaut": (WIDTH / 2 + swing, HEIGHT * 0.72 - bob),
+    }
+
+
+def crossing_pair(count: int) -> Iterator[Image]:
+    """Grace Hopper and the astronaut walking past each other, again and again, each tilting a little."""
+    heads = {"grace": grace_head(), "astronaut": astronaut_head()}
+    for index in range(count):
+        frame = _background(index)
+        for number, (name, (x, y)) in enumerate(pair_positions(index).items()):
+            tilt = 5 * math.sin(index / 9.0 + 2 * number)
+            _paste(frame, _posed(heads[name], _PAIR_SCALES[name], tilt, 1.0), x, y)
+        yield frame
+
+
 CLIPS = (
     Clip("camera-path", samples.grace_hopper, lambda n: samples.astronaut_frames(n, WIDTH, HEIGHT),
          {"face_selector_mode": "one"}, "a camera path over the astronaut photo (the old benchmark's clip)"),

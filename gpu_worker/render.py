@@ -172,6 +172,7 @@ def render_frames(
             content_decided=verdict is not None,
             audio=_audio_sources(deps).get(job, deps.scratch),
             timeline=job.frames,
+            people=deps.sources.people(job),
         )
         try:
             engine.validate(engine_job)

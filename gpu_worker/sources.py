@@ -18,7 +18,7 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.source_audio import copy_audio
 from fusionfleet.messages import JobContext, ObjectRef
-from gpu_worker.engines.base import Image
+from gpu_worker.engines.base import Image, Person
 
 
 def decode_image(data: bytes, what: str, limits: MediaLimits) -> Image:
@@ -37,6 +37,7 @@ class SourceCache:
         self._limits = limits
         self._size = size
         self._jobs: OrderedDict[str, tuple[tuple[Image, ...], Image | None]] = OrderedDict()
+        self._people: OrderedDict[str, tuple[Person, ...]] = OrderedDict()
 
     def _fetch(self, ref: ObjectRef, what: str) -> Image:
         return decode_image(self._storage.get_bytes(ref.bucket, ref.key), what, self._limits)
@@ -58,6 +59,28 @@ class SourceCache:
             while len(self._jobs) > self._size:
                 self._jobs.popitem(last=False)
         self._jobs.move_to_end(job.job_id)
+        return cached
+
+    def people(self, job: JobContext) -> tuple[Person, ...]:
+        """A job with `faces`: each person's sources and reference face (decoded once per worker and job)."""
+        if not job.faces:
+            return ()
+        cached = self._people.get(job.job_id)
+        if cached is None:
+            sources, _ = self.get(job)
+            cached = tuple(
+                Person(
+                    sources=tuple(sources[i] for i in face.sources),
+                    reference=self._fetch(face.reference, f"faces[{index}].reference {face.reference.key!r}"),
+                    position=face.position,
+                    reference_is_frame=face.frame is not None,
+                )
+                for index, face in enumerate(job.faces)
+            )
+            self._people[job.job_id] = cached
+            while len(self._people) > self._size:
+                self._people.popitem(last=False)
+        self._people.move_to_end(job.job_id)
         return cached
 
 

@@ -7,10 +7,11 @@ of them (`reference`), or a frame of the target and the face's position in it (`
 `face_selector_order`). Every person is found once per job (the slicer decodes the reference frames;
 every segment reads the same references), so A's face lands on the same person in every segment.
 
-FaceFusion 3.8.1 swaps one source face per run and picks the faces to swap by one reference; two
-people are two chained runs (a job's steps), the second one's target being the first one's output.
-The `facefusion` engine renders a mapping job the same way, pass after pass over each frame
-(gpu_worker/engines/passes.py); the `classic` engine matches every reference in one pass.
+The `classic` engine matches every reference in one pass: each face goes to the person whose
+reference it is nearest (gpu_worker/engines/classic/selector.py `assign_people`). FaceFusion 3.8.1
+swaps one source face per run and picks the faces by one reference: two people are two chained runs,
+the second's reference taken from the original target. The `facefusion` engine does not chain runs
+yet, so a job with `faces` for it is refused at submit rather than rendered as if `faces` were absent.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_FACES = 8  # people mapped in one job
+# The engines that render `faces` (every other engine that swaps faces refuses them at submit).
+MAPPING_ENGINES = ("classic",)
 
 
 class FaceMapping(BaseModel):
@@ -59,3 +62,14 @@ def mapping_problems(faces: tuple[FaceMapping, ...], options: dict[str, object])
             "options.reference_face_position: with `faces` each mapping names its own (`reference_face_position`)"
         )
     return problems
+
+
+def engine_problem(engine: str) -> str | None:
+    """Why `engine` cannot render a job with `faces`, or None. Pure."""
+    if engine in MAPPING_ENGINES:
+        return None
+    return (
+        f"faces: the {engine} engine cannot put several faces on several people yet (FaceFusion swaps one "
+        "source per run); submit it with engine: classic, or as one job per person chained by hand "
+        "(the second job's target the first one's output)"
+    )

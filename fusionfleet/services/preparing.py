@@ -24,6 +24,7 @@ from fusionfleet.fleet.tenant_settings import TenantSettings
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
+from fusionfleet.jobs.faces import engine_problem
 from fusionfleet.jobs.image_output import (
     VIDEO_EXTENSION,
     ImageOutput,
@@ -90,7 +91,9 @@ class JobPreparer:
         engine = manifest.engine or self.config.default_engine
         check_engine_options(engine, manifest.options)
         if manifest.faces and not selects_faces(engine):
-            raise invalid_manifest([f"faces: the {engine} engine swaps no faces; use classic or facefusion"])
+            raise invalid_manifest([f"faces: the {engine} engine swaps no faces; use classic"])
+        if manifest.faces and (problem := engine_problem(engine)):
+            raise invalid_manifest([problem])
         bucket = manifest_ref.bucket
         named: list[tuple[str, str]] = [("source", key) for key in manifest.all_sources]
         named.append(("target", manifest.target))

@@ -58,6 +58,18 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class Person:
+    """One mapping of a job with `faces` (fusionfleet.jobs.faces): the sources that go on a person
+    (averaged as a job's sources are) and the reference face that names them, the face at `position`
+    of `reference` (the user's image of them, or the target frame the slicer decoded once for the job)."""
+
+    sources: tuple[Image, ...]
+    reference: Image
+    position: int = 0
+    reference_is_frame: bool = False
+
+
+@dataclass(frozen=True)
 class EngineJob:
     """Everything about a job an engine may read, frozen for the duration of a segment."""
 
@@ -79,6 +91,9 @@ class EngineJob:
     audio: Path | None = None
     # The frames the job renders and its output rate (fusionfleet.jobs.timeline); None: the whole target.
     timeline: Timeline | None = None
+    # Several faces on several people: each person's sources and reference, the same for every segment.
+    # When given, `sources` and `reference` are not used.
+    people: tuple[Person, ...] = ()
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)

@@ -28,6 +28,12 @@ MANIFEST = {
     "engine": "copy",
     "priority": "high",
 }
+# Two people: one named by a picture of them, the other by frame 0 of the target.
+FACES = [
+    {"source": "inputs/face.jpg", "reference": "inputs/face.jpg"},
+    {"source": ["inputs/face.jpg"], "reference_frame": 0},
+]
+MAPPED = {"version": 1, "target": "inputs/clip.mp4", "priority": "high", "faces": FACES}
 
 
 @pytest.fixture
@@ -119,6 +125,9 @@ def test_changed_manifest_under_the_same_key_is_a_new_job(slicer_env: Aws, clip:
             {**MANIFEST, "engine": "facefusion", "options": {"workflow_mode": "image-to-image"}},
             "options.workflow_mode: 'image-to-image' renders an image target",
         ),
+        # Never accepted and rendered as if `faces` were absent.
+        ({**MAPPED, "engine": "facefusion"}, "the facefusion engine cannot put several faces on several people"),
+        ({**MAPPED, "engine": "copy"}, "faces: the copy engine swaps no faces; use classic"),
     ],
 )
 def test_bad_jobs_are_rejected_with_a_notice_and_lose_nothing(
@@ -394,3 +403,18 @@ def test_a_trimmed_job_at_another_rate_plans_only_its_range_and_encodes_at_its_r
     # AND the one whose trim leaves nothing is refused at once, saying so
     (notice,) = aws.notifications()
     assert "trim_frame_start 100 leave no frame of the target's 100 to render" in notice["reason"]
+
+
+def test_a_job_with_faces_carries_each_persons_sources_and_reference(slicer_env: Aws, clip: Path) -> None:
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    job = put_manifest(aws, "jobs/mapped.json", {**MAPPED, "engine": "classic"})
+    assert invoke(s3_event(aws.media_bucket, "jobs/mapped.json")) == {"batchItemFailures": []}
+    (execution,) = aws.executions()
+    faces = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])["job"]["faces"]
+    # THEN each person's sources index the job's, and the reference frame was decoded once, beside the job
+    assert [face["sources"] for face in faces] == [[0], [1]]
+    assert faces[0]["reference"]["key"] == "inputs/face.jpg" and faces[0]["frame"] is None
+    assert faces[1]["frame"] == 0 and faces[1]["reference"]["key"] == layout.face_reference_key(job, 1)
+    assert aws.s3.head_object(Bucket=aws.work_bucket, Key=faces[1]["reference"]["key"])["ContentLength"] > 0

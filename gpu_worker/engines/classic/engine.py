@@ -14,6 +14,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from fusionfleet.jobs.faces import MAX_FACES
 from gpu_worker.engines import state as blob
 from gpu_worker.engines.base import EngineError, EngineJob, Frame, Image, StateUnreadable
 from gpu_worker.engines.classic import identity as ident
@@ -24,6 +25,7 @@ from gpu_worker.engines.classic.selector import (
     Descriptor,
     FaceRecord,
     SelectorOptions,
+    assign_people,
     face_at,
     select_faces,
     selector_options,
@@ -33,7 +35,8 @@ from gpu_worker.engines.classic.tracking import FaceTracker, TrackedFace
 
 LOG = logging.getLogger(__name__)
 
-IDENTITY_CACHE = 4
+# Every person of a job with `faces` stays cached across its segments (identities and references).
+IDENTITY_CACHE = MAX_FACES
 FADE_IN_FRAMES = 4
 # Raised whenever what the engine carries from frame to frame changes: an older state is then
 # refused and the worker warms the engine up on lead-in frames instead.
@@ -68,6 +71,15 @@ def job_settings(job: EngineJob) -> JobSettings:
     if not 0.0 <= weight <= 1.0:
         raise EngineError(f"face_swapper_weight must be within 0..1, not {weight}")
     return JobSettings(preset_for(job.quality), selector_options(job.options), swap_opacity(weight))
+
+
+@dataclass(frozen=True)
+class PersonIdentity:
+    """One person of a job with `faces`: the identity that goes on them and their reference face's
+    descriptor (None: their reference frame shows no face, so nobody is them, as in FaceFusion)."""
+
+    identity: ident.SourceIdentity
+    reference: Descriptor | None
 
 
 @dataclass
@@ -141,10 +153,13 @@ class ClassicEngine:
 
     def identity(self, job: EngineJob, preset: Preset) -> ident.SourceIdentity:
         """The job's source identity, built once and reused for the job's other segments."""
-        key = ident.source_key(job.sources, preset.forehead)
+        return self._identity_of(job.sources, preset)
+
+    def _identity_of(self, sources: tuple[Image, ...], preset: Preset) -> ident.SourceIdentity:
+        key = ident.source_key(sources, preset.forehead)
         cached = self._identities.get(key)
         if cached is None:
-            cached = ident.build_identity(self.models, job.sources, preset.forehead)
+            cached = ident.build_identity(self.models, sources, preset.forehead)
             self._identities[key] = cached
             while len(self._identities) > IDENTITY_CACHE:
                 self._identities.popitem(last=False)
@@ -155,25 +170,47 @@ class ClassicEngine:
         """The identity of the face at reference_face_position in `job.reference` (cached)."""
         if job.reference is None:
             return None
-        key = (ident.source_key((job.reference,), 0.0), options.order, options.reference_position)
+        return self._reference_of(job.reference, job.reference_is_frame, options.order, options.reference_position)
+
+    def _reference_of(self, image: Image, is_frame: bool, order: str, position: int) -> Descriptor | None:
+        key = (ident.source_key((image,), 0.0), order, position)
         cached = self._references.get(key)
         if cached is not None:
             return cached
-        faces = ident.faces_in_image(self.models, job.reference)
+        faces = ident.faces_in_image(self.models, image)
         records = [FaceRecord(i, f.box, f.score) for i, f in enumerate(faces)]
-        chosen = face_at(records, options.order, options.reference_position)
+        chosen = face_at(records, order, position)
         if chosen is None:
-            if job.reference_is_frame:
+            if is_frame:
                 return None  # FaceFusion: no reference face, nobody matches it
             raise EngineError("the reference image has no detectable face")
-        descriptor = ident.describe(self.models, job.reference, faces[chosen.key].points)
+        descriptor = ident.describe(self.models, image, faces[chosen.key].points)
         self._references[key] = descriptor
         while len(self._references) > IDENTITY_CACHE:
             self._references.pop(next(iter(self._references)))
         return descriptor
 
+    def people(self, job: EngineJob, settings: JobSettings) -> list[PersonIdentity]:
+        """Each person of a job with `faces`, from the job-level references: the same in every segment."""
+        if settings.selector.mode != "reference":
+            raise EngineError("faces: each person is picked by a reference face: face_selector_mode must be reference")
+        people = []
+        for index, person in enumerate(job.people):
+            try:
+                identity = self._identity_of(person.sources, settings.preset)
+                reference = self._reference_of(
+                    person.reference, person.reference_is_frame, settings.selector.order, person.position
+                )
+            except EngineError as error:
+                raise EngineError(f"faces[{index}]: {error.reason}") from error
+            people.append(PersonIdentity(identity, reference))
+        return people
+
     def validate(self, job: EngineJob) -> None:
         settings = job_settings(job)
+        if job.people:
+            self.people(job, settings)
+            return
         self.identity(job, settings.preset)
         if settings.selector.mode == "reference":
             self.reference_from_image(job, settings.selector)
@@ -209,9 +246,10 @@ class ClassicEngine:
 
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         settings = job_settings(job)
-        source = self.identity(job, settings.preset)
+        people = self.people(job, settings) if job.people else None
+        source = people[0].identity if people else self.identity(job, settings.preset)
         reference = None
-        if settings.selector.mode == "reference":
+        if settings.selector.mode == "reference" and people is None:
             reference = self.reference_from_image(job, settings.selector)
         temporal = self._temporal = self._start_temporal(job, settings.preset)
         if reference is None:
@@ -236,12 +274,22 @@ class ClassicEngine:
                         descriptors[face.track_id] = ident.describe(self.models, image, face.landmarks)
                 # Only without any reference picture (an engine used on its own): the fleet and `swap`
                 # always give one, so every segment matches the same person.
-                if reference is None and job.reference is None and frame.emit and faces:
+                if reference is None and job.reference is None and people is None and frame.emit and faces:
                     reference = temporal.frame_reference = self._reference_from_frame(
                         faces, descriptors, settings.selector
                     )
             records = [FaceRecord(f.track_id, f.box, f.score, descriptors.get(f.track_id)) for f in faces]
-            chosen = {record.key for record in select_faces(records, settings.selector, reference)}
+            # Several people: each face goes to the person whose job-level reference it is nearest.
+            assigned = (
+                assign_people(records, [p.reference for p in people], settings.selector.dlib_threshold)
+                if people is not None
+                else {}
+            )
+            chosen = (
+                set(assigned)
+                if people is not None
+                else {record.key for record in select_faces(records, settings.selector, reference)}
+            )
             if not chosen:
                 yield image
                 continue
@@ -253,7 +301,7 @@ class ClassicEngine:
                 result = swap_face(
                     out,
                     image,
-                    source.face,
+                    (people[assigned[face.track_id]].identity if people is not None else source).face,
                     face.landmarks,
                     preset=settings.preset,
                     opacity=settings.opacity * fade,

@@ -134,3 +134,26 @@ def select_faces(
         for face in ordered
         if face.descriptor is not None and descriptor_distance(face.descriptor, reference) < options.dlib_threshold
     ]
+
+
+def assign_people(
+    faces: Sequence[FaceRecord], references: Sequence[Descriptor | None], threshold: float
+) -> dict[int, int]:
+    """Several faces on several people: each face's key → the person (an index into `references`)
+    whose reference face it is nearest, when that is within `threshold`. A face near nobody, or not
+    yet described, is left out (left alone); a person without a reference face matches nobody, as
+    FaceFusion's reference mode does. Two faces may both be one person's. Pure."""
+    assigned: dict[int, int] = {}
+    for face in faces:
+        if face.descriptor is None:
+            continue
+        distances = [
+            (descriptor_distance(face.descriptor, reference), person)
+            for person, reference in enumerate(references)
+            if reference is not None
+        ]
+        if distances:
+            distance, person = min(distances)
+            if distance < threshold:
+                assigned[face.key] = person
+    return assigned
