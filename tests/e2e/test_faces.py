@@ -61,6 +61,7 @@ def drop_mapping(stack: Stack, name: str, clip: Path, engine: str) -> str:
     return job_id(bucket, f"jobs/{name}.json", etag)
 
 
+@pytest.mark.long  # `make e2e-long` (minutes of classic rendering and CNN judging); make test keeps the refusal
 def test_two_sources_go_on_two_people_in_every_frame_of_every_segment(
     stack: Stack, pair_clip: Path, tmp_path: Path
 ) -> None:
