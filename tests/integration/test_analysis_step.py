@@ -17,17 +17,17 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.jobs.timeline import timeline
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.messages import JobContext, ObjectRef, parse_render_queue_message
-from gpu_worker.analysis_task import AnalysisHandler, RenderQueueHandler
-from gpu_worker.engine_pool import EnginePool
+from gpu_worker.analysis.analysis_task import AnalysisHandler, RenderQueueHandler
+from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import RenderHandler
 from gpu_worker.engines import registry
 from gpu_worker.engines.base import EngineJob, Frame, Image
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.render import InlineRenderer, RenderDeps
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.sources import SourceCache
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import RenderHandler
+from gpu_worker.engines.pool import EnginePool
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.rendering.render import InlineRenderer, RenderDeps
+from gpu_worker.rendering.sources import SourceCache
 from tests.integration.conftest import Aws
 from tests.integration.test_worker_loop import plan, recorder, send_render, sliced_job
 

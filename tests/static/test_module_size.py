@@ -13,7 +13,7 @@ PACKAGES = ("fusionfleet", "fleetctl", "functions", "gpu_worker", "infra", "benc
 LIMIT = 500
 EXEMPT = {
     "fusionfleet/facefusion/catalogue.py": "FaceFusion 3.8.1's options, as data",
-    "gpu_worker/loop.py": "split by the worker's reorganisation (issue 35, item 5)",
+    "gpu_worker/delivery/loop.py": "split by the worker's reorganisation (issue 35, item 5)",
 }
 
 

@@ -15,8 +15,8 @@ from fusionfleet.jobs.runs import RunRecord
 from fusionfleet.messages import RenderTask, SegmentHold, SegmentRecord, SegmentResult
 from fusionfleet.services.backups import BackupSender
 from gpu_worker.attempt import Attempt
+from gpu_worker.delivery.tasks import RenderHandler
 from gpu_worker.errors import Released
-from gpu_worker.tasks import RenderHandler
 from tests.support.fakes import FakeQueue, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 

@@ -11,12 +11,12 @@ from fusionfleet import layout
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.jobs.loss import is_job_failed, job_failed
 from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.merge import MergeDeps, gate, load_plan, merge_job
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import MergeHandler
+from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import MergeHandler
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.merging.merge import MergeDeps, gate, load_plan, merge_job
 from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 

@@ -11,13 +11,13 @@ from pydantic import BaseModel
 from fusionfleet import layout
 from fusionfleet.messages import RenderTask, SegmentAttempt, SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.checkpoints import parse_chunks, saved_frames
+from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import ProgressPolicy, RetryPolicy, renew_delivery
+from gpu_worker.delivery.tasks import RenderHandler, TaskHandler
 from gpu_worker.errors import Released
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.retry import ProgressPolicy, RetryPolicy, renew_delivery
-from gpu_worker.stopping import ColdStop, StopSignal
-from gpu_worker.tasks import RenderHandler, TaskHandler
+from gpu_worker.lifecycle.stopping import ColdStop, StopSignal
+from gpu_worker.rendering.checkpoints import parse_chunks, saved_frames
 from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 from tests.support.tasks import StubTask
@@ -280,7 +280,7 @@ def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_
 
 class DrainedHandler(CheckpointingHandler):
     """Checkpoints `frames` and is stopped warm the way SIGTERM stops an engine: it saves its chunk and
-    the render ends in Released (gpu_worker.engine_host), the worker carrying on to its stop."""
+    the render ends in Released (gpu_worker.hosting.engine_host), the worker carrying on to its stop."""
 
     def __init__(self, frames: int) -> None:
         super().__init__()

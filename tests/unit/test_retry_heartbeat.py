@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from fusionfleet.errors import InputRejected, MediaError
+from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.retry import RetryPolicy, describe, retryable
 from gpu_worker.engines.base import EngineError, EngineUnavailable
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.retry import RetryPolicy, describe, retryable
 
 
 def test_heartbeat_extends_before_the_visibility_runs_out() -> None:

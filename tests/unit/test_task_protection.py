@@ -18,17 +18,17 @@ import pytest
 
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.protection import (
+from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import TaskHandler
+from gpu_worker.lifecycle.protection import (
     EcsTaskProtection,
     NoProtection,
     ProtectionPolicy,
     task_protection,
 )
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import TaskHandler
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import Clock, FakeOrchestrator, FakeQueue
 from tests.support.tasks import StubTask
 

@@ -17,13 +17,13 @@ from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import RenderTask
 from fusionfleet.webhooks.events import WebhookSubscription
 from fusionfleet.webhooks.outbox import WebhookOutbox, write_subscription
-from gpu_worker.accounting import Billing
 from gpu_worker.attempt import Attempt
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import RenderHandler
+from gpu_worker.delivery.accounting import Billing
+from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import RenderHandler
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, job_context
 from tests.support.webhook_fakes import FakeOrderedQueue

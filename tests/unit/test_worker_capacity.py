@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 import time
 
-from gpu_worker.capacity import capacity_problem, gpu_capacity, parse_free_mib
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
+from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.lifecycle.capacity import capacity_problem, gpu_capacity, parse_free_mib
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.scripted import QUEUE, ScriptedHandler, Step
 

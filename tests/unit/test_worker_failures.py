@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 
 from gpu_worker.attempt import Attempt
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import LOCALSTACK_TOKEN_GRACE_S, Worker, token_grace_s
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
+from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.loop import LOCALSTACK_TOKEN_GRACE_S, Worker, token_grace_s
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.scripted import QUEUE, ScriptedHandler, Step
 

@@ -1,4 +1,4 @@
-"""Taking the next task while one renders (gpu_worker.lookahead), on an in-memory queue and orchestrator."""
+"""Taking the next task while one renders (gpu_worker.delivery.lookahead), on an in-memory queue and orchestrator."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import ENV_LOOKAHEAD, add_arguments, resolve
-from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
-from gpu_worker.lookahead import Lookahead, LookaheadPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import TaskHandler
+from gpu_worker.delivery.keeper import HeartbeatPolicy, Keeper
+from gpu_worker.delivery.lookahead import Lookahead, LookaheadPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import TaskHandler
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.tasks import StubTask
 

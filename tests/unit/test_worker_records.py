@@ -15,14 +15,14 @@ from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
 from gpu_worker.attempt import Attempt
+from gpu_worker.delivery.keeper import HeartbeatPolicy, Keeper
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import RenderHandler
 from gpu_worker.errors import Released
-from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
-from gpu_worker.loop import Worker
-from gpu_worker.presence import Presence
-from gpu_worker.render import preview_jpeg, write_preview
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import RenderHandler
+from gpu_worker.lifecycle.presence import Presence
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.rendering.render import preview_jpeg, write_preview
 from tests.support.fakes import Clock, FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, job_context
 

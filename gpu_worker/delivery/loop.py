@@ -22,14 +22,14 @@ from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage, ReceiptExpired, WorkQueue
 from fusionfleet.errors import TokenGone
 from gpu_worker.attempt import Attempt
+from gpu_worker.delivery.keeper import HeartbeatPolicy, HoldLoss, Keeper, LostHold
+from gpu_worker.delivery.lookahead import Held, Lookahead, LookaheadPolicy, release
+from gpu_worker.delivery.retry import ProgressPolicy, RetryPolicy, describe, renew_delivery, retryable
+from gpu_worker.delivery.tasks import JOB_LOST_ERROR, Output, TaskHandler, TaskT
 from gpu_worker.errors import Blocked, Cancelled, Released
-from gpu_worker.heartbeat import HeartbeatPolicy, HoldLoss, Keeper, LostHold
-from gpu_worker.lookahead import Held, Lookahead, LookaheadPolicy, release
-from gpu_worker.presence import Presence
-from gpu_worker.protection import NoProtection, TaskProtection
-from gpu_worker.retry import ProgressPolicy, RetryPolicy, describe, renew_delivery, retryable
-from gpu_worker.stopping import ColdStop, StopSignal
-from gpu_worker.tasks import JOB_LOST_ERROR, Output, TaskHandler, TaskT
+from gpu_worker.lifecycle.presence import Presence
+from gpu_worker.lifecycle.protection import NoProtection, TaskProtection
+from gpu_worker.lifecycle.stopping import ColdStop, StopSignal
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class Worker(Generic[TaskT]):
         # Held from taking a task until the queues are found empty (or the worker stops), so a
         # scale-in picks idle tasks; renewed with each heartbeat.
         self._protection = protection or NoProtection()
-        # The next task, taken while this one renders when the backlog is deep (gpu_worker.lookahead).
+        # The next task, taken while this one renders when the backlog is deep (gpu_worker.delivery.lookahead).
         self.lookahead = Lookahead(lookahead or LookaheadPolicy(), queue, self._queue_urls, self)
         self._finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="finish")
         self._finishing: Future[None] | None = None

@@ -11,7 +11,7 @@ is held as any other (a Keeper extends its visibility, beats its token and watch
 until its turn comes, and is released for another worker if this one stops before starting it or if
 higher-priority work arrived meanwhile. The finished task's finish then runs in the background, beside
 the next task's render: the engine's part ends with the segment's frames encoded, and the join, check,
-upload, commit, callback and delete need no engine (gpu_worker.encoded_segment). Its message is held until
+upload, commit, callback and delete need no engine (gpu_worker.rendering.encoded_segment). Its message is held until
 then, a failure there is retried like any other, and a worker that dies meanwhile leaves a message
 whose next taker renders it again or answers with the committed result.
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from fusionfleet.adapters.queues import QueueMessage, WorkQueue
-from gpu_worker.heartbeat import Keeper
+from gpu_worker.delivery.keeper import Keeper
 
 logger = logging.getLogger(__name__)
 

@@ -29,16 +29,16 @@ from fusionfleet.messages import (
 )
 from fusionfleet.webhooks.events import EventKind, WebhookEvent, event_id
 from fusionfleet.webhooks.outbox import WebhookOutbox
-from gpu_worker.accounting import Billing
 from gpu_worker.attempt import Attempt
-from gpu_worker.blocklist import Blocklist
-from gpu_worker.checkpoints import Checkpoints
-from gpu_worker.commit import commit, result_of, winner
+from gpu_worker.delivery.accounting import Billing
+from gpu_worker.delivery.blocklist import Blocklist
+from gpu_worker.delivery.retry import describe
 from gpu_worker.errors import Blocked, Cancelled, Released, WorkersBlocklisted
-from gpu_worker.merge import MergeDeps, merge_job
-from gpu_worker.merge_stills import merge_stills
-from gpu_worker.render import record_failure
-from gpu_worker.retry import describe
+from gpu_worker.merging.merge import MergeDeps, merge_job
+from gpu_worker.merging.merge_stills import merge_stills
+from gpu_worker.rendering.checkpoints import Checkpoints
+from gpu_worker.rendering.commit import commit, result_of, winner
+from gpu_worker.rendering.render import record_failure
 
 logger = logging.getLogger(__name__)
 
