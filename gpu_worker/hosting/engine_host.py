@@ -26,7 +26,7 @@ from fusionfleet.jobs.timeouts import TimeoutPolicy
 from fusionfleet.messages import AnalysisTask, RenderTask, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
-from gpu_worker.errors import Cancelled, EngineFailure, Released
+from gpu_worker.errors import Cancelled, EngineFailure, GivenBack
 from gpu_worker.hosting import engine_child
 from gpu_worker.hosting.engine_child import (
     Analysed,
@@ -215,7 +215,7 @@ class EngineHost:
             frames = reply.frames
             return lambda: self._finish(frames, attempt)
         if isinstance(reply, Checkpointed):
-            raise Released(f"{what}: checkpointed before frame {reply.next_frame}")
+            raise GivenBack(f"{what}: checkpointed before frame {reply.next_frame}")
         assert isinstance(reply, Failed)
         raise EngineFailure(reply.name, reply.reason, reply.retryable)
 

@@ -25,12 +25,11 @@ from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import AnalysisTask, RenderTask, SegmentRecord, SegmentResult
-from gpu_worker.analysis.job_analysis import analyse_job, job_content_verdict
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image, LooksAhead
 from gpu_worker.engines.pool import EnginePool
-from gpu_worker.errors import Drained, Released
+from gpu_worker.errors import Drained, GivenBack
 from gpu_worker.rendering.checkpoints import Checkpoints
 from gpu_worker.rendering.commit import commit, drop_output, result_of, winner
 from gpu_worker.rendering.decode_ahead import DecodeAhead
@@ -38,6 +37,7 @@ from gpu_worker.rendering.encoded_segment import Finish, RenderedFrames
 from gpu_worker.rendering.faults import FaultyEngine
 from gpu_worker.rendering.faults import load as load_faults
 from gpu_worker.rendering.frames import LEAD_IN_FRAMES, Carry, chunk_grid, render_range
+from gpu_worker.rendering.job_analysis import analyse_job, job_content_verdict
 from gpu_worker.rendering.media_probe import GpuMedia, probe_gpu_media
 from gpu_worker.rendering.prefetch import Prefetcher, target_reader
 from gpu_worker.rendering.sources import AudioSources, SourceCache
@@ -96,7 +96,7 @@ class InlineRenderer:
         try:
             frames = render_frames(task, self.deps, cancel, attempt, stopping)
         except Drained as stopped:
-            raise Released(
+            raise GivenBack(
                 f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
             ) from stopped
         return lambda: finish_segment(frames, self.deps.storage, self.deps.worker_id, attempt).output

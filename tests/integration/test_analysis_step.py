@@ -17,8 +17,8 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.jobs.timeline import timeline
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.messages import JobContext, ObjectRef, parse_render_queue_message
-from gpu_worker.analysis.analysis_task import AnalysisHandler, RenderQueueHandler
-from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.analysis_task import AnalysisHandler, RenderQueueHandler
+from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
 from gpu_worker.delivery.tasks import RenderHandler
@@ -88,7 +88,7 @@ def worker(aws: Aws, tmp_path: Path, orchestrator: Any) -> Worker[Any]:
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
         "w-1", urls, handler, SqsQueue(aws.sqs), orchestrator, RetryPolicy(max_attempts=3, backoff_s=(0,)),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
 
 

@@ -18,7 +18,7 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, RenderTask
-from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.lookahead import LookaheadPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
@@ -47,7 +47,7 @@ def _worker(aws: Aws, tmp_path: Path, prefetch: Prefetcher) -> Worker[RenderTask
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
         "prefetching", urls, handler, SqsQueue(aws.sqs), recorder(aws), RetryPolicy(max_attempts=3, backoff_s=(0,)),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(1),
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(1),
     )  # fmt: skip
 
 

@@ -27,7 +27,7 @@ from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, RenderTask
 from fusionfleet.services.slicing import Slicer
-from gpu_worker.delivery.keeper import HeartbeatPolicy
+from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.lookahead import LookaheadPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
@@ -167,7 +167,7 @@ def render_worker(
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
         "test-worker", urls, handler, SqsQueue(aws.sqs), orchestrator,
-        retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), HeartbeatPolicy(visibility_s=60), StopSignal(),
+        retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), KeepPolicy(visibility_s=60), StopSignal(),
         idle_wait_s=0, lookahead=LookaheadPolicy(lookahead),
     )  # fmt: skip
 
@@ -318,7 +318,7 @@ def merge_once(aws: Aws, job: JobContext, tmp_path: Path) -> RecordingOrchestrat
     orchestrator = recorder(aws)
     merge = Worker(
         "merge", [aws.queues["MergeQueue"]], MergeHandler(MergeDeps(S3Storage(aws.s3), tmp_path)), SqsQueue(aws.sqs),
-        orchestrator, RetryPolicy(max_attempts=1), HeartbeatPolicy(60), StopSignal(), idle_wait_s=0,
+        orchestrator, RetryPolicy(max_attempts=1), KeepPolicy(60), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
     merge.run(max_tasks=1)
     return orchestrator
