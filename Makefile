@@ -28,7 +28,7 @@ PLVENV := .venv-parliament
 # against the template's roles (tests/support/iam/). Needs Node 20 or newer.
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-parity device-check chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-api-scale bench-parity device-check chaos soak up down status clean
 
 all: test
 
@@ -172,6 +172,10 @@ bench-integrations: venv localstack-env
 # Kill → a segment running again, SIGTERM → a worker drained, on the local stack (benchmarks/recovery.py).
 bench-recovery: venv localstack-env
 	$(PY) -m benchmarks.recovery
+# The tenant API at scale (benchmarks/api_scale.py): GET /jobs of 500 jobs, the detail of a 2,000-segment
+# job, on LocalStack; a few minutes on 2 cores (most of it writing the farm's records).
+bench-api-scale: venv localstack-env
+	$(PY) -m benchmarks.api_scale
 # FaceFusion's own run against the farm's, case by case (benchmarks/parity_matrix.py): about an hour on 2 cores.
 bench-parity: venv localstack-env facefusion-env
 	$(PY) -m benchmarks.parity_matrix

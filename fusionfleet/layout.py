@@ -176,6 +176,11 @@ def waiting_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}waiting.json"
 
 
+def summary_key(job_id: str) -> str:
+    """The job's summary: what its listing and detail show, kept current by every party that changes it."""
+    return f"{work_prefix(job_id)}summary.json"
+
+
 def webhook_key(job_id: str) -> str:
     """The job's webhook: URL, events and the caller's metadata (fusionfleet.webhooks.events)."""
     return f"{work_prefix(job_id)}webhook.json"

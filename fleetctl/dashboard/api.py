@@ -66,9 +66,11 @@ def dashboard_api(source: DashboardSource, now: datetime) -> JsonApi:
 
     @route("GET", "/jobs")
     def jobs() -> dict[str, Any]:
-        state, limit = list_query(str(api.app.current_event.get("rawQueryString") or ""))
-        views = [view_json(view) for view in source.list_jobs(state, limit)]
-        return {"now": now, "state": state, "limit": limit, "jobs": views, "states": list(JobState)}
+        query = str(api.app.current_event.get("rawQueryString") or "")
+        state, limit = list_query(query)
+        page, more = source.list_page(state, limit, query_value(query, "next", keep_blank=False) or "")
+        views = [view_json(view) for view in page]
+        return {"now": now, "state": state, "limit": limit, "jobs": views, "states": list(JobState), "next": more}
 
     @route("GET", "/workers")
     def workers() -> dict[str, Any]:

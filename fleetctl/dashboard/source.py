@@ -24,6 +24,9 @@ __all__ = ["DashboardSource", "JobNotFound", "OperationRefused", "StackSource"]
 
 class DashboardSource(Protocol):
     def list_jobs(self, state: str | None = None, limit: int = 20) -> Sequence[JobView]: ...
+    def list_page(
+        self, state: str | None = None, limit: int = 20, after: str = ""
+    ) -> tuple[Sequence[JobView], str | None]: ...
     def job(self, job_id: str) -> JobDetail: ...
     def workers(self) -> Sequence[WorkerView]: ...
     def cancel(self, job_id: str) -> str: ...
@@ -42,6 +45,11 @@ class StackSource:
 
     def list_jobs(self, state: str | None = None, limit: int = 20) -> Sequence[JobView]:
         return self.reader.list_jobs(state, limit)
+
+    def list_page(
+        self, state: str | None = None, limit: int = 20, after: str = ""
+    ) -> tuple[Sequence[JobView], str | None]:
+        return self.reader.list_page(state, limit, after=after)
 
     def job(self, job_id: str) -> JobDetail:
         return self.reader.detail(job_id)

@@ -35,6 +35,7 @@ from typing import Any
 from functions.api.claims import TokenRules, token_problem
 from fusionfleet import layout
 from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE
 from fusionfleet.jobs.views import tenant_json
 from fusionfleet.json_http import HttpError, JsonApi, plain, query_value, whole_number
 from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, TenantJobs
@@ -42,6 +43,7 @@ from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, TenantJobs
 logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 200
+MAX_SEGMENT_PAGE = 1000
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -74,7 +76,8 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
     def listed() -> dict[str, Any]:
         raw = query_value(_query(api), "limit", keep_blank=False)
         limit = whole_number(raw, "limit", 1, MAX_LIMIT) if raw else DEFAULT_LIST_LIMIT
-        return {"jobs": [tenant_json(view) for view in jobs.list_jobs(tenant, limit)], "now": now()}
+        page, more = jobs.list_page(tenant, limit, query_value(_query(api), "next", keep_blank=False))
+        return {"jobs": [tenant_json(view) for view in page], "next": more, "now": now()}
 
     @route("GET", "/jobs/<job_id>")
     def status(job_id: str) -> dict[str, Any]:
@@ -96,17 +99,27 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
 
     @route("GET", "/jobs/<job_id>/detail")
     def detail(job_id: str) -> dict[str, Any]:
-        found = jobs.detail(tenant, job_id)
+        query = _query(api)
+        first = _whole(query, "segments_from", 0, 10**7, 0)
+        limit = _whole(query, "limit", 1, MAX_SEGMENT_PAGE, DEFAULT_SEGMENT_PAGE)
+        found, more = jobs.detail_page(tenant, job_id, first, limit)
         return {
-            "job": tenant_json(found.job), "segments": plain(found.segments), "attempts": plain(found.attempts),
-            "timings": plain(found.timings), "cost": plain(found.cost), "deliveries": plain(found.deliveries),
+            "job": tenant_json(found.job), "segments": plain(found.segments), "next_segment": more,
+            "attempts": plain(found.attempts), "timings": plain(found.timings), "cost": plain(found.cost),
+            "deliveries": plain(found.deliveries),
             "preview": found.preview_key is not None,
             "now": now(),
         }  # fmt: skip
 
     @route("GET", "/jobs/<job_id>/logs")
     def logs(job_id: str) -> dict[str, Any]:
-        return {"job_id": job_id, "attempts": plain(jobs.logs(tenant, job_id, _segment(_query(api))))}
+        query = _query(api)
+        segment = _segment(query)
+        if segment is not None:
+            return {"job_id": job_id, "attempts": plain(jobs.logs(tenant, job_id, segment))}
+        limit = _whole(query, "limit", 1, MAX_LIMIT, DEFAULT_ATTEMPT_PAGE)
+        page, more = jobs.logs_page(tenant, job_id, limit, query_value(query, "next", keep_blank=False))
+        return {"job_id": job_id, "attempts": plain(page), "next": more}
 
     @route("GET", "/jobs/<job_id>/preview")
     def preview(job_id: str) -> dict[str, Any]:
@@ -145,6 +158,11 @@ def _body(api: JsonApi) -> bytes:
     event = api.app.current_event
     raw = event.body or ""
     return base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
+
+
+def _whole(query: str, name: str, low: int, high: int, default: int) -> int:
+    raw = query_value(query, name, keep_blank=False)
+    return whole_number(raw, name, low, high) if raw else default
 
 
 def _segment(query: str) -> int | None:

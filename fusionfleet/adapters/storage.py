@@ -57,6 +57,9 @@ class Storage(Protocol):
     def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
     def latest_change(self, bucket: str, prefix: str) -> datetime | None: ...
     def create(self, bucket: str, key: str, data: bytes, content_type: str = ...) -> bool: ...
+    def get_tagged(self, bucket: str, key: str) -> tuple[bytes, str]: ...
+    def replace(self, bucket: str, key: str, data: bytes, etag: str, content_type: str = ...) -> bool: ...
+    def list_after(self, bucket: str, prefix: str, after: str, max_keys: int) -> list[str]: ...
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str: ...
     def presign_post(
         self, bucket: str, key: str, expires_s: int, max_bytes: int, tags: dict[str, str]
@@ -201,6 +204,36 @@ class S3Storage:
                 return False
             raise
         return True
+
+    def get_tagged(self, bucket: str, key: str) -> tuple[bytes, str]:
+        """An object and its ETag, for a later `replace` of exactly this version."""
+        try:
+            response = self._s3.get_object(Bucket=bucket, Key=key)
+        except ClientError as error:
+            if _missing(error):
+                raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
+            if _refused(error):
+                raise ObjectRefused(f"s3://{bucket}/{key}: access denied") from error
+            raise
+        return response["Body"].read(), response["ETag"].strip('"')
+
+    def replace(self, bucket: str, key: str, data: bytes, etag: str, content_type: str = "application/json") -> bool:
+        """Overwrite `key` only while it is still the version `etag` names (If-Match); False when another
+        writer changed it first (or deleted it): the caller reads it again and reapplies its change."""
+        try:
+            self._s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type, IfMatch=f'"{etag}"')
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code"))
+            if code in {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"} or _missing(error):
+                return False
+            raise
+        return True
+
+    def list_after(self, bucket: str, prefix: str, after: str, max_keys: int) -> list[str]:
+        """At most `max_keys` keys under `prefix` that sort after `after` ("": from the first): one request."""
+        extra: dict[str, Any] = {"StartAfter": after} if after else {}
+        response = self._s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=max_keys, **extra)
+        return [item["Key"] for item in response.get("Contents", [])]
 
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return self.presign_link(bucket, key, expires_s).url

@@ -56,3 +56,9 @@ def tenant_of_job(job_id: str) -> str | None:
     """`acme_alice-…` → `acme`; None for a single-tenant job."""
     tenant, separator, _ = job_id.partition(TENANT_SEPARATOR)
     return tenant if separator else None
+
+
+def name_of_job(job_id: str) -> str:
+    """The slug of the manifest's name in a job id (`acme_alice-<hash>` → `alice`)."""
+    _tenant, _separator, rest = job_id.rpartition(TENANT_SEPARATOR)
+    return rest[: -(JOB_ID_HASH_CHARS + 1)] if len(rest) > JOB_ID_HASH_CHARS else rest

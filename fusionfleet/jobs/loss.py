@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.jobs import summary
 
 
 class JobFailedMarker(BaseModel):
@@ -33,7 +34,10 @@ class JobFailedMarker(BaseModel):
 
 def mark_job_failed(storage: Storage, bucket: str, marker: JobFailedMarker) -> bool:
     """Write the marker unless one exists (the first knower's cause stands); True when this one was written."""
-    return storage.create(bucket, layout.job_failed_key(marker.job_id), marker.model_dump_json().encode())
+    written = storage.create(bucket, layout.job_failed_key(marker.job_id), marker.model_dump_json().encode())
+    if written:
+        summary.try_update(storage, bucket, marker.job_id, summary.doomed(marker.run, marker.cause))
+    return written
 
 
 def job_failed(storage: Storage, bucket: str, job_id: str) -> JobFailedMarker | None:

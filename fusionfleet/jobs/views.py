@@ -18,6 +18,7 @@ from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, job_cost
 from fusionfleet.jobs.facts import JobFacts, SegmentFiles
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.states import ALLOWED, Action, JobState, SegmentState
+from fusionfleet.jobs.summary import DONE, JobSummary
 from fusionfleet.json_http import plain
 from fusionfleet.messages import SegmentAttempt
 
@@ -152,8 +153,33 @@ def job_view(
     )  # fmt: skip
 
 
+def summary_view(summary: JobSummary, state: JobState, reason: str, result: dict[str, Any] | None) -> JobView:
+    """The view of a job from its summary (`fusionfleet.jobs.summary`), in the state the reader found."""
+    found = result_of(result or {}) if state is JobState.SUCCEEDED else None
+    return JobView(
+        summary.job_id, summary.name, state, reason, summary.priority,
+        SegmentCounts(summary.total, len(summary.done), len(summary.failed)),
+        parse_time(summary.submitted_at), summary.output if state is JobState.SUCCEEDED else None, found,
+        ALLOWED[state],
+    )  # fmt: skip
+
+
+def summary_segment(segment: Segment, summary: JobSummary) -> SegmentView:
+    """A segment as the summary knows it: done or failed (by whom, which attempt), else pending."""
+    mark = summary.segments.get(segment.index)
+    if mark is None:
+        return SegmentView(segment.index, segment.start_frame, segment.end_frame, SegmentState.PENDING, "", 0)
+    shown = SegmentState.DONE if mark.s == DONE else SegmentState.FAILED
+    return SegmentView(segment.index, segment.start_frame, segment.end_frame, shown, mark.w, mark.a)
+
+
 def job_result(facts: JobFacts) -> JobResult | None:
     output = (facts.execution.output if facts.execution is not None else None) or {}
+    return result_of(output)
+
+
+def result_of(output: dict[str, Any]) -> JobResult | None:
+    """The merge's result, from its execution's output (or as a summary recorded it)."""
     where = output.get("output")
     if not isinstance(where, dict) or not where.get("bucket") or not where.get("key"):
         return None

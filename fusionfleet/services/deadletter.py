@@ -17,6 +17,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing, TokenGone
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.messages import SegmentRecord
@@ -76,6 +77,7 @@ def fail_dead_letter(
                     job_id=job_id, index=index, status="failed", error="DeadLettered", reason=reason, attempt=attempts
                 ).model_dump(),
             )
+            summary.try_update(storage, bucket, job_id, summary.segment_failed(index, "", attempts))
         error = "SegmentDeadLettered"
         # The job is lost: its other segments need not render (fusionfleet.jobs.loss).
         marker = JobFailedMarker(

@@ -19,6 +19,7 @@ from fusionfleet import batch_layout, layout
 from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, put_json
 from fusionfleet.errors import ObjectMissing, OperationRefused
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.facts import JobRecords
 from fusionfleet.jobs.final_notice import state_machine_claim
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
@@ -76,6 +77,8 @@ class JobRetry:
         started_at = datetime.fromtimestamp(self.clock(), UTC).isoformat()
         segments = tuple(segment.index for segment in missing)
         record_run(self.storage, bucket, job_id, RunRecord(run, segments, started_at))
+        # Before the start: the summary's view of the last run's end no longer holds.
+        summary.update(self.storage, bucket, job_id, summary.retried(run))
         payload: dict[str, Any] = {
             **first,
             "job": {**first["job"], "run": run},

@@ -19,6 +19,7 @@ from fusionfleet.adapters.orchestrator import ExecutionMissing, Orchestrator
 from fusionfleet.adapters.storage import Storage, put_json
 from fusionfleet.errors import OperationRefused
 from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.facts import JobFacts, JobRecords
 from fusionfleet.jobs.final_notice import (
     CANCEL,
@@ -74,6 +75,8 @@ class Operations:
         bucket = self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
         notices = self._notices(quiet=facts.context.batch is not None and facts.context.batch.quiet)
+        # Flagged before anything else: from here its summary sends readers to the full read.
+        summary.update(self.storage, bucket, job_id, summary.cancelled)
         # The notice is claimed first, so the watchdog never notifies the stopped execution itself.
         if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
@@ -125,6 +128,7 @@ class Operations:
         job_id, bucket = facts.job_id, self.resources.work_bucket
         now = datetime.fromtimestamp(self.clock(), UTC)
         notices = self._notices()
+        summary.update(self.storage, bucket, job_id, summary.cancelled)
         if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
         put_json(

@@ -24,6 +24,7 @@ from fusionfleet.fleet.quotas import GpuCapacity
 from fusionfleet.fleet.tenant_settings import TenantSettings, read_settings
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.wake import FleetWaker
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.batches import BatchRecord, BatchTarget
 from fusionfleet.jobs.final_notice import TopicChannel, state_machine_claim
 from fusionfleet.jobs.ids import batch_id as derive_batch_id
@@ -93,6 +94,7 @@ class Slicer:
                     f"{misnamed!r} in {key!r} is not a tenant name: tenant names are 1 to 32 characters of a-z, "
                     "0-9 and '-', starting with a letter or digit; nothing was read or rendered"
                 ),
+                info.last_modified,
             )
         started = self._started_context(job_id)
         if started is not None and is_waiting(self.storage, self.config.work_bucket, job_id):
@@ -116,18 +118,18 @@ class Slicer:
         try:
             manifest = parse_manifest(self.storage.get_bytes(bucket, key), key, self.config.manifest_keys)
         except JobRejected as rejection:
-            return self._reject(job_id, manifest_ref, rejection)
+            return self._reject(job_id, manifest_ref, rejection, info.last_modified)
         if manifest.is_batch:
             return self._batch(derive_batch_id(bucket, key, info.etag), manifest, manifest_ref, submitted_at)
         busy = self._busy(tenant)
         if busy:
-            return self._reject(job_id, manifest_ref, JobRejected(busy))
+            return self._reject(job_id, manifest_ref, JobRejected(busy), info.last_modified)
         run = self._free_run(job_id)
         if run is None:
             return self._reject(job_id, manifest_ref, JobRejected(
                 f"job {job_id} has been run {MAX_RUNS} times, as many as one job id may; nothing was read or "
                 "rendered: upload the manifest under another name to start it as a new job"
-            ))  # fmt: skip
+            ), info.last_modified)  # fmt: skip
         if run:
             # Uploaded again after its record expired. Files the earlier job wrote after its record
             # (checkpoints, notice, markers) expire later: none of them may leak into this run.
@@ -138,7 +140,7 @@ class Slicer:
                 job_id, manifest, manifest_ref, submitted_at, run, tenant_settings=settings
             )
         except JobRejected as rejection:
-            return self._reject(job_id, manifest_ref, rejection)
+            return self._reject(job_id, manifest_ref, rejection, info.last_modified)
         return self._start_job(context, settings, info.last_modified.timestamp(), bytes_read)
 
     def _start_job(
@@ -154,6 +156,10 @@ class Slicer:
         if run:
             self._record_run(context)
         put_json(self.storage, self.config.work_bucket, layout.job_key(job_id), context.model_dump(mode="json"))
+        bucket = self.config.work_bucket
+        # A batch's item has a summary but no entry of its own in the job index: its batch's row lists it.
+        submitted = summary.submitted_ms(context.submitted_at)
+        summary.write(self.storage, bucket, summary.started(context), submitted, indexed=context.batch is None)
         if settings is not None and self._queued(settings):
             return self._queue(context, settings, uploaded_at, bytes_read)
         arn = self.orchestrator.start(
@@ -178,10 +184,13 @@ class Slicer:
 
     def _batch(self, batch_id: str, manifest: Manifest, manifest_ref: ObjectRef, submitted_at: str) -> SliceOutcome:
         """Open the batch (or find it: a duplicate event) and start the items its window has room for."""
+        uploaded = datetime.fromisoformat(submitted_at)
         try:
             self.batches.open(batch_id, manifest, manifest_ref, submitted_at)
         except JobRejected as rejection:
-            return self._reject(batch_id, manifest_ref, rejection)
+            return self._reject(batch_id, manifest_ref, rejection, uploaded)
+        # One row in the job index for the whole batch (a duplicate event writes the same entry again).
+        summary.index_entry(self.storage, self.config.work_bucket, batch_id, summary.submitted_ms(submitted_at))
         advanced = self.advance(batch_id)
         return SliceOutcome("batch", batch_id, reason=_told(advanced))
 
@@ -214,7 +223,7 @@ class Slicer:
                 output_stem=target.output_stem,
             )  # fmt: skip
         except JobRejected as rejection:
-            self._reject(job_id, record.manifest, rejection, quiet=quiet)
+            self._reject(job_id, record.manifest, rejection, None, quiet=quiet)
             return "rejected"
         self._start_job(context)
         return "started"
@@ -338,8 +347,11 @@ class Slicer:
         }
 
     def _reject(
-        self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected, quiet: bool = False
-    ) -> SliceOutcome:
+        self, job_id: str, manifest_ref: ObjectRef, rejection: JobRejected, uploaded: datetime | None = None,
+        quiet: bool = False,
+    ) -> SliceOutcome:  # fmt: skip
+        """`uploaded`: the manifest's upload, which ranks the job's index entry (as it does once it starts);
+        none for a batch's item, which its batch's entry lists."""
         record_key = layout.rejection_key(job_id)
         notice = rejection_notice(
             job_id, manifest_ref, rejection.reason, rejection.problems, layout.tenant_of(manifest_ref.key)
@@ -362,6 +374,8 @@ class Slicer:
             layout.rejected_index_key(job_id),
             {"job_id": job_id, "manifest": manifest_ref.key, "rejected_at": datetime.now(UTC).isoformat()},
         )
+        if uploaded is not None:
+            summary.index_entry(self.storage, self.config.work_bucket, job_id, int(uploaded.timestamp() * 1000))
         if not quiet:  # a batch's quiet item: its batch's summary names it
             self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})

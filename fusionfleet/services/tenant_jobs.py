@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from fusionfleet import layout
+from fusionfleet import index_layout, layout
 from fusionfleet.adapters.storage import ObjectInfo, Storage, get_json, put_json
 from fusionfleet.errors import (
     BadRequest,
@@ -34,12 +34,13 @@ from fusionfleet.errors import (
 from fusionfleet.facefusion.requirements import SourceKind
 from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources
-from fusionfleet.jobs.ids import JOB_ID
+from fusionfleet.jobs.ids import JOB_ID, name_of_job
 from fusionfleet.jobs.ids import batch_id as pipeline_batch_id
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
-from fusionfleet.jobs.reader import JobReader
+from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE, JobReader, encode_cursor
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, parse_time, pending_view
+from fusionfleet.key_rules import slug
 from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
 from fusionfleet.services.batch_operations import BatchOperations
 from fusionfleet.services.operations import Operations
@@ -49,7 +50,9 @@ from fusionfleet.webhooks.addresses import AddressPolicy
 # names an object the tenant already has (checked by the manifest's own key rules).
 # `targets` makes a batch: one job per target, steered and shown as one (fusionfleet.jobs.batches).
 _FILE_FIELDS = ("source", "target", "targets", "reference")
-DEFAULT_LIST_LIMIT = 50
+# A page of GET /jobs: one listing and a summary read per job (fusionfleet.jobs.reader), so well under
+# 20 reads of the work bucket per request.
+DEFAULT_LIST_LIMIT = 15
 # Optional in a body: {"sizes": {name: bytes}}, so a file over the limit is refused before any upload.
 _SIZES_FIELD = "sizes"
 MIB = 1024 * 1024
@@ -235,21 +238,32 @@ class TenantJobs:
             return self._waiting(job_id, record, started=True)  # the slicer has not taken it yet
         return self._shown(job_id, view, record)
 
-    def detail(self, tenant: str, job_id: str) -> JobDetail:
-        """The job's view and, once the slicer planned it, its segments, attempts, timings and cost.
-
-        Pipeline job ids are replaced by the API's: the tenant knows its job by that id only.
-        """
+    def detail_page(
+        self, tenant: str, job_id: str, segments_from: int = 0, limit: int = DEFAULT_SEGMENT_PAGE
+    ) -> tuple[JobDetail, int | None]:
+        """`detail` with one page of the job's segments and none of its attempts (`logs_page` pages them):
+        a bounded number of reads however long the job. Also the first segment of the next page."""
         record, pipeline = self._lookup(tenant, job_id)
         if pipeline is None:
-            return JobDetail(self._waiting(job_id, record), [], [], {}, None)
+            return JobDetail(self._waiting(job_id, record), [], [], {}, None), None
         if self._is_batch(record):
-            return JobDetail(self._batch_view(job_id, pipeline, record), [], [], {}, None)
+            return JobDetail(self._batch_view(job_id, pipeline, record), [], [], {}, None), None
         try:
-            found = self.reader.detail(pipeline)
+            found, more = self.reader.detail_page(pipeline, segments_from, limit)
         except JobNotFound:
-            return JobDetail(self._waiting(job_id, record, started=True), [], [], {}, None)
-        return replace(found, job=self._shown(job_id, found.job, record))
+            return JobDetail(self._waiting(job_id, record, started=True), [], [], {}, None), None
+        return replace(found, job=self._shown(job_id, found.job, record)), more
+
+    def logs_page(
+        self, tenant: str, job_id: str, limit: int = DEFAULT_ATTEMPT_PAGE, after: str = ""
+    ) -> tuple[list[AttemptView], str | None]:
+        _record, pipeline = self._lookup(tenant, job_id)
+        if pipeline is None:
+            return [], None
+        try:
+            return self.reader.attempts_page(pipeline, after, limit)
+        except JobNotFound:
+            return [], None
 
     def logs(self, tenant: str, job_id: str, segment: int | None = None) -> list[AttemptView]:
         _record, pipeline = self._lookup(tenant, job_id)
@@ -273,20 +287,40 @@ class TenantJobs:
 
     def list_jobs(self, tenant: str, limit: int = DEFAULT_LIST_LIMIT) -> list[JobView]:
         """The caller's jobs, newest first: those the API issued and manifests dropped under its prefix."""
-        ids = {key[len(layout.api_jobs_prefix(tenant)) :].removesuffix(".json")
-               for key in self.storage.list_keys(self.work_bucket, layout.api_jobs_prefix(tenant))}  # fmt: skip
-        prefix = layout.tenant_manifest_prefix(tenant)
-        for key in self.storage.list_keys(self.media_bucket, prefix):
-            name = key[len(prefix) :].removesuffix(layout.MANIFEST_SUFFIX)
-            if key.endswith(layout.MANIFEST_SUFFIX) and JOB_ID.fullmatch(name):
-                ids.add(name)
-        views = []
-        for job_id in sorted((i for i in ids if JOB_ID.fullmatch(i)), reverse=True)[:limit]:
-            try:
-                views.append(self.status(tenant, job_id))
-            except JobNotFound:
-                continue  # removed between the listing and the read
-        return views
+        return self.list_page(tenant, limit)[0]
+
+    def list_page(
+        self, tenant: str, limit: int = DEFAULT_LIST_LIMIT, after: str = ""
+    ) -> tuple[list[JobView], str | None]:
+        """One page of the caller's jobs and the cursor of the next (None on the last).
+
+        Started jobs come from the farm's job index (`JobReader.list_page`, one listing and a summary
+        read each); the first page also shows, newest first, the jobs created through the API that
+        were not started (one listing of the API's records, whose names the index does not hold).
+        """
+        views: list[JobView] = []
+        if not after:
+            for job_id in self._unstarted(tenant)[:limit]:
+                try:
+                    views.append(self.status(tenant, job_id))  # not started, or started before the job index
+                except JobNotFound:
+                    continue
+        if len(views) >= limit:
+            # The next page starts at the index's first job (only the first page shows unstarted jobs).
+            return views, encode_cursor(index_layout.JOB_INDEX_PREFIX)
+        started, more = self.reader.list_page(None, limit - len(views), tenant, after, unindexed=False)
+        names = {view.name for view in started}  # a farm's jobs from before its index are not in `_unstarted`'s
+        views = [view for view in views if view.job_id not in names]
+        return views + [self._shown(view.name, view, {}) for view in started], more
+
+    def _unstarted(self, tenant: str) -> list[str]:
+        """The API's jobs of the caller that no job in the index was started from, newest first."""
+        prefix = layout.api_jobs_prefix(tenant)
+        created = {key[len(prefix) :].removesuffix(".json") for key in self.storage.list_keys(self.work_bucket, prefix)}
+        if not created:
+            return []
+        started = {name_of_job(job_id) for job_id in self.reader.indexed_jobs(tenant)}
+        return sorted((i for i in created if JOB_ID.fullmatch(i) and slug(i, len(i)) not in started), reverse=True)
 
     # ------------------------------------------------------------------ actions
     def cancel(self, tenant: str, job_id: str) -> str:

@@ -14,6 +14,7 @@ import logging
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.jobs import summary
 from fusionfleet.messages import SegmentRecord, SegmentResult
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ def commit(storage: Storage, bucket: str, run: int, record: SegmentRecord) -> Se
         # Created by another copy and gone again (the job's work files deleted): keep ours.
         committed = record
     put_json(storage, bucket, layout.segment_record_key(record.job_id, record.index), committed.model_dump())
+    change = summary.segment_done(committed.index, committed.worker, committed.attempt, committed.engine_s)
+    summary.try_update(storage, bucket, record.job_id, change)
     return committed
 
 

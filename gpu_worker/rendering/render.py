@@ -19,6 +19,7 @@ from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.storage import S3Storage, Storage, get_json, put_json
 from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.facefusion.content_analysis import ContentVerdict, refusal_reason
+from fusionfleet.jobs import summary as job_summary
 from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.gpu_media import is_nvenc
 from fusionfleet.media.inspect import summarize
@@ -418,3 +419,5 @@ def record_failure(storage: Storage, task: RenderTask, error: str, reason: str, 
         worker=worker,
     )
     put_json(storage, task.job.work_bucket, key, record.model_dump())
+    change = job_summary.segment_failed(task.segment.index, worker, attempt)
+    job_summary.try_update(storage, task.job.work_bucket, task.job.job_id, change)

@@ -55,7 +55,7 @@ def test_a_tenant_submits_follows_and_downloads_a_job_through_the_api(stack: Sta
     while time.monotonic() < deadline:
         status, view = api_call(api, acme, "GET", f"/jobs/{job}")
         assert status == 200, view
-        if view["state"] not in ("PENDING", "RUNNING"):
+        if view["ended"]:  # a tenant's job may read WAITING for a moment before its turn comes
             break
         time.sleep(1)
     assert view["state"] == "SUCCEEDED", (view, stack.logs())

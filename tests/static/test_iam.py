@@ -338,7 +338,10 @@ UNUSED_REACHABLE: dict[str, set[str]] = {
     # The loop's hand-back of a blocklisted render task (gpu_worker.delivery.loop): merges are never blocklisted.
     "MergeTaskRole": {"sqs:SendMessage"},
 }  # fmt: skip
-API_CALLS = {"reader": {"view", "detail", "logs", "preview"}, "operations": {"cancel", "retry"}}
+API_CALLS = {
+    "reader": {"view", "detail_page", "attempts_page", "list_page", "indexed_jobs", "logs", "preview"},
+    "operations": {"cancel", "retry"},
+}
 
 
 def test_the_api_uses_only_the_operations_its_role_is_granted_for() -> None:

@@ -79,11 +79,22 @@ class FakeDashboardSource:
 
     def list_jobs(self, state: str | None = None, limit: int = 20) -> list[JobView]:
         self._check("list_jobs", str(state), str(limit))
+        return self._listed(state)[:limit]
+
+    def _listed(self, state: str | None) -> list[JobView]:
         wanted = parse_state(state) if state is not None else None
         if state is not None and wanted is None:
             raise OperationRefused(f"unknown state {state!r}: one of {', '.join(JobState)}")
         views = sorted((job.job for job in self.jobs.values()), key=lambda view: view.submitted_at or NOW)
-        return [view for view in reversed(views) if wanted is None or view.state is wanted][:limit]
+        return [view for view in reversed(views) if wanted is None or view.state is wanted]
+
+    def list_page(self, state: str | None = None, limit: int = 20, after: str = "") -> tuple[list[JobView], str | None]:
+        """`list_jobs` paged by position: `next` is the index of the page's first job after this one."""
+        self._check("list_page", str(state), str(limit), after)
+        views = self._listed(state)
+        start = int(after or 0)
+        more = start + limit < len(views)
+        return views[start : start + limit], str(start + limit) if more else None
 
     def job(self, job_id: str) -> JobDetail:
         self._check("job", job_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import threading
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +55,8 @@ class FakeStorage:
         # Every call as (method, bucket, key or prefix), for tests of what was touched and in which order.
         self.calls: list[tuple[str, str, str]] = []
         self.tags: dict[tuple[str, str], dict[str, str]] = {}  # tags given on upload
+        self._replacing = threading.Lock()
+        self.conflicts = 0  # conditional replaces refused: another writer came first
 
     def _get(self, bucket: str, key: str) -> _Object:
         found = self._objects.get((bucket, key))
@@ -127,6 +130,25 @@ class FakeStorage:
             return False
         self.put_bytes(bucket, key, data, content_type)
         return True
+
+    def get_tagged(self, bucket: str, key: str) -> tuple[bytes, str]:
+        self.calls.append(("get_tagged", bucket, key))
+        found = self._get(bucket, key)
+        return found.data, found.etag
+
+    def replace(self, bucket: str, key: str, data: bytes, etag: str, content_type: str = "application/json") -> bool:
+        with self._replacing:  # S3 checks If-Match and writes as one step
+            found = self._objects.get((bucket, key))
+            if found is None or found.etag != etag:
+                self.conflicts += 1
+                return False
+            self.put_bytes(bucket, key, data, content_type)
+            return True
+
+    def list_after(self, bucket: str, prefix: str, after: str, max_keys: int) -> list[str]:
+        self.calls.append(("list_after", bucket, prefix))
+        keys = sorted(key for (name, key) in self._objects if name == bucket and key.startswith(prefix) and key > after)
+        return keys[:max_keys]
 
     def delete_prefix(self, bucket: str, prefix: str) -> int:
         self.calls.append(("delete_prefix", bucket, prefix))

@@ -11,7 +11,9 @@ import json
 
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
+from fusionfleet.jobs.ids import name_of_job
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.messages import ObjectRef
@@ -50,13 +52,17 @@ class Farm:
 
     def sliced(self, job: str, status: str, done: int = 0, error: str | None = None) -> None:
         output = ObjectRef(bucket=MEDIA, key=f"tenants/acme/outputs/{job}.mp4")
-        context = job_context(job, segment_count=4, output=output)
+        manifest = ObjectRef(bucket=MEDIA, key=layout.tenant_manifest_key("acme", name_of_job(job)), etag="e", size=10)
+        context = job_context(job, segment_count=4, output=output, manifest=manifest)
         self.storage.put_json(WORK, layout.job_key(job), context.model_dump(mode="json"))
+        # What the slicer and the workers keep of it: its summary and its entry in the job index.
+        summary.write(self.storage, WORK, summary.started(context), summary.submitted_ms(context.submitted_at))
         plan = [Segment(i, i * 25, (i + 1) * 25, i * 1_000_000, (i + 1) * 1_000_000) for i in range(4)]
         self.storage.put_json(WORK, layout.plan_key(job), [segment.to_dict() for segment in plan])
         for index in range(done):
             self.storage.put_bytes(WORK, layout.segment_key(job, index), b"mp4")
             self.storage.put_json(WORK, layout.segment_record_key(job, index), {"status": "succeeded"})
+            summary.update(self.storage, WORK, job, summary.segment_done(index, "w1", 1, 1.0))
         arn = execution_arn(MACHINE, job)
         self.orchestrator.states[arn] = Execution(
             arn, status, error=error, cause="the job ran out of time" if error else None,
@@ -156,7 +162,7 @@ def test_logs_list_the_attempts_and_one_segment_on_request() -> None:
     farm = Farm()
     api_id, job = farm.started()
     farm.sliced(job, "RUNNING")
-    assert farm.call("GET", f"/jobs/{api_id}/logs").body == {"job_id": api_id, "attempts": []}
+    assert farm.call("GET", f"/jobs/{api_id}/logs").body == {"job_id": api_id, "attempts": [], "next": None}
     assert farm.call("GET", f"/jobs/{api_id}/logs", query="segment=1").status == 200
     assert farm.call("GET", f"/jobs/{api_id}/logs", query="segment=x").status == 400
 
@@ -185,6 +191,33 @@ def test_retrying_a_job_that_was_never_started_is_409() -> None:
     farm = Farm()
     created = farm.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4"}).body
     assert farm.call("POST", f"/jobs/{created['job_id']}/retry").status == 409
+
+
+def test_the_job_list_pages_by_its_cursor_newest_first_with_the_unstarted_jobs_on_the_first_page() -> None:
+    # GIVEN acme's five started jobs and one created and never started
+    farm = Farm()
+    started = []
+    for _ in range(5):
+        api_id, job = farm.started()
+        farm.sliced(job, "RUNNING", done=1)
+        started.append(api_id)
+    waiting = farm.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4"}).body["job_id"]
+    # WHEN its jobs are read two at a time, following `next`
+    seen, query, pages = [], "limit=2", 0
+    while True:
+        body = farm.call("GET", "/jobs", query=query).body
+        seen += [(job["job_id"], job["state"]) for job in body["jobs"]]
+        pages += 1
+        if body["next"] is None:
+            break
+        query = f"limit=2&next={body['next']}"
+    # THEN every job is listed once: the unstarted one first, then the started ones as the index orders them
+    assert seen[0] == (waiting, "PENDING")
+    assert sorted(job for job, _state in seen[1:]) == sorted(started) and len(seen) == 6
+    assert all(state == "RUNNING" for _job, state in seen[1:]) and pages == 3
+    # AND a cursor no page gave is refused with the reason
+    refused = farm.call("GET", "/jobs", query="next=bm9wZQ")
+    assert refused.status == 400 and "next" in json.dumps(refused.body)
 
 
 def test_another_tenant_reads_none_of_the_dashboard_routes() -> None:

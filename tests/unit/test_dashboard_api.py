@@ -159,15 +159,24 @@ def test_jobs_are_listed_newest_first_with_progress_and_submission_time(served: 
     assert datetime.fromisoformat(running["submitted_at"]) == NOW - timedelta(seconds=30)
     # AND the server's clock comes along, so the page computes ages from it
     assert abs(datetime.fromisoformat(data["now"]) - datetime.now(UTC)) < timedelta(seconds=30)
-    assert served.source.calls == [("list_jobs", "None", "20")]
+    assert served.source.calls == [("list_page", "None", "20", "")]
 
 
 def test_the_job_list_is_filtered_by_state_and_limited(served: Served) -> None:
     # WHEN a state and a limit are asked for THEN the source gets them (the state in capitals)
     failed = served.request("/api/jobs?state=failed&limit=5").json()
     assert [job["job_id"] for job in failed["jobs"]] == [FAILED_ID]
-    assert served.source.calls[-1] == ("list_jobs", "FAILED", "5")
+    assert served.source.calls[-1] == ("list_page", "FAILED", "5", "")
     assert len(served.request("/api/jobs?limit=1").json()["jobs"]) == 1
+
+
+def test_the_job_list_pages_by_the_cursor_the_source_gave(served: Served) -> None:
+    # WHEN the list is read a job at a time, following `next`
+    first = served.request("/api/jobs?limit=1").json()
+    second = served.request(f"/api/jobs?limit=1&next={first['next']}").json()
+    # THEN the cursor reaches the source as given, and the pages follow each other
+    assert served.source.calls[-1] == ("list_page", "None", "1", first["next"])
+    assert [first["jobs"][0]["job_id"], second["jobs"][0]["job_id"]] == [RUNNING_ID, FAILED_ID]
 
 
 def test_a_state_that_is_no_job_state_is_a_400_naming_the_states(served: Served) -> None:

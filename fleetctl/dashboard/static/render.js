@@ -197,13 +197,16 @@ function renderJob(detail) {
   const section = $("job");
   section.hidden = false;
   $("no-job").hidden = true;
-  const done = detail.segments.filter((s) => s.state === "done").length;
-  const failed = detail.segments.filter((s) => s.state === "failed").length;
+  // The job's own counts: a long job's detail carries one page of its segments.
+  const counts = job.segments || {};
+  const done = counts.done ?? detail.segments.filter((s) => s.state === "done").length;
+  const failed = counts.failed ?? detail.segments.filter((s) => s.state === "failed").length;
+  const total = counts.total ?? detail.segments.length;
   Object.assign(section.dataset, {
     jobId: job.job_id,
     state: job.state,
     done: String(done),
-    total: String(detail.segments.length),
+    total: String(total),
   });
   $("job-name").textContent = job.name || job.job_id;
   $("job-state").replaceChildren(badge(job.state));
@@ -218,7 +221,7 @@ function renderJob(detail) {
   $("retry").disabled = !actions.includes("retry");
   $("seg-done").textContent = String(done);
   $("seg-failed").textContent = String(failed);
-  $("seg-total").textContent = String(detail.segments.length);
+  $("seg-total").textContent = String(total);
   $("segments").replaceChildren(...detail.segments.map(segmentCell));
   renderTimings(detail.timings);
   renderCost(detail.cost);
