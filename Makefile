@@ -28,7 +28,7 @@ PLVENV := .venv-parliament
 # against the template's roles (tests/support/iam/). Needs Node 20 or newer.
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-api-scale bench-parity device-check chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-api-scale bench-parity device-check chaos soak up down status clean
 
 all: test
 
@@ -140,6 +140,10 @@ bench: venv localstack-env
 
 bench-quality: venv
 	$(PY) -m benchmarks.quality
+
+# The built-in engine on real photos of people it was never tuned on, alone (part of bench-quality too).
+bench-unseen: venv
+	$(PY) -m benchmarks.unseen_people
 
 bench-scale: venv localstack-env
 	$(PY) -m benchmarks.scaling
