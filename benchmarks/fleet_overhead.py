@@ -16,7 +16,7 @@ Reports (benchmarks/results/fleet-overhead.json, a table, benchmarks/results/fle
   between a worker's segments (callback, delete, receive); workers idle in the render phase (the
   dispatch's stagger and the last round's imbalance); merge; notice; the client's wait; download.
   Idle time is measured, not inferred: each worker logs when it finds its queues empty and when it
-  takes work again (gpu_worker.loop), and the render phase's share of those stretches is counted. What
+  takes work again (gpu_worker.delivery.loop), and the render phase's share of those stretches is counted. What
   no stage names is reported as unaccounted (time the stages miss, or count twice).
 
 On a 2-core machine LocalStack, the workers and the client share the cores: the figures are an upper

@@ -7,7 +7,7 @@ worker takes its next segment while one renders (lookahead backlog 1: with one w
 take it), as a GPU worker of a busy fleet does.
 
 Where a segment's time goes comes from the stages the worker timed where each ran (its segment records,
-`stages`: gpu_worker/stage_clock.py), not from a remainder: read, decode, transfer, the engine's own
+`stages`: gpu_worker/rendering/stage_clock.py), not from a remainder: read, decode, transfer, the engine's own
 time, the engine's waits for input and for room behind it, encode, upload, the first frame, the tail.
 The judge of the render phase is independent of the worker: the clip's frame count times the sleep
 engine's 40 ms is the floor, and the render phase is the first segment's start to the last one's end
@@ -85,7 +85,7 @@ class MemoryWatch:
         return found
 
     def sample(self) -> float:
-        from gpu_worker.engine_host import rss_mb
+        from gpu_worker.hosting.engine_host import rss_mb
 
         return sum(rss_mb(pid) for pid in self._workers())
 

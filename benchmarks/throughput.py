@@ -17,7 +17,7 @@ Reports (benchmarks/results/throughput.json and a table):
 - dispatch: how fast Step Functions put segments in the queue (the spread of send times).
 
 `--lookahead 0,2` runs each fleet size with workers that take their next task while one renders
-(FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG, gpu_worker/lookahead.py) off and on, side by side.
+(FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG, gpu_worker/delivery/lookahead.py) off and on, side by side.
 
 These measured costs calibrate the fleet simulation (`benchmarks/fleetsim/scenarios.py`). On a
 2-core machine LocalStack and the workers share the cores, so the figures are an upper bound on the

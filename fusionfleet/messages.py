@@ -186,7 +186,7 @@ class RenderTask(_Model):
     # Attempts made through earlier messages of this task: a blocklisted worker hands a task back
     # as a new message (so the release costs no SQS receive) and carries the count over.
     prior_attempts: int = 0
-    # Set when a delivery that saved chunks is forgiven (gpu_worker.retry.renew_delivery): the frames
+    # Set when a delivery that saved chunks is forgiven (gpu_worker.delivery.retry.renew_delivery): the frames
     # checkpointed when this message was sent, and the earlier deliveries the retry limit leaves out.
     progress_frames: int = 0
     forgiven_attempts: int = 0
@@ -345,7 +345,8 @@ class SegmentRecord(_Model):
     copy_number: int = 0  # the copy that won (1: the watchdog's backup of a straggler)
     # When the engine's part ended (frames encoded); the join, check, upload and commit follow.
     rendered_at: float = 0.0
-    # Seconds per stage of the engine's part (gpu_worker.stage_clock: read, decode, engine, encode, upload, waits).
+    # Seconds per stage of the engine's part (gpu_worker.rendering.stage_clock: read, decode, engine, encode,
+    # upload, waits).
     stages: dict[str, float] = Field(default_factory=dict)
     # Bytes of the target this attempt read (a test render's proof that it did not read the whole video).
     bytes_read: int = 0

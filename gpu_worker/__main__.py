@@ -19,25 +19,26 @@ from fusionfleet.fleet.blocklist import BlockPolicy
 from fusionfleet.messages import MergeTask
 from fusionfleet.webhooks.outbox import WebhookOutbox
 from gpu_worker import config as worker_config
-from gpu_worker import per_gpu
-from gpu_worker.accounting import Billing
-from gpu_worker.analysis_task import AnalysisHandler, RenderQueueHandler, RenderQueueTask
-from gpu_worker.blocklist import Blocklist
-from gpu_worker.capacity import gpu_capacity, total_gpu_mib
-from gpu_worker.engine_host import EngineHost, HostPolicy, default_gpu_limit_mb
+from gpu_worker.delivery.accounting import Billing
+from gpu_worker.delivery.analysis_task import AnalysisHandler, RenderQueueHandler, RenderQueueTask
+from gpu_worker.delivery.blocklist import Blocklist
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.lookahead import LookaheadPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler, TaskT
+from gpu_worker.delivery.token_actions import token_grace_s
 from gpu_worker.engines.base import EngineUnavailable
 from gpu_worker.engines.facefusion import startup as facefusion_startup
 from gpu_worker.errors import ConfigError
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.lookahead import LookaheadPolicy
-from gpu_worker.loop import Worker, token_grace_s
-from gpu_worker.merge import MergeDeps
-from gpu_worker.presence import Presence
-from gpu_worker.protection import task_protection
-from gpu_worker.render import InlineRenderer, build_render_deps, finish_segment
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler, TaskT
+from gpu_worker.hosting.engine_host import EngineHost, HostPolicy, default_gpu_limit_mb
+from gpu_worker.lifecycle import per_gpu
+from gpu_worker.lifecycle.capacity import gpu_capacity, total_gpu_mib
+from gpu_worker.lifecycle.presence import Presence
+from gpu_worker.lifecycle.protection import task_protection
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.merging.merge import MergeDeps
+from gpu_worker.rendering.render import InlineRenderer, build_render_deps, finish_segment
 
 
 def build_worker(
@@ -103,7 +104,7 @@ def _worker(
             storage, settings.work_bucket, settings.name, settings.role,
             engine=settings.preload_engine or ("ffmpeg" if settings.role == "merge" else ""), every_s=settings.beat_s,
         )  # fmt: skip
-    heartbeat = HeartbeatPolicy(visibility_s=settings.visibility_s)
+    keep = KeepPolicy(visibility_s=settings.visibility_s)
     return Worker(
         name=settings.name,
         queue_urls=settings.queue_urls,
@@ -112,11 +113,11 @@ def _worker(
         orchestrator=StepFunctions(aws.client("stepfunctions")),
         token_grace_s=token_grace_s(settings.endpoint_url),
         retry=RetryPolicy(max_attempts=attempts),
-        heartbeat=heartbeat,
+        keep=keep,
         stop=stop,
         idle_wait_s=settings.idle_wait_s,
         presence=presence,
-        protection=task_protection(settings.ecs_agent_uri, heartbeat.visibility_s, heartbeat.interval_s()),
+        protection=task_protection(settings.ecs_agent_uri, keep.visibility_s, keep.interval_s()),
         capacity=gpu_capacity(settings.min_free_gpu_mb, settings.visible_gpus)
         if settings.min_free_gpu_mb is not None and settings.role == "render"
         else None,

@@ -103,7 +103,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--per-gpu",
         action="store_true",
-        help="on a host with several GPUs, run one worker per GPU, each seeing only its own (gpu_worker/per_gpu.py)",
+        help="on a host with several GPUs, run one worker per GPU, each seeing only its own "
+        "(gpu_worker/lifecycle/per_gpu.py)",
     )
     parser.add_argument(
         "--preload-engine", help=f"load this engine at start rather than on first use (env {ENV_PRELOAD})"

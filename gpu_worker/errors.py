@@ -25,7 +25,7 @@ class Drained(Exception):
         self.next_frame = next_frame
 
 
-class Released(Exception):
+class GivenBack(Exception):
     """A warm stop: the segment was checkpointed and should go back to the queue at once."""
 
 

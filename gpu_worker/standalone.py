@@ -34,12 +34,12 @@ from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
 from fusionfleet.media.source_audio import copy_audio, probe_audio
 from fusionfleet.media.still import frame_at
 from fusionfleet.progress import ProgressLine, bar
-from gpu_worker.audio import extract_audio
 from gpu_worker.engines.base import EngineError, EngineJob, Image
 from gpu_worker.engines.registry import create_engine, default_engine_name, engine_names
-from gpu_worker.frames import render_range
-from gpu_worker.merge import assemble
-from gpu_worker.sources import decode_image
+from gpu_worker.merging.audio import extract_audio
+from gpu_worker.merging.merge import assemble
+from gpu_worker.rendering.frames import render_range
+from gpu_worker.rendering.sources import decode_image
 
 GOP_SECONDS = 4
 

@@ -8,7 +8,7 @@ with `make facefusion-env` and onnxruntime-gpu in FaceFusion's environment), in 
    the real models' shapes) on the provider alone and agrees with the CPU provider;
 3. NVENC: the job's NVENC argv encodes a 1280×720 clip with every frame, the same timestamps as x264's
    argv at the same setting, and a PSNR against the source at least x264's;
-4. NVDEC: the GPU decodes to the CPU decoder's frames bit for bit (gpu_worker/media_probe.py);
+4. NVDEC: the GPU decodes to the CPU decoder's frames bit for bit (gpu_worker/rendering/media_probe.py);
 5. the warm FaceFusion engine renders a segment on CUDA (FaceFusion 3.8.1's code, stand-in models).
 
 It prints what it proved, what failed and what it skipped, with why. Exit 0 when nothing failed (skips
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))  # run as a file (`python scripts/device_check.py`
 
 from fleetctl.samples import astronaut_frames  # noqa: E402
 from gpu_worker.engines.base import Image  # noqa: E402
-from gpu_worker.media_probe import decode_clip, has_nvidia_device, probe_nvdec, probe_nvenc, write_clip  # noqa: E402
+from gpu_worker.rendering.media_probe import decode_clip, has_nvidia_device, probe_nvdec, probe_nvenc, write_clip  # noqa: E402
 
 STANDINS = "fleetctl.harness.standins"  # run with FaceFusion's interpreter, the project on its path
 CLIP_FRAMES = 48

@@ -7,7 +7,7 @@ priority queue that a worker reads high first; each segment costing the engine's
 plus a fixed overhead on the worker (the GPU idles during it); workers that take `boot_s` to come
 and are billed from request to stop; scale-in stopping idle workers only; Spot interruptions that
 put a segment back (its progress lost); the merge; workers that take their next segment while one
-renders (gpu_worker.lookahead), which skips that segment's part of the overhead spent before its engine
+renders (gpu_worker.delivery.lookahead), which skips that segment's part of the overhead spent before its engine
 starts, and finish a segment (upload, commit, report) while the engine renders the next.
 """
 
@@ -79,7 +79,7 @@ class FleetConfig:
     backups: bool = False
     backup_k: float = 1.5
     backup_after_share: float = 0.9
-    # gpu_worker.lookahead: a worker takes its next segment as one starts when at least this many
+    # gpu_worker.delivery.lookahead: a worker takes its next segment as one starts when at least this many
     # wait (0: off).
     lookahead_min_backlog: int = 0
 

@@ -94,7 +94,7 @@ class WorkerEnvironment:
     # How long every live render worker must have been listed for a job before it fails for want of one.
     block_grace_s: float = variable(ENV_BLOCK_GRACE, BlockPolicy.stranded_grace_s)
     # A render worker takes its next task while this one renders when the queues hold at least this
-    # many visible messages (gpu_worker.lookahead); 0: never. Off by default, as measured one job at a
+    # many visible messages (gpu_worker.delivery.lookahead); 0: never. Off by default, as measured one job at a
     # time (benchmarks/results/fleet-overhead-lookahead-on.json and -off.json): it hides the gaps between
     # one worker's segments but on 6 and 12 workers the early takes left others idle.
     lookahead_min_backlog: int = variable(ENV_LOOKAHEAD, 0)

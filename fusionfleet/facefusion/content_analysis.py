@@ -5,7 +5,7 @@ whose number is a multiple of int(fps) — one a second — and refuses the vide
 of the analysed frames are flagged. Run per segment, the same rule sees two or three samples and one
 flagged frame fails a job that one run over the whole video passes. So the verdict is a job-level
 decision: made once over the whole target, in a step of its own before the Map (a task on the job's
-render queue: gpu_worker/analysis_task.py, gpu_worker/job_analysis.py), written beside the job
+render queue: gpu_worker/delivery/analysis_task.py, gpu_worker/rendering/job_analysis.py), written beside the job
 (`work/<job>/content-analysis.json`) and read by every segment, which does not decide again. While it
 runs, how far it has read is kept beside it (`AnalysisProgress`).
 """

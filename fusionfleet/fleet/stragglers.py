@@ -2,7 +2,7 @@
 
 MapReduce's backup tasks: when most of a job is done, the segments still running far longer than
 their finished peers are rendered a second time by another worker, and the first copy to commit its
-output wins (gpu_worker.commit). One backup per segment, ever: a second straggling copy would only
+output wins (gpu_worker.rendering.commit). One backup per segment, ever: a second straggling copy would only
 add load to a fleet that is already short of fast hosts.
 """
 

@@ -9,7 +9,7 @@ before the segments render, and every segment reads the same one:
   (fusionfleet.facefusion.reference);
 - `content_analysis`: FaceFusion's content-analyser verdict over the whole target, computed once by
   the first worker that needs it (it needs FaceFusion's models, which only the workers carry) and kept
-  at `work/<job>/content-analysis.json` (fusionfleet.facefusion.content_analysis, gpu_worker/job_analysis.py).
+  at `work/<job>/content-analysis.json` (fusionfleet.facefusion.content_analysis, gpu_worker/rendering/job_analysis.py).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ class WorkCost:
 # benchmarks/results/pipeline.json): classic 23.6 s for a 300-frame 640×360 clip; copy 44.9 s of
 # worker time for 1500 frames of 1280×720; the fixed part is worker time minus engine time per
 # segment (0.46 s at 360p) plus the gap between a worker's segments (0.2–0.5 s). Both built-in
-# engines render 12 lead-in frames first (gpu_worker/frames.py). `facefusion` is an estimate for one
+# engines render 12 lead-in frames first (gpu_worker/rendering/frames.py). `facefusion` is an estimate for one
 # A10G at 1080p, NOT measured here (no GPU): ~20 frames/s and about a second of S3/SQS round trips.
 ENGINE_COSTS: dict[str, WorkCost] = {
     "classic": WorkCost(seconds_per_frame=0.08, overhead_s=0.7),

@@ -27,7 +27,7 @@ class AudioFile:
     demuxer: str  # ffmpeg's, to read it back
 
 
-# The target's audio taken out by the worker, by suffix (gpu_worker.audio.audio_file), and a job's audio
+# The target's audio taken out by the worker, by suffix (gpu_worker.merging.audio.audio_file), and a job's audio
 # source as the worker copies it (fusionfleet.media.source_audio.copy_audio: its own format's ending).
 AUDIO_FILES = {
     ".m4a": AudioFile("mp4", "mov"), ".mka": AudioFile("matroska", "matroska"), ".wav": AudioFile("wav", "wav"),

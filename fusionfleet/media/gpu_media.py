@@ -7,7 +7,7 @@ fleet's declared encoder device (`VIDEO_ENCODER_DEVICE`): `nvenc` on a fleet who
 runs the GPU image with the video driver capability (proved by `make device-check`), `cpu` (the
 default) everywhere else. A worker given an NVENC job without a working NVENC fails the attempt as its
 own fault, never falls back to x264 for one segment. Decoding is different: NVDEC's frames are the
-CPU decoder's bit for bit or it is not used (gpu_worker/media_probe.py), so each worker chooses alone.
+CPU decoder's bit for bit or it is not used (gpu_worker/rendering/media_probe.py), so each worker chooses alone.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ SAFE_DEMUXER_OPTIONS = {"protocol_whitelist": "none", "enable_drefs": "0"}
 
 
 def open_video(reader: RangeReader, demuxer: str, what: str, hwaccel: Any = None) -> av.container.InputContainer:
-    """`hwaccel`: PyAV's hardware decoder for the video stream (a worker's NVDEC: gpu_worker/media_probe.py)."""
+    """`hwaccel`: PyAV's hardware decoder for the video stream (NVDEC: gpu_worker/rendering/media_probe.py)."""
     try:
         return av.open(reader, mode="r", format=demuxer, options=dict(SAFE_DEMUXER_OPTIONS), hwaccel=hwaccel)
     except av.FFmpegError as error:

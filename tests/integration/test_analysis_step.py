@@ -17,17 +17,17 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.jobs.timeline import timeline
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.messages import JobContext, ObjectRef, parse_render_queue_message
-from gpu_worker.analysis_task import AnalysisHandler, RenderQueueHandler
-from gpu_worker.engine_pool import EnginePool
+from gpu_worker.delivery.analysis_task import AnalysisHandler, RenderQueueHandler
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import RenderHandler
 from gpu_worker.engines import registry
 from gpu_worker.engines.base import EngineJob, Frame, Image
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.render import InlineRenderer, RenderDeps
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.sources import SourceCache
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import RenderHandler
+from gpu_worker.engines.pool import EnginePool
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.rendering.render import InlineRenderer, RenderDeps
+from gpu_worker.rendering.sources import SourceCache
 from tests.integration.conftest import Aws
 from tests.integration.test_worker_loop import plan, recorder, send_render, sliced_job
 
@@ -88,7 +88,7 @@ def worker(aws: Aws, tmp_path: Path, orchestrator: Any) -> Worker[Any]:
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
         "w-1", urls, handler, SqsQueue(aws.sqs), orchestrator, RetryPolicy(max_attempts=3, backoff_s=(0,)),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
 
 

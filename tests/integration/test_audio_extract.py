@@ -12,7 +12,7 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.media.runner import ffmpeg_exe
-from gpu_worker.audio import extract_audio
+from gpu_worker.merging.audio import extract_audio
 from tests.support.media import ffmpeg
 
 

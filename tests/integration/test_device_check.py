@@ -11,7 +11,7 @@ import pytest
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.runner import FramePipe
-from gpu_worker.media_probe import probe_frames, write_clip
+from gpu_worker.rendering.media_probe import probe_frames, write_clip
 from scripts.device_check import (
     Proof,
     check_cuda_provider,

@@ -10,9 +10,9 @@ import pytest
 from fusionfleet.messages import RenderTask, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
-from gpu_worker.encoded_segment import RenderedFrames
-from gpu_worker.engine_host import EngineHost, HostPolicy
 from gpu_worker.errors import EngineFailure
+from gpu_worker.hosting.engine_host import EngineHost, HostPolicy
+from gpu_worker.rendering.encoded_segment import RenderedFrames
 from tests.support.jobs import halves, job_context
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,4 +1,4 @@
-"""The pipelined segment (gpu_worker/frames.py): the same bytes as frames sent one by one, the engine
+"""The pipelined segment (gpu_worker/rendering/frames.py): the same bytes as frames sent one by one, the engine
 waiting only for its first frame, and every way out (a failure in any stage, a drain, a cancel)
 leaving no stage running and no finished chunk unsaved. Runs the real decoder and ffmpeg."""
 
@@ -23,7 +23,7 @@ from fusionfleet.media.runner import FramePipe
 from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.engines.copy import CopyEngine
 from gpu_worker.errors import Cancelled, Drained
-from gpu_worker.frames import chunk_grid, render_range
+from gpu_worker.rendering.frames import chunk_grid, render_range
 from tests.support.media import remux, write_video
 
 pytestmark = pytest.mark.timeout(300)

@@ -19,11 +19,11 @@ from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, ObjectRef, RenderTask
 from gpu_worker.attempt import Attempt
-from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import EngineJob, Frame, Image
-from gpu_worker.job_analysis import job_content_verdict
-from gpu_worker.render import RenderDeps, render_segment
-from gpu_worker.sources import SourceCache
+from gpu_worker.engines.pool import EnginePool
+from gpu_worker.rendering.job_analysis import job_content_verdict
+from gpu_worker.rendering.render import RenderDeps, render_segment
+from gpu_worker.rendering.sources import SourceCache
 from tests.support.fakes import FakeStorage
 from tests.support.jobs import MEDIA, WORK, halves, job_context
 

@@ -1,4 +1,4 @@
-"""The worker's GPU media probe (gpu_worker/media_probe.py), on the CPU: no device means no probe and a
+"""The worker's GPU media probe (gpu_worker/rendering/media_probe.py), on the CPU: no device means no probe and a
 reason; the comparisons that decide NVDEC and NVENC are exercised with the CPU's own decoder."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpu_worker.media_probe import (
+from gpu_worker.rendering.media_probe import (
     PROBE_FRAMES,
     GpuMedia,
     decode_clip,

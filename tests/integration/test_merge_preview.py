@@ -14,8 +14,8 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import ObjectRef
-from gpu_worker.merge import make_preview
-from gpu_worker.preview import render_preview
+from gpu_worker.merging.merge import make_preview
+from gpu_worker.merging.preview import render_preview
 from tests.support.fakes import FakeStorage
 from tests.support.jobs import MEDIA, job_context
 from tests.support.media import ffmpeg, write_video

@@ -1,4 +1,4 @@
-"""The next segment's decoder starts while the current one renders (gpu_worker/prefetch.py): used when
+"""The next segment's decoder starts while the current one renders (gpu_worker/rendering/prefetch.py): used when
 its task comes, dropped when another does, and the output is the same either way."""
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, RenderTask
-from gpu_worker.engine_pool import EnginePool
-from gpu_worker.frames import LEAD_IN_FRAMES
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.lookahead import LookaheadPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.prefetch import Prefetcher
-from gpu_worker.render import InlineRenderer, RenderDeps
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.sources import SourceCache
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import RenderHandler
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.lookahead import LookaheadPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import RenderHandler
+from gpu_worker.engines.pool import EnginePool
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.rendering.frames import LEAD_IN_FRAMES
+from gpu_worker.rendering.prefetch import Prefetcher
+from gpu_worker.rendering.render import InlineRenderer, RenderDeps
+from gpu_worker.rendering.sources import SourceCache
 from tests.integration.conftest import Aws
 from tests.integration.test_worker_loop import job, plan, recorder, send_render
 
@@ -47,7 +47,7 @@ def _worker(aws: Aws, tmp_path: Path, prefetch: Prefetcher) -> Worker[RenderTask
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
         "prefetching", urls, handler, SqsQueue(aws.sqs), recorder(aws), RetryPolicy(max_attempts=3, backoff_s=(0,)),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(1),
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(1),
     )  # fmt: skip
 
 

@@ -138,7 +138,7 @@ def test_a_trimmed_facefusion_jobs_audio_is_facefusions_sample_for_sample(clip: 
     from fusionfleet.media.probe import probe_video
     from fusionfleet.media.reader import FileRangeSource, RangeReader
     from fusionfleet.media.runner import run_ffmpeg
-    from gpu_worker.audio import extract_audio
+    from gpu_worker.merging.audio import extract_audio
 
     options = {"trim_frame_start": 30, "trim_frame_end": 90}
     video = probe_video(RangeReader(FileRangeSource(clip), "clip"), "clip", MediaLimits())

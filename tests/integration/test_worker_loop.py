@@ -27,18 +27,18 @@ from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, RenderTask
 from fusionfleet.services.slicing import Slicer
-from gpu_worker.engine_pool import EnginePool
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.lookahead import LookaheadPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import MergeHandler, RenderHandler
 from gpu_worker.engines import registry
 from gpu_worker.engines.base import EngineJob, Frame, Image
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.lookahead import LookaheadPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.merge import MergeDeps
-from gpu_worker.render import InlineRenderer, RenderDeps
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.sources import SourceCache
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import MergeHandler, RenderHandler
+from gpu_worker.engines.pool import EnginePool
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.merging.merge import MergeDeps
+from gpu_worker.rendering.render import InlineRenderer, RenderDeps
+from gpu_worker.rendering.sources import SourceCache
 from tests.integration.conftest import Aws, upload
 from tests.support.jobs import slicer_config
 
@@ -167,7 +167,7 @@ def render_worker(
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
     return Worker(
         "test-worker", urls, handler, SqsQueue(aws.sqs), orchestrator,
-        retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), HeartbeatPolicy(visibility_s=60), StopSignal(),
+        retry or RetryPolicy(max_attempts=3, backoff_s=(0,)), KeepPolicy(visibility_s=60), StopSignal(),
         idle_wait_s=0, lookahead=LookaheadPolicy(lookahead),
     )  # fmt: skip
 
@@ -318,7 +318,7 @@ def merge_once(aws: Aws, job: JobContext, tmp_path: Path) -> RecordingOrchestrat
     orchestrator = recorder(aws)
     merge = Worker(
         "merge", [aws.queues["MergeQueue"]], MergeHandler(MergeDeps(S3Storage(aws.s3), tmp_path)), SqsQueue(aws.sqs),
-        orchestrator, RetryPolicy(max_attempts=1), HeartbeatPolicy(60), StopSignal(), idle_wait_s=0,
+        orchestrator, RetryPolicy(max_attempts=1), KeepPolicy(60), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
     merge.run(max_tasks=1)
     return orchestrator

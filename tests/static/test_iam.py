@@ -335,7 +335,7 @@ UNUSED_REACHABLE: dict[str, set[str]] = {
     "ApiFunctionRole": {
         "states:DescribeMapRun", "states:GetExecutionHistory", "states:ListExecutions", "states:ListMapRuns",
     },
-    # The loop's hand-back of a blocklisted render task (gpu_worker.loop): merges are never blocklisted.
+    # The loop's hand-back of a blocklisted render task (gpu_worker.delivery.loop): merges are never blocklisted.
     "MergeTaskRole": {"sqs:SendMessage"},
 }  # fmt: skip
 API_CALLS = {

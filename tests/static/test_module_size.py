@@ -1,7 +1,6 @@
 """No module over 500 lines: a module holds one concept, and a reader takes it in at one sitting.
 
 FaceFusion's option catalogue is data transcribed from FaceFusion's own parser, one entry per option.
-The worker's loop waits for the worker's reorganisation by concern (issue 35, item 5), which splits it.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ PACKAGES = ("fusionfleet", "fleetctl", "functions", "gpu_worker", "infra", "benc
 LIMIT = 500
 EXEMPT = {
     "fusionfleet/facefusion/catalogue.py": "FaceFusion 3.8.1's options, as data",
-    "gpu_worker/loop.py": "split by the worker's reorganisation (issue 35, item 5)",
 }
 
 

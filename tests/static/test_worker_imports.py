@@ -90,7 +90,7 @@ def test_no_worker_module_is_imported_inside_a_function() -> None:
 
 def test_the_render_path_runs_one_way() -> None:
     edges = graph()
-    assert "gpu_worker.render" not in edges["gpu_worker.engine_host"]
-    assert "gpu_worker.engine_host" not in edges["gpu_worker.render"]
-    assert "gpu_worker.engine_host" not in edges["gpu_worker.retry"]
+    assert "gpu_worker.rendering.render" not in edges["gpu_worker.hosting.engine_host"]
+    assert "gpu_worker.hosting.engine_host" not in edges["gpu_worker.rendering.render"]
+    assert "gpu_worker.hosting.engine_host" not in edges["gpu_worker.delivery.retry"]
     assert edges["gpu_worker.errors"] == set()

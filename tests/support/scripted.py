@@ -8,8 +8,8 @@ from collections.abc import Callable
 from fusionfleet.errors import InputRejected, SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
+from gpu_worker.delivery.tasks import TaskHandler
 from gpu_worker.errors import Blocked, Cancelled
-from gpu_worker.tasks import TaskHandler
 from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"

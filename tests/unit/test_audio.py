@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from gpu_worker.audio import Sample, coalesce, durations
+from gpu_worker.merging.audio import Sample, coalesce, durations
 
 
 def test_nearby_samples_are_fetched_together() -> None:

@@ -15,8 +15,8 @@ from fusionfleet.jobs.runs import RunRecord
 from fusionfleet.messages import RenderTask, SegmentHold, SegmentRecord, SegmentResult
 from fusionfleet.services.backups import BackupSender
 from gpu_worker.attempt import Attempt
-from gpu_worker.errors import Released
-from gpu_worker.tasks import RenderHandler
+from gpu_worker.delivery.tasks import RenderHandler
+from gpu_worker.errors import GivenBack
 from tests.support.fakes import FakeQueue, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 
@@ -97,7 +97,7 @@ def backup_task(avoid: str = "w1") -> RenderTask:
 
 def test_the_original_worker_releases_a_backup_copy_meant_for_another_once() -> None:
     handler = RenderHandler(NeverRenders(), FakeStorage(), "w1", threading.Event())
-    with pytest.raises(Released, match="backup copy 1 is for another worker"):
+    with pytest.raises(GivenBack, match="backup copy 1 is for another worker"):
         handler.execute(backup_task(), threading.Event(), Attempt(number=1))
 
 

@@ -13,9 +13,9 @@ from fusionfleet import layout
 from fusionfleet.fleet.blocklist import BlockPolicy, nobody_left
 from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
 from gpu_worker.attempt import Attempt
-from gpu_worker.blocklist import Blocklist
+from gpu_worker.delivery.blocklist import Blocklist
+from gpu_worker.delivery.tasks import RenderHandler
 from gpu_worker.errors import Blocked, WorkersBlocklisted
-from gpu_worker.tasks import RenderHandler
 from tests.support.fakes import Clock, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 

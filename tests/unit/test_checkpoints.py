@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fusionfleet import layout
-from gpu_worker.checkpoints import Checkpoints, Chunk, done_prefix, open_state, parse_chunks, seal_state
-from gpu_worker.frames import chunk_grid
+from gpu_worker.rendering.checkpoints import Checkpoints, Chunk, done_prefix, open_state, parse_chunks, seal_state
+from gpu_worker.rendering.frames import chunk_grid
 from tests.support.fakes import FakeStorage
 
 JOB = "clip-0123456789abcdef"

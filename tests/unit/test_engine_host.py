@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fusionfleet.jobs.timeouts import TimeoutPolicy
-from gpu_worker.engine_host import (
+from gpu_worker.hosting.engine_host import (
     HostPolicy,
     _own_rss_mb,
     default_gpu_limit_mb,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gpu_worker.engines.base import EngineJob, Frame, Image
-from gpu_worker.faults import Fault, FaultyEngine, InjectedFailure, load, matching
+from gpu_worker.rendering.faults import Fault, FaultyEngine, InjectedFailure, load, matching
 
 JOB = "interview-0123456789abcdef"
 

@@ -54,12 +54,12 @@ def test_a_jobs_account_names_every_second_outside_the_engine() -> None:
     # and again after it, to the end
     idle = idle_stretches(
         [
-            "INFO gpu_worker.loop [1] worker a idle from 90.000",
-            "INFO gpu_worker.loop [2] worker b idle from 90.000",
-            "INFO gpu_worker.loop [1] worker a took work at 101.500, idle from 90.000",
-            "INFO gpu_worker.loop [2] worker b took work at 102.000, idle from 90.000",
-            "INFO gpu_worker.loop [2] worker b idle from 106.500",
-            "INFO gpu_worker.loop [3] worker merge-1 idle from 90.000",
+            "INFO gpu_worker.delivery.loop [1] worker a idle from 90.000",
+            "INFO gpu_worker.delivery.loop [2] worker b idle from 90.000",
+            "INFO gpu_worker.delivery.loop [1] worker a took work at 101.500, idle from 90.000",
+            "INFO gpu_worker.delivery.loop [2] worker b took work at 102.000, idle from 90.000",
+            "INFO gpu_worker.delivery.loop [2] worker b idle from 106.500",
+            "INFO gpu_worker.delivery.loop [3] worker merge-1 idle from 90.000",
         ],
         ["a", "b"],
     )

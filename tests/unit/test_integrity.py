@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fusionfleet.errors import SegmentFailed
-from gpu_worker.integrity import IntegrityWatch
+from gpu_worker.rendering.integrity import IntegrityWatch
 
 
 def frame(level: int, seed: int = 0) -> np.ndarray:

@@ -11,12 +11,12 @@ from fusionfleet import layout
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.jobs.loss import is_job_failed, job_failed
 from fusionfleet.messages import JobContext, MergeTask, SegmentRecord
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.merge import MergeDeps, gate, load_plan, merge_job
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import MergeHandler
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import MergeHandler
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.merging.merge import MergeDeps, gate, load_plan, merge_job
 from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 
@@ -168,7 +168,7 @@ def merge_worker(
 ) -> Worker[MergeTask]:
     return Worker(
         "merge-1", [QUEUE], MergeHandler(MergeDeps(storage, scratch)), queue, orchestrator,
-        RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)), HeartbeatPolicy(visibility_s=60), StopSignal(),
+        RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)), KeepPolicy(visibility_s=60), StopSignal(),
         idle_wait_s=0,
     )  # fmt: skip
 
@@ -184,7 +184,7 @@ def test_a_merge_whose_gate_reads_a_segment_failed_for_good_fails_its_token_at_o
     message_id = queue.send(QUEUE, MergeTask(task_token="m", job=job).model_dump_json())
     # WHEN the merge worker takes it
     subject = merge_worker(storage, queue, orchestrator, tmp_path)
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None
     subject.execute(message)
     # THEN its first attempt fails the token with the gate's reason, and the message is gone: no retry
@@ -204,7 +204,7 @@ def test_a_merge_whose_gate_finds_only_missing_records_is_tried_again(
     queue.create(QUEUE, max_receive_count=3)
     message_id = queue.send(QUEUE, MergeTask(task_token="m", job=job).model_dump_json())
     subject = merge_worker(storage, queue, orchestrator, tmp_path)
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None
     subject.execute(message)
     # THEN the attempt is retried after the back-off, its token untouched

@@ -16,7 +16,7 @@ from fusionfleet.adapters.notify import SUBJECT_LIMIT, SUBJECT_WORDS, notice_sub
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.ids import job_id
 from fusionfleet.services.slicing import Slicer
-from gpu_worker.preview import cell_size, contact_sheet, encode_jpeg, sample_frames
+from gpu_worker.merging.preview import cell_size, contact_sheet, encode_jpeg, sample_frames
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
 from tests.support.jobs import slicer_config
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from gpu_worker import __main__ as worker_main
-from gpu_worker import per_gpu
-from gpu_worker.per_gpu import Gpu, Launcher
-from gpu_worker.stopping import StopSignal
+from gpu_worker.lifecycle import per_gpu
+from gpu_worker.lifecycle.per_gpu import Gpu, Launcher
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.template import load_template
 
 SMI = """0, GPU-1111aaaa-0000-0000-0000-000000000000

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from gpu_worker.chunk_encoder import frames_behind
-from gpu_worker.handoff import Handoff, PipelineStop, Stopped, queue_frames
-from gpu_worker.stage_clock import STAGES, StageClock, occupancy
+from gpu_worker.rendering.chunk_encoder import frames_behind
+from gpu_worker.rendering.handoff import Handoff, PipelineStop, Stopped, queue_frames
+from gpu_worker.rendering.stage_clock import STAGES, StageClock, occupancy
 
 MIB = 1024 * 1024
 

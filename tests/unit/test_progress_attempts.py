@@ -11,13 +11,13 @@ from pydantic import BaseModel
 from fusionfleet import layout
 from fusionfleet.messages import RenderTask, SegmentAttempt, SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.checkpoints import parse_chunks, saved_frames
-from gpu_worker.errors import Released
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.retry import ProgressPolicy, RetryPolicy, renew_delivery
-from gpu_worker.stopping import ColdStop, StopSignal
-from gpu_worker.tasks import RenderHandler, TaskHandler
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import ProgressPolicy, RetryPolicy, worth_resending
+from gpu_worker.delivery.tasks import RenderHandler, TaskHandler
+from gpu_worker.errors import GivenBack
+from gpu_worker.lifecycle.stopping import ColdStop, StopSignal
+from gpu_worker.rendering.checkpoints import parse_chunks, saved_frames
 from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 from tests.support.tasks import StubTask
@@ -29,20 +29,20 @@ POLICY = ProgressPolicy(max_deliveries=6)
 def test_only_the_last_delivery_with_new_progress_under_the_cap_is_renewed() -> None:
     # GIVEN a queue that dead-letters after 3 receives
     # THEN an earlier delivery is never renewed: a kill then costs nothing final
-    assert not renew_delivery(POLICY, receive_count=2, max_receive_count=3, attempt=2, saved=40, sent_with=0)
+    assert not worth_resending(POLICY, receive_count=2, max_receive_count=3, attempt=2, saved=40, sent_with=0)
     # AND the last delivery is renewed when chunks were saved since the message was sent
-    assert renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=40, sent_with=0)
+    assert worth_resending(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=40, sent_with=0)
     # AND not when nothing new was saved (a fruitless kill or a crash at the same frame)
-    assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=40, sent_with=40)
+    assert not worth_resending(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=40, sent_with=40)
     # AND not at the hard cap on deliveries, so a poison segment that advances a little still ends
-    assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=6, saved=80, sent_with=40)
+    assert not worth_resending(POLICY, receive_count=3, max_receive_count=3, attempt=6, saved=80, sent_with=40)
     # AND deliveries whose workers were killed or stopped buy one more round without progress, no more:
     # a segment that takes its worker down every time still ends
-    assert renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=0, sent_with=0, died=2)
-    assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=5, saved=0, sent_with=0, died=2)
-    assert not renew_delivery(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=0, sent_with=0, died=0)
+    assert worth_resending(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=0, sent_with=0, died=2)
+    assert not worth_resending(POLICY, receive_count=3, max_receive_count=3, attempt=5, saved=0, sent_with=0, died=2)
+    assert not worth_resending(POLICY, receive_count=3, max_receive_count=3, attempt=3, saved=0, sent_with=0, died=0)
     # AND never on a queue without a redrive limit
-    assert not renew_delivery(POLICY, receive_count=9, max_receive_count=None, attempt=3, saved=40, sent_with=0)
+    assert not worth_resending(POLICY, receive_count=9, max_receive_count=None, attempt=3, saved=40, sent_with=0)
 
 
 def test_saved_frames_counts_only_an_unbroken_run_of_chunks_from_the_segment_start() -> None:
@@ -107,7 +107,7 @@ def _kill_delivery(queue: FakeQueue, handler: CheckpointingHandler, frames: int)
 def _worker(handler: CheckpointingHandler, queue: FakeQueue, orchestrator: FakeOrchestrator) -> Worker[Slice]:
     return Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(0,)),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, progress=POLICY,
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, progress=POLICY,
     )  # fmt: skip
 
 
@@ -127,12 +127,12 @@ def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_l
     _kill_delivery(queue, handler, 20)
     _kill_delivery(queue, handler, 20)
     # AND the worker takes its last delivery
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None and message.receive_count == 3
     subject.execute(message)
     # THEN it is not rendered under that delivery: it goes back as a new message with its progress
     assert handler.attempts == [] and queue.deleted == [message.message_id]
-    renewed = subject.dequeue()
+    renewed = subject.take()
     assert renewed is not None and renewed.receive_count == 1
     task = Slice.model_validate_json(renewed.body)
     assert (task.prior_attempts, task.forgiven_attempts, task.progress_frames) == (2, 2, 40)
@@ -141,12 +141,12 @@ def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_l
     # WHEN the new message's second delivery is killed as well, after saving more
     _kill_delivery(queue, handler, 10)
     # THEN its last delivery is renewed once more (60 frames saved, 40 when sent)
-    again = subject.dequeue()
+    again = subject.take()
     assert again is not None and again.receive_count == 3
     subject.execute(again)
     assert handler.attempts == []
     # WHEN the next worker lives
-    final = subject.dequeue()
+    final = subject.take()
     assert final is not None and final.receive_count == 1
     subject.execute(final)
     # THEN the segment completes (its token succeeds) and nothing reached the dead letters
@@ -163,12 +163,12 @@ def test_a_segment_whose_workers_were_killed_before_its_first_chunk_is_renewed_a
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     # WHEN a worker takes its last delivery
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None and message.receive_count == 3
     subject.execute(message)
     # THEN it goes back as a new message with both killed deliveries forgiven, its progress unchanged
     assert handler.attempts == [] and queue.deleted == [message.message_id]
-    renewed = subject.dequeue()
+    renewed = subject.take()
     assert renewed is not None and renewed.receive_count == 1
     task = Slice.model_validate_json(renewed.body)
     assert (task.prior_attempts, task.forgiven_attempts, task.progress_frames) == (2, 2, 0)
@@ -183,7 +183,7 @@ def test_a_segment_that_failed_on_its_own_is_not_renewed_and_meets_its_retry_lim
     _kill_delivery(queue, handler, 0)
     handler.failed = {1, 2}
     # WHEN a worker takes its last delivery
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None and message.receive_count == 3
     subject.execute(message)
     # THEN it renders under it: one killed or stopped delivery is what a renewal needs
@@ -197,11 +197,11 @@ def test_one_killed_delivery_among_failures_is_the_only_one_forgiven() -> None:
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     handler.failed = {1}
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None
     subject.execute(message)
     # THEN the new message forgives the kill only: the failure still counts towards the retry limit
-    renewed = subject.dequeue()
+    renewed = subject.take()
     assert renewed is not None
     task = Slice.model_validate_json(renewed.body)
     assert (task.prior_attempts, task.forgiven_attempts) == (2, 1)
@@ -215,7 +215,7 @@ def test_a_segment_whose_kills_save_nothing_still_dead_letters_when_its_last_del
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     # WHEN a worker next looks, THEN the queue's redrive has taken it: nothing was renewed
-    assert subject.dequeue() is None
+    assert subject.take() is None
     assert len(queue.dead_letters(QUEUE)) == 1
 
 
@@ -226,7 +226,7 @@ def test_renewals_stop_at_the_cap_on_total_deliveries() -> None:
     renewals = 0
     # WHEN each delivery saves 5 frames and is killed, except that a worker looks at each last one
     for _ in range(40):
-        message = subject.dequeue()
+        message = subject.take()
         if message is None:
             break
         handler.saved += 5
@@ -266,13 +266,13 @@ def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_
     _kill_delivery(queue, handler, 0)
     handler.failed = {1, 2}
     # WHEN its last delivery renders, checkpoints 30 frames and is stopped warm
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None and message.receive_count == 3
     with pytest.raises(ColdStop):
         subject.execute(message)
     # THEN it goes back as a new message carrying that progress, not released into the dead letters
     assert handler.attempts == [(3, 0)] and queue.deleted == [message.message_id]
-    renewed = subject.dequeue()
+    renewed = subject.take()
     assert renewed is not None and renewed.receive_count == 1
     assert Slice.model_validate_json(renewed.body).progress_frames == 30
     assert queue.dead_letters(QUEUE) == []
@@ -280,7 +280,7 @@ def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_
 
 class DrainedHandler(CheckpointingHandler):
     """Checkpoints `frames` and is stopped warm the way SIGTERM stops an engine: it saves its chunk and
-    the render ends in Released (gpu_worker.engine_host), the worker carrying on to its stop."""
+    the render ends in GivenBack (gpu_worker.hosting.engine_host), the worker carrying on to its stop."""
 
     def __init__(self, frames: int) -> None:
         super().__init__()
@@ -289,7 +289,7 @@ class DrainedHandler(CheckpointingHandler):
     def start(self, task: Slice, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
         self.attempts.append((attempt.number, self.saved))
         self.saved += self.frames
-        raise Released(f"slice {task.task_token}: checkpointed before frame {self.saved}")
+        raise GivenBack(f"slice {task.task_token}: checkpointed before frame {self.saved}")
 
 
 def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
@@ -302,12 +302,12 @@ def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_s
     handler.failed = {1, 2}
     # WHEN its last delivery's engine is drained by SIGTERM after checkpointing 50 frames (the soak at
     # d178337 lost a 3-minute job this way: the segment was released, and the next receive dead-lettered it)
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None and message.receive_count == 3
     subject.execute(message)
     # THEN it goes back as a new message carrying that progress, not released into the dead letters
     assert queue.deleted == [message.message_id]
-    renewed = subject.dequeue()
+    renewed = subject.take()
     assert renewed is not None and renewed.receive_count == 1
     assert Slice.model_validate_json(renewed.body).progress_frames == 50
     assert queue.dead_letters(QUEUE) == []
@@ -316,10 +316,10 @@ def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_s
 def test_an_engine_drained_before_the_last_delivery_is_released_as_before() -> None:
     handler = DrainedHandler(frames=50)
     _queue, _orchestrator, subject = _one_segment(handler)
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None
     subject.execute(message)
-    again = subject.dequeue()
+    again = subject.take()
     assert again is not None and again.message_id == message.message_id and again.receive_count == 2
 
 
@@ -327,12 +327,12 @@ def test_a_warm_stop_before_the_last_delivery_releases_it_as_before() -> None:
     # GIVEN a segment's first delivery, stopped warm after checkpointing
     handler = StoppedHandler(frames=30)
     _queue, _orchestrator, subject = _one_segment(handler)
-    message = subject.dequeue()
+    message = subject.take()
     assert message is not None
     with pytest.raises(ColdStop):
         subject.execute(message)
     # THEN the same message is visible again at once (its receive count still tells SQS the truth)
-    again = subject.dequeue()
+    again = subject.take()
     assert again is not None and again.message_id == message.message_id and again.receive_count == 2
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 
-from gpu_worker.analysis_task import RenderQueueHandler
-from gpu_worker.tasks import TaskHandler
+from gpu_worker.delivery.analysis_task import RenderQueueHandler
+from gpu_worker.delivery.tasks import TaskHandler
 
 
 def test_every_hook_of_a_task_handler_is_passed_on_not_left_at_its_default() -> None:

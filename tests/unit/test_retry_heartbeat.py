@@ -1,15 +1,15 @@
 from __future__ import annotations
 
 from fusionfleet.errors import InputRejected, MediaError
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.retry import RetryPolicy, describe, retryable
 from gpu_worker.engines.base import EngineError, EngineUnavailable
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.retry import RetryPolicy, describe, retryable
 
 
 def test_heartbeat_extends_before_the_visibility_runs_out() -> None:
-    policy = HeartbeatPolicy(visibility_s=120)
+    policy = KeepPolicy(visibility_s=120)
     assert policy.interval_s() == 40
-    assert HeartbeatPolicy(visibility_s=1).interval_s() == 1.0
+    assert KeepPolicy(visibility_s=1).interval_s() == 1.0
 
 
 def test_retry_policy_is_data() -> None:

@@ -1,12 +1,12 @@
-"""The winner rule when a straggler and its backup copy both render a segment (gpu_worker.commit), and the
+"""The winner rule when a straggler and its backup copy both render a segment (gpu_worker.rendering.commit), and the
 merge reading exactly the committed output of each segment."""
 
 from __future__ import annotations
 
 from fusionfleet import layout
 from fusionfleet.messages import SegmentRecord
-from gpu_worker.commit import commit, drop_output, result_of, winner
-from gpu_worker.merge import output_keys
+from gpu_worker.merging.merge import output_keys
+from gpu_worker.rendering.commit import commit, drop_output, result_of, winner
 from tests.support.fakes import FakeStorage
 from tests.support.jobs import WORK, halves, job_context
 

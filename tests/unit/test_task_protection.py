@@ -18,17 +18,17 @@ import pytest
 
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.protection import (
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import TaskHandler
+from gpu_worker.lifecycle.protection import (
     EcsTaskProtection,
     NoProtection,
     ProtectionPolicy,
     task_protection,
 )
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import TaskHandler
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import Clock, FakeOrchestrator, FakeQueue
 from tests.support.tasks import StubTask
 
@@ -83,36 +83,36 @@ def agent() -> Iterator[Agent]:
 
 def test_a_grant_outlasts_a_missed_beat_and_is_renewed_before_it_ends() -> None:
     # GIVEN the worker's default clocks: visibility 120 s, a beat every 40 s
-    policy = ProtectionPolicy.for_hold(120, 40)
+    policy = ProtectionPolicy.for_keeping(120, 40)
     # THEN a grant lasts 6 minutes and is renewed after 160 s, leaving more than a hold's window
     assert (policy.expires_minutes, policy.renew_after_s) == (6, 160)
     assert policy.expires_minutes * 60 - policy.renew_after_s >= 120 + 40
     # AND the agent's bounds hold for any clocks
-    assert ProtectionPolicy.for_hold(1, 1).expires_minutes == 1
-    assert ProtectionPolicy.for_hold(10**6, 10**5).expires_minutes == 2880
+    assert ProtectionPolicy.for_keeping(1, 1).expires_minutes == 1
+    assert ProtectionPolicy.for_keeping(10**6, 10**5).expires_minutes == 2880
 
 
 def test_hold_puts_once_renews_when_due_and_release_clears(agent: Agent) -> None:
     clock = Clock(0.0)
     protection = EcsTaskProtection(agent.uri, ProtectionPolicy(expires_minutes=6, renew_after_s=160), clock=clock)
     # WHEN the worker takes a task and beats twice within the renewal window
-    protection.hold()
+    protection.protect()
     clock.advance(40)
-    protection.hold()
+    protection.protect()
     clock.advance(40)
-    protection.hold()
+    protection.protect()
     # THEN the agent was asked once, at the documented path, for 6 minutes
     assert agent.requests == [
         ("PUT", "/api/task-id/task-protection/v1/state", {"ProtectionEnabled": True, "ExpiresInMinutes": 6})
     ]
     # WHEN the renewal is due
     clock.advance(80)
-    protection.hold()
+    protection.protect()
     # THEN the grant is renewed
     assert len(agent.puts()) == 2 and agent.enabled
     # WHEN the worker goes idle, twice
-    protection.release()
-    protection.release()
+    protection.unprotect()
+    protection.unprotect()
     # THEN protection is cleared once
     assert agent.puts()[2:] == [{"ProtectionEnabled": False}] and not agent.enabled
 
@@ -135,18 +135,18 @@ def test_a_refusal_is_logged_not_raised_and_tried_again(
     agent.answer = (status, answer)
     protection = EcsTaskProtection(agent.uri, ProtectionPolicy(expires_minutes=6, renew_after_s=160))
     # WHEN the worker asks for protection
-    protection.hold()
+    protection.protect()
     # THEN the work goes on, the reason is in the log, and the next beat asks again
     assert not protection.protected
     assert said in caplog.text
     agent.answer = None
-    protection.hold()
+    protection.protect()
     assert protection.protected and agent.enabled
 
 
 def test_an_agent_that_does_not_answer_costs_nothing(caplog: pytest.LogCaptureFixture) -> None:
     protection = EcsTaskProtection("http://127.0.0.1:9", ProtectionPolicy(1, 30), timeout_s=1)
-    protection.hold()
+    protection.protect()
     assert not protection.protected and "did not answer" in caplog.text
 
 
@@ -197,7 +197,7 @@ def test_the_worker_is_protected_while_it_holds_a_segment_renews_with_the_heartb
     queue.send(QUEUE, Step(task_token="t", seconds=2.5).model_dump_json())
     handler = WaitingHandler(agent)
     stop = StopSignal()
-    heartbeat = HeartbeatPolicy(visibility_s=3)
+    heartbeat = KeepPolicy(visibility_s=3)
     # Renewal due at every beat, so the test sees renewals within seconds.
     protection = EcsTaskProtection(agent.uri, ProtectionPolicy(expires_minutes=1, renew_after_s=0))
     subject = Worker(

@@ -11,8 +11,8 @@ from fusionfleet import layout
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import MergeTask, RenderTask, SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.merge import MergeDeps
-from gpu_worker.tasks import MergeHandler, TaskHandler
+from gpu_worker.delivery.tasks import MergeHandler, TaskHandler
+from gpu_worker.merging.merge import MergeDeps
 from tests.support.fakes import FakeStorage
 from tests.support.jobs import job_context
 

@@ -17,13 +17,13 @@ from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import RenderTask
 from fusionfleet.webhooks.events import WebhookSubscription
 from fusionfleet.webhooks.outbox import WebhookOutbox, write_subscription
-from gpu_worker.accounting import Billing
 from gpu_worker.attempt import Attempt
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import RenderHandler
+from gpu_worker.delivery.accounting import Billing
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import RenderHandler
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, job_context
 from tests.support.webhook_fakes import FakeOrderedQueue
@@ -96,10 +96,10 @@ def test_a_tenant_over_its_budget_has_its_queued_segments_handed_back_unrendered
     )
     worker = Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        HeartbeatPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
     # WHEN a worker takes one of its segments
-    message = worker.dequeue()
+    message = worker.take()
     assert message is not None
     worker.execute(message)
     # THEN no engine time is spent, and the task goes back as a new message with no attempt spent (the
@@ -151,7 +151,7 @@ def test_a_segment_in_flight_stops_within_seconds_of_the_budget_and_goes_back_un
     handler = RenderHandler(ScriptedRenderer("wait"), storage, "w", threading.Event(), billing=billing)
     worker = Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        HeartbeatPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
     # WHEN another attempt takes the month past the cap while it renders
 
@@ -163,7 +163,7 @@ def test_a_segment_in_flight_stops_within_seconds_of_the_budget_and_goes_back_un
     timer = threading.Timer(0.5, spend)
     timer.start()
     began = time.monotonic()
-    message = worker.dequeue()
+    message = worker.take()
     assert message is not None
     worker.execute(message)
     # THEN it stopped within seconds, reported nothing, and its task went back as a new message

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 import time
 
-from gpu_worker.capacity import capacity_problem, gpu_capacity, parse_free_mib
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.lifecycle.capacity import capacity_problem, gpu_capacity, parse_free_mib
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.scripted import QUEUE, ScriptedHandler, Step
 
@@ -45,7 +45,7 @@ def test_a_worker_without_capacity_leaves_the_segment_in_the_queue_until_it_has_
         return free["mib"]
 
     subject = Worker(
-        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3), HeartbeatPolicy(60), StopSignal(),
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3), KeepPolicy(60), StopSignal(),
         idle_wait_s=0, capacity=gpu_capacity(8000, ["0"], read=read),
     )  # fmt: skip
     loop = threading.Thread(target=subject.run, kwargs={"max_tasks": 1}, daemon=True)

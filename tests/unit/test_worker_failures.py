@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 from gpu_worker.attempt import Attempt
-from gpu_worker.heartbeat import HeartbeatPolicy
-from gpu_worker.loop import LOCALSTACK_TOKEN_GRACE_S, Worker, token_grace_s
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.token_actions import LOCALSTACK_TOKEN_GRACE_S, token_grace_s
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.scripted import QUEUE, ScriptedHandler, Step
 
@@ -21,12 +22,12 @@ def worker(
 ) -> Worker[Step]:
     return Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
-        HeartbeatPolicy(visibility_s=visibility_s), StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=visibility_s), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
 
 
 def take_one(subject: Worker[Step]) -> bool:
-    message = subject.dequeue()
+    message = subject.take()
     if message is None:
         return False
     subject.execute(message)
@@ -85,7 +86,7 @@ def test_the_last_failure_with_a_gone_token_still_sends_the_message_to_its_dlq()
     queue.create(QUEUE, max_receive_count=1)
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="fail").model_dump_json())
     subject = Worker(
-        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=1), HeartbeatPolicy(60), StopSignal(),
+        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=1), KeepPolicy(60), StopSignal(),
         idle_wait_s=0,
     )  # fmt: skip
     assert take_one(subject)
@@ -177,7 +178,7 @@ def test_a_young_message_whose_token_is_registered_late_is_asked_again_until_it_
     queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
     subject = Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01, token_grace_s=5.0,
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01, token_grace_s=5.0,
     )  # fmt: skip
     original = orchestrator.heartbeat
     asked = []
@@ -201,7 +202,7 @@ def test_a_young_message_whose_token_stays_gone_is_dropped_when_its_grace_ends()
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
     subject = Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01, token_grace_s=0.3,
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01, token_grace_s=0.3,
     )  # fmt: skip
     assert take_one(subject)
     heartbeats = [call for call in orchestrator.calls if call[0] == "heartbeat"]
@@ -217,7 +218,7 @@ def test_on_aws_a_gone_token_is_gone_at_once_and_only_locally_is_it_given_a_grac
     message_id = queue.send(QUEUE, Step(task_token="t", outcome="ok").model_dump_json())
     subject = Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01,
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, take_recheck_s=0.01,
         token_grace_s=token_grace_s(None),
     )  # fmt: skip
     # WHEN a worker takes it THEN it is dropped after the token is asked twice, a pause apart
@@ -324,7 +325,7 @@ def test_a_blocklisted_workers_hand_back_of_a_retry_keeps_its_place_and_a_fresh_
         queue.send(QUEUE, Step(task_token=f"backlog-{n}", outcome="ok").model_dump_json())
     subject = Worker(
         "w", [high, QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
     queue.clock.advance(1)
     # WHEN it takes the retry

@@ -1,4 +1,4 @@
-"""Taking the next task while one renders (gpu_worker.lookahead), on an in-memory queue and orchestrator."""
+"""Taking the next task while one renders (gpu_worker.delivery.lookahead), on an in-memory queue and orchestrator."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import ENV_LOOKAHEAD, add_arguments, resolve
-from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
-from gpu_worker.lookahead import Lookahead, LookaheadPolicy
-from gpu_worker.loop import Worker
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import TaskHandler
+from gpu_worker.delivery.keeper import Keeper, KeepPolicy
+from gpu_worker.delivery.lookahead import Lookahead, LookaheadPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import TaskHandler
+from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.tasks import StubTask
 
@@ -94,7 +94,7 @@ def worker(
 ) -> Worker[Step]:
     subject = Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        HeartbeatPolicy(visibility_s=60, cancel_check_s=0.2), stop or StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=60, cancel_check_s=0.2), stop or StopSignal(), idle_wait_s=0,
         lookahead=LookaheadPolicy(min_backlog),
     )  # fmt: skip
     handler.subject = subject
@@ -219,7 +219,7 @@ def test_a_task_taken_early_gives_way_to_higher_priority_work_that_arrived_while
     handler = WatchingHandler(queue, after_first=lambda: queue.send(high, Step(task_token="h").wire_json()))
     subject = Worker(
         "w", [high, QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(2),
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(2),
     )  # fmt: skip
     handler.subject = subject
     # WHEN it works through them
@@ -277,7 +277,7 @@ def finishing_worker(
 ) -> Worker[Step]:
     return Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        HeartbeatPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(min_backlog),
+        KeepPolicy(visibility_s=60), StopSignal(), idle_wait_s=0, lookahead=LookaheadPolicy(min_backlog),
     )  # fmt: skip
 
 
@@ -337,7 +337,7 @@ class QueueTaker:
     def __init__(self, queue: FakeQueue) -> None:
         self.queue = queue
 
-    def dequeue(self) -> QueueMessage | None:
+    def take(self) -> QueueMessage | None:
         messages = self.queue.receive(QUEUE, wait_s=0, visibility_s=60)
         return messages[0] if messages else None
 

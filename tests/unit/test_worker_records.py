@@ -15,14 +15,14 @@ from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
 from gpu_worker.attempt import Attempt
-from gpu_worker.errors import Released
-from gpu_worker.heartbeat import HeartbeatPolicy, Keeper
-from gpu_worker.loop import Worker
-from gpu_worker.presence import Presence
-from gpu_worker.render import preview_jpeg, write_preview
-from gpu_worker.retry import RetryPolicy
-from gpu_worker.stopping import StopSignal
-from gpu_worker.tasks import RenderHandler
+from gpu_worker.delivery.keeper import Keeper, KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import RenderHandler
+from gpu_worker.errors import GivenBack
+from gpu_worker.lifecycle.presence import Presence
+from gpu_worker.lifecycle.stopping import StopSignal
+from gpu_worker.rendering.render import preview_jpeg, write_preview
 from tests.support.fakes import Clock, FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, job_context
 
@@ -41,7 +41,7 @@ class ScriptedRenderer:
         self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
     ) -> Callable[[], SegmentResult]:
         if self.outcome == "release":
-            raise Released("checkpointed before frame 50")
+            raise GivenBack("checkpointed before frame 50")
         if self.outcome == "wait":
             if not cancel.wait(10):
                 raise AssertionError("the cancel was not noticed")
@@ -68,7 +68,7 @@ def test_each_attempt_is_recorded_beside_the_segment_and_kept_across_attempts() 
     assert record["queued_s"] == 4.0 and record["finished_at"] >= record["started_at"] > 0
     # AND a release is recorded as such, under its own attempt
     releasing = RenderHandler(ScriptedRenderer("release"), storage, "worker-8", threading.Event())
-    with contextlib.suppress(Released):
+    with contextlib.suppress(GivenBack):
         releasing.execute(task(run=1), threading.Event(), Attempt(number=3))
     assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 1, 3))["status"] == "released"
     assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 1, 2))["status"] == "succeeded"
@@ -82,13 +82,13 @@ def test_a_job_cancelled_while_its_segment_renders_is_stopped_within_seconds_and
     handler = RenderHandler(ScriptedRenderer("wait"), storage, "w", threading.Event())
     worker = Worker(
         "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        HeartbeatPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
     # WHEN the job's cancel marker appears while it renders (the token still beats fine)
     timer = threading.Timer(0.5, lambda: storage.put_json(WORK, layout.cancel_key(JOB), {"cancelled_at": "now"}))
     timer.start()
     began = time.monotonic()
-    message = worker.dequeue()
+    message = worker.take()
     assert message is not None
     worker.execute(message)
     # THEN the worker stopped within seconds, reported nothing, and deleted the message for good
@@ -108,7 +108,7 @@ def _render_worker(
     handler = RenderHandler(renderer, storage, "w", threading.Event())
     return Worker(
         "w", [QUEUE], handler, queue, orchestrator or FakeOrchestrator(), RetryPolicy(max_attempts=3),
-        HeartbeatPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
+        KeepPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
     )  # fmt: skip
 
 
@@ -121,7 +121,7 @@ def test_a_queued_segment_of_a_failed_job_is_dropped_unrendered() -> None:
     orchestrator = FakeOrchestrator()
     worker = _render_worker(storage, queue, renderer, orchestrator)
     # WHEN a worker takes it
-    message = worker.dequeue()
+    message = worker.take()
     assert message is not None
     worker.execute(message)
     # THEN it spends no engine time, and the message is gone for good
@@ -142,7 +142,7 @@ def test_a_dropped_segment_of_a_cancelled_job_has_its_token_woken_not_failed() -
     storage.put_json(WORK, layout.cancel_key(JOB), {"cancelled_at": "now"})
     mark_job_failed(storage, WORK, _marker(segment=0))
     worker = _render_worker(storage, queue, ScriptedRenderer(), orchestrator)
-    message = worker.dequeue()
+    message = worker.take()
     assert message is not None
     worker.execute(message)
     # THEN its token is only heartbeated (a stopped execution's waiting task is woken by it)
@@ -172,7 +172,7 @@ def test_a_segment_rendering_when_its_job_is_marked_failed_stops_within_seconds(
     timer = threading.Timer(0.5, lambda: mark_job_failed(storage, WORK, _marker(segment=0)))
     timer.start()
     began = time.monotonic()
-    message = worker.dequeue()
+    message = worker.take()
     assert message is not None
     worker.execute(message)
     # THEN it stopped within seconds and deleted the message
@@ -237,7 +237,7 @@ def test_a_failing_cancel_check_never_costs_the_message_its_heartbeat() -> None:
     def broken() -> bool:
         raise OSError("S3 is down")
 
-    with Keeper(queue, orchestrator, message, "t", HeartbeatPolicy(visibility_s=1, cancel_check_s=0.2), broken) as kept:
+    with Keeper(queue, orchestrator, message, "t", KeepPolicy(visibility_s=1, cancel_check_s=0.2), broken) as kept:
         time.sleep(1.5)
     assert not kept.lost.is_set() and ("heartbeat", "t", None) in orchestrator.calls
     assert queue.visibility_changes

@@ -28,7 +28,7 @@ MODES = ("warm", "per-segment")
 DEFAULT_MODE = "warm"
 
 # Generous for model loading and any GPU the fleet runs, but below the worker's own limit for the
-# whole segment (gpu_worker/engine_host.py HostPolicy: 120 s + 2 s a frame), so a hung FaceFusion
+# whole segment (gpu_worker/hosting/engine_host.py HostPolicy: 120 s + 2 s a frame), so a hung FaceFusion
 # ends with its own last words rather than with its engine process killed.
 DEFAULT_TIMEOUT_BASE_S = 75.0
 DEFAULT_TIMEOUT_PER_FRAME_S = 1.8

@@ -500,7 +500,7 @@ def test_hung_facefusion_is_stopped(tmp_path: Path) -> None:
 
 def test_facefusion_timeout_fires_before_the_engine_hosts() -> None:
     # GIVEN the default settings and the worker's limit for a whole segment
-    from gpu_worker.engine_host import HostPolicy
+    from gpu_worker.hosting.engine_host import HostPolicy
 
     defaults = EngineSettings(home=None, python="python")
     # WHEN a segment (plus its 12 lead-in frames) runs THEN FaceFusion's own limit comes first,

@@ -22,11 +22,11 @@ import pytest
 
 from fleetctl.harness.pictures import scene_frame
 from fusionfleet.errors import InputRejected
+from gpu_worker.delivery.retry import retryable
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
 from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.settings import EngineSettings
-from gpu_worker.retry import retryable
 from tests.support import facefusion_harness as harness
 
 pytestmark = [
@@ -379,7 +379,7 @@ import os, sys, time
 from pathlib import Path
 from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.settings import EngineSettings
-from gpu_worker.retry import retryable
+from gpu_worker.delivery.retry import retryable
 from gpu_worker.engines.facefusion.warm import WarmFaceFusionEngine
 
 facts = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)

@@ -24,11 +24,11 @@ from typing import Any
 from fusionfleet.facefusion.content_analysis import ContentVerdict
 from fusionfleet.jobs.timeouts import TimeoutPolicy
 from fusionfleet.messages import AnalysisTask, RenderTask, SegmentResult
-from gpu_worker import engine_child
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
-from gpu_worker.encoded_segment import Finish, RenderedFrames
-from gpu_worker.engine_child import (
+from gpu_worker.errors import Cancelled, EngineFailure, GivenBack
+from gpu_worker.hosting import engine_child
+from gpu_worker.hosting.engine_child import (
     Analysed,
     AnalyseRequest,
     Checkpointed,
@@ -39,8 +39,8 @@ from gpu_worker.engine_child import (
     Reply,
     StopRequest,
 )
-from gpu_worker.errors import Cancelled, EngineFailure, Released
-from gpu_worker.stills import engine_frames_of
+from gpu_worker.rendering.encoded_segment import Finish, RenderedFrames
+from gpu_worker.rendering.stills import engine_frames_of
 
 logger = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ class EngineHost:
             frames = reply.frames
             return lambda: self._finish(frames, attempt)
         if isinstance(reply, Checkpointed):
-            raise Released(f"{what}: checkpointed before frame {reply.next_frame}")
+            raise GivenBack(f"{what}: checkpointed before frame {reply.next_frame}")
         assert isinstance(reply, Failed)
         raise EngineFailure(reply.name, reply.reason, reply.retryable)
 

@@ -27,22 +27,22 @@ from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import AnalysisTask, RenderTask, SegmentRecord, SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.checkpoints import Checkpoints
-from gpu_worker.commit import commit, drop_output, result_of, winner
 from gpu_worker.config import HostConfig
-from gpu_worker.decode_ahead import DecodeAhead
-from gpu_worker.encoded_segment import Finish, RenderedFrames
-from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image, LooksAhead
-from gpu_worker.errors import Drained, Released
-from gpu_worker.faults import FaultyEngine
-from gpu_worker.faults import load as load_faults
-from gpu_worker.frames import LEAD_IN_FRAMES, Carry, chunk_grid, render_range
-from gpu_worker.job_analysis import analyse_job, job_content_verdict
-from gpu_worker.media_probe import GpuMedia, probe_gpu_media
-from gpu_worker.prefetch import Prefetcher, target_reader
-from gpu_worker.sources import AudioSources, SourceCache
-from gpu_worker.stills import STILL_SUFFIX, render_still
+from gpu_worker.engines.pool import EnginePool
+from gpu_worker.errors import Drained, GivenBack
+from gpu_worker.rendering.checkpoints import Checkpoints
+from gpu_worker.rendering.commit import commit, drop_output, result_of, winner
+from gpu_worker.rendering.decode_ahead import DecodeAhead
+from gpu_worker.rendering.encoded_segment import Finish, RenderedFrames
+from gpu_worker.rendering.faults import FaultyEngine
+from gpu_worker.rendering.faults import load as load_faults
+from gpu_worker.rendering.frames import LEAD_IN_FRAMES, Carry, chunk_grid, render_range
+from gpu_worker.rendering.job_analysis import analyse_job, job_content_verdict
+from gpu_worker.rendering.media_probe import GpuMedia, probe_gpu_media
+from gpu_worker.rendering.prefetch import Prefetcher, target_reader
+from gpu_worker.rendering.sources import AudioSources, SourceCache
+from gpu_worker.rendering.stills import STILL_SUFFIX, render_still
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +57,9 @@ class RenderDeps:
     worker_id: str
     cpu_threads: int = 0
     faults_file: Path | None = None
-    # Starts the next segment's decoder while this one renders (gpu_worker.prefetch); None: never.
+    # Starts the next segment's decoder while this one renders (gpu_worker.rendering.prefetch); None: never.
     prefetch: Prefetcher | None = None
-    # What this worker decodes and encodes on the GPU (gpu_worker.media_probe); the CPU by default.
+    # What this worker decodes and encodes on the GPU (gpu_worker.rendering.media_probe); the CPU by default.
     media: GpuMedia = field(default_factory=GpuMedia)
     audio: AudioSources | None = None  # each job's audio source on disk (None: built on first use)
 
@@ -97,13 +97,13 @@ class InlineRenderer:
         try:
             frames = render_frames(task, self.deps, cancel, attempt, stopping)
         except Drained as stopped:
-            raise Released(
+            raise GivenBack(
                 f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
             ) from stopped
         return lambda: finish_segment(frames, self.deps.storage, self.deps.worker_id, attempt).output
 
     def expect(self, task: RenderTask) -> None:
-        """`task` is this worker's next: start decoding it now (gpu_worker.prefetch)."""
+        """`task` is this worker's next: start decoding it now (gpu_worker.rendering.prefetch)."""
         if self.deps.prefetch is not None:
             self.deps.prefetch.prepare(task)
 
@@ -182,7 +182,7 @@ def render_frames(
             # The job's inputs cannot work with this engine: the same on every attempt.
             raise InputRejected(error.reason) from error
         if job.renders_stills:
-            # One picture: nothing to checkpoint or resume (gpu_worker.stills).
+            # One picture: nothing to checkpoint or resume (gpu_worker.rendering.stills).
             reader = target_reader(deps.storage, task)
             still = render_still(engine, engine_job, task, deps.storage, reader, deps.limits, workdir, cancel, what)
             span = (segment.start_frame, segment.end_frame)
@@ -270,7 +270,7 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
     """Join the chunks, check the segment, upload it and commit its record; the work folder goes either way.
 
     No engine is needed, so a worker may run this while its engine renders the next segment
-    (gpu_worker.lookahead).
+    (gpu_worker.delivery.lookahead).
     """
     task = frames.task
     job, segment = task.job, task.segment

@@ -2,7 +2,7 @@
 
 Frames wait in a bounded hand-off, so the engine takes each one as soon as it wants it and waits only
 for the first; memory stays bounded by the hand-off's byte budget. A decoder can be started before
-its segment's render begins (the next segment's, while this one renders: gpu_worker/prefetch.py) and
+its segment's render begins (the next segment's, while this one renders: gpu_worker/rendering/prefetch.py) and
 is then adopted by the render when it asks for the same frames.
 """
 
@@ -19,8 +19,8 @@ from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
 from gpu_worker.engines.base import Image
-from gpu_worker.handoff import Handoff, PipelineStop, Stopped, queue_frames
-from gpu_worker.stage_clock import StageClock
+from gpu_worker.rendering.handoff import Handoff, PipelineStop, Stopped, queue_frames
+from gpu_worker.rendering.stage_clock import StageClock
 
 logger = logging.getLogger(__name__)
 

@@ -30,20 +30,20 @@ MAX_MINUTES = 2880  # the agent's limit (48 h)
 
 
 class TaskProtection(Protocol):
-    def hold(self) -> None:
+    def protect(self) -> None:
         """Protect the task; renews when due, so it may be called at every heartbeat."""
 
-    def release(self) -> None:
+    def unprotect(self) -> None:
         """Let the task be stopped again (the worker is idle)."""
 
 
 class NoProtection:
     """Where nothing stops tasks by scale-in (the local stack): nothing to do."""
 
-    def hold(self) -> None:
+    def protect(self) -> None:
         return None
 
-    def release(self) -> None:
+    def unprotect(self) -> None:
         return None
 
 
@@ -61,7 +61,7 @@ class ProtectionPolicy:
     renew_after_s: float
 
     @classmethod
-    def for_hold(cls, visibility_s: int, beat_s: float) -> ProtectionPolicy:
+    def for_keeping(cls, visibility_s: int, beat_s: float) -> ProtectionPolicy:
         window = visibility_s + beat_s
         minutes = min(MAX_MINUTES, max(1, math.ceil(2 * window / 60)))
         return cls(expires_minutes=minutes, renew_after_s=min(window, minutes * 60 / 2))
@@ -93,7 +93,7 @@ class EcsTaskProtection:
     def protected(self) -> bool:
         return self._renew_at is not None
 
-    def hold(self) -> None:
+    def protect(self) -> None:
         with self._lock:
             if self._renew_at is not None and self._clock() < self._renew_at:
                 return
@@ -105,7 +105,7 @@ class EcsTaskProtection:
                 return
             self._renew_at = self._clock() + self._policy.renew_after_s
 
-    def release(self) -> None:
+    def unprotect(self) -> None:
         with self._lock:
             if self._renew_at is None:
                 return
@@ -154,4 +154,4 @@ def task_protection(agent_uri: str | None, visibility_s: int, beat_s: float) -> 
     """The agent's endpoint on ECS (ECS_AGENT_URI set), a no-op elsewhere."""
     if not agent_uri:
         return NoProtection()
-    return EcsTaskProtection(agent_uri, ProtectionPolicy.for_hold(visibility_s, beat_s))
+    return EcsTaskProtection(agent_uri, ProtectionPolicy.for_keeping(visibility_s, beat_s))

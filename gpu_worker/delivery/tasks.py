@@ -29,16 +29,16 @@ from fusionfleet.messages import (
 )
 from fusionfleet.webhooks.events import EventKind, WebhookEvent, event_id
 from fusionfleet.webhooks.outbox import WebhookOutbox
-from gpu_worker.accounting import Billing
 from gpu_worker.attempt import Attempt
-from gpu_worker.blocklist import Blocklist
-from gpu_worker.checkpoints import Checkpoints
-from gpu_worker.commit import commit, result_of, winner
-from gpu_worker.errors import Blocked, Cancelled, Released, WorkersBlocklisted
-from gpu_worker.merge import MergeDeps, merge_job
-from gpu_worker.merge_stills import merge_stills
-from gpu_worker.render import record_failure
-from gpu_worker.retry import describe
+from gpu_worker.delivery.accounting import Billing
+from gpu_worker.delivery.blocklist import Blocklist
+from gpu_worker.delivery.retry import describe
+from gpu_worker.errors import Blocked, Cancelled, GivenBack, WorkersBlocklisted
+from gpu_worker.merging.merge import MergeDeps, merge_job
+from gpu_worker.merging.merge_stills import merge_stills
+from gpu_worker.rendering.checkpoints import Checkpoints
+from gpu_worker.rendering.commit import commit, result_of, winner
+from gpu_worker.rendering.render import record_failure
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class RenderHandler(TaskHandler[RenderTask]):
         if task.avoid_worker == self._worker and attempt.number < 2:
             # A backup copy of this worker's own straggler: another worker should render it. Only
             # once, so the release alone can never walk the message into the dead-letter queue.
-            raise Released(f"segment {index} of {job.job_id}: backup copy {task.copy_number} is for another worker")
+            raise GivenBack(f"segment {index} of {job.job_id}: backup copy {task.copy_number} is for another worker")
         began = SegmentAttempt(
             job_id=job.job_id, index=index, run=job.run, attempt=attempt.number, worker=self._worker,
             status="running", started_at=round(time.time(), 3), queued_s=attempt.queued_s, copy_number=task.copy_number,
@@ -245,8 +245,8 @@ class RenderHandler(TaskHandler[RenderTask]):
         """An attempt that ends in an exception here is recorded with how it ended."""
         try:
             yield
-        except Released as released:
-            self._record_attempt(task.job.work_bucket, began, status="released", reason=str(released))
+        except GivenBack as given_back:
+            self._record_attempt(task.job.work_bucket, began, status="released", reason=str(given_back))
             raise
         except Cancelled as cancelled:
             lost_to = self.superseded(task)

@@ -1,4 +1,4 @@
-"""Keep a message and its task token alive while a worker holds it.
+"""Keep a message and its task token while a worker works on it: its visibility extended, its token beaten.
 
 SQS visibility is the liveness signal (a dead worker's message reappears); the Step Functions
 heartbeat is the last-resort timeout. Timing is a pure function; the Keeper thread applies it.
@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class HeartbeatPolicy:
+class KeepPolicy:
     visibility_s: int = DEFAULT_VISIBILITY_S
     # Extend when a third of the visibility is left: two chances before the message reappears.
     fraction: float = 1 / 3
@@ -40,23 +40,23 @@ class HeartbeatPolicy:
         return min(self.interval_s(), max(0.2, self.cancel_check_s))
 
 
-class HoldLoss(Enum):
+class LossKind(Enum):
     """Why a worker lost its hold on a message; the loop decides what to do with it by this type."""
 
     TOKEN_GONE = "the task token is gone"  # final: the job moved on or timed out; drop the message
     REDELIVERED = "the message was redelivered"  # another worker holds it now; leave it alone
     JOB_CANCELLED = "the job was cancelled"  # final: an operator cancelled it; drop the message
     SUPERSEDED = "another copy won"  # final: a straggler's other copy committed the segment; drop it
-    HELD = "its tenant's budget is spent"  # not final: hand it back; the job is held, to resume
+    HELD = "its tenant's budget is spent"  # not final: resend it; the job is held, to resume
 
 
 @dataclass(frozen=True)
-class LostHold:
-    loss: HoldLoss
+class Loss:
+    kind: LossKind
     detail: str  # what the API said, for the log
 
     def __str__(self) -> str:
-        return f"{self.loss.value} ({self.detail})"
+        return f"{self.kind.value} ({self.detail})"
 
 
 class Keeper:
@@ -72,9 +72,9 @@ class Keeper:
         orchestrator: TaskCallbacks,
         message: QueueMessage,
         token: str | None,
-        policy: HeartbeatPolicy,
+        policy: KeepPolicy,
         cancelled: Callable[[], bool] | None = None,
-        renew: Callable[[], None] | None = None,
+        on_keep: Callable[[], None] | None = None,
         superseded: Callable[[], str | None] | None = None,
         alive: Callable[[], None] | None = None,
         held: Callable[[], str | None] | None = None,
@@ -91,7 +91,7 @@ class Keeper:
         self._superseded = superseded
         # Called at each beat that kept the message: what else must last as long as the hold does
         # (ECS task scale-in protection).
-        self._renew = renew
+        self._on_keep = on_keep
         # Called every ALIVE_EVERY_S while the message is held: the attempt record's `alive_at`, what
         # a killed worker's attempt is billed up to (fusionfleet.jobs.cost).
         self._alive = alive
@@ -100,7 +100,7 @@ class Keeper:
         self._held = held
         self._stop = threading.Event()
         self.lost = threading.Event()
-        self.lost_hold: LostHold | None = None
+        self.loss: Loss | None = None
         self._thread = threading.Thread(target=self._run, name=f"keeper-{message.message_id[:8]}", daemon=True)
 
     def _run(self) -> None:
@@ -111,15 +111,15 @@ class Keeper:
                 next_alive = time.monotonic() + ALIVE_EVERY_S
                 self._probe_alive()
             if self._job_cancelled():
-                self._lose(LostHold(HoldLoss.JOB_CANCELLED, "the job's cancel or failed marker is set"))
+                self._lose(Loss(LossKind.JOB_CANCELLED, "the job's cancel or failed marker is set"))
                 return
             lost_to = self._probe(self._superseded)
             if lost_to:
-                self._lose(LostHold(HoldLoss.SUPERSEDED, lost_to))
+                self._lose(Loss(LossKind.SUPERSEDED, lost_to))
                 return
             held = self._probe(self._held)
             if held:
-                self._lose(LostHold(HoldLoss.HELD, held))
+                self._lose(Loss(LossKind.HELD, held))
                 return
             if time.monotonic() < next_beat:
                 continue
@@ -128,13 +128,13 @@ class Keeper:
                 self._queue.change_visibility(self._message, self._policy.visibility_s)
                 if self._token:
                     self._orchestrator.heartbeat(self._token)
-                if self._renew is not None:
-                    self._renew()
+                if self._on_keep is not None:
+                    self._on_keep()
             except TokenGone as error:
-                self._lose(LostHold(HoldLoss.TOKEN_GONE, error.reason))
+                self._lose(Loss(LossKind.TOKEN_GONE, error.reason))
                 return
             except ReceiptExpired as error:
-                self._lose(LostHold(HoldLoss.REDELIVERED, f"receipt expired: {error}"))
+                self._lose(Loss(LossKind.REDELIVERED, f"receipt expired: {error}"))
                 return
             except Exception:
                 # A transient API error: try again at the next beat, the visibility still has slack.
@@ -166,9 +166,9 @@ class Keeper:
             logger.warning("winner check for message %s failed", self._message.message_id, exc_info=True)
             return None
 
-    def _lose(self, hold: LostHold) -> None:
-        self.lost_hold = hold
-        logger.warning("lost hold of message %s: %s", self._message.message_id, hold)
+    def _lose(self, loss: Loss) -> None:
+        self.loss = loss
+        logger.warning("lost hold of message %s: %s", self._message.message_id, loss)
         self.lost.set()
 
     def start(self) -> None:

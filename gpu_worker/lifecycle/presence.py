@@ -74,7 +74,7 @@ class Presence:
 
     def _after(self, ended: str | None) -> str | None:
         # A worker finishes a segment in the background while its engine renders the next
-        # (gpu_worker.lookahead): that segment's end must not mark the worker idle.
+        # (gpu_worker.delivery.lookahead): that segment's end must not mark the worker idle.
         if ended is not None and self._beat.current is not None and self._beat.current != ended:
             return self._beat.current
         return None

@@ -1,7 +1,7 @@
 """The next segment's decoder, started while this one renders: its download and first frames are ready
 when its turn comes.
 
-Only for a task this worker already holds (one taken early by gpu_worker.lookahead): nothing here takes
+Only for a task this worker already holds (one taken early by gpu_worker.delivery.lookahead): nothing here takes
 work another worker could have. Reading is all it does (no checkpoint is listed, nothing is written), so
 a task that never comes costs only the frames decoded ahead, dropped when another is prepared or the
 worker stops. A prepared decoder is used when the render asks for the same frames: a segment that
@@ -17,7 +17,7 @@ from typing import Any
 from fusionfleet.adapters.storage import S3RangeSource, Storage
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.messages import RenderTask
-from gpu_worker.decode_ahead import DecodeAhead
+from gpu_worker.rendering.decode_ahead import DecodeAhead
 
 logger = logging.getLogger(__name__)
 

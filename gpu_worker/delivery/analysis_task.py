@@ -3,7 +3,7 @@
 The state machine sends a FaceFusion job's analysis to the job's render queue (fusionfleet.messages.
 AnalysisTask), so the workers that will render its segments make its verdict with the same engine,
 in the engine process, within a limit that follows the whole target's length
-(gpu_worker.engine_host.HostPolicy.analysis_timeout_s), heartbeating its token as for any task. A
+(gpu_worker.hosting.engine_host.HostPolicy.analysis_timeout_s), heartbeating its token as for any task. A
 refused verdict fails the step at once (the target is what it is: no retry); the job then ends with
 a failure notice before any segment was sent.
 """
@@ -22,7 +22,7 @@ from fusionfleet.jobs.loss import is_job_failed
 from fusionfleet.jobs.runs import is_cancelled
 from fusionfleet.messages import AnalysisTask, RenderTask, parse_render_queue_message
 from gpu_worker.attempt import Attempt
-from gpu_worker.tasks import Output, RenderHandler, TaskHandler
+from gpu_worker.delivery.tasks import Output, RenderHandler, TaskHandler
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import JobContext, MergeResult, MergeTask, MergeTimings, OutputLocation, SegmentRecord
-from gpu_worker.merge import MergeDeps, gate, load_plan, output_keys
+from gpu_worker.merging.merge import MergeDeps, gate, load_plan, output_keys
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def merge_stills(task: MergeTask, deps: MergeDeps) -> MergeResult:
         duration_s=0.0,
         audio_tracks=0,
         timings=_timings(records, merge_s, started_at),
-        # Every attempt, as a video's merge counts them (gpu_worker.merge): never over the bill.
+        # Every attempt, as a video's merge counts them (gpu_worker.merging.merge): never over the bill.
         cost=job_cost(
             read_attempts(deps.storage, job.work_bucket, job.job_id), deps.prices, time.time(), stale_after_s=0.0
         ),

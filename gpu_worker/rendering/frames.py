@@ -32,13 +32,13 @@ from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.probe import VideoInfo
 from fusionfleet.media.reader import RangeReader
-from gpu_worker.chunk_encoder import ChunkEncoder, ChunkEnd, OnChunk, OnState
-from gpu_worker.decode_ahead import DecodeAhead
 from gpu_worker.engines.base import CarriesState, Engine, EngineJob, Frame, Image, ReportsSelection, StateUnreadable
 from gpu_worker.errors import Cancelled, Drained
-from gpu_worker.handoff import PipelineStop
-from gpu_worker.integrity import IntegrityWatch
-from gpu_worker.stage_clock import StageClock
+from gpu_worker.rendering.chunk_encoder import ChunkEncoder, ChunkEnd, OnChunk, OnState
+from gpu_worker.rendering.decode_ahead import DecodeAhead
+from gpu_worker.rendering.handoff import PipelineStop
+from gpu_worker.rendering.integrity import IntegrityWatch
+from gpu_worker.rendering.stage_clock import StageClock
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class RangeStats:
     frames: int
     engine_s: float  # the engine's own time, not the frames it waited for (stages["engine"])
     wall_s: float
-    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (gpu_worker.stage_clock)
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per stage (gpu_worker.rendering.stage_clock)
 
 
 def chunk_grid(
@@ -131,8 +131,9 @@ def render_range(
     """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files.
 
     Decode runs ahead of the engine and encode and upload behind it, each in a thread of its own
-    (gpu_worker.decode_ahead, gpu_worker.chunk_encoder); this thread runs the engine. `ahead`: a decoder
-    started earlier (the next segment's, gpu_worker.prefetch), used when it decodes the frames wanted.
+    (gpu_worker.rendering.decode_ahead, gpu_worker.rendering.chunk_encoder); this thread runs the engine.
+    `ahead`: a decoder started earlier (the next segment's, gpu_worker.rendering.prefetch), used when it decodes
+    the frames wanted.
     `lead_out`: frames after the range that the engine sees but that are not emitted (FaceFusion's
     tracker looks that far ahead), as the lead-in frames before it. `timeline`: how many output frames
     show each emitted frame, and the number FaceFusion's processors give it (None: once, its own).

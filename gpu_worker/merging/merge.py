@@ -45,8 +45,8 @@ from fusionfleet.messages import (
     Preview,
     SegmentRecord,
 )
-from gpu_worker.audio import extract_audio
-from gpu_worker.preview import render_preview
+from gpu_worker.merging.audio import extract_audio
+from gpu_worker.merging.preview import render_preview
 
 logger = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from fusionfleet.media.reader import RangeReader
 from fusionfleet.messages import RenderTask
 from gpu_worker.engines.base import Engine, EngineJob, Frame, Image
 from gpu_worker.errors import Cancelled
-from gpu_worker.frames import LEAD_IN_FRAMES
-from gpu_worker.integrity import IntegrityWatch
+from gpu_worker.rendering.frames import LEAD_IN_FRAMES
+from gpu_worker.rendering.integrity import IntegrityWatch
 
 STILL_SUFFIX = "png"
 

@@ -32,5 +32,5 @@ class RenderedFrames:
     started_at: float
     rendered_at: float
     bytes_read: int
-    stages: tuple[tuple[str, float], ...] = ()  # seconds per stage of the render (gpu_worker.stage_clock)
+    stages: tuple[tuple[str, float], ...] = ()  # seconds per stage of the render (gpu_worker.rendering.stage_clock)
     suffix: str = "mp4"  # the chunk files' kind: "png" for a still (an image target, a test render's frame)

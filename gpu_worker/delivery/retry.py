@@ -60,7 +60,7 @@ class ProgressPolicy:
     max_deliveries_unsaved: int = 4
 
 
-def renew_delivery(
+def worth_resending(
     policy: ProgressPolicy,
     receive_count: int,
     max_receive_count: int | None,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 
-from gpu_worker import nvidia_smi
+from gpu_worker.lifecycle import nvidia_smi
 
 logger = logging.getLogger(__name__)
 

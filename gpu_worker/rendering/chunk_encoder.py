@@ -21,9 +21,9 @@ from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.runner import FramePipe
 from gpu_worker.engines.base import Image
-from gpu_worker.handoff import Handoff, PipelineStop, Stopped, queue_frames
-from gpu_worker.integrity import IntegrityWatch
-from gpu_worker.stage_clock import StageClock
+from gpu_worker.rendering.handoff import Handoff, PipelineStop, Stopped, queue_frames
+from gpu_worker.rendering.integrity import IntegrityWatch
+from gpu_worker.rendering.stage_clock import StageClock
 
 logger = logging.getLogger(__name__)
 

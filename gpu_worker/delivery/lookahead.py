@@ -7,11 +7,11 @@ messages: idle workers long-poll these queues, so visible messages mean no worke
 taking one early delays nobody, while with fewer a worker that frees up first should have it.
 
 The message taken early gets a taken task's checks at once (its token is alive, its job not cancelled),
-is held as any other (a Keeper extends its visibility, beats its token and watches the cancel marker)
-until its turn comes, and is released for another worker if this one stops before starting it or if
+is kept as any other (a Keeper extends its visibility, beats its token and watches the cancel marker)
+until its turn comes, and is given back for another worker if this one stops before starting it or if
 higher-priority work arrived meanwhile. The finished task's finish then runs in the background, beside
 the next task's render: the engine's part ends with the segment's frames encoded, and the join, check,
-upload, commit, callback and delete need no engine (gpu_worker.encoded_segment). Its message is held until
+upload, commit, callback and delete need no engine (gpu_worker.rendering.encoded_segment). Its message is kept until
 then, a failure there is retried like any other, and a worker that dies meanwhile leaves a message
 whose next taker renders it again or answers with the committed result.
 """
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from fusionfleet.adapters.queues import QueueMessage, WorkQueue
-from gpu_worker.heartbeat import Keeper
+from gpu_worker.delivery.keeper import Keeper
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class LookaheadPolicy:
 class EarlyTaker(Protocol):
     """What taking a task early needs from the worker: the worker's own receive and checks."""
 
-    def dequeue(self) -> QueueMessage | None:
+    def take(self) -> QueueMessage | None:
         """The next message, as the worker receives one (highest priority first), or None."""
         ...
 
@@ -67,12 +67,12 @@ class PreparesEarly(Protocol):
     """A taker that prepares for a task taken early while the current one runs."""
 
     def taken_early(self, message: QueueMessage) -> None:
-        """Held until its turn: prepare for it meanwhile (the next segment's decoder starts)."""
+        """Kept until its turn: prepare for it meanwhile (the next segment's decoder starts)."""
         ...
 
 
 @dataclass
-class Held:
+class TakenEarly:
     """A message taken early and the keeper holding it until its turn."""
 
     message: QueueMessage
@@ -98,7 +98,7 @@ class Lookahead:
         self._queue_urls = tuple(queue_urls)
         self._taker = taker
         self._thread: threading.Thread | None = None
-        self._held: Held | None = None
+        self._taken: TakenEarly | None = None
         self._done = threading.Event()  # the task in hand ended: a look still settling gives up
         self.taken = 0  # tasks taken early, for the log and the tests
 
@@ -114,15 +114,15 @@ class Lookahead:
         self._thread = threading.Thread(target=self._look, name="lookahead", daemon=True)
         self._thread.start()
 
-    def collect(self) -> Held | None:
+    def collect(self) -> TakenEarly | None:
         """The task taken early, if one was; waits for a look still under way (at most one receive), and
         stops one still settling."""
         if self._thread is not None:
             self._done.set()
             self._thread.join()
             self._thread = None
-        held, self._held = self._held, None
-        return held
+        taken, self._taken = self._taken, None
+        return taken
 
     def _look(self) -> None:
         if self._policy.settle_s > 0 and self._done.wait(self._policy.settle_s):
@@ -131,13 +131,13 @@ class Lookahead:
             visible = sum(self._queue.depth(url).visible for url in self._queue_urls)
             if not self._policy.worth_taking(visible):
                 return
-            message = self._taker.dequeue()
+            message = self._taker.take()
             if message is None or not self._taker.still_wanted(message):
                 return
             keeper = self._taker.keeper_until_turn(message)
             if keeper is not None:
                 keeper.start()
-            self._held = Held(message, keeper)
+            self._taken = TakenEarly(message, keeper)
             self.taken += 1
             logger.info("took message %s early (%s visible)", message.message_id[:8], visible)
             if isinstance(self._taker, PreparesEarly):
@@ -147,11 +147,11 @@ class Lookahead:
             logger.warning("looking ahead failed", exc_info=True)
 
 
-def release(queue: WorkQueue, held: Held | None) -> None:
+def give_back(queue: WorkQueue, taken: TakenEarly | None) -> None:
     """Give a task taken early back to the queue at once, for another worker."""
-    if held is None:
+    if taken is None:
         return
-    held.stop_keeping()
+    taken.stop_keeping()
     with contextlib.suppress(Exception):
-        queue.change_visibility(held.message, 0)
-    logger.info("released message %s taken early", held.message.message_id[:8])
+        queue.change_visibility(taken.message, 0)
+    logger.info("released message %s taken early", taken.message.message_id[:8])

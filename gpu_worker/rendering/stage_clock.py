@@ -1,6 +1,6 @@
 """Where a segment's time goes, stage by stage, timed where each stage runs.
 
-The segment's stages run in threads of their own (gpu_worker/frames.py): each adds the seconds it was
+The segment's stages run in threads of their own (gpu_worker/rendering/frames.py): each adds the seconds it was
 busy, or waited, under its own name, so the engine's occupancy is measured directly rather than left
 as the remainder of the wall clock. A stage's seconds are its own thread's: stages overlap, so they add
 up to more than the wall time when the pipeline works.

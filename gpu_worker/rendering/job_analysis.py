@@ -1,6 +1,6 @@
 """The job's content-analysis verdict: made once over the whole target and kept beside the job, or read there.
 
-The analysis step before the Map (gpu_worker/analysis_task.py) makes it: it decodes the whole
+The analysis step before the Map (gpu_worker/delivery/analysis_task.py) makes it: it decodes the whole
 target, hands every sampled frame (fusionfleet.facefusion.content_analysis.sampled_frames: FaceFusion's
 rate) to the engine's content analyser, judges with FaceFusion's threshold and writes the verdict with
 create-if-absent, saying how far it has read as it goes. Every segment then reads it. Only an
@@ -20,8 +20,8 @@ from fusionfleet.facefusion.content_analysis import AnalysisProgress, ContentVer
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.messages import JobContext
-from gpu_worker.engine_pool import EnginePool
 from gpu_worker.engines.base import ContentAnalyser, Engine, EngineError, Image
+from gpu_worker.engines.pool import EnginePool
 
 logger = logging.getLogger(__name__)
 

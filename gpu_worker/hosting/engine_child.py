@@ -22,11 +22,11 @@ from fusionfleet.facefusion.content_analysis import ContentVerdict
 from fusionfleet.messages import AnalysisTask, RenderTask
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
-from gpu_worker.encoded_segment import RenderedFrames
+from gpu_worker.delivery.retry import describe, retryable
 from gpu_worker.errors import Drained
-from gpu_worker.job_analysis import analyse_job
-from gpu_worker.render import RenderDeps, build_render_deps, render_frames
-from gpu_worker.retry import describe, retryable
+from gpu_worker.rendering.encoded_segment import RenderedFrames
+from gpu_worker.rendering.job_analysis import analyse_job
+from gpu_worker.rendering.render import RenderDeps, build_render_deps, render_frames
 
 logger = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1

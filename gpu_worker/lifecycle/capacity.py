@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gpu_worker import nvidia_smi
+from gpu_worker.lifecycle import nvidia_smi
 
 QUERY = ["--query-gpu=index,uuid,memory.free", "--format=csv,noheader,nounits"]
 TOTAL_QUERY = ["--query-gpu=index,uuid,memory.total", "--format=csv,noheader,nounits"]

@@ -1,0 +1,1 @@
+"""Hosting an engine: the engine runs in a child process the worker supervises."""

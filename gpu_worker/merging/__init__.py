@@ -1,0 +1,1 @@
+"""Merging a job: its gate, the join of its segments (or pictures), its audio and its preview."""
