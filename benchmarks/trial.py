@@ -53,7 +53,7 @@ from fusionfleet.media.runner import ffmpeg_exe
 from fusionfleet.messages import SegmentRecord
 
 ROOT = Path(__file__).resolve().parents[1]
-LEAD_IN_FRAMES = 12  # gpu_worker.frames.LEAD_IN_FRAMES: decoded before a segment's first frame
+LEAD_IN_FRAMES = 12  # gpu_worker.rendering.frames.LEAD_IN_FRAMES: decoded before a segment's first frame
 GOALS = (
     Goal("answer_s_max", "<", 30.0, "3 frames of a 30-min clip: command start → pictures here, worst run (s)"),
     Goal("frames_fed_share_max", "<", 0.01, "frames the worker's engine took / clip frames, worst run"),
