@@ -18,6 +18,7 @@ from fusionfleet.media.gpu_media import cpu_codec, job_codec
 DEFAULT_ENCODER = "libx264"
 DEFAULT_QUALITY = 80
 DEFAULT_PRESET = "veryfast"
+LOSSLESS_H264_PROFILE = "high444"
 CHUNK_SECONDS = 2.0
 
 
@@ -116,12 +117,17 @@ def encoder_settings(
     quality = int(options.get("output_video_quality", DEFAULT_QUALITY))
     width, height = output_size(width, height, float(options.get("output_video_scale", 1.0)), engine)
     profile, pix_fmt = FLEET_ENCODERS[cpu_codec(codec)]
+    crf = quality_to_crf(quality)
+    if codec == "libx264" and crf == 0:
+        # Quality 100 is x264's lossless mode (FaceFusion passes CRF 0 too), which the High profile
+        # refuses; High 4:4:4 Predictive is the profile lossless H.264 is coded in, whatever the chroma.
+        profile = LOSSLESS_H264_PROFILE
     chunk = max(1, min(max_segment_frames, round(float(fps) * CHUNK_SECONDS)))
     return EncoderSettings(
         codec=codec,
         profile=profile,
         pix_fmt=pix_fmt,
-        crf=quality_to_crf(quality),
+        crf=crf,
         preset=preset,
         fps_num=fps.numerator,
         fps_den=fps.denominator,

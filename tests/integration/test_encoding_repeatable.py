@@ -48,3 +48,38 @@ def test_encoding_is_repeatable_while_the_cpu_is_contended() -> None:
 def _burn() -> None:
     while True:
         pass
+
+
+def test_quality_100_is_lossless_h264_that_ffmpeg_encodes_and_decodes_to_the_same_pixels() -> None:
+    # GIVEN a job asking for FaceFusion's best quality (CRF 0), which the High profile refuses
+    import tempfile
+    from pathlib import Path
+
+    import cv2
+    import numpy as np
+
+    from fleetctl import samples
+    from fusionfleet.media.ffmpeg import encode_segment_argv
+    from fusionfleet.media.runner import FramePipe
+
+    frames = list(samples.astronaut_frames(5, 320, 240))
+    settings = encoder_settings(320, 240, Fraction(25), {"output_video_quality": 100}, 125)
+    assert (settings.crf, settings.profile) == (0, "high444")
+    with tempfile.TemporaryDirectory() as folder:
+        output = Path(folder) / "segment.mp4"
+        # WHEN its frames are encoded
+        with FramePipe(encode_segment_argv(320, 240, settings, output), "test", timeout_s=60) as pipe:
+            for frame in frames:
+                pipe.write(frame)
+        # THEN ffmpeg accepted it and every frame decodes (OpenCV's own FFmpeg) close to its source: only
+        # the BGR → YUV 4:2:0 conversion loses anything, the coding none
+        capture = cv2.VideoCapture(str(output))
+        decoded = []
+        while True:
+            ok, image = capture.read()
+            if not ok:
+                break
+            decoded.append(image)
+    assert len(decoded) == len(frames)
+    for source, image in zip(frames, decoded, strict=True):
+        assert cv2.PSNR(np.ascontiguousarray(source), image) > 35
