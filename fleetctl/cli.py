@@ -24,7 +24,7 @@ from fleetctl.job_commands import (
     cmd_retry,
     cmd_status,
     cmd_workers,
-    notice_inbox_of,
+    follow,
     say,
 )
 from fleetctl.local.processes import UpOptions
@@ -342,14 +342,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     say(f"job {submission.job_id}")
     code = 0
     if args.wait:
-        line = ProgressLine()
-        inbox = notice_inbox_of(args, submission.job_id)
-        try:
-            status = client.wait(submission.job_id, args.timeout, lambda s: line.show(_describe(s)), notices=inbox)
-        finally:
-            if inbox is not None:
-                inbox.close()
-        line.done()
+        status = follow(client, args, submission.job_id, _describe)
         named = Path(submission.output_key).name
         destination = args.output or (args.output_dir or Path.cwd()) / named
         code = _report(client, status, destination, args.timeout)

@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -29,6 +30,7 @@ from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import JobView
+from fusionfleet.progress import ProgressLine
 from fusionfleet.services.operations import Operations
 
 EXIT_FAILED = 1
@@ -54,6 +56,19 @@ def notice_inbox_of(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | N
     except (BotoCoreError, ClientError) as error:
         say(f"following the job by polling (no notice queue: {error})")
         return None
+
+
+def follow(client: Client, args: argparse.Namespace, job_id: str, describe: Callable[[JobView], str]) -> JobView:
+    """Wait for the job to end (its notice where this identity may read one, else polling), one progress line."""
+    line = ProgressLine()
+    inbox = notice_inbox_of(args, job_id)
+    try:
+        view = client.wait(job_id, args.timeout, lambda current: line.show(describe(current)), notices=inbox)
+    finally:
+        if inbox is not None:
+            inbox.close()
+    line.done()
+    return view
 
 
 def operations_of(args: argparse.Namespace) -> Operations:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, download, ended
 from fleetctl.client import Client, build_manifest
-from fleetctl.job_commands import EXIT_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, client_of, notice_inbox_of, say
+from fleetctl.job_commands import EXIT_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, client_of, follow, say
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
@@ -100,14 +100,7 @@ def cmd_try(args: argparse.Namespace) -> int:
         collect_facefusion_options(args), args.name, say, tenant=args.tenant, frames=args.frames,
     )  # fmt: skip
     say(f"test render {submission.job_id}: frames {', '.join(map(str, args.frames))}")
-    line = ProgressLine()
-    inbox = notice_inbox_of(args, submission.job_id)
-    try:
-        view = client.wait(submission.job_id, args.timeout, lambda v: line.show(_describe(v)), notices=inbox)
-    finally:
-        if inbox is not None:
-            inbox.close()
-    line.done()
+    view = follow(client, args, submission.job_id, _describe)
     code = _ended(view.state if view.ended else None, view.reason, args.timeout)
     if code is None:
         code = _fetch_all(args, lambda frame, path: _download_local(client, view, frame, path))
