@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,6 +70,19 @@ class Storage(Protocol):
     def delete_prefix(self, bucket: str, prefix: str) -> int: ...
 
 
+@contextmanager
+def _read_errors(bucket: str, key: str) -> Iterator[None]:
+    """A read's ClientError as the domain names it: a missing object, or one this role may not read."""
+    try:
+        yield
+    except ClientError as error:
+        if _missing(error):
+            raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
+        if _refused(error):
+            raise ObjectRefused(f"s3://{bucket}/{key}: access denied") from error
+        raise
+
+
 def _missing(error: ClientError) -> bool:
     return str(error.response.get("Error", {}).get("Code")) in _MISSING
 
@@ -90,27 +105,15 @@ class S3Storage:
         self._part_bytes = part_bytes
 
     def head(self, bucket: str, key: str) -> ObjectInfo:
-        try:
+        with _read_errors(bucket, key):
             response = self._s3.head_object(Bucket=bucket, Key=key)
-        except ClientError as error:
-            if _missing(error):
-                raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
-            if _refused(error):
-                raise ObjectRefused(f"s3://{bucket}/{key}: access denied") from error
-            raise
         return ObjectInfo(
             bucket, key, int(response["ContentLength"]), response["ETag"].strip('"'), response["LastModified"]
         )
 
     def get_bytes(self, bucket: str, key: str) -> bytes:
-        try:
+        with _read_errors(bucket, key):
             return self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        except ClientError as error:
-            if _missing(error):
-                raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
-            if _refused(error):
-                raise ObjectRefused(f"s3://{bucket}/{key}: access denied") from error
-            raise
 
     def get_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
         """Bytes [start, end) of an object."""
@@ -207,14 +210,8 @@ class S3Storage:
 
     def get_tagged(self, bucket: str, key: str) -> tuple[bytes, str]:
         """An object and its ETag, for a later `replace` of exactly this version."""
-        try:
+        with _read_errors(bucket, key):
             response = self._s3.get_object(Bucket=bucket, Key=key)
-        except ClientError as error:
-            if _missing(error):
-                raise ObjectMissing(f"s3://{bucket}/{key} does not exist") from error
-            if _refused(error):
-                raise ObjectRefused(f"s3://{bucket}/{key}: access denied") from error
-            raise
         return response["Body"].read(), response["ETag"].strip('"')
 
     def replace(self, bucket: str, key: str, data: bytes, etag: str, content_type: str = "application/json") -> bool:
