@@ -58,8 +58,23 @@ SHOWN = ("read", "decode", "transfer", "engine", "engine_waits_input", "engine_w
          "first_frame", "tail")  # fmt: skip
 
 
+def cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user and system) that these processes used, with their finished children's: an ffmpeg
+    that exited is counted in its waiting parent's, once. From /proc, not from the worker."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    return total / tick
+
+
 class MemoryWatch:
-    """Peak resident memory of the render workers of one stack (found by their endpoint), sampled from /proc."""
+    """Peak resident memory of the render workers of one stack (found by their endpoint), sampled from /proc,
+    and the CPU time their process trees used while it watched."""
 
     def __init__(self, port: int, every_s: float = 0.2) -> None:
         self._port = f":{port}"
@@ -67,6 +82,8 @@ class MemoryWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.peak_mb = 0.0
+        self._cpu_at_start = 0.0
+        self.cpu_used_s = 0.0
 
     def _workers(self) -> list[int]:
         found = []
@@ -89,8 +106,14 @@ class MemoryWatch:
 
         return sum(rss_mb(pid) for pid in self._workers())
 
+    def cpu_sample(self) -> float:
+        from gpu_worker.hosting.engine_host import process_tree
+
+        return sum(cpu_s(process_tree(pid)) for pid in self._workers())
+
     def __enter__(self) -> MemoryWatch:
         self.peak_mb = self.sample()
+        self._cpu_at_start = self.cpu_sample()
 
         def watch() -> None:
             while not self._stop.wait(self._every_s):
@@ -104,6 +127,7 @@ class MemoryWatch:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        self.cpu_used_s = self.cpu_sample() - self._cpu_at_start
 
 
 def segment_rows(records: list[SegmentRecord]) -> list[dict[str, Any]]:
@@ -152,6 +176,19 @@ def summary(size: str, clip_s: float, records: list[SegmentRecord], run_row: dic
         "stages_s": stages,
         "segment_rows": rows,
         "end_to_end_s": run_row["end_to_end_s"],
+    }
+
+
+CORES = os.cpu_count() or 1
+
+
+def cpu_measures(used_s: float, frames: int, cores: int) -> dict[str, float]:
+    """The worker's CPU time for a clip, and the render phase it allows at best: all of it spread over
+    every core of the machine, nothing else running (LocalStack's share is not in it). Pure."""
+    return {
+        "worker_cpu_s": round(used_s, 2),
+        "worker_cpu_ms_per_frame": round(1000 * used_s / frames, 1),
+        "cpu_floor_s": round(used_s / cores, 2),
     }
 
 
@@ -209,7 +246,7 @@ BASELINED = ("320x180", "640x360")
 def table(clips: list[dict[str, Any]], baseline: dict[str, dict[str, float]] | None) -> str:
     lines = [
         f"{'size':>10} {'frames':>6} {'segs':>4} {'floor s':>8} {'render s':>8} {'x floor':>7} {'occ seg':>7}"
-        f" {'occ run':>7} {'ovh/seg':>7} {'peak MB':>8} {'main s':>7}"
+        f" {'occ run':>7} {'ovh/seg':>7} {'peak MB':>8} {'cpu ms/f':>8} {'cpu floor':>9} {'main s':>7}"
     ]
     for c in clips:
         if "failed" in c:
@@ -219,7 +256,8 @@ def table(clips: list[dict[str, Any]], baseline: dict[str, dict[str, float]] | N
         lines.append(
             f"{c['size']:>10} {c['frames']:>6} {c['segments']:>4} {c['engine_floor_s']:>8.2f} {c['render_s']:>8.2f}"
             f" {c['render_over_floor']:>7.3f} {_maybe(c['occupancy_segments']):>7} {_maybe(c['occupancy_render']):>7}"
-            f" {c['overhead_per_segment_s']:>7.3f} {c.get('peak_rss_mb', 0):>8.0f} {_maybe(before, 2):>7}"
+            f" {c['overhead_per_segment_s']:>7.3f} {c.get('peak_rss_mb', 0):>8.0f}"
+            f" {c.get('worker_cpu_ms_per_frame', 0):>8.1f} {c.get('cpu_floor_s', 0):>9.2f} {_maybe(before, 2):>7}"
         )
     lines.append("\nwhere the segments' time went (seconds, summed over the clip's segments; stages overlap):")
     lines.append(f"{'size':>10} " + " ".join(f"{name[:11]:>11}" for name in SHOWN))
@@ -287,6 +325,7 @@ def main() -> int:
                 clip["output"] = check_output(output, clip["frames"])
                 clip["engine_floor_check_s"] = sleep_engine_s(clip["frames"])  # 0.2 s per 5 frames, by the rules
                 clip["peak_rss_mb"] = round(memory.peak_mb, 1)
+                clip.update(cpu_measures(memory.cpu_used_s, clip["frames"], CORES))
                 clip["idle_rss_mb"] = round(idle_mb, 1)
                 clip["load_average_1m_after"] = row["load_average_1m_after"]
                 clips.append(clip)
@@ -304,6 +343,7 @@ def main() -> int:
         "goals": GOALS,
         "goals_met": met,
         "baseline": {"file": str(args.baseline) if args.baseline else None, "render_s": baseline},
+        "cores": CORES,
         "load_average_at_start": [round(x, 2) for x in load_at_start],
         "clips": clips,
         "calibration": calibration(clips),

@@ -38,7 +38,7 @@ from gpu_worker.engines.base import EngineError, EngineJob, Image
 from gpu_worker.engines.registry import create_engine, default_engine_name, engine_names
 from gpu_worker.merging.audio import extract_audio
 from gpu_worker.merging.merge import assemble
-from gpu_worker.rendering.frames import render_range
+from gpu_worker.rendering.frames import start_range
 from gpu_worker.rendering.sources import decode_image
 
 GOP_SECONDS = 4
@@ -106,10 +106,10 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 line.show(f"{bar(done, total)} {done}/{total} frames, {done / elapsed:.1f} fps")
 
         render_began = time.monotonic()
-        stats = render_range(
+        stats = start_range(
             engine, job, reader, video, [(frames.start, frames.end)], settings, workdir, threading.Event(), "swap",
             on_frame=progress, timeline=frames,
-        )  # fmt: skip
+        ).settle()  # fmt: skip
         part = workdir / f"{frames.start:07d}-{frames.end:07d}.mp4"
         line.done()
         args.output.parent.mkdir(parents=True, exist_ok=True)

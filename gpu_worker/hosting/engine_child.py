@@ -2,18 +2,22 @@
 
 It builds its own render dependencies (clients, engines) once, then renders one segment's frames per
 request until it is told to stop; the worker joins, checks and uploads them (render.finish_segment),
-so this process is free for the next segment meanwhile. Requests and replies are small values sent
+so this process is free for the next segment meanwhile. It answers as soon as the engine has made a
+segment's last frame: the encoder's tail goes on in a thread here, beside the next segment's engine,
+and an `Encoded` message says when that segment's chunks are all on disk. Requests and replies are small values sent
 over a multiprocessing pipe; the task arrives parsed (a RenderTask pickles), so a task is parsed once,
 by the worker loop. A job's content analysis (its own step) runs here too, with the same engine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import queue
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -26,7 +30,7 @@ from gpu_worker.delivery.retry import describe, retryable
 from gpu_worker.errors import Drained
 from gpu_worker.rendering.encoded_segment import RenderedFrames
 from gpu_worker.rendering.job_analysis import analyse_job
-from gpu_worker.rendering.render import RenderDeps, build_render_deps, render_frames
+from gpu_worker.rendering.render import EngineDone, RenderDeps, build_render_deps, start_frames
 
 logger = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
@@ -61,6 +65,9 @@ class StopRequest:
 @dataclass(frozen=True)
 class Rendered:
     frames: RenderedFrames
+    # The engine is done and its encoder still finishing the last chunks: an `Encoded` for this
+    # work folder follows, and the worker waits for it before joining them.
+    encoding: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,23 +89,50 @@ class Failed:
     retryable: bool
 
 
+@dataclass(frozen=True)
+class Encoded:
+    """The encoder of the segment rendered in `workdir` has finished: every chunk is on disk and `stages`
+    are the render's, complete; or `failure` says why not (nothing of it is kept)."""
+
+    workdir: str
+    stages: tuple[tuple[str, float], ...] = ()
+    failure: Failed | None = None
+
+
 Request = RenderRequest | PrefetchRequest | AnalyseRequest | StopRequest
 Reply = Rendered | Analysed | Checkpointed | Failed
 
 
-def answer(request: RenderRequest | AnalyseRequest, deps: RenderDeps, drain: Any) -> Reply:
-    """Render one requested segment (or analyse a job); every outcome becomes a reply, none escapes as an exception."""
+def failed(error: Exception) -> Failed:
+    name, reason = describe(error)
+    return Failed(name, reason, retryable(error))
+
+
+def answer(request: RenderRequest | AnalyseRequest, deps: RenderDeps, drain: Any) -> tuple[Reply, EngineDone | None]:
+    """Render one requested segment (or analyse a job): the reply, and a segment whose encoder is still
+    finishing; every outcome becomes a reply, none escapes as an exception."""
     never = threading.Event()  # the parent cancels by killing this process
     try:
         if isinstance(request, AnalyseRequest):
             job = request.task.job
-            return Analysed(analyse_job(deps.storage, deps.engines, job, deps.cpu_threads, deps.worker_id))
-        return Rendered(render_frames(request.task, deps, never, request.attempt, drain))
+            return Analysed(analyse_job(deps.storage, deps.engines, job, deps.cpu_threads, deps.worker_id)), None
+        done = start_frames(request.task, deps, never, request.attempt, drain)
+        return Rendered(done.frames, encoding=done.tail is not None), done if done.tail is not None else None
     except Drained as stopped:
-        return Checkpointed(stopped.next_frame)
+        return Checkpointed(stopped.next_frame), None
     except Exception as error:
-        name, reason = describe(error)
-        return Failed(name, reason, retryable(error))
+        return failed(error), None
+
+
+def settle(done: EngineDone, send: Callable[[Encoded], None]) -> None:
+    """Wait for a segment's encoder and tell the worker how it ended."""
+    workdir = str(done.frames.workdir)
+    try:
+        told = Encoded(workdir, done.settle().stages)
+    except Exception as error:
+        told = Encoded(workdir, failure=failed(error))
+    with contextlib.suppress(OSError):  # the worker is gone: nobody waits for it
+        send(told)
 
 
 def serve(conn: Connection, deps: RenderDeps, drain: Any) -> None:
@@ -124,12 +158,30 @@ def serve(conn: Connection, deps: RenderDeps, drain: Any) -> None:
                 return
 
     threading.Thread(target=receive, name="requests", daemon=True).start()
-    while True:
-        request = inbox.get()
-        if request is None or isinstance(request, StopRequest):
-            return
-        assert isinstance(request, RenderRequest | AnalyseRequest)
-        conn.send(answer(request, deps, drain))
+    sending = threading.Lock()  # replies from this thread, `Encoded` from the encoders' threads
+
+    def send(message: Reply | Encoded) -> None:
+        with sending:
+            conn.send(message)
+
+    settling: list[threading.Thread] = []
+    try:
+        while True:
+            request = inbox.get()
+            if request is None or isinstance(request, StopRequest):
+                return
+            assert isinstance(request, RenderRequest | AnalyseRequest)
+            reply, done = answer(request, deps, drain)
+            send(reply)
+            settling = [thread for thread in settling if thread.is_alive()]
+            if done is not None:
+                thread = threading.Thread(target=settle, args=(done, send), name="settle", daemon=True)
+                thread.start()
+                settling.append(thread)
+    finally:
+        # A segment still encoding is finished and reported before the process ends (a stop or a recycle).
+        for thread in settling:
+            thread.join()
 
 
 def prefetch(request: PrefetchRequest, deps: RenderDeps) -> None:

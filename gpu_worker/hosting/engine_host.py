@@ -16,8 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.errors import Cancelled, EngineFailure, GivenBack
 from gpu_worker.hosting import engine_child
+from gpu_worker.hosting.channel import EngineChannel
 from gpu_worker.hosting.engine_child import (
     Analysed,
     AnalyseRequest,
@@ -152,9 +152,8 @@ class EngineHost:
         self._context = multiprocessing.get_context("spawn")
         self._drain = self._context.Event()
         self._process: Any = None
-        self._conn: Connection | None = None
+        self._channel: EngineChannel | None = None
         self._tasks = 0
-        self._sending = threading.Lock()  # a prefetch is sent from the lookahead's thread
 
     @property
     def pid(self) -> int | None:
@@ -172,18 +171,17 @@ class EngineHost:
         )
         self._process.start()
         child.close()
-        self._conn = parent
+        self._channel = EngineChannel(parent)
         self._tasks = 0
         logger.info("engine process %s started", self._process.pid)
 
     def expect(self, task: RenderTask) -> None:
         """`task` is this worker's next: the engine process starts decoding it while it renders the current one."""
-        with self._sending:
-            conn, process = self._conn, self._process
-            if conn is None or process is None or not process.is_alive():
-                return
-            with contextlib.suppress(BrokenPipeError, OSError):
-                conn.send(PrefetchRequest(task))
+        channel, process = self._channel, self._process
+        if channel is None or process is None or not process.is_alive():
+            return
+        with contextlib.suppress(BrokenPipeError, OSError):
+            channel.send(PrefetchRequest(task))
 
     def _kill(self, why: str) -> None:
         if self._process is not None and self._process.is_alive():
@@ -191,16 +189,18 @@ class EngineHost:
             self._process.kill()
         if self._process is not None:
             self._process.join(timeout=10)
+        if self._channel is not None:
+            self._channel.close()
         self._process = None
-        self._conn = None
+        self._channel = None
 
     def render(self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event) -> Finish:
         """The segment's frames, rendered in the engine process; the step returned finishes it here."""
         self.start()
-        assert self._conn is not None
+        assert self._channel is not None
+        channel = self._channel
         self._drain.clear()
-        with self._sending:
-            self._conn.send(RenderRequest(task, attempt))
+        channel.send(RenderRequest(task, attempt))
         what = f"segment {task.segment.index} of {task.job.job_id}"
         limit = self._policy.timeout_s(engine_frames_of(task) if task.job.renders_stills else task.segment.frame_count)
         deadline = time.monotonic() + limit
@@ -213,19 +213,36 @@ class EngineHost:
         self._maybe_recycle()
         if isinstance(reply, Rendered):
             frames = reply.frames
+            if reply.encoding:
+                # The engine is free; the finish (which may run beside the next segment) waits for the encoder.
+                return lambda: self._finish(self._encoded(channel, frames, limit, what), attempt)
             return lambda: self._finish(frames, attempt)
         if isinstance(reply, Checkpointed):
             raise GivenBack(f"{what}: checkpointed before frame {reply.next_frame}")
         assert isinstance(reply, Failed)
         raise EngineFailure(reply.name, reply.reason, reply.retryable)
 
+    @staticmethod
+    def _encoded(channel: EngineChannel, frames: RenderedFrames, limit: float, what: str) -> RenderedFrames:
+        """The frames once the engine process says their encoder finished; its failure, or the process's
+        end before it said, fails the attempt (retried: the chunks saved so far are kept)."""
+        told = channel.encoded(str(frames.workdir), limit)
+        if told is None:
+            shutil.rmtree(frames.workdir, ignore_errors=True)
+            if channel.open:
+                raise EngineFailure("EngineTimeout", f"{what}: its encoder did not finish within {limit:.0f} s")
+            raise EngineFailure("EngineCrashed", f"{what}: the engine process ended before its chunks were all encoded")
+        if told.failure is not None:
+            raise EngineFailure(told.failure.name, told.failure.reason, told.failure.retryable)
+        return replace(frames, stages=told.stages)
+
     def analyse(
         self, task: AnalysisTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
     ) -> ContentVerdict:
         """The job's content-analysis verdict, made (or read) in the engine process within its own limit."""
         self.start()
-        assert self._conn is not None
-        self._conn.send(AnalyseRequest(task, attempt))
+        assert self._channel is not None
+        self._channel.send(AnalyseRequest(task, attempt))
         what = f"content analysis of {task.job.job_id}"
         limit = self._policy.analysis_timeout_s(task.job.frames.frames)
         try:
@@ -242,14 +259,11 @@ class EngineHost:
     def _wait(
         self, cancel: threading.Event, stopping: threading.Event, deadline: float, limit: float, what: str
     ) -> Reply:
-        assert self._conn is not None and self._process is not None
+        assert self._channel is not None and self._process is not None
         while True:
-            if self._conn.poll(0.2):
-                try:
-                    reply: Reply = self._conn.recv()
-                    return reply
-                except EOFError:
-                    pass  # it died while answering: reported below
+            reply = self._channel.reply(0.2)
+            if reply is not None:
+                return reply
             if not self._process.is_alive():
                 code = self._process.exitcode
                 self._kill("it died")
@@ -277,8 +291,9 @@ class EngineHost:
             self.start()
 
     def close(self) -> None:
-        if self._conn is not None and self._process is not None and self._process.is_alive():
-            with self._sending, contextlib.suppress(BrokenPipeError, OSError):
-                self._conn.send(StopRequest())
+        if self._channel is not None and self._process is not None and self._process.is_alive():
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self._channel.send(StopRequest())
+            # (it finishes a segment still encoding first, and says so before it exits)
             self._process.join(timeout=30)
         self._kill("closing")

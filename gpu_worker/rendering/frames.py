@@ -106,7 +106,42 @@ def _resume(carry: Carry | None, what: str) -> bool:
     return True
 
 
-def render_range(
+@dataclass
+class PendingRange:
+    """A range whose engine part is done while its encoder may still encode and save the last chunks.
+
+    The engine is free once this exists: a worker renders its next segment while `settle` waits here
+    (gpu_worker.delivery.lookahead finishes the segment in the background), so the encoder's tail
+    overlaps the next segment's engine instead of keeping it waiting.
+    """
+
+    engine_s: float
+    began: float
+    engine_done_at: float
+    what: str
+    encoder: ChunkEncoder
+    clock: StageClock
+    watch: IntegrityWatch
+    selected: Any  # the engine's selection of frames, read before the engine moves on (ReportsSelection)
+
+    def settle(self) -> RangeStats:
+        """Wait until every chunk is encoded and saved; the range's stats, or its encoder's failure."""
+        try:
+            self.encoder.finish()
+        except BaseException:
+            self.encoder.abort()
+            raise
+        self.clock.add("tail", time.monotonic() - self.engine_done_at)
+        self.watch.check(self.what, self.selected)
+        return RangeStats(
+            frames=self.encoder.written,
+            engine_s=self.engine_s,
+            wall_s=time.monotonic() - self.began,
+            stages=self.clock.snapshot(),
+        )
+
+
+def start_range(
     engine: Engine,
     job: EngineJob,
     reader: RangeReader,
@@ -127,7 +162,7 @@ def render_range(
     hwaccel: Any = None,
     lead_out: int = 0,
     timeline: Timeline | None = None,
-) -> RangeStats:
+) -> PendingRange:
     """Render consecutive `chunks` [(first, end), …] of `video` into workdir/<first>-<end>.mp4 files.
 
     Decode runs ahead of the engine and encode and upload behind it, each in a thread of its own
@@ -224,7 +259,8 @@ def render_range(
             raise SegmentFailed(f"{what}: engine {engine.name} returned more frames than it was given")
         last_frame_at = time.monotonic()
         assert encoder is not None
-        encoder.finish()  # every chunk handed over is encoded and saved (a drained one before the release)
+        if drained_at is not None:
+            encoder.finish()  # every chunk handed over is encoded and saved before the release
     except BaseException as error:
         if encoder is not None:
             _save_ended_chunks(encoder, stop, error, what)
@@ -237,12 +273,9 @@ def render_range(
         outputs.close()
         raise Drained(drained_at)
     clock.add("engine", engine_s)
-    clock.add("tail", time.monotonic() - last_frame_at)
     decoder.account(clock)
-    watch.check(what, engine.selected_frames() if isinstance(engine, ReportsSelection) else None)
-    return RangeStats(
-        frames=encoder.written, engine_s=engine_s, wall_s=time.monotonic() - began, stages=clock.snapshot()
-    )
+    selected = engine.selected_frames() if isinstance(engine, ReportsSelection) else None
+    return PendingRange(engine_s, began, last_frame_at, what, encoder, clock, watch, selected)
 
 
 def _save_ended_chunks(encoder: ChunkEncoder, stop: PipelineStop, error: BaseException, what: str) -> None:

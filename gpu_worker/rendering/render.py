@@ -7,7 +7,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -37,7 +37,7 @@ from gpu_worker.rendering.decode_ahead import DecodeAhead
 from gpu_worker.rendering.encoded_segment import Finish, RenderedFrames
 from gpu_worker.rendering.faults import FaultyEngine
 from gpu_worker.rendering.faults import load as load_faults
-from gpu_worker.rendering.frames import LEAD_IN_FRAMES, Carry, chunk_grid, render_range
+from gpu_worker.rendering.frames import LEAD_IN_FRAMES, Carry, PendingRange, chunk_grid, start_range
 from gpu_worker.rendering.job_analysis import analyse_job, job_content_verdict
 from gpu_worker.rendering.media_probe import GpuMedia, probe_gpu_media
 from gpu_worker.rendering.prefetch import Prefetcher, target_reader
@@ -95,12 +95,13 @@ class InlineRenderer:
 
     def render(self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event) -> Finish:
         try:
-            frames = render_frames(task, self.deps, cancel, attempt, stopping)
+            done = start_frames(task, self.deps, cancel, attempt, stopping)
         except Drained as stopped:
             raise GivenBack(
                 f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
             ) from stopped
-        return lambda: finish_segment(frames, self.deps.storage, self.deps.worker_id, attempt).output
+        # The encoder's tail is waited for in the finish, which may run beside the next segment's engine.
+        return lambda: finish_segment(done.settle(), self.deps.storage, self.deps.worker_id, attempt).output
 
     def expect(self, task: RenderTask) -> None:
         """`task` is this worker's next: start decoding it now (gpu_worker.rendering.prefetch)."""
@@ -125,6 +126,27 @@ class RenderResult:
     record: SegmentRecord
 
 
+@dataclass(frozen=True)
+class EngineDone:
+    """A segment whose engine part is done; its encoder may still be encoding and saving the last
+    chunks (`tail`), so the engine can start the next segment meanwhile."""
+
+    frames: RenderedFrames
+    tail: PendingRange | None = None
+
+    def settle(self) -> RenderedFrames:
+        """Wait for the encoder: the frames with every chunk on disk and the render's stages complete.
+        On the encoder's failure the work folder goes (nothing of it is finished)."""
+        if self.tail is None:
+            return self.frames
+        try:
+            stats = self.tail.settle()
+        except BaseException:
+            shutil.rmtree(self.frames.workdir, ignore_errors=True)
+            raise
+        return replace(self.frames, stages=tuple(stats.stages.items()))
+
+
 def render_segment(
     task: RenderTask,
     deps: RenderDeps,
@@ -144,6 +166,17 @@ def render_frames(
     drain: threading.Event | None = None,
 ) -> RenderedFrames:
     """The engine's part: render the chunks no earlier attempt saved into a work folder of their own."""
+    return start_frames(task, deps, cancel, attempt, drain).settle()
+
+
+def start_frames(
+    task: RenderTask,
+    deps: RenderDeps,
+    cancel: threading.Event,
+    attempt: Attempt,
+    drain: threading.Event | None = None,
+) -> EngineDone:
+    """`render_frames`, returning when the engine has made the last frame (the encoder may still be busy)."""
     job, segment = task.job, task.segment
     started_at = time.time()
     engine = analyser = deps.engines.get(job.engine)
@@ -186,11 +219,11 @@ def render_frames(
             reader = target_reader(deps.storage, task)
             still = render_still(engine, engine_job, task, deps.storage, reader, deps.limits, workdir, cancel, what)
             span = (segment.start_frame, segment.end_frame)
-            return RenderedFrames(
+            return EngineDone(RenderedFrames(
                 task=task, workdir=workdir, grid=(span,), resumed_from=-1, frames_rendered=still.frames_fed,
                 engine_s=still.engine_s, started_at=started_at, rendered_at=time.time(),
                 bytes_read=reader.bytes_fetched, suffix=STILL_SUFFIX,
-            )  # fmt: skip
+            ))  # fmt: skip
         if is_nvenc(job.encoder.codec) and not deps.media.encode:
             # The job's encoder is fixed for all its segments: another worker renders this one.
             raise SegmentFailed(
@@ -228,31 +261,29 @@ def render_frames(
             if end < segment.end_frame:
                 checkpoints.save(path, first, end)
 
-        engine_s = 0.0
-        stages: dict[str, float] = {}
         lead_out = analyser.lead_out_frames(engine_job) if isinstance(analyser, LooksAhead) else 0
+        tail = None
         if remaining:
-            stats = render_range(
+            tail = start_range(
                 engine, engine_job, reader, job.video, remaining, job.encoder, workdir, cancel, what,
                 on_chunk=save_chunk, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image), ahead=ahead,
                 hwaccel=deps.media.hwaccel(), lead_out=lead_out, timeline=job.frames,
             )  # fmt: skip
-            engine_s, stages = stats.engine_s, stats.stages
         elif ahead is not None:
             ahead.close()
-        return RenderedFrames(
+        frames = RenderedFrames(
             task=task,
             workdir=workdir,
             grid=tuple(grid),
             resumed_from=remaining[0][0] if restored and remaining else (segment.end_frame if restored else -1),
             frames_rendered=sum(end - first for first, end in remaining),
-            engine_s=engine_s,
+            engine_s=tail.engine_s if tail is not None else 0.0,
             started_at=started_at,
             rendered_at=time.time(),
             bytes_read=reader.bytes_fetched,
-            stages=tuple(stages.items()),
         )
+        return EngineDone(frames, tail)
     except BaseException:
         if ahead is not None:
             ahead.close()  # (closed already when the render adopted it: closing twice is harmless)

@@ -23,7 +23,7 @@ from fusionfleet.media.runner import FramePipe
 from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.engines.copy import CopyEngine
 from gpu_worker.errors import Cancelled, Drained
-from gpu_worker.rendering.frames import chunk_grid, render_range
+from gpu_worker.rendering.frames import chunk_grid, start_range
 from tests.support.media import remux, write_video
 
 pytestmark = pytest.mark.timeout(300)
@@ -83,11 +83,11 @@ def _render(
         saved.append((first, end))
 
     workdir.mkdir(exist_ok=True)
-    stats = render_range(
+    stats = start_range(
         engine, EngineJob("job", ()), RangeReader(FileRangeSource(path), "t"), video, chunks,  # type: ignore[arg-type]
         _settings(video), workdir, kwargs.pop("cancel", threading.Event()), "segment", on_chunk=on_chunk,  # type: ignore[arg-type]
         **kwargs,  # type: ignore[arg-type]
-    )  # fmt: skip
+    ).settle()  # fmt: skip
     return stats, saved
 
 
@@ -153,10 +153,10 @@ def test_an_engine_failure_saves_the_chunks_it_finished_and_raises_its_own_error
     video = _video(moving)
     # WHEN the pipeline renders
     with pytest.raises(RuntimeError, match="engine failed at frame 70"):
-        render_range(
+        start_range(
             SleepEngine(0.0, fail_at=70), EngineJob("job", ()), RangeReader(FileRangeSource(moving), "t"), video,
             chunks, _settings(video), tmp_path, threading.Event(), "segment", on_chunk=on_chunk,
-        )  # fmt: skip
+        ).settle()  # fmt: skip
     # THEN the finished chunk was still saved (a later attempt resumes after it), the unfinished one not,
     # and no stage is left running
     assert saved == [(0, 50)]
@@ -172,10 +172,10 @@ def test_a_damaged_target_fails_with_the_decoders_reason_and_stops_every_stage(t
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     # WHEN the pipeline renders all of it
     with pytest.raises(MediaError):
-        render_range(
+        start_range(
             CopyEngine(), EngineJob("job", ()), RangeReader(FileRangeSource(cut), "t"), video, chunk_grid(0, 100, 50),
             _settings(video), tmp_path, threading.Event(), "segment",
-        )  # fmt: skip
+        ).settle()  # fmt: skip
     # THEN no stage is left running
     assert _no_stage_left()
 
@@ -187,10 +187,10 @@ def test_an_encoder_that_dies_fails_the_render_with_ffmpegs_reason(moving: Path,
     broken = EncoderSettings(**{**settings.to_dict(), "preset": "no-such-preset"})
     # WHEN the pipeline renders
     with pytest.raises(MediaError, match="ffmpeg"):
-        render_range(
+        start_range(
             CopyEngine(), EngineJob("job", ()), RangeReader(FileRangeSource(moving), "t"), video,
             chunk_grid(0, 100, 50), broken, tmp_path, threading.Event(), "segment",
-        )  # fmt: skip
+        ).settle()  # fmt: skip
     # THEN no stage is left running
     assert _no_stage_left()
 
@@ -220,3 +220,31 @@ def test_a_cancel_stops_every_stage_without_saving_what_follows(moving: Path, tm
     # THEN it stopped within the first chunk and nothing is left running
     assert not list(tmp_path.glob("0000050-*.mp4"))
     assert _no_stage_left()
+
+
+def test_the_engine_is_free_before_the_encoder_has_saved_the_last_chunks(moving: Path, tmp_path: Path) -> None:
+    # GIVEN a range of two chunks whose first chunk's save is held until the test lets it go
+    video = _video(moving)
+    chunks = chunk_grid(0, 100, 50)
+    let_go = threading.Event()
+    saved: list[tuple[int, int]] = []
+
+    def on_chunk(chunk: Path, first: int, end: int) -> None:
+        let_go.wait(60)
+        saved.append((first, end))
+
+    # WHEN the pipeline renders them
+    pending = start_range(
+        CopyEngine(), EngineJob("job", ()), RangeReader(FileRangeSource(moving), "t"), video, chunks,
+        _settings(video), tmp_path, threading.Event(), "segment", on_chunk=on_chunk,
+    )  # fmt: skip
+    # THEN it hands the range back with the engine done and no chunk saved yet: the engine can take the
+    # next segment while the encoder finishes this one
+    assert saved == [] and pending.engine_s > 0
+    # AND settling waits for the encoder: every chunk saved, the tail timed, no stage left running
+    let_go.set()
+    stats = pending.settle()
+    assert saved == chunks and stats.frames == 100
+    assert stats.stages["tail"] > 0, stats.stages
+    assert _no_stage_left()
+

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
-from benchmarks.occupancy import ENGINE_S_PER_FRAME, calibration, goals_met, summary
+from benchmarks.occupancy import ENGINE_S_PER_FRAME, calibration, cpu_measures, cpu_s, goals_met, summary
 from fusionfleet.messages import SegmentRecord
 
 
@@ -66,3 +68,20 @@ def test_the_goals_are_judged_on_their_own_sizes_and_the_baseline() -> None:
         "occupancy_1080p": None, "render_over_floor_1080p": None, "occupancy_2160p": None,
         "no_slower_than_baseline": None,
     }  # fmt: skip
+
+
+def test_the_cpu_floor_spreads_the_workers_cpu_time_over_every_core() -> None:
+    # 40 CPU seconds for 500 frames on 2 cores: 80 ms a frame, and no render phase shorter than 20 s
+    assert cpu_measures(40.0, 500, 2) == {"worker_cpu_s": 40.0, "worker_cpu_ms_per_frame": 80.0, "cpu_floor_s": 20.0}
+
+
+def test_cpu_time_is_read_from_proc_and_grows_with_work() -> None:
+    # GIVEN this process's CPU time as /proc tells it
+    before = cpu_s([os.getpid()])
+    # WHEN it spends a quarter of a second computing
+    until = time.process_time() + 0.25
+    while time.process_time() < until:
+        pass
+    # THEN /proc's count grew by about as much (ticks are 10 ms), and a process that is gone counts nothing
+    assert 0.2 <= cpu_s([os.getpid()]) - before <= 0.5
+    assert cpu_s([2**22 + 7]) == 0.0
