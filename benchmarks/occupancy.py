@@ -26,11 +26,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
+import subprocess
 import threading
 import time
+from fractions import Fraction
+from itertools import islice
 from pathlib import Path
 from typing import Any
+
+import av
 
 from benchmarks.fleet_overhead import fleet, run, sleep_engine_s
 from benchmarks.provenance import write_results
@@ -39,7 +45,10 @@ from fleetctl.local.supervisor import LocalStack
 from fleetctl.samples import write_video
 from fusionfleet import layout
 from fusionfleet.adapters.storage import get_json
+from fusionfleet.jobs.encoding import encoder_settings
+from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.inspect import summarize
+from fusionfleet.media.runner import ffmpeg_exe
 from fusionfleet.messages import SegmentRecord
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,6 +65,41 @@ GOALS = {
 }
 SHOWN = ("read", "decode", "transfer", "engine", "engine_waits_input", "engine_waits_output", "encode", "upload",
          "first_frame", "tail")  # fmt: skip
+
+
+ENCODER_ALONE_FRAMES = 50  # one chunk of the job's grid at 25 fps
+
+
+def encoder_alone(clip: Path, frames: int = ENCODER_ALONE_FRAMES) -> dict[str, float]:
+    """The job's encoder by itself on the clip's first frames, already decoded and in memory: its wall time and
+    CPU time a frame, nothing else running in this process. The pace the worker's encoder cannot beat here."""
+    with av.open(str(clip), options={"protocol_whitelist": "file"}) as container:
+        stream = container.streams.video[0]
+        images = [frame.to_ndarray(format="bgr24") for frame in islice(container.decode(stream), frames)]
+    height, width = images[0].shape[:2]
+    settings = encoder_settings(width, height, Fraction(FPS), {}, frames)
+    output = clip.with_name(f"encoder-alone-{width}x{height}.mp4")
+
+    def children_cpu_s() -> float:
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return used.ru_utime + used.ru_stime
+
+    cpu_before, began = children_cpu_s(), time.monotonic()
+    argv = [ffmpeg_exe(), *encode_segment_argv(width, height, settings, output)]
+    encoder = subprocess.Popen(argv, stdin=subprocess.PIPE)
+    assert encoder.stdin is not None
+    for image in images:
+        encoder.stdin.write(image.data)
+    encoder.stdin.close()
+    if encoder.wait(timeout=600) != 0:
+        raise RuntimeError(f"the encoder alone failed on {clip.name}")
+    wall, cpu = time.monotonic() - began, children_cpu_s() - cpu_before
+    output.unlink()
+    return {
+        "frames": len(images),
+        "wall_ms_per_frame": round(1000 * wall / len(images), 1),
+        "cpu_ms_per_frame": round(1000 * cpu / len(images), 1),
+    }
 
 
 def cpu_s(pids: list[int]) -> float:
@@ -246,7 +290,8 @@ BASELINED = ("320x180", "640x360")
 def table(clips: list[dict[str, Any]], baseline: dict[str, dict[str, float]] | None) -> str:
     lines = [
         f"{'size':>10} {'frames':>6} {'segs':>4} {'floor s':>8} {'render s':>8} {'x floor':>7} {'occ seg':>7}"
-        f" {'occ run':>7} {'ovh/seg':>7} {'peak MB':>8} {'cpu ms/f':>8} {'cpu floor':>9} {'main s':>7}"
+        f" {'occ run':>7} {'ovh/seg':>7} {'peak MB':>8} {'cpu ms/f':>8} {'cpu floor':>9} {'x264 ms/f':>9}"
+        f" {'main s':>7}"
     ]
     for c in clips:
         if "failed" in c:
@@ -257,7 +302,8 @@ def table(clips: list[dict[str, Any]], baseline: dict[str, dict[str, float]] | N
             f"{c['size']:>10} {c['frames']:>6} {c['segments']:>4} {c['engine_floor_s']:>8.2f} {c['render_s']:>8.2f}"
             f" {c['render_over_floor']:>7.3f} {_maybe(c['occupancy_segments']):>7} {_maybe(c['occupancy_render']):>7}"
             f" {c['overhead_per_segment_s']:>7.3f} {c.get('peak_rss_mb', 0):>8.0f}"
-            f" {c.get('worker_cpu_ms_per_frame', 0):>8.1f} {c.get('cpu_floor_s', 0):>9.2f} {_maybe(before, 2):>7}"
+            f" {c.get('worker_cpu_ms_per_frame', 0):>8.1f} {c.get('cpu_floor_s', 0):>9.2f}"
+            f" {c.get('encoder_alone', {}).get('wall_ms_per_frame', 0):>9.1f} {_maybe(before, 2):>7}"
         )
     lines.append("\nwhere the segments' time went (seconds, summed over the clip's segments; stages overlap):")
     lines.append(f"{'size':>10} " + " ".join(f"{name[:11]:>11}" for name in SHOWN))
@@ -304,6 +350,8 @@ def main() -> int:
             part = clips_media[size].with_suffix(".part.mp4")
             write_video(part, seconds=SIZES.get(size, 20.0), fps=FPS, width=width, height=height)
             part.rename(clips_media[size])
+    # The job's x264 by itself at each size, before the stack starts (nothing of the farm running beside it).
+    alone = {size: encoder_alone(clips_media[size]) for size in sizes}
     load_at_start = os.getloadavg()
     stack = LocalStack(LocalPaths.discover(ROOT / ".fusionfleet" / "bench-occupancy", env=os.environ), say=print)
     clips: list[dict[str, Any]] = []
@@ -326,6 +374,7 @@ def main() -> int:
                 clip["engine_floor_check_s"] = sleep_engine_s(clip["frames"])  # 0.2 s per 5 frames, by the rules
                 clip["peak_rss_mb"] = round(memory.peak_mb, 1)
                 clip.update(cpu_measures(memory.cpu_used_s, clip["frames"], CORES))
+                clip["encoder_alone"] = alone[size]
                 clip["idle_rss_mb"] = round(idle_mb, 1)
                 clip["load_average_1m_after"] = row["load_average_1m_after"]
                 clips.append(clip)
