@@ -36,15 +36,15 @@ class Estimate:
 # The final code with its default configuration (lookahead off; the simulation models lookahead itself).
 OVERHEAD_FILE = "fleet-overhead-lookahead-off.json"
 # The 1080p per-segment overhead (benchmarks/occupancy.py, `--sizes 1920x1080 --lookahead 0`).
-OCCUPANCY_FILE = "occupancy-1080p-lookahead-off.json"
+OCCUPANCY_FILE = "occupancy-1080p-lookahead-off-run4.json"
 INPUTS: dict[str, Measured | Estimate] = {
     # The local stack, a sleep engine, 320×180 frames, 1, 6 and 12 workers (benchmarks/fleet_overhead.py).
     "job_start_s": Measured(0.738, OVERHEAD_FILE, "job_start_s"),
     "dispatch_s": Measured(0.013, OVERHEAD_FILE, "dispatch_s"),
     # A segment's cost on its worker beyond the engine, at 1080p with its media (decode start, encode tail,
-    # join, check, upload: make bench-occupancy, one worker, lookahead off, CPU x264 on 2 shared cores):
+    # join, check, upload: make bench-occupancy, one worker, lookahead off, CPU x264 on 2 cores, the last run):
     # what the headline's 1080p segments pay. A GPU host with NVENC pays less media (not measured here).
-    "per_segment_overhead_s": Measured(28.172, OCCUPANCY_FILE, "overhead_per_segment_1920x1080_s"),
+    "per_segment_overhead_s": Measured(2.112, OCCUPANCY_FILE, "overhead_per_segment_1920x1080_s"),
     # The same at 320×180 (media costs almost nothing): the farm's own part, kept for comparison.
     "per_segment_overhead_320x180_s": Measured(0.359, OVERHEAD_FILE, "per_segment_overhead_alone_s"),
     "to_merge_s": Measured(0.112, OVERHEAD_FILE, "to_merge_s"),
