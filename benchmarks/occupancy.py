@@ -175,7 +175,8 @@ class MemoryWatch:
 
 
 def segment_rows(records: list[SegmentRecord]) -> list[dict[str, Any]]:
-    """Each segment's stages and its own time (its render's start to its frames encoded). Pure."""
+    """Each segment's stages and its own time (its render's start to the engine's last frame, `rendered_at`: the
+    encoder's tail after it is in its finish, beside the next segment). Pure."""
     rows = []
     for record in sorted(records, key=lambda r: r.started_at):
         own = (record.rendered_at or record.finished_at) - record.started_at

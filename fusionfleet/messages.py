@@ -343,7 +343,8 @@ class SegmentRecord(_Model):
     started_at: float = 0.0
     finished_at: float = 0.0
     copy_number: int = 0  # the copy that won (1: the watchdog's backup of a straggler)
-    # When the engine's part ended (frames encoded); the join, check, upload and commit follow.
+    # When the engine's part ended (its last frame made); the encoder's tail, the join, check, upload and commit
+    # follow, beside the next segment's render when the worker looks ahead.
     rendered_at: float = 0.0
     # Seconds per stage of the engine's part (gpu_worker.rendering.stage_clock: read, decode, engine, encode,
     # upload, waits).

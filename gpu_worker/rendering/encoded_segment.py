@@ -1,7 +1,9 @@
 """A segment's frames, rendered and encoded but not yet joined, checked or uploaded.
 
 What the engine's part of a segment hands to the rest (render.finish_segment), across the engine
-process's pipe: once it exists the engine is free for the next segment.
+process's pipe: once it exists the engine is free for the next segment. It exists from the engine's
+last frame on; where its encoder was still finishing then (render.EngineDone), the finish waits for
+that first (the engine process's `Encoded`, gpu_worker.hosting.engine_child).
 """
 
 from __future__ import annotations
