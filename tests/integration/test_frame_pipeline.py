@@ -247,4 +247,3 @@ def test_the_engine_is_free_before_the_encoder_has_saved_the_last_chunks(moving:
     assert saved == chunks and stats.frames == 100
     assert stats.stages["tail"] > 0, stats.stages
     assert _no_stage_left()
-
