@@ -52,8 +52,7 @@ Warm = tuple[str, int, int, int, int]  # worker, FaceFusion's pid, frames, sessi
 @pytest.fixture(scope="module")
 def farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A local stack of its own whose 2 workers run the harness's FaceFusion."""
-    harness.require()  # before anything of the stack: a module fixture is set up before the test's usefixtures
-    home = harness.prepare(tmp_path_factory.mktemp("facefusion-home"))
+    home = harness.prepare(tmp_path_factory.mktemp("facefusion-home"))  # (skips first where it cannot run)
     state_dir = tmp_path_factory.mktemp("facefusion-stack")
     (state_dir / "faults.json").write_text("[]")
     port = free_port()

@@ -9,10 +9,12 @@ FaceFusion's code.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from fleetctl.harness.facefusion import REPO, Harness, facefusion_python, prepare, skip_reason, source_checkout
+from fleetctl.harness import facefusion as _facefusion
+from fleetctl.harness.facefusion import REPO, Harness, facefusion_python, skip_reason, source_checkout
 from fleetctl.harness.pictures import BOX, SIZE, clip_images, face_core, face_image, outside_face, red_image
 from gpu_worker.engines.base import Frame
 
@@ -33,6 +35,13 @@ def require(env: dict[str, str] | None = None) -> None:
     if in_ci(env):
         pytest.fail(f"CI must run FaceFusion's own code, and cannot: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def prepare(root: Path) -> Harness:
+    """The harness's folder under `root`; skipped (failed in CI) first where it cannot run. A module's
+    fixture is set up before its tests' `usefixtures`, so the check must come with the harness itself."""
+    require()
+    return _facefusion.prepare(root)
 
 
 def clip(count: int, start: int = 0) -> list[Frame]:
