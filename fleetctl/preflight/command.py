@@ -26,7 +26,8 @@ def add_parser(commands: Any, add_connection: Any) -> None:
     check.add_argument("--vpc-endpoints", choices=("true", "false"), help="CreateVpcEndpoints (default: false)")
     down = aws.add_parser(
         "teardown",
-        help="let a deletion or rollback finish: services to 0, hosts' scale-in protection lifted, work bucket emptied",
+        help="let a deletion or rollback finish: executions stopped, render and merge queues purged, services to 0,"
+        " hosts' scale-in protection lifted, work and dashboard buckets emptied",
     )
     add_connection(down)
     down.add_argument("--keep-work", action="store_true", help="leave the work bucket's objects (deletion then waits)")
@@ -36,10 +37,13 @@ def run(args: argparse.Namespace) -> int:
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
     if args.aws_command == "teardown":
         parts = teardown.stack_parts(conn.aws.client("cloudformation"), conn.stack_name)
-        ecs, autoscaling, s3 = (conn.aws.client(name) for name in ("ecs", "autoscaling", "s3"))
-        teardown.teardown(
-            parts, ecs, autoscaling, s3, say=lambda line: print(line, flush=True), empty_work=not args.keep_work
+        ecs, autoscaling, s3, stepfunctions, sqs = (
+            conn.aws.client(name) for name in ("ecs", "autoscaling", "s3", "stepfunctions", "sqs")
         )
+        teardown.teardown(
+            parts, ecs, autoscaling, s3, say=lambda line: print(line, flush=True), empty_work=not args.keep_work,
+            stepfunctions=stepfunctions, sqs=sqs,
+        )  # fmt: skip
         print(f"{conn.stack_name}: nothing left that holds its deletion (the media bucket and keys are retained)")
         return 0
     region = conn.aws.region

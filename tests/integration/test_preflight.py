@@ -166,7 +166,7 @@ def test_teardown_lifts_host_protection_stops_the_services_and_empties_the_work_
         ])  # fmt: skip
         said: list[str] = []
         # WHEN the teardown runs
-        teardown(parts, ecs, autoscaling, s3, said.append)
+        teardown(parts, ecs, autoscaling, s3, said.append, stepfunctions=_client("stepfunctions"), sqs=_client("sqs"))
         # THEN no host is protected and the group wants none, the service wants no task, the bucket is empty
         (group,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["fleet-gpu"])["AutoScalingGroups"]
         assert group["DesiredCapacity"] == 0 and group["MinSize"] == 0
@@ -176,6 +176,68 @@ def test_teardown_lifts_host_protection_stops_the_services_and_empties_the_work_
         assert s3.list_objects_v2(Bucket="fleet-work").get("KeyCount", 0) == 0
         assert "scale-in protection lifted from 2 hosts" in " ".join(said), said
         assert parts.services == ("fleet-render",)
+
+
+def _client(name: str) -> Any:
+    return boto3.client(name, region_name=REGION)  # type: ignore[call-overload]
+
+
+def _parts(**physical: str) -> StackParts:
+    return StackParts.from_resources([
+        {"LogicalResourceId": logical, "PhysicalResourceId": value, "ResourceStatus": "CREATE_COMPLETE"}
+        for logical, value in physical.items()
+    ])  # fmt: skip
+
+
+def test_teardown_deletes_every_version_and_delete_marker_of_the_dashboard_bucket() -> None:
+    with mock_aws():
+        s3 = _client("s3")
+        # GIVEN the versioned dashboard bucket after two publishes and a removed file (old versions and a
+        # delete marker: CloudFormation's deletion of a bucket holding any of them ends in DELETE_FAILED)
+        s3.create_bucket(Bucket="fleet-dashboard")
+        s3.put_bucket_versioning(Bucket="fleet-dashboard", VersioningConfiguration={"Status": "Enabled"})
+        for body in (b"v1", b"v2"):
+            s3.put_object(Bucket="fleet-dashboard", Key="index.html", Body=body)
+            s3.put_object(Bucket="fleet-dashboard", Key="config.json", Body=body)
+        s3.delete_object(Bucket="fleet-dashboard", Key="config.json")
+        said: list[str] = []
+        # WHEN the teardown runs
+        teardown(_parts(DashboardBucket="fleet-dashboard"), _client("ecs"), _client("autoscaling"), s3, said.append,
+                 stepfunctions=_client("stepfunctions"), sqs=_client("sqs"))  # fmt: skip
+        # THEN no version and no delete marker is left, and the bucket can be deleted
+        left = s3.list_object_versions(Bucket="fleet-dashboard")
+        assert left.get("Versions", []) == [] and left.get("DeleteMarkers", []) == []
+        s3.delete_bucket(Bucket="fleet-dashboard")
+        assert "dashboard bucket fleet-dashboard: 5 versions and delete markers deleted" in said, said
+
+
+def test_teardown_stops_running_executions_and_purges_the_render_and_merge_queues() -> None:
+    with mock_aws():
+        sfn, sqs = _client("stepfunctions"), _client("sqs")
+        # GIVEN a state machine with two executions waiting on task tokens (one already finished), and the
+        # render and merge queues holding their messages
+        role = _client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        definition = '{"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 3600, "End": true}}}'
+        machine = sfn.create_state_machine(name="fleet-render", definition=definition, roleArn=role)
+        executions = [sfn.start_execution(stateMachineArn=machine["stateMachineArn"], name=f"job-{n}")
+                      for n in range(3)]  # fmt: skip
+        sfn.stop_execution(executionArn=executions[2]["executionArn"])
+        queues = {name: sqs.create_queue(QueueName=f"fleet-{name}")["QueueUrl"]
+                  for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow", "MergeQueue")}  # fmt: skip
+        for url in queues.values():
+            sqs.send_message(QueueUrl=url, MessageBody='{"token": "t"}')
+        said: list[str] = []
+        # WHEN the teardown runs
+        parts = _parts(RenderStateMachine=machine["stateMachineArn"], **queues)
+        teardown(parts, _client("ecs"), _client("autoscaling"), _client("s3"), said.append, stepfunctions=sfn, sqs=sqs)
+        # THEN no execution runs (the state machine's deletion waits on none) and every queue is empty
+        running = sfn.list_executions(stateMachineArn=machine["stateMachineArn"], statusFilter="RUNNING")
+        assert running["executions"] == []
+        for url in queues.values():
+            attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+            assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0", url
+        assert "state machine fleet-render: 2 running executions stopped" in said, said
+        assert sum(line.endswith(": purged") for line in said) == 4, said
 
 
 def test_the_command_reads_the_flags_checks_everything_and_exits_1_while_something_needs_fixing(
