@@ -518,6 +518,69 @@ def test_render_service_keeps_its_count_on_update_and_may_replace_every_task_on_
     assert deployment["MinimumHealthyPercent"] == 0
 
 
+def _breaches(alarm: dict[str, Any], minute: dict[str, float | None]) -> bool:
+    """One datapoint of a metric-math alarm: its returned expression over one minute's values (None: no
+    data), then the comparison, a missing result as TreatMissingData says (only `breaching` breaches)."""
+    (returned,) = [query for query in alarm["Metrics"] if query.get("ReturnData", True)]
+    python = re.sub(r"\bAND\b", " and ", re.sub(r"\bOR\b", " or ", returned["Expression"]))
+    python = re.sub(r"(?<![<>=!])=(?!=)", "==", python)
+    functions = {
+        "FILL": lambda value, fill: fill if value is None else value,
+        "IF": lambda condition, then, otherwise: then if condition else otherwise,
+    }
+    try:
+        value = eval(python, {"__builtins__": {}}, {**functions, **minute})  # the template's own expression
+    except TypeError:  # arithmetic on a missing value: no datapoint
+        value = None
+    if value is None:
+        return bool(alarm.get("TreatMissingData") == "breaching")
+    compare = {
+        "GreaterThanThreshold": float.__gt__, "GreaterThanOrEqualToThreshold": float.__ge__,
+        "LessThanThreshold": float.__lt__, "LessThanOrEqualToThreshold": float.__le__,
+    }[alarm["ComparisonOperator"]]  # fmt: skip
+    return bool(compare(float(value), float(alarm["Threshold"])))
+
+
+def _in_alarm(alarm: dict[str, Any], minutes: list[dict[str, float | None]]) -> bool:
+    recent = minutes[-int(alarm["EvaluationPeriods"]) :]
+    return sum(_breaches(alarm, minute) for minute in recent) >= int(alarm["DatapointsToAlarm"])
+
+
+def test_the_merge_scale_in_alarm_fires_only_on_a_task_idle_for_minutes_never_on_a_service_at_zero() -> None:
+    # GIVEN the merge service's scale-in alarm (CloudWatch invokes its scaling action again every minute
+    # it stays in ALARM) and the metrics it reads, by query id
+    alarm = _alarm(source(), "MergeIdleAlarm")
+    stats = {query["Id"]: query["MetricStat"] for query in alarm["Metrics"] if "MetricStat" in query}
+    running = next((name for name, stat in stats.items() if stat["Metric"]["Namespace"] == "AWS/ECS"), "running")
+    queue = {
+        stat["Metric"]["MetricName"]: name for name, stat in stats.items() if stat["Metric"]["Namespace"] == "AWS/SQS"
+    }
+    waiting, in_flight = queue["ApproximateNumberOfMessagesVisible"], queue["ApproximateNumberOfMessagesNotVisible"]
+
+    def minutes(count: int, task: bool, work: float | None) -> list[dict[str, float | None]]:
+        # ECS publishes a service's CPUUtilization only while a task of it runs; an idle queue may publish nothing
+        return [{running: 1.0 if task else None, waiting: work, in_flight: work}] * count
+
+    # WHEN the service sits at zero with an idle queue (publishing zeros, or nothing at all) for an hour,
+    # THEN the alarm stays out of ALARM: the state machine's WakeMerge (0 -> 1) is not undone a minute later
+    assert not _in_alarm(alarm, minutes(60, task=False, work=0.0))
+    assert not _in_alarm(alarm, minutes(60, task=False, work=None))
+    # WHEN a woken task has started and not yet taken its merge (well under the alarm's window)
+    assert not _in_alarm(alarm, minutes(60, task=False, work=0.0) + minutes(3, task=True, work=0.0))
+    # WHEN a task merges, THEN it is not scaled in
+    assert not _in_alarm(alarm, minutes(60, task=True, work=1.0))
+    # WHEN a task has run with no merge waiting or in progress for the whole window, THEN it is scaled in
+    assert _in_alarm(alarm, minutes(10, task=True, work=0.0))
+    assert _in_alarm(alarm, minutes(10, task=True, work=None))
+    assert alarm["EvaluationPeriods"] == alarm["DatapointsToAlarm"] and alarm["EvaluationPeriods"] * 60 >= 600
+    assert all(stat["Period"] == 60 for stat in stats.values())
+    service = {d["Name"]: d["Value"] for d in stats[running]["Metric"]["Dimensions"]}
+    assert service["ServiceName"] == {"Fn::GetAtt": ["MergeService", "Name"]}
+    # AND the scale-in policy waits out the stopped task's last datapoints before it may act again
+    policy = properties(source(), "MergeScaleInPolicy")["StepScalingPolicyConfiguration"]
+    assert policy["Cooldown"] >= 300
+
+
 # ---------------------------------------------------------------- (e) operations: alarms, dashboard, cost
 
 
