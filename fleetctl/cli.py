@@ -5,44 +5,31 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
+from typing import TypeAlias, cast
 
 from fleetctl import connection, tenant_cli
-from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download, ended
-from fleetctl.batch_client import is_batch
-from fleetctl.batch_commands import cmd_batch_cancel, cmd_batch_retry, cmd_batch_status, cmd_submit_batch, is_batch_id
-from fleetctl.client import Client, build_manifest
+from fleetctl.api_client import ApiError
+from fleetctl.batch_commands import cmd_batch_cancel, cmd_batch_retry, cmd_batch_status, is_batch_id
 from fleetctl.dashboard import publish
-from fleetctl.job_commands import (
-    EXIT_FAILED,
-    EXIT_REJECTED,
-    EXIT_TIMEOUT,
-    client_of,
-    cmd_cancel,
-    cmd_list,
-    cmd_logs,
-    cmd_retry,
-    cmd_status,
-    cmd_workers,
-    follow,
-    say,
-)
+from fleetctl.exits import EPILOG, Exit, UsageError
+from fleetctl.job_commands import cmd_cancel, cmd_list, cmd_logs, cmd_retry, cmd_status, cmd_workers, say
 from fleetctl.local.processes import UpOptions
+from fleetctl.parsing import FleetParser
 from fleetctl.preflight import command as preflight_command
 from fleetctl.stack import stack_outputs
+from fleetctl.submit_commands import add_parsers as add_submit_parsers
+from fleetctl.submit_commands import cmd_download, cmd_submit, cmd_wait
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.try_commands import add_parser as add_try_parser
 from fleetctl.try_commands import cmd_try
-from fusionfleet.errors import FusionFleetError
-from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
-from fusionfleet.facefusion.options import OptionsError
+from fusionfleet.errors import FusionFleetError, JobRejected
+from fusionfleet.facefusion.options import FACEFUSION_VERSION, OptionsError
 from fusionfleet.fleet.workers import DEFAULT_LOST_AFTER_S
-from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS
-from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
-from fusionfleet.jobs.states import JobState, parse_state
+from fusionfleet.jobs.manifest import ENGINE_NAMES
+from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
-from fusionfleet.jobs.views import JobView
-from fusionfleet.progress import ProgressLine, bar
 
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
@@ -51,9 +38,32 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stack", help=f"stack name (default {connection.DEFAULT_STACK}); env {connection.ENV_STACK}")
 
 
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+# Keeps the exit statuses' lines (the epilog) as written.
+_Formatter = argparse.RawDescriptionHelpFormatter
+
+
+def _version() -> str:
+    try:
+        return metadata.version("fusionfleet")
+    except metadata.PackageNotFoundError:  # a checkout run without installing it
+        return "unknown"
+
+
+def _job_command(commands: Commands, name: str, help: str) -> argparse.ArgumentParser:
+    """A command that reads or steers jobs: its help ends with the exit statuses."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, epilog=EPILOG, formatter_class=_Formatter)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fusionfleet", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = FleetParser(prog="fusionfleet", description=__doc__, epilog=EPILOG, formatter_class=_Formatter)
+    parser.add_argument(
+        "--version", action="version", version=f"fusionfleet {_version()} (FaceFusion {FACEFUSION_VERSION})"
+    )
+    # Its subparsers are FleetParsers too (argparse makes them of the parser's class); the commands'
+    # modules ask only for ArgumentParsers.
+    commands = cast(Commands, parser.add_subparsers(dest="command", required=True))
 
     local = commands.add_parser("local", help="the local stack on LocalStack").add_subparsers(
         dest="local_command", required=True
@@ -155,58 +165,33 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--state-dir", type=Path)
     tenant_cli.add_local_commands(local)
 
-    submit = commands.add_parser("submit", help="upload media and a manifest; prints the job's (or batch's) id")
-    submit.add_argument(
-        "--source", action="append", required=True, type=Path,
-        help="face image, or one audio file for the lip syncer (repeat for several)",
-    )  # fmt: skip
-    submit.add_argument(
-        "--target", action="append", required=True,
-        help="the video or image to swap faces in; repeat it, or name a folder or a quoted glob, for a batch",
-    )  # fmt: skip
-    submit.add_argument("--priority", default="normal", choices=PRIORITIES)
-    submit.add_argument("--engine", choices=ENGINE_NAMES)
-    submit.add_argument("--quality", choices=QUALITIES, help="built-in engine preset")
-    submit.add_argument("--reference", type=Path, help="reference face image for --face-selector-mode reference")
-    submit.add_argument("--name", help="job name (default: target name + time)")
-    submit.add_argument("--tenant", help="submit as this tenant: everything goes under tenants/TENANT/")
-    submit.add_argument("--output", type=Path, help="with --wait: where to download the result")
-    submit.add_argument("--output-dir", type=Path, help="with --wait: the folder to download the output(s) into")
-    submit.add_argument("--item-notices", action="store_true", help="a batch: each item also sends its own notice")
-    submit.add_argument("--wait", action="store_true", help="follow the job and download the result")
-    submit.add_argument("--timeout", type=float, default=3600, help="seconds --wait waits (default 3600)")
-    submit.add_argument("--api", help=f"submit through the HTTP API at this URL; env {ENV_API_URL}")
-    submit.add_argument("--token", help=f"bearer token for --api; env {ENV_TOKEN}")
-    tenant_cli.add_submit_arguments(submit)
-    _add_connection(submit)
-    add_facefusion_options(submit)
-
+    add_submit_parsers(commands, _add_connection)
     add_try_parser(commands, _add_connection)
 
-    status = commands.add_parser(
-        "status", help="state, segments done/failed/total, output location (or a batch's items)"
-    )
+    status = _job_command(commands, "status", "state, segments done/failed/total, output location (or a batch's items)")
     status.add_argument("job_id", help="a job's or a batch's id")
     status.add_argument("--tenant", help="only if the job is this tenant's")
     _add_connection(status)
 
-    listing = commands.add_parser("list", help="recent jobs: state, priority, segments done/total, age, output")
+    listing = _job_command(commands, "list", "recent jobs: state, priority, segments done/total, age, output")
     listing.add_argument("--state", choices=list(JobState), help="only jobs in this state")
     listing.add_argument("--limit", type=int, default=20, help="at most this many jobs, newest first (default 20)")
     listing.add_argument("--tenant", help="only this tenant's jobs ('-': only single-tenant jobs)")
     _add_connection(listing)
 
-    cancel = commands.add_parser("cancel", help="stop a running job or batch; it ends CANCELLED with a notice")
+    cancel = _job_command(commands, "cancel", "stop a running job or batch; it ends CANCELLED with a notice")
     cancel.add_argument("job_id", help="a job's, a batch's or one batch item's id")
     _add_connection(cancel)
 
-    retry = commands.add_parser(
-        "retry", help="run a failed or cancelled job again, only its missing segments (a batch: its unsuccessful items)"
+    retry = _job_command(
+        commands,
+        "retry",
+        "run a failed or cancelled job again, only its missing segments (a batch: its unsuccessful items)",
     )
     retry.add_argument("job_id", help="a job's, a batch's or one batch item's id")
     _add_connection(retry)
 
-    logs = commands.add_parser("logs", help="what each attempt of each segment did")
+    logs = _job_command(commands, "logs", "what each attempt of each segment did")
     logs.add_argument("job_id")
     logs.add_argument("--segment", type=int, help="only this segment")
     _add_connection(logs)
@@ -253,120 +238,6 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     say(f"{found.endpoint} now receives the notices of tenant {found.tenant}")
     print(found.arn)
     return 0
-
-
-def _describe(view: JobView) -> str:
-    counts = view.segments
-    if view.analysis is not None:
-        read = view.analysis
-        return f"{view.state} content analysis {bar(read.frames_read, read.frame_count)} {read.percent:.0f} %"
-    if not counts.total:
-        return str(view.state)
-    return f"{view.state} {bar(counts.done, counts.total)} {counts.done}/{counts.total} segments" + (
-        f", {counts.failed} failed" if counts.failed else ""
-    )
-
-
-def cmd_submit_api(args: argparse.Namespace, base_url: str, token: str) -> int:
-    """`submit --api`: the job goes through the HTTP API; files are named by their role, as `submit` does."""
-    for path in [*args.source, args.target, *([args.reference] if args.reference else [])]:
-        if not path.is_file():
-            raise FusionFleetError(f"{path} is not a file")
-    files = {f"source-{i}{path.suffix.lower()}": path for i, path in enumerate(args.source)}
-    files[f"target{args.target.suffix.lower()}"] = args.target
-    reference = f"reference{args.reference.suffix.lower()}" if args.reference else None
-    if args.reference:
-        files[str(reference)] = args.reference
-    body = build_manifest(
-        [name for name in files if name.startswith("source-")], f"target{args.target.suffix.lower()}", "",
-        args.priority, args.engine, args.quality, reference, collect_facefusion_options(args),
-    )  # fmt: skip
-    body.update(tenant_cli.webhook_fields(args))
-    del body["output"]  # the API places the output under the tenant's prefix
-    client = ApiClient(base_url, token)
-    job_id = client.submit(files, body, say)
-    say(f"job {job_id}")
-    code = 0
-    if args.wait:
-        line = ProgressLine()
-        status = client.wait(job_id, args.timeout, lambda s: line.show(_describe_api(s)))
-        line.done()
-        suffix = args.target.suffix.lower() if args.target.suffix.lower() in IMAGE_EXTENSIONS else ".mp4"
-        code = _report_api(status, args.output or (args.output_dir or Path.cwd()) / f"{args.name or job_id}{suffix}")
-    print(job_id, flush=True)
-    return code
-
-
-def _describe_api(status: dict[str, object]) -> str:
-    segments = status.get("segments")
-    if not isinstance(segments, dict) or not segments.get("total"):
-        return str(status["state"])
-    done, total = int(segments["done"]), int(segments["total"])
-    return f"{status['state']} {bar(done, total)} {done}/{total} segments"
-
-
-def _report_api(status: dict[str, object], destination: Path) -> int:
-    state = parse_state(str(status["state"]))
-    reason = str(status.get("reason", ""))
-    if not ended(status) or state is None:
-        say(f"gave up waiting: still {status['state']}")
-        return EXIT_TIMEOUT
-    if state is JobState.SUCCEEDED and status.get("download_url"):
-        say(f"succeeded → {download(str(status['download_url']), destination)}")
-        return 0
-    if state is JobState.REJECTED:
-        say(f"rejected: {reason}")
-        return EXIT_REJECTED
-    say(f"{state.lower()}: {reason}")
-    return EXIT_FAILED
-
-
-def cmd_submit(args: argparse.Namespace) -> int:
-    api_url = args.api or os.environ.get(ENV_API_URL)
-    if is_batch(args.target):
-        if api_url:
-            raise FusionFleetError("--api takes one --target; submit a batch to the stack itself")
-        return cmd_submit_batch(args)
-    args.target = Path(args.target[0])
-    if api_url:
-        token = args.token or os.environ.get(ENV_TOKEN)
-        if not token:
-            raise FusionFleetError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
-        return cmd_submit_api(args, api_url, token)
-    options = collect_facefusion_options(args)
-    client = client_of(args)
-    submission = client.submit(
-        args.source, args.target, args.priority, args.engine, args.quality, args.reference, options, args.name, say,
-        tenant=args.tenant, extra=tenant_cli.webhook_fields(args),
-    )  # fmt: skip
-    say(f"job {submission.job_id}")
-    code = 0
-    if args.wait:
-        status = follow(client, args, submission.job_id, _describe)
-        named = Path(submission.output_key).name
-        destination = args.output or (args.output_dir or Path.cwd()) / named
-        code = _report(client, status, destination, args.timeout)
-    print(submission.job_id, flush=True)
-    return code
-
-
-def _report(client: Client, view: JobView, destination: Path, timeout_s: float) -> int:
-    if not view.ended:
-        say(f"gave up waiting: still {view.state} after {timeout_s:.0f} s")
-        return EXIT_TIMEOUT
-    if view.state is JobState.SUCCEEDED and view.result is not None:
-        path = client.download(view.result, destination)
-        say(f"succeeded: {view.result.frames} frames, {view.result.duration_s:.3f} s → {path}")
-        say("timings: " + ", ".join(f"{k} {v}" for k, v in view.result.timings.items()))
-        return 0
-    if view.state is JobState.REJECTED:
-        say(f"rejected: {view.reason}")
-        return EXIT_REJECTED
-    if view.state is JobState.CANCELLED:
-        say(f"cancelled: {view.reason}")
-        return EXIT_FAILED
-    say(f"failed ({view.state}): {view.reason}")
-    return EXIT_FAILED
 
 
 def cmd_local(args: argparse.Namespace) -> int:
@@ -428,6 +299,10 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 BATCH_COMMANDS = {"status": cmd_batch_status, "cancel": cmd_batch_cancel, "retry": cmd_batch_retry}
 COMMANDS = {
+    "submit": cmd_submit,
+    "wait": cmd_wait,
+    "download": cmd_download,
+    "status": cmd_status,
     "subscribe": cmd_subscribe,
     "dashboard": cmd_dashboard,
     "list": cmd_list,
@@ -448,27 +323,30 @@ def main(argv: list[str] | None = None) -> int:
         os.execv(sys.executable, [sys.executable, "-m", "gpu_worker", "swap", *argv[1:]])
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "submit":
-            return cmd_submit(args)
         if args.command in BATCH_COMMANDS and is_batch_id(args, args.job_id):
             return BATCH_COMMANDS[args.command](args)
-        if args.command == "status":
-            return cmd_status(args)
         if args.command in COMMANDS:
             return COMMANDS[args.command](args)
         return cmd_local(args)
+    except UsageError as error:
+        say(f"fusionfleet {args.command}: error: {error.reason}")
+        return Exit.USAGE
     except OptionsError as error:
-        say("invalid options: " + "; ".join(error.problems))
-        return EXIT_REJECTED
+        # The same options the farm would refuse, refused before any upload: the job is rejected.
+        say("rejected: invalid options: " + "; ".join(error.problems))
+        return Exit.REJECTED
+    except JobRejected as error:
+        say(f"rejected: {error.reason}")
+        return Exit.REJECTED
     except ApiError as error:
         say(f"error: {error.reason}")
-        return EXIT_REJECTED if error.status == 400 else EXIT_FAILED
+        return Exit.REJECTED if error.status == 400 else Exit.FAILED
     except FusionFleetError as error:
         say(f"error: {error.reason}")
-        return EXIT_FAILED
+        return Exit.FAILED
     except (RuntimeError, TimeoutError, FileNotFoundError, ValueError) as error:
         say(f"error: {error}")
-        return EXIT_FAILED
+        return Exit.FAILED
 
 
 if __name__ == "__main__":

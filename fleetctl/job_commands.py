@@ -1,6 +1,6 @@
 """The CLI's commands that read and steer jobs and workers (`status`, `list`, `logs`, `workers`, `cancel`,
-`retry`), and what every command of `fleetctl.cli` shares: where messages go, the exit statuses, and the
-stack's clients from the connection flags. They render the read model's views (`fusionfleet.jobs`).
+`retry`), and what every command of `fleetctl.cli` shares: where messages go and the stack's clients from
+the connection flags. They render the read model's views (`fusionfleet.jobs`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from fleetctl import connection
 from fleetctl.client import Client
+from fleetctl.exits import Exit, of_state
 from fleetctl.notices import SqsNoticeInbox
 from fleetctl.subscriptions import check_tenant
 from fleetctl.tables import duration, table
@@ -33,9 +34,9 @@ from fusionfleet.jobs.views import JobView
 from fusionfleet.progress import ProgressLine
 from fusionfleet.services.operations import Operations
 
-EXIT_FAILED = 1
-EXIT_REJECTED = 2
-EXIT_TIMEOUT = 3
+# Kept for the batch commands until they name `Exit` themselves; the statuses are defined in fleetctl.exits.
+EXIT_FAILED = Exit.FAILED
+EXIT_TIMEOUT = Exit.GAVE_UP
 
 
 def say(text: str) -> None:
@@ -204,4 +205,4 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"reason    {view.reason}")
     if view.state not in (JobState.REJECTED, JobState.PENDING):
         print_cost(reader_of(args).detail(args.job_id).cost)
-    return EXIT_FAILED if view.state.unsuccessful else 0
+    return of_state(view.state)

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, download, ended
 from fleetctl.client import Client, build_manifest
-from fleetctl.job_commands import EXIT_FAILED, EXIT_REJECTED, EXIT_TIMEOUT, client_of, follow, say
+from fleetctl.exits import EPILOG, Exit, UsageError
+from fleetctl.job_commands import client_of, follow, say
 from fusionfleet import layout
-from fusionfleet.errors import FusionFleetError
+from fusionfleet.errors import FusionFleetError, JobRejected
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.jobs.manifest import ENGINE_NAMES, MAX_TRY_FRAMES, PRIORITIES, QUALITIES
 from fusionfleet.jobs.states import JobState, parse_state
@@ -50,11 +51,11 @@ def picture_name(frame: int) -> str:
 def check_target(target: Path) -> None:
     """A test render renders frames of a video: an image (told by its bytes) is said so before any upload."""
     if not target.is_file():
-        raise FusionFleetError(f"{target} is not a file")
+        raise UsageError(f"{target} is not a file")
     with target.open("rb") as handle:
         found = image_format(handle.read(SNIFF_BYTES))
     if found:
-        raise FusionFleetError(
+        raise JobRejected(
             f"{target} is a {found} image: a test render renders frames of a video (submit an image whole)"
         )
 
@@ -64,10 +65,17 @@ def add_parser(
     add_connection: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     trial = commands.add_parser(
-        "try", help="a test render: a few frames at full quality, as the whole job renders them, as PNGs"
-    )
-    trial.add_argument("--source", action="append", required=True, type=Path, help="face image (repeat for several)")
-    trial.add_argument("--target", required=True, type=Path, help="the video whose frames are rendered")
+        "try", help="a test render: a few frames at full quality, as the whole job renders them, as PNGs",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    trial.add_argument(
+        "-s", "--source", "--source-paths", dest="source", action="extend", nargs="+", required=True, type=Path,
+        metavar="FILE", help="face image(s) (repeat or list several)",
+    )  # fmt: skip
+    trial.add_argument(
+        "-t", "--target", "--target-path", dest="target", required=True, type=Path, metavar="VIDEO",
+        help="the video whose frames are rendered",
+    )  # fmt: skip
     trial.add_argument(
         "--frames", required=True, type=parse_frames,
         help=f"frame numbers from 0 in the whole video, comma-separated (at most {MAX_TRY_FRAMES}), e.g. 0,120,240",
@@ -79,7 +87,10 @@ def add_parser(
     trial.add_argument("--reference", type=Path, help="reference face image for --face-selector-mode reference")
     trial.add_argument("--name", help="job name (default: target name + time)")
     trial.add_argument("--tenant", help="render as this tenant: everything goes under tenants/TENANT/")
-    trial.add_argument("--timeout", type=float, default=600, help="seconds to wait for the pictures (default 600)")
+    trial.add_argument(
+        "--timeout", type=float, default=600, metavar="S",
+        help="seconds to wait for the pictures before giving up with exit status 4 (default 600)",
+    )  # fmt: skip
     trial.add_argument("--api", help=f"render through the HTTP API at this URL; env {ENV_API_URL}")
     trial.add_argument("--token", help=f"bearer token for --api; env {ENV_TOKEN}")
     add_connection(trial)
@@ -87,12 +98,15 @@ def add_parser(
 
 
 def cmd_try(args: argparse.Namespace) -> int:
+    for path in [*args.source, *([args.reference] if args.reference else [])]:
+        if not path.is_file():
+            raise UsageError(f"{path} is not a file")
     check_target(args.target)
     api_url = args.api or os.environ.get(ENV_API_URL)
     if api_url:
         token = args.token or os.environ.get(ENV_TOKEN)
         if not token:
-            raise FusionFleetError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
+            raise UsageError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
         return _try_api(args, ApiClient(api_url, token))
     client = client_of(args)
     submission = client.submit(
@@ -126,14 +140,11 @@ def _ended(state: JobState | None, reason: str, timeout_s: float) -> int | None:
     """The exit status of a test render that did not succeed (None: it did, fetch its pictures)."""
     if state is None:
         say(f"gave up waiting after {timeout_s:.0f} s")
-        return EXIT_TIMEOUT
+        return Exit.GAVE_UP
     if state is JobState.SUCCEEDED:
         return None
-    if state is JobState.REJECTED:
-        say(f"rejected: {reason}")
-        return EXIT_REJECTED
     say(f"{state.lower()}: {reason}")
-    return EXIT_FAILED
+    return Exit.REJECTED if state is JobState.REJECTED else Exit.FAILED
 
 
 def _fetch_all(args: argparse.Namespace, fetch: Callable[[int, Path], object]) -> int:
@@ -148,9 +159,6 @@ def _fetch_all(args: argparse.Namespace, fetch: Callable[[int, Path], object]) -
 
 def _try_api(args: argparse.Namespace, client: ApiClient) -> int:
     """The same test render through the HTTP API: files named by their role, each frame fetched by its link."""
-    for path in [*args.source, *([args.reference] if args.reference else [])]:
-        if not path.is_file():
-            raise FusionFleetError(f"{path} is not a file")
     files = {f"source-{i}{path.suffix.lower()}": path for i, path in enumerate(args.source)}
     target = f"target{args.target.suffix.lower()}"
     files[target] = args.target

@@ -28,7 +28,7 @@ class JobState(StrEnum):
 
     @property
     def unsuccessful(self) -> bool:
-        """It ended without its video (the CLI's exit status 1 or 2)."""
+        """It ended without its video (the CLI's exit status 1, or 3 when rejected: fleetctl.exits)."""
         return self.ended and self is not JobState.SUCCEEDED
 
     @property

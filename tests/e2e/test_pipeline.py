@@ -177,7 +177,7 @@ def test_a_target_that_is_not_a_video_fails_promptly_and_loses_nothing(stack: St
         timeout=300,
     )  # fmt: skip
     # THEN the CLI ends by itself (told by the slicer's failure notice, not by a cap), non-zero, with the reason
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == 3, result.stderr  # rejected
     assert "is neither a video in an accepted container" in result.stderr and "it is a text file" in result.stderr
     # AND the notification says the same, the manifest and media are in place, no queue holds anything
     (notice,) = stack.notifications(inbox, wait_s=30)

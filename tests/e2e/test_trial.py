@@ -157,5 +157,5 @@ def test_a_frame_past_the_end_is_rejected_by_name(stack: Stack, clip: Path, tmp_
     # (an image target and frames that are no numbers are refused before any upload: tests/unit/test_trial_command.py)
     past = stack.cli("try", "--source", str(grace_hopper_path()), "--target", str(clip), "--engine", "copy",
                      "--frames", "0,150", "--output-dir", str(tmp_path))  # fmt: skip
-    assert past.returncode == 2 and "frames: 150 past the target's last frame (149)" in past.stderr, past.stderr
+    assert past.returncode == 3 and "frames: 150 past the target's last frame (149)" in past.stderr, past.stderr
     assert not list(tmp_path.glob("*.png"))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from fleetctl.cli import _describe
 from fleetctl.client import Client
 from fleetctl.stack import StackResources
+from fleetctl.submit_commands import _describe
 from fusionfleet import layout
 from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
 from fusionfleet.adapters.orchestrator import Execution, execution_arn

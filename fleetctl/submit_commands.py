@@ -1,0 +1,269 @@
+"""`fusionfleet submit`, `wait` and `download`: a job (or batch) in, followed to its end, its output out.
+
+`submit` takes FaceFusion's own names for its paths beside the fleet's (`-s/--source-paths`,
+`-t/--target-path`, `-o/--output-path`), so a FaceFusion `headless-run` line with `headless-run`
+replaced by `submit --wait` runs on the farm unchanged. Every status these commands end with is an
+`Exit` (fleetctl.exits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from fleetctl import tenant_cli
+from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, download, ended
+from fleetctl.batch_client import is_batch
+from fleetctl.batch_commands import _wait as wait_for_batch  # the wait `submit --wait` gives a batch
+from fleetctl.batch_commands import batch_client_of, cmd_submit_batch, is_batch_id
+from fleetctl.client import Client, build_manifest
+from fleetctl.exits import EPILOG, Exit, UsageError, of_state
+from fleetctl.job_commands import client_of, follow, say
+from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
+from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS
+from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
+from fusionfleet.jobs.states import JobState, parse_state
+from fusionfleet.jobs.views import JobView
+from fusionfleet.progress import ProgressLine, bar
+
+DEFAULT_WAIT_S = 3600.0
+ENGINE_HELP = (
+    "the engine that renders the job (default: the stack's: `classic` on the local stack, as "
+    "`local up --default-engine` sets it; `facefusion` on AWS, the template's DefaultEngine)"
+)
+
+
+def add_parsers(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_connection: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    submit = commands.add_parser(
+        "submit", help="upload media and a manifest; prints the job's (or batch's) id", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    submit.add_argument(
+        "-s", "--source", "--source-paths", dest="source", action="extend", nargs="+", required=True, type=Path,
+        metavar="FILE", help="face image(s), and at most one audio file for the lip syncer (repeat or list several)",
+    )  # fmt: skip
+    submit.add_argument(
+        "-t", "--target", "--target-path", dest="target", action="append", required=True, metavar="TARGET",
+        help="the video or image to swap faces in; repeat it, or name a folder or a quoted glob, for a batch",
+    )  # fmt: skip
+    submit.add_argument(
+        "-o", "--output", "--output-path", dest="output", type=Path, metavar="FILE",
+        help="with --wait: where to download the result",
+    )  # fmt: skip
+    submit.add_argument("--priority", default="normal", choices=PRIORITIES)
+    submit.add_argument("--engine", choices=ENGINE_NAMES, help=ENGINE_HELP)
+    submit.add_argument("--quality", choices=QUALITIES, help="built-in engine preset")
+    submit.add_argument("--reference", type=Path, help="reference face image for --face-selector-mode reference")
+    submit.add_argument("--name", help="job name (default: target name + time)")
+    submit.add_argument("--tenant", help="submit as this tenant: everything goes under tenants/TENANT/")
+    submit.add_argument("--output-dir", type=Path, help="with --wait: the folder to download the output(s) into")
+    submit.add_argument("--item-notices", action="store_true", help="a batch: each item also sends its own notice")
+    submit.add_argument("--wait", action="store_true", help="follow the job and download the result")
+    _add_timeout(submit, "--wait waits")
+    submit.add_argument("--api", help=f"submit through the HTTP API at this URL; env {ENV_API_URL}")
+    submit.add_argument("--token", help=f"bearer token for --api; env {ENV_TOKEN}")
+    tenant_cli.add_submit_arguments(submit)
+    add_connection(submit)
+    add_facefusion_options(submit)
+
+    wait = commands.add_parser(
+        "wait", help="follow a submitted job to its end and download its result (a batch: its items' outputs)",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    wait.add_argument("job_id", help="a job's or a batch's id, as `submit` printed it")
+    _add_outputs(wait)
+    _add_timeout(wait, "to wait")
+    add_connection(wait)
+
+    fetch = commands.add_parser(
+        "download", help="download a succeeded job's result (a batch: its succeeded items' outputs)",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    fetch.add_argument("job_id", help="a job's or a batch's id")
+    _add_outputs(fetch)
+    add_connection(fetch)
+
+
+def _add_timeout(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_WAIT_S, metavar="S",
+        help=f"seconds {what} before it gives up with exit status 4; the job goes on (default {DEFAULT_WAIT_S:.0f})",
+    )  # fmt: skip
+
+
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="where the job's result goes")
+    parser.add_argument(
+        "--output-dir", type=Path, help="the folder the result goes into, under its own name (default: here)"
+    )
+
+
+def _check_files(paths: list[Path]) -> None:
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"{path} is not a file")
+
+
+def _describe(view: JobView) -> str:
+    counts = view.segments
+    if view.analysis is not None:
+        read = view.analysis
+        return f"{view.state} content analysis {bar(read.frames_read, read.frame_count)} {read.percent:.0f} %"
+    if not counts.total:
+        return str(view.state)
+    return f"{view.state} {bar(counts.done, counts.total)} {counts.done}/{counts.total} segments" + (
+        f", {counts.failed} failed" if counts.failed else ""
+    )
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    _check_files([*args.source, *([args.reference] if args.reference else [])])
+    api_url = args.api or os.environ.get(ENV_API_URL)
+    if is_batch(args.target):
+        if api_url:
+            raise UsageError("--api takes one --target; submit a batch to the stack itself")
+        return cmd_submit_batch(args)
+    args.target = Path(args.target[0])
+    _check_files([args.target])
+    if api_url:
+        token = args.token or os.environ.get(ENV_TOKEN)
+        if not token:
+            raise UsageError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
+        return cmd_submit_api(args, api_url, token)
+    options = collect_facefusion_options(args)
+    client = client_of(args)
+    submission = client.submit(
+        args.source, args.target, args.priority, args.engine, args.quality, args.reference, options, args.name, say,
+        tenant=args.tenant, extra=tenant_cli.webhook_fields(args),
+    )  # fmt: skip
+    say(f"job {submission.job_id}")
+    code = Exit.DONE
+    if args.wait:
+        view = follow(client, args, submission.job_id, _describe)
+        named = Path(submission.output_key).name
+        code = _report(client, view, args.output or (args.output_dir or Path.cwd()) / named, args.timeout)
+    print(submission.job_id, flush=True)
+    return code
+
+
+def cmd_submit_api(args: argparse.Namespace, base_url: str, token: str) -> int:
+    """`submit --api`: the job goes through the HTTP API; files are named by their role, as `submit` does."""
+    files = {f"source-{i}{path.suffix.lower()}": path for i, path in enumerate(args.source)}
+    files[f"target{args.target.suffix.lower()}"] = args.target
+    reference = f"reference{args.reference.suffix.lower()}" if args.reference else None
+    if args.reference:
+        files[str(reference)] = args.reference
+    body = build_manifest(
+        [name for name in files if name.startswith("source-")], f"target{args.target.suffix.lower()}", "",
+        args.priority, args.engine, args.quality, reference, collect_facefusion_options(args),
+    )  # fmt: skip
+    body.update(tenant_cli.webhook_fields(args))
+    del body["output"]  # the API places the output under the tenant's prefix
+    client = ApiClient(base_url, token)
+    job_id = client.submit(files, body, say)
+    say(f"job {job_id}")
+    code = Exit.DONE
+    if args.wait:
+        line = ProgressLine()
+        status = client.wait(job_id, args.timeout, lambda s: line.show(_describe_api(s)))
+        line.done()
+        suffix = args.target.suffix.lower() if args.target.suffix.lower() in IMAGE_EXTENSIONS else ".mp4"
+        code = _report_api(status, args.output or (args.output_dir or Path.cwd()) / f"{args.name or job_id}{suffix}")
+    print(job_id, flush=True)
+    return code
+
+
+def _describe_api(status: dict[str, object]) -> str:
+    segments = status.get("segments")
+    if not isinstance(segments, dict) or not segments.get("total"):
+        return str(status["state"])
+    done, total = int(segments["done"]), int(segments["total"])
+    return f"{status['state']} {bar(done, total)} {done}/{total} segments"
+
+
+def _report_api(status: dict[str, object], destination: Path) -> Exit:
+    state = parse_state(str(status["state"]))
+    reason = str(status.get("reason", ""))
+    if not ended(status) or state is None:
+        say(f"gave up waiting: still {status['state']}")
+        return Exit.GAVE_UP
+    if state is JobState.SUCCEEDED and status.get("download_url"):
+        say(f"succeeded → {download(str(status['download_url']), destination)}")
+        return Exit.DONE
+    say(f"{state.lower()}: {reason}")
+    return _ended(state)
+
+
+def _report(client: Client, view: JobView, destination: Path | None, timeout_s: float) -> Exit:
+    """The end of a wait, said and downloaded; `destination` None: under the output's own name, here."""
+    if not view.ended:
+        say(f"gave up waiting: still {view.state} after {timeout_s:.0f} s; `fusionfleet wait {view.job_id}` goes on")
+        return Exit.GAVE_UP
+    if view.state is JobState.SUCCEEDED and view.result is not None:
+        path = client.download(view.result, destination or Path.cwd() / Path(view.result.key).name)
+        say(f"succeeded: {view.result.frames} frames, {view.result.duration_s:.3f} s → {path}")
+        say("timings: " + ", ".join(f"{k} {v}" for k, v in view.result.timings.items()))
+        return Exit.DONE
+    if view.state in (JobState.REJECTED, JobState.CANCELLED):
+        say(f"{view.state.lower()}: {view.reason}")
+    else:
+        say(f"failed ({view.state}): {view.reason}")
+    return _ended(view.state)
+
+
+def _ended(state: JobState) -> Exit:
+    """The status of an ended job that gave nothing to download: a success without its result is none."""
+    code = of_state(state)
+    return Exit.FAILED if code is Exit.DONE else code
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    if is_batch_id(args, args.job_id):
+        return _batch(args, wait=True)
+    client = client_of(args)
+    view = follow(client, args, args.job_id, _describe)
+    return _report(client, view, _named(args, view), args.timeout)
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    if is_batch_id(args, args.job_id):
+        return _batch(args, wait=False)
+    client = client_of(args)
+    view = client.status(args.job_id)
+    if view.state is JobState.SUCCEEDED and view.result is not None:
+        return _report(client, view, _named(args, view), 0)
+    if not view.ended:
+        say(f"still {view.state}: nothing to download yet (`fusionfleet wait {view.job_id}` waits for it)")
+        return Exit.FAILED
+    say(f"{view.state.lower()}: {view.reason}" if view.reason else f"{view.state.lower()}: it has no output")
+    return _ended(view.state)
+
+
+def _named(args: argparse.Namespace, view: JobView) -> Path | None:
+    """--output as given, else the output's own name in --output-dir (None: here)."""
+    if args.output is not None:
+        return Path(args.output)
+    if args.output_dir is None or view.result is None:
+        return None
+    return Path(args.output_dir) / Path(view.result.key).name
+
+
+def _batch(args: argparse.Namespace, wait: bool) -> int:
+    """A batch's id: its items' outputs into --output-dir (a batch has no one output file)."""
+    if args.output is not None:
+        raise UsageError(f"{args.job_id} is a batch: name a folder with --output-dir, not a file")
+    client = batch_client_of(args)
+    if wait:
+        return wait_for_batch(args, client, args.job_id, args.output_dir or Path.cwd())
+    detail = client.detail(args.job_id)
+    folder = args.output_dir or Path.cwd()
+    written = client.download(detail, folder, say)
+    say(f"{detail.batch.state.lower()}: {len(written)} of {detail.batch.items.total} outputs in {folder}")
+    if not detail.batch.ended:
+        return Exit.FAILED
+    return of_state(detail.batch.state)
