@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
-from benchmarks.parity.clips import ClipSpec, write_clip, write_source, write_wav
+from benchmarks.parity.clips import ClipSpec, layout, write_clip, write_source, write_wav
 from benchmarks.parity.farm import Farm
-from benchmarks.parity.judge import PSNR_GOAL
+from benchmarks.parity.judge import PSNR_GOAL, Allowance, unexplained
 from benchmarks.parity.run import Case, Outcome, run_case
 from benchmarks.provenance import write_results
 from fleetctl.harness import facefusion as harness
@@ -46,6 +46,7 @@ class MatrixCase:
     clip: ClipSpec = field(default_factory=ClipSpec)
     voice: bool = False  # a second source: an audio file (the lip syncer's)
     deliberate: str = ""  # the farm differs here on purpose: why (docs/engines.md says the same)
+    allowed: tuple[Allowance, ...] = ()  # the differences that reason covers, by kind and measure; no other passes
     quick: bool = False  # in the small matrix `make test` runs (tests/e2e/test_facefusion_parity.py)
 
 
@@ -103,6 +104,9 @@ def matrix() -> list[MatrixCase]:
             deliberate="FaceFusion's disk workflow at a lower rate finds faces in frame start + n of the target and "
             "draws them on the n-th kept frame (a swap beside a moving face); the farm finds them in the frame it "
             "draws on",
+            # the faces' pixels, codes and colours; the frames (the numbers at their foot), their count,
+            # durations and sound must still be the same
+            allowed=(Allowance("psnr"), Allowance("face_code"), Allowance("face_colour")),
         ),
         case(
             "lip_syncer_trim", {"processors": ["lip_syncer"], "trim_frame_start": 20, "trim_frame_end": 280}, voice=True
@@ -116,6 +120,9 @@ def matrix() -> list[MatrixCase]:
             "(jobs/job_runner.finalize_steps), which drops the edit list that hides the AAC encoder's priming: "
             "its sound starts with those 1024 samples and runs 21 ms late; the farm keeps the audio in sync "
             "(the samples are the same, 1024 later in FaceFusion's)",
+            # the farm's sound 1,024 samples earlier (± a few), so unequal sample by sample where not
+            # realigned; realigned, the samples must agree, and every picture must
+            allowed=(Allowance("audio_offset", -1024, 8), Allowance("audio_samples"), Allowance("audio_length")),
         ),
         case("audio_volume_50", {**SWAP, "output_audio_volume": 50}),
         case("audio_volume_0", {**SWAP, "output_audio_volume": 0}),
@@ -133,13 +140,8 @@ def matrix() -> list[MatrixCase]:
         ),
         case("tracker", {**SWAP, "face_tracker_score": 0.3}, clip=BLINK),
         case("tracker_amount_0", {**SWAP, "face_tracker_score": 0.3, "target_frame_amount": 0}, clip=BLINK),
-        case(
-            "variable_frame_rate",
-            SWAP,
-            clip=ClipSpec(gap_at=150),
-            deliberate="the farm places frames on a constant-rate grid by their timestamps and repeats a "
-            "picture across a gap; FaceFusion reads frames in decoding order",
-        ),
+        # Not deliberate (issue 42): the farm's constant-rate grid drops frames that FaceFusion keeps.
+        case("variable_frame_rate", SWAP, clip=ClipSpec(gap_at=150)),
     ]
     return cases
 
@@ -152,10 +154,11 @@ class Row:
     equal: bool
     deliberate: str
     line: dict[str, Any] = field(default_factory=dict)
+    unexplained: list[str] = field(default_factory=list)  # differences no allowance of the case covers
 
     @property
     def met(self) -> bool:
-        return self.equal or bool(self.deliberate)
+        return self.equal or (bool(self.deliberate) and not self.unexplained)
 
 
 def run(cases: list[MatrixCase], work: Path, workers: int) -> list[Row]:
@@ -170,11 +173,14 @@ def run(cases: list[MatrixCase], work: Path, workers: int) -> list[Row]:
                 clips[item.clip] = write_clip(work / f"{item.clip.name()}.mp4", item.clip)
             sources = [face, voice] if item.voice else [face]
             began = time.monotonic()
-            outcome: Outcome = run_case(item.case, home, farm, sources, clips[item.clip], work)
+            outcome: Outcome = run_case(item.case, home, farm, sources, clips[item.clip], work, layout(item.clip))
             print(outcome.account(), f"({time.monotonic() - began:.0f} s)", flush=True)
+            found = outcome.verdict.found if outcome.verdict else []
+            left = [difference.text for difference in unexplained(found, item.allowed)] + outcome.problems
             rows.append(
-                Row(item.case.name, item.clip.name(), item.case.options, outcome.equal, item.deliberate, outcome.line())
-            )
+                Row(item.case.name, item.clip.name(), item.case.options, outcome.equal, item.deliberate, outcome.line(),
+                    left)
+            )  # fmt: skip
     return rows
 
 
@@ -222,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         "cases_equal_fraction": round(sum(row.equal for row in rows) / len(rows), 3) if rows else None,
     })  # fmt: skip
     report = {
-        "goal": f"every case equal (min PSNR >= {PSNR_GOAL:g} dB, same frame count and duration, audio within one "
-        "audio frame, same colour tags) or a deliberate, documented difference",
+        "goal": f"every case equal (min PSNR >= {PSNR_GOAL:g} dB, the same frame number at every frame's foot and in "
+        "every face, faces' colour within bounds, same frame count and duration, no audio offset, same samples, same "
+        "colour tags) or a deliberate, documented difference and no other",
         "goal_met": len(met) == len(rows),
         "cases": len(rows),
         "equal": sum(row.equal for row in rows),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from benchmarks.parity.clips import write_source
 from benchmarks.parity.farm import Farm
+from benchmarks.parity.judge import Layout
 from benchmarks.parity.run import Case, run_case
 from fleetctl.harness import facefusion as harness
 
@@ -32,6 +33,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="options for FaceFusion's own run only, as JSON (e.g. a workflow strategy)")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="keep both renders in this folder")
+    parser.add_argument("--layout", type=Path,
+                        help="where the harness drew its people in the target (JSON, benchmarks.parity.judge.Layout):"
+                        " the judge then reads every face's code and colour")  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -49,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                     facefusion_options=json.loads(args.facefusion_options), segments=args.segments)  # fmt: skip
         home = harness.prepare(work / "harness")
         with Farm(home, work / "farm", workers=args.workers) as farm:
-            outcome = run_case(case, home, farm, sources, args.target.resolve(), work)
+            layout = Layout.load(args.layout) if args.layout else None
+            outcome = run_case(case, home, farm, sources, args.target.resolve(), work, layout)
     print(outcome.account())
     print(json.dumps(outcome.line()))
     return 0 if outcome.equal else (2 if outcome.unrendered else 1)

@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 import subprocess
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from benchmarks.parity.judge import Layout
 from fleetctl.harness.geometry import FACE_HEIGHT, FACE_WIDTH
 from fleetctl.harness.pictures import Image, Placed, face_image, scene_frame, snap
 from fusionfleet.media.runner import ffmpeg_exe
@@ -68,10 +70,19 @@ def picture(spec: ClipSpec, number: int) -> Image:
     return scene_frame(spec.size[0], spec.size[1], number, faces_at(spec, number), shade=(number // 5) % 8)
 
 
+def layout(spec: ClipSpec, first: int = 0) -> Layout:
+    """Where the clip's people are in each frame, for the judge; `first`: the frame a render starts at."""
+    faces = {number: [(placed.x, placed.y) for placed in faces_at(spec, number)] for number in range(spec.frames)}
+    return Layout(spec.size, faces, float(spec.fps), first)
+
+
 def loudness(seconds: np.ndarray, track: int) -> np.ndarray:
-    """A tone whose loudness swings (so every frame's audio window differs), per track its own pitch."""
+    """A tone whose loudness swings (so every frame's audio window differs), per track its own pitch, with
+    a quieter noise under it: a tone alone correlates with itself shifted by whole periods, the noise
+    does not, so the judge's cross-correlation finds an offset of a single sample."""
     envelope = 0.15 + 0.6 * (0.5 + 0.5 * np.sin(2 * np.pi * (0.7 + 0.2 * track) * seconds))
-    return (envelope * np.sin(2 * np.pi * (330 + 110 * track) * seconds)).astype(np.float32)
+    noise = np.random.default_rng(track).uniform(-0.05, 0.05, seconds.shape)
+    return (envelope * (np.sin(2 * np.pi * (330 + 110 * track) * seconds) + noise)).astype(np.float32)
 
 
 def write_wav(path: Path, seconds: float, track: int = 0) -> Path:
@@ -98,8 +109,10 @@ def _colour_filter(spec: ClipSpec) -> str:
     )
 
 
-def write_clip(path: Path, spec: ClipSpec) -> Path:
-    """The clip as H.264 (high, or high 10 for HDR), near-lossless, with its audio tracks as AAC."""
+def write_clip(path: Path, spec: ClipSpec, draw: Callable[[int], Image] | None = None) -> Path:
+    """The clip as H.264 (high, or high 10 for HDR), near-lossless, with its audio tracks as AAC.
+
+    `draw`: frame n's picture, where not the scene's own (the judge's negative controls draw renders)."""
     width, height = spec.size
     # A gap makes the video longer than its frames: the audio covers it.
     seconds = spec.seconds + (5 / spec.fps if spec.gap_at is not None else 0.0)
@@ -119,7 +132,7 @@ def write_clip(path: Path, spec: ClipSpec) -> Path:
     with subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE) as process:
         assert process.stdin is not None
         for number in range(spec.frames):
-            process.stdin.write(picture(spec, number).tobytes())
+            process.stdin.write((draw or (lambda at: picture(spec, at)))(number).tobytes())
         process.stdin.close()
         errors = process.stderr.read() if process.stderr else b""
         if process.wait(timeout=600) != 0:

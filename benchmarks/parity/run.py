@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from benchmarks.parity import reference
 from benchmarks.parity.farm import Farm, FarmRun
-from benchmarks.parity.judge import Verdict, judge
+from benchmarks.parity.judge import Layout, Verdict, judge
 from fleetctl.harness.facefusion import Harness
 
 
@@ -52,6 +53,8 @@ class Outcome:
             "min_psnr": verdict.min_psnr if verdict else None,
             "audio": verdict.audio if verdict else {},
             "differences": self.differences,
+            "kinds": [{"kind": item.kind, "value": item.value} for item in verdict.found] if verdict else [],
+            "content": verdict.content if verdict else {},
             "case": self.case.name,
             "median_psnr": verdict.median_psnr if verdict else None,
             "worst_frames": verdict.worst_frames if verdict else [],
@@ -78,8 +81,19 @@ class Outcome:
         return "\n".join(said)
 
 
-def run_case(case: Case, harness: Harness, farm: Farm, sources: Sequence[Path], target: Path, work: Path) -> Outcome:
+def run_case(
+    case: Case,
+    harness: Harness,
+    farm: Farm,
+    sources: Sequence[Path],
+    target: Path,
+    work: Path,
+    layout: Layout | None = None,
+) -> Outcome:
     """Render `target` both ways and judge; a side that cannot render is said, never raised.
+
+    `layout`: where the harness drew its people in the target (the judge then reads every face's code
+    and colour); its first frame is moved to the case's trim start. Kept beside the renders.
 
     The farm goes first: a job it refuses (at once, at validation) leaves nothing to compare, and
     FaceFusion's run is then skipped.
@@ -104,5 +118,8 @@ def run_case(case: Case, harness: Harness, farm: Farm, sources: Sequence[Path], 
         outcome.problems.append(f"FaceFusion's own run failed: {error}")
         return outcome
     assert run.output is not None
-    outcome.verdict = judge(ours, run.output)
+    if layout is not None:
+        layout = replace(layout, first=int(case.options.get("trim_frame_start") or 0))
+        (folder / "layout.json").write_text(json.dumps(layout.to_json()))
+    outcome.verdict = judge(ours, run.output, layout)
     return outcome

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.parity.clips import write_clip, write_source
+from benchmarks.parity.clips import layout, write_clip, write_source
 from benchmarks.parity.farm import Farm
 from benchmarks.parity.judge import AUDIO_SNR_GOAL, PSNR_GOAL
 from benchmarks.parity.run import run_case
@@ -49,13 +49,16 @@ def test_facefusion_on_the_farm_gives_what_facefusion_gives_on_one_machine(
 ) -> None:
     # GIVEN a 6 s clip of the harness's person moving, its frame number drawn into every frame, with
     # audio whose loudness changes, and a case of the parity tool's small matrix
-    clip = write_clip(tmp_path / "clip.mp4", replace(item.clip, seconds=SECONDS))
+    spec = replace(item.clip, seconds=SECONDS)
+    clip = write_clip(tmp_path / "clip.mp4", spec)
     face = write_source(tmp_path / "face.png")
     # WHEN the tool renders it with FaceFusion's own headless-run and through the farm, in 2 segments
-    outcome = run_case(replace(item.case, segments=2), home, farm, [face], clip, tmp_path)
+    outcome = run_case(replace(item.case, segments=2), home, farm, [face], clip, tmp_path, layout(spec))
     line = outcome.line()
-    # THEN the two are equal: every frame (PSNR at least the goal), frame count and duration, the
-    # audio samples and the colour tags
+    # THEN the two are equal: every frame (PSNR at least the goal; the same number read at its foot and
+    # in its face), frame count and duration, the audio (no offset, the same samples) and the colour tags
     assert line["equal"], outcome.account()
     assert line["frames"] == [150, 150] and line["min_psnr"] >= PSNR_GOAL and line["segments"] >= 2, line
+    assert line["content"]["strips_read"] == 150 and line["content"]["faces_read"] == 150, line["content"]
     assert line["audio"]["tracks"] == [1, 1] and line["audio"]["snr_db"] >= AUDIO_SNR_GOAL, line
+    assert line["audio"]["offset_samples"] == 0, line

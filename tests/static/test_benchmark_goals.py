@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 # Tools a benchmark runs, not benchmarks: the parity judge of one case answers equal or not by its exit
 # status and writes no results file (its matrix, parity_matrix.py, is the benchmark).
-TOOLS = {"parity/__main__.py"}
+TOOLS = {"parity/__main__.py", "parity/judge.py"}
 
 
 def entry_points() -> list[Path]:
