@@ -37,6 +37,7 @@ MAX_MANIFEST_BYTES = 64 * 1024
 MAX_SOURCES = 16
 MAX_TARGETS = 1000  # items of one batch (their ids carry a four-digit index)
 MAX_TRY_FRAMES = 16  # frames of one test render
+MAX_CUTS = 4096  # cuts a manifest's own plan may name (a Distributed Map runs thousands of segments)
 
 # Encoders every worker of the fleet has (the static FFmpeg build in imageio-ffmpeg), with the
 # profile and pixel format each is used with. NVENC is left out on purpose: a job must not mix
@@ -73,6 +74,20 @@ class KeyPolicy:
         )
 
 
+class PlanRequest(BaseModel):
+    """A job's own plan: this many segments of (nearly) equal length, or a segment starting at each cut."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    segments: int | None = Field(default=None, ge=1)
+    cut_at: tuple[int, ...] = Field(default=(), max_length=MAX_CUTS)
+
+    @field_validator("cut_at", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        return tuple(value) if isinstance(value, list) else value
+
+
 class Manifest(BaseModel):
     """A job (`target`), a batch of jobs with the same settings (`targets`: keys or prefixes), or a test
     render of a few frames (`target` and `frames`). `source` or `faces` names the faces."""
@@ -97,6 +112,7 @@ class Manifest(BaseModel):
     faces: tuple[FaceMapping, ...] = Field(default=(), max_length=MAX_FACES)
     frames: tuple[int, ...] = Field(default=(), max_length=MAX_TRY_FRAMES)
     item_notices: bool = False  # a batch: every item's own notice too, not only the batch's summary
+    plan: PlanRequest | None = None  # where the job is cut, when the user says (else the slicer decides)
 
     @field_validator("source", "targets", mode="before")
     @classmethod

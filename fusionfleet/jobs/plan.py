@@ -6,6 +6,7 @@ segment and the merged result has the source's frame count by construction.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -107,3 +108,34 @@ def cut_segments(frame_count: int, fps: Fraction, count: int, first: int = 0) ->
         segments.append(Segment(index, start, end, frame_time_us(start, fps), frame_time_us(end, fps)))
         start = end
     return tuple(segments)
+
+
+def requested_plan_problem(
+    segments: int | None, cut_at: tuple[int, ...], frame_count: int, first: int = 0
+) -> str | None:
+    """What is wrong with a manifest's own plan for frames [first, first + frame_count); None when it can be cut.
+
+    Segments of at least two frames: a segment of one frame has no frame to start its temporal state from."""
+    if segments is not None and cut_at:
+        return "plan: give segments or cut_at, not both"
+    if segments is not None and not 1 <= segments <= frame_count // 2:
+        return f"plan.segments: {segments} segments of at least 2 frames do not fit the job's {frame_count} frames"
+    if cut_at:
+        end = first + frame_count
+        bounds = (first, *cut_at, end)
+        if any(later - earlier < 2 for earlier, later in itertools.pairwise(bounds)):
+            return (
+                f"plan.cut_at: cuts must rise, each at least 2 frames after the one before and before the last"
+                f" 2 frames, within the job's frames [{first}, {end})"
+            )
+    return None
+
+
+def cut_at_frames(cuts: tuple[int, ...], frame_count: int, fps: Fraction, first: int = 0) -> tuple[Segment, ...]:
+    """Segments that start at `first` and at each cut (frame numbers of the target), covering
+    [first, first + frame_count); the cuts checked by `requested_plan_problem`."""
+    bounds = (first, *cuts, first + frame_count)
+    return tuple(
+        Segment(index, start, end, frame_time_us(start, fps), frame_time_us(end, fps))
+        for index, (start, end) in enumerate(itertools.pairwise(bounds))
+    )

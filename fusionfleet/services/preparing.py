@@ -33,8 +33,8 @@ from fusionfleet.jobs.image_output import (
     output_kind_problem,
     output_suffix,
 )
-from fusionfleet.jobs.manifest import Manifest, invalid_manifest
-from fusionfleet.jobs.plan import Segment, plan_segments
+from fusionfleet.jobs.manifest import Manifest, PlanRequest, invalid_manifest
+from fusionfleet.jobs.plan import Segment, cut_at_frames, cut_segments, plan_segments, requested_plan_problem
 from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeline import Timeline, timeline, trim_problem
 from fusionfleet.jobs.trial import frames_problem, trial_plan
@@ -132,7 +132,7 @@ class JobPreparer:
         if selects_faces(engine) and not manifest.faces:
             reference_frame = self._reference_frame(job_id, manifest, target)
         faces = self._faces(job_id, manifest, target, face_images)
-        full_plan, fleet_workers = self._plan(frames, engine)
+        full_plan, fleet_workers = self._plan(frames, engine, manifest.plan)
         plan = full_plan
         if manifest.frames:
             plan = trial_plan(manifest.frames, full_plan, video.fps_num, video.fps_den)
@@ -208,9 +208,17 @@ class JobPreparer:
             raise invalid_manifest([scale_problem])
         return image_output(target.image_format, size, manifest.options, output_key)
 
-    def _plan(self, frames: Timeline, engine: str) -> tuple[tuple[Segment, ...], int]:
-        """The job's segments over its range, and the fleet they were sized for (0: the fixed plan)."""
+    def _plan(self, frames: Timeline, engine: str, asked: PlanRequest | None = None) -> tuple[tuple[Segment, ...], int]:
+        """The job's segments over its range, and the fleet they were sized for (0: a fixed or asked-for plan)."""
         fps = frames.source_fps
+        if asked is not None and (asked.segments is not None or asked.cut_at):
+            problem = requested_plan_problem(asked.segments, asked.cut_at, frames.frames, frames.start)
+            if problem:
+                raise invalid_manifest([problem])
+            if asked.cut_at:
+                return cut_at_frames(asked.cut_at, frames.frames, fps, frames.start), 0
+            assert asked.segments is not None
+            return cut_segments(frames.frames, fps, asked.segments, frames.start), 0
         if not self.config.fleet_max_workers or frames.frames == 1:
             return plan_segments(frames.frames, fps, self.config.segments, frames.start), 0
         fleet = fleet_view(self.storage, self.config.work_bucket, self.config.fleet_max_workers, time.time())

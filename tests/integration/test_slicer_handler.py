@@ -405,6 +405,30 @@ def test_a_trimmed_job_at_another_rate_plans_only_its_range_and_encodes_at_its_r
     assert "trim_frame_start 100 leave no frame of the target's 100 to render" in notice["reason"]
 
 
+def test_a_job_is_cut_where_its_manifest_says(slicer_env: Aws, clip: Path) -> None:
+    # GIVEN a 100-frame clip (the slicer alone would make one segment of it), one job asking for 4 segments,
+    # one for cuts at frames 30 and 61, and one asking for more segments than its frames allow
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    four = put_manifest(aws, "jobs/four.json", {**MANIFEST, "plan": {"segments": 4}})
+    cuts = put_manifest(aws, "jobs/cuts.json", {**MANIFEST, "plan": {"cut_at": [30, 61]}})
+    put_manifest(aws, "jobs/many.json", {**MANIFEST, "plan": {"segments": 60}})
+    # WHEN the slicer sees them
+    invoke(*(s3_event(aws.media_bucket, f"jobs/{name}.json") for name in ("four", "cuts", "many")))
+
+    # THEN each plan is the one asked for
+    def bounds(job: str) -> list[tuple[int, int]]:
+        plan = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job))["Body"].read())
+        return [(item["start_frame"], item["end_frame"]) for item in plan]
+
+    assert bounds(four) == [(0, 25), (25, 50), (50, 75), (75, 100)]
+    assert bounds(cuts) == [(0, 30), (30, 61), (61, 100)]
+    # AND the one that cannot be cut is refused at once, saying why
+    (notice,) = aws.notifications()
+    assert "plan.segments: 60 segments of at least 2 frames do not fit the job's 100 frames" in notice["reason"]
+
+
 def test_a_job_with_faces_carries_each_persons_sources_and_reference(slicer_env: Aws, clip: Path) -> None:
     aws = slicer_env
     upload(aws, "inputs/face.jpg", grace_hopper_path())

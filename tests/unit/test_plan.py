@@ -5,7 +5,15 @@ from fractions import Fraction
 
 import pytest
 
-from fusionfleet.jobs.plan import SegmentPolicy, frame_time_us, plan_segments, segment_count
+from fusionfleet.jobs.plan import (
+    SegmentPolicy,
+    cut_at_frames,
+    cut_segments,
+    frame_time_us,
+    plan_segments,
+    requested_plan_problem,
+    segment_count,
+)
 
 
 @pytest.mark.parametrize(
@@ -56,3 +64,40 @@ def test_bad_policy_is_refused() -> None:
         SegmentPolicy(target_seconds=1, min_seconds=2, max_seconds=5)
     with pytest.raises(ValueError):
         plan_segments(0, Fraction(25))
+
+
+def test_a_manifests_own_plan_cuts_where_it_says_and_covers_every_frame() -> None:
+    # GIVEN a 10 s clip of frames 0..249 WHEN cut at frames 126 and 200
+    plan = cut_at_frames((126, 200), 250, Fraction(25))
+    # THEN three segments start at 0, 126 and 200, end to end, with exact times
+    assert [(s.start_frame, s.end_frame) for s in plan] == [(0, 126), (126, 200), (200, 250)]
+    assert plan[1].start_time_us == 5_040_000
+    # AND a trimmed range starts at its first frame
+    assert [(s.start_frame, s.end_frame) for s in cut_at_frames((30,), 60, Fraction(25), first=20)] == [
+        (20, 30),
+        (30, 80),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("segments", "cuts", "frames", "first", "why"),
+    [
+        (4, (), 7, 0, "4 segments of at least 2 frames do not fit the job's 7 frames"),
+        (0, (), 100, 0, "0 segments"),
+        (2, (50,), 100, 0, "not both"),
+        (None, (50, 40), 100, 0, "cuts must rise"),
+        (None, (99,), 100, 0, "cuts must rise"),
+        (None, (10,), 90, 10, "within the job's frames [10, 100)"),
+    ],
+)
+def test_a_plan_that_cannot_be_cut_says_why(
+    segments: int | None, cuts: tuple[int, ...], frames: int, first: int, why: str
+) -> None:
+    problem = requested_plan_problem(segments, cuts, frames, first)
+    assert problem is not None and why in problem
+
+
+def test_a_plan_of_n_segments_fits_any_clip_of_2n_frames() -> None:
+    # GIVEN 4 segments asked of a 10 s clip (a fixed plan would make 2) THEN four, of 2 frames at least
+    assert requested_plan_problem(4, (), 8) is None
+    assert len(cut_segments(250, Fraction(25), 4)) == 4
