@@ -53,6 +53,13 @@ def _local_state(state_dir: Path | None, env: Mapping[str, str]) -> LocalState |
     return None
 
 
+def local_stack(endpoint_url: str | None, env: Mapping[str, str]) -> LocalState | None:
+    """The running local stack's state when the client talks to it (no other endpoint named); else None."""
+    local = _local_state(None, env)
+    endpoint = endpoint_url or env.get(ENV_ENDPOINT)
+    return local if local is not None and endpoint in (None, local.endpoint) else None
+
+
 def resolve(
     endpoint_url: str | None = None,
     region: str | None = None,

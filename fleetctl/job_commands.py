@@ -17,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from fleetctl import connection
 from fleetctl.client import Client
 from fleetctl.exits import Exit, of_state
+from fleetctl.local.engines import check_engine
 from fleetctl.notices import SqsNoticeInbox
 from fleetctl.subscriptions import check_tenant
 from fleetctl.tables import duration, table
@@ -47,6 +48,13 @@ def client_of(args: argparse.Namespace) -> Client:
     conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
     resources = conn.resources()
     return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
+
+
+def check_local_engine(args: argparse.Namespace) -> None:
+    """On the local stack, a job for an engine none of its workers runs is refused before any upload."""
+    local = connection.local_stack(args.endpoint_url, os.environ)
+    if local is not None:
+        check_engine(args.engine, local.default_engine, tuple(local.engines))
 
 
 def notice_inbox_of(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | None:

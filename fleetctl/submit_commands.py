@@ -20,7 +20,7 @@ from fleetctl.batch_commands import _wait as wait_for_batch  # the wait `submit 
 from fleetctl.batch_commands import batch_client_of, cmd_submit_batch, is_batch_id
 from fleetctl.client import Client, build_manifest
 from fleetctl.exits import EPILOG, Exit, UsageError, of_state
-from fleetctl.job_commands import client_of, follow, say
+from fleetctl.job_commands import check_local_engine, client_of, follow, say
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS
 from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
@@ -124,6 +124,8 @@ def _describe(view: JobView) -> str:
 def cmd_submit(args: argparse.Namespace) -> int:
     _check_files([*args.source, *([args.reference] if args.reference else [])])
     api_url = args.api or os.environ.get(ENV_API_URL)
+    if not api_url:
+        check_local_engine(args)
     if is_batch(args.target):
         if api_url:
             raise UsageError("--api takes one --target; submit a batch to the stack itself")

@@ -13,7 +13,7 @@ from pathlib import Path
 from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, download, ended
 from fleetctl.client import Client, build_manifest
 from fleetctl.exits import EPILOG, Exit, UsageError
-from fleetctl.job_commands import client_of, follow, say
+from fleetctl.job_commands import check_local_engine, client_of, follow, say
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError, JobRejected
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
@@ -108,6 +108,7 @@ def cmd_try(args: argparse.Namespace) -> int:
         if not token:
             raise UsageError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
         return _try_api(args, ApiClient(api_url, token))
+    check_local_engine(args)
     client = client_of(args)
     submission = client.submit(
         args.source, args.target, args.priority, args.engine, args.quality, args.reference,

@@ -51,6 +51,10 @@ class LocalState:
     processes: list[ManagedProcess] = field(default_factory=list)
     dashboard_url: str | None = None
     api_url: str | None = None
+    # What its render workers run and what a job naming no engine gets, for `submit` to check
+    # (fleetctl/local/engines.py); empty in a state file written before they were recorded.
+    engines: list[str] = field(default_factory=list)
+    default_engine: str | None = None
 
     @property
     def endpoint(self) -> str:
@@ -78,4 +82,6 @@ class LocalState:
             processes=[ManagedProcess(**item) for item in data.get("processes", [])],
             dashboard_url=data.get("dashboard_url"),
             api_url=data.get("api_url"),
+            engines=list(data.get("engines", [])),
+            default_engine=data.get("default_engine"),
         )

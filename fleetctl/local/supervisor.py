@@ -7,6 +7,7 @@ started (not imported), that talks to the others only through S3, SQS, Step Func
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from urllib.parse import urlencode
 
 from fleetctl.local import localstack, recording
 from fleetctl.local.deploy import deploy_stack, package
+from fleetctl.local.engines import worker_engines
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions, process_environments
 from fleetctl.local.recording import role_env
@@ -141,6 +143,9 @@ class LocalStack:
         python = sys.executable
         env = _aws_env(state)
         envs = process_environments(options, resources, self.paths.scratch)
+        # The workers get this environment and this interpreter: what they can run is known here.
+        state.engines = list(worker_engines(os.environ, importlib.util.find_spec("facefusion") is not None))
+        state.default_engine = options.default_engine
         wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
             (
                 "slicer",
