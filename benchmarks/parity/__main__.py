@@ -1,8 +1,10 @@
-"""`python -m benchmarks.parity --target FILE --options JSON [--source FILE…] [--segments N]`
+"""`python -m benchmarks.parity --target FILE --options JSON [--source FILE…] [--segments N | --cut-at F,…]`
 
 Renders the target twice with the same options and the harness's stand-in models: once with
 FaceFusion 3.8.1's own `headless-run` on this machine, once through a local farm of its own (warm
-FaceFusion workers, at least N segments), and compares the two (benchmarks/parity/judge.py). Prints a
+FaceFusion workers, cut into exactly N segments or at the frames given), and compares the two
+(benchmarks/parity/judge.py; `--layout` lets it read every face, `--keep DIR` keeps `facefusion.mp4`,
+`farm.mp4` and the layout). Prints a
 short account, then one JSON line last: {"equal": …, "frames": […], "min_psnr": …, "audio": …,
 "differences": […], …}. Exits 0 only when they are equal; 2 when it could not render one side.
 """
@@ -28,7 +30,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--options", default="{}", help="the job's options as JSON, in FaceFusion's names")
     parser.add_argument("--source", type=Path, action="append", default=[],
                         help="a source face (or audio); the harness's face when none")  # fmt: skip
-    parser.add_argument("--segments", type=int, default=3, help="the fewest segments the farm must cut it into")
+    parser.add_argument(
+        "--segments",
+        type=int,
+        default=3,
+        help="the segments the farm cuts it into (its manifest's plan; any clip of 2N frames or more)",
+    )
+    parser.add_argument(
+        "--cut-at",
+        default="",
+        help="comma-separated target frames the farm's segments start at (instead of --segments)",
+    )
     parser.add_argument("--facefusion-options", default="{}",
                         help="options for FaceFusion's own run only, as JSON (e.g. a workflow strategy)")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2)
@@ -50,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         sources = args.source or [write_source(work / "source.png")]
         case = Case(name="cli", options=json.loads(args.options),
-                    facefusion_options=json.loads(args.facefusion_options), segments=args.segments)  # fmt: skip
+                    facefusion_options=json.loads(args.facefusion_options), segments=args.segments,
+                    cut_at=tuple(int(frame) for frame in args.cut_at.split(",") if frame.strip()))  # fmt: skip
         home = harness.prepare(work / "harness")
         with Farm(home, work / "farm", workers=args.workers) as farm:
             layout = Layout.load(args.layout) if args.layout else None

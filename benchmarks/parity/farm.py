@@ -138,9 +138,17 @@ class Farm:
         return self.state_dir / "logs"
 
     def render(
-        self, sources: Sequence[Path], target: Path, options: Mapping[str, Any], output: Path, name: str = "parity"
+        self,
+        sources: Sequence[Path],
+        target: Path,
+        options: Mapping[str, Any],
+        output: Path,
+        name: str = "parity",
+        plan: Mapping[str, Any] | None = None,
     ) -> FarmRun:
-        """Drop the job, wait for its notice, fetch its output (when it succeeded) to `output`."""
+        """Drop the job, wait for its notice, fetch its output (when it succeeded) to `output`.
+
+        `plan`: the manifest's own plan ({"segments": N} or {"cut_at": [...]}); the slicer's otherwise."""
         assert self.resources is not None
         self._count += 1
         prefix = f"inputs/{name}-{self._count}"
@@ -154,6 +162,8 @@ class Farm:
         s3.upload_file(str(target), bucket, target_key)
         manifest = {"version": 1, "source": keys, "target": target_key, "engine": "facefusion", "priority": "high",
                     "output": f"outputs/{name}-{self._count}{target.suffix}", "options": dict(options)}  # fmt: skip
+        if plan:
+            manifest["plan"] = dict(plan)
         manifest_key = f"jobs/{name}-{self._count}.json"
         began = time.monotonic()
         etag = s3.put_object(Bucket=bucket, Key=manifest_key, Body=json.dumps(manifest).encode())["ETag"]

@@ -19,8 +19,17 @@ class Case:
     name: str
     options: dict[str, Any]
     facefusion_options: dict[str, Any] = field(default_factory=dict)  # FaceFusion's own run only
-    segments: int = 3
+    segments: int = 3  # the farm cuts the job into exactly this many (its manifest's plan)
     note: str = ""  # why the case is there, or why it differs on purpose
+    cut_at: tuple[int, ...] = ()  # or: the target frames the farm's segments start at (beside the first)
+
+    @property
+    def plan(self) -> dict[str, Any]:
+        return {"cut_at": list(self.cut_at)} if self.cut_at else {"segments": self.segments}
+
+    @property
+    def wanted_segments(self) -> int:
+        return len(self.cut_at) + 1 if self.cut_at else self.segments
 
 
 @dataclass
@@ -102,13 +111,13 @@ def run_case(
     folder = work / case.name
     folder.mkdir(parents=True, exist_ok=True)
     theirs = folder / f"farm{target.suffix}"
-    run = farm.render(sources, target, case.options, theirs, name=case.name)
+    run = farm.render(sources, target, case.options, theirs, name=case.name, plan=case.plan)
     outcome.farm = run
     if run.status != "succeeded":
         outcome.problems.append(f"the farm's job {run.status}: {run.reason}")
         return outcome
-    if run.segments < case.segments:
-        outcome.problems.append(f"the farm cut it into {run.segments} segments, fewer than {case.segments}")
+    if run.segments != case.wanted_segments:
+        outcome.problems.append(f"the farm cut it into {run.segments} segments, not the {case.wanted_segments} asked")
     ours = folder / f"facefusion{target.suffix}"
     try:
         made = reference.render(harness, sources, target, ours, case.options, case.facefusion_options)

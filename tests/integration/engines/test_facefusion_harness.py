@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fleetctl.harness.pictures import scene_frame
+from fleetctl.harness.geometry import SOURCE_TINT
+from fleetctl.harness.pictures import face_image, scene_frame
 from fusionfleet.errors import InputRejected
 from gpu_worker.delivery.retry import retryable
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
@@ -34,8 +35,12 @@ pytestmark = [
     pytest.mark.usefixtures("facefusion_harness"),  # skipped where the harness is missing, failed in CI
 ]
 
-# The stand-in swappers tint the inverted face by the source's identity (up to ten levels a channel).
-SWAP_TINT = 12.0
+# The stand-in swappers tint the inverted face by the source's identity: SOURCE_TINT (RGB, 0..1) for a source
+# of person "b", its negative for person "a" (the recogniser's embedding is ± one direction). What a swap
+# from the harness's source (person a) adds to each channel, BGR, in levels; a swap from the wrong source
+# adds the opposite (8 to 20 levels away), which the check below refuses.
+SOURCE_A_TINT = -np.asarray(SOURCE_TINT[::-1]) * 255
+SWAP_TOLERANCE = 2.0  # levels: the warp back and the 8-bit rounding, not another source
 CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
 
 
@@ -67,9 +72,11 @@ def _job(tmp_path: Path, options: Mapping[str, Any] | None = None, source: Image
 
 
 def _swapped(frame: Frame, image: Image) -> tuple[float, float]:
-    """(distance of the face's middle from 255 - input, distance of the rest from the input)."""
+    """(distance of the face's middle from 255 - input tinted by the source's identity, distance of the rest
+    from the input)."""
     ys, xs = harness.face_core()
-    inverted = float(np.abs(image[ys, xs].astype(int) - (255 - frame.image[ys, xs].astype(int))).mean())
+    expected = (255 - frame.image[ys, xs].astype(float)) + SOURCE_A_TINT
+    inverted = float(np.abs(image[ys, xs].astype(float) - expected).mean())
     kept = float(np.abs(harness.outside_face(image).astype(int) - harness.outside_face(frame.image).astype(int)).mean())
     return inverted, kept
 
@@ -82,7 +89,7 @@ def _assert_swapped(frames: list[Frame], images: list[Image]) -> None:
             continue
         assert image.shape == frame.image.shape
         inverted, kept = _swapped(frame, image)
-        assert inverted < SWAP_TINT and kept < 1.0, (frame.index, inverted, kept)
+        assert inverted < SWAP_TOLERANCE and kept < 1.0, (frame.index, inverted, kept)
 
 
 def test_stand_in_models_are_where_facefusion_looks_with_their_hashes(home: harness.Harness) -> None:
@@ -113,6 +120,18 @@ def test_inswapper_runs_through_its_embedding_conversion_in_both_engines(
     _assert_swapped(frames, new)
     assert max(int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in zip(old, new, strict=True)) <= 1
     assert "inswapper_128.onnx" in warm.stats.session_models
+
+
+def test_a_swap_from_the_wrong_source_fails_the_swap_check(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN the harness's frames and, as the source, a picture of the other person (b)
+    frames = harness.clip(2, start=10)
+    wrong = face_image(person="b")
+    # WHEN the warm engine swaps with it
+    images = list(warm.render(_job(tmp_path, source=wrong), frames))
+    # THEN every face is inverted but tinted the other way: the check made for person a's source refuses it
+    for frame, image in zip(frames, images, strict=True):
+        inverted, _ = _swapped(frame, image)
+        assert inverted > 3 * SWAP_TOLERANCE, (frame.index, inverted)
 
 
 def test_per_segment_headless_run_swaps_every_frame(home: harness.Harness, tmp_path: Path) -> None:
