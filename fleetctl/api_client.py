@@ -12,14 +12,17 @@ import json
 import re
 import secrets
 import shutil
+import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fleetctl.client import named_after_content
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.jobs.states import parse_state
 
@@ -130,6 +133,11 @@ def post_form(url: str, fields: dict[str, str], path: Path, max_bytes: int, time
 
 
 def download(url: str, path: Path, timeout_s: float = 600.0) -> Path:
+    """The file behind a download link to `path`, or beside it under the name of what it holds (the link's
+    key says: a picture sent as `target.mp4` comes back a picture), told on stderr."""
+    path, renamed = named_after_content(path, urllib.parse.urlparse(url).path)
+    if renamed:
+        print(renamed, file=sys.stderr, flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     with urllib.request.urlopen(url, timeout=timeout_s) as response, path.open("wb") as out:
         shutil.copyfileobj(response, out)

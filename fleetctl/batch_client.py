@@ -16,6 +16,7 @@ from fusionfleet.adapters.orchestrator import Orchestrator
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.fleet.tenants import check_tenant_name
+from fusionfleet.jobs.acceptance import accept
 from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.batch_views import BatchDetail
 from fusionfleet.jobs.batches import MEDIA_EXTENSIONS
@@ -23,6 +24,7 @@ from fusionfleet.jobs.ids import batch_id as derive_batch_id
 from fusionfleet.jobs.image_output import extension_of
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.states import JobState
+from fusionfleet.messages import ObjectRef
 
 GLOB_CHARACTERS = frozenset("*?[")
 
@@ -84,6 +86,7 @@ class BatchClient:
         self._storage = storage
         self._orchestrator = orchestrator
         self._media = media_bucket
+        self._work = work_bucket
         self._reader = BatchReader(JobReader(storage, orchestrator, work_bucket, machine))
 
     def submit(
@@ -123,8 +126,12 @@ class BatchClient:
         etag = self._storage.put_bytes(
             self._media, manifest_key, json.dumps(manifest, indent=2).encode(), "application/json"
         )
+        batch_id = derive_batch_id(self._media, manifest_key, etag)
+        # Before the id is shown: the batch reads PENDING, not unknown, until the slicer opens it.
+        ref = ObjectRef(bucket=self._media, key=manifest_key, etag=etag)
+        accept(self._storage, self._work, batch_id, ref, manifest)
         say(f"submitted s3://{self._media}/{manifest_key}: a batch of {len(target_keys)} targets")
-        return BatchSubmission(derive_batch_id(self._media, manifest_key, etag), manifest_key, prefix, len(target_keys))
+        return BatchSubmission(batch_id, manifest_key, prefix, len(target_keys))
 
     def detail(self, batch: str) -> BatchDetail:
         return self._reader.detail(batch)

@@ -18,6 +18,7 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.errors import JobNotFound
 from fusionfleet.facefusion.flags import collect_facefusion_options
 from fusionfleet.fleet.tenants import notice_tenant
+from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.batch_views import BatchDetail, ItemView
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.progress import ProgressLine, bar
@@ -34,7 +35,8 @@ def batch_client_of(args: argparse.Namespace) -> BatchClient:
 
 
 def is_batch_id(args: argparse.Namespace, job_id: str) -> bool:
-    return reader_of(args).batch_record(job_id) is not None
+    """A batch's id, opened by the slicer or only accepted (its `status` is then PENDING, not unknown)."""
+    return BatchReader(reader_of(args)).is_batch(job_id)
 
 
 def cmd_submit_batch(args: argparse.Namespace) -> int:
@@ -107,7 +109,8 @@ def cmd_batch_status(args: argparse.Namespace) -> int:
     items = batch.items
     print(f"items     {items.done} succeeded, {items.failed} unsuccessful, {items.running} running, "
           f"{items.pending} waiting, {items.total} total")  # fmt: skip
-    print(f"output    {batch.output}")
+    if batch.output:
+        print(f"output    {batch.output}")
     if batch.reason:
         print(f"reason    {batch.reason}")
     rows = [_item_row(item) for item in detail.items]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -17,13 +18,16 @@ from fusionfleet import layout
 from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
 from fusionfleet.adapters.orchestrator import Orchestrator
 from fusionfleet.adapters.storage import Storage
-from fusionfleet.errors import FusionFleetError
+from fusionfleet.errors import FusionFleetError, JobNotFound
 from fusionfleet.fleet.tenants import check_tenant_name
+from fusionfleet.jobs.acceptance import accept
+from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.ids import job_id as derive_job_id
-from fusionfleet.jobs.image_output import VIDEO_EXTENSION, output_suffix
+from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS, VIDEO_EXTENSION, extension_of, output_suffix
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import JobResult, JobView
 from fusionfleet.media.sniff import SNIFF_BYTES, image_format
+from fusionfleet.messages import ObjectRef
 
 # After a job's notice, how long and how often `wait` reads the status until the execution has ended.
 NOTICE_SETTLE_S = 30.0
@@ -95,6 +99,36 @@ def local_output_suffix(path: Path, key: str) -> str:
     return output_suffix(key, found) if found else VIDEO_EXTENSION
 
 
+# Extensions that name the farm's video output (MP4, and the containers that are MP4 under another name).
+MP4_EXTENSIONS = (VIDEO_EXTENSION, ".m4v", ".mov")
+# Extensions that name some other video container: a file so named would not hold what it says.
+OTHER_VIDEO_EXTENSIONS = (".mkv", ".webm", ".avi")
+
+
+def _format_named(extension: str) -> str | None:
+    """The format a file extension names (an image format, or "mp4"), None for an extension naming none we know."""
+    if extension in MP4_EXTENSIONS:
+        return "mp4"
+    return IMAGE_EXTENSIONS.get(extension) or (extension if extension in OTHER_VIDEO_EXTENSIONS else None)
+
+
+def _tell(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def named_after_content(requested: Path, output_key: str) -> tuple[Path, str]:
+    """Where to write a job's output asked to go to `requested`: there, unless its extension names another
+    format than the output holds (a PNG target named `.mp4`, an `--output out.mp4` for a picture); then the
+    same name with the output's own extension, and the line that tells the user so ("" when unchanged)."""
+    wanted, holds = extension_of(requested.name), extension_of(output_key)
+    asked = _format_named(wanted)
+    if asked is None or not holds or asked == _format_named(holds):
+        return requested, ""
+    renamed = requested.with_name(requested.name[: -len(wanted)] + holds)
+    what = f"a {IMAGE_EXTENSIONS[holds].upper()} picture" if holds in IMAGE_EXTENSIONS else "an MP4 video"
+    return renamed, f"the output is {what}: writing it to {renamed} rather than {requested}"
+
+
 class Client:
     def __init__(self, storage: Storage, orchestrator: Orchestrator, resources: StackResources) -> None:
         self._storage = storage
@@ -153,17 +187,26 @@ class Client:
         etag = self._storage.put_bytes(
             bucket, manifest_key, json.dumps(manifest, indent=2).encode(), "application/json"
         )
+        job_id = derive_job_id(bucket, manifest_key, etag)
+        # Before the id is shown: from here `status` and `--wait` read it PENDING, not unknown, until the
+        # slicer has taken it (fusionfleet.jobs.acceptance).
+        ref = ObjectRef(bucket=bucket, key=manifest_key, etag=etag)
+        accept(self._storage, self._resources.work_bucket, job_id, ref, manifest)
         say(f"submitted s3://{bucket}/{manifest_key}")
-        return Submission(derive_job_id(bucket, manifest_key, etag), manifest_key, output_key)
+        return Submission(job_id, manifest_key, output_key)
 
     def status(self, job_id: str) -> JobView:
-        """The job as the read model shows it, a job not yet sliced as PENDING, with its segments in
-        flight and, once it succeeded, a link to its output signed now: the notice's link may have
-        died with the merge task's role session (fusionfleet.adapters.links)."""
+        """The job as the read model shows it, a job not yet sliced as PENDING (JobNotFound for an id no
+        manifest was accepted for), with its segments in flight and, once it succeeded, a link to its
+        output signed now: the notice's link may have died with the merge task's role session
+        (fusionfleet.adapters.links)."""
         reader = JobReader(
             self._storage, self._orchestrator, self._resources.work_bucket, self._resources.state_machine_arn
         )
-        view = reader.view(job_id, known=False, in_flight=True)
+        try:
+            view = reader.view(job_id, known=False, in_flight=True)
+        except JobNotFound:
+            view = BatchReader(reader).unstarted_item(job_id)  # JobNotFound again for an id nothing knows
         if view.output_object is None:
             return view
         return replace(view, download=self._storage.presign_link(*view.output_object, DOWNLOAD_LINK_SECONDS))
@@ -203,7 +246,11 @@ class Client:
         self._storage.download_file(bucket, key, path)
         return path
 
-    def download(self, result: JobResult, path: Path) -> Path:
+    def download(self, result: JobResult, path: Path, tell: Callable[[str], None] | None = None) -> Path:
+        """The output to `path`, or beside it under the name of what it holds (told on stderr, or to `tell`)."""
+        path, renamed = named_after_content(path, result.key)
+        if renamed:
+            (tell or _tell)(renamed)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._storage.download_file(result.bucket, result.key, path)
         return path

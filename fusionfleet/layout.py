@@ -181,6 +181,11 @@ def summary_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}summary.json"
 
 
+def accepted_key(job_id: str) -> str:
+    """A manifest accepted for this job or batch, before the slicer's records (fusionfleet.jobs.acceptance)."""
+    return f"{work_prefix(job_id)}accepted.json"
+
+
 def webhook_key(job_id: str) -> str:
     """The job's webhook: URL, events and the caller's metadata (fusionfleet.webhooks.events)."""
     return f"{work_prefix(job_id)}webhook.json"

@@ -64,9 +64,10 @@ class StackSource:
         return self.reader.detail(job_id)
 
     def batch(self, job_id: str, first: int, limit: int) -> tuple[BatchDetail, int | None] | None:
-        if self.reader.batch_record(job_id) is None:
+        batches = BatchReader(self.reader)
+        if not batches.is_batch(job_id):  # a batch not yet opened is one too: PENDING with its targets
             return None
-        detail = BatchReader(self.reader).detail(job_id, page=range(first, first + limit))
+        detail = batches.detail(job_id, page=range(first, first + limit))
         items, more = item_page(detail.items, first, limit)
         return replace(detail, items=items), more
 

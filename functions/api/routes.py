@@ -5,7 +5,8 @@
     POST /jobs/{job_id}/start    202 {"job_id", "state": "PENDING", ...}
     GET  /jobs/{job_id}          200 {"job_id", "state", "segments": {"done", "failed", "total"}, "ended",
                                       "actions", "reason"?, "download_url"?, "created_at"?, "priority"?,
-                                      "frames"?: [{"frame", "download_url"}] (a test render's pictures)}
+                                      "frames"?: [{"frame", "download_url"}] (a test render's pictures),
+                                      "targets"? (while PENDING: the target's, or a batch's targets', names)}
     GET  /jobs                   200 {"jobs": [...], "now"}   (the caller's own, newest first; ?limit=1..200)
     GET  /jobs/{job_id}/detail   200 {"job": <as GET /jobs/{id}>, "segments", "attempts", "timings", "cost",
                                       "deliveries", "preview": bool, "now"}; a batch's also "items" (a page:

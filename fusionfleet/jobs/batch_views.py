@@ -15,7 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from fusionfleet import layout
+from fusionfleet.jobs.acceptance import Acceptance
 from fusionfleet.jobs.batches import BatchRecord
+from fusionfleet.jobs.ids import item_id
 from fusionfleet.jobs.states import ALLOWED, CANCEL_REASON, JobState
 from fusionfleet.jobs.views import JobView, SegmentCounts, parse_time
 
@@ -105,6 +107,20 @@ def batch_view(record: BatchRecord, items: Sequence[ItemView], cancelled: bool) 
         kind="batch",
         items=item_counts(states),
     )
+
+
+def pending_batch(accepted: Acceptance) -> BatchDetail:
+    """A batch whose manifest was accepted and not yet opened by the slicer: PENDING, its items its
+    targets as the manifest names them (none yet where it names a prefix: the slicer lists those)."""
+    items = [
+        ItemView(index, item_id(accepted.job_id, index), target, None) for index, target in enumerate(accepted.targets)
+    ] if accepted.items_known else []  # fmt: skip
+    view = JobView(
+        job_id=accepted.job_id, name=accepted.name, state=JobState.PENDING, priority=accepted.priority,
+        submitted_at=parse_time(accepted.submitted_at), actions=ALLOWED[JobState.PENDING], kind="batch",
+        items=item_counts([None] * len(items)), targets=accepted.targets,
+    )  # fmt: skip
+    return BatchDetail(view, items)
 
 
 def listed_batch(

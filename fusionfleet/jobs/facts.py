@@ -20,6 +20,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, Orchestrator, Progress, execution_arn
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import JobNotFound, ObjectMissing
+from fusionfleet.jobs.acceptance import Acceptance, read_acceptance
 from fusionfleet.jobs.final_notice import FinalNotices, NoticeRecord, told_by_itself
 from fusionfleet.jobs.loss import JobFailedMarker, job_failed
 from fusionfleet.jobs.plan import Segment
@@ -54,6 +55,9 @@ class JobFacts:
     failed: JobFailedMarker | None = None
     # Queued for its tenant's turn, or held by its tenant's budget (fusionfleet.jobs.waiting).
     waiting: WaitingRecord | None = None
+    # Its manifest, accepted and not yet sliced (fusionfleet.jobs.acceptance): read only without a job
+    # record or a rejection, it is what a PENDING job's view knows of it.
+    accepted: Acceptance | None = None
 
     @property
     def state(self) -> JobState:
@@ -149,12 +153,18 @@ class JobRecords:
         return self._machine
 
     def facts(self, job_id: str, known: bool = True) -> JobFacts:
-        """The job's facts. `known`: a job with neither a job record nor a rejection is `JobNotFound`;
-        without it, such a job is read from its execution alone (PENDING until it has one)."""
+        """The job's facts. A job with neither a job record nor a rejection is PENDING while its manifest
+        is accepted (fusionfleet.jobs.acceptance), else, with `known`, `JobNotFound`; without `known`,
+        such a job is read from its execution alone (PENDING until it has one)."""
         raw = self.json(layout.job_key(job_id))
         rejection = None if raw is not None else self.json(layout.rejection_key(job_id))
-        if raw is None and rejection is None and known:
-            raise JobNotFound(f"no job {job_id!r} (no job record and no rejection in the work bucket)")
+        accepted = None
+        if raw is None and rejection is None:
+            accepted = read_acceptance(self._storage, self._bucket, job_id)
+            if accepted is None and known:
+                raise JobNotFound(
+                    f"no job {job_id!r} (no job record, no rejection and no accepted manifest in the work bucket)"
+                )
         context = JobContext.model_validate(raw) if raw is not None else None
         run = current_run(self._storage, self._bucket, job_id)
         execution = None
@@ -168,7 +178,7 @@ class JobRecords:
             self._storage, self._bucket, job_id
         )
         waiting = read_waiting(self._storage, self._bucket, job_id) if raw is not None else None
-        facts = JobFacts(job_id, context, rejection, run, execution, cancelled, waiting=waiting)
+        facts = JobFacts(job_id, context, rejection, run, execution, cancelled, waiting=waiting, accepted=accepted)
         if facts.state is JobState.CANCELLED:
             return replace(facts, notice=FinalNotices(self._storage, self._bucket, ()).record(job_id))
         if facts.state not in (JobState.RUNNING, JobState.FAILED, JobState.TIMED_OUT, JobState.ABORTED):

@@ -22,7 +22,7 @@ from fusionfleet.errors import BadRequest, JobNotFound, ObjectMissing, Operation
 from fusionfleet.facefusion.content_analysis import AnalysisProgress
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs import summary
-from fusionfleet.jobs.batch_views import listed_batch
+from fusionfleet.jobs.batch_views import listed_batch, pending_batch
 from fusionfleet.jobs.batches import BatchRecord
 from fusionfleet.jobs.facts import JobFacts, JobRecords, SegmentFiles
 from fusionfleet.jobs.final_notice import told_by_itself
@@ -114,13 +114,16 @@ class JobReader:
         self._clock = clock
 
     def view(self, job_id: str, known: bool = True, in_flight: bool = False) -> JobView:
-        """One job's view. `known=False`: a job not yet sliced is PENDING rather than JobNotFound;
+        """One job's view (PENDING from its acceptance before the slicer took it; JobNotFound for an id
+        nothing knows). `known=False`: a job with an execution and no job record is read from that alone;
         `in_flight`: ask the orchestrator how many of its segments are in flight (one call more)."""
         if not in_flight:
             fast = self._fast(job_id)
             if fast is not None and not (fast.state is JobState.RUNNING and not fast.segments.done):
                 return fast
         facts = self.records.facts(job_id, known)
+        if facts.context is None and facts.rejection is None and facts.accepted is None and not facts.execution:
+            raise JobNotFound(f"no job {job_id!r} (no record, no accepted manifest and no execution)")
         view = self._view(facts, in_flight=in_flight)
         if view.state is JobState.RUNNING and not (view.segments.done or view.segments.running):
             return replace(view, analysis=self._analysis(facts))
@@ -355,6 +358,8 @@ class JobReader:
         """The view from the job's facts; its segment counts from its summary where it has one (no
         listing of a long job's files). An ended run's view is recorded in the summary for the next read."""
         facts = self.records.facts(job_id)
+        if facts.accepted is not None and facts.accepted.batch:
+            return pending_batch(facts.accepted).batch  # accepted, not yet opened: one row, PENDING
         if found is None and facts.context is not None:
             found = summary.read(self.records.storage, self.records.bucket, job_id)
         if found is None or found.run != facts.run.run or not settled(facts):

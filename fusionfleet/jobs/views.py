@@ -73,6 +73,9 @@ class JobView:
     items: SegmentCounts = SegmentCounts()
     # A test render that succeeded, as a reader with the right to sign shows it: (frame, link) per picture.
     pictures: tuple[tuple[int, str], ...] = ()
+    # What its manifest names while it waits for the slicer (fusionfleet.jobs.acceptance): its target,
+    # or a batch's targets; empty where the reader did not need the manifest.
+    targets: tuple[str, ...] = ()
 
     @property
     def ended(self) -> bool:
@@ -142,6 +145,12 @@ def job_view(
     state, context = facts.state, facts.context
     result = job_result(facts) if state is JobState.SUCCEEDED else None
     view = JobView(facts.job_id, facts.job_id, state, facts.reason, actions=ALLOWED[state], result=result)
+    if context is None and facts.accepted is not None and facts.rejection is None:
+        accepted = facts.accepted
+        return replace(
+            view, name=accepted.name, priority=accepted.priority, submitted_at=parse_time(accepted.submitted_at),
+            targets=accepted.targets,
+        )  # fmt: skip
     if context is None:
         manifest = (facts.rejection or {}).get("manifest") or {}
         name = layout.manifest_name(str(manifest.get("key", facts.job_id))) if facts.rejection else facts.job_id
@@ -296,6 +305,8 @@ def tenant_json(view: JobView) -> dict[str, Any]:
         shown["created_at"] = view.submitted_at.isoformat()
     if view.pictures:
         shown["frames"] = [{"frame": frame, "download_url": url} for frame, url in view.pictures]
+    if view.targets:  # known before the slicer takes the job: the file names, as the tenant sent them
+        shown["targets"] = [target.rsplit("/", 1)[-1] for target in view.targets]
     if view.kind == "batch":
         shown["kind"] = "batch"
         shown["items"] = {"done": view.items.done, "failed": view.items.failed, "running": view.items.running,

@@ -33,7 +33,7 @@ from fusionfleet.errors import (
 )
 from fusionfleet.facefusion.requirements import SourceKind
 from fusionfleet.jobs.batch_reader import BatchReader
-from fusionfleet.jobs.batch_views import item_page, tenant_item_json
+from fusionfleet.jobs.batch_views import ItemView, item_page, tenant_item_json
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources
 from fusionfleet.jobs.ids import JOB_ID, name_of_job
 from fusionfleet.jobs.ids import batch_id as pipeline_batch_id
@@ -41,7 +41,7 @@ from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
 from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE, JobReader, encode_cursor
 from fusionfleet.jobs.states import JobState
-from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, parse_time, pending_view
+from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, SegmentCounts, parse_time, pending_view
 from fusionfleet.key_rules import slug
 from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
 from fusionfleet.services.batch_operations import BatchOperations
@@ -101,6 +101,18 @@ class Created:
     uploads: tuple[Upload, ...]
     expires_in: int
     max_upload_bytes: int
+
+
+def _targets(record: dict[str, Any]) -> tuple[str, ...]:
+    """The target keys of an API job's body as kept in its record (its `targets` for a batch)."""
+    manifest = record.get("manifest") or {}
+    named = manifest.get("targets") or [manifest.get("target")]
+    return tuple(str(key) for key in named if isinstance(key, str) and key)
+
+
+def _items_known(record: dict[str, Any]) -> bool:
+    """Whether each of a batch's targets is one item (a prefix's items are known once the slicer lists it)."""
+    return not any(target.endswith("/") for target in _targets(record))
 
 
 def new_job_id(now: datetime) -> str:
@@ -275,12 +287,16 @@ class TenantJobs:
         record, pipeline = self._lookup(tenant, job_id)
         if not self._is_batch(record):
             return None
-        if pipeline is None:
-            return [], None
         try:
+            if pipeline is None:
+                raise JobNotFound(f"job {job_id} not started")
             detail = BatchReader(self.reader).detail(pipeline, page=range(first, first + limit))
         except JobNotFound:
-            return [], None
+            # Not started, or not opened by the slicer yet: its targets, as the job's body named them.
+            targets = _targets(record)
+            unopened = [ItemView(index, "", target, None) for index, target in enumerate(targets)]
+            page, more = item_page(unopened if _items_known(record) else [], first, limit)
+            return [tenant_item_json(item, None) for item in page], more
         page, more = item_page(detail.items, first, limit)
         links = [item.job.output_object if item.job is not None else None for item in page]
         return [
@@ -386,9 +402,15 @@ class TenantJobs:
 
     @staticmethod
     def _waiting(job_id: str, record: dict[str, Any], started: bool = False) -> JobView:
+        """PENDING with what the job's body said (its priority, its target or targets): not yet started,
+        or started and not yet taken by the slicer."""
         priority = (record.get("manifest") or {}).get("priority") or "normal"
         reason = "" if started else "waiting for its files and POST /jobs/{id}/start"
-        return pending_view(job_id, reason, priority, parse_time(record.get("created_at")))
+        view = replace(pending_view(job_id, reason, priority, parse_time(record.get("created_at"))),
+                       targets=_targets(record))  # fmt: skip
+        if not TenantJobs._is_batch(record):
+            return view
+        return replace(view, kind="batch", items=SegmentCounts(len(view.targets) if _items_known(record) else 0))
 
     def _shown(self, job_id: str, view: JobView, record: dict[str, Any]) -> JobView:
         """The pipeline's view as the tenant sees it: its own id, the API's states, a fresh download link."""

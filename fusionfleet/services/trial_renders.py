@@ -18,9 +18,11 @@ from typing import Any
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import JobRejected, ObjectMissing, OperationRefused
+from fusionfleet.jobs.acceptance import accept
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.reader import JobReader
+from fusionfleet.messages import ObjectRef
 
 # Fields of the job's manifest that do not carry over to its test render.
 DROPPED = ("output", "targets", "item_notices", "webhook", "webhook_events", "metadata")
@@ -58,7 +60,11 @@ class TrialRenders:
         except JobRejected as rejected:
             raise OperationRefused(rejected.reason) from rejected
         etag = self.storage.put_bytes(source.bucket, key, body, "application/json")
-        return derive_job_id(source.bucket, key, etag)
+        job_id = derive_job_id(source.bucket, key, etag)
+        # Its page opens at once: PENDING, not unknown, until the slicer takes it (fusionfleet.jobs.acceptance).
+        ref = ObjectRef(bucket=source.bucket, key=key, etag=etag)
+        accept(self.storage, self.reader.records.bucket, job_id, ref, json.loads(body))
+        return job_id
 
     def frames(self, job_id: str) -> list[int]:
         """The frames of a test render that succeeded, in the order asked; [] for any other job."""

@@ -10,11 +10,13 @@ from fleetctl.client import Client
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Progress, execution_arn
 from fusionfleet.errors import JobNotFound
+from fusionfleet.jobs.acceptance import accept
 from fusionfleet.jobs.facts import JobRecords
 from fusionfleet.jobs.final_notice import WATCHDOG, FinalNotices
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.runs import execution_name
 from fusionfleet.jobs.states import CANCEL_REASON, Action, JobState, allowed, could_be, job_state
+from fusionfleet.messages import ObjectRef
 from tests.support.farm import MACHINE, NOW, RESOURCES, Farm
 from tests.support.jobs import WORK
 
@@ -69,13 +71,21 @@ def test_a_cancelled_and_a_rejected_job_read_alike_everywhere() -> None:
     assert client.status("job-r").reason == farm.reader.view("job-r").reason == "no target"
 
 
-def test_a_job_not_yet_sliced_is_pending_for_the_client_and_unknown_to_operations() -> None:
-    # GIVEN a manifest just uploaded: no job record, no rejection, no execution yet
+def test_a_job_not_yet_sliced_is_pending_once_its_manifest_is_accepted_and_unknown_before() -> None:
+    # GIVEN an id no manifest was accepted for: no job record, no rejection, no execution
     farm = Farm()
-    assert states(farm).facts("fresh", known=False).state == "PENDING"
-    assert Client(farm.storage, farm.orchestrator, RESOURCES).status("fresh").state == "PENDING"
+    assert states(farm).facts("fresh", known=False).state == "PENDING"  # as a batch's claimed item reads
+    with pytest.raises(JobNotFound):
+        Client(farm.storage, farm.orchestrator, RESOURCES).status("fresh")  # issue 43: unknown, not PENDING
     with pytest.raises(JobNotFound):
         states(farm).facts("fresh")
+    # WHEN its manifest is uploaded and accepted (what `submit` does before it shows the id)
+    etag = farm.storage.put_bytes("media", "jobs/fresh.json", b'{"version": 1, "target": "inputs/a.mp4"}')
+    accept(farm.storage, WORK, "fresh", ObjectRef(bucket="media", key="jobs/fresh.json", etag=etag),
+           {"target": "inputs/a.mp4"})  # fmt: skip
+    # THEN the client and operations both read it PENDING, before the slicer wrote anything
+    assert Client(farm.storage, farm.orchestrator, RESOURCES).status("fresh").state == "PENDING"
+    assert states(farm).facts("fresh").state == "PENDING"
 
 
 def test_a_retrys_segment_counts_include_the_segments_done_before_it() -> None:
