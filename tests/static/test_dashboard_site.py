@@ -4,6 +4,7 @@ CloudFront distribution that serves it on AWS, and `fusionfleet dashboard publis
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections.abc import Iterator
 from functools import cache
@@ -19,7 +20,7 @@ from infra.emulators import cors
 from infra.emulators.api_gateway import LocalApi
 from infra.emulators.cors import CorsPolicy
 from infra.emulators.jwt_authorizer import JwtAuthorizer
-from tests.support.cfn import Conditions, existing, parameter_values, transform
+from tests.support.cfn import PSEUDO_PARAMETERS, Conditions, existing, parameter_values, references, source, transform
 from tests.support.dashboard import FakeDashboardSource
 
 PAGE = "https://d111111abcdef8.cloudfront.net"
@@ -184,11 +185,106 @@ def _one(kind: str) -> dict[str, Any]:
 def test_the_apis_cors_allows_the_dashboards_origin_alone_with_the_local_gateways_values() -> None:
     # SAM writes the HttpApi's CorsConfiguration into the API's OpenAPI body
     config = _one("AWS::ApiGatewayV2::Api")["Body"]["x-amazon-apigateway-cors"]
-    assert config["allowOrigins"] == [{"Fn::Sub": "https://${DashboardDistribution.DomainName}"}]
+    template = transform("prod")
+    origins = _resolved(config["allowOrigins"], Conditions(template, parameter_values(template, "prod")), {})
+    assert origins == [{"Fn::Sub": "https://${DashboardDistribution.DomainName}"}]
     assert tuple(config["allowMethods"]) == cors.ALLOW_METHODS
     assert tuple(config["allowHeaders"]) == cors.ALLOW_HEADERS
     assert config["maxAge"] == cors.MAX_AGE_S
     assert "allowCredentials" not in config  # the token travels in a header, never in a cookie
+
+
+def _resolved(node: Any, conditions: Conditions, parameters: dict[str, Any]) -> Any:
+    """Fn::If taken as the conditions say, AWS::NoValue dropped, Ref to a parameter given its value."""
+    if isinstance(node, list):
+        items = (_resolved(item, conditions, parameters) for item in node)
+        return [item for item in items if item != {"Ref": "AWS::NoValue"}]
+    if isinstance(node, dict) and set(node) == {"Fn::If"}:
+        name, when_true, when_false = node["Fn::If"]
+        return _resolved(when_true if conditions[name] else when_false, conditions, parameters)
+    if isinstance(node, dict) and set(node) == {"Ref"} and node["Ref"] in parameters:
+        return parameters[node["Ref"]]
+    return node
+
+
+CLOUDFRONT_TYPES = ("AWS::CloudFront::",)
+# Where the stack makes no distribution: GovCloud and China (no origin access control there), and an
+# account that may not create one yet. The API's CORS then allows the operator's origin, or none.
+WITHOUT_DISTRIBUTION = {
+    "govcloud": {"AWS::Partition": "aws-us-gov", "AWS::Region": "us-gov-west-1"},
+    "china": {"AWS::Partition": "aws-cn", "AWS::Region": "cn-north-1"},
+    "turned off": {"CreateDashboardDistribution": "false"},
+    "turned off, page hosted elsewhere": {
+        "CreateDashboardDistribution": "false", "DashboardOrigin": "https://tenants.example.com",
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides", WITHOUT_DISTRIBUTION.values(), ids=WITHOUT_DISTRIBUTION.keys())
+def test_without_a_distribution_nothing_needs_cloudfront_and_the_api_allows_the_operators_origin_or_none(
+    overrides: dict[str, str],
+) -> None:
+    # GIVEN the AWS stage where the stack makes no CloudFront distribution
+    template = transform("prod")
+    parameters = {**parameter_values(template, "prod"), **overrides}
+    conditions = Conditions(template, parameters)
+    present = existing(template, conditions)
+    # WHEN the resources that exist, and what they and the outputs refer to, are listed
+    outputs = [o for o in template["Outputs"].values() if conditions.holds(o.get("Condition"))]
+    used = {ref for node in [*present.values(), *outputs] for ref in references(node, conditions)}
+    # THEN no CloudFront resource and no tenant-page bucket exists, and nothing refers to one
+    cloudfront = {n for n, r in template["Resources"].items() if r["Type"].startswith(CLOUDFRONT_TYPES)}
+    assert cloudfront and not cloudfront & set(present)
+    assert "DashboardBucket" not in present and not {"DashboardBucket", *cloudfront} & used
+    # AND the HTTP API still exists; its CORS allows the operator's origin when given, else none, never *
+    # (on the raw template: SAM would put the transform's parameter values in for the Ref)
+    cors = source()["Resources"]["HttpApi"]["Properties"]["CorsConfiguration"]
+    origins = _resolved(cors["AllowOrigins"], conditions, parameters)
+    assert "HttpApi" in present
+    assert origins == ([overrides["DashboardOrigin"]] if overrides.get("DashboardOrigin") else [])
+
+
+def test_the_dashboards_cloudfront_names_differ_by_region_and_fit_cloudfronts_limits() -> None:
+    # GIVEN the names of the origin access control and the response-headers policy (account-wide names:
+    # the same stack name in a second region must not meet the first one's), and their length limits
+    resources = source()["Resources"]
+    names = {
+        "DashboardOriginAccessControl": (resources["DashboardOriginAccessControl"]["Properties"]
+                                         ["OriginAccessControlConfig"]["Name"], 64),
+        "DashboardHeadersPolicy": (resources["DashboardHeadersPolicy"]["Properties"]
+                                   ["ResponseHeadersPolicyConfig"]["Name"], 128),
+    }  # fmt: skip
+
+    def stack(name: str, region: str, uuid: str) -> dict[str, str]:
+        arn = f"arn:aws:cloudformation:{region}:123456789012:stack/{name}/{uuid}"
+        return {**PSEUDO_PARAMETERS, "AWS::Region": region, "AWS::StackName": name, "AWS::StackId": arn}
+
+    first = stack("fleet", "us-east-1", "11111111-2222-3333-4444-555555555555")
+    second = stack("fleet", "eu-west-1", "66666666-7777-8888-9999-000000000000")
+    longest = stack("s" * 128, "ap-southeast-4", "66666666-7777-8888-9999-000000000000")
+    for resource, (name, limit) in names.items():
+        # WHEN each is resolved for one stack name deployed in two regions, and for the longest stack name
+        # THEN the two differ, and name their region; the longest fits the limit
+        assert _evaluate(name, first) != _evaluate(name, second), resource
+        assert "eu-west-1" in _evaluate(name, second), resource
+        assert len(_evaluate(name, longest)) <= limit, resource
+
+
+def _evaluate(node: Any, values: dict[str, str]) -> str:
+    """A name's Ref, Fn::Sub, Fn::Join, Fn::Select and Fn::Split, for given pseudo parameters."""
+    if isinstance(node, str):
+        return node
+    ((function, argument),) = node.items()
+    if function == "Ref":
+        return values[argument]
+    if function == "Fn::Sub":
+        return re.sub(r"\$\{([^}]+)\}", lambda m: values[m.group(1)], argument)
+    if function == "Fn::Join":
+        return str(argument[0]).join(_evaluate(item, values) for item in argument[1])
+    if function == "Fn::Select":
+        index, (split,) = argument[0], argument[1].values()
+        return _evaluate(split[1], values).split(split[0])[int(index)]
+    raise ValueError(f"unsupported function {function}")
 
 
 def test_the_distribution_serves_the_private_bucket_over_https_through_origin_access_control() -> None:

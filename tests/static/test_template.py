@@ -60,9 +60,11 @@ LOCAL_TYPES = (
     "AWS::SNS::Topic",
     "AWS::StepFunctions::StateMachine",
 )
-# Resources of LOCAL_TYPES that exist on AWS only: the tenant page's bucket (CloudFront serves it; the
-# local stack serves the page from its dashboard process).
-AWS_ONLY_OF_LOCAL_TYPES = {"DashboardBucket": "IsAws"}
+# Resources of LOCAL_TYPES that exist on AWS only: the tenant page's bucket (CloudFront serves it, where
+# the stack makes a distribution; the local stack serves the page from its dashboard process).
+AWS_ONLY_OF_LOCAL_TYPES = {"DashboardBucket": "HasDashboard"}
+# Partitions other than aws, by a region of each: GovCloud and China lack resource types the aws one has.
+OTHER_PARTITIONS = ["us-gov-west-1", "cn-north-1"]
 
 
 def test_template_passes_cfn_lint_without_errors_or_warnings() -> None:
@@ -76,6 +78,18 @@ def test_template_passes_cfn_lint_without_errors_or_warnings() -> None:
     assert problems == []
 
 
+def test_template_passes_cfn_lint_in_govcloud_and_china() -> None:
+    # GIVEN the template as committed, deployed in GovCloud or China (no CloudFront origin access control
+    # nor response-headers policy there, no distribution in GovCloud)
+    # WHEN cfn-lint checks it for those regions (E3006: a resource type the region does not have)
+    matches = lint_file(TEMPLATE, config=ManualArgs(regions=OTHER_PARTITIONS))
+    # THEN it reports no error and no warning: what those partitions lack exists only where they are not
+    problems = [
+        f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches if m.rule.severity in ("error", "warning")
+    ]
+    assert problems == []
+
+
 # W1028 inside the OpenAPI body SAM writes for an HttpApi whose routes' function has the API's own
 # condition: SAM wraps each route in `Fn::If` on that condition, whose false branch cannot be reached in a
 # resource that exists only when it is true. Generated, harmless, and not ours to change.
@@ -83,8 +97,8 @@ SAM_GENERATED_BRANCH = "W1028 Resources/HttpApi/Properties/Body/"
 
 
 @cache
-def _transformed_lint(stage: str) -> tuple[str, ...]:
-    matches = lint(json.dumps(_transform(stage)), config=ManualArgs(regions=[PSEUDO_PARAMETERS["AWS::Region"]]))
+def _transformed_lint(stage: str, regions: tuple[str, ...] = (PSEUDO_PARAMETERS["AWS::Region"],)) -> tuple[str, ...]:
+    matches = lint(json.dumps(_transform(stage)), config=ManualArgs(regions=list(regions)))
     found = (
         f"{m.rule.id} {'/'.join(map(str, m.path or []))}: {m.message}"
         for m in matches
@@ -100,6 +114,13 @@ def test_sam_transformed_template_passes_cfn_lint(stage: str) -> None:
     # for less than the function's timeout, only see the generated Lambda resources)
     problems = _transformed_lint(stage)
     # THEN it reports no error and no warning
+    assert problems == ()
+
+
+def test_sam_transformed_aws_template_passes_cfn_lint_in_govcloud_and_china() -> None:
+    # GIVEN the AWS stage's transformed template, WHEN cfn-lint checks it for GovCloud and China
+    problems = _transformed_lint("prod", tuple(OTHER_PARTITIONS))
+    # THEN it reports no error and no warning there either
     assert problems == ()
 
 
