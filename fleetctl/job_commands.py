@@ -191,6 +191,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     view = client_of(args).status(args.job_id)
     print(f"job       {view.job_id}")
     print(f"state     {view.state}")
+    if view.targets:  # not yet sliced: what its manifest says of it
+        print(f"name      {view.name}")
+        print(f"priority  {view.priority}")
+        for target in view.targets:
+            print(f"target    {target}")
     counts = view.segments
     if counts.total:
         print(
