@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
-from benchmarks.parity.clips import ClipSpec, layout, write_clip, write_source, write_wav
+from benchmarks.parity.clips import ClipSpec, layout, write_clip, write_source, write_voice
 from benchmarks.parity.farm import Farm
 from benchmarks.parity.judge import PSNR_GOAL, Allowance, unexplained
 from benchmarks.parity.run import Case, Outcome, run_case
@@ -165,7 +165,7 @@ def run(cases: list[MatrixCase], work: Path, workers: int) -> list[Row]:
     home = harness.prepare(work / "harness")
     clips: dict[ClipSpec, Path] = {}
     face = write_source(work / "face.png")
-    voice = write_wav(work / "voice.wav", 14.0, track=3)
+    voice = write_voice(work / "voice.wav", 14.0)
     rows = []
     with Farm(home, work / "farm", workers=workers) as farm:
         for item in cases:

@@ -11,7 +11,8 @@ every step) and each showing what it was given.
 - span_kendata_x4 (frame enhancer; 1×3×128×128 tiles → 1×3×512×512): each tile four times larger
   (nearest), red and green exchanged.
 - wav2lip_gan_96 (lip syncer; mel 1×1×80×16, face 1×6×96×96 → 1×3×96×96): the face with its lower
-  half brightened by the mel window's mean: the audio a frame was given shows in its mouth.
+  half brightened by the index of the loudest mel band at the window's end: the audio window a frame
+  was given shows in its mouth (with the harness's voice, another window gives another mouth).
 - kim_vocal_2 (voice extractor; N×4×3072×256): the input unchanged (all of the audio is voice).
 """
 
@@ -20,12 +21,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from onnx import TensorProto
 
 from fleetctl.harness.standins.graph import Graph
 
 FRAN = 1024
 ENHANCER_TILE, ENHANCER_SCALE = 128, 4
 LIP = 96
+MOUTH_PER_BAND = 0.5 / 80  # the mouth's brightening for each mel band (of 80) up to the loudest
 
 
 def age_modifier(path: Path) -> None:
@@ -70,12 +73,17 @@ def frame_enhancer(path: Path) -> None:
 
 
 def lip_syncer(path: Path) -> None:
+    """The mouth brightened by which mel band is loudest at the end of the window it was given: with the
+    harness's voice (benchmarks.parity.clips.write_voice, a tone whose pitch jumps every video frame) each
+    frame's window ends on another band, so a frame given its neighbour's window shows another mouth."""
     graph = Graph({"source": (1, 1, 80, 16), "target": (1, 6, LIP, LIP)})
     face = graph.op("Slice", ["target", graph.ints([3]), graph.ints([6]), graph.ints([1])])  # the unmasked crop
-    energy = graph.scale(graph.mean("source", [0, 1, 2, 3], keepdims=0), 0.05, 0.2)  # -4..4 → 0..0.4
+    last = graph.op("Slice", ["source", graph.ints([15]), graph.ints([16]), graph.ints([3])])  # 1×1×80×1
+    band = graph.op("Cast", [graph.op("ArgMax", [last], axis=2, keepdims=0)], to=TensorProto.FLOAT)  # 1×1×1
+    energy = graph.scale(band, MOUTH_PER_BAND)  # 0..0.5: up to 127 levels
     lower = np.zeros((1, 1, LIP, 1), np.float32)
     lower[:, :, LIP // 2 :] = 1.0
-    mouth = graph.op("Mul", [graph.const(lower), energy])
+    mouth = graph.op("Mul", [graph.const(lower), graph.op("Reshape", [energy, graph.ints([1, 1, 1, 1])])])
     graph.output("output", graph.op("Add", [face, mouth]), (1, 3, LIP, LIP))
     graph.save(path)
 

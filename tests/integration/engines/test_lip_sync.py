@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.parity.clips import write_wav
-from fleetctl.harness.pictures import clip_images
+from benchmarks.parity.clips import write_voice
+from fleetctl.harness.pictures import BOX, clip_images
 from fusionfleet.jobs.timeline import Timeline
 from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
@@ -67,7 +67,7 @@ def mouths(images: list[Image], frames: list[Frame]) -> dict[int, Image]:
 
 def test_a_frames_mouth_is_the_same_whichever_segment_renders_it(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
     # GIVEN a voice whose loudness changes over time, and 40 frames of a face
-    voice = write_wav(tmp_path / "voice.wav", 3.0, track=3)
+    voice = write_voice(tmp_path / "voice.wav", 3.0)
     job = lip_job(tmp_path, voice)
     # WHEN the frames render as one segment, and as three segments (each with its lead-in)
     whole = mouths(list(warm.render(job, segment(0, FRAMES))), segment(0, FRAMES))
@@ -85,7 +85,7 @@ def test_a_frames_mouth_is_the_same_whichever_segment_renders_it(warm: WarmFaceF
 def test_the_audio_is_heard_from_the_trims_start_and_the_per_segment_engine_hears_it_so_too(
     home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
 ) -> None:
-    voice = write_wav(tmp_path / "voice.wav", 3.0, track=3)
+    voice = write_voice(tmp_path / "voice.wav", 3.0)
     frames = segment(10, 30)
     heard_from_0 = mouths(list(warm.render(lip_job(tmp_path, voice), frames)), frames)
     # WHEN the job is trimmed to start at frame 10, FaceFusion hears frame 10 with the audio's first window
@@ -103,3 +103,20 @@ def test_the_audio_is_heard_from_the_trims_start_and_the_per_segment_engine_hear
     finally:
         engine.close()
     assert all(np.array_equal(again[index], trimmed[index]) for index in range(10, 30))
+
+
+def test_a_mouth_shows_which_audio_window_it_was_given(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
+    # GIVEN the harness's voice (its pitch jumps every video frame) and the same voice one frame late
+    on_time = write_voice(tmp_path / "voice.wav", 3.0)
+    late = write_voice(tmp_path / "late.wav", 3.0, late=1)
+    frames = segment(0, FRAMES)
+    # WHEN the same frames are lip-synced to each
+    heard = mouths(list(warm.render(lip_job(tmp_path, on_time), frames)), frames)
+    shifted = mouths(list(warm.render(replace(lip_job(tmp_path, late), job_id="late"), frames)), frames)
+    # THEN the mouths differ in nearly every frame, by many levels: a window one frame off is seen
+    x0, y0, x1, y1 = BOX
+    lower = slice((y0 + y1) // 2, y1 - 6), slice(x0 + 20, x1 - 20)
+    moved = [
+        float(np.abs(heard[n][lower].astype(int) - shifted[n][lower].astype(int)).mean()) for n in range(8, FRAMES)
+    ]
+    assert sum(value > 4.0 for value in moved) >= 0.8 * len(moved), moved
