@@ -414,6 +414,32 @@ def test_slicer_function_is_built_by_the_makefile_and_gets_every_variable_the_ha
     assert properties(template, "IngestQueue")["VisibilityTimeout"] >= 6 * function["Properties"]["Timeout"]
 
 
+def test_every_sqs_event_source_caps_its_concurrency_within_a_new_accounts_ten() -> None:
+    # GIVEN the Lambda event source mappings SAM makes on AWS, and the default parameter values
+    template = transform("prod")
+    values = parameter_values(template, "prod")
+    mappings = {
+        name: resource["Properties"]
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping"
+    }
+    queues = {name for name, resource in template["Resources"].items() if resource["Type"] == "AWS::SQS::Queue"}
+    sqs = {name: m for name, m in mappings.items() if m["EventSourceArn"]["Fn::GetAtt"][0] in queues}
+    assert len(sqs) >= 5
+    # WHEN each one's maximum concurrency is read (unset, an SQS event source scales to hundreds of
+    # concurrent invocations and takes all of a new account's 10)
+    maxima = {}
+    for name, mapping in sqs.items():
+        value = mapping.get("ScalingConfig", {}).get("MaximumConcurrency")
+        maxima[name] = values[value["Ref"]] if isinstance(value, dict) else value
+    # THEN every one has one, at least SQS's minimum of 2; those beside the slicer's take the minimum, so
+    # at the defaults the slicer and one more function always find an execution left
+    assert all(isinstance(value, int) and value >= 2 for value in maxima.values()), maxima
+    others = {name: value for name, value in maxima.items() if not name.startswith("SlicerFunction")}
+    assert set(others.values()) == {2}, others
+    assert maxima[next(n for n in maxima if n.startswith("SlicerFunction"))] + 2 < 10
+
+
 def test_workers_get_their_role_queues_in_priority_order_and_one_gpu() -> None:
     # GIVEN the render and merge task definitions
     template = source()
