@@ -10,7 +10,8 @@ from pathlib import Path
 
 from fleetctl import connection
 from fleetctl.batch_client import BatchClient, target_files
-from fleetctl.job_commands import EXIT_FAILED, EXIT_TIMEOUT, notice_inbox_of, operations_of, reader_of, say
+from fleetctl.exits import of_state
+from fleetctl.job_commands import EXIT_TIMEOUT, notice_inbox_of, operations_of, reader_of, say
 from fleetctl.subscriptions import check_tenant
 from fleetctl.tables import table
 from fusionfleet.adapters.orchestrator import StepFunctions
@@ -88,7 +89,7 @@ def _wait(args: argparse.Namespace, client: BatchClient, batch: str, folder: Pat
     say(f"{detail.batch.state.lower()}: {len(written)} of {detail.batch.items.total} outputs in {folder}")
     if detail.batch.reason:
         say(detail.batch.reason)
-    return EXIT_FAILED if detail.batch.state.unsuccessful else 0
+    return of_state(detail.batch.state)  # a batch the slicer refused (it reads REJECTED now, not unknown): 3
 
 
 def _item_row(item: ItemView) -> tuple[object, ...]:
@@ -115,7 +116,7 @@ def cmd_batch_status(args: argparse.Namespace) -> int:
         print(f"reason    {batch.reason}")
     rows = [_item_row(item) for item in detail.items]
     print("\n".join(table(("ITEM", "JOB", "STATE", "SEGMENTS", "TARGET", "OUTPUT / REASON"), rows, right=(0,))))
-    return EXIT_FAILED if batch.state.unsuccessful else 0
+    return of_state(batch.state)
 
 
 def cmd_batch_cancel(args: argparse.Namespace) -> int:
