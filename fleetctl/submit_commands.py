@@ -137,6 +137,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if not token:
             raise UsageError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
         return cmd_submit_api(args, api_url, token)
+    if args.output and not args.wait:
+        # FaceFusion's -o writes the file before it returns; a submitted job's result comes later.
+        say(f"note: nothing is written to {args.output} without --wait: `fusionfleet wait JOB -o {args.output}`")
     options = collect_facefusion_options(args)
     client = client_of(args)
     submission = client.submit(

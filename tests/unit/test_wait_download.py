@@ -9,6 +9,7 @@ import pytest
 from fleetctl import submit_commands
 from fleetctl.cli import build_parser, main
 from fleetctl.exits import Exit
+from fusionfleet.errors import FusionFleetError
 from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import JobResult, JobView
 
@@ -97,3 +98,20 @@ def test_submit_help_states_the_wait_timeout_and_each_stacks_default_engine(
         "--timeout S seconds --wait waits before it gives up with exit status 4; the job goes on (default 3600)" in text
     )
     assert "`classic` on the local stack" in text and "`facefusion` on AWS" in text
+
+
+def test_submit_with_an_output_but_no_wait_says_when_the_file_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    face, clip = tmp_path / "face.jpg", tmp_path / "clip.mp4"
+    face.write_bytes(b"face")
+    clip.write_bytes(b"clip")
+
+    def unreachable(_args: object) -> None:
+        raise FusionFleetError("no stack here")
+
+    monkeypatch.setattr(submit_commands, "client_of", unreachable)
+    monkeypatch.setattr(submit_commands, "check_local_engine", lambda _args: None)
+    assert main(["submit", "-s", str(face), "-t", str(clip), "-o", "out.mp4"]) == Exit.FAILED
+    said = capsys.readouterr().err
+    assert "note: nothing is written to out.mp4 without --wait: `fusionfleet wait JOB -o out.mp4`" in said
