@@ -36,7 +36,6 @@ from fusionfleet.progress import ProgressLine
 from fusionfleet.services.operations import Operations
 
 # Kept for the batch commands until they name `Exit` themselves; the statuses are defined in fleetctl.exits.
-EXIT_FAILED = Exit.FAILED
 EXIT_TIMEOUT = Exit.GAVE_UP
 
 
