@@ -81,17 +81,31 @@ def output_size(width: int, height: int, scale: float, engine: str) -> tuple[int
     """The job's output picture size, decided at planning so every segment and the merge agree. Pure.
 
     `facefusion`: FaceFusion's own (vision.scale_resolution): each side times the scale, truncated,
-    then rounded to an even number, and never above the target's. FaceFusion renders at that size
-    (scaling before its processors) and its writer scales frames that come back larger (the frame
-    enhancer's) to it. The built-in engines: scaled and rounded, odd sides padded by one pixel.
+    then rounded to an even number, above the target's too (up to its 8×). FaceFusion processes at the
+    smaller of that and the target's size (vision.restrict_video_resolution; the warm engine does the
+    same) and its writer scales what comes back (larger, from the frame enhancer, or at the target's
+    size) to this size: the segments' encoder does it here. The built-in engines: scaled and rounded,
+    odd sides padded by one pixel.
     """
     if engine == "facefusion":
-        scaled = tuple(round(int(side * scale) / 2) * 2 for side in (width, height))
-        # FaceFusion compares the pairs (vision.restrict_video_resolution).
-        return min((scaled[0], scaled[1]), (width, height))
+        return round(int(width * scale) / 2) * 2, round(int(height * scale) / 2) * 2
     if scale != 1.0:
         width, height = max(2, round(width * scale)), max(2, round(height * scale))
     return even(width), even(height)
+
+
+MAX_OUTPUT_SIDE = 8192  # H.264 and HEVC encoders' widest picture (level 6.2: 8192×4320)
+MAX_OUTPUT_PIXELS = 8192 * 4320
+
+
+def output_size_problem(width: int, height: int) -> str | None:
+    """Why an output of this size cannot be encoded, said at submit; None when it can. Pure."""
+    if max(width, height) > MAX_OUTPUT_SIDE or width * height > MAX_OUTPUT_PIXELS:
+        return (
+            f"options.output_video_scale: the output would be {width}×{height}, larger than the encoders' "
+            f"{MAX_OUTPUT_SIDE}×4320; choose a smaller scale"
+        )
+    return None
 
 
 def encoder_settings(

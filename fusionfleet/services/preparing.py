@@ -22,7 +22,7 @@ from fusionfleet.facefusion.requirements import SourceKind
 from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.tenant_settings import TenantSettings
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
-from fusionfleet.jobs.encoding import encoder_settings
+from fusionfleet.jobs.encoding import encoder_settings, output_size_problem
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
 from fusionfleet.jobs.faces import engine_problem
 from fusionfleet.jobs.image_output import (
@@ -141,6 +141,8 @@ class JobPreparer:
             width, height, frames.output_fps, manifest.options, max(s.frame_count for s in full_plan),
             self.config.encoder_threads, self.config.video_encoder_device, engine,
         )  # fmt: skip
+        if problem := output_size_problem(settings.width, settings.height):
+            raise invalid_manifest([problem])
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
         context = JobContext(
             job_id=job_id,

@@ -6,7 +6,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from fusionfleet.jobs.audio import AudioPlan, audio_encode_args, audio_plan
-from fusionfleet.jobs.encoding import encoder_settings, output_size
+from fusionfleet.jobs.encoding import encoder_settings, output_size, output_size_problem
 from fusionfleet.media.colour import BT709_FILTER
 from fusionfleet.media.ffmpeg import audio_codec_args, encode_segment_argv, merge_argv, size_filter, video_filters
 
@@ -48,13 +48,21 @@ def test_frames_an_engine_made_larger_are_scaled_to_the_jobs_size_then_converted
 
 
 def test_a_facefusion_jobs_size_is_facefusions_own() -> None:
-    # GIVEN FaceFusion's rule (vision.scale_resolution: truncate, round to even, never above the target)
+    # GIVEN FaceFusion's rule (vision.scale_resolution: truncate, round to even; larger than the target too)
     # THEN its sizes, not the built-in engines' (round, pad odd sides)
     assert output_size(321, 241, 1.0, "facefusion") == (320, 240)
     assert output_size(321, 241, 1.0, "classic") == (322, 242)
     assert output_size(1280, 720, 0.33, "facefusion") == (422, 236)  # int(237.6) = 237, round(118.5) = 118
     assert output_size(1280, 720, 0.33, "classic") == (422, 238)
     assert output_size(320, 240, 0.5, "facefusion") == (160, 120)
+    # AND scales above 1 upscale as FaceFusion's writer does (issue 42: the farm used to cap them at the target)
+    assert output_size(512, 288, 2.0, "facefusion") == (1024, 576)
+    assert output_size(512, 288, 4.0, "facefusion") == (2048, 1152)
+    assert output_size(1920, 1080, 4.0, "facefusion") == (7680, 4320)
+    assert output_size_problem(7680, 4320) is None
+    assert "larger than the encoders' 8192×4320" in str(
+        output_size_problem(*output_size(1920, 1080, 8.0, "facefusion"))
+    )
     facefusion = encoder_settings(853, 480, Fraction(25), {}, 100, engine="facefusion")
     assert (facefusion.width, facefusion.height, facefusion.colour) == (852, 480, "bt709")
 
