@@ -45,13 +45,16 @@ class MatrixCase:
     case: Case
     clip: ClipSpec = field(default_factory=ClipSpec)
     voice: bool = False  # a second source: an audio file (the lip syncer's)
+    people: tuple[str, ...] = ("a",)  # the harness's people whose faces are the sources
     deliberate: str = ""  # the farm differs here on purpose: why (docs/engines.md says the same)
     allowed: tuple[Allowance, ...] = ()  # the differences that reason covers, by kind and measure; no other passes
     quick: bool = False  # in the small matrix `make test` runs (tests/e2e/test_facefusion_parity.py)
 
 
 def case(name: str, options: dict[str, Any], **fields: Any) -> MatrixCase:
-    case_fields = {key: fields.pop(key) for key in ("facefusion_options", "note", "segments") if key in fields}
+    case_fields = {
+        key: fields.pop(key) for key in ("facefusion_options", "note", "segments", "cut_at") if key in fields
+    }
     return MatrixCase(case=Case(name=name, options=options, **case_fields), **fields)
 
 
@@ -73,6 +76,7 @@ PROCESSORS: dict[str, dict[str, Any]] = {
 DISK = {"workflow_strategy": "disk"}
 TWO_TRACKS = ClipSpec(audio_tracks=2)
 CUT = ClipSpec(scene="cut")
+TWO = ClipSpec(scene="two")
 BLINK = ClipSpec(scene="blink")
 
 
@@ -143,7 +147,32 @@ def matrix() -> list[MatrixCase]:
         # Not deliberate (issue 42): the farm's constant-rate grid drops frames that FaceFusion keeps.
         case("variable_frame_rate", SWAP, clip=ClipSpec(gap_at=150)),
     ]
-    return cases
+    return cases + grown()
+
+
+def grown() -> list[MatrixCase]:
+    """The cases issue 42 asked for beyond the first 30: upscaling, masks, several sources and people,
+    the tracker with trims and cuts, lip sync at another rate, a very short target, JPEG temp frames."""
+    enhance = {"processors": ["frame_enhancer"]}
+    tracker = {**SWAP, "face_tracker_score": 0.3}
+    return [
+        case("output_video_scale_2", {**SWAP, "output_video_scale": 2.0}),
+        case("output_video_scale_4", {**SWAP, "output_video_scale": 4.0}),
+        case("frame_enhancer_scale_2", {**enhance, "output_video_scale": 2.0}, facefusion_options=DISK),
+        case("frame_enhancer_scale_4", {**enhance, "output_video_scale": 4.0}, facefusion_options=DISK),
+        case("mask_occlusion", {**SWAP, "face_mask_types": ["box", "occlusion"]}),
+        case("mask_region", {**SWAP, "face_mask_types": ["region"], "face_mask_regions": ["skin", "nose", "mouth"]}),
+        case("mask_area", {**SWAP, "face_mask_types": ["area"], "face_mask_areas": ["lower-face"]}),
+        case("several_sources", SWAP, people=("a", "b")),
+        case("one_of_two_tracked", {**tracker, "face_selector_mode": "one"}, clip=TWO),
+        case("many_of_two_tracked", {**tracker, "face_selector_mode": "many"}, clip=TWO),
+        case("tracker_trim", {**tracker, "trim_frame_start": 20, "trim_frame_end": 280}, clip=BLINK),
+        # the second segment starts on a frame the face is hidden in: the tracker must fill it from before
+        case("tracker_amount_10_at_a_cut", {**tracker, "target_frame_amount": 10}, clip=BLINK, cut_at=(98, 199)),
+        case("lip_syncer_fps", {"processors": ["lip_syncer"], "output_video_fps": 15}, voice=True),
+        case("short_target", SWAP, clip=ClipSpec(seconds=0.4), segments=3),
+        case("temp_frame_jpeg", {**SWAP, "temp_frame_format": "jpeg", "workflow_strategy": "disk"}),
+    ]
 
 
 @dataclass
@@ -164,14 +193,14 @@ class Row:
 def run(cases: list[MatrixCase], work: Path, workers: int) -> list[Row]:
     home = harness.prepare(work / "harness")
     clips: dict[ClipSpec, Path] = {}
-    face = write_source(work / "face.png")
+    faces = {person: write_source(work / f"face-{person}.png", person) for person in ("a", "b")}
     voice = write_voice(work / "voice.wav", 14.0)
     rows = []
     with Farm(home, work / "farm", workers=workers) as farm:
         for item in cases:
             if item.clip not in clips:
                 clips[item.clip] = write_clip(work / f"{item.clip.name()}.mp4", item.clip)
-            sources = [face, voice] if item.voice else [face]
+            sources = [faces[person] for person in item.people] + ([voice] if item.voice else [])
             began = time.monotonic()
             outcome: Outcome = run_case(item.case, home, farm, sources, clips[item.clip], work, layout(item.clip))
             print(outcome.account(), f"({time.monotonic() - began:.0f} s)", flush=True)
