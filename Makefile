@@ -28,7 +28,7 @@ PLVENV := .venv-parliament
 # against the template's roles (tests/support/iam/). Needs Node 20 or newer.
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim bench-integrations bench-recovery bench-batch bench-api-scale bench-parity device-check chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim simulate bench-integrations bench-recovery bench-batch bench-api-scale bench-parity device-check chaos soak up down status clean
 
 all: test
 
@@ -170,6 +170,13 @@ device-check: venv
 
 bench-sim: venv
 	$(PY) -m benchmarks.fleetsim
+
+# The protocol's deterministic simulation (issue 43; docs/simulation.md): N schedules of the real slicer,
+# admitter and CLI readers on simulated AWS; SEED=… replays a run. Its last line (JSON) is also written to
+# benchmarks/results/simulate.json.
+N ?= 1000
+simulate: venv
+	$(PY) -m tests.simulation -n $(N) $(if $(SEED),--seed $(SEED))
 
 # Issue 34's goals on a local stack of its own: signed webhooks through a failing receiver, a one-job
 # tenant, budgets on one and two workers, the true cost of a job (benchmarks/integrations.py).

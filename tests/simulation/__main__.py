@@ -1,0 +1,49 @@
+"""`make simulate N=1000 SEED=…`: run the schedules, print a failure's seed and shrunk schedule, then one JSON line.
+
+The JSON line (last on standard output) is also written, with its provenance, to
+benchmarks/results/simulate.json. Exit status 1 when an invariant broke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from benchmarks.provenance import write_results
+from tests.simulation.machines import Profile
+from tests.simulation.run import MACHINES, simulate
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.simulation", description=__doc__)
+    parser.add_argument("-n", "--schedules", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=None, help="replay: the seed a run printed")
+    parser.add_argument("--only", action="append", choices=sorted(MACHINES), help="one machine (repeatable)")
+    parser.add_argument(
+        "--stall-s",
+        type=float,
+        default=Profile.stall_s,
+        help="longest a party may be in flight before it is killed (the lease assumes < 60)",
+    )
+    parser.add_argument("--retries", action="store_true", help="users retry failed tenant jobs too")
+    parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/simulate.json")
+    args = parser.parse_args(argv)
+    profile = Profile(stall_s=args.stall_s, retries=args.retries)
+    report = simulate(args.schedules, args.seed, only=tuple(args.only or MACHINES), profile=profile)
+    for violation in report.violations:
+        print(f"VIOLATION in {violation.machine} (seed {report.seed}, first found after "
+              f"{violation.found_after} schedules): {violation.invariant}", file=sys.stderr)  # fmt: skip
+        print("minimal schedule:", *violation.schedule, sep="\n  ", file=sys.stderr)
+        print(f"replay: make simulate N={args.schedules} SEED={report.seed}", file=sys.stderr)
+    line = report.as_json()
+    if not args.no_write:
+        config = {"schedules": args.schedules, "only": sorted(args.only or MACHINES), "stall_s": args.stall_s,
+                  "retries": args.retries}  # fmt: skip
+        write_results("simulate.json", line, config)
+    print(json.dumps(line), flush=True)
+    return 1 if report.violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The protocol simulation (tests/simulation/, docs/simulation.md): its schedules keep every invariant, the
+faults it exists to catch are caught when put back, a seed replays its run, and what it found stays written
+down until it is fixed."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import pytest
+
+from fleetctl.batch_client import BatchClient
+from fusionfleet.errors import JobNotFound
+from fusionfleet.jobs.batch_views import BatchDetail
+from fusionfleet.services.admission import Admitter
+from tests.simulation.farm import TENANT, Farm, Submitted
+from tests.simulation.machines import Profile
+from tests.simulation.run import simulate
+
+# A put-back fault must be found within this many derandomized schedules (found today after about 10,
+# 150 and 600); a search that needs more has lost its reach, and the test says so.
+SEARCH = 3000
+
+
+def test_a_thousand_schedules_keep_every_invariant() -> None:
+    # GIVEN the real slicer, admitter and CLI readers on the simulated AWS, derandomized (CI replays it)
+    started = time.perf_counter()
+    # WHEN a thousand schedules run, half submitting and reading, half admitting a tenant
+    report = simulate(1000, derandomize=True)
+    # THEN no invariant broke, every fault kind was injected, and it stayed inside its time budget
+    assert report.violations == [], report.violations
+    assert report.schedules >= 1000 and report.invariant_checks > report.schedules
+    injected = {"party_killed", "party_timed_out", "party_stalled", "slicer_invoked_again", "admissions_at_once",
+                "sfn_listing_lag", "notice_follow_lost", "conditional_write_lost"}  # fmt: skip
+    assert injected <= set(report.faults), report.faults
+    assert time.perf_counter() - started < 180
+
+
+def legacy_batch_detail(self: BatchClient, batch: str) -> BatchDetail:
+    """The CLI's batch read before issue 43 item 1: no batch record yet was "no batch"."""
+    if self._reader.reader.batch_record(batch) is None:
+        raise JobNotFound(f"no batch {batch!r} (no batch record in the work bucket)")
+    return self._reader.detail(batch)
+
+
+def test_the_batch_read_before_its_fix_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the CLI's batch read put back as it was: a batch not yet opened by the slicer is unknown
+    monkeypatch.setattr(BatchClient, "detail", legacy_batch_detail)
+    # WHEN schedules of submits, slicers and readers run
+    report = simulate(SEARCH, derandomize=True, only=("submit_and_read",), shrink=False)
+    # THEN one of them reads an accepted batch as not found
+    [violation] = report.violations
+    assert "read as not found" in violation.invariant and "no batch" in violation.invariant
+    assert any("read(" in step for step in violation.schedule)
+
+
+def test_admission_without_its_lease_lets_a_tenant_run_over_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN admitters that take no lease: every party admits the tenant whenever it likes
+    monkeypatch.setattr(Admitter, "_acquire", lambda self, tenant: 1)
+    monkeypatch.setattr(Admitter, "_release", lambda self, tenant, generation: None)
+    # WHEN admission schedules run
+    report = simulate(SEARCH, derandomize=True, only=("admission",), shrink=False)
+    # THEN two admissions at once start more jobs than the tenant may run
+    [violation] = report.violations
+    assert f"tenant {TENANT} runs" in violation.invariant and "over its limit" in violation.invariant
+
+
+def test_admission_without_its_recent_starts_trusts_a_lagging_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN admitters that forget the jobs they started (only Step Functions' lagging list counts)
+    monkeypatch.setattr(Admitter, "_recent", lambda self, tenant: {})
+    # WHEN admission schedules run
+    report = simulate(SEARCH, derandomize=True, only=("admission",), shrink=False)
+    # THEN a job started but not yet listed is not counted, and the tenant runs over its limit
+    [violation] = report.violations
+    assert "over its limit" in violation.invariant
+    assert report.faults["sfn_listing_lag"] > 0
+
+
+def test_a_seed_replays_the_same_schedules() -> None:
+    # GIVEN a seed a run printed
+    # WHEN the run is made twice with it
+    first, second = simulate(60, seed=20261207), simulate(60, seed=20261207)
+    # THEN the same schedules ran (every step of every schedule hashed), and another seed runs others
+    assert first.fingerprints == second.fingerprints and first.schedules == second.schedules
+    assert simulate(60, seed=7).fingerprints != first.fingerprints
+
+
+def test_a_failing_seed_replays_the_same_failing_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a fault that breaks an invariant, and a seed
+    monkeypatch.setattr(BatchClient, "detail", legacy_batch_detail)
+    # WHEN the failing run is replayed from its seed
+    runs = [simulate(SEARCH, seed=43, only=("submit_and_read",), shrink=False) for _ in range(2)]
+    # THEN the same schedule fails, after as many schedules
+    first, second = (run.violations[0] for run in runs)
+    assert first.schedule == second.schedule and first.found_after == second.found_after
+
+
+# ---------------------------------------------------------------------- what the simulation found
+def queued(farm: Farm, jobs: int) -> list[Submitted]:
+    """`jobs` of the tenant's manifests sliced in turn, each slicer run to its end (it queues and admits)."""
+    made = []
+    for _ in range(jobs):
+        submitted = farm.put_manifest(False, TENANT)
+        farm.scheduler.finish(
+            farm.scheduler.spawn("slicer", submitted.key, farm.clock(), partial(farm.slice, submitted.key))
+        )
+        made.append(submitted)
+    return made
+
+
+def end_first(farm: Farm, status: str) -> None:
+    first = next(iter(farm.orchestrator.executions.values()))
+    farm.orchestrator.end(first.arn, status)
+
+
+@pytest.mark.xfail(strict=True, reason="found by the simulation: an admitter stalled past its lease (60 s) "
+                   "acts on the running jobs it counted before; its Lambda's timeout (300 s) allows it")  # fmt: skip
+def test_an_admitter_stalled_past_its_lease_keeps_the_tenant_within_its_limit() -> None:
+    # GIVEN a tenant that may run one job: one ran and ended, two wait
+    farm = Farm(tenant_limit=1)
+    queued(farm, 3)
+    end_first(farm, "SUCCEEDED")
+    scheduler = farm.scheduler
+    # WHEN the watchdog's admitter counts the tenant's running jobs (none) and stalls for 61 s (a slow call),
+    stalled = scheduler.spawn("admitter", TENANT, farm.clock(), lambda: farm.admitter().admit(TENANT))
+    while not stalled.next_call.endswith("started.json"):
+        scheduler.step(stalled)
+    scheduler.step(stalled)
+    farm.clock.advance(61)
+    # the notice follower's admitter takes the lapsed lease over and starts the next job,
+    follower = scheduler.spawn("admitter", TENANT, farm.clock(), lambda: farm.admitter().admit(TENANT))
+    scheduler.finish(follower)
+    # and the stalled one goes on
+    scheduler.finish(stalled)
+    # THEN the tenant still runs at most one job
+    assert len(farm.orchestrator.running(TENANT)) <= 1, farm.orchestrator.running(TENANT)
+
+
+@pytest.mark.xfail(strict=True, reason="found by the simulation: a retry starts its run at once "
+                   "(fusionfleet.services.job_retry), outside the tenant's admission")  # fmt: skip
+def test_a_retried_job_waits_for_its_tenants_turn() -> None:
+    # GIVEN a tenant that may run one job: its first job failed and the next one was admitted
+    farm = Farm(tenant_limit=1)
+    first, _second = queued(farm, 2)
+    end_first(farm, "FAILED")
+    farm.scheduler.finish(farm.scheduler.spawn("admitter", TENANT, farm.clock(), lambda: farm.admitter().admit(TENANT)))
+    assert len(farm.orchestrator.running(TENANT)) == 1
+    # WHEN the tenant retries the failed job
+    farm.scheduler.finish(farm.scheduler.spawn("retry", first.job_id, farm.clock(), lambda: farm.retry(first.job_id)))
+    # THEN it still runs one job at a time
+    assert len(farm.orchestrator.running(TENANT)) <= 1, farm.orchestrator.running(TENANT)
+
+
+def test_the_simulation_can_still_be_run_with_retries_and_long_stalls() -> None:
+    # GIVEN the profile that lets users retry and parties stall up to the slicer's timeout
+    profile = Profile(stall_s=300.0, retries=True)
+    # WHEN a few schedules run
+    report = simulate(40, derandomize=True, only=("admission",), profile=profile, shrink=False)
+    # THEN they ran (whatever they found: the two findings above are known)
+    assert report.schedules >= 40
