@@ -204,6 +204,8 @@ def _resolved(node: Any, conditions: Conditions, parameters: dict[str, Any]) -> 
         return _resolved(when_true if conditions[name] else when_false, conditions, parameters)
     if isinstance(node, dict) and set(node) == {"Ref"} and node["Ref"] in parameters:
         return parameters[node["Ref"]]
+    if isinstance(node, dict):
+        return {key: _resolved(value, conditions, parameters) for key, value in node.items()}
     return node
 
 
@@ -232,10 +234,14 @@ def test_without_a_distribution_nothing_needs_cloudfront_and_the_api_allows_the_
     # WHEN the resources that exist, and what they and the outputs refer to, are listed
     outputs = [o for o in template["Outputs"].values() if conditions.holds(o.get("Condition"))]
     used = {ref for node in [*present.values(), *outputs] for ref in references(node, conditions)}
-    # THEN no CloudFront resource and no tenant-page bucket exists, and nothing refers to one
+    # THEN no CloudFront resource exists and nothing refers to one (the page's bucket stays, empty, and
+    # its policy lets no distribution read it); the stack names no tenant page
     cloudfront = {n for n, r in template["Resources"].items() if r["Type"].startswith(CLOUDFRONT_TYPES)}
-    assert cloudfront and not cloudfront & set(present)
-    assert "DashboardBucket" not in present and not {"DashboardBucket", *cloudfront} & used
+    assert cloudfront and not cloudfront & set(present) and not cloudfront & used
+    policy = _resolved(present["DashboardBucketPolicy"]["Properties"]["PolicyDocument"], conditions, parameters)
+    assert [statement["Effect"] for statement in policy["Statement"]] == ["Deny"]
+    assert not {"DashboardUrl", "DashboardBucketName"} & {n for n, o in template["Outputs"].items()
+                                                         if conditions.holds(o.get("Condition"))}  # fmt: skip
     # AND the HTTP API still exists; its CORS allows the operator's origin when given, else none, never *
     # (on the raw template: SAM would put the transform's parameter values in for the Ref)
     cors = source()["Resources"]["HttpApi"]["Properties"]["CorsConfiguration"]
@@ -299,7 +305,9 @@ def test_the_distribution_serves_the_private_bucket_over_https_through_origin_ac
     # AND the bucket lets that distribution read, and no one else
     (policy,) = [r["Properties"] for r in _aws().values() if r["Type"] == "AWS::S3::BucketPolicy"
                  and r["Properties"]["Bucket"] == {"Ref": "DashboardBucket"}]  # fmt: skip
-    allows = [s for s in policy["PolicyDocument"]["Statement"] if s["Effect"] == "Allow"]
+    template = transform("prod")
+    document = _resolved(policy["PolicyDocument"], Conditions(template, parameter_values(template, "prod")), {})
+    allows = [s for s in document["Statement"] if s["Effect"] == "Allow"]
     assert [(s["Principal"], s["Action"]) for s in allows] == [
         ({"Service": "cloudfront.amazonaws.com"}, "s3:GetObject")
     ]

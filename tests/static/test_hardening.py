@@ -60,8 +60,9 @@ def test_every_bucket_is_encrypted_private_and_refuses_plain_http(bucket: str) -
     denials = [
         s
         for statements in policies
-        for s in statements
-        if s["Effect"] == "Deny"
+        for s in (_if(statement, conditions) for statement in statements)
+        if s is not None
+        and s["Effect"] == "Deny"
         and s["Principal"] == "*"
         and s["Action"] == "s3:*"
         and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}

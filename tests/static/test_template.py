@@ -60,9 +60,9 @@ LOCAL_TYPES = (
     "AWS::SNS::Topic",
     "AWS::StepFunctions::StateMachine",
 )
-# Resources of LOCAL_TYPES that exist on AWS only: the tenant page's bucket (CloudFront serves it, where
-# the stack makes a distribution; the local stack serves the page from its dashboard process).
-AWS_ONLY_OF_LOCAL_TYPES = {"DashboardBucket": "HasDashboard"}
+# Resources of LOCAL_TYPES that exist on AWS only: the tenant page's bucket (CloudFront serves it; the
+# local stack serves the page from its dashboard process).
+AWS_ONLY_OF_LOCAL_TYPES = {"DashboardBucket": "IsAws"}
 # Partitions other than aws, by a region of each: GovCloud and China lack resource types the aws one has.
 OTHER_PARTITIONS = ["us-gov-west-1", "cn-north-1"]
 
