@@ -1,0 +1,234 @@
+"""A job file written by FaceFusion 3.8.1's own job commands, read as the farm's jobs: one per step.
+
+FaceFusion's `job-create`, `job-add-step` and `job-remix-step` write `{version, date_created, date_updated,
+steps: [{args, status}]}` (its `jobs/job_manager.py`); each step's `args` are the step's paths
+(`source_paths`, `target_path`, `output_path`) and every processing option FaceFusion registers as a step
+key, unset ones as null. Its `job-run` renders the steps in order, each to a file of its own
+(`<output>-<job id>-<step><ext>`, `jobs/job_helper.get_step_output_path`), then gives each `output_path`
+the steps that name it: one step's file moved there, several steps' videos joined (`job_runner.py`).
+
+A remix step (`job-remix-step JOB K`) is a step whose `target_path` is that per-step file of step K. The
+job file does not hold its own id (it is the file's name), so a remix is known by the per-step file's
+name with the file's stem as the id, and, for a renamed file, by its shape: step K's output folder, its
+name, `-<anything>-K`, its extension.
+
+`read_job_file` reads the bytes into steps and refuses, with one sentence each, whatever the farm would
+not do as FaceFusion does: see docs/engines.md's mapping table. Each step's options go through the same
+validation as any job's (`fusionfleet.facefusion.options.validate_options`); the manifest's and the
+engine's checks are the caller's, which knows the engine. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from fusionfleet.errors import JobRejected
+from fusionfleet.facefusion.catalogue import DEFAULTS
+from fusionfleet.facefusion.options import OptionsError, validate_options
+
+JOB_FILE_VERSION = "1"  # what FaceFusion 3.8.1's create_job writes
+JOB_FIELDS = ("version", "date_created", "date_updated", "steps")
+STEP_FIELDS = ("args", "status")
+STEP_STATUSES = ("drafted", "queued", "started", "completed", "failed")  # FaceFusion's job_step_statuses
+PATH_ARGS = ("source_paths", "target_path", "output_path")
+MAX_JOB_FILE_BYTES = 4 * 1024 * 1024
+MAX_STEPS = 100
+
+
+@dataclass(frozen=True)
+class JobFileStep:
+    """One step of a job file as a farm job: its local paths as written, its validated options.
+
+    `remix_of`: the step whose output is this step's target (FaceFusion's job-remix-step); its `target`
+    is then that step's per-step file as FaceFusion named it, which the farm never writes."""
+
+    index: int
+    sources: tuple[str, ...]
+    target: str
+    output: str
+    options: Mapping[str, object]
+    remix_of: int | None = None
+
+
+@dataclass(frozen=True)
+class JobFile:
+    job_id: str
+    steps: tuple[JobFileStep, ...]
+
+    @property
+    def remixes(self) -> bool:
+        return any(step.remix_of is not None for step in self.steps)
+
+
+def step_output_path(job_id: str, step_index: int, output_path: str) -> str | None:
+    """The file FaceFusion's job-run writes a step to before its output is made (None: no file name)."""
+    folder, name = posixpath.split(output_path)
+    stem, extension = posixpath.splitext(name)
+    if not stem or not extension:
+        return None
+    return posixpath.join(folder, f"{stem}-{job_id}-{step_index}{extension}")
+
+
+def _remix_of(target: str, outputs: list[str], job_id: str) -> int | None:
+    """The earlier step whose per-step file `target` names: by the job's id, else by its shape."""
+    for index, output in enumerate(outputs):
+        if target == step_output_path(job_id, index, output):
+            return index
+    for index, output in enumerate(outputs):
+        folder, name = posixpath.split(output)
+        stem, extension = posixpath.splitext(name)
+        pattern = re.escape(posixpath.join(folder, stem)) + r"-.+-" + str(index) + re.escape(extension)
+        if stem and extension and re.fullmatch(pattern, target):
+            return index
+    return None
+
+
+def _refuse(problems: list[str]) -> JobRejected:
+    head = "the FaceFusion job file cannot run on the farm: " + "; ".join(problems[:10])
+    return JobRejected(head + (f"; and {len(problems) - 10} more" if len(problems) > 10 else ""), tuple(problems))
+
+
+def _load(raw: bytes) -> dict[str, object]:
+    if len(raw) > MAX_JOB_FILE_BYTES:
+        raise _refuse([f"the job file is {len(raw)} bytes, over the limit of {MAX_JOB_FILE_BYTES}"])
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise _refuse([f"the job file is not UTF-8 text: {error.reason} at byte {error.start}"]) from error
+    except json.JSONDecodeError as error:
+        raise _refuse([f"the job file is not JSON: {error.msg} at line {error.lineno} column {error.colno}"]) from error
+    if not isinstance(data, dict):
+        raise _refuse([f"the job file must be a JSON object, not {type(data).__name__}"])
+    return data
+
+
+def _job_problems(data: Mapping[str, object]) -> list[str]:
+    problems = [
+        f"{name}: unknown field (FaceFusion's job files hold {', '.join(JOB_FIELDS)})"
+        for name in data
+        if name not in JOB_FIELDS
+    ]
+    if data.get("version") != JOB_FILE_VERSION:
+        problems.append(
+            f"version: {data.get('version')!r} is not FaceFusion 3.8.1's job file version {JOB_FILE_VERSION!r}"
+        )
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not steps:
+        problems.append("steps: a job needs at least one step (FaceFusion's job-submit refuses one without)")
+    elif len(steps) > MAX_STEPS:
+        problems.append(f"steps: {len(steps)} steps, more than {MAX_STEPS}")
+    return problems
+
+
+def _path(args: Mapping[str, object], name: str, where: str, problems: list[str]) -> str:
+    value = args.get(name)
+    if isinstance(value, str) and value:
+        return value
+    what = "is not set" if value is None or value == "" else f"must be a path, not {type(value).__name__}"
+    problems.append(f"{where}.{name} {what}: the farm renders a step from a target to an output file")
+    return ""
+
+
+def _sources(args: Mapping[str, object], where: str, problems: list[str]) -> tuple[str, ...]:
+    value = args.get("source_paths")
+    if isinstance(value, list) and value and all(isinstance(item, str) and item for item in value):
+        return tuple(str(item) for item in value)
+    if value is None or value == []:
+        problems.append(
+            f"{where}.source_paths is not set: every farm job names its sources (a face image, and at most one "
+            "audio file for the lip syncer)"
+        )
+    else:
+        problems.append(f"{where}.source_paths must be a list of paths")
+    return ()
+
+
+def _options(args: Mapping[str, object], where: str, problems: list[str]) -> dict[str, object]:
+    """The step's options, validated as a manifest's are; null (FaceFusion's unset) left out."""
+    given = {name: value for name, value in args.items() if name not in PATH_ARGS and value is not None}
+    try:
+        return validate_options(given)
+    except OptionsError as error:
+        problems.extend(f"{where}.{problem.removeprefix('options.')}" for problem in error.problems)
+        return {}
+
+
+def read_job_file(raw: bytes, job_id: str) -> JobFile:
+    """The job file's steps, or JobRejected naming every problem (each `steps[N].args.NAME: why`).
+
+    `job_id`: FaceFusion's id of the job, the file's name without `.json` (remix steps name it)."""
+    data = _load(raw)
+    problems = _job_problems(data)
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        raise _refuse(problems)
+    outputs = [_output_of(step) for step in steps[:MAX_STEPS]]
+    found: list[JobFileStep] = []
+    for index, step in enumerate(steps[:MAX_STEPS]):
+        where = f"steps[{index}]"
+        if not isinstance(step, dict) or not isinstance(step.get("args"), dict):
+            problems.append(f"{where}: must be an object with `args` (an object) and `status`")
+            continue
+        problems.extend(f"{where}.{name}: unknown field" for name in step if name not in STEP_FIELDS)
+        if step.get("status") not in STEP_STATUSES:
+            problems.append(f"{where}.status: {step.get('status')!r} is not one of {', '.join(STEP_STATUSES)}")
+        args: dict[str, object] = step["args"]
+        where_args = f"{where}.args"
+        sources = _sources(args, where_args, problems)
+        target = _path(args, "target_path", where_args, problems)
+        output = _path(args, "output_path", where_args, problems)
+        if output and step_output_path(job_id, index, output) is None:
+            problems.append(f"{where_args}.output_path: {output!r} must name a file with an extension")
+        options = _options(args, where_args, problems)
+        remix = _remix_of(target, outputs, job_id) if target else None
+        if remix is not None and remix >= index:
+            problems.append(
+                f"{where_args}.target_path: {target!r} is the output of step {remix}, which does not run before "
+                "this one (FaceFusion's job-run would not find it either)"
+            )
+        found.append(JobFileStep(index, sources, target, output, MappingProxyType(options), remix))
+    problems.extend(_shared_output_problems(outputs))
+    if problems:
+        raise _refuse(problems)
+    return JobFile(job_id, tuple(found))
+
+
+def _output_of(step: object) -> str:
+    """A step's output path as far as it can be read ("" where it cannot; its step reports why)."""
+    args = step.get("args") if isinstance(step, dict) else None
+    value = args.get("output_path") if isinstance(args, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _shared_output_problems(outputs: list[str]) -> list[str]:
+    """Steps naming one output_path: FaceFusion's job-run joins their videos into it (moves its images over
+    each other); the farm gives each step its own output."""
+    steps_of: dict[str, list[int]] = {}
+    for index, output in enumerate(outputs):
+        if output:
+            steps_of.setdefault(output, []).append(index)
+    return [
+        f"steps {', '.join(map(str, indexes))}: all write {output!r}, which FaceFusion's job-run makes by joining "
+        "their videos one after another; the farm gives each step an output of its own: name a different "
+        "output_path for each step"
+        for output, indexes in steps_of.items()
+        if len(indexes) > 1
+    ]
+
+
+def without_defaults(options: Mapping[str, object], keep: frozenset[str]) -> dict[str, object]:
+    """The options less those set to FaceFusion's own default, except the names in `keep`.
+
+    A job file carries every option FaceFusion registers, at its default where the user set none; an engine
+    other than FaceFusion is given only what the user chose (and `keep`: what it applies itself)."""
+
+    def default(name: str, value: object) -> bool:
+        wanted = DEFAULTS.get(name)
+        return wanted is not None and (list(wanted) if isinstance(wanted, tuple) else wanted) == value
+
+    return {name: value for name, value in options.items() if name in keep or not default(name, value)}
