@@ -152,7 +152,7 @@ def matrix() -> list[MatrixCase]:
 
 def grown() -> list[MatrixCase]:
     """The cases issue 42 asked for beyond the first 30: upscaling, masks, several sources and people,
-    the tracker with trims and cuts, lip sync at another rate, a very short target, JPEG temp frames."""
+    the tracker with trims and cuts, lip sync at another rate, a very short target, temp frame formats."""
     enhance = {"processors": ["frame_enhancer"]}
     tracker = {**SWAP, "face_tracker_score": 0.3}
     return [
@@ -171,7 +171,10 @@ def grown() -> list[MatrixCase]:
         case("tracker_amount_10_at_a_cut", {**tracker, "target_frame_amount": 10}, clip=BLINK, cut_at=(98, 199)),
         case("lip_syncer_fps", {"processors": ["lip_syncer"], "output_video_fps": 15}, voice=True),
         case("short_target", SWAP, clip=ClipSpec(seconds=0.4), segments=3),
-        case("temp_frame_jpeg", {**SWAP, "temp_frame_format": "jpeg", "workflow_strategy": "disk"}),
+        # JPEG frames in the disk workflow are refused at submit (lossy between FaceFusion's steps); lossless
+        # temp frames in the disk workflow, and JPEG in the memory workflow (which writes none), are the farm's
+        case("temp_frame_bmp_disk", {**SWAP, "temp_frame_format": "bmp", "workflow_strategy": "disk"}),
+        case("temp_frame_jpeg_memory", {**SWAP, "temp_frame_format": "jpeg"}),
     ]
 
 

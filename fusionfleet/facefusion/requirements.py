@@ -14,7 +14,14 @@ from collections.abc import Mapping, Sequence
 
 from fusionfleet.media.sniff import SourceKind
 
-__all__ = ["SourceKind", "detector_problems", "processors_of", "source_problems", "workflow_problems"]
+__all__ = [
+    "SourceKind",
+    "detector_problems",
+    "processors_of",
+    "source_problems",
+    "target_workflow_problems",
+    "workflow_problems",
+]
 
 # FaceFusion's default `--processors` (program.py).
 DEFAULT_PROCESSORS = ("face_swapper",)
@@ -33,12 +40,28 @@ def processors_of(options: Mapping[str, object]) -> tuple[str, ...]:
 
 
 def workflow_problems(options: Mapping[str, object]) -> list[str]:
-    """Workflow options that cannot fit a video target."""
-    if options.get("workflow_mode") == "image-to-image":
+    """Workflow options whose effect the farm cannot reproduce, whatever the target."""
+    if options.get("temp_frame_format") == "jpeg" and options.get("workflow_strategy") == "disk":
+        # FaceFusion's disk workflow stores every frame as a JPEG between extraction, each processor and the
+        # merge; the farm keeps frames in memory, losslessly. PNG, BMP and TIFF are lossless there too,
+        # and in the memory workflow FaceFusion writes no temp frame at all, so those pass as they are.
         return [
-            "options.workflow_mode: 'image-to-image' renders an image target; FusionFleet's targets are videos "
-            "(leave it out, or use 'image-to-video')"
+            "options.temp_frame_format: 'jpeg' with the disk workflow makes FaceFusion's frames lossy between its "
+            "steps, which the farm (frames kept in memory, losslessly) does not reproduce; use png, bmp or tiff, "
+            "or the memory workflow"
         ]
+    return []
+
+
+def target_workflow_problems(options: Mapping[str, object], image_target: bool) -> list[str]:
+    """A `workflow_mode` that does not fit the target's kind (FaceFusion's core returns 2 without a word)."""
+    mode = options.get("workflow_mode")
+    if mode == "image-to-image" and not image_target:
+        return ["options.workflow_mode: 'image-to-image' renders an image target, and the target is a video "
+                "(leave it out, or use 'image-to-video')"]  # fmt: skip
+    if mode == "image-to-video" and image_target:
+        return ["options.workflow_mode: 'image-to-video' renders a video target, and the target is an image "
+                "(leave it out, or use 'image-to-image')"]  # fmt: skip
     return []
 
 

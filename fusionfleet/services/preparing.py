@@ -18,7 +18,7 @@ from fusionfleet.adapters.storage import S3RangeSource, Storage, put_json
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
 from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
-from fusionfleet.facefusion.requirements import SourceKind
+from fusionfleet.facefusion.requirements import SourceKind, target_workflow_problems
 from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.tenant_settings import TenantSettings
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
@@ -116,6 +116,10 @@ class JobPreparer:
         output_key = manifest.output or (
             f"{output_stem}{suffix}" if output_stem else layout.default_output_key(manifest_ref.key, suffix)
         )
+        if engine == "facefusion" and (
+            mismatch := target_workflow_problems(manifest.options, target.image_format is not None)
+        ):
+            raise invalid_manifest(mismatch)
         problem = frames_problem(manifest.frames, target.video.frame_count) if manifest.frames else None
         if manifest.frames and target.image_format:
             problem = "frames: a test render renders frames of a video; an image target is rendered whole"

@@ -158,3 +158,19 @@ def test_an_image_target_with_a_video_output_or_a_video_with_an_image_output_is_
     status, job, reason = _slice(aws, "renamed", {"source": "inputs/face.jpg", "target": "inputs/renamed.mp4",
                                                   "engine": "copy"})  # fmt: skip
     assert status == "started" and job is not None and job.output.key == "outputs/renamed.png", reason
+
+
+def test_the_image_workflow_is_accepted_for_an_image_and_refused_for_a_video(
+    aws: Aws, tmp_path: Path, clip: Path
+) -> None:
+    # GIVEN a FaceFusion job on a photo asking for FaceFusion's image-to-image workflow, and one on a clip
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/photo.png", _target(tmp_path, ".png"))
+    upload(aws, "inputs/clip.mp4", clip)
+    image = {"source": "inputs/face.jpg", "target": "inputs/photo.png", "engine": "facefusion",
+             "options": {"workflow_mode": "image-to-image"}}  # fmt: skip
+    # WHEN each is sliced THEN the photo's job starts (its workflow is the target's), the clip's is refused
+    status, job, reason = _slice(aws, "photo", image)
+    assert status == "started" and job is not None and job.image is not None, reason
+    status, _, reason = _slice(aws, "clip", {**image, "target": "inputs/clip.mp4"})
+    assert status == "rejected" and "'image-to-image' renders an image target, and the target is a video" in reason

@@ -251,11 +251,12 @@ def test_what_a_worker_could_not_do_is_refused_by_the_api_at_once_with_the_reaso
     # GIVEN a stack whose default engine is FaceFusion
     farm = Farm()
     farm.jobs.default_engine = "facefusion"
-    # WHEN a job (naming no engine: the default's) asks for the image-to-image workflow THEN POST /jobs says no
-    refused = farm.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4",
-                                          "options": {"workflow_mode": "image-to-image"}})  # fmt: skip
+    # WHEN a job (naming no engine: the default's) asks for JPEG temp frames in the disk workflow
+    # THEN POST /jobs says no
+    lossy = {"temp_frame_format": "jpeg", "workflow_strategy": "disk"}
+    refused = farm.call("POST", "/jobs", {"source": "face.jpg", "target": "clip.mp4", "options": lossy})
     assert refused.status == 400
-    assert any("'image-to-image' renders an image target" in problem for problem in refused.body["problems"])
+    assert any("'jpeg' with the disk workflow" in problem for problem in refused.body["problems"])
     # WHEN a lip sync job's sources hold no audio file THEN its start is refused, nothing is written
     body = {"source": ["face.jpg", "voice.wav"], "target": "clip.mp4", "options": {"processors": ["lip_syncer"]}}
     created = farm.call("POST", "/jobs", body).body

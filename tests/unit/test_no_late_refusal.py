@@ -69,7 +69,7 @@ def test_the_walk_covers_every_processor_and_both_ways_of_saying_no() -> None:
         ({"processors": ["lip_syncer"]}, ("image",), "source: lip_syncer needs an audio file among the sources"),
         ({"processors": ["face_swapper", "lip_syncer"]}, ("audio",), "face_swapper needs a face image"),
         ({}, ("audio", "audio", "image"), "2 audio files given; FaceFusion hears only the first"),
-        ({"workflow_mode": "image-to-image"}, ("image",), "'image-to-image' renders an image target"),
+        ({"temp_frame_format": "jpeg", "workflow_strategy": "disk"}, ("image",), "'jpeg' with the disk workflow"),
     ],
 )
 def test_what_the_worker_used_to_refuse_after_analysis_is_refused_at_submit_with_the_reason(

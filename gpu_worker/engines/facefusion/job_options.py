@@ -36,6 +36,9 @@ ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
         # FaceFusion's input has no audio track; the merge puts the target's audio back.
         "output_audio_volume": "set to 0: the segment FaceFusion renders has no audio",
         "reference_frame_number": "translated into the frame's position in the segment",
+        # Checked against the target's kind at submit; every segment FaceFusion gets is a video, an image
+        # target's a one-frame one, so its own image workflow is never the one to run here.
+        "workflow_mode": "checked against the target at submit; the segment is always a video",
     }
 )
 

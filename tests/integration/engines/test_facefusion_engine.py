@@ -320,7 +320,7 @@ def test_reference_frame_is_translated_into_the_segment() -> None:
         ({"temp_path": "/tmp"}, "temp_path is set by the worker"),
         ({"face_swapper_weight": 2.0}, "face_swapper_weight"),
         ({"processors": ["face_swapper", "lip_syncer"]}, "lip_syncer needs an audio file among the sources"),
-        ({"workflow_mode": "image-to-image"}, "'image-to-image' renders an image target"),
+        ({"temp_frame_format": "jpeg", "workflow_strategy": "disk"}, "'jpeg' with the disk workflow"),
     ],
 )
 def test_refused_options(tmp_path: Path, options: dict[str, object], message: str) -> None:
