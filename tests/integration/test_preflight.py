@@ -4,6 +4,7 @@ moto has no GetServiceQuota and names service-linked roles otherwise than AWS do
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -238,6 +239,43 @@ def test_teardown_stops_running_executions_and_purges_the_render_and_merge_queue
             assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0", url
         assert "state machine fleet-render: 2 running executions stopped" in said, said
         assert sum(line.endswith(": purged") for line in said) == 4, said
+
+
+def test_the_teardown_command_finds_the_stacks_parts_and_empties_the_dashboard_and_the_queues(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FUSIONFLEET_LOCAL_DIR", "/nonexistent-local-stack")
+    with mock_aws():
+        # GIVEN a stack with a versioned dashboard bucket holding a published page and a merge queue with a message
+        template = {
+            "Resources": {
+                "DashboardBucket": {"Type": "AWS::S3::Bucket",
+                                    "Properties": {"VersioningConfiguration": {"Status": "Enabled"}}},
+                "MergeQueue": {"Type": "AWS::SQS::Queue"},
+            }
+        }  # fmt: skip
+        _client("cloudformation").create_stack(StackName="fleet", TemplateBody=json.dumps(template))
+        resources = _client("cloudformation").list_stack_resources(StackName="fleet")["StackResourceSummaries"]
+        physical = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources}
+        s3, sqs = _client("s3"), _client("sqs")
+        # (moto's CloudFormation leaves a bucket's versioning off)
+        s3.put_bucket_versioning(Bucket=physical["DashboardBucket"], VersioningConfiguration={"Status": "Enabled"})
+        s3.put_object(Bucket=physical["DashboardBucket"], Key="index.html", Body=b"page")
+        s3.put_object(Bucket=physical["DashboardBucket"], Key="index.html", Body=b"page again")
+        sqs.send_message(QueueUrl=physical["MergeQueue"], MessageBody="{}")
+        # WHEN `fusionfleet aws teardown` runs against it
+        code = cli.main(["aws", "teardown", "--region", REGION, "--stack", "fleet"])
+        # THEN both versions are gone and the queue is empty
+        assert code == 0
+        assert s3.list_object_versions(Bucket=physical["DashboardBucket"]).get("Versions", []) == []
+        depth = sqs.get_queue_attributes(
+            QueueUrl=physical["MergeQueue"], AttributeNames=["ApproximateNumberOfMessages"]
+        )
+        assert depth["Attributes"]["ApproximateNumberOfMessages"] == "0"
+    out = capsys.readouterr().out
+    assert "2 versions and delete markers deleted" in out and ": purged" in out, out
 
 
 def test_the_command_reads_the_flags_checks_everything_and_exits_1_while_something_needs_fixing(
