@@ -27,7 +27,7 @@ from fusionfleet.services.batch_operations import BatchOperations
 
 
 def batch_client_of(args: argparse.Namespace) -> BatchClient:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connection.of_args(args, os.environ)
     resources = conn.resources()
     storage, orchestrator = S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions"))
     return BatchClient(

@@ -5,16 +5,32 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import TypeAlias, cast
 
-from fleetctl import connection, tenant_cli
+from fleetctl import api_commands, connection, tenant_cli
 from fleetctl.api_client import ApiError
-from fleetctl.batch_commands import cmd_batch_cancel, cmd_batch_retry, cmd_batch_status, is_batch_id
+from fleetctl.batch_commands import (
+    batch_client_of,
+    cmd_batch_cancel,
+    cmd_batch_retry,
+    cmd_batch_status,
+    is_batch_id,
+)
 from fleetctl.dashboard import publish
-from fleetctl.exits import EPILOG, Exit, UsageError
-from fleetctl.job_commands import cmd_cancel, cmd_list, cmd_logs, cmd_retry, cmd_status, cmd_workers, say
+from fleetctl.exits import EPILOG, Exit, UsageError, of_state
+from fleetctl.job_commands import (
+    cmd_cancel,
+    cmd_list,
+    cmd_logs,
+    cmd_retry,
+    cmd_status,
+    cmd_workers,
+    print_json,
+    say,
+)
 from fleetctl.local.processes import UpOptions
 from fleetctl.parsing import FleetParser
 from fleetctl.preflight import command as preflight_command
@@ -24,23 +40,29 @@ from fleetctl.submit_commands import cmd_download, cmd_submit, cmd_wait
 from fleetctl.subscriptions import PROTOCOLS, check_tenant, subscribe
 from fleetctl.try_commands import add_parser as add_try_parser
 from fleetctl.try_commands import cmd_try
-from fusionfleet.errors import FusionFleetError, JobRejected
+from fusionfleet.errors import FusionFleetError, JobNotFound, JobRejected
 from fusionfleet.facefusion.options import FACEFUSION_VERSION, OptionsError
+from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.workers import DEFAULT_LOST_AFTER_S
+from fusionfleet.jobs.batch_views import item_json
+from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.manifest import ENGINE_NAMES
 from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
+from fusionfleet.jobs.views import view_json
 
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--endpoint-url", help=f"AWS endpoint (LocalStack); env {connection.ENV_ENDPOINT}")
-    parser.add_argument("--region", help="AWS region; env AWS_REGION")
-    parser.add_argument("--stack", help=f"stack name (default {connection.DEFAULT_STACK}); env {connection.ENV_STACK}")
+    connection.add_arguments(parser)
 
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 # Keeps the exit statuses' lines (the epilog) as written.
 _Formatter = argparse.RawDescriptionHelpFormatter
+
+
+def _add_json(parser: argparse.ArgumentParser, shape: str) -> None:
+    parser.add_argument("--json", action="store_true", help=f"one JSON document on stdout: {shape}")
 
 
 def _version() -> str:
@@ -171,16 +193,21 @@ def build_parser() -> argparse.ArgumentParser:
     status = _job_command(commands, "status", "state, segments done/failed/total, output location (or a batch's items)")
     status.add_argument("job_id", help="a job's or a batch's id")
     status.add_argument("--tenant", help="only if the job is this tenant's")
+    _add_json(status, "GET /api/jobs/{id}'s `job` (the dashboard's API); with --api, GET /jobs/{id}'s answer")
+    api_commands.add_arguments(status)
     _add_connection(status)
 
     listing = _job_command(commands, "list", "recent jobs: state, priority, segments done/total, age, output")
     listing.add_argument("--state", choices=list(JobState), help="only jobs in this state")
     listing.add_argument("--limit", type=int, default=20, help="at most this many jobs, newest first (default 20)")
     listing.add_argument("--tenant", help="only this tenant's jobs ('-': only single-tenant jobs)")
+    _add_json(listing, "GET /api/jobs's answer (the dashboard's API); with --api, GET /jobs's")
+    api_commands.add_arguments(listing)
     _add_connection(listing)
 
     cancel = _job_command(commands, "cancel", "stop a running job or batch; it ends CANCELLED with a notice")
     cancel.add_argument("job_id", help="a job's, a batch's or one batch item's id")
+    api_commands.add_arguments(cancel)
     _add_connection(cancel)
 
     retry = _job_command(
@@ -189,11 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
         "run a failed or cancelled job again, only its missing segments (a batch: its unsuccessful items)",
     )
     retry.add_argument("job_id", help="a job's, a batch's or one batch item's id")
+    api_commands.add_arguments(retry)
     _add_connection(retry)
 
     logs = _job_command(commands, "logs", "what each attempt of each segment did")
     logs.add_argument("job_id")
     logs.add_argument("--segment", type=int, help="only this segment")
+    _add_json(logs, "the tenant API's GET /jobs/{id}/logs answer: the job's id and every attempt")
+    api_commands.add_arguments(logs)
     _add_connection(logs)
 
     workers = commands.add_parser("workers", help="the workers, their current segment and last heartbeat")
@@ -201,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--lost-after", type=float, default=DEFAULT_LOST_AFTER_S,
         help=f"a worker silent this many seconds is shown as lost (default {DEFAULT_LOST_AFTER_S:.0f})",
     )  # fmt: skip
+    _add_json(workers, "GET /api/workers's answer (the dashboard's API)")
     _add_connection(workers)
 
     subscribe = commands.add_parser("subscribe", help="send one tenant's job notices (and no one else's) somewhere")
@@ -230,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_subscribe(args: argparse.Namespace) -> int:
     check_tenant(args.tenant)  # before reaching for the stack
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connection.of_args(args, os.environ)
     option = next(name for name in PROTOCOLS if getattr(args, name))
     found = subscribe(
         conn.aws.client("sns"), conn.resources().topic_arn, args.tenant, PROTOCOLS[option], getattr(args, option)
@@ -287,7 +318,7 @@ def cmd_local(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connection.of_args(args, os.environ)
     outputs = stack_outputs(conn.aws.client("cloudformation"), conn.stack_name)
     bucket, files = publish.site_for(outputs)
     publish.upload(conn.aws.client("s3"), bucket, files)
@@ -295,6 +326,16 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         say(f"uploaded s3://{bucket}/{item.key} ({item.content_type}, {len(item.body)} bytes)")
     print(outputs["DashboardUrl"], flush=True)
     return 0
+
+
+def cmd_batch_status_json(args: argparse.Namespace) -> int:
+    """`status --json` of a batch: GET /api/jobs/{id}'s `job` and `items` (the dashboard's API)."""
+    if args.tenant and notice_tenant(tenant_of_job(args.job_id)) != check_tenant(args.tenant):
+        raise JobNotFound(f"no batch {args.job_id!r} of tenant {args.tenant}")
+    detail = batch_client_of(args).detail(args.job_id)
+    items = [item_json(item) for item in detail.items]
+    print_json({"now": datetime.now(UTC), "job": view_json(detail.batch), "items": items})
+    return of_state(detail.batch.state)
 
 
 BATCH_COMMANDS = {"status": cmd_batch_status, "cancel": cmd_batch_cancel, "retry": cmd_batch_retry}
@@ -323,6 +364,11 @@ def main(argv: list[str] | None = None) -> int:
         os.execv(sys.executable, [sys.executable, "-m", "gpu_worker", "swap", *argv[1:]])
     args = build_parser().parse_args(argv)
     try:
+        through_api = api_commands.run(args)  # --api: the tenant API, never the stack's own resources
+        if through_api is not None:
+            return through_api
+        if args.command == "status" and args.json and is_batch_id(args, args.job_id):
+            return cmd_batch_status_json(args)
         if args.command in BATCH_COMMANDS and is_batch_id(args, args.job_id):
             return BATCH_COMMANDS[args.command](args)
         if args.command in COMMANDS:

@@ -6,6 +6,7 @@ the connection flags. They render the read model's views (`fusionfleet.jobs`).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -31,7 +32,8 @@ from fusionfleet.fleet.workers import worker_views
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.states import JobState
-from fusionfleet.jobs.views import JobView
+from fusionfleet.jobs.views import AttemptView, JobView, view_json
+from fusionfleet.json_http import plain
 from fusionfleet.progress import ProgressLine
 from fusionfleet.services.operations import Operations
 
@@ -43,22 +45,32 @@ def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def print_json(value: object) -> None:
+    """One JSON document on stdout: what the matching HTTP API answers (fusionfleet.json_http.plain)."""
+    print(json.dumps(plain(value), indent=2), flush=True)
+
+
+def connect(args: argparse.Namespace) -> connection.Connection:
+    """The stack the command's flags and environment name (which one said on stderr where both were meant)."""
+    return connection.of_args(args, os.environ)
+
+
 def client_of(args: argparse.Namespace) -> Client:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connect(args)
     resources = conn.resources()
     return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
 
 
 def check_local_engine(args: argparse.Namespace) -> None:
     """On the local stack, a job for an engine none of its workers runs is refused before any upload."""
-    local = connection.local_stack(args.endpoint_url, os.environ)
+    local = connection.local_stack(args.endpoint_url, os.environ, args.where, args.profile)
     if local is not None:
         check_engine(args.engine, local.default_engine, tuple(local.engines))
 
 
 def notice_inbox_of(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | None:
     """An inbox for the job's notice; None (wait by polling) where this identity may not make one."""
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connect(args)
     try:
         return SqsNoticeInbox.open(conn.aws.client("sqs"), conn.aws.client("sns"), conn.resources().topic_arn, job_id)
     except (BotoCoreError, ClientError) as error:
@@ -80,7 +92,7 @@ def follow(client: Client, args: argparse.Namespace, job_id: str, describe: Call
 
 
 def operations_of(args: argparse.Namespace) -> Operations:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connect(args)
     return Operations(
         S3Storage(conn.aws.client("s3")),
         StepFunctions(conn.aws.client("stepfunctions")),
@@ -90,7 +102,7 @@ def operations_of(args: argparse.Namespace) -> Operations:
 
 
 def reader_of(args: argparse.Namespace) -> JobReader:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connect(args)
     resources = conn.resources()
     return JobReader(
         S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")),
@@ -112,6 +124,10 @@ def _segments(job: JobView) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     tenant = check_tenant(args.tenant) if args.tenant else None
     jobs = reader_of(args).list_jobs(args.state, args.limit, tenant)
+    if args.json:  # the dashboard API's GET /api/jobs
+        print_json({"now": datetime.now(UTC), "state": args.state, "limit": args.limit,
+                    "jobs": [view_json(job) for job in jobs]})  # fmt: skip
+        return 0
     if not jobs:
         say("no jobs" + (f" in state {args.state}" if args.state else "") + (f" of tenant {tenant}" if tenant else ""))
         return 0
@@ -147,9 +163,19 @@ def _clock(epoch: float) -> str:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     attempts = reader_of(args).logs(args.job_id, args.segment)
-    if not attempts:
-        say("no attempts recorded" + (f" for segment {args.segment}" if args.segment is not None else "") + " yet")
+    if args.json:  # the tenant API's GET /jobs/{id}/logs
+        print_json({"job_id": args.job_id, "attempts": plain(attempts)})
         return 0
+    if print_attempts(attempts, args.segment):
+        print_deliveries(reader_of(args).deliveries(args.job_id))
+    return 0
+
+
+def print_attempts(attempts: list[AttemptView], segment: int | None) -> bool:
+    """`logs`' table of attempts (through the stack or the API); False when there are none."""
+    if not attempts:
+        say("no attempts recorded" + (f" for segment {segment}" if segment is not None else "") + " yet")
+        return False
     rows = [
         (
             item.segment, item.attempt, item.worker or "-",
@@ -161,13 +187,15 @@ def cmd_logs(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     headers = ("SEGMENT", "ATTEMPT", "WORKER", "STATUS", "STARTED", "FINISHED", "TOOK", "ENGINE", "ERROR")
     print("\n".join(table(headers, rows, right=(0, 1, 6, 7))))
-    print_deliveries(reader_of(args).deliveries(args.job_id))
-    return 0
+    return True
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connect(args)
     workers = worker_views(S3Storage(conn.aws.client("s3")), conn.resources().work_bucket, time.time(), args.lost_after)
+    if args.json:  # the dashboard API's GET /api/workers
+        print_json({"now": datetime.now(UTC), "workers": workers})
+        return 0
     if not workers:
         say("no workers have a presence record")
         return 0
@@ -188,6 +216,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         # As if it did not exist: a tenant learns nothing about other tenants' jobs.
         raise JobNotFound(f"no job {args.job_id!r} of tenant {args.tenant}")
     view = client_of(args).status(args.job_id)
+    if args.json:  # the dashboard API's GET /api/jobs/{id}: its `job`
+        print_json({"now": datetime.now(UTC), "job": view_json(view)})
+        return of_state(view.state)
     print(f"job       {view.job_id}")
     print(f"state     {view.state}")
     if view.targets:  # not yet sliced: what its manifest says of it

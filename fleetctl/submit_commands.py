@@ -9,24 +9,22 @@ replaced by `submit --wait` runs on the farm unchanged. Every status these comma
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from pathlib import Path
 
-from fleetctl import tenant_cli
-from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, download, ended
-from fleetctl.batch_client import is_batch
+from fleetctl import api_commands, tenant_cli
+from fleetctl.api_client import ApiClient
+from fleetctl.batch_client import is_batch, target_files, upload_names
 from fleetctl.batch_commands import _wait as wait_for_batch  # the wait `submit --wait` gives a batch
 from fleetctl.batch_commands import batch_client_of, cmd_submit_batch, is_batch_id
-from fleetctl.client import Client, build_manifest
+from fleetctl.client import Client, build_manifest, job_name, local_output_suffix
 from fleetctl.exits import EPILOG, Exit, UsageError, of_state
 from fleetctl.job_commands import check_local_engine, client_of, follow, say
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
-from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS
 from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
-from fusionfleet.jobs.states import JobState, parse_state
+from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import JobView
-from fusionfleet.progress import ProgressLine, bar
+from fusionfleet.progress import bar
 
 DEFAULT_WAIT_S = 3600.0
 ENGINE_HELP = (
@@ -65,8 +63,7 @@ def add_parsers(
     submit.add_argument("--item-notices", action="store_true", help="a batch: each item also sends its own notice")
     submit.add_argument("--wait", action="store_true", help="follow the job and download the result")
     _add_timeout(submit, "--wait waits")
-    submit.add_argument("--api", help=f"submit through the HTTP API at this URL; env {ENV_API_URL}")
-    submit.add_argument("--token", help=f"bearer token for --api; env {ENV_TOKEN}")
+    api_commands.add_arguments(submit)
     tenant_cli.add_submit_arguments(submit)
     add_connection(submit)
     add_facefusion_options(submit)
@@ -78,6 +75,7 @@ def add_parsers(
     wait.add_argument("job_id", help="a job's or a batch's id, as `submit` printed it")
     _add_outputs(wait)
     _add_timeout(wait, "to wait")
+    api_commands.add_arguments(wait)
     add_connection(wait)
 
     fetch = commands.add_parser(
@@ -86,6 +84,7 @@ def add_parsers(
     )  # fmt: skip
     fetch.add_argument("job_id", help="a job's or a batch's id")
     _add_outputs(fetch)
+    api_commands.add_arguments(fetch)
     add_connection(fetch)
 
 
@@ -123,20 +122,15 @@ def _describe(view: JobView) -> str:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     _check_files([*args.source, *([args.reference] if args.reference else [])])
-    api_url = args.api or os.environ.get(ENV_API_URL)
-    if not api_url:
+    api = api_commands.api_of(args)  # the token names the tenant: a --tenant naming another is refused
+    if api is None:
         check_local_engine(args)
     if is_batch(args.target):
-        if api_url:
-            raise UsageError("--api takes one --target; submit a batch to the stack itself")
-        return cmd_submit_batch(args)
+        return cmd_submit_batch(args) if api is None else cmd_submit_api(args, api, target_files(args.target))
     args.target = Path(args.target[0])
     _check_files([args.target])
-    if api_url:
-        token = args.token or os.environ.get(ENV_TOKEN)
-        if not token:
-            raise UsageError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
-        return cmd_submit_api(args, api_url, token)
+    if api is not None:
+        return cmd_submit_api(args, api, [args.target])
     if args.output and not args.wait:
         # FaceFusion's -o writes the file before it returns; a submitted job's result comes later.
         say(f"note: nothing is written to {args.output} without --wait: `fusionfleet wait JOB -o {args.output}`")
@@ -156,52 +150,47 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return code
 
 
-def cmd_submit_api(args: argparse.Namespace, base_url: str, token: str) -> int:
-    """`submit --api`: the job goes through the HTTP API; files are named by their role, as `submit` does."""
+def cmd_submit_api(args: argparse.Namespace, api: ApiClient, targets: list[Path]) -> int:
+    """`submit --api`: the job (or batch) goes through the HTTP API; files are named by their role as the
+    bucket path names them, and so is the output: a download takes the same name either way."""
     files = {f"source-{i}{path.suffix.lower()}": path for i, path in enumerate(args.source)}
-    files[f"target{args.target.suffix.lower()}"] = args.target
+    batch = is_batch([str(path) for path in targets]) or len(targets) > 1
+    names = upload_names(targets) if batch else [f"target{targets[0].suffix.lower()}"]
+    files.update(zip(names, targets, strict=True))
     reference = f"reference{args.reference.suffix.lower()}" if args.reference else None
     if args.reference:
         files[str(reference)] = args.reference
     body = build_manifest(
-        [name for name in files if name.startswith("source-")], f"target{args.target.suffix.lower()}", "",
+        [name for name in files if name.startswith("source-")], names[0], "",
         args.priority, args.engine, args.quality, reference, collect_facefusion_options(args),
     )  # fmt: skip
     body.update(tenant_cli.webhook_fields(args))
-    del body["output"]  # the API places the output under the tenant's prefix
-    client = ApiClient(base_url, token)
-    job_id = client.submit(files, body, say)
-    say(f"job {job_id}")
-    code = Exit.DONE
+    if batch:
+        del body["target"], body["output"]  # the API names a batch's output folder; items after their targets
+        body["targets"] = names
+        if args.item_notices:
+            body["item_notices"] = True
+    else:
+        # A plain name: the API places it under the tenant's outputs (the bucket path's name for it).
+        body["output"] = (args.name or job_name(targets[0])) + local_output_suffix(targets[0], names[0])
+    job_id = api.submit(files, body, say)
+    say(f"{'batch' if batch else 'job'} {job_id}")
+    code: int = Exit.DONE
     if args.wait:
-        line = ProgressLine()
-        status = client.wait(job_id, args.timeout, lambda s: line.show(_describe_api(s)))
-        line.done()
-        suffix = args.target.suffix.lower() if args.target.suffix.lower() in IMAGE_EXTENSIONS else ".mp4"
-        code = _report_api(status, args.output or (args.output_dir or Path.cwd()) / f"{args.name or job_id}{suffix}")
+        job = api_commands.follow(api, job_id, args.timeout)
+        code = api_commands.fetch(api, job, None if batch else args.output, args.output_dir, args.timeout)
     print(job_id, flush=True)
     return code
 
 
 def _describe_api(status: dict[str, object]) -> str:
-    segments = status.get("segments")
-    if not isinstance(segments, dict) or not segments.get("total"):
-        return str(status["state"])
-    done, total = int(segments["done"]), int(segments["total"])
-    return f"{status['state']} {bar(done, total)} {done}/{total} segments"
+    """A job the API answered for, as one progress line (kept for fleetctl.job_file_commands)."""
+    return api_commands.describe(dict(status))
 
 
 def _report_api(status: dict[str, object], destination: Path) -> Exit:
-    state = parse_state(str(status["state"]))
-    reason = str(status.get("reason", ""))
-    if not ended(status) or state is None:
-        say(f"gave up waiting: still {status['state']}")
-        return Exit.GAVE_UP
-    if state is JobState.SUCCEEDED and status.get("download_url"):
-        say(f"succeeded → {download(str(status['download_url']), destination)}")
-        return Exit.DONE
-    say(f"{state.lower()}: {reason}")
-    return _ended(state)
+    """The end of a wait through the API, said, its result downloaded to `destination`."""
+    return Exit(api_commands.fetch(None, dict(status), destination, None, None))
 
 
 def _report(client: Client, view: JobView, destination: Path | None, timeout_s: float) -> Exit:

@@ -34,9 +34,7 @@ NONE_WORDS = ("none", "default", "unset")
 
 
 def _connection_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--endpoint-url", help=f"AWS endpoint (LocalStack); env {connection.ENV_ENDPOINT}")
-    parser.add_argument("--region", help="AWS region; env AWS_REGION")
-    parser.add_argument("--stack", help=f"stack name (default {connection.DEFAULT_STACK}); env {connection.ENV_STACK}")
+    connection.add_arguments(parser)
 
 
 def _count(text: str) -> int | None:
@@ -126,7 +124,7 @@ def webhook_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_tenant(args: argparse.Namespace) -> int:
     check_tenant_name(args.tenant)
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connection.of_args(args, os.environ)
     resources = conn.resources()
     storage = S3Storage(conn.aws.client("s3"))
     if args.tenant_command == "set":

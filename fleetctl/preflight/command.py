@@ -34,7 +34,7 @@ def add_parser(commands: Any, add_connection: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    conn = connection.resolve(args.endpoint_url, args.region, args.stack, env=os.environ)
+    conn = connection.of_args(args, os.environ)
     if args.aws_command == "teardown":
         parts = teardown.stack_parts(conn.aws.client("cloudformation"), conn.stack_name)
         ecs, autoscaling, s3, stepfunctions, sqs = (

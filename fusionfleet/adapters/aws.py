@@ -21,6 +21,8 @@ class AwsTarget:
     # on AWS a service makes those calls, not a role of the stack, so the IAM judge has none to hold
     # them to. Recording happens only where the process's environment asks for it (call_recording.py).
     record_calls: bool = True
+    # A named profile of the AWS config files (the CLI's --profile); None: boto3's own search.
+    profile: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -44,7 +46,7 @@ class AwsTarget:
             options["endpoint_url"] = self.endpoint_url
             options["aws_access_key_id"] = LOCAL_ACCESS_KEY
             options["aws_secret_access_key"] = LOCAL_ACCESS_KEY
-        client = (session or boto3.session.Session()).client(service, **options)  # type: ignore[call-overload]
+        client = (session or boto3.session.Session(profile_name=self.profile)).client(service, **options)  # type: ignore[call-overload]
         recorder = process_recorder() if self.record_calls else None
         if recorder is not None:
             recorder.attach(client)
