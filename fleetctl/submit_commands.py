@@ -20,6 +20,7 @@ from fleetctl.batch_commands import batch_client_of, cmd_submit_batch, is_batch_
 from fleetctl.client import Client, build_manifest, job_name, local_output_suffix
 from fleetctl.exits import EPILOG, Exit, UsageError, of_state
 from fleetctl.job_commands import check_local_engine, client_of, follow, say
+from fleetctl.job_file_commands import add_job_file_argument, cmd_submit_job_file
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
 from fusionfleet.jobs.states import JobState
@@ -42,11 +43,11 @@ def add_parsers(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     submit.add_argument(
-        "-s", "--source", "--source-paths", dest="source", action="extend", nargs="+", required=True, type=Path,
+        "-s", "--source", "--source-paths", dest="source", action="extend", nargs="+", type=Path,
         metavar="FILE", help="face image(s), and at most one audio file for the lip syncer (repeat or list several)",
     )  # fmt: skip
     submit.add_argument(
-        "-t", "--target", "--target-path", dest="target", action="append", required=True, metavar="TARGET",
+        "-t", "--target", "--target-path", dest="target", action="append", metavar="TARGET",
         help="the video or image to swap faces in; repeat it, or name a folder or a quoted glob, for a batch",
     )  # fmt: skip
     submit.add_argument(
@@ -66,6 +67,7 @@ def add_parsers(
     api_commands.add_arguments(submit)
     tenant_cli.add_submit_arguments(submit)
     add_connection(submit)
+    add_job_file_argument(submit)
     add_facefusion_options(submit)
 
     wait = commands.add_parser(
@@ -121,6 +123,12 @@ def _describe(view: JobView) -> str:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    if args.facefusion_job is not None:
+        return cmd_submit_job_file(args)
+    required = (("-s/--source/--source-paths", args.source), ("-t/--target/--target-path", args.target))
+    missing = [flag for flag, given in required if not given]
+    if missing:
+        raise UsageError(f"the following arguments are required: {', '.join(missing)} (or --facefusion-job JOB.json)")
     _check_files([*args.source, *([args.reference] if args.reference else [])])
     api = api_commands.api_of(args)  # the token names the tenant: a --tenant naming another is refused
     if api is None:

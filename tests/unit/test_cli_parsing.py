@@ -99,8 +99,13 @@ def test_an_unknown_flag_is_answered_with_the_nearest_right_one(
 
 
 def test_a_missing_argument_is_one_line_naming_every_spelling(capsys: pytest.CaptureFixture[str]) -> None:
-    line = refused(["submit", "-t", "clip.mp4"], capsys)
-    assert line == "fusionfleet submit: error: the following arguments are required: -s/--source/--source-paths"
+    # (-s and -t are required unless a FaceFusion job file names them: `submit --facefusion-job JOB.json`)
+    assert main(["submit", "-t", "clip.mp4"]) == Exit.USAGE
+    line = capsys.readouterr().err.strip()
+    assert line == (
+        "fusionfleet submit: error: the following arguments are required: -s/--source/--source-paths"
+        " (or --facefusion-job JOB.json)"
+    )
 
 
 def test_flags_argparse_takes_are_not_refused() -> None:

@@ -1,0 +1,219 @@
+"""`fusionfleet submit --facefusion-job JOB.json`: a job file FaceFusion 3.8.1's job commands wrote, on the farm.
+
+Each step is a farm job of its own (fusionfleet.facefusion.job_file reads the file), with the step's local
+files uploaded as `submit` uploads them and its options checked as any manifest's before anything is
+uploaded. Steps that stand alone are submitted together and render side by side; a remix step (its target
+is an earlier step's output) is submitted once that step has succeeded, with the output it gave as its
+target, as FaceFusion's `job-run` feeds a step's file to the next: so a file with remix steps needs
+`--wait`. Each step's output is written to its own `output_path` (or under its name in `--output-dir`), as
+`job-run` writes it. The engine is `facefusion` unless `--engine` names another. Each step's job is any
+job: `status`, `wait`, `download`, `cancel` take its id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fleetctl import tenant_cli
+from fleetctl.api_client import ENV_API_URL
+from fleetctl.client import Client, build_manifest, job_name
+from fleetctl.exits import Exit, UsageError, of_state
+from fleetctl.job_commands import check_local_engine, client_of, follow, say
+from fusionfleet import layout
+from fusionfleet.errors import JobRejected
+from fusionfleet.facefusion.catalogue import CATALOGUE
+from fusionfleet.facefusion.job_file import JobFile, JobFileStep, read_job_file, without_defaults
+from fusionfleet.jobs.engine_options import honoured, unsupported_option_problems
+from fusionfleet.jobs.manifest import parse_manifest
+from fusionfleet.jobs.states import JobState
+from fusionfleet.jobs.views import JobView
+from fusionfleet.progress import bar
+
+JOB_FILE_ENGINE = "facefusion"  # the engine a FaceFusion job file is rendered with unless --engine says
+FLAG_HELP = (
+    "a job file written by FaceFusion 3.8.1's job-create/job-add-step/job-remix-step (its .jobs/*/ID.json): "
+    "each step a job of its own, its output written to the step's output_path (docs/engines.md)"
+)
+
+
+def add_job_file_argument(submit: argparse.ArgumentParser) -> None:
+    submit.add_argument("--facefusion-job", type=Path, metavar="JOB.json", help=FLAG_HELP)
+
+
+@dataclass(frozen=True)
+class Ended:
+    code: Exit
+    written: Path | None  # the output as written here (None: the job gave none, or the wait gave up)
+
+
+def _describe(view: JobView) -> str:
+    counts = view.segments
+    if not counts.total:
+        return str(view.state)
+    failed = f", {counts.failed} failed" if counts.failed else ""
+    return f"{view.state} {bar(counts.done, counts.total)} {counts.done}/{counts.total} segments{failed}"
+
+
+def _wait(client: Client, args: argparse.Namespace, job_id: str, timeout_s: float, destination: Path) -> Ended:
+    """The job followed to its end, said, and its output downloaded to `destination` (or beside it under the
+    name of what it holds)."""
+    view = follow(client, argparse.Namespace(**{**vars(args), "timeout": timeout_s}), job_id, _describe)
+    if not view.ended:
+        say(f"gave up waiting: job {job_id} still {view.state}; `fusionfleet wait {job_id}` goes on")
+        return Ended(Exit.GAVE_UP, None)
+    if view.state is JobState.SUCCEEDED and view.result is not None:
+        written = client.download(view.result, destination)
+        say(f"succeeded: {view.result.frames} frames, {view.result.duration_s:.3f} s → {written}")
+        return Ended(Exit.DONE, written)
+    say(f"{view.state.lower()}: {view.reason}")
+    code = of_state(view.state)
+    return Ended(Exit.FAILED if code is Exit.DONE else code, None)
+
+
+def _submit(client: Client, args: argparse.Namespace, step: JobFileStep, target: Path, engine: str, name: str) -> str:
+    return client.submit(
+        [Path(source) for source in step.sources], target, args.priority, engine, args.quality, args.reference,
+        _step_options(step, engine), name, say, tenant=args.tenant, extra=tenant_cli.webhook_fields(args),
+    ).job_id  # fmt: skip
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """What the job file says itself is not said again on the command line."""
+    given = [
+        flag
+        for flag, value in (("-s/--source", args.source), ("-t/--target", args.target), ("-o/--output", args.output))
+        if value
+    ]
+    given.extend(spec.flag for spec in CATALOGUE.values() if getattr(args, f"ff_{spec.name}", None) is not None)
+    if args.item_notices:
+        given.append("--item-notices")
+    if given:
+        raise UsageError(
+            f"--facefusion-job takes each step's sources, target, output and options from the job file; leave out "
+            f"{', '.join(given)} (--output-dir puts every step's output in one folder)"
+        )
+
+
+def _destinations(job: JobFile, output_dir: Path | None) -> dict[int, Path]:
+    """Where each step's output is written: its output_path, or under its name in --output-dir."""
+    places = {
+        step.index: (output_dir / Path(step.output).name if output_dir else Path(step.output)) for step in job.steps
+    }
+    seen: dict[Path, int] = {}
+    for index, place in places.items():
+        if place in seen:
+            raise UsageError(
+                f"steps {seen[place]} and {index} would both be written to {place}: leave out --output-dir"
+            )
+        seen[place] = index
+    return places
+
+
+def _step_options(step: JobFileStep, engine: str) -> dict[str, Any]:
+    """The step's options for the engine: all of them for FaceFusion; for another engine only those the user
+    chose (a job file carries every option, at FaceFusion's default where none was chosen) and those it applies."""
+    options = dict(step.options)
+    return options if engine == JOB_FILE_ENGINE else without_defaults(options, honoured(engine))
+
+
+def _check_steps(job: JobFile, engine: str, tenant: str | None) -> None:
+    """Every step's manifest and options judged as the farm judges them, before any upload; every problem."""
+    problems: list[str] = []
+    for step in job.steps:
+        options = _step_options(step, engine)
+        name = f"job-file-{step.index}"  # names as submit gives them; the real ones are made at submit
+        sources = [f"source-{i}{Path(path).suffix.lower()}" for i, path in enumerate(step.sources)]
+        manifest = build_manifest(
+            [layout.input_key(name, source, tenant) for source in sources],
+            layout.input_key(name, f"target{Path(step.target).suffix.lower()}", tenant),
+            layout.default_output_key(layout.manifest_key(name, tenant), ".mp4"), "normal", engine, None, None, options,
+        )  # fmt: skip
+        try:
+            parse_manifest(json.dumps(manifest).encode(), layout.manifest_key(name, tenant))
+        except JobRejected as rejected:
+            problems.extend(f"steps[{step.index}]: {problem}" for problem in rejected.problems)
+            continue
+        problems.extend(f"steps[{step.index}]: {problem}" for problem in unsupported_option_problems(engine, options))
+    if problems:
+        raise JobRejected(
+            "the FaceFusion job file cannot run on the farm: " + "; ".join(problems[:10]), tuple(problems)
+        )
+
+
+def _check_files(job: JobFile) -> None:
+    for step in job.steps:
+        named = [(f"source_paths[{i}]", path) for i, path in enumerate(step.sources)]
+        if step.remix_of is None:
+            named.append(("target_path", step.target))
+        for field, path in named:
+            if not Path(path).is_file():
+                raise UsageError(f"steps[{step.index}].args.{field}: {path} is not a file")
+
+
+def cmd_submit_job_file(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    if args.api or os.environ.get(ENV_API_URL):
+        raise UsageError("--facefusion-job goes to the stack itself; the tenant API does not take job files yet")
+    path: Path = args.facefusion_job
+    if not path.is_file():
+        raise UsageError(f"{path} is not a file")
+    job = read_job_file(path.read_bytes(), path.stem)
+    engine = args.engine or JOB_FILE_ENGINE
+    _check_steps(job, engine, args.tenant)
+    _check_files(job)
+    remixes = [step for step in job.steps if step.remix_of is not None]
+    if remixes and not args.wait:
+        step = remixes[0]
+        raise UsageError(
+            f"step {step.index} remixes step {step.remix_of}'s output: the farm submits it once step "
+            f"{step.remix_of} has succeeded, with its output as the target, which needs --wait"
+        )
+    destinations = _destinations(job, args.output_dir)
+    check_local_engine(argparse.Namespace(**{**vars(args), "engine": engine}))
+    client = client_of(args)
+    base = args.name or job_name(Path(path.stem))  # one name for the file's jobs: <stem>-<time>-<random>
+    names = {step.index: f"{base}-{step.index}" for step in job.steps}
+    ids: dict[int, str] = {}
+    for step in job.steps:  # the steps that stand alone go together and render side by side
+        if step.remix_of is None:
+            ids[step.index] = _submit(client, args, step, Path(step.target), engine, names[step.index])
+            say(f"step {step.index}: job {ids[step.index]} → {destinations[step.index]}")
+    code = Exit.DONE
+    if args.wait:
+        code = _follow(client, args, job, ids, names, engine, destinations)
+    for step in job.steps:
+        if step.index in ids:
+            print(ids[step.index], flush=True)
+    return code
+
+
+def _follow(
+    client: Client, args: argparse.Namespace, job: JobFile, ids: dict[int, str], names: dict[int, str],
+    engine: str, destinations: dict[int, Path],
+) -> Exit:  # fmt: skip
+    """Each step to its end in order, a remix step submitted once the step it remixes gave its output; the
+    first step's status that is not done (exit 0 when every step is)."""
+    deadline = time.monotonic() + args.timeout
+    written: dict[int, Path] = {}
+    codes: list[Exit] = []
+    for step in job.steps:
+        if step.remix_of is not None:
+            parent = written.get(step.remix_of)
+            if parent is None:
+                say(f"step {step.index}: not submitted: step {step.remix_of}, whose output it remixes, gave none")
+                continue
+            ids[step.index] = _submit(client, args, step, parent, engine, names[step.index])
+            say(f"step {step.index}: job {ids[step.index]} (remixing {parent}) → {destinations[step.index]}")
+        say(f"step {step.index}: following job {ids[step.index]}")
+        remaining = max(0.0, deadline - time.monotonic())
+        ended = _wait(client, args, ids[step.index], remaining, destinations[step.index])
+        codes.append(ended.code)
+        if ended.written is not None:
+            written[step.index] = ended.written
+    return next((code for code in codes if code is not Exit.DONE), Exit.DONE)

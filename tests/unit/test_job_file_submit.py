@@ -1,0 +1,97 @@
+"""`fusionfleet submit --facefusion-job JOB.json` against fakes of the stack: each step a job of its own, its
+files uploaded as `submit` uploads them, its manifest any job's (so `status` and `wait` read it PENDING at
+once), and what the file says itself refused on the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetctl import job_file_commands
+from fleetctl.cli import main
+from fleetctl.client import Client
+from fleetctl.exits import Exit
+from fusionfleet.jobs.states import JobState
+from tests.support.fakes import FakeOrchestrator, FakeStorage
+from tests.unit.test_client_status import RESOURCES
+
+
+def write_job(folder: Path, steps: list[dict[str, Any]]) -> Path:
+    path = folder / "myjob.json"
+    path.write_text(json.dumps({"version": "1", "date_created": "2026-12-07T10:00:00+00:00", "date_updated": None,
+                                "steps": [{"args": args, "status": "queued"} for args in steps]}))  # fmt: skip
+    return path
+
+
+@pytest.fixture
+def client(monkeypatch: pytest.MonkeyPatch) -> Client:
+    stack = Client(FakeStorage(), FakeOrchestrator(), RESOURCES)
+    monkeypatch.setattr(job_file_commands, "client_of", lambda _args: stack)
+    monkeypatch.setattr(job_file_commands, "check_local_engine", lambda _args: None)
+    return stack
+
+
+def test_each_step_is_a_job_of_its_own_followable_at_once(
+    client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a job file of two steps on local files
+    (tmp_path / "face.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "a.mp4").write_bytes(b"a")
+    (tmp_path / "b.mp4").write_bytes(b"b")
+    path = write_job(tmp_path, [
+        {"source_paths": [str(tmp_path / "face.png")], "target_path": str(tmp_path / "a.mp4"),
+         "output_path": "/out/a.mp4", "face_selector_mode": "many", "output_video_fps": None},
+        {"source_paths": [str(tmp_path / "face.png")], "target_path": str(tmp_path / "b.mp4"),
+         "output_path": "/out/b.mp4", "processors": ["face_swapper", "face_enhancer"]},
+    ])  # fmt: skip
+    # WHEN submitted without --wait
+    assert main(["submit", "--facefusion-job", str(path), "--priority", "high"]) == Exit.DONE
+    # THEN one job id a line, in step order, each PENDING at once with its own target
+    ids = capsys.readouterr().out.split()
+    assert len(ids) == 2
+    views = [client.status(job_id) for job_id in ids]
+    assert [view.state for view in views] == [JobState.PENDING, JobState.PENDING]
+    # AND each manifest is the step's: its engine FaceFusion's, its options the step's, the flags' priority
+    storage = client._storage
+    assert isinstance(storage, FakeStorage)
+    written = [key for method, _bucket, key in storage.calls if method == "put_bytes" and key.startswith("jobs/")]
+    manifests = [json.loads(storage.get_bytes("media", key)) for key in written]
+    assert [m["options"] for m in manifests] == [
+        {"face_selector_mode": "many"},
+        {"processors": ["face_swapper", "face_enhancer"]},
+    ]
+    assert {m["engine"] for m in manifests} == {"facefusion"} and {m["priority"] for m in manifests} == {"high"}
+    assert [storage.get_bytes("media", m["target"]) for m in manifests] == [b"a", b"b"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["-s", "face.png"], "leave out -s/--source"),
+        (["-o", "out.mp4"], "leave out -o/--output"),
+        (["--face-selector-mode", "many"], "leave out --face-selector-mode"),
+        (["--api", "http://127.0.0.1:1", "--token", "t"], "the tenant API does not take job files yet"),
+    ],
+)
+def test_what_the_job_file_says_is_not_said_again_on_the_command_line(
+    client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], said: str
+) -> None:
+    path = write_job(tmp_path, [{"source_paths": ["f.png"], "target_path": "t.mp4", "output_path": "o.mp4"}])
+    assert main(["submit", "--facefusion-job", str(path), *extra]) == Exit.USAGE
+    assert said in capsys.readouterr().err
+
+
+def test_an_unknown_option_is_refused_before_any_upload(
+    client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_job(tmp_path, [{"source_paths": ["f.png"], "target_path": "t.mp4", "output_path": "o.mp4",
+                                 "face_swapper_modle": "inswapper_128"}])  # fmt: skip
+    assert main(["submit", "--facefusion-job", str(path)]) == Exit.REJECTED
+    assert "steps[0].args.face_swapper_modle: unknown option; did you mean 'face_swapper_model'?" in (
+        capsys.readouterr().err
+    )
+    storage = client._storage
+    assert isinstance(storage, FakeStorage) and not storage.calls
