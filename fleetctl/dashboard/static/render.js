@@ -196,7 +196,7 @@ function renderAttempts(attempts) {
   $("attempts-empty").hidden = rows.length > 0;
 }
 
-// detail: {job: {job_id, name, state, priority, submitted_at, output, reason, actions},
+// detail: {job: {job_id, name, state, priority, submitted_at, output, reason, actions, targets?},
 //          now, segments: [SegmentView], attempts: [AttemptView], timings, cost}
 function renderJob(detail) {
   const job = detail.job;
@@ -219,6 +219,10 @@ function renderJob(detail) {
   const meta = [job.job_id, `priority ${job.priority || "–"}`];
   if (job.submitted_at) meta.push(`submitted ${formatAge(secondsBetween(detail.now, job.submitted_at))} ago`);
   if (job.output) meta.push(`output ${job.output}`);
+  // Known before the slicer took it (PENDING): what its manifest names.
+  if (job.targets && job.targets.length) {
+    meta.push(job.targets.length === 1 ? `target ${job.targets[0]}` : `${job.targets.length} targets`);
+  }
   $("job-meta").textContent = meta.join(" · ");
   $("job-reason").textContent = job.reason || "";
   $("job-reason").hidden = !job.reason;
