@@ -10,13 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fleetctl.client import CONTENT_TYPES, build_manifest, job_name
+from fleetctl.client import CONTENT_TYPES, build_manifest, job_name, record_accepted
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import Orchestrator
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.fleet.tenants import check_tenant_name
-from fusionfleet.jobs.acceptance import accept
 from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.batch_views import BatchDetail
 from fusionfleet.jobs.batches import MEDIA_EXTENSIONS
@@ -129,7 +128,7 @@ class BatchClient:
         batch_id = derive_batch_id(self._media, manifest_key, etag)
         # Before the id is shown: the batch reads PENDING, not unknown, until the slicer opens it.
         ref = ObjectRef(bucket=self._media, key=manifest_key, etag=etag)
-        accept(self._storage, self._work, batch_id, ref, manifest)
+        record_accepted(self._storage, self._work, batch_id, ref, manifest, say)
         say(f"submitted s3://{self._media}/{manifest_key}: a batch of {len(target_keys)} targets")
         return BatchSubmission(batch_id, manifest_key, prefix, len(target_keys))
 

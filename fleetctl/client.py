@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from fleetctl.notices import NoticeInbox
 from fleetctl.stack import StackResources
 from fusionfleet import layout
@@ -112,6 +114,19 @@ def _format_named(extension: str) -> str | None:
     return IMAGE_EXTENSIONS.get(extension) or (extension if extension in OTHER_VIDEO_EXTENSIONS else None)
 
 
+def record_accepted(
+    storage: Storage, work_bucket: str, job_id: str, ref: ObjectRef, manifest: dict[str, Any],
+    say: Callable[[str], None],
+) -> None:  # fmt: skip
+    """Record the manifest just written as accepted (fusionfleet.jobs.acceptance). A stack deployed before
+    its OperatorPolicy granted this refuses it: the job runs all the same, so say so rather than fail."""
+    try:
+        accept(storage, work_bucket, job_id, ref, manifest)
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        say(f"could not record {job_id} as submitted ({code}): until the slicer takes it, it reads as unknown")
+
+
 def _tell(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -191,7 +206,7 @@ class Client:
         # Before the id is shown: from here `status` and `--wait` read it PENDING, not unknown, until the
         # slicer has taken it (fusionfleet.jobs.acceptance).
         ref = ObjectRef(bucket=bucket, key=manifest_key, etag=etag)
-        accept(self._storage, self._resources.work_bucket, job_id, ref, manifest)
+        record_accepted(self._storage, self._resources.work_bucket, job_id, ref, manifest, say)
         say(f"submitted s3://{bucket}/{manifest_key}")
         return Submission(job_id, manifest_key, output_key)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from botocore.exceptions import ClientError
 
 from fleetctl.batch_client import BatchClient
 from fleetctl.client import Client
@@ -173,3 +174,21 @@ def test_the_tenant_api_shows_a_started_batch_not_yet_opened_as_pending_with_its
     ]  # fmt: skip
     # AND an id the tenant never had is still 404
     assert farm.call("GET", "/jobs/20260101-000000-00000000").status == 404
+
+
+class RefusingAcceptance(FakeStorage):
+    """A stack whose OperatorPolicy predates the acceptance record: S3 refuses that one write."""
+
+    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        if key.endswith("/accepted.json"):
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "denied"}}, "PutObject")
+        return super().put_bytes(bucket, key, data, content_type)
+
+
+def test_a_stack_that_refuses_the_record_still_runs_the_job_and_says_why_it_reads_unknown(tmp_path: Path) -> None:
+    storage = RefusingAcceptance()
+    face, clip = files(tmp_path, "face.jpg", "clip.mp4")
+    said: list[str] = []
+    submission = Client(storage, FakeOrchestrator(), RESOURCES).submit([face], clip, name="talk", say=said.append)
+    assert storage.exists("media", submission.manifest_key)  # the trigger was written: the job will run
+    assert any("could not record" in line and "AccessDenied" in line for line in said), said
