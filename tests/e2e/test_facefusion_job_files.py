@@ -1,0 +1,91 @@
+"""A job file FaceFusion 3.8.1's own job commands wrote, run on the local stack with `fusionfleet submit
+--facefusion-job JOB.json --wait`: two steps, the second a remix of the first (`job-remix-step`), each a farm
+job on the warm FaceFusion engine (the harness's stand-in models), each output written where its step says.
+
+Skipped with the reason where the harness cannot run (no FaceFusion checkout or no `.venv-facefusion`),
+failed in CI.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleetctl.local.state import LocalState
+from fleetctl.stack import StackResources
+from fusionfleet.adapters.aws import AwsTarget
+from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
+from tests.e2e.conftest import ROOT, Stack, free_port, up_command
+from tests.support import facefusion_harness as harness
+from tests.support.facefusion_jobs import clip, drafted, face, job_command
+from tests.support.media import decode_all
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(900),
+    pytest.mark.usefixtures("facefusion_harness"),  # skipped where the harness is missing, failed in CI
+]
+
+FPS, FRAMES = 25, 50
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
+    return harness.prepare(tmp_path_factory.mktemp("facefusion-home"))  # (skips first where it cannot run)
+
+
+@pytest.fixture(scope="module")
+def farm(home: harness.Harness, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A local stack of its own whose worker runs the harness's FaceFusion."""
+    state_dir = tmp_path_factory.mktemp("job-file-stack")
+    (state_dir / "faults.json").write_text("[]")
+    port = free_port()
+    env = {**home.env, ENV_HOME: str(home.home), ENV_PYTHON: home.python}
+    down = [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)]
+    up = subprocess.run(
+        up_command(port, state_dir, 1), env=env, cwd=ROOT, capture_output=True, text=True, timeout=400, check=False
+    )
+    state = LocalState.load(state_dir / "state.json")
+    if up.returncode != 0 or state is None:
+        subprocess.run(down, cwd=ROOT, capture_output=True, timeout=120, check=False)
+        pytest.fail(f"local up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
+    aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
+    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port)
+    try:
+        yield stack
+    finally:
+        print(stack.logs())
+        subprocess.run(down, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_two_step_job_file_with_a_remix_gives_each_steps_output_where_it_says(
+    home: harness.Harness, farm: Stack, tmp_path: Path
+) -> None:
+    # GIVEN FaceFusion's own job: step 0 renders frames 10-49 of a 2 s clip; step 1 remixes step 0's output,
+    # enhancing too, from its frame 20 (so 20 frames: from the clip itself it would be 30)
+    source, target, out, jobs = face(tmp_path), clip(tmp_path, FRAMES, FPS), tmp_path / "out", tmp_path / "jobs"
+    job_command(home, jobs, "job-create", "remixed")
+    job_command(home, jobs, "job-add-step", "remixed", "-s", str(source), "-t", str(target),
+                "-o", str(out / "first.mp4"), "--trim-frame-start", "10", "--trim-frame-end", "50")  # fmt: skip
+    job_command(home, jobs, "job-remix-step", "remixed", "0", "-s", str(source), "-o", str(out / "second.mp4"),
+                "--processors", "face_swapper", "face_enhancer", "--trim-frame-start", "20")  # fmt: skip
+    # WHEN the file is submitted to the farm and waited for
+    done = farm.cli("submit", "--facefusion-job", str(drafted(jobs, "remixed")), "--wait", "--priority", "high")
+    # THEN both steps succeed, one job each, their ids one a line in step order
+    assert done.returncode == 0, done.stderr + farm.logs()
+    ids = done.stdout.split()
+    assert len(ids) == 2 and all(job.startswith("remixed-") for job in ids), done.stdout
+    assert "step 1: job" in done.stderr and f"(remixing {out / 'first.mp4'})" in done.stderr, done.stderr
+    # AND each output is where its step said, frame-exact and timed as FaceFusion's job-run would give it
+    first, _ = decode_all(out / "first.mp4")
+    assert first.frame_count == 40 and abs(first.duration_s - 40 / FPS) <= 1 / FPS, first
+    second, _ = decode_all(out / "second.mp4")
+    assert second.frame_count == 20 and abs(second.duration_s - 20 / FPS) <= 1 / FPS, second
+    # AND each step is a job like any other: `status` reads it SUCCEEDED
+    for job in ids:
+        status = farm.cli("status", job)
+        assert status.returncode == 0 and "SUCCEEDED" in status.stdout, status.stdout + status.stderr
