@@ -19,11 +19,12 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, Verdict, exit_status, goal_table, judge, recorded
 from benchmarks.parity.clips import ClipSpec, layout, write_clip, write_source, write_voice
 from benchmarks.parity.farm import Farm
 from benchmarks.parity.judge import PSNR_GOAL, Allowance, unexplained
@@ -193,7 +194,10 @@ class Row:
         return self.equal or (bool(self.deliberate) and not self.unexplained)
 
 
-def run(cases: list[MatrixCase], work: Path, workers: int) -> list[Row]:
+def run(
+    cases: list[MatrixCase], work: Path, workers: int, after: Callable[[list[Row]], object] | None = None
+) -> list[Row]:
+    """Every case in turn; `after` sees the rows so far once each case is judged (a long run's partial record)."""
     home = harness.prepare(work / "harness")
     clips: dict[ClipSpec, Path] = {}
     faces = {person: write_source(work / f"face-{person}.png", person) for person in ("a", "b")}
@@ -213,6 +217,8 @@ def run(cases: list[MatrixCase], work: Path, workers: int) -> list[Row]:
                 Row(item.case.name, item.clip.name(), item.case.options, outcome.equal, item.deliberate, outcome.line(),
                     left)
             )  # fmt: skip
+            if after is not None:
+                after(rows)
     return rows
 
 
@@ -250,33 +256,35 @@ def main(argv: list[str] | None = None) -> int:
         wanted = set(args.cases.split(","))
         cases = [item for item in cases if item.case.name in wanted]
     began = time.monotonic()
+    config = {"cases": [item.case.name for item in cases], "workers": args.workers, "clip": asdict(ClipSpec())}
+
+    def record(rows: list[Row], complete: bool) -> tuple[dict[str, Any], list[Verdict], Path]:
+        met = [row for row in rows if row.met]
+        verdicts = judge(GOALS, {
+            "cases_differing": len(rows) - len(met),
+            "cases_equal_fraction": round(sum(row.equal for row in rows) / len(rows), 3) if rows else None,
+        })  # fmt: skip
+        report = {
+            "goal": f"every case equal (min PSNR >= {PSNR_GOAL:g} dB, the same frame number at every frame's foot and "
+            "in every face, faces' colour within bounds, same frame count and duration, no audio offset, same samples, "
+            "same colour tags) or a deliberate, documented difference and no other",
+            "complete": complete,  # False while the run goes on: the cases judged so far, written after each
+            "goal_met": complete and len(met) == len(rows),
+            "cases": len(rows),
+            "equal": sum(row.equal for row in rows),
+            "deliberate": [row.name for row in rows if row.deliberate and not row.equal and row.met],
+            "not_equal": [row.name for row in rows if not row.met],
+            "wall_s": round(time.monotonic() - began, 1),
+            "rows": [asdict(row) for row in rows],
+            **recorded(verdicts),
+        }
+        return report, verdicts, write_results(args.results, report, config)
+
     with tempfile.TemporaryDirectory(prefix="parity-matrix-") as scratch:
         work = args.work or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
-        rows = run(cases, work, args.workers)
-    met = [row for row in rows if row.met]
-    verdicts = judge(GOALS, {
-        "cases_differing": len(rows) - len(met),
-        "cases_equal_fraction": round(sum(row.equal for row in rows) / len(rows), 3) if rows else None,
-    })  # fmt: skip
-    report = {
-        "goal": f"every case equal (min PSNR >= {PSNR_GOAL:g} dB, the same frame number at every frame's foot and in "
-        "every face, faces' colour within bounds, same frame count and duration, no audio offset, same samples, same "
-        "colour tags) or a deliberate, documented difference and no other",
-        "goal_met": len(met) == len(rows),
-        "cases": len(rows),
-        "equal": sum(row.equal for row in rows),
-        "deliberate": [row.name for row in rows if row.deliberate and not row.equal],
-        "not_equal": [row.name for row in rows if not row.met],
-        "wall_s": round(time.monotonic() - began, 1),
-        "rows": [asdict(row) for row in rows],
-        **recorded(verdicts),
-    }
-    path = write_results(
-        args.results,
-        report,
-        {"cases": [item.case.name for item in cases], "workers": args.workers, "clip": asdict(ClipSpec())},
-    )
+        rows = run(cases, work, args.workers, lambda so_far: record(so_far, complete=False))
+    report, verdicts, path = record(rows, complete=True)
     print()
     print(table(rows))
     print(
