@@ -6,7 +6,8 @@ uploaded. Steps that stand alone are submitted together and render side by side;
 is an earlier step's output) is submitted once that step has succeeded, with the output it gave as its
 target, as FaceFusion's `job-run` feeds a step's file to the next: so a file with remix steps needs
 `--wait`. Each step's output is written to its own `output_path` (or under its name in `--output-dir`), as
-`job-run` writes it. The engine is `facefusion` unless `--engine` names another. Each step's job is any
+`job-run` writes it. The engine is `facefusion` unless `--engine` names another. Through the stack itself
+or, with `--api`, the tenant HTTP API (`POST /jobs` per step, as `submit --api`). Each step's job is any
 job: `status`, `wait`, `download`, `cancel` take its id.
 """
 
@@ -14,15 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from fleetctl import tenant_cli
-from fleetctl.api_client import ENV_API_URL
-from fleetctl.client import Client, build_manifest, job_name
+from fleetctl import api_commands, tenant_cli
+from fleetctl.api_client import ApiClient
+from fleetctl.client import Client, build_manifest, job_name, local_output_suffix, named_after_content
 from fleetctl.exits import Exit, UsageError, of_state
 from fleetctl.job_commands import check_local_engine, client_of, follow, say
 from fusionfleet import layout
@@ -60,27 +61,74 @@ def _describe(view: JobView) -> str:
     return f"{view.state} {bar(counts.done, counts.total)} {counts.done}/{counts.total} segments{failed}"
 
 
-def _wait(client: Client, args: argparse.Namespace, job_id: str, timeout_s: float, destination: Path) -> Ended:
-    """The job followed to its end, said, and its output downloaded to `destination` (or beside it under the
-    name of what it holds)."""
-    view = follow(client, argparse.Namespace(**{**vars(args), "timeout": timeout_s}), job_id, _describe)
-    if not view.ended:
-        say(f"gave up waiting: job {job_id} still {view.state}; `fusionfleet wait {job_id}` goes on")
-        return Ended(Exit.GAVE_UP, None)
-    if view.state is JobState.SUCCEEDED and view.result is not None:
-        written = client.download(view.result, destination)
-        say(f"succeeded: {view.result.frames} frames, {view.result.duration_s:.3f} s → {written}")
-        return Ended(Exit.DONE, written)
-    say(f"{view.state.lower()}: {view.reason}")
-    code = of_state(view.state)
-    return Ended(Exit.FAILED if code is Exit.DONE else code, None)
+class Farm(Protocol):
+    """Where the steps go: the stack itself, or the tenant HTTP API."""
+
+    def submit(self, step: JobFileStep, target: Path, name: str) -> str: ...
+
+    def wait(self, job_id: str, timeout_s: float, destination: Path) -> Ended: ...
 
 
-def _submit(client: Client, args: argparse.Namespace, step: JobFileStep, target: Path, engine: str, name: str) -> str:
-    return client.submit(
-        [Path(source) for source in step.sources], target, args.priority, engine, args.quality, args.reference,
-        _step_options(step, engine), name, say, tenant=args.tenant, extra=tenant_cli.webhook_fields(args),
-    ).job_id  # fmt: skip
+@dataclass(frozen=True)
+class StackFarm:
+    client: Client
+    args: argparse.Namespace
+    engine: str
+
+    def submit(self, step: JobFileStep, target: Path, name: str) -> str:
+        args = self.args
+        return self.client.submit(
+            [Path(source) for source in step.sources], target, args.priority, self.engine, args.quality,
+            args.reference, _step_options(step, self.engine), name, say, tenant=args.tenant,
+            extra=tenant_cli.webhook_fields(args),
+        ).job_id  # fmt: skip
+
+    def wait(self, job_id: str, timeout_s: float, destination: Path) -> Ended:
+        """The job followed to its end, said, its output downloaded to `destination` (or beside it under the
+        name of what it holds)."""
+        waiting = argparse.Namespace(**{**vars(self.args), "timeout": timeout_s})
+        view = follow(self.client, waiting, job_id, _describe)
+        if not view.ended:
+            say(f"gave up waiting: job {job_id} still {view.state}; `fusionfleet wait {job_id}` goes on")
+            return Ended(Exit.GAVE_UP, None)
+        if view.state is JobState.SUCCEEDED and view.result is not None:
+            written = self.client.download(view.result, destination)
+            say(f"succeeded: {view.result.frames} frames, {view.result.duration_s:.3f} s → {written}")
+            return Ended(Exit.DONE, written)
+        say(f"{view.state.lower()}: {view.reason}")
+        code = of_state(view.state)
+        return Ended(Exit.FAILED if code is Exit.DONE else code, None)
+
+
+@dataclass(frozen=True)
+class ApiFarm:
+    api: ApiClient
+    args: argparse.Namespace
+    engine: str
+
+    def submit(self, step: JobFileStep, target: Path, name: str) -> str:
+        """One `POST /jobs` of the step, its files named by their role, as `submit --api` names them."""
+        args = self.args
+        files = {f"source-{i}{Path(path).suffix.lower()}": Path(path) for i, path in enumerate(step.sources)}
+        target_name = f"target{target.suffix.lower()}"
+        files[target_name] = target
+        reference = f"reference{args.reference.suffix.lower()}" if args.reference else None
+        if args.reference:
+            files[str(reference)] = args.reference
+        body = build_manifest(
+            [key for key in files if key.startswith("source-")], target_name, "", args.priority, self.engine,
+            args.quality, reference, _step_options(step, self.engine),
+        )  # fmt: skip
+        body.update(tenant_cli.webhook_fields(args))
+        body["output"] = name + local_output_suffix(target, target_name)  # under the tenant's outputs
+        return self.api.submit(files, body, say)
+
+    def wait(self, job_id: str, timeout_s: float, destination: Path) -> Ended:
+        job = api_commands.follow(self.api, job_id, timeout_s)
+        code = Exit(api_commands.fetch(self.api, job, destination, None, timeout_s))
+        link = str(job.get("download_url") or "")
+        written = named_after_content(destination, urllib.parse.urlparse(link).path)[0] if link else None
+        return Ended(code, written if code is Exit.DONE else None)
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -158,8 +206,6 @@ def _check_files(job: JobFile) -> None:
 
 def cmd_submit_job_file(args: argparse.Namespace) -> int:
     _check_flags(args)
-    if args.api or os.environ.get(ENV_API_URL):
-        raise UsageError("--facefusion-job goes to the stack itself; the tenant API does not take job files yet")
     path: Path = args.facefusion_job
     if not path.is_file():
         raise UsageError(f"{path} is not a file")
@@ -175,44 +221,52 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
             f"{step.remix_of} has succeeded, with its output as the target, which needs --wait"
         )
     destinations = _destinations(job, args.output_dir)
-    check_local_engine(argparse.Namespace(**{**vars(args), "engine": engine}))
-    client = client_of(args)
+    farm = _farm(args, engine)
     base = args.name or job_name(Path(path.stem))  # one name for the file's jobs: <stem>-<time>-<random>
     names = {step.index: f"{base}-{step.index}" for step in job.steps}
     ids: dict[int, str] = {}
     for step in job.steps:  # the steps that stand alone go together and render side by side
         if step.remix_of is None:
-            ids[step.index] = _submit(client, args, step, Path(step.target), engine, names[step.index])
+            ids[step.index] = farm.submit(step, Path(step.target), names[step.index])
             say(f"step {step.index}: job {ids[step.index]} → {destinations[step.index]}")
     code = Exit.DONE
     if args.wait:
-        code = _follow(client, args, job, ids, names, engine, destinations)
+        code = _follow(farm, job, ids, names, destinations, args.timeout)
     for step in job.steps:
         if step.index in ids:
             print(ids[step.index], flush=True)
     return code
 
 
+def _farm(args: argparse.Namespace, engine: str) -> Farm:
+    """The tenant API where the command goes through it (`--api`), else the stack, whose engines are checked."""
+    api = api_commands.api_of(args)  # the token names the tenant: a --tenant naming another is refused
+    if api is not None:
+        return ApiFarm(api, args, engine)
+    check_local_engine(argparse.Namespace(**{**vars(args), "engine": engine}))
+    return StackFarm(client_of(args), args, engine)
+
+
 def _follow(
-    client: Client, args: argparse.Namespace, job: JobFile, ids: dict[int, str], names: dict[int, str],
-    engine: str, destinations: dict[int, Path],
+    farm: Farm, job: JobFile, ids: dict[int, str], names: dict[int, str], destinations: dict[int, Path],
+    timeout_s: float,
 ) -> Exit:  # fmt: skip
     """Each step to its end in order, a remix step submitted once the step it remixes gave its output; the
     first step's status that is not done (exit 0 when every step is)."""
-    deadline = time.monotonic() + args.timeout
+    deadline = time.monotonic() + timeout_s
     written: dict[int, Path] = {}
     codes: list[Exit] = []
     for step in job.steps:
         if step.remix_of is not None:
             parent = written.get(step.remix_of)
             if parent is None:
-                say(f"step {step.index}: not submitted: step {step.remix_of}, whose output it remixes, gave none")
+                say(f"step {step.index}: not submitted: step {step.remix_of}, whose output it remixes, gave none here")
                 continue
-            ids[step.index] = _submit(client, args, step, parent, engine, names[step.index])
+            ids[step.index] = farm.submit(step, parent, names[step.index])
             say(f"step {step.index}: job {ids[step.index]} (remixing {parent}) → {destinations[step.index]}")
         say(f"step {step.index}: following job {ids[step.index]}")
         remaining = max(0.0, deadline - time.monotonic())
-        ended = _wait(client, args, ids[step.index], remaining, destinations[step.index])
+        ended = farm.wait(ids[step.index], remaining, destinations[step.index])
         codes.append(ended.code)
         if ended.written is not None:
             written[step.index] = ended.written

@@ -73,7 +73,6 @@ def test_each_step_is_a_job_of_its_own_followable_at_once(
         (["-s", "face.png"], "leave out -s/--source"),
         (["-o", "out.mp4"], "leave out -o/--output"),
         (["--face-selector-mode", "many"], "leave out --face-selector-mode"),
-        (["--api", "http://127.0.0.1:1", "--token", "t"], "the tenant API does not take job files yet"),
     ],
 )
 def test_what_the_job_file_says_is_not_said_again_on_the_command_line(
