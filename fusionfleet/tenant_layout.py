@@ -43,6 +43,11 @@ def admission_lease_key(tenant: str, generation: int) -> str:
     return f"{admission_prefix(tenant)}{generation:012d}.json"
 
 
+def admission_slot_key(tenant: str, slot: int) -> str:
+    """One of the tenant's running-job slots, claimed by a conditional write for the job it runs."""
+    return f"{tenant_records_prefix(tenant)}slots/{slot:04d}.json"
+
+
 def spend_prefix(tenant: str, month: str) -> str:
     """The tenant's spend ledger for one month (`YYYY-MM`): one entry per attempt (fusionfleet.jobs.ledger)."""
     return f"{SPEND_PREFIX}{tenant}/{month}/"

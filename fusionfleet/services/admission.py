@@ -8,6 +8,13 @@ released at the end, taken over once it is older than `lease_s` (its holder died
 counted from Step Functions (its list of running executions, by the tenant's `T_` name prefix), plus
 the jobs this admitter started lately, described one by one: the list is eventually consistent and may
 not show an execution just started.
+
+The count decides who waits, and a slot decides who starts: before its start a job claims one of the
+tenant's `max-running-jobs` slots (`work/_tenants/<T>/slots/<k>.json`) with a conditional write, a
+create or an If-Match replace of a slot whose job no longer runs. A party that counted before it
+stalled past its lease (a slow call: the slicer's Lambda may run 300 s, the lease lasts 60) then finds
+every slot taken instead of starting one job too many. A claim whose job has not started yet holds
+for `claim_s`, longer than any party runs, so a start under way keeps its slot.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ class AdmissionConfig:
     max_running_jobs: int = 0  # the stack's, every tenant together; 0: none
     lease_s: float = 60.0
     recent_s: float = 600.0
+    claim_s: float = 900.0  # a slot claimed for a job not started yet: longer than any Lambda may run
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,11 @@ class Admitter:
             if why:
                 note_reason(self._storage, bucket, record, why)
                 continue
+            if limit and not self._claim_slot(tenant, limit, job_id, now):
+                # Counted free, yet every slot is taken: the count was stale (a stalled party) or another
+                # party started a job since. It waits, and so does every job after it.
+                note_reason(self._storage, bucket, record, self._full(tenant, limit, position - len(started)))
+                break
             try:
                 self._start(record, now)
             except Exception as error:
@@ -132,15 +145,56 @@ class Admitter:
             cap = settings.monthly_budget_usd or 0.0
             return "waiting: " + budget.over_reason(tenant, cap, spent, month, "stop")
         if limit and len(running) >= limit:
-            where = f"; {ahead} of its jobs ahead of this one" if ahead > 0 else ""
-            return (
-                f"waiting: tenant {tenant} is running {len(running)} of the {limit} jobs it may run at once{where}; "
-                "it starts by itself when one of them ends"
-            )
+            return self._full(tenant, limit, ahead, len(running))
         stack = self._config.max_running_jobs
         if stack and stack_running >= stack:
             return f"waiting: the stack is running {stack_running} jobs, as many as it runs at once ({stack})"
         return ""
+
+    @staticmethod
+    def _full(tenant: str, limit: int, ahead: int, running: int | None = None) -> str:
+        where = f"; {ahead} of its jobs ahead of this one" if ahead > 0 else ""
+        return (
+            f"waiting: tenant {tenant} is running {limit if running is None else running} of the {limit} jobs it "
+            f"may run at once{where}; it starts by itself when one of them ends"
+        )
+
+    def _claim_slot(self, tenant: str, limit: int, job_id: str, now: float) -> bool:
+        """One of the tenant's `limit` slots for `job_id`, by a conditional write; False when all are taken."""
+        bucket = self._config.work_bucket
+        claim = json.dumps({"job_id": job_id, "at": now}).encode()
+        for slot in range(limit):
+            key = tenant_layout.admission_slot_key(tenant, slot)
+            try:
+                data, etag = self._storage.get_tagged(bucket, key)
+            except ObjectMissing:
+                if self._storage.create(bucket, key, claim):
+                    return True
+                continue  # another party claimed it first
+            try:
+                held = json.loads(data)
+            except ValueError:
+                held = {}
+            if held.get("job_id") == job_id:
+                return True  # claimed for this job already, by a start that did not finish
+            if self._holds(held, now):
+                continue
+            if self._storage.replace(bucket, key, claim, etag):
+                return True
+        return False
+
+    def _holds(self, held: dict[str, object], now: float) -> bool:
+        """Whether a slot's claim still holds: its job's current run is running, or it was claimed lately and
+        its start may still be under way."""
+        job_id = str(held.get("job_id") or "")
+        if not job_id:
+            return False
+        arn = execution_arn(self._config.state_machine_arn, self._current_name(job_id))
+        try:
+            status = self._orchestrator.describe(arn).status
+        except ExecutionMissing:
+            return now - float(str(held.get("at", 0.0))) < self._config.claim_s
+        return status == "RUNNING"
 
     def _start(self, record: WaitingRecord, now: float) -> None:
         if record.resume and self._resume is not None:

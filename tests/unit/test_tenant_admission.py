@@ -113,3 +113,30 @@ def test_tenant_settings_fall_back_to_the_stacks_and_refuse_limits_that_do_not_f
     assert stored.limits(stack) == TenantLimits(2, 64)
     with pytest.raises(Exception, match="do not fit"):
         write_settings(storage, WORK, TenantSettings(tenant="acme", max_running_jobs=9, max_segments=4), stack)
+
+
+def test_a_slot_is_claimed_by_a_conditional_write_and_taken_over_once_its_job_no_longer_runs() -> None:
+    # GIVEN a tenant that may run one job, and an admitter
+    storage, orchestrator = FakeStorage(), FakeOrchestrator()
+    keeper = Admitter(storage, orchestrator, AdmissionConfig(WORK, MACHINE, claim_s=900.0))
+    # WHEN job a claims the slot and starts
+    assert keeper._claim_slot("acme", 1, "acme_a", now=0.0)
+    orchestrator.start(MACHINE, "acme_a", {})
+    # THEN job b finds it taken while a runs, and a's own claim is still a's
+    assert not keeper._claim_slot("acme", 1, "acme_b", now=10.0)
+    assert keeper._claim_slot("acme", 1, "acme_a", now=10.0)
+    # WHEN a ends, b takes the slot over (an If-Match replace), and job c finds it b's
+    end(orchestrator, "acme_a")
+    assert keeper._claim_slot("acme", 1, "acme_b", now=20.0)
+    assert not keeper._claim_slot("acme", 1, "acme_c", now=20.0)  # b's claim holds while b's start is under way
+    assert storage.conflicts == 0
+
+
+def test_a_slot_claimed_for_a_job_that_never_started_lapses_after_claim_s() -> None:
+    # GIVEN a slot claimed for job a by a party that died before starting it
+    storage, orchestrator = FakeStorage(), FakeOrchestrator()
+    keeper = Admitter(storage, orchestrator, AdmissionConfig(WORK, MACHINE, claim_s=900.0))
+    assert keeper._claim_slot("acme", 1, "acme_a", now=0.0)
+    # THEN it holds for claim_s (a start may still be under way), then another job may take it
+    assert not keeper._claim_slot("acme", 1, "acme_b", now=899.0)
+    assert keeper._claim_slot("acme", 1, "acme_b", now=901.0)
