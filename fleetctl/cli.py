@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TypeAlias, cast
 
-from fleetctl import api_commands, connection, tenant_cli
+from fleetctl import api_commands, connection, estimate_commands, tenant_cli
 from fleetctl.api_client import ApiError
 from fleetctl.batch_commands import (
     batch_client_of,
@@ -188,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     tenant_cli.add_local_commands(local)
 
     add_submit_parsers(commands, _add_connection)
+    estimate_commands.add_parser(commands, commands.choices["submit"])
     add_try_parser(commands, _add_connection)
 
     status = _job_command(commands, "status", "state, segments done/failed/total, output location (or a batch's items)")
@@ -341,6 +342,7 @@ def cmd_batch_status_json(args: argparse.Namespace) -> int:
 BATCH_COMMANDS = {"status": cmd_batch_status, "cancel": cmd_batch_cancel, "retry": cmd_batch_retry}
 COMMANDS = {
     "submit": cmd_submit,
+    "estimate": estimate_commands.cmd_estimate,
     "wait": cmd_wait,
     "download": cmd_download,
     "status": cmd_status,
@@ -367,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         through_api = api_commands.run(args)  # --api: the tenant API, never the stack's own resources
         if through_api is not None:
             return through_api
+        if args.command == "submit" and args.confirm and not estimate_commands.confirmed(args):
+            return Exit.FAILED  # nothing was uploaded
         if args.command == "status" and args.json and is_batch_id(args, args.job_id):
             return cmd_batch_status_json(args)
         if args.command in BATCH_COMMANDS and is_batch_id(args, args.job_id):
