@@ -222,13 +222,17 @@ class SubmitAndRead(FarmMachine):
 class Admission(FarmMachine):
     tenant_limit = 1
 
-    @initialize(limit=st.integers(min_value=1, max_value=2), lag=st.sampled_from([0.0, 3.0, 30.0]))
-    def configure(self, limit: int, lag: float) -> None:
-        """The tenant's limit, and how far behind Step Functions' list of executions runs."""
+    @initialize(
+        limit=st.integers(min_value=1, max_value=2), lag=st.sampled_from([0.0, 3.0, 30.0]),
+        s3_lag=st.sampled_from([0.0, 0.0, 5.0]),
+    )  # fmt: skip
+    def configure(self, limit: int, lag: float, s3_lag: float) -> None:
+        """The tenant's limit, how far behind Step Functions' list of executions runs, and S3's LIST (a fault
+        stricter than S3, whose LIST is consistent: the leases and the waiting index are listed)."""
         self.farm = Farm(tenant_limit=limit, faults=STATS.faults)
         self.farm.orchestrator.list_lag_s = lag
-        self.limit = limit
-        self.note(f"limit {limit}, listing lag {lag:g}s")
+        self.farm.storage.listing_lag_s = s3_lag
+        self.note(f"limit {limit}, listing lag {lag:g}s, S3 listing lag {s3_lag:g}s")
 
     @precondition(lambda self: len(self.submitted) < 4 and len(self.farm.scheduler.live()) < MAX_ACTORS)
     @rule()
