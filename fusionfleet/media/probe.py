@@ -22,7 +22,7 @@ from fusionfleet.media.sniff import SNIFF_BYTES, VIDEO_CONTAINERS, sniff_video
 
 # AudioTrack and VideoInfo live in fusionfleet.media.info (no PyAV there); they are re-exported here
 # for the modules that probe and use them together.
-__all__ = ["SAFE_DEMUXER_OPTIONS", "AudioTrack", "VideoInfo", "open_video", "probe_video"]
+__all__ = ["SAFE_DEMUXER_OPTIONS", "AudioTrack", "VideoInfo", "frame_timestamps", "open_video", "probe_video"]
 
 # No protocol matches "none": a demuxer that tries to open another resource is refused.
 SAFE_DEMUXER_OPTIONS = {"protocol_whitelist": "none", "enable_drefs": "0"}
@@ -66,39 +66,46 @@ def _audio_tracks(container: av.container.InputContainer) -> tuple[AudioTrack, .
     return tuple(tracks)
 
 
-def _frame_timing(
-    container: av.container.InputContainer, stream: Any, limits: MediaLimits, size: int, what: str
-) -> tuple[int, bool]:
-    """(frame count, variable frame rate?) from the container's index where it has one.
+def frame_timestamps(
+    container: av.container.InputContainer, stream: Any, max_frames: int, size: int | None = None, what: str = "target"
+) -> list[int]:
+    """Every frame's timestamp (the stream's time base), in presentation order.
 
     MP4/MOV carry every sample's timestamp in the index, so nothing of the media data is read.
     Matroska's cues list only keyframes, so there the packets are demuxed (the whole file is read).
+    `size`: the file's size, to refuse an index that points past its end.
     """
     entries = stream.index_entries
     timestamps: list[int] = []
-    count = 0
     if container.format.name.startswith("mov") and entries is not None and len(entries) > 0:
-        if len(entries) > limits.max_frames:
-            raise InputRejected(f"{what} claims {len(entries)} frames, over the limit of {limits.max_frames}")
+        if len(entries) > max_frames:
+            raise InputRejected(f"{what} claims {len(entries)} frames, over the limit of {max_frames}")
         timestamps = [entry.timestamp for entry in entries if not entry.is_discard]
-        count = len(timestamps)
         end = max(entry.pos + entry.size for entry in entries)
-        if end > size:
+        if size is not None and end > size:
             raise InputRejected(f"{what} is truncated: its index needs {end} bytes, the file has {size}")
     else:
+        count = 0
         for packet in container.demux(stream):
             if not packet.size:
                 continue
             count += 1
-            if count > limits.max_frames:
-                raise InputRejected(f"{what} has more than {limits.max_frames} frames")
+            if count > max_frames:
+                raise InputRejected(f"{what} has more than {max_frames} frames")
             if packet.pts is not None:
                 timestamps.append(packet.pts)
-        timestamps.sort()
+    return sorted(timestamps)
+
+
+def _frame_timing(
+    container: av.container.InputContainer, stream: Any, limits: MediaLimits, size: int, what: str
+) -> tuple[int, bool]:
+    """(frame count, variable frame rate?) from the frames' timestamps."""
+    timestamps = frame_timestamps(container, stream, limits.max_frames, size, what)
     steps = {later - earlier for earlier, later in itertools.pairwise(timestamps)}
     # A constant-rate stream has one step (two where the time base does not divide the rate).
     variable = len(steps) > 1 and (max(steps) - min(steps)) > 1
-    return count, variable
+    return len(timestamps), variable
 
 
 def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInfo:
@@ -140,11 +147,15 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
         frame_count, variable = _frame_timing(container, stream, limits, reader.size, what)
         if frame_count <= 0:
             raise InputRejected(f"{what} contains no video frames")
+        if variable and _nominal_rate(stream, limits) is not None:
+            # FaceFusion reads a variable-rate video at its nominal rate (ffprobe's r_frame_rate), its
+            # frames in presentation order, and counts round(duration × that rate) of them
+            # (ffprobe.extract_video_metadata): the farm numbers them alike (fusionfleet.media.decode).
+            fps = _nominal_rate(stream, limits) or fps
         if not variable or duration_s <= 0:
             # A constant-rate video lasts exactly its frames (containers pad durations with audio).
             duration_s = frame_count / float(fps)
         if variable:
-            # Variable-rate video is rendered on a constant grid at its average rate.
             frame_count = max(1, round(duration_s * fps))
     rotation = _check_decodes(reader, demuxer, what)
     return VideoInfo(
@@ -163,6 +174,16 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
         audio=audio,
         color_transfer=transfer,
     )
+
+
+def _nominal_rate(stream: Any, limits: MediaLimits) -> Fraction | None:
+    """The stream's nominal rate (r_frame_rate), where it is one a video can have."""
+    rate = stream.base_rate
+    if not rate or rate <= 0:
+        return None
+    nominal = Fraction(rate).limit_denominator(1001)
+    # A timescale posing as a rate (90000/1, seen in phone clips) is no grid to number frames on.
+    return nominal if nominal <= limits.max_fps else None
 
 
 def _check_decodes(reader: RangeReader, demuxer: str, what: str) -> int:

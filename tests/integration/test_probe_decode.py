@@ -104,3 +104,35 @@ def test_playlist_renamed_to_mp4_is_refused_without_opening_what_it_names(tmp_pa
     playlist.write_text(f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\nfile://{secret}\n#EXT-X-ENDLIST\n")
     reason = rejected(playlist)
     assert "it is an HLS playlist" in reason and "SECRET" not in reason
+
+
+@pytest.mark.parametrize("container", ["mp4", "mkv"])
+def test_a_variable_rate_video_keeps_every_frame_in_order_as_facefusion_reads_it(
+    tmp_path: Path, container: str
+) -> None:
+    # GIVEN 100 frames at 25 fps whose timestamps jump by 5 frames' time after frame 50 (4.2 s in all)
+    from benchmarks.parity.clips import ClipSpec, write_clip
+    from benchmarks.parity.codes import read_strip
+
+    clip = write_clip(tmp_path / "gap.mp4", ClipSpec(seconds=4.0, gap_at=50))
+    if container == "mkv":
+        ffmpeg("-i", str(clip), "-c", "copy", str(tmp_path / "gap.mkv"))
+        clip = tmp_path / "gap.mkv"
+    info = probe_video(reader(clip), "target", MediaLimits())
+    # WHEN probed THEN it is variable, numbered at its nominal rate over its duration (FaceFusion's count)
+    assert info.variable_frame_rate
+    # WHEN decoded whole and from the middle THEN frame n is its n-th frame (none dropped, none repeated),
+    # and the nominal count's frames past the last are black, as FaceFusion renders them
+    frames = [image for _, image in iter_frames(reader(clip), info, 0, info.frame_count)]
+    numbers = [code.number if (code := read_strip(image, 1.0)) is not None and code.clear else None for image in frames]
+    assert numbers[:100] == list(range(100))
+    assert all(not image.any() for image in frames[100:])
+    assert [read_strip(image, 1.0).number for _, image in iter_frames(reader(clip), info, 51, 56)] == [
+        51,
+        52,
+        53,
+        54,
+        55,
+    ]  # type: ignore[union-attr]
+    if container == "mp4":
+        assert (info.fps, info.frame_count) == (25, 105)
