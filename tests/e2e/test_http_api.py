@@ -7,6 +7,7 @@ comes back through the job's `download_url`.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -96,6 +97,22 @@ def test_submit_goes_through_the_api_with_a_token_from_the_environment(stack: St
     job = result.stdout.splitlines()[-1]
     assert api_call(api, token, "GET", f"/jobs/{job}")[1]["state"] == "SUCCEEDED"
     assert len(decode_all(result_path)[1]) == 50
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "fleetctl.cli", *argv], env=env, cwd=ROOT, capture_output=True,
+                              text=True, timeout=120, check=False)  # fmt: skip
+
+    # AND the tenant follows it with the job commands through the API: status as the API's own JSON,
+    status = cli("status", job, "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["state"] == "SUCCEEDED"
+    # its listing, and its result again under the output's own name (the job's name and the output's kind)
+    assert job in cli("list").stdout
+    fetched = cli("download", job, "--output-dir", str(tmp_path / "again"))
+    assert fetched.returncode == 0, fetched.stderr
+    (again,) = (tmp_path / "again").iterdir()
+    assert again.name.startswith("clip-") and again.suffix == ".mp4"
+    assert len(decode_all(again)[1]) == 50
 
 
 def test_s3_refuses_an_upload_over_the_forms_limit_and_the_client_names_file_and_limit(
