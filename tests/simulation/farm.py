@@ -27,12 +27,15 @@ from fusionfleet.fleet.tenant_settings import TenantSettings
 from fusionfleet.jobs.ids import batch_id as derive_batch_id
 from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.jobs.manifest import Manifest
+from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import JobView
 from fusionfleet.messages import BatchItem, JobContext, ObjectRef
 from fusionfleet.services.admission import AdmissionConfig, Admitter
 from fusionfleet.services.job_retry import JobRetry
+from fusionfleet.services.operations import Operations
 from fusionfleet.services.preparing import JobPreparer
 from fusionfleet.services.slicing import SliceOutcome, Slicer
+from fusionfleet.services.tenant_jobs import TenantJobs
 from tests.simulation.aws import SimStepFunctions, SimStorage
 from tests.simulation.scheduler import Scheduler
 from tests.support.fakes import EPOCH, Clock
@@ -133,6 +136,30 @@ class Farm:
     def admitter(self, lease_s: float = 60.0) -> Admitter:
         config = AdmissionConfig(WORK, MACHINE, stack_limits=self.config.tenants, lease_s=lease_s)
         return Admitter(self.storage, self.orchestrator, config, clock=self.clock)
+
+    @property
+    def api(self) -> TenantJobs:
+        """The tenants' HTTP API's service (functions/api routes to it): create, start, status, detail."""
+        reader = JobReader(self.storage, self.orchestrator, WORK, MACHINE, clock=self.clock)
+        operations = Operations(self.storage, self.orchestrator, self.notifier, self.resources, clock=self.clock)
+        return TenantJobs(self.storage, reader, operations, MEDIA, WORK, clock=self.clock, default_engine="copy")
+
+    def api_submit(self, batch: bool, created: list[str]) -> Callable[[], str]:
+        """A tenant's `POST /jobs` (the id is the tenant's from its answer: appended to `created`), the
+        uploads to the presigned forms (S3 puts), then `POST /jobs/{id}/start` (the manifest, the trigger)."""
+
+        def work() -> str:
+            body: dict[str, Any] = {"source": ["face.jpg"], "engine": "copy"}
+            body.update({"targets": ["clip.mp4", "clip2.mp4"]} if batch else {"target": "clip.mp4"})
+            made = self.api.create(TENANT, json.dumps(body).encode())
+            created.append(made.job_id)
+            files = _media_files()
+            for upload in made.uploads:
+                self.storage.put_bytes(MEDIA, upload.key, (files / upload.name).read_bytes())
+            self.api.start(TENANT, made.job_id)
+            return made.job_id
+
+        return work
 
     def retry(self, job_id: str) -> str:
         """What `fusionfleet retry` and `POST /jobs/{id}/retry` do (fusionfleet.services.job_retry)."""

@@ -1,8 +1,9 @@
 """The schedules: Hypothesis state machines whose rules start parties, step them call by call, and inject faults.
 
-`SubmitAndRead` (issue 43 item 2): manifests put, their events delivered to the slicer (twice, late, or to a
-slicer killed half-way), and the CLI's readers interleaved at any call. Invariant: an id the CLI printed
-(its manifest accepted) never reads as "not found".
+`SubmitAndRead` (issue 43 item 2): jobs and batches submitted by the CLI and by the tenant API, their
+manifests' events delivered to the slicer (twice, late, or to a slicer killed half-way), and the CLI's and
+the API's readers interleaved at any call. Invariant: an id the CLI printed or the API answered never reads
+as "not found" (nor fails to read at all).
 
 `Admission` (item 3): a tenant with a job limit; slicers queue its jobs and admit, the watchdog and the
 notice follower admit at the same time, executions end (a follower admits then), listing lags, parties
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.errors import JobNotFound
 from fusionfleet.jobs.ids import TENANT_SEPARATOR, item_id
@@ -152,6 +154,7 @@ class SubmitAndRead(FarmMachine):
     def __init__(self) -> None:
         super().__init__()
         self.keys: list[str] = []  # manifests the CLI is putting or has put
+        self.api_jobs: list[str] = []  # ids the tenant API answered with (201)
         self.submitting: list[Actor] = []
 
     @precondition(lambda self: len(self.keys) < 3 and len(self.farm.scheduler.live()) < MAX_ACTORS)
@@ -167,11 +170,29 @@ class SubmitAndRead(FarmMachine):
         while actor.live and not actor.next_call.startswith(f"s3.put {MEDIA}/{key}"):
             self.farm.scheduler.step(actor)
 
+    @precondition(lambda self: len(self.api_jobs) < 2 and len(self.farm.scheduler.live()) < MAX_ACTORS)
+    @rule(batch=st.booleans())
+    def api_submit(self, batch: bool) -> None:
+        """A tenant creates a job (or batch) through the HTTP API, uploads its files and starts it."""
+        self.note(f"api creates a {'batch' if batch else 'job'}")
+        self.farm.scheduler.spawn("api", TENANT, self.farm.clock(), self.farm.api_submit(batch, self.api_jobs))
+
+    @precondition(lambda self: self.api_jobs and len(self.farm.scheduler.live()) < MAX_ACTORS)
+    @rule(which=PICK, detail=st.booleans())
+    def api_read(self, which: int, detail: bool) -> None:
+        """The tenant reads a job the API created (`GET /jobs/{id}`, `GET /jobs/{id}/detail`)."""
+        job_id = self.api_jobs[which % len(self.api_jobs)]
+        api = self.farm.api
+        self.note(f"api reads {'detail of ' if detail else ''}api job {which % len(self.api_jobs)}")
+        read = (lambda: api.detail_page(TENANT, job_id)) if detail else (lambda: api.status(TENANT, job_id))
+        self.farm.scheduler.spawn("reader", job_id, self.farm.clock(), read)
+
     def _accepted(self) -> list[Submitted]:
         return [actor.result for actor in self.submitting if actor.state == "done"]
 
     def _uploaded(self) -> list[str]:
-        return [key for key in self.keys if self.farm.storage.inner.exists(MEDIA, key)]
+        keys = self.keys + [layout.tenant_manifest_key(TENANT, job_id) for job_id in self.api_jobs]
+        return [key for key in keys if self.farm.storage.inner.exists(MEDIA, key)]
 
     @precondition(
         lambda self: len(self.delivered_keys) < len(self._uploaded()) and len(self.farm.scheduler.live()) < MAX_ACTORS
@@ -215,8 +236,10 @@ class SubmitAndRead(FarmMachine):
     def accepted_is_never_not_found(self) -> None:
         STATS.invariant_checks += 1
         for actor in self.farm.scheduler.actors:
-            if actor.kind == "reader" and isinstance(actor.error, JobNotFound):
-                raise broken(f"reader#{actor.actor_id}: {actor.subject} read as not found: {actor.error}")
+            if actor.kind == "reader" and actor.error is not None:
+                error = actor.error
+                what = "read as not found" if isinstance(error, JobNotFound) else f"failed ({type(error).__name__})"
+                raise broken(f"reader#{actor.actor_id}: {actor.subject} {what}: {error}")
 
 
 class Admission(FarmMachine):

@@ -6,6 +6,7 @@ run can be replayed; `derandomize` (CI) takes the seed from the machine's own co
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import Counter
@@ -17,6 +18,7 @@ from hypothesis import seed as use_seed
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
+from fusionfleet.services import tenant_jobs
 from tests.simulation import machines
 from tests.simulation.machines import STATS, Admission, Profile, SubmitAndRead
 
@@ -68,11 +70,16 @@ def simulate(
     report = Report(None if derandomize else seed)
     started = time.perf_counter()
     machines.PROFILE = profile or Profile()
+    # The API's job ids end in random hex: counted instead, so a seed replays the same keys.
+    counter = itertools.count()
+    random_ids = tenant_jobs.new_job_id
+    tenant_jobs.new_job_id = lambda now: f"{now:%Y%m%d-%H%M%S}-{next(counter):08x}"
     try:
         for name in only:
             _run_one(name, max(1, schedules // len(only)), seed, derandomize, shrink, report)
     finally:
         machines.PROFILE = Profile()
+        tenant_jobs.new_job_id = random_ids
     report.seconds = time.perf_counter() - started
     return report
 
