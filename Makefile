@@ -25,7 +25,8 @@ PARLIAMENT_VERSION := 1.6.4
 PLVENV := .venv-parliament
 # The IAM judge's evaluator, @cloud-copilot/iam-simulate (npm; infra/iam/package-lock.json pins it and
 # AWS's authorization data it carries): every AWS call the local stack makes in the e2e tests is evaluated
-# against the template's roles (tests/support/iam/). Needs Node 20 or newer.
+# against the template's roles (tests/support/iam/). Needs Node 20 or newer. The same package.json pins
+# asl-validator, the ecosystem's Amazon States Language validator (tests/static/test_asl_validator.py).
 IAMDIR := infra/iam
 
 .PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim simulate bench-integrations bench-recovery bench-batch bench-api-scale bench-parity device-check chaos soak up down status clean
@@ -87,9 +88,10 @@ iam-calls: venv localstack-env iam-env
 # Everything checked about the AWS stage without AWS: cfn-lint on the raw and the SAM-transformed
 # template for both stages, checkov, sam validate --lint and sam build, IAM against the code and against
 # AWS's service authorization data (parliament).
-aws-checks: venv checkov-env sam-env parliament-env
+aws-checks: venv checkov-env sam-env parliament-env iam-env
 	$(PY) -m pytest tests/static/test_template.py tests/static/test_iam.py tests/static/test_iam_audit.py tests/static/test_hardening.py \
 		tests/static/test_state_machine.py tests/static/test_packages.py tests/static/test_checkov.py \
+		tests/static/test_api_requests.py tests/static/test_asl_validator.py \
 		tests/static/test_sam_cli.py tests/static/test_environment_contract.py $(PYTEST_ARGS)
 
 # FaceFusion's own dependencies, for the harness that runs the facefusion engine on FaceFusion 3.8.1's
@@ -112,7 +114,7 @@ lint: venv
 	$(VENV)/bin/mypy fusionfleet fleetctl functions gpu_worker infra benchmarks tests scripts
 
 # The tiers alone (each test carries its tier's marker: static, unit, integration, e2e; tests/conftest.py).
-static: venv checkov-env sam-env parliament-env
+static: venv checkov-env sam-env parliament-env iam-env
 	$(PY) -m pytest tests/static $(PYTEST_ARGS)
 
 unit: venv

@@ -14,14 +14,21 @@ CloudFormation's own rules (cfn-lint's) nor what AWS accepts at run time (enum v
 from __future__ import annotations
 
 import copy
-import json
 from functools import cache
 from typing import Any
 
 import pytest
 
-from tests.support.api_shapes import input_shape, operation, resolve, task_request, to_request, validate
-from tests.support.cfn import ASL, Conditions, existing, parameter_values, transform
+from tests.support.api_shapes import (
+    input_shape,
+    operation,
+    resolve,
+    substituted_definition,
+    task_request,
+    to_request,
+    validate,
+)
+from tests.support.cfn import Conditions, existing, parameter_values, transform
 
 # What an AWS stage must be given (template Rules); the rest keep their defaults.
 PROD_PARAMETERS = {
@@ -39,19 +46,10 @@ PROD_PARAMETERS = {
 SFN_SERVICES = {"sfn": "stepfunctions", "states": "stepfunctions", "cloudwatchlogs": "logs"}
 # Optimized integrations that serialise a JSON object given for these members to a string.
 JSON_STRING_MEMBERS = {("sqs", "SendMessage"): frozenset({"MessageBody"}), ("sns", "Publish"): frozenset({"Message"})}
-SUBSTITUTED = {
-    "${Partition}": "aws", "${WorkBucket}": "fleet-work", "${NotificationTopicArn}": "arn:aws:sns:us-east-1:1:t",
-    "${MergeCluster}": "fleet-cluster", "${MergeService}": "fleet-merge",
-}  # fmt: skip
 
 
 def _definition() -> dict[str, Any]:
-    text = ASL.read_text()
-    for placeholder, value in SUBSTITUTED.items():
-        text = text.replace(placeholder, value)
-    # Queue URLs: any ${...QueueUrl} left is a queue's URL.
-    text = text.replace("${", "https://sqs.us-east-1.amazonaws.com/123456789012/").replace("QueueUrl}", "")
-    return dict(json.loads(text))
+    return substituted_definition()
 
 
 def integrations(node: Any, path: str = "") -> list[tuple[str, str, dict[str, Any]]]:

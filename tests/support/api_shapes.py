@@ -14,6 +14,7 @@ own `ParamValidator` (required members, types, unknown names, minimums), after c
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,7 @@ import botocore.session
 from botocore.model import ListShape, MapShape, OperationModel, Shape, StructureShape
 from botocore.validate import ParamValidator
 
-from tests.support.cfn import Conditions
+from tests.support.cfn import ASL, Conditions
 
 _SESSION = botocore.session.get_session()
 _SUB = re.compile(r"\$\{([^}!]+)\}")
@@ -173,6 +174,25 @@ def _scalar(value: Any, type_name: str, path: str, problems: list[str]) -> Any:
 
 
 # ---------------------------------------------------------------- Step Functions parameters
+
+# What CloudFormation substitutes into the definition on an AWS stage (DefinitionSubstitutions), as
+# values of the kind each one is: a partition, a bucket's name, a topic's ARN, queue URLs.
+SUBSTITUTED = {
+    "${Partition}": "aws", "${WorkBucket}": "fleet-work",
+    "${NotificationTopicArn}": "arn:aws:sns:us-east-1:123456789012:fleet-notifications",
+    "${MergeCluster}": "fleet-cluster", "${MergeService}": "fleet-merge",
+}  # fmt: skip
+_QUEUE_URL = re.compile(r"\$\{(\w*Queue\w*)Url\}")
+
+
+def substituted_definition() -> dict[str, Any]:
+    """render.asl.json as Step Functions receives it on an AWS stage."""
+    text = ASL.read_text()
+    for placeholder, value in SUBSTITUTED.items():
+        text = text.replace(placeholder, value)
+    text = _QUEUE_URL.sub(lambda m: f"https://sqs.us-east-1.amazonaws.com/123456789012/fleet-{m.group(1)}", text)
+    assert "${" not in text, "a substitution the checks do not know: add it to SUBSTITUTED"
+    return dict(json.loads(text))
 
 
 def _pascal(name: str) -> str:
