@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -27,16 +28,20 @@ from fleetctl.client import Client, build_manifest, job_name, local_output_suffi
 from fleetctl.exits import Exit, UsageError, of_state
 from fleetctl.job_commands import check_local_engine, client_of, follow, say
 from fusionfleet import layout
-from fusionfleet.errors import JobRejected
+from fusionfleet.errors import JobRejected, MediaError
 from fusionfleet.facefusion.catalogue import CATALOGUE
 from fusionfleet.facefusion.job_file import JobFile, JobFileStep, read_job_file, without_defaults
 from fusionfleet.jobs.engine_options import honoured, unsupported_option_problems
 from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import JobView
+from fusionfleet.media.ffmpeg import join_argv
+from fusionfleet.media.runner import run_ffmpeg
+from fusionfleet.media.sniff import SNIFF_BYTES, image_format
 from fusionfleet.progress import bar
 
 JOB_FILE_ENGINE = "facefusion"  # the engine a FaceFusion job file is rendered with unless --engine says
+JOIN_TIMEOUT_S = 600.0  # one stream copy of a joined output's videos
 FLAG_HELP = (
     "a job file written by FaceFusion 3.8.1's job-create/job-add-step/job-remix-step (its .jobs/*/ID.json): "
     "each step a job of its own, its output written to the step's output_path (docs/engines.md)"
@@ -148,19 +153,39 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
 
 
-def _destinations(job: JobFile, output_dir: Path | None) -> dict[int, Path]:
-    """Where each step's output is written: its output_path, or under its name in --output-dir."""
+def _destinations(job: JobFile, output_dir: Path | None) -> dict[str, Path]:
+    """Where each output_path is written: there, or under its name in --output-dir."""
     places = {
-        step.index: (output_dir / Path(step.output).name if output_dir else Path(step.output)) for step in job.steps
+        step.output: output_dir / Path(step.output).name if output_dir else Path(step.output) for step in job.steps
     }
-    seen: dict[Path, int] = {}
-    for index, place in places.items():
+    seen: dict[Path, str] = {}
+    for output, place in places.items():
         if place in seen:
-            raise UsageError(
-                f"steps {seen[place]} and {index} would both be written to {place}: leave out --output-dir"
-            )
-        seen[place] = index
+            raise UsageError(f"{seen[place]} and {output} would both be written to {place}: leave out --output-dir")
+        seen[place] = output
     return places
+
+
+def _check_joins(job: JobFile) -> None:
+    """Steps naming one output are joined as job-run joins them: videos only (job-run moves pictures over each
+    other, keeping the last, and writes nothing for a mix of both)."""
+    problems = []
+    for output, indexes in job.joins.items():
+        pictures = [index for index in indexes if _is_image(Path(job.root(job.steps[index]).target))]
+        if pictures:
+            steps = ", ".join(map(str, indexes))
+            problems.append(
+                f"steps {steps}: all write {output!r} from a picture ({'steps' if len(pictures) > 1 else 'step'} "
+                f"{', '.join(map(str, pictures))}), and FaceFusion's job-run joins only videos (of pictures it "
+                "keeps the last, of a mix nothing): name a different output_path for each step"
+            )
+    if problems:
+        raise JobRejected("the FaceFusion job file cannot run on the farm: " + "; ".join(problems), tuple(problems))
+
+
+def _is_image(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return image_format(handle.read(SNIFF_BYTES)) is not None
 
 
 def _step_options(step: JobFileStep, engine: str) -> dict[str, Any]:
@@ -213,28 +238,68 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
     engine = args.engine or JOB_FILE_ENGINE
     _check_steps(job, engine, args.tenant)
     _check_files(job)
-    remixes = [step for step in job.steps if step.remix_of is not None]
-    if remixes and not args.wait:
-        step = remixes[0]
-        raise UsageError(
-            f"step {step.index} remixes step {step.remix_of}'s output: the farm submits it once step "
-            f"{step.remix_of} has succeeded, with its output as the target, which needs --wait"
-        )
-    destinations = _destinations(job, args.output_dir)
+    _check_joins(job)
+    needs_wait = [
+        f"step {step.index} remixes step {step.remix_of}'s output: the farm submits it once step {step.remix_of} "
+        "has succeeded, with its output as the target"
+        for step in job.steps
+        if step.remix_of is not None
+    ] + [
+        f"steps {', '.join(map(str, indexes))} all write {output}: the CLI joins their outputs there once each has "
+        "succeeded, as FaceFusion's job-run joins them"
+        for output, indexes in job.joins.items()
+    ]
+    if needs_wait and not args.wait:
+        raise UsageError(f"{needs_wait[0]}, which needs --wait")
+    finals = _destinations(job, args.output_dir)
     farm = _farm(args, engine)
     base = args.name or job_name(Path(path.stem))  # one name for the file's jobs: <stem>-<time>-<random>
     names = {step.index: f"{base}-{step.index}" for step in job.steps}
     ids: dict[int, str] = {}
-    for step in job.steps:  # the steps that stand alone go together and render side by side
-        if step.remix_of is None:
-            ids[step.index] = farm.submit(step, Path(step.target), names[step.index])
-            say(f"step {step.index}: job {ids[step.index]} → {destinations[step.index]}")
-    code = Exit.DONE
-    if args.wait:
-        code = _follow(farm, job, ids, names, destinations, args.timeout)
+    with tempfile.TemporaryDirectory(prefix="fusionfleet-job-file-") as scratch:
+        # A step whose output is joined with others' is written here first, as job-run writes its step file.
+        destinations = {
+            step.index: Path(scratch) / f"step-{step.index}.mp4" if step.output in job.joins else finals[step.output]
+            for step in job.steps
+        }
+        for step in job.steps:  # the steps that stand alone go together and render side by side
+            if step.remix_of is None:
+                ids[step.index] = farm.submit(step, Path(step.target), names[step.index])
+                say(f"step {step.index}: job {ids[step.index]} → {finals[step.output]}")
+        code = Exit.DONE
+        if args.wait:
+            code, written = _follow(farm, job, ids, names, destinations, args.timeout)
+            joined = _join(job, written, finals, Path(scratch))
+            code = joined if code is Exit.DONE else code
     for step in job.steps:
         if step.index in ids:
             print(ids[step.index], flush=True)
+    return code
+
+
+def _join(job: JobFile, written: dict[int, Path], finals: dict[str, Path], scratch: Path) -> Exit:
+    """Each output several steps name, their videos joined there in step order by stream copy (FaceFusion's
+    job-run's `concat_video`), once every one of them gave its own; else it is not written, and said so.
+    Exit.FAILED when a join ffmpeg could not make (its words said)."""
+    code = Exit.DONE
+    for number, (output, indexes) in enumerate(job.joins.items()):
+        final, renamed = named_after_content(finals[output], "joined.mp4")
+        missing = [index for index in indexes if index not in written]
+        if missing:
+            say(f"{final} not written: step {missing[0]}, one of the steps joined there, gave no output")
+            continue
+        listed = scratch / f"join-{number}.txt"
+        listed.write_text("".join(f"file '{written[index].name}'\n" for index in indexes))
+        if renamed:
+            say(renamed)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            run_ffmpeg(join_argv(listed, final), JOIN_TIMEOUT_S, f"joining steps {', '.join(map(str, indexes))}")
+        except MediaError as error:
+            say(f"{final} not written: {error.reason}")
+            code = Exit.FAILED
+            continue
+        say(f"steps {', '.join(map(str, indexes))} joined → {final}")
     return code
 
 
@@ -250,9 +315,9 @@ def _farm(args: argparse.Namespace, engine: str) -> Farm:
 def _follow(
     farm: Farm, job: JobFile, ids: dict[int, str], names: dict[int, str], destinations: dict[int, Path],
     timeout_s: float,
-) -> Exit:  # fmt: skip
+) -> tuple[Exit, dict[int, Path]]:  # fmt: skip
     """Each step to its end in order, a remix step submitted once the step it remixes gave its output; the
-    first step's status that is not done (exit 0 when every step is)."""
+    first step's status that is not done (exit 0 when every step is), and each output as written here."""
     deadline = time.monotonic() + timeout_s
     written: dict[int, Path] = {}
     codes: list[Exit] = []
@@ -263,11 +328,11 @@ def _follow(
                 say(f"step {step.index}: not submitted: step {step.remix_of}, whose output it remixes, gave none here")
                 continue
             ids[step.index] = farm.submit(step, parent, names[step.index])
-            say(f"step {step.index}: job {ids[step.index]} (remixing {parent}) → {destinations[step.index]}")
+            say(f"step {step.index}: job {ids[step.index]}, remixing step {step.remix_of}'s output")
         say(f"step {step.index}: following job {ids[step.index]}")
         remaining = max(0.0, deadline - time.monotonic())
         ended = farm.wait(ids[step.index], remaining, destinations[step.index])
         codes.append(ended.code)
         if ended.written is not None:
             written[step.index] = ended.written
-    return next((code for code in codes if code is not Exit.DONE), Exit.DONE)
+    return next((code for code in codes if code is not Exit.DONE), Exit.DONE), written

@@ -13,7 +13,8 @@ name with the file's stem as the id, and, for a renamed file, by its shape: step
 name, `-<anything>-K`, its extension.
 
 `read_job_file` reads the bytes into steps and refuses, with one sentence each, whatever the farm would
-not do as FaceFusion does: see docs/engines.md's mapping table. Each step's options go through the same
+not do as FaceFusion does: see docs/engines.md's mapping table. Steps naming one output are read as they
+are (`JobFile.joins`); joining their outputs is the caller's, which has them. Each step's options go through the same
 validation as any job's (`fusionfleet.facefusion.options.validate_options`); the manifest's and the
 engine's checks are the caller's, which knows the engine. Pure: no I/O.
 """
@@ -63,6 +64,21 @@ class JobFile:
     @property
     def remixes(self) -> bool:
         return any(step.remix_of is not None for step in self.steps)
+
+    @property
+    def joins(self) -> dict[str, tuple[int, ...]]:
+        """Each output_path several steps name, with those steps in order: FaceFusion's job-run joins their
+        videos into it, one after another (its `concat_video`, a stream copy)."""
+        steps_of: dict[str, list[int]] = {}
+        for step in self.steps:
+            steps_of.setdefault(step.output, []).append(step.index)
+        return {output: tuple(indexes) for output, indexes in steps_of.items() if len(indexes) > 1}
+
+    def root(self, step: JobFileStep) -> JobFileStep:
+        """The step whose target a step's renders start from: itself, or the step a remix chain starts at."""
+        while step.remix_of is not None:
+            step = self.steps[step.remix_of]
+        return step
 
 
 def step_output_path(job_id: str, step_index: int, output_path: str) -> str | None:
@@ -192,7 +208,6 @@ def read_job_file(raw: bytes, job_id: str) -> JobFile:
                 "this one (FaceFusion's job-run would not find it either)"
             )
         found.append(JobFileStep(index, sources, target, output, MappingProxyType(options), remix))
-    problems.extend(_shared_output_problems(outputs))
     if problems:
         raise _refuse(problems)
     return JobFile(job_id, tuple(found))
@@ -203,22 +218,6 @@ def _output_of(step: object) -> str:
     args = step.get("args") if isinstance(step, dict) else None
     value = args.get("output_path") if isinstance(args, dict) else None
     return value if isinstance(value, str) else ""
-
-
-def _shared_output_problems(outputs: list[str]) -> list[str]:
-    """Steps naming one output_path: FaceFusion's job-run joins their videos into it (moves its images over
-    each other); the farm gives each step its own output."""
-    steps_of: dict[str, list[int]] = {}
-    for index, output in enumerate(outputs):
-        if output:
-            steps_of.setdefault(output, []).append(index)
-    return [
-        f"steps {', '.join(map(str, indexes))}: all write {output!r}, which FaceFusion's job-run makes by joining "
-        "their videos one after another; the farm gives each step an output of its own: name a different "
-        "output_path for each step"
-        for output, indexes in steps_of.items()
-        if len(indexes) > 1
-    ]
 
 
 def without_defaults(options: Mapping[str, object], keep: frozenset[str]) -> dict[str, object]:

@@ -141,6 +141,13 @@ def concat_argv(segment_list: Path, output: Path) -> list[str]:
     )
 
 
+def join_argv(video_list: Path, output: Path) -> list[str]:
+    """Whole videos one after another, by stream copy, as FaceFusion's job-run joins the steps that name one
+    output (its `concat_video`: video and audio copied, the index up front)."""
+    copy = ["-c:v", "copy", "-c:a", "copy", "-movflags", "+faststart", "-f", "mp4", str(output)]
+    return list(chain(global_args(), concat_input(video_list), copy))
+
+
 def audio_codec_args(codecs: Sequence[str], settings: AudioSettings | None = None) -> list[str]:
     """The job's audio settings when it has any; else copy audio the MP4 muxer accepts and re-encode
     the rest to AAC (all tracks the same way)."""

@@ -1,6 +1,7 @@
 """A job file FaceFusion 3.8.1's own job commands wrote, run on the local stack with `fusionfleet submit
---facefusion-job JOB.json --wait`: two steps, the second a remix of the first (`job-remix-step`), each a farm
-job on the warm FaceFusion engine (the harness's stand-in models), each output written where its step says.
+--facefusion-job JOB.json --wait`: a step, a remix of it (`job-remix-step`) and a step writing the first
+step's output too (which job-run joins after it), each a farm job on the warm FaceFusion engine (the
+harness's stand-in models), each output written where its step says.
 
 Skipped with the reason where the harness cannot run (no FaceFusion checkout or no `.venv-facefusion`),
 failed in CI.
@@ -62,7 +63,7 @@ def farm(home: harness.Harness, tmp_path_factory: pytest.TempPathFactory) -> Ite
         subprocess.run(down, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_a_two_step_job_file_with_a_remix_gives_each_steps_output_where_it_says(
+def test_a_job_file_with_a_remix_and_a_join_gives_each_output_where_it_says(
     home: harness.Harness, farm: Stack, tmp_path: Path
 ) -> None:
     # GIVEN FaceFusion's own job: step 0 renders frames 10-49 of a 2 s clip; step 1 remixes step 0's output,
@@ -73,18 +74,24 @@ def test_a_two_step_job_file_with_a_remix_gives_each_steps_output_where_it_says(
                 "-o", str(out / "first.mp4"), "--trim-frame-start", "10", "--trim-frame-end", "50")  # fmt: skip
     job_command(home, jobs, "job-remix-step", "remixed", "0", "-s", str(source), "-o", str(out / "second.mp4"),
                 "--processors", "face_swapper", "face_enhancer", "--trim-frame-start", "20")  # fmt: skip
+    # AND step 2 renders frames 0-9 to step 0's output as well: job-run joins it after step 0's 40 frames
+    job_command(home, jobs, "job-add-step", "remixed", "-s", str(source), "-t", str(target),
+                "-o", str(out / "first.mp4"), "--trim-frame-end", "10")  # fmt: skip
     # WHEN the file is submitted to the farm and waited for
     done = farm.cli("submit", "--facefusion-job", str(drafted(jobs, "remixed")), "--wait", "--priority", "high")
-    # THEN both steps succeed, one job each, their ids one a line in step order
+    # THEN every step succeeds, one job each, their ids one a line in step order
     assert done.returncode == 0, done.stderr + farm.logs()
     ids = done.stdout.split()
-    assert len(ids) == 2 and all(job.startswith("remixed-") for job in ids), done.stdout
-    assert "step 1: job" in done.stderr and f"(remixing {out / 'first.mp4'})" in done.stderr, done.stderr
-    # AND each output is where its step said, frame-exact and timed as FaceFusion's job-run would give it
+    assert len(ids) == 3 and all(job.startswith("remixed-") for job in ids), done.stdout
+    assert "step 1: job" in done.stderr and "remixing step 0's output" in done.stderr, done.stderr
+    assert f"steps 0, 2 joined → {out / 'first.mp4'}" in done.stderr, done.stderr
+    # AND each output is where its steps said, frame-exact and timed as FaceFusion's job-run would give it:
+    # step 0's 40 frames and step 2's 10 joined; the remix made from step 0's own 40 (20 from its frame 20)
     first, _ = decode_all(out / "first.mp4")
-    assert first.frame_count == 40 and abs(first.duration_s - 40 / FPS) <= 1 / FPS, first
+    assert first.frame_count == 50 and abs(first.duration_s - 50 / FPS) <= 1 / FPS, first
     second, _ = decode_all(out / "second.mp4")
     assert second.frame_count == 20 and abs(second.duration_s - 20 / FPS) <= 1 / FPS, second
+    assert sorted(path.name for path in out.iterdir()) == ["first.mp4", "second.mp4"]  # no step files left
     # AND each step is a job like any other: `status` reads it SUCCEEDED
     for job in ids:
         status = farm.cli("status", job)

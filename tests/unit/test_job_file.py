@@ -92,7 +92,6 @@ def test_options_are_judged_as_any_jobs_and_refused_with_the_reason(options: dic
 @pytest.mark.parametrize(
     ("raw", "said"),
     [
-        (job(step("/in/a.mp4", "/out/a.mp4"), step("/in/b.mp4", "/out/a.mp4")), "steps 0, 1: all write '/out/a.mp4'"),
         (job(step("/in/a.mp4", "/out/a.mp4"), version="2"), "version: '2' is not FaceFusion 3.8.1's"),
         (job(), "steps: a job needs at least one step"),
         (job(step("/in/a.mp4", "/out/a.mp4"), owner="me"), "owner: unknown field"),
@@ -135,3 +134,12 @@ def test_an_engine_other_than_facefusion_is_given_only_what_the_user_chose() -> 
     # chosen, and FaceFusion's defaults of the rest are left out (its engine check refuses what is left)
     assert without_defaults(options, honoured("classic")) == {"face_selector_mode": "many", "output_video_quality": 80}
     assert without_defaults({"face_enhancer_blend": 50}, honoured("classic")) == {"face_enhancer_blend": 50}
+
+
+def test_steps_naming_one_output_are_read_as_a_join_in_step_order() -> None:
+    # GIVEN steps 0 and 2 writing one output (job-run joins their videos there) and a remix of step 0
+    raw = job(step("/in/a.mp4", "/out/a.mp4"), step("/out/a-j-0.mp4", "/out/b.mp4"), step("/in/c.mp4", "/out/a.mp4"))
+    found = read_job_file(raw, "j")
+    # THEN the join names its steps in order, and the remix starts from step 0's own render
+    assert found.joins == {"/out/a.mp4": (0, 2)}
+    assert found.root(found.steps[1]).index == 0 and found.root(found.steps[2]).index == 2

@@ -15,6 +15,7 @@ from fleetctl.cli import main
 from fleetctl.client import Client
 from fleetctl.exits import Exit
 from fusionfleet.jobs.states import JobState
+from fusionfleet.media.ffmpeg import join_argv
 from tests.support.fakes import FakeOrchestrator, FakeStorage
 from tests.unit.test_client_status import RESOURCES
 
@@ -94,3 +95,31 @@ def test_an_unknown_option_is_refused_before_any_upload(
     )
     storage = client._storage
     assert isinstance(storage, FakeStorage) and not storage.calls
+
+
+def test_steps_joined_into_one_output_need_wait_and_videos(
+    client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN two steps writing one output, as job-run joins them
+    (tmp_path / "face.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "a.mp4").write_bytes(b"\0\0\0\x18ftypisom")
+    (tmp_path / "still.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    face = str(tmp_path / "face.png")
+    joined = [{"source_paths": [face], "target_path": str(tmp_path / "a.mp4"), "output_path": "/out/a.mp4"}] * 2
+    # WHEN submitted without --wait THEN refused: the CLI joins the outputs once each is there (exit 2)
+    assert main(["submit", "--facefusion-job", str(write_job(tmp_path, joined))]) == Exit.USAGE
+    assert "steps 0, 1 all write /out/a.mp4: the CLI joins their outputs there" in capsys.readouterr().err
+    # WHEN one of them renders a picture THEN refused with job-run's reason, before any upload (exit 3)
+    mixed = [joined[0], {**joined[0], "target_path": str(tmp_path / "still.png")}]
+    assert main(["submit", "--facefusion-job", str(write_job(tmp_path, mixed)), "--wait"]) == Exit.REJECTED
+    assert "from a picture (step 1), and FaceFusion's job-run joins only videos" in capsys.readouterr().err
+    storage = client._storage
+    assert isinstance(storage, FakeStorage) and not storage.calls
+
+
+def test_a_join_is_a_stream_copy_as_facefusions_concat_video() -> None:
+    assert join_argv(Path("list.txt"), Path("out.mp4")) == [
+        "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
+        "-protocol_whitelist", "file", "-f", "concat", "-safe", "1", "-i", "list.txt",
+        "-c:v", "copy", "-c:a", "copy", "-movflags", "+faststart", "-f", "mp4", "out.mp4",
+    ]  # fmt: skip

@@ -74,20 +74,23 @@ def test_a_job_facefusion_wrote_is_a_job_per_step_with_its_remix_and_its_options
     }  # fmt: skip
 
 
-def test_steps_facefusion_joins_into_one_output_are_refused_with_the_reason(
+def test_steps_facefusion_joins_into_one_output_are_a_join_that_needs_wait(
     made: tuple[harness.Harness, Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home, jobs, source, target = made
     # GIVEN two steps FaceFusion's job-run would join into one video (the same output_path)
+    both = tmp_path / "both.mp4"
     job_command(home, jobs, "job-create", "joined")
     for trim in ("0", "25"):
         job_command(home, jobs, "job-add-step", "joined", "-s", str(source), "-t", str(target),
-                    "-o", str(tmp_path / "both.mp4"), "--trim-frame-start", trim)  # fmt: skip
-    # WHEN submitted: THEN refused before any upload (exit 3), saying why and what to do
-    assert main(["submit", "--facefusion-job", str(drafted(jobs, "joined"))]) == Exit.REJECTED
+                    "-o", str(both), "--trim-frame-start", trim)  # fmt: skip
+    # THEN the farm reads them as a join, in step order
+    assert read_job_file(drafted(jobs, "joined").read_bytes(), "joined").joins == {str(both): (0, 1)}
+    # AND without --wait it is refused before any upload (exit 2), saying the CLI joins the outputs
+    assert main(["submit", "--facefusion-job", str(drafted(jobs, "joined"))]) == Exit.USAGE
     said = capsys.readouterr().err
-    assert f"steps 0, 1: all write '{tmp_path / 'both.mp4'}'" in said
-    assert "name a different output_path for each step" in said
+    assert f"steps 0, 1 all write {both}: the CLI joins their outputs there once each has succeeded" in said
+    assert said.rstrip().endswith("which needs --wait")
 
 
 def test_a_missing_file_or_a_remix_without_wait_is_refused_before_any_upload(
