@@ -10,7 +10,11 @@ what both APIs answer alike:
   404, a bad body 400 with its problems, an action the job's state does not allow 409, the farm not
   answering 502);
 - a path that names nothing 404, and a known path asked with another method 405 with `Allow`;
-- path parameters unquoted, and a job id checked against the one pattern of job ids (`JOB_ID`).
+- path parameters unquoted, and a job id checked against the one pattern of job ids (`JOB_ID`);
+- with `validate`, Powertools' OpenAPI validation: the query parameters a route declares
+  (`Annotated[int, Query(ge=1)]`) are checked and typed before it runs (a bad one is 400, naming what
+  it must be), its answer is checked against its return model, and `app.get_openapi_schema()` describes
+  every route from the same declarations.
 
 Powertools keeps the request being resolved on a class attribute (`BaseRouter.current_event`), so
 resolving is serialised in this process: the local servers answer from several threads.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import inspect
 import json
 import logging
 import math
@@ -34,6 +39,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from fusionfleet.errors import BadRequest, FusionFleetError, JobNotFound, OperationRefused
 from fusionfleet.jobs.ids import JOB_ID
@@ -87,9 +93,12 @@ class JsonApi:
 
     def __init__(
         self, prefix: str = "", *, trailing_slash: bool = False, json_posts: bool = False, reveal: bool = False,
-        headers: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None, validate: bool = False,
     ) -> None:  # fmt: skip
-        self.app = APIGatewayHttpResolver(strip_prefixes=[prefix] if prefix else None, serializer=_serialize)
+        self.app = APIGatewayHttpResolver(
+            strip_prefixes=[prefix] if prefix else None, serializer=_serialize, enable_validation=validate
+        )
+        self._validate = validate
         self._prefix = prefix
         self._trailing_slash = trailing_slash
         self._json_posts = json_posts
@@ -99,13 +108,15 @@ class JsonApi:
         self.app.not_found(self._not_found)
         self.app.exception_handler(Exception)(self._error)
 
-    def route(self, method: str, path: str) -> Callable[[Handler], Handler]:
+    def route(self, method: str, path: str, **described: Any) -> Callable[[Handler], Handler]:
         """Registers `function` for `method` and `path` (`/jobs/<job_id>`); it gets the path's parameters
-        unquoted, a job id already checked."""
+        unquoted, a job id already checked. `described`: Powertools' route arguments for the API's
+        document (`status_code`, `responses`, `summary`, ...)."""
+        path_names = set(_PARAMETER.findall(path))
 
         def register(function: Handler) -> Handler:
-            def serve(**params: str) -> Any:
-                values = {name: unquote(raw) for name, raw in params.items()}
+            def serve(**params: Any) -> Any:
+                values = {name: unquote(raw) if name in path_names else raw for name, raw in params.items()}
                 job_id = values.get("job_id")
                 if job_id is not None:
                     self.app.context["job_id"] = job_id  # for the error mapping (cleared after each request)
@@ -115,7 +126,15 @@ class JsonApi:
                     raise HttpError(415, f"POST needs Content-Type: {JSON}")
                 return function(**values)
 
-            self.app.route(path, method=[method])(serve)
+            if self._validate:
+                # Powertools reads the route's parameters and answer from its signature: the function's,
+                # its annotations resolved where it was written.
+                serve.__signature__ = inspect.signature(function, eval_str=True)  # type: ignore[attr-defined]
+                serve.__name__ = function.__name__
+                serve.__doc__ = function.__doc__
+                if function.__doc__:
+                    described.setdefault("summary", function.__doc__.strip().splitlines()[0])
+            self.app.route(path, method=[method], **described)(serve)
             pattern = _PARAMETER.sub(r"(?P<\1>[^/]+)", re.escape(path).replace(r"\<", "<").replace(r"\>", ">"))
             self._routes.append((method, re.compile(f"^{pattern}$")))
             return function
@@ -146,6 +165,8 @@ class JsonApi:
         return Response(problem.status, JSON, problem.body(), dict(problem.headers))
 
     def _problem(self, error: Exception) -> HttpError:
+        if isinstance(error, RequestValidationError):
+            return HttpError(400, self._invalid(error))
         if isinstance(error, BadRequest):
             return HttpError(400, error.summary, problems=list(error.problems))
         if isinstance(error, JobNotFound):
@@ -159,6 +180,21 @@ class JsonApi:
         logger.exception("%s %s failed", self.app.current_event.http_method, self.app.current_event.path)
         detail = f"{type(error).__name__}: {error}" if self._reveal else type(error).__name__
         return HttpError(502, f"the stack did not answer: {detail}")
+
+    def _invalid(self, error: RequestValidationError) -> str:
+        """What each refused parameter must be: `limit must be a whole number from 1 to 200, not '0'` (the
+        API's declared parameters are whole numbers and cursors, and a cursor is never refused here)."""
+        route = self.app.context.get("_route")
+        declared = {field.alias: field.field_info for field in route.dependant.query_params} if route else {}
+        said = []
+        for problem in error.errors():
+            name = str(problem.get("loc", ("?",))[-1])
+            bounds = {key: getattr(rule, key) for rule in getattr(declared.get(name), "metadata", ())
+                      for key in ("ge", "le") if hasattr(rule, key)}  # fmt: skip
+            what = "a whole number" + (f" from {bounds['ge']}" if "ge" in bounds else "")
+            what += f" to {bounds['le']}" if "le" in bounds else ""
+            said.append(f"{name} must be {what}, not {str(problem.get('input', ''))[:40]!r}")
+        return "; ".join(said) or "the request's parameters are not valid"
 
     def _not_found(self, _error: NotFoundError) -> Response[Any]:
         path = self.app.current_event.path
@@ -198,11 +234,14 @@ def http_event(
     if claims is not None:
         # API Gateway passes claims as strings.
         context["authorizer"] = {"jwt": {"claims": {k: str(v) for k, v in claims.items()}, "scopes": None}}
+    # API Gateway's decoded parameters, a repeated one's values joined by commas; absent without a query.
+    parameters = {name: ",".join(values) for name, values in parse_qs(parts.query, keep_blank_values=True).items()}
     return {
         "version": "2.0",
         "routeKey": "$default",
         "rawPath": parts.path,
         "rawQueryString": parts.query,
+        **({"queryStringParameters": parameters} if parameters else {}),
         "headers": {key.lower(): value for key, value in headers.items()},
         "requestContext": context,
         "body": text,

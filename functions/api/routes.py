@@ -16,6 +16,9 @@
     GET  /jobs/{job_id}/preview  200 {"job_id", "image": "data:image/jpeg;base64,..."}, 404 before the first
     POST /jobs/{job_id}/cancel   202 {"job_id", "message"}
     POST /jobs/{job_id}/retry    202 {"job_id", "message"}
+    GET  /openapi.json           200 this API's OpenAPI 3.1 document (docs/openapi.json), without a token
+
+Each answer is a model of functions.api.models, whose JSON is what is listed here.
 
 A job is the read model's view of it (fusionfleet.jobs.views.tenant_json), actions included. Workers
 are not served: they are the operator's fleet, shared by every tenant, and what one renders names
@@ -34,16 +37,22 @@ import base64
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from functools import cache
+from typing import Annotated, Any, cast
 
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from functions.api import models
 from functions.api.claims import TokenRules, token_problem
 from fusionfleet import layout
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.jobs.batch_views import DEFAULT_ITEM_PAGE, MAX_ITEM_PAGE
 from fusionfleet.jobs.manifest import MAX_TARGETS
 from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE
-from fusionfleet.jobs.views import tenant_json
-from fusionfleet.json_http import HttpError, JsonApi, plain, query_value, whole_number
+from fusionfleet.jobs.views import JobView, tenant_json
+from fusionfleet.json_http import JSON, HttpError, JsonApi, plain
 from fusionfleet.services.tenant_jobs import DEFAULT_LIST_LIMIT, TenantJobs
 
 logger = logging.getLogger(__name__)
@@ -51,6 +60,23 @@ logger = logging.getLogger(__name__)
 MAX_LIMIT = 200
 MAX_SEGMENT_PAGE = 1000
 NO_STORE = {"Cache-Control": "no-store"}
+# Answered without a token (API Gateway's route has no authorizer): the API's own description.
+DOCUMENT_PATH = "/openapi.json"
+_SAID = {
+    200: "the answer", 201: "created", 202: "accepted",
+    400: "a bad query or body: `problems` lists every problem of a body",
+    401: "no token, or one refused (with a `WWW-Authenticate: Bearer` challenge)",
+    403: "the token has no valid tenant claim",
+    404: "no such job of the caller's (another tenant's job reads the same)",
+    409: "what the job's state does not allow now, and why",
+    502: "the farm did not answer",
+}  # fmt: skip
+# The body of POST /jobs is checked as a dropped manifest is, by the service, which lists every problem
+# at once: it is described (functions.api.openapi), not validated by Powertools field by field.
+_OPEN: dict[str, Any] = {"security": []}
+_JOB_BODY = {
+    "requestBody": {"required": True, "content": {JSON: {"schema": {"$ref": "#/components/schemas/JobRequest"}}}}
+}
 
 
 def tenant_of(claims: Mapping[str, Any], claim: str) -> str | None:
@@ -63,84 +89,144 @@ def claims_of(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> JsonApi:
-    """The routes, serving `tenant`'s jobs."""
-    api = JsonApi(trailing_slash=True, headers=NO_STORE)
+    """The routes, serving `tenant`'s jobs. Each returns its answer's model (functions.api.models), from
+    which Powertools checks the answer and writes the API's document (functions.api.openapi)."""
+    api = JsonApi(trailing_slash=True, headers=NO_STORE, validate=True)
     route = api.route
 
     def now() -> str:
         return clock().isoformat()
 
-    @route("POST", "/jobs")
-    def create() -> tuple[dict[str, Any], int]:
+    @route("POST", "/jobs", status_code=201, responses=_answers(201, 400), openapi_extensions=_JOB_BODY)
+    def create() -> models.Created:
+        """Create a job: its body is a manifest, with plain file names for the files to upload."""
         created = jobs.create(tenant, _body(api))
-        uploads = [{"name": u.name, "key": u.key, "url": u.url, "fields": u.fields} for u in created.uploads]
+        uploads = [models.Upload(name=u.name, key=u.key, url=u.url, fields=u.fields) for u in created.uploads]
         logger.info("tenant %s created job %s", tenant, created.job_id)
-        return {"job_id": created.job_id, "uploads": uploads, "expires_in": created.expires_in,
-                "max_upload_bytes": created.max_upload_bytes}, 201  # fmt: skip
+        return models.Created(job_id=created.job_id, uploads=uploads, expires_in=created.expires_in,
+                              max_upload_bytes=created.max_upload_bytes)  # fmt: skip
 
-    @route("GET", "/jobs")
-    def listed() -> dict[str, Any]:
-        raw = query_value(_query(api), "limit", keep_blank=False)
-        limit = whole_number(raw, "limit", 1, MAX_LIMIT) if raw else DEFAULT_LIST_LIMIT
-        page, more = jobs.list_page(tenant, limit, query_value(_query(api), "next", keep_blank=False))
-        return {"jobs": [tenant_json(view) for view in page], "next": more, "now": now()}
+    @route("GET", "/jobs", responses=_answers(200, 400))
+    def listed(
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIST_LIMIT,
+        after: Annotated[str, Query(alias="next", description="the cursor a page gave as `next`")] = "",
+    ) -> models.JobPage:
+        """The caller's jobs, newest first, a page at a time."""
+        page, more = jobs.list_page(tenant, limit, after.strip())
+        return models.JobPage(jobs=[_job(view) for view in page], next=more, now=now())
 
-    @route("GET", "/jobs/<job_id>")
-    def status(job_id: str) -> dict[str, Any]:
-        return tenant_json(jobs.status(tenant, job_id))
+    @route("GET", "/jobs/<job_id>", responses=_answers(200, 404))
+    def status(job_id: str) -> models.Job:
+        """A job's state, progress and the actions it allows now."""
+        return _job(jobs.status(tenant, job_id))
 
-    @route("POST", "/jobs/<job_id>/start")
-    def start(job_id: str) -> tuple[dict[str, Any], int]:
+    @route("POST", "/jobs/<job_id>/start", status_code=202, responses=_answers(202, 400, 404, 409))
+    def start(job_id: str) -> models.Job:
+        """Start a created job once its files are uploaded."""
         logger.info("tenant %s starts job %s", tenant, job_id)
-        return tenant_json(jobs.start(tenant, job_id)), 202
+        return _job(jobs.start(tenant, job_id))
 
-    @route("POST", "/jobs/<job_id>/cancel")
-    def cancel(job_id: str) -> tuple[dict[str, Any], int]:
-        return {"job_id": job_id, "message": jobs.cancel(tenant, job_id)}, 202
+    @route("POST", "/jobs/<job_id>/cancel", status_code=202, responses=_answers(202, 404, 409))
+    def cancel(job_id: str) -> models.Message:
+        """Cancel a waiting or running job."""
+        return models.Message(job_id=job_id, message=jobs.cancel(tenant, job_id))
 
-    @route("POST", "/jobs/<job_id>/retry")
-    def retry(job_id: str) -> tuple[dict[str, Any], int]:
+    @route("POST", "/jobs/<job_id>/retry", status_code=202, responses=_answers(202, 404, 409))
+    def retry(job_id: str) -> models.Message:
+        """Run a failed or cancelled job again: only its segments without a valid output."""
         logger.info("tenant %s retries job %s", tenant, job_id)
-        return {"job_id": job_id, "message": jobs.retry(tenant, job_id)}, 202
+        return models.Message(job_id=job_id, message=jobs.retry(tenant, job_id))
 
-    @route("GET", "/jobs/<job_id>/detail")
-    def detail(job_id: str) -> dict[str, Any]:
-        query = _query(api)
-        first = _whole(query, "segments_from", 0, 10**7, 0)
-        limit = _whole(query, "limit", 1, MAX_SEGMENT_PAGE, DEFAULT_SEGMENT_PAGE)
-        found, more = jobs.detail_page(tenant, job_id, first, limit)
-        shown = {
-            "job": tenant_json(found.job), "segments": plain(found.segments), "next_segment": more,
+    @route("GET", "/jobs/<job_id>/detail", responses=_answers(200, 400, 404))
+    def detail(
+        job_id: str,
+        segments_from: Annotated[int, Query(ge=0, le=10**7)] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_SEGMENT_PAGE)] = DEFAULT_SEGMENT_PAGE,
+        items_from: Annotated[int, Query(ge=0, le=MAX_TARGETS)] = 0,
+        items: Annotated[int, Query(ge=1, le=MAX_ITEM_PAGE)] = DEFAULT_ITEM_PAGE,
+    ) -> models.BatchDetail | models.Detail:
+        """A job's page: a page of its segments, its attempts, timings, cost and deliveries (a batch's: a
+        page of its items)."""
+        found, more = jobs.detail_page(tenant, job_id, segments_from, limit)
+        shown: dict[str, Any] = {
+            "job": _job(found.job), "segments": plain(found.segments), "next_segment": more,
             "attempts": plain(found.attempts), "timings": plain(found.timings), "cost": plain(found.cost),
             "deliveries": plain(found.deliveries),
             "preview": found.preview_key is not None,
             "now": now(),
         }  # fmt: skip
-        items_from = _whole(query, "items_from", 0, MAX_TARGETS, 0)
-        items_limit = _whole(query, "items", 1, MAX_ITEM_PAGE, DEFAULT_ITEM_PAGE)
-        items = jobs.batch_items(tenant, job_id, items_from, items_limit)
-        if items is not None:  # a batch: a page of its items
-            shown["items"], shown["next_item"] = items
-        return shown
+        page = jobs.batch_items(tenant, job_id, items_from, items)
+        if page is None:
+            return models.Detail.model_validate(shown)
+        shown["items"], shown["next_item"] = page  # a batch: a page of its items
+        return models.BatchDetail.model_validate(shown)
 
-    @route("GET", "/jobs/<job_id>/logs")
-    def logs(job_id: str) -> dict[str, Any]:
-        query = _query(api)
-        segment = _segment(query)
+    @route("GET", "/jobs/<job_id>/logs", responses=_answers(200, 400, 404))
+    def logs(
+        job_id: str,
+        segment: Annotated[int | None, Query(ge=0, description="every attempt of this segment, no paging")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_ATTEMPT_PAGE,
+        after: Annotated[str, Query(alias="next", description="the cursor a page gave as `next`")] = "",
+    ) -> models.Logs | models.SegmentLogs:
+        """The attempts of a job's segments, in segment order, a page at a time."""
         if segment is not None:
-            return {"job_id": job_id, "attempts": plain(jobs.logs(tenant, job_id, segment))}
-        limit = _whole(query, "limit", 1, MAX_LIMIT, DEFAULT_ATTEMPT_PAGE)
-        page, more = jobs.logs_page(tenant, job_id, limit, query_value(query, "next", keep_blank=False))
-        return {"job_id": job_id, "attempts": plain(page), "next": more}
+            attempts = plain(jobs.logs(tenant, job_id, segment))
+            return models.SegmentLogs.model_validate({"job_id": job_id, "attempts": attempts})
+        page, more = jobs.logs_page(tenant, job_id, limit, after.strip())
+        return models.Logs.model_validate({"job_id": job_id, "attempts": plain(page), "next": more})
 
-    @route("GET", "/jobs/<job_id>/preview")
-    def preview(job_id: str) -> dict[str, Any]:
+    @route("GET", DOCUMENT_PATH, responses={200: {"description": "this document"}}, openapi_extensions=_OPEN)
+    def described() -> dict[str, Any]:
+        """The API's OpenAPI 3.1 document (docs/openapi.json); no token needed."""
+        return document()
+
+    @route("GET", "/jobs/<job_id>/preview", responses=_answers(200, 404))
+    def preview(job_id: str) -> models.Preview:
+        """The latest swapped frame; 404 before the first."""
         image = jobs.preview(tenant, job_id)
         if image is None:
             raise HttpError(404, f"job {job_id} has no preview yet")
-        return {"job_id": job_id, "image": image}
+        return models.Preview(job_id=job_id, image=image)
 
     return api
+
+
+@cache
+def document() -> dict[str, Any]:
+    """The API's OpenAPI 3.1 document, generated from the routes' declarations and models."""
+    # The routes are only described here, never called: no tenant's jobs behind them.
+    described = tenant_api(cast(TenantJobs, None), "").app.get_openapi_schema(
+        title="FusionFleet tenant API", version="1",
+        description="A tenant's render jobs: create one, upload its files with presigned POSTs, start it, "
+        "follow it, cancel or retry it. See docs/tenants.md.",
+        security_schemes={"bearer": HTTPBearer(bearerFormat="JWT", description="the tenant's token; its "
+                                               "tenant claim names the tenant")},
+        security=[{"bearer": []}],
+    )  # fmt: skip
+    shown: dict[str, Any] = described.model_dump(mode="json", by_alias=True, exclude_none=True)
+    # A parameter Powertools refuses is this API's 400 with an `Error` (fusionfleet.json_http), not its 422.
+    for operation in (op for path in shown["paths"].values() for op in path.values()):
+        operation["responses"].pop("422", None)
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        shown["components"]["schemas"].pop(unused, None)
+    body = models.JobRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas = shown["components"]["schemas"]
+    schemas.update(body.pop("$defs", {}))
+    schemas["JobRequest"] = body
+    return shown
+
+
+def _answers(success: int, *errors: int) -> dict[int, OpenAPIResponse]:
+    """A route's answers for the document: its success (its return model) and its errors, each an
+    `Error`; every route may also be refused its token (401, 403) or find the farm not answering (502)."""
+    described: dict[int, OpenAPIResponse] = {success: {"description": _SAID[success]}}
+    for status in sorted({*errors, 401, 403, 502}):
+        described[status] = {"description": _SAID[status], "content": {JSON: {"model": models.Error}}}
+    return described
+
+
+def _job(view: JobView) -> models.Job:
+    return models.Job.model_validate(tenant_json(view))
 
 
 def respond(
@@ -148,6 +234,8 @@ def respond(
     rules: TokenRules | None = None, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> dict[str, Any]:  # fmt: skip
     """One event's answer: the token's own checks, its tenant, then the routes."""
+    if str(event.get("rawPath") or "").rstrip("/") == DOCUMENT_PATH:  # open to all: any tenant's is the same
+        return tenant_api(jobs, "", clock).resolve(event)
     claims = claims_of(event)
     problem = token_problem(claims, rules or TokenRules())
     refuse = JsonApi(headers=NO_STORE).answer
@@ -161,26 +249,8 @@ def respond(
     return tenant_api(jobs, tenant, clock).resolve(event)
 
 
-def _query(api: JsonApi) -> str:
-    return str(api.app.current_event.get("rawQueryString") or "")
-
-
 def _body(api: JsonApi) -> bytes:
     """The body as sent (a body that is no UTF-8 is the service's to refuse, with the reason)."""
     event = api.app.current_event
     raw = event.body or ""
     return base64.b64decode(raw) if event.is_base64_encoded else raw.encode()
-
-
-def _whole(query: str, name: str, low: int, high: int, default: int) -> int:
-    raw = query_value(query, name, keep_blank=False)
-    return whole_number(raw, name, low, high) if raw else default
-
-
-def _segment(query: str) -> int | None:
-    raw = query_value(query, "segment", keep_blank=False)
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise HttpError(400, f"segment must be a segment's index (a whole number), not {raw[:40]!r}")
-    return int(raw)
