@@ -161,6 +161,8 @@ class _Execution:
     started_at: float
     ended_at: float | None = None
     status: str = "RUNNING"
+    error: str | None = None
+    output: dict[str, Any] | None = None  # what its notice states built (state_output's answer)
 
 
 class SimStepFunctions:
@@ -189,9 +191,11 @@ class SimStepFunctions:
 
     def _shown(self, found: _Execution, status: str, with_input: bool = False) -> Execution:
         stopped = stamp(found.ended_at) if found.ended_at is not None and status != "RUNNING" else None
+        ended = status != "RUNNING"
         return Execution(
-            found.arn, status, stamp(found.started_at), stopped, input=found.payload if with_input else None
-        )
+            found.arn, status, stamp(found.started_at), stopped, error=found.error if ended else None,
+            input=found.payload if with_input else None,
+        )  # fmt: skip
 
     def list_executions(self, state_machine_arn: str, status: str) -> list[Execution]:
         self._scheduler.checkpoint(f"sfn.list {status}")
@@ -219,11 +223,12 @@ class SimStepFunctions:
         found = self.executions.get(execution_arn)
         if found is None:
             raise ExecutionMissing(execution_arn)
-        self.end(execution_arn, "ABORTED")
+        self.end(execution_arn, "ABORTED", error)
 
     def state_output(self, execution_arn: str, state_names: tuple[str, ...]) -> dict[str, Any] | None:
         self._scheduler.checkpoint("sfn.history")
-        return None
+        found = self.executions.get(execution_arn)
+        return found.output if found is not None else None
 
     def task_success(self, token: str, output: dict[str, Any]) -> None:
         self._scheduler.checkpoint("sfn.task_success")
@@ -235,10 +240,10 @@ class SimStepFunctions:
         self._scheduler.checkpoint("sfn.heartbeat")
 
     # The schedule's side, not the protocol's.
-    def end(self, arn: str, status: str) -> None:
+    def end(self, arn: str, status: str, error: str | None = None) -> None:
         found = self.executions[arn]
         if found.status == "RUNNING":
-            found.status, found.ended_at = status, self._clock()
+            found.status, found.ended_at, found.error = status, self._clock(), error
 
     def running(self, name_prefix: str = "") -> list[str]:
         """The truth, no lag: names of the executions running now."""

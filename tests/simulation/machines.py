@@ -36,7 +36,9 @@ from tests.support.jobs import MEDIA, WORK
 PICK = st.integers(min_value=0, max_value=63)  # an index into whatever list the rule picks from
 MAX_ACTORS = 6  # live at once: enough for every race here, few enough to keep a schedule short
 ADMISSION_PREFIX = admission_prefix(TENANT)
-TIMED = frozenset({"slicer", "admitter", "retry"})  # Lambdas: their runtime ends them at their timeout
+TIMED = frozenset({"slicer", "admitter", "retry", "watchdog"})  # Lambdas: their runtime ends them at their timeout
+# A dead reader read nothing (no fault worth a step); Step Functions does not die mid-execution.
+UNKILLABLE = frozenset({"reader", "state machine"})
 
 
 @dataclass
@@ -123,7 +125,7 @@ class FarmMachine(RuleBasedStateMachine):
     def kill(self, which: int, odds: int) -> None:
         """A party's process dies before its next call (a Lambda's sandbox gone, the CLI interrupted)."""
         actor = self.pick(self.farm.scheduler.live(), which)
-        if odds or actor.kind == "reader":
+        if odds or actor.kind in UNKILLABLE:
             return  # one draw in four kills: more, and few parties live long enough to race; a dead reader read nothing
         self.note(f"kill {actor.kind}#{actor.actor_id} before {actor.next_call}")
         STATS.faults["party_killed"] += 1

@@ -12,6 +12,7 @@ import pytest
 from fleetctl.batch_client import BatchClient
 from fusionfleet.errors import JobNotFound
 from fusionfleet.jobs.batch_views import BatchDetail
+from fusionfleet.jobs.final_notice import FinalNotices
 from fusionfleet.services.admission import Admitter
 from tests.simulation.farm import TENANT, Farm, Submitted
 from tests.simulation.machines import Profile
@@ -25,13 +26,14 @@ SEARCH = 3000
 def test_a_thousand_schedules_keep_every_invariant() -> None:
     # GIVEN the real slicer, admitter and CLI readers on the simulated AWS, derandomized (CI replays it)
     started = time.perf_counter()
-    # WHEN a thousand schedules run, half submitting and reading, half admitting a tenant
+    # WHEN a thousand schedules run: submitting and reading, admitting a tenant, ending a job with its notice
     report = simulate(1000, derandomize=True)
     # THEN no invariant broke, every fault kind was injected, and it stayed inside its time budget
     assert report.violations == [], report.violations
     assert report.schedules >= 1000 and report.invariant_checks > report.schedules
     injected = {"party_killed", "party_timed_out", "party_stalled", "slicer_invoked_again", "admissions_at_once",
-                "sfn_listing_lag", "notice_follow_lost", "conditional_write_lost"}  # fmt: skip
+                "sfn_listing_lag", "s3_listing_lag", "notice_follow_lost", "conditional_write_lost",
+                "notice_publish_failed"}  # fmt: skip
     assert injected <= set(report.faults), report.faults
     assert time.perf_counter() - started < 180
 
@@ -101,6 +103,16 @@ def test_the_slots_alone_keep_the_limit_without_lease_or_recent_starts(monkeypat
     report = simulate(300, derandomize=True, only=("admission",), profile=Profile(stall_s=300.0), shrink=False)
     # THEN the slots' conditional writes alone keep every tenant within its limit
     assert report.violations == [] and report.faults["admissions_at_once"] > 0
+
+
+def test_without_the_notice_claim_a_job_gets_two_final_notices(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN parties that never find the job's notice claimed by another (no conditional create)
+    monkeypatch.setattr(FinalNotices, "claim", lambda self, *args, **kwargs: True)
+    # WHEN final-notice schedules run (the state machine, cancels, watchdog sweeps)
+    report = simulate(SEARCH, derandomize=True, only=("final_notice",), shrink=False)
+    # THEN a job gets two final notices
+    [violation] = report.violations
+    assert "final notices" in violation.invariant
 
 
 def test_a_seed_replays_the_same_schedules() -> None:
