@@ -29,7 +29,7 @@ PLVENV := .venv-parliament
 # asl-validator, the ecosystem's Amazon States Language validator (tests/static/test_asl_validator.py).
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim simulate bench-integrations bench-recovery bench-batch bench-api-scale bench-parity device-check chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks aws-check facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim simulate bench-integrations bench-recovery bench-batch bench-api-scale bench-parity device-check chaos soak up down status clean
 
 all: test
 
@@ -93,6 +93,12 @@ aws-checks: venv checkov-env sam-env parliament-env iam-env
 		tests/static/test_state_machine.py tests/static/test_packages.py tests/static/test_checkov.py \
 		tests/static/test_api_requests.py tests/static/test_asl_validator.py \
 		tests/static/test_sam_cli.py tests/static/test_environment_contract.py $(PYTEST_ARGS)
+
+# Stage=prod created, deleted and created again under the same name on LocalStack's CloudFormation (about a
+# minute; `make test` runs it too, with tests/e2e). Prints the resource types LocalStack skipped for want of
+# a provider, also written to .fusionfleet/aws-check/localstack-skipped.json.
+aws-check: venv localstack-env
+	$(PY) -m pytest tests/e2e/test_aws_stage_deploys.py -rP $(PYTEST_ARGS)
 
 # FaceFusion's own dependencies, for the harness that runs the facefusion engine on FaceFusion 3.8.1's
 # source (FUSIONFLEET_FACEFUSION_SOURCE, else ../shared/third_party/facefusion-3.8.1) with stand-in
