@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 
 from benchmarks.provenance import write_results
@@ -30,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/simulate.json")
     args = parser.parse_args(argv)
     profile = Profile(stall_s=args.stall_s, retries=args.retries)
-    report = simulate(args.schedules, args.seed, only=tuple(args.only or MACHINES), profile=profile)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    print(f"seed {seed}", file=sys.stderr, flush=True)  # first, so a run that dies still says how to replay it
+    report = simulate(args.schedules, seed, only=tuple(args.only or MACHINES), profile=profile)
     for violation in report.violations:
         print(f"VIOLATION in {violation.machine} (seed {report.seed}, first found after "
               f"{violation.found_after} schedules): {violation.invariant}", file=sys.stderr)  # fmt: skip
