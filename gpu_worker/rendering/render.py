@@ -217,7 +217,11 @@ def start_frames(
         if job.renders_stills:
             # One picture: nothing to checkpoint or resume (gpu_worker.rendering.stills).
             reader = target_reader(deps.storage, task)
-            still = render_still(engine, engine_job, task, deps.storage, reader, deps.limits, workdir, cancel, what)
+            # A test render's frame sees the tracker's lead-out as the full render's frame does.
+            looked = analyser.lead_out_frames(engine_job) if isinstance(analyser, LooksAhead) else 0
+            still = render_still(
+                engine, engine_job, task, deps.storage, reader, deps.limits, workdir, cancel, what, lead_out=looked
+            )
             span = (segment.start_frame, segment.end_frame)
             return EngineDone(RenderedFrames(
                 task=task, workdir=workdir, grid=(span,), resumed_from=-1, frames_rendered=still.frames_fed,

@@ -6,7 +6,9 @@ losslessly as PNG with its alpha plane, for the merge to write in the output's f
 
 A test render's frame k is rendered as the whole job renders it: the engine runs from the start of the
 full-plan segment that holds k (`Segment.warm_from`), after the same lead-in, with the same `emit`
-flags, and only frame k is kept (fusionfleet.jobs.trial). The decoder seeks to the keyframe before the
+flags, then sees the frames after k that an engine looking ahead asks for (FaceFusion's tracker: its
+`target_frame_amount`), as the full render's frame k sees the frames after it, and only frame k is kept
+(fusionfleet.jobs.trial). The decoder seeks to the keyframe before the
 lead-in; nothing of the video before it is read.
 """
 
@@ -64,11 +66,14 @@ def render_still(
     workdir: Path,
     cancel: threading.Event,
     what: str,
+    lead_out: int = 0,
 ) -> StillStats:
-    """Render the segment's one picture into `still_path(workdir, task)`."""
+    """Render the segment's one picture into `still_path(workdir, task)`; `lead_out`: frames after it the
+    engine looks ahead to (fed, not kept)."""
     context = task.job
     alpha = None
     if context.image is not None:
+        lead_out = 0
         data = storage.get_bytes(context.target.bucket, context.target.key)
         picture, alpha = decode_image(data, f"target {context.target.key!r}", limits)
         work = context.image.work_size
@@ -77,7 +82,8 @@ def render_still(
             alpha = None if alpha is None else _resized(alpha, work)
         frames: Iterator[Frame] = iter([Frame(index=0, image=picture, emit=True)])
     else:
-        frames = _warm_frames(reader, task, cancel, what)
+        lead_out = max(0, min(lead_out, context.video.frame_count - task.segment.end_frame))
+        frames = _warm_frames(reader, task, cancel, what, lead_out)
     wanted: list[Image] = []  # the input of the one frame kept, for the integrity check
     frames = _noting(frames, task.segment.start_frame, wanted)
     watch = IntegrityWatch()
@@ -94,8 +100,10 @@ def render_still(
         fed += 1
         if fed == engine_frames_of(task):
             kept = image
-    if kept is None or fed != engine_frames_of(task):
-        raise SegmentFailed(f"{what}: engine {engine.name} returned {fed} frames for {engine_frames_of(task)}")
+    if kept is None or fed != engine_frames_of(task) + lead_out:
+        raise SegmentFailed(
+            f"{what}: engine {engine.name} returned {fed} frames for {engine_frames_of(task) + lead_out}"
+        )
     if kept.ndim != 3 or kept.shape[2] != 3 or kept.dtype != np.uint8:
         raise SegmentFailed(f"{what}: engine {engine.name} returned a {kept.shape} {kept.dtype} picture")
     # A still has no neighbours: of the integrity checks only "black where the input is not" applies.
@@ -113,14 +121,18 @@ def _noting(frames: Iterator[Frame], index: int, into: list[Image]) -> Iterator[
         yield frame
 
 
-def _warm_frames(reader: RangeReader, task: RenderTask, cancel: threading.Event, what: str) -> Iterator[Frame]:
-    """The full render's frames up to the wanted one: its segment's lead-in and start, with its `emit` flags."""
+def _warm_frames(
+    reader: RangeReader, task: RenderTask, cancel: threading.Event, what: str, lead_out: int = 0
+) -> Iterator[Frame]:
+    """The full render's frames up to the wanted one (its segment's lead-in and start, with its `emit` flags),
+    then `lead_out` frames after it, seen but not emitted."""
     segment, video = task.segment, task.job.video
     start = segment.engine_start
-    for index, image in iter_frames(reader, video, max(0, start - LEAD_IN_FRAMES), segment.end_frame, what):
+    last = segment.end_frame + lead_out
+    for index, image in iter_frames(reader, video, max(0, start - LEAD_IN_FRAMES), last, what):
         if cancel.is_set():
             raise Cancelled(f"{what}: cancelled at frame {index}")
-        yield Frame(index=index, image=image, emit=index >= start)
+        yield Frame(index=index, image=image, emit=start <= index < segment.end_frame)
 
 
 def _resized(image: Image, size: tuple[int, int]) -> Image:

@@ -221,3 +221,48 @@ def check_warm(segments: list[Warm]) -> None:
             assert created > 0, (worker, pid, segments)
             seen.add(pid)
     assert len(segments) > len(seen), f"no process rendered a second segment: {segments}"
+
+
+def test_a_test_render_with_the_tracker_on_is_the_full_renders_frame(farm: Stack, tmp_path: Path) -> None:
+    # GIVEN a 4 s clip of the harness's person swinging, hidden in frames 48-49 and 98-99 (the tracker fills
+    # them from the frames around, after them too), rendered whole with the tracker on
+    from benchmarks.parity.clips import ClipSpec, faces_at, write_clip, write_source
+    from benchmarks.parity.codes import face_origin, read
+
+    spec = ClipSpec(seconds=4.0, scene="blink")
+    clip = write_clip(tmp_path / "blink.mp4", spec)
+    face = write_source(tmp_path / "face.png")
+    common = ("--source", str(face), "--target", str(clip), "--engine", "facefusion", "--face-tracker-score", "0.3",
+              "--output-video-quality", "98")  # fmt: skip
+    full = farm.cli("submit", *common, "--priority", "high", "--wait", "--output", str(tmp_path / "full.mp4"),
+                    timeout=800)  # fmt: skip
+    assert full.returncode == 0, full.stderr
+    # WHEN a test render asks for frames whose tracker window reaches past them: a hidden frame, the frame
+    # before one, and a visible frame after one
+    frames = [47, 48, 50]
+    out = tmp_path / "pictures"
+    trial = farm.cli("try", *common, "--frames", ",".join(map(str, frames)), "--output-dir", str(out), timeout=800)
+    assert trial.returncode == 0, trial.stderr
+    # THEN each picture is the full render's same frame: the same pixels up to the encoder's loss, and the face
+    # the full render drew there (its code read where the person stands in the neighbouring frames)
+    capture = cv2.VideoCapture(str(tmp_path / "full.mp4"))
+    rendered = []
+    while True:
+        ok, image = capture.read()
+        if not ok:
+            break
+        rendered.append(image)
+    capture.release()
+    assert len(rendered) == spec.frames
+    for frame in frames:
+        picture = cv2.imread(str(out / f"frame-{frame:06d}.png"))
+        assert picture is not None, frame
+        error = float(np.mean((picture.astype(float) - rendered[frame].astype(float)) ** 2))
+        same = 10 * np.log10(255.0**2 / max(error, 1e-9))
+        print(f"frame {frame}: {same:.2f} dB from the full render's")
+        assert same >= 38.0, (frame, same)  # as tests/e2e/test_trial.py: the full render's 4:2:0 encode
+        for placed in faces_at(spec, frame - 1 if frame in (48, 49) else frame):
+            origin = face_origin(placed.x, placed.y, 1.0)
+            mine = read(np.asarray(picture, np.uint8), origin, 1.0)
+            theirs = read(np.asarray(rendered[frame], np.uint8), origin, 1.0)
+            assert mine is not None and theirs is not None and not mine.differs(theirs, 12.0), (frame, mine, theirs)
