@@ -115,6 +115,11 @@ class Admitter:
             if why:
                 note_reason(self._storage, bucket, record, why)
                 continue
+            if record.resume and self._resume is None:
+                # A held job resumes as its next run, which only a party given `resume` makes (the watchdog's):
+                # StartExecution with its stopped run's name would find that execution and start nothing.
+                note_reason(self._storage, bucket, record, "waiting: it resumes at the watchdog's next sweep")
+                break
             if limit and not self._claim_slot(tenant, limit, job_id, now):
                 # Counted free, yet every slot is taken: the count was stale (a stalled party) or another
                 # party started a job since. It waits, and so does every job after it.

@@ -13,10 +13,12 @@ from fleetctl.batch_client import BatchClient
 from fusionfleet.errors import JobNotFound
 from fusionfleet.jobs.batch_views import BatchDetail
 from fusionfleet.jobs.final_notice import FinalNotices
+from fusionfleet.jobs.waiting import WaitingRecord, enqueue, read_waiting, submission_order
 from fusionfleet.services.admission import Admitter
 from tests.simulation.farm import TENANT, Farm, Submitted
 from tests.simulation.machines import Profile
 from tests.simulation.run import simulate
+from tests.support.jobs import WORK
 
 # A put-back fault must be found within this many derandomized schedules (found today after about 10,
 # 150 and 600); a search that needs more has lost its reach, and the test says so.
@@ -186,6 +188,25 @@ def test_counting_alone_is_beaten_by_an_admitter_stalled_past_its_lease(monkeypa
     stall_past_the_lease(farm)
     # THEN the stalled one starts a job on its stale count: two run
     assert len(farm.orchestrator.running(TENANT)) == 2
+
+
+def test_a_held_job_keeps_its_place_when_a_party_that_cannot_resume_it_admits() -> None:
+    # GIVEN a tenant's job held by its budget (queued to resume as its next run, its execution stopped)
+    farm = Farm(tenant_limit=1)
+    [held] = queued(farm, 1)
+    arn = next(iter(farm.orchestrator.executions))
+    started = farm.orchestrator.describe(arn)
+    record = WaitingRecord(
+        job_id=held.job_id, tenant=TENANT, order=submission_order(1, 1), run=0, execution_name=started.name,
+        execution_input=started.input or {}, waiting_since="2023-11-14T22:13:20+00:00", resume=True,
+    )  # fmt: skip
+    enqueue(farm.storage, WORK, record)
+    farm.orchestrator.stop(arn, "BudgetHold", "held")
+    # WHEN the tenant's next manifest comes and its slicer admits (a party with no way to resume a job)
+    queued(farm, 1)
+    # THEN the held job still waits, first in line, for the watchdog's admitter to resume it
+    assert read_waiting(farm.storage, WORK, held.job_id) is not None
+    assert farm.orchestrator.running(TENANT) == []
 
 
 @pytest.mark.xfail(strict=True, reason="found by the simulation: a retry starts its run at once "
