@@ -173,6 +173,7 @@ def grown() -> list[MatrixCase]:
         case("tracker_amount_10_at_a_cut", {**tracker, "target_frame_amount": 10}, clip=BLINK, cut_at=(98, 199)),
         case("lip_syncer_fps", {"processors": ["lip_syncer"], "output_video_fps": 15}, voice=True),
         case("short_target", SWAP, clip=ClipSpec(seconds=0.4), segments=3),
+        case("rotated_90", SWAP, clip=ClipSpec(rotation=90)),
         # JPEG frames in the disk workflow are refused at submit (lossy between FaceFusion's steps); lossless
         # temp frames in the disk workflow, and JPEG in the memory workflow (which writes none), are the farm's
         case("temp_frame_bmp_disk", {**SWAP, "temp_frame_format": "bmp", "workflow_strategy": "disk"}),

@@ -38,6 +38,7 @@ class ClipSpec:
     audio_tracks: int = 1
     transfer: str | None = None  # None: SDR, BT.709 tags; "hlg" or "pq": 10-bit BT.2020 with that transfer
     gap_at: int | None = None  # a variable frame rate: 5 frames' time missing after this frame
+    rotation: int = 0  # a phone's clip: frames stored turned, shown upright by this display rotation (ccw)
 
     @property
     def frames(self) -> int:
@@ -46,7 +47,8 @@ class ClipSpec:
     def name(self) -> str:
         parts = [self.scene, f"{self.seconds:g}s", f"{self.size[0]}x{self.size[1]}", f"{self.fps}fps"]
         parts += [f"{self.audio_tracks}audio"] + ([self.transfer] if self.transfer else [])
-        return "-".join(parts + ([f"gap{self.gap_at}"] if self.gap_at is not None else []))
+        parts += [f"gap{self.gap_at}"] if self.gap_at is not None else []
+        return "-".join(parts + ([f"rot{self.rotation}"] if self.rotation else []))
 
 
 def faces_at(spec: ClipSpec, number: int) -> list[Placed]:
@@ -132,10 +134,14 @@ def _colour_filter(spec: ClipSpec) -> str:
 
 
 def write_clip(path: Path, spec: ClipSpec, draw: Callable[[int], Image] | None = None) -> Path:
-    """The clip as H.264 (high, or high 10 for HDR), near-lossless, with its audio tracks as AAC.
+    """The clip as H.264 (high, or high 10 for HDR), near-lossless, with its audio tracks as AAC; `rotation`:
+    the pictures stored turned clockwise by it and tagged to be shown turned back (as a phone stores them).
 
     `draw`: frame n's picture, where not the scene's own (the judge's negative controls draw renders)."""
     width, height = spec.size
+    turns = (spec.rotation // 90) % 4
+    if turns % 2:
+        width, height = height, width
     # A gap makes the video longer than its frames: the audio covers it.
     seconds = spec.seconds + (5 / spec.fps if spec.gap_at is not None else 0.0)
     tracks = [write_wav(path.with_name(f"{path.stem}-audio{track}.wav"), seconds, track)
@@ -150,17 +156,25 @@ def write_clip(path: Path, spec: ClipSpec, draw: Callable[[int], Image] | None =
             "-map", "0:v:0", *[item for index in range(len(tracks)) for item in ("-map", f"{index + 1}:a:0")],
             "-vf", video_filter, "-c:v", "libx264", "-crf", "8", "-preset", "medium",
             "-profile:v", "high10" if spec.transfer else "high", "-fps_mode", "passthrough",
-            "-c:a", "aac", "-b:a", "192k", "-shortest", "-f", "mp4", str(path)]  # fmt: skip
+            "-c:a", "aac", "-b:a", "192k", "-shortest", "-f", "mp4",
+            str(path.with_name(f"{path.stem}-stored.mp4") if turns else path)]  # fmt: skip
     with subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE) as process:
         assert process.stdin is not None
         for number in range(spec.frames):
-            process.stdin.write((draw or (lambda at: picture(spec, at)))(number).tobytes())
+            upright = (draw or (lambda at: picture(spec, at)))(number)
+            process.stdin.write(np.ascontiguousarray(np.rot90(upright, k=-turns)).tobytes())
         process.stdin.close()
         errors = process.stderr.read() if process.stderr else b""
         if process.wait(timeout=600) != 0:
             raise RuntimeError(f"writing {path.name}: ffmpeg failed: {errors.decode(errors='replace')[-800:]}")
     for track in tracks:
         track.unlink()
+    if turns:
+        stored = path.with_name(f"{path.stem}-stored.mp4")
+        subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-display_rotation",
+                        str(spec.rotation), "-i", str(stored), "-map", "0", "-c", "copy", str(path)],
+                       check=True, timeout=120)  # fmt: skip
+        stored.unlink()
     return path
 
 
