@@ -166,6 +166,7 @@ def test_a_batch_goes_through_the_api(
 def test_a_download_through_the_api_takes_the_outputs_own_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a succeeded job whose link names its output (as the bucket path's key does)
     fetched: list[Path] = []
+
     def fetch(_url: str, path: Path) -> Path:
         fetched.append(path)
         return path
