@@ -1,14 +1,19 @@
 """Headless Chromium (Debian's `chromium` package) for browser tests: the DOM after the page's scripts ran,
-and screenshots. Each call is a fresh browser with a throwaway profile, bounded by a timeout."""
+and screenshots. Each call is a fresh browser with a throwaway profile, bounded by a timeout. `page` drives
+it with Playwright, for tests that read as the steps a person takes (`get_by_role`, `get_by_label`)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+
+from playwright.sync_api import Page, sync_playwright
 
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -39,6 +44,23 @@ def dump_dom(url: str, budget_ms: int = 4000, timeout_s: float = 90) -> str:
 def screenshot(url: str, path: Path, size: tuple[int, int] = (1400, 900), budget_ms: int = 4000) -> Path:
     _run(url, [f"--window-size={size[0]},{size[1]}", f"--screenshot={path}"], budget_ms, 90)
     return path
+
+
+@contextmanager
+def page(size: tuple[int, int] = (1400, 900), timeout_ms: float = 15_000) -> Iterator[Page]:
+    """A Playwright page in Debian's Chromium (Playwright's own browser download cannot work here), in a
+    fresh browser of the window's `size`; its locators and assertions wait up to `timeout_ms`."""
+    browser = chromium()
+    if browser is None:
+        raise FileNotFoundError("chromium is not installed (apt-get install -y chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=browser, args=["--no-sandbox"])
+        try:
+            opened = launched.new_page(viewport={"width": size[0], "height": size[1]})
+            opened.set_default_timeout(timeout_ms)
+            yield opened
+        finally:
+            launched.close()
 
 
 @dataclass
