@@ -131,6 +131,7 @@ class JsonApi:
                 # its annotations resolved where it was written.
                 serve.__signature__ = inspect.signature(function, eval_str=True)  # type: ignore[attr-defined]
                 serve.__name__ = function.__name__
+                described.setdefault("operation_id", function.__name__)  # a generated client's method name
                 serve.__doc__ = function.__doc__
                 if function.__doc__:
                     described.setdefault("summary", function.__doc__.strip().splitlines()[0])

@@ -98,7 +98,7 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
         return clock().isoformat()
 
     @route("POST", "/jobs", status_code=201, responses=_answers(201, 400), openapi_extensions=_JOB_BODY)
-    def create() -> models.Created:
+    def create_job() -> models.Created:
         """Create a job: its body is a manifest, with plain file names for the files to upload."""
         created = jobs.create(tenant, _body(api))
         uploads = [models.Upload(name=u.name, key=u.key, url=u.url, fields=u.fields) for u in created.uploads]
@@ -107,7 +107,7 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
                               max_upload_bytes=created.max_upload_bytes)  # fmt: skip
 
     @route("GET", "/jobs", responses=_answers(200, 400))
-    def listed(
+    def list_jobs(
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_LIST_LIMIT,
         after: Annotated[str, Query(alias="next", description="the cursor a page gave as `next`")] = "",
     ) -> models.JobPage:
@@ -116,29 +116,29 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
         return models.JobPage(jobs=[_job(view) for view in page], next=more, now=now())
 
     @route("GET", "/jobs/<job_id>", responses=_answers(200, 404))
-    def status(job_id: str) -> models.Job:
+    def get_job(job_id: str) -> models.Job:
         """A job's state, progress and the actions it allows now."""
         return _job(jobs.status(tenant, job_id))
 
     @route("POST", "/jobs/<job_id>/start", status_code=202, responses=_answers(202, 400, 404, 409))
-    def start(job_id: str) -> models.Job:
+    def start_job(job_id: str) -> models.Job:
         """Start a created job once its files are uploaded."""
         logger.info("tenant %s starts job %s", tenant, job_id)
         return _job(jobs.start(tenant, job_id))
 
     @route("POST", "/jobs/<job_id>/cancel", status_code=202, responses=_answers(202, 404, 409))
-    def cancel(job_id: str) -> models.Message:
+    def cancel_job(job_id: str) -> models.Message:
         """Cancel a waiting or running job."""
         return models.Message(job_id=job_id, message=jobs.cancel(tenant, job_id))
 
     @route("POST", "/jobs/<job_id>/retry", status_code=202, responses=_answers(202, 404, 409))
-    def retry(job_id: str) -> models.Message:
+    def retry_job(job_id: str) -> models.Message:
         """Run a failed or cancelled job again: only its segments without a valid output."""
         logger.info("tenant %s retries job %s", tenant, job_id)
         return models.Message(job_id=job_id, message=jobs.retry(tenant, job_id))
 
     @route("GET", "/jobs/<job_id>/detail", responses=_answers(200, 400, 404))
-    def detail(
+    def get_job_detail(
         job_id: str,
         segments_from: Annotated[int, Query(ge=0, le=10**7)] = 0,
         limit: Annotated[int, Query(ge=1, le=MAX_SEGMENT_PAGE)] = DEFAULT_SEGMENT_PAGE,
@@ -162,7 +162,7 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
         return models.BatchDetail.model_validate(shown)
 
     @route("GET", "/jobs/<job_id>/logs", responses=_answers(200, 400, 404))
-    def logs(
+    def get_job_logs(
         job_id: str,
         segment: Annotated[int | None, Query(ge=0, description="every attempt of this segment, no paging")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = DEFAULT_ATTEMPT_PAGE,
@@ -176,12 +176,12 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
         return models.Logs.model_validate({"job_id": job_id, "attempts": plain(page), "next": more})
 
     @route("GET", DOCUMENT_PATH, responses={200: {"description": "this document"}}, openapi_extensions=_OPEN)
-    def described() -> dict[str, Any]:
+    def get_openapi_document() -> dict[str, Any]:
         """The API's OpenAPI 3.1 document (docs/openapi.json); no token needed."""
         return document()
 
     @route("GET", "/jobs/<job_id>/preview", responses=_answers(200, 404))
-    def preview(job_id: str) -> models.Preview:
+    def get_job_preview(job_id: str) -> models.Preview:
         """The latest swapped frame; 404 before the first."""
         image = jobs.preview(tenant, job_id)
         if image is None:
