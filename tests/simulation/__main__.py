@@ -28,9 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         help="longest a party may be in flight before it is killed (the lease assumes < 60)",
     )
     parser.add_argument("--retries", action="store_true", help="users retry failed tenant jobs too")
+    parser.add_argument("--batches", action="store_true", help="tenants submit batches beside their jobs")
     parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/simulate.json")
     args = parser.parse_args(argv)
-    profile = Profile(stall_s=args.stall_s, retries=args.retries)
+    profile = Profile(stall_s=args.stall_s, retries=args.retries, batches=args.batches)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"seed {seed}", file=sys.stderr, flush=True)  # first, so a run that dies still says how to replay it
     report = simulate(args.schedules, seed, only=tuple(args.only or MACHINES), profile=profile)
@@ -38,14 +39,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"VIOLATION in {violation.machine} (seed {report.seed}, first found after "
               f"{violation.found_after} schedules): {violation.invariant}", file=sys.stderr)  # fmt: skip
         print("minimal schedule:", *violation.schedule, sep="\n  ", file=sys.stderr)
-        print(f"replay: make simulate N={args.schedules} SEED={report.seed}", file=sys.stderr)
+        print(f"replay: {_replay(args, seed)}", file=sys.stderr)
     line = report.as_json()
     if not args.no_write:
         config = {"schedules": args.schedules, "only": sorted(args.only or MACHINES), "stall_s": args.stall_s,
-                  "retries": args.retries}  # fmt: skip
+                  "retries": args.retries, "batches": args.batches}  # fmt: skip
         write_results("simulate.json", line, config)
     print(json.dumps(line), flush=True)
     return 1 if report.violations else 0
+
+
+def _replay(args: argparse.Namespace, seed: int) -> str:
+    """The command that replays this run: `make simulate` when it ran with the defaults, else its own flags."""
+    flags = [f"--only {name}" for name in args.only or ()]
+    flags += [f"--stall-s {args.stall_s:g}"] if args.stall_s != Profile.stall_s else []
+    flags += ["--retries"] * args.retries + ["--batches"] * args.batches
+    if not flags:
+        return f"make simulate N={args.schedules} SEED={seed}"
+    return f".venv/bin/python -m tests.simulation -n {args.schedules} --seed {seed} {' '.join(flags)}"
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ class Profile:
 
     stall_s: float = 59.0  # the longest a party may be in flight before its runtime kills it
     retries: bool = False  # users retry failed jobs (a retry starts its run at once: see docs/simulation.md)
+    batches: bool = False  # tenants submit batches (their items start by a count: see docs/simulation.md)
 
 
 PROFILE = Profile()
@@ -270,6 +271,18 @@ class Admission(FarmMachine):
         self.note(f"put {submitted.key}; slicer for it")
         self.spawn_slicer(submitted)
         self._to_admission(self.farm.scheduler.actors[-1])
+
+    @precondition(
+        lambda self: self.profile.batches and len(self.submitted) < 4 and len(self.farm.scheduler.live()) < MAX_ACTORS
+    )
+    @rule()
+    def submit_batch(self) -> None:
+        """A tenant's batch of two targets: the slicer opens it and starts what its window has room for."""
+        submitted = self.farm.put_manifest(True, TENANT)
+        self.submitted.append(submitted)
+        self.delivered.append(submitted)
+        self.note(f"put batch {submitted.key}; slicer for it")
+        self.spawn_slicer(submitted)
 
     def _to_admission(self, actor: Actor) -> None:
         scheduler = self.farm.scheduler

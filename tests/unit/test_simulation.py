@@ -224,6 +224,22 @@ def test_a_retried_job_waits_for_its_tenants_turn() -> None:
     assert len(farm.orchestrator.running(TENANT)) <= 1, farm.orchestrator.running(TENANT)
 
 
+BATCH_ITEMS_BYPASS = (
+    "found by the simulation: a tenant's batch starts its items by its own count of the tenant's running jobs "
+    "(a lagging list), outside the admitter's lease and slots"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=BATCH_ITEMS_BYPASS)
+def test_a_tenants_batch_items_keep_it_within_its_limit() -> None:
+    # GIVEN tenants that submit batches beside their jobs
+    profile = Profile(batches=True)
+    # WHEN admission schedules run
+    report = simulate(1000, derandomize=True, only=("admission",), profile=profile, shrink=False)
+    # THEN no tenant runs over its limit
+    assert report.violations == [], report.violations[0].schedule
+
+
 def test_the_simulation_can_still_be_run_with_retries_and_long_stalls() -> None:
     # GIVEN the profile that lets users retry and parties stall up to the slicer's timeout
     profile = Profile(stall_s=300.0, retries=True)
