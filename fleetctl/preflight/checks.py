@@ -29,7 +29,7 @@ SPOT_ROLE = ("spot.amazonaws.com", "AWSServiceRoleForEC2Spot")
 
 @dataclass(frozen=True)
 class Finding:
-    status: str  # OK | FIXED | FIX
+    status: str  # OK | FIXED | FIX | CHECK (account.py: what no API tells, to verify by hand)
     check: str
     detail: str
 
@@ -46,17 +46,30 @@ class DeployPlan:
     subnets: tuple[str, ...]  # SubnetIds
     assign_public_ip: bool  # AssignPublicIp
     vpc_endpoints: bool  # CreateVpcEndpoints
+    gpu_max_instances: int = 4  # GpuMaxInstances
+    slicer_reserved_concurrency: int | None = None  # SlicerReservedConcurrency ("" is None)
+    dashboard_distribution: bool = True  # CreateDashboardDistribution
+    route_tables: tuple[str, ...] = ()  # RouteTableIds
 
     @classmethod
     def from_parameters(cls, values: Mapping[str, str]) -> DeployPlan:
         types = [values.get("GpuInstanceType") or "g5.xlarge", values.get("GpuInstanceTypeAlternative") or ""]
+        reserved = values.get("SlicerReservedConcurrency") or ""
         return cls(
             instance_types=tuple(t for t in types if t),
             on_demand_percentage=int(values.get("GpuOnDemandPercentage") or 100),
-            subnets=tuple(s.strip() for s in (values.get("SubnetIds") or "").split(",") if s.strip()),
+            subnets=_listed(values.get("SubnetIds")),
             assign_public_ip=(values.get("AssignPublicIp") or "ENABLED") == "ENABLED",
             vpc_endpoints=(values.get("CreateVpcEndpoints") or "false") == "true",
+            gpu_max_instances=int(values.get("GpuMaxInstances") or 4),
+            slicer_reserved_concurrency=int(reserved) if reserved else None,
+            dashboard_distribution=(values.get("CreateDashboardDistribution") or "true") == "true",
+            route_tables=_listed(values.get("RouteTableIds")),
         )
+
+
+def _listed(value: str | None) -> tuple[str, ...]:
+    return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
 
 def stack_parameters(cloudformation: Any, stack: str) -> dict[str, str]:

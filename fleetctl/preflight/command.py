@@ -9,6 +9,7 @@ from typing import Any
 
 from fleetctl import connection
 from fleetctl.preflight import teardown
+from fleetctl.preflight.account import CHECK, account_checks, stack_caps, template_text
 from fleetctl.preflight.checks import FIX, DeployPlan, preflight, stack_parameters
 
 
@@ -16,7 +17,8 @@ def add_parser(commands: Any, add_connection: Any) -> None:
     aws = commands.add_parser("aws", help="an AWS account and stack").add_subparsers(dest="aws_command", required=True)
     check = aws.add_parser(
         "preflight",
-        help="before a deploy: GPU quota, service-linked roles (created when missing), the subnets' route to AWS",
+        help="before a deploy: GPU quota for one host and the whole fleet, service-linked roles (created when"
+        " missing), the subnets' route to AWS and instance types, the endpoints' VPC, Lambda concurrency, CloudFront",
     )
     add_connection(check)
     check.add_argument("--instance-types", help="GPU instance types, comma-separated (default: the stack's, g5.xlarge)")
@@ -24,6 +26,7 @@ def add_parser(commands: Any, add_connection: Any) -> None:
     check.add_argument("--subnets", help="SubnetIds, comma-separated (default: the stack's)")
     check.add_argument("--assign-public-ip", choices=("ENABLED", "DISABLED"), help="AssignPublicIp (default: ENABLED)")
     check.add_argument("--vpc-endpoints", choices=("true", "false"), help="CreateVpcEndpoints (default: false)")
+    check.add_argument("--gpu-max-instances", type=int, help="GpuMaxInstances (default: the stack's, 4)")
     down = aws.add_parser(
         "teardown",
         help="let a deletion or rollback finish: executions stopped, render and merge queues purged, services to 0,"
@@ -55,15 +58,21 @@ def run(args: argparse.Namespace) -> int:
         "SubnetIds": args.subnets or "",
         "AssignPublicIp": args.assign_public_ip or "",
         "CreateVpcEndpoints": args.vpc_endpoints or "",
+        "GpuMaxInstances": "" if args.gpu_max_instances is None else str(args.gpu_max_instances),
     }
     values.update({key: value for key, value in flags.items() if value})
     if args.instance_types:
         values["GpuInstanceTypeAlternative"] = flags["GpuInstanceTypeAlternative"]
     plan = DeployPlan.from_parameters(values)
-    clients = {name: conn.aws.client(name) for name in ("service-quotas", "ec2", "iam")}
+    clients = {name: conn.aws.client(name) for name in ("service-quotas", "ec2", "iam", "lambda", "cloudfront")}
     findings = preflight(clients, plan, region)
+    findings += account_checks(clients, plan, region, stack_caps(template_text(), values))
     for finding in findings:
         print(finding.line(), flush=True)
     to_fix = [f for f in findings if f.status == FIX]
-    print(f"{len(findings)} checks, {len(to_fix)} to fix before deploying {conn.stack_name} in {region}", flush=True)
+    by_hand = sum(f.status == CHECK for f in findings)
+    tail = f"; {by_hand} to verify by hand (CHECK)" if by_hand else ""
+    print(
+        f"{len(findings)} checks, {len(to_fix)} to fix before deploying {conn.stack_name} in {region}{tail}", flush=True
+    )
     return 1 if to_fix else 0

@@ -297,4 +297,6 @@ def test_the_command_reads_the_flags_checks_everything_and_exits_1_while_somethi
     assert any(line.startswith("FIX    gpu quota") for line in out), out
     assert sum(line.startswith("FIXED  linked role") for line in out) == 3, out
     assert any(line.startswith(f"FIX    subnets        {private}") for line in out), out
-    assert out[-1] == f"{len(out) - 1} checks, 2 to fix before deploying fresh in {REGION}"
+    # (the account checks add the fleet's quota and Lambda's concurrency, which moto cannot answer either,
+    # and CloudFront in an account with no distribution: tests/integration/test_preflight_account.py)
+    assert out[-1] == f"{len(out) - 1} checks, 4 to fix before deploying fresh in {REGION}; 1 to verify by hand (CHECK)"
