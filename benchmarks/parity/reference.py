@@ -57,7 +57,9 @@ def render(
         jobs.mkdir()
         argv = [
             harness.python, "facefusion.py", "headless-run",
-            *[item for source in sources for item in ("-s", str(source))],
+            # One -s with every path, as FaceFusion's own users write it: its -s takes several (nargs '+'),
+            # and a second -s would replace the first (seen: two faces given as -s a -s b swapped b alone).
+            "-s", *[str(source) for source in sources],
             "-t", str(target), "-o", str(output), "--temp-path", str(temp), "--jobs-path", str(jobs),
             "--execution-providers", "cpu", "--log-level", "info",
             *flags(options), *flags(extra or {}),
