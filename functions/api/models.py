@@ -185,3 +185,38 @@ class Preview(_Answer):
 class Message(_Answer):
     job_id: str
     message: str
+
+
+class OptionDescription(_Answer):
+    """One FaceFusion option a job's `options` may set (fusionfleet.facefusion.catalogue): its kind, its
+    choices or range (a grid of `step`), how many values it takes, and FaceFusion's own default."""
+
+    name: str
+    kind: Literal["str", "int", "float"]
+    multiple: bool
+    choices: list[str | int | float] | None
+    minimum: Number | None
+    maximum: Number | None
+    step: Number | None
+    max_values: int | None
+    group: str = Field(description="FaceFusion's group: a processor's options are in the group of its name")
+    help: str
+    default: Any = Field(description="FaceFusion's default: a value, a list of values, or null (none)")
+
+
+class ModelChoices(_Answer):
+    """Choices of an option that follow the model another option picks (a detector's sizes)."""
+
+    model_option: str
+    default_model: str
+    by_model: dict[str, list[str]]
+
+
+class OptionCatalogue(_Answer):
+    """What a job may ask of the farm: its engines and FaceFusion's options, as the farm checks them."""
+
+    facefusion_version: str
+    engines: list[str]
+    default_engine: str
+    options: list[OptionDescription]
+    dependent_choices: dict[str, ModelChoices]

@@ -16,6 +16,8 @@
     GET  /jobs/{job_id}/preview  200 {"job_id", "image": "data:image/jpeg;base64,..."}, 404 before the first
     POST /jobs/{job_id}/cancel   202 {"job_id", "message"}
     POST /jobs/{job_id}/retry    202 {"job_id", "message"}
+    GET  /options                200 {"facefusion_version", "engines", "default_engine", "options": [...],
+                                     "dependent_choices"}: what a job's `engine` and `options` may say
     GET  /openapi.json           200 this API's OpenAPI 3.1 document (docs/openapi.json), without a token
 
 Each answer is a model of functions.api.models, whose JSON is what is listed here.
@@ -48,8 +50,9 @@ from functions.api import models
 from functions.api.claims import TokenRules, token_problem
 from fusionfleet import layout
 from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.facefusion.catalogue import CATALOGUE, DEFAULTS, DEPENDENT_CHOICES, FACEFUSION_VERSION
 from fusionfleet.jobs.batch_views import DEFAULT_ITEM_PAGE, MAX_ITEM_PAGE
-from fusionfleet.jobs.manifest import MAX_TARGETS
+from fusionfleet.jobs.manifest import ENGINE_NAMES, MAX_TARGETS
 from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE
 from fusionfleet.jobs.views import JobView, tenant_json
 from fusionfleet.json_http import JSON, HttpError, JsonApi, plain
@@ -180,6 +183,11 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
         """The API's OpenAPI 3.1 document (docs/openapi.json); no token needed."""
         return document()
 
+    @route("GET", "/options", responses=_answers(200, reads_farm=False))
+    def get_options() -> models.OptionCatalogue:
+        """The engines and FaceFusion options a job may ask for, with their choices, ranges and defaults."""
+        return _catalogue(jobs.default_engine)
+
     @route("GET", "/jobs/<job_id>/preview", responses=_answers(200, 404))
     def get_job_preview(job_id: str) -> models.Preview:
         """The latest swapped frame; 404 before the first."""
@@ -216,13 +224,37 @@ def document() -> dict[str, Any]:
     return shown
 
 
-def _answers(success: int, *errors: int) -> dict[int, OpenAPIResponse]:
+def _answers(success: int, *errors: int, reads_farm: bool = True) -> dict[int, OpenAPIResponse]:
     """A route's answers for the document: its success (its return model) and its errors, each an
-    `Error`; every route may also be refused its token (401, 403) or find the farm not answering (502)."""
+    `Error`; every route may be refused its token (401, 403), and one that reads the farm may find it
+    not answering (502)."""
     described: dict[int, OpenAPIResponse] = {success: {"description": _SAID[success]}}
-    for status in sorted({*errors, 401, 403, 502}):
+    for status in sorted({*errors, 401, 403, *([502] if reads_farm else [])}):
         described[status] = {"description": _SAID[status], "content": {JSON: {"model": models.Error}}}
     return described
+
+
+@cache
+def _catalogue(default_engine: str) -> models.OptionCatalogue:
+    """FaceFusion's catalogue as the farm holds it (fusionfleet.facefusion.catalogue): no second list."""
+    options = [
+        models.OptionDescription(
+            name=spec.name, kind=spec.kind, multiple=spec.multiple,
+            choices=list(spec.choices) if spec.choices is not None else None,
+            minimum=spec.minimum, maximum=spec.maximum, step=spec.step, max_values=spec.max_values,
+            group=spec.group, help=spec.help, default=plain(DEFAULTS.get(spec.name)),
+        )
+        for spec in CATALOGUE.values()
+    ]  # fmt: skip
+    dependent = {
+        name: models.ModelChoices(model_option=rule.model_option, default_model=rule.default_model,
+                                  by_model={model: list(sizes) for model, sizes in rule.by_model.items()})
+        for name, rule in DEPENDENT_CHOICES.items()
+    }  # fmt: skip
+    return models.OptionCatalogue(
+        facefusion_version=FACEFUSION_VERSION, engines=list(ENGINE_NAMES), default_engine=default_engine,
+        options=options, dependent_choices=dependent,
+    )  # fmt: skip
 
 
 def _job(view: JobView) -> models.Job:

@@ -24,7 +24,8 @@ from functions.api.claims import TokenRules
 from functions.api.routes import DOCUMENT_PATH, document, respond, tenant_api
 from fusionfleet import layout
 from fusionfleet.errors import FusionFleetError
-from fusionfleet.json_http import http_event
+from fusionfleet.facefusion.catalogue import CATALOGUE, DEFAULTS
+from fusionfleet.json_http import http_event, plain
 from fusionfleet.services.tenant_jobs import TenantJobs
 from infra.emulators.api_gateway import LocalApi
 from infra.emulators.jwt_authorizer import JwtAuthorizer
@@ -132,6 +133,7 @@ def test_every_answer_of_the_running_api_is_one_the_document_declares() -> None:
         farm.call("GET", f"/jobs/{api_id}{route}")
     farm.call("GET", f"/jobs/{api_id}/detail", query="segments_from=2&limit=1")
     farm.call("GET", f"/jobs/{api_id}/logs", query="segment=0")
+    farm.call("GET", "/options")
     farm.call("POST", f"/jobs/{api_id}/start")  # started already: 409
     farm.call("POST", f"/jobs/{api_id}/retry")  # running: 409
     farm.call("POST", f"/jobs/{api_id}/cancel")
@@ -186,3 +188,13 @@ def test_the_local_gateway_serves_the_document_without_a_token_and_nothing_else(
     # THEN the document needs none, and the jobs still do
     assert gateway.respond("GET", DOCUMENT_PATH, {}, b"").status == 200
     assert gateway.respond("GET", "/jobs", {}, b"").status == 401
+
+
+def test_the_options_are_the_catalogue_the_farm_checks_jobs_against() -> None:
+    options = Farm().call("GET", "/options").body
+    assert [option["name"] for option in options["options"]] == list(CATALOGUE)
+    assert {option["name"]: option["default"] for option in options["options"]} == plain(
+        {name: DEFAULTS.get(name) for name in CATALOGUE}
+    )
+    processors = next(option for option in options["options"] if option["name"] == "processors")
+    assert processors["choices"] == list(CATALOGUE["processors"].choices or ()) and processors["multiple"]
