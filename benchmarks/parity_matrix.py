@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,9 @@ def grown() -> list[MatrixCase]:
         case("lip_syncer_fps", {"processors": ["lip_syncer"], "output_video_fps": 15}, voice=True),
         case("short_target", SWAP, clip=ClipSpec(seconds=0.4), segments=3),
         case("rotated_90", SWAP, clip=ClipSpec(rotation=90)),
+        case("ntsc_29_97", SWAP, clip=ClipSpec(fps=Fraction(30000, 1001))),
+        # 16:9 at 480 lines (853×480 cannot be stored in 4:2:0 H.264; the default 320×240 is the 4:3 case)
+        case("wide_854x480", SWAP, clip=ClipSpec(seconds=6.0, size=(854, 480))),
         # JPEG frames in the disk workflow are refused at submit (lossy between FaceFusion's steps); lossless
         # temp frames in the disk workflow, and JPEG in the memory workflow (which writes none), are the farm's
         case("temp_frame_bmp_disk", {**SWAP, "temp_frame_format": "bmp", "workflow_strategy": "disk"}),

@@ -13,6 +13,7 @@ import subprocess
 import wave
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import cv2
@@ -30,7 +31,7 @@ TRANSFERS = {"hlg": "arib-std-b67", "pq": "smpte2084"}
 @dataclass(frozen=True)
 class ClipSpec:
     seconds: float = 12.0
-    fps: int = 25
+    fps: int | Fraction = 25  # Fraction(30000, 1001) for NTSC's 29.97
     size: tuple[int, int] = (320, 240)
     # "one": person a moving; "two": a moving, b still; "cut": b alone, then a and b; "blink": a moving,
     # hidden for the last two frames of every 50 (the tracker fills such gaps from the frames around)
@@ -45,7 +46,7 @@ class ClipSpec:
         return round(self.seconds * self.fps)
 
     def name(self) -> str:
-        parts = [self.scene, f"{self.seconds:g}s", f"{self.size[0]}x{self.size[1]}", f"{self.fps}fps"]
+        parts = [self.scene, f"{self.seconds:g}s", f"{self.size[0]}x{self.size[1]}", f"{float(self.fps):g}fps"]
         parts += [f"{self.audio_tracks}audio"] + ([self.transfer] if self.transfer else [])
         parts += [f"gap{self.gap_at}"] if self.gap_at is not None else []
         return "-".join(parts + ([f"rot{self.rotation}"] if self.rotation else []))
@@ -143,7 +144,7 @@ def write_clip(path: Path, spec: ClipSpec, draw: Callable[[int], Image] | None =
     if turns % 2:
         width, height = height, width
     # A gap makes the video longer than its frames: the audio covers it.
-    seconds = spec.seconds + (5 / spec.fps if spec.gap_at is not None else 0.0)
+    seconds = spec.seconds + (5 / float(spec.fps) if spec.gap_at is not None else 0.0)
     tracks = [write_wav(path.with_name(f"{path.stem}-audio{track}.wav"), seconds, track)
               for track in range(spec.audio_tracks)]  # fmt: skip
     video_filter = _colour_filter(spec)
