@@ -88,15 +88,20 @@ def loudness(seconds: np.ndarray, track: int) -> np.ndarray:
     return (envelope * (np.sin(2 * np.pi * (330 + 110 * track) * seconds) + noise)).astype(np.float32)
 
 
-def write_wav(path: Path, seconds: float, track: int = 0) -> Path:
-    times = np.arange(round(seconds * AUDIO_RATE)) / AUDIO_RATE
-    mono = (loudness(times, track) * 32767).astype(np.int16)
+def _write_stereo(path: Path, mono: np.ndarray) -> Path:
+    """`mono` (-1..1) as 16-bit stereo WAV at AUDIO_RATE, the same in both channels."""
+    samples = (mono * 32767).astype(np.int16)
     with wave.open(str(path), "wb") as out:
         out.setnchannels(2)
         out.setsampwidth(2)
         out.setframerate(AUDIO_RATE)
-        out.writeframes(np.repeat(mono[:, None], 2, axis=1).tobytes())
+        out.writeframes(np.repeat(samples[:, None], 2, axis=1).tobytes())
     return path
+
+
+def write_wav(path: Path, seconds: float, track: int = 0) -> Path:
+    times = np.arange(round(seconds * AUDIO_RATE)) / AUDIO_RATE
+    return _write_stereo(path, loudness(times, track))
 
 
 VOICE_PITCHES = np.geomspace(250.0, 3500.0, 20)  # Hz: 20 tones, each on mel bands of its own
@@ -112,13 +117,7 @@ def write_voice(path: Path, seconds: float, fps: int = 25, late: int = 0) -> Pat
     frame = (np.arange(count) * fps) // AUDIO_RATE - late
     pitch = VOICE_PITCHES[(frame * VOICE_STRIDE) % len(VOICE_PITCHES)]
     phase = 2 * np.pi * np.cumsum(pitch) / AUDIO_RATE
-    mono = (0.6 * np.sin(phase) * 32767).astype(np.int16)
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(2)
-        out.setsampwidth(2)
-        out.setframerate(AUDIO_RATE)
-        out.writeframes(np.repeat(mono[:, None], 2, axis=1).tobytes())
-    return path
+    return _write_stereo(path, 0.6 * np.sin(phase))
 
 
 def _colour_filter(spec: ClipSpec) -> str:

@@ -245,14 +245,7 @@ def test_a_test_render_with_the_tracker_on_is_the_full_renders_frame(farm: Stack
     assert trial.returncode == 0, trial.stderr
     # THEN each picture is the full render's same frame: the same pixels up to the encoder's loss, and the face
     # the full render drew there (its code read where the person stands in the neighbouring frames)
-    capture = cv2.VideoCapture(str(tmp_path / "full.mp4"))
-    rendered = []
-    while True:
-        ok, image = capture.read()
-        if not ok:
-            break
-        rendered.append(image)
-    capture.release()
+    rendered = frames_of(tmp_path / "full.mp4")
     assert len(rendered) == spec.frames
     for frame in frames:
         picture = cv2.imread(str(out / f"frame-{frame:06d}.png"))
@@ -263,6 +256,5 @@ def test_a_test_render_with_the_tracker_on_is_the_full_renders_frame(farm: Stack
         assert same >= 38.0, (frame, same)  # as tests/e2e/test_trial.py: the full render's 4:2:0 encode
         for placed in faces_at(spec, frame - 1 if frame in (48, 49) else frame):
             origin = face_origin(placed.x, placed.y, 1.0)
-            mine = read(np.asarray(picture, np.uint8), origin, 1.0)
-            theirs = read(np.asarray(rendered[frame], np.uint8), origin, 1.0)
+            mine, theirs = read(np.asarray(picture, np.uint8), origin, 1.0), read(rendered[frame], origin, 1.0)
             assert mine is not None and theirs is not None and not mine.differs(theirs, 12.0), (frame, mine, theirs)
