@@ -228,6 +228,7 @@ def test_a_test_render_with_the_tracker_on_is_the_full_renders_frame(farm: Stack
     # them from the frames around, after them too), rendered whole with the tracker on
     from benchmarks.parity.clips import ClipSpec, faces_at, write_clip, write_source
     from benchmarks.parity.codes import face_origin, read
+    from benchmarks.parity.media import frames as frames_of
 
     spec = ClipSpec(seconds=4.0, scene="blink")
     clip = write_clip(tmp_path / "blink.mp4", spec)
