@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 from fleetctl.local import localstack, recording
 from fleetctl.local.deploy import deploy_stack, package
 from fleetctl.local.engines import worker_engines
+from fleetctl.local.page_uploads import allow_page_uploads
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions, process_environments
 from fleetctl.local.recording import role_env
@@ -286,6 +287,9 @@ class LocalStack:
         with it), so tokens stay valid across `local up`.
         """
         keys = KeyFiles.under(self.paths.state_dir).ensure()
+        if state.dashboard_url:
+            allow_page_uploads(AwsTarget(state.region, state.endpoint).client("s3"), resources.media_bucket,
+                               state.dashboard_url)  # fmt: skip
         running = [p for p in state.by_role("api") if p.alive()]
         wanted = options.api_port
         if running and state.api_url and (wanted is None or state.api_url == _api_url(wanted)) and not restart:

@@ -61,9 +61,10 @@ function showSignedIn() {
 }
 
 class Refused extends Error {
-  constructor(status, message) {
+  constructor(status, message, problems = []) {
     super(message);
     this.status = status;
+    this.problems = problems;
   }
 }
 
@@ -74,7 +75,9 @@ async function call(path, options = {}) {
     headers: { Authorization: `Bearer ${token()}`, ...(options.headers || {}) },
   });
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Refused(response.status, body.error || body.message || `${response.status}`);
+  if (!response.ok) {
+    throw new Refused(response.status, body.error || body.message || `${response.status}`, body.problems || []);
+  }
   return body;
 }
 
@@ -147,6 +150,177 @@ async function send(path) {
 
 const act = (action) => pressAction(action, send, refresh);
 
+// ---- New job: the files, the engine, the processors and their options as GET /options describes them
+// (FaceFusion's own choices, ranges and defaults, the catalogue the API checks jobs against), each file
+// uploaded straight to the bucket with the API's presigned POST, then the job started and opened.
+let catalogue = null;
+
+const words = (name) => name.replace(/_/g, " ");
+
+async function openNewJob() {
+  $("new-job-panel").hidden = false;
+  showNewJobError("");
+  if (catalogue) return;
+  try {
+    catalogue = await call("/options");
+  } catch (error) {
+    return showNewJobError(`The API did not say which options a job may have: ${error.message}`);
+  }
+  $("new-engine").replaceChildren(
+    ...catalogue.engines.map((name) => el("option", { value: name }, name)),
+  );
+  $("new-engine").value = catalogue.default_engine;
+  const processors = catalogue.options.find((option) => option.name === "processors");
+  const chosen = new Set(processors.default || []);
+  $("new-processors").replaceChildren(
+    el("legend", {}, "Processors"),
+    ...processors.choices.map((name) => {
+      const box = el("input", { type: "checkbox", value: name, title: processors.help });
+      box.checked = chosen.has(name);
+      box.addEventListener("change", renderProcessorOptions);
+      return el("label", {}, box, words(name));
+    }),
+  );
+  renderProcessorOptions();
+}
+
+function chosenProcessors() {
+  return [...$("new-processors").querySelectorAll("input:checked")].map((box) => box.value);
+}
+
+// One control per option: a list for choices, a number for a range (its grid's step), text otherwise.
+function optionControl(option) {
+  const fallback = Array.isArray(option.default) ? option.default : [option.default];
+  let control;
+  if (option.choices) {
+    control = el("select", option.multiple ? { multiple: "" } : {},
+      ...option.choices.map((choice) => el("option", { value: String(choice) }, String(choice))));
+    for (const item of control.options) item.selected = fallback.map(String).includes(item.value);
+  } else if (option.multiple) {
+    // Several numbers (a margin's 1-4 values): written with spaces between them.
+    control = el("input", { type: "text", value: fallback.filter((item) => item !== null).join(" ") });
+  } else if (option.kind !== "str") {
+    control = el("input", { type: "number", min: option.minimum, max: option.maximum,
+      step: option.step ?? (option.kind === "int" ? 1 : "any") });
+    if (option.default !== null && !option.multiple) control.value = String(option.default);
+  } else {
+    control = el("input", { type: "text" });
+  }
+  control.dataset.option = option.name;
+  return el("label", { title: option.help }, words(option.name), control,
+    el("span", { className: "help" }, option.help));
+}
+
+function renderProcessorOptions() {
+  $("new-options").replaceChildren(
+    ...chosenProcessors().map((processor) =>
+      el("fieldset", {}, el("legend", {}, `${words(processor)} options`),
+        ...catalogue.options.filter((option) => option.group === words(processor)).map(optionControl)),
+    ),
+  );
+}
+
+// The options a person changed from FaceFusion's defaults (the rest are FaceFusion's own anyway), so a
+// job on an engine that applies none of them (copy) is not refused for naming its default processors.
+function chosenOptions() {
+  const options = {};
+  const processors = chosenProcessors();
+  const defaults = catalogue.options.find((option) => option.name === "processors").default || [];
+  if (JSON.stringify(processors) !== JSON.stringify(defaults)) options.processors = processors;
+  for (const control of $("new-options").querySelectorAll("[data-option]")) {
+    const option = catalogue.options.find((found) => found.name === control.dataset.option);
+    const parse = (text) => (option.kind === "int" ? parseInt(text, 10) : option.kind === "float" ? Number(text) : text);
+    let value;
+    if (control.multiple) value = [...control.selectedOptions].map((item) => parse(item.value));
+    else if (control.value.trim() === "") continue;
+    else if (option.multiple) value = control.value.trim().split(/\s+/).map(parse);
+    else value = parse(control.value);
+    if (JSON.stringify(value) !== JSON.stringify(option.default)) options[option.name] = value;
+  }
+  return options;
+}
+
+function showNewJobError(text, problems = []) {
+  $("new-job-error").replaceChildren(text, ...problems.map((problem) => el("span", { className: "problem" }, el("br", {}), problem)));
+  $("new-job-error").hidden = !text;
+}
+
+function s3Refusal(xhr) {
+  const xml = new DOMParser().parseFromString(xhr.responseText || "", "application/xml");
+  const code = xml.querySelector("Code")?.textContent;
+  return code ? `${code}: ${xml.querySelector("Message")?.textContent || ""}` : `HTTP ${xhr.status}`;
+}
+
+// One file as an HTML-form POST to the bucket: every field of the presigned policy, then the file.
+function upload(target, file, row) {
+  const progress = row.querySelector("progress");
+  const said = row.querySelector("output");
+  return new Promise((resolve, reject) => {
+    const form = new FormData();
+    for (const [name, value] of Object.entries(target.fields)) form.append(name, value);
+    form.append("file", file);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", target.url);
+    xhr.upload.addEventListener("progress", (event) => {
+      progress.value = event.loaded;
+      said.textContent = `${Math.floor((100 * event.loaded) / Math.max(1, event.total))} %`;
+    });
+    xhr.addEventListener("load", () => {
+      if (xhr.status >= 200 && xhr.status < 300) {
+        progress.value = progress.max;
+        said.textContent = "uploaded";
+        resolve();
+      } else {
+        said.textContent = "refused";
+        reject(new Error(`${file.name}: ${s3Refusal(xhr)}`));
+      }
+    });
+    xhr.addEventListener("error", () => reject(new Error(`${file.name}: the upload did not reach the bucket`)));
+    xhr.send(form);
+  });
+}
+
+async function startNewJob(event) {
+  event.preventDefault();
+  showNewJobError("");
+  $("new-uploads").replaceChildren();
+  const sources = [...$("new-sources").files];
+  const targets = [...$("new-targets").files];
+  const files = new Map([...sources, ...targets].map((file) => [file.name, file]));
+  if (files.size !== sources.length + targets.length) return showNewJobError("Each file needs a name of its own.");
+  const body = {
+    source: sources.map((file) => file.name), engine: $("new-engine").value, priority: $("new-priority").value,
+    options: chosenOptions(),
+    // The sizes let the API refuse a file over the upload limit before any of it is sent.
+    sizes: Object.fromEntries([...files.values()].map((file) => [file.name, file.size])),
+  };
+  if (targets.length === 1) body.target = targets[0].name;
+  else body.targets = targets.map((file) => file.name);
+  $("new-job-start").disabled = true;
+  try {
+    const created = await call("/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body) });
+    const rows = created.uploads.map((target) => {
+      const file = files.get(target.name);
+      return el("li", { dataset: { file: target.name } }, target.name,
+        el("progress", { max: file.size || 1, value: 0, "aria-label": `upload of ${target.name}` }),
+        el("output", {}, "waiting"));
+    });
+    $("new-uploads").replaceChildren(...rows);
+    await Promise.all(created.uploads.map((target, index) => upload(target, files.get(target.name), rows[index])));
+    await call(`/jobs/${encodeURIComponent(created.job_id)}/start`, { method: "POST",
+      headers: { "Content-Type": "application/json" }, body: "{}" });
+    // The files are sent: the form is ready for the next job, its uploads listed until then.
+    $("new-sources").value = "";
+    $("new-targets").value = "";
+    selectJob(created.job_id, refresh);
+  } catch (error) {
+    showNewJobError(`The job was not started: ${error.message}`, error.problems || []);
+  } finally {
+    $("new-job-start").disabled = false;
+  }
+}
+
 document.addEventListener("DOMContentLoaded", async () => {
   config = await fetch("config.json", { cache: "no-store" })
     .then((response) => (response.ok ? response.json() : {}))
@@ -159,6 +333,11 @@ document.addEventListener("DOMContentLoaded", async () => {
     $("token-input").value = "";
     refresh();
   });
+  $("new-job-open").addEventListener("click", openNewJob);
+  $("new-job-close").addEventListener("click", () => {
+    $("new-job-panel").hidden = true;
+  });
+  $("new-job").addEventListener("submit", startNewJob);
   $("sign-out").addEventListener("click", () => {
     session.removeItem(TOKEN_KEY);
     showSignIn();
