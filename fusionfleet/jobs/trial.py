@@ -8,6 +8,12 @@ the keyframe before it, never the whole video), runs the engine over the frames 
 job's segment would, and keeps only frame k. The plan is the one the slicer makes for the whole job at
 the same moment (the same function of the video and the fleet), so frame k of the test render and
 frame k of the full render come from the same engine run, pixel for pixel before encoding.
+
+An engine that carries no state (FaceFusion, whose output for frame k depends on k and its tracker's
+window alone, beside the job-level decisions made once) declares how many frames before k it needs
+(fusionfleet.jobs.decisions.context_frames): its run starts there instead, never before the segment's
+start, so a frame late in a long segment costs its window, not the segment. The frames after k that it
+looks ahead to are the worker's to feed (gpu_worker.rendering.stills).
 """
 
 from __future__ import annotations
@@ -29,15 +35,17 @@ def frames_problem(frames: Sequence[int], frame_count: int) -> str | None:
     )
 
 
-def trial_plan(frames: Sequence[int], full_plan: Sequence[Segment], fps_num: int, fps_den: int) -> tuple[Segment, ...]:
-    """One segment per wanted frame (in the order given), each warmed from its full-plan segment's start."""
+def trial_plan(
+    frames: Sequence[int], full_plan: Sequence[Segment], fps_num: int, fps_den: int, context: int | None = None
+) -> tuple[Segment, ...]:
+    """One segment per wanted frame (in the order given), each warmed from its full-plan segment's start, or,
+    given the engine's `context` (frames before a frame its output depends on), from `context` frames
+    before it where that is later: the full render's run of that segment saw those frames too."""
     fps = Fraction(fps_num, fps_den)
     segments = []
     for index, frame in enumerate(frames):
         holder = next(segment for segment in full_plan if segment.start_frame <= frame < segment.end_frame)
-        segments.append(
-            Segment(
-                index, frame, frame + 1, frame_time_us(frame, fps), frame_time_us(frame + 1, fps), holder.start_frame
-            )
-        )
+        warm = holder.start_frame if context is None else max(holder.start_frame, frame - context)
+        times = frame_time_us(frame, fps), frame_time_us(frame + 1, fps)
+        segments.append(Segment(index, frame, frame + 1, *times, warm))
     return tuple(segments)

@@ -21,7 +21,7 @@ from fusionfleet.facefusion.reference import reference_frame_problem, reference_
 from fusionfleet.facefusion.requirements import SourceKind, target_workflow_problems
 from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.tenant_settings import TenantSettings
-from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, job_level
+from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, context_frames, job_level
 from fusionfleet.jobs.encoding import encoder_settings, output_size_problem
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
 from fusionfleet.jobs.faces import engine_problem
@@ -139,7 +139,10 @@ class JobPreparer:
         full_plan, fleet_workers = self._plan(frames, engine, manifest.plan)
         plan = full_plan
         if manifest.frames:
-            plan = trial_plan(manifest.frames, full_plan, video.fps_num, video.fps_den)
+            # Each frame from the frames its engine's output for it depends on (its segment's start for one
+            # that carries state): a test render answers in the time of a few frames, not of a segment.
+            needed = context_frames(engine, manifest.options)
+            plan = trial_plan(manifest.frames, full_plan, video.fps_num, video.fps_den, needed)
         width, height = video.display_size
         settings = encoder_settings(
             width, height, frames.output_fps, manifest.options, max(s.frame_count for s in full_plan),

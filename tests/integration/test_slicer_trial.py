@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from fleetctl.samples import grace_hopper_path
 from fusionfleet import layout
@@ -43,3 +44,25 @@ def test_frames_past_the_end_and_image_targets_are_rejected_by_name(slicer_env: 
     assert aws.executions() == []
     assert any("frames: 100 past the target's last frame (99)" in reason for reason in reasons), reasons
     assert any("an image target is rendered whole" in reason for reason in reasons), reasons
+
+
+def test_each_frame_warms_from_the_frames_its_engine_says_it_depends_on(slicer_env: Aws, clip: Path) -> None:
+    # GIVEN the same frames asked of an engine that carries no state (copy), of one that does (classic), and
+    # of FaceFusion with its tracker on (the 2 frames each side of a frame)
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    asked: dict[str, dict[str, Any]] = {
+        "copy": {"engine": "copy"},
+        "classic": {"engine": "classic"},
+        "facefusion": {"engine": "facefusion", "options": {"face_tracker_score": 0.3}},
+    }
+    warm = {}
+    for name, fields in asked.items():
+        job = put_manifest(aws, f"jobs/try-{name}.json", {**MANIFEST, **fields, "frames": [99, 0, 60]})
+        assert invoke(s3_event(aws.media_bucket, f"jobs/try-{name}.json")) == {"batchItemFailures": []}
+        plan = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(job))["Body"].read())
+        warm[name] = [item["warm_from"] for item in plan]
+    # THEN the copy engine's frames start at themselves, FaceFusion's 2 frames before, and the classic engine's
+    # where the whole job's segment holding each starts (this 4 s clip is one segment)
+    assert warm == {"copy": [99, 0, 60], "facefusion": [97, 0, 58], "classic": [0, 0, 0]}

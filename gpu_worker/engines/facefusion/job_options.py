@@ -13,14 +13,13 @@ from types import MappingProxyType
 
 from fusionfleet.facefusion.options import OptionsError, to_cli_args, validate_options
 from fusionfleet.facefusion.requirements import SourceKind, processors_of, source_problems, workflow_problems
+from fusionfleet.jobs.decisions import tracker_window
 from fusionfleet.jobs.faces import engine_problem
 from gpu_worker.engines.base import EngineError, EngineJob
 
 __all__ = [
     "ENGINE_OWNED", "check_options", "forwarded", "look_ahead", "option_args", "processors_of", "reference_position",
 ]  # fmt: skip
-
-TARGET_FRAME_AMOUNT = 2  # FaceFusion's --target-frame-amount default
 
 _ENCODER = "applied by the worker's encoder when it encodes the segment (fusionfleet.jobs.encoding)"
 ENGINE_OWNED: Mapping[str, str] = MappingProxyType(
@@ -75,12 +74,9 @@ def option_args(options: Mapping[str, object]) -> list[str]:
 
 
 def look_ahead(options: Mapping[str, object]) -> int:
-    """Frames after a frame that FaceFusion's output for it depends on: with the face tracker on
-    (face_tracker_score > 0, face_selector.select_faces) it tracks faces `target_frame_amount` frames
-    both ways; otherwise only the frame itself counts. 0 is an amount like any other."""
-    if float(str(options.get("face_tracker_score", 0.0))) <= 0:
-        return 0
-    return int(str(options.get("target_frame_amount", TARGET_FRAME_AMOUNT)))
+    """Frames after a frame that FaceFusion's output for it depends on: its tracker's window, the one a
+    test render's plan starts that many frames before the frame (fusionfleet.jobs.decisions.CONTEXT)."""
+    return tracker_window(options)
 
 
 def reference_position(options: Mapping[str, object], indices: Sequence[int], emits: Sequence[bool]) -> int:
