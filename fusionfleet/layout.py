@@ -57,6 +57,11 @@ def content_analysis_key(job_id: str) -> str:
     return f"{work_prefix(job_id)}content-analysis.json"
 
 
+def voice_key(job_id: str) -> str:
+    """The job's voice for the lip syncer, extracted once by its analysis step (gpu_worker.rendering.job_analysis)."""
+    return f"{work_prefix(job_id)}voice-spectrogram.npy"
+
+
 def content_analysis_progress_key(job_id: str) -> str:
     """How far the job's content analysis has read the target, while it runs (its own step, before the Map)."""
     return f"{work_prefix(job_id)}content-analysis-progress.json"

@@ -89,6 +89,9 @@ class EngineJob:
     content_decided: bool = False
     # The job's audio source (fusionfleet.media.source_audio.copy_audio's copy), for FaceFusion's lip syncer.
     audio: Path | None = None
+    # The job's voice, extracted from `audio` once by its analysis step (gpu_worker.rendering.job_analysis):
+    # the lip syncer hears it rather than extracting it again per segment. None: extracted here, as before.
+    voice: Path | None = None
     # The frames the job renders and its output rate (fusionfleet.jobs.timeline); None: the whole target.
     timeline: Timeline | None = None
     # Several faces on several people: each person's sources and reference, the same for every segment.
@@ -105,6 +108,15 @@ class ContentAnalyser(Protocol):
 
     def analyse_content(self, images: Iterable[Image]) -> list[bool]:
         """One flag per image, in order: True where the analyser flags the frame."""
+        ...
+
+
+@runtime_checkable
+class VoiceExtractor(Protocol):
+    """An engine that extracts a job's voice once for all its segments (FaceFusion's lip syncer)."""
+
+    def extract_voice(self, job: EngineJob, out: Path) -> tuple[int, ...]:
+        """The voice of `job.audio`, written to `out` (a .npy the engine reads back as `EngineJob.voice`)."""
         ...
 
 

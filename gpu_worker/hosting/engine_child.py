@@ -30,7 +30,7 @@ from gpu_worker.delivery.retry import describe, retryable
 from gpu_worker.errors import Drained
 from gpu_worker.rendering.encoded_segment import RenderedFrames
 from gpu_worker.rendering.job_analysis import analyse_job
-from gpu_worker.rendering.render import EngineDone, RenderDeps, build_render_deps, start_frames
+from gpu_worker.rendering.render import EngineDone, RenderDeps, build_render_deps, job_audio, start_frames
 
 logger = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
@@ -115,7 +115,10 @@ def answer(request: RenderRequest | AnalyseRequest, deps: RenderDeps, drain: Any
     try:
         if isinstance(request, AnalyseRequest):
             job = request.task.job
-            return Analysed(analyse_job(deps.storage, deps.engines, job, deps.cpu_threads, deps.worker_id)), None
+            verdict = analyse_job(
+                deps.storage, deps.engines, job, deps.cpu_threads, deps.worker_id, lambda: job_audio(deps, job)
+            )  # (the audio is fetched only for a lip-sync job's voice)
+            return Analysed(verdict), None
         done = start_frames(request.task, deps, never, request.attempt, drain)
         return Rendered(done.frames, encoding=done.tail is not None), done if done.tail is not None else None
     except Drained as stopped:

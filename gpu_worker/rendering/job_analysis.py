@@ -5,27 +5,40 @@ target, hands every sampled frame (fusionfleet.facefusion.content_analysis.sampl
 rate) to the engine's content analyser, judges with FaceFusion's threshold and writes the verdict with
 create-if-absent, saying how far it has read as it goes. Every segment then reads it. Only an
 execution started before the step existed finds no verdict: its first segment makes it the same way.
+
+A lip-sync job's voice is extracted in the same step, once: FaceFusion's lip syncer clears its voice
+cache after every run (lip_syncer.post_process), so each segment re-extracted the whole audio file.
+The step keeps the spectrogram FaceFusion's read_voice cuts its frames from at `work/<job>/voice-
+spectrogram.npy` (create-if-absent); each segment's engine cuts the same frames from it. Where none is
+kept (an execution analysed before this), the segment extracts the voice itself, as before.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import MappingProxyType
 
 from fusionfleet import layout
 from fusionfleet.adapters.storage import S3RangeSource, Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.facefusion.content_analysis import AnalysisProgress, ContentVerdict, judge, sample_step
+from fusionfleet.facefusion.requirements import processors_of
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.messages import JobContext
-from gpu_worker.engines.base import ContentAnalyser, Engine, EngineError, Image
+from gpu_worker.engines.base import ContentAnalyser, Engine, EngineError, EngineJob, Image, VoiceExtractor
 from gpu_worker.engines.pool import EnginePool
 
 logger = logging.getLogger(__name__)
 
 READ_BLOCK = 2 * 1024 * 1024
+LIP_SYNCER = "lip_syncer"  # FaceFusion's only processor that hears the voice
+VOICE_FILE = "voice-spectrogram.npy"
 PROGRESS_EVERY_S = 5.0
 
 # Called with the frames read so far and the frames sampled so far.
@@ -117,14 +130,75 @@ def job_content_verdict(storage: Storage, job: JobContext, engine: Engine, threa
 
 
 def analyse_job(
-    storage: Storage, engines: EnginePool, job: JobContext, threads: int = 0, worker: str = ""
-) -> ContentVerdict:
+    storage: Storage, engines: EnginePool, job: JobContext, threads: int = 0, worker: str = "",
+    audio: Callable[[], Path | None] | None = None,
+) -> ContentVerdict:  # fmt: skip
     """The analysis step's work, where the engine lives: the kept verdict, or one made now (a redelivered
-    step whose verdict was written before its answer was lost finds it kept)."""
-    kept = stored_verdict(storage, job)
-    if kept is not None:
-        return kept
-    engine = engines.get(job.engine)
-    if not isinstance(engine, ContentAnalyser):
-        raise EngineError(f"the {job.engine} engine has no content analyser to make the job's verdict with")
-    return make_verdict(storage, job, engine, threads, worker)
+    step whose verdict was written before its answer was lost finds it kept); then, for a lip-sync job,
+    its voice (`audio`: the job's audio source on this worker's disk, fetched only when needed)."""
+    verdict = stored_verdict(storage, job)
+    if verdict is None:
+        engine = engines.get(job.engine)
+        if not isinstance(engine, ContentAnalyser):
+            raise EngineError(f"the {job.engine} engine has no content analyser to make the job's verdict with")
+        verdict = make_verdict(storage, job, engine, threads, worker)
+    # A redelivered step may find the verdict kept and the voice not yet: the voice is checked on its own.
+    if not verdict.refused and audio is not None and needs_voice(job) and not has_voice(storage, job):
+        extractor = engines.get(job.engine)
+        path = audio()
+        if isinstance(extractor, VoiceExtractor) and path is not None:
+            make_voice(storage, job, extractor, path)
+    return verdict
+
+
+def needs_voice(job: JobContext) -> bool:
+    """A job whose lip syncer hears an audio source: its voice is extracted once, in the analysis step."""
+    return job.audio is not None and LIP_SYNCER in processors_of(job.options)
+
+
+def has_voice(storage: Storage, job: JobContext) -> bool:
+    try:
+        storage.head(job.work_bucket, layout.voice_key(job.job_id))
+    except ObjectMissing:
+        return False
+    return True
+
+
+def make_voice(storage: Storage, job: JobContext, engine: VoiceExtractor, audio: Path) -> bool:
+    """Extract the job's voice from `audio` and keep it; False where another worker's was kept first
+    (create-if-absent: two extractions of one file with one model are the same voice)."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="voice-", dir=audio.parent) as folder:
+        out = Path(folder) / "voice.npy"
+        engine_job = EngineJob(
+            job_id=job.job_id, sources=(), options=MappingProxyType(dict(job.options)), fps=float(job.video.fps),
+            work_dir=Path(folder), audio=audio, timeline=job.frames,
+        )  # fmt: skip
+        shape = engine.extract_voice(engine_job, out)
+        data = out.read_bytes()
+    stored = storage.create(job.work_bucket, layout.voice_key(job.job_id), data, "application/octet-stream")
+    logger.info(
+        "%s: voice extracted once for every segment: spectrogram %s (%s bytes) in %.1f s%s",
+        job.job_id, "×".join(map(str, shape)), len(data), time.monotonic() - started,
+        "" if stored else "; another worker's was kept",
+    )  # fmt: skip
+    return stored
+
+
+def job_voice(storage: Storage, job: JobContext, audio: Path | None) -> Path | None:
+    """The job's voice for a segment, fetched once per job beside its audio source (and gone with it);
+    None where the job has none kept (no lip syncer, or analysed before the step extracted it)."""
+    if audio is None or not needs_voice(job):
+        return None
+    path = audio.parent / VOICE_FILE
+    if path.is_file():
+        return path
+    partial = path.with_name(f"{VOICE_FILE}.{os.getpid()}.part")
+    try:
+        storage.download_file(job.work_bucket, layout.voice_key(job.job_id), partial)
+    except ObjectMissing:
+        partial.unlink(missing_ok=True)
+        logger.warning("%s: no voice kept for the job: this segment extracts it", job.job_id)
+        return None
+    partial.replace(path)  # whole or absent: another segment may look for it at once
+    return path

@@ -25,7 +25,7 @@ from fusionfleet.media.gpu_media import is_nvenc
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.runner import run_ffmpeg
-from fusionfleet.messages import AnalysisTask, RenderTask, SegmentRecord, SegmentResult
+from fusionfleet.messages import AnalysisTask, JobContext, RenderTask, SegmentRecord, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import HostConfig
 from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image, LooksAhead
@@ -38,7 +38,7 @@ from gpu_worker.rendering.encoded_segment import Finish, RenderedFrames
 from gpu_worker.rendering.faults import FaultyEngine
 from gpu_worker.rendering.faults import load as load_faults
 from gpu_worker.rendering.frames import LEAD_IN_FRAMES, Carry, PendingRange, chunk_grid, start_range
-from gpu_worker.rendering.job_analysis import analyse_job, job_content_verdict
+from gpu_worker.rendering.job_analysis import analyse_job, job_content_verdict, job_voice
 from gpu_worker.rendering.media_probe import GpuMedia, probe_gpu_media
 from gpu_worker.rendering.prefetch import Prefetcher, target_reader
 from gpu_worker.rendering.sources import AudioSources, SourceCache
@@ -112,7 +112,9 @@ class InlineRenderer:
         self, task: AnalysisTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
     ) -> ContentVerdict:
         deps = self.deps
-        return analyse_job(deps.storage, deps.engines, task.job, deps.cpu_threads, deps.worker_id)
+        return analyse_job(
+            deps.storage, deps.engines, task.job, deps.cpu_threads, deps.worker_id, lambda: job_audio(deps, task.job)
+        )
 
     def close(self) -> None:
         if self.deps.prefetch is not None:
@@ -193,6 +195,7 @@ def start_frames(
         verdict = job_content_verdict(deps.storage, job, analyser, deps.cpu_threads)
         if verdict is not None and verdict.refused:
             raise InputRejected(refusal_reason(verdict))
+        audio = job_audio(deps, job)
         engine_job = EngineJob(
             job_id=job.job_id,
             sources=sources,
@@ -203,7 +206,8 @@ def start_frames(
             fps=float(job.video.fps),
             work_dir=workdir,
             content_decided=verdict is not None,
-            audio=_audio_sources(deps).get(job, deps.scratch),
+            audio=audio,
+            voice=job_voice(deps.storage, job, audio),  # extracted once by the job's analysis step
             timeline=job.frames,
             people=deps.sources.people(job),
         )
@@ -299,6 +303,11 @@ def _audio_sources(deps: RenderDeps) -> AudioSources:
     if deps.audio is None:
         deps.audio = AudioSources(deps.storage)
     return deps.audio
+
+
+def job_audio(deps: RenderDeps, job: JobContext) -> Path | None:
+    """The job's audio source on this worker's disk (None: it has none)."""
+    return _audio_sources(deps).get(job, deps.scratch)
 
 
 def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attempt: Attempt) -> RenderResult:

@@ -151,6 +151,12 @@ class FaceFusionEngine:
         finally:
             analyser.close()
 
+    def extract_voice(self, job: EngineJob, out: Path) -> tuple[int, ...]:
+        """The job's voice, once per job (VoiceExtractor), in the warm process that renders its segments."""
+        if self._home is None:
+            self.prepare()
+        return self._warm().extract_voice(job, out)
+
     def _warm(self) -> WarmFaceFusionEngine:
         if self._sounding is None:
             self._sounding = WarmFaceFusionEngine(self._settings, self._facts, env=self._env)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fusionfleet.errors import InputRejected
+from fusionfleet.facefusion.options import OptionsError, validate_options
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
@@ -41,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 # Sessions stay loaded: FaceFusion's post-processing releases them under strict and moderate.
 WARM_MEMORY_STRATEGY = "tolerant"
+VOICE_TIMEOUT_S = 3 * 3600.0  # the longest audio source (MediaLimits.max_duration_s) at real time
 
 
 @dataclass
@@ -92,9 +94,12 @@ def sound(job: EngineJob) -> dict[str, Any] | None:
     """How the lip syncer hears the job's audio source: at FaceFusion's processing rate, from the trim's start."""
     if job.audio is None:
         return None
-    if job.timeline is None:
-        return {"fps": job.fps, "start": 0}
-    return {"fps": float(job.timeline.temp_fps), "start": job.timeline.start}
+    heard: dict[str, Any] = {"fps": job.fps, "start": 0}
+    if job.timeline is not None:
+        heard = {"fps": float(job.timeline.temp_fps), "start": job.timeline.start}
+    if job.voice is not None:
+        heard["voice"] = str(job.voice.absolute())  # the job's voice, extracted once (warm_sound.Sound)
+    return heard
 
 
 class WarmFaceFusionEngine:
@@ -358,6 +363,44 @@ class WarmFaceFusionEngine:
             reason = f"FaceFusion's content analyser failed: {header.get('reason', header)}"
             raise EngineError(failures.with_output(reason, process.log_tail(mark)))
         return [bool(flag) for flag in header["flags"]]
+
+    def extract_voice(self, job: EngineJob, out: Path) -> tuple[int, ...]:
+        """The job's voice, as FaceFusion's read_voice extracts it with the job's options, kept at `out`
+        (a .npy of the spectrogram its frames are cut from: warm_sound.voice_spectrogram). Its shape."""
+        try:  # not check_options: the step has the job's audio, not its face images, and needs only these
+            options = validate_options(dict(job.options))
+        except OptionsError as error:
+            raise EngineError("FaceFusion cannot take these options: " + "; ".join(error.problems)) from error
+        heard = sound(job)
+        if job.audio is None or heard is None:
+            raise EngineError("the job has no audio source to extract a voice from")
+        if self._home is None:
+            self.prepare()
+        settings = self._settings
+        assert settings is not None
+        if self._process is not None and self._unfinished:
+            self._process.stop(graceful=False)
+            self._process = None
+        process = self._process if self._process is not None and self._process.alive() else self._start()
+        mark = process.log_size()
+        argv = ["headless-run", *option_args(options), *self._execution, *log_args()]
+        try:
+            process.send({"op": "voice", "argv": argv, "audio": str(job.audio.absolute()), "fps": heard["fps"],
+                          "out": str(out.absolute())})  # fmt: skip
+            # The whole file in one answer: the analysis step's own limit bounds it (the engine host's);
+            # this one only catches a process that hangs where no host watches (inline).
+            header, _ = process.receive(deadline(VOICE_TIMEOUT_S), "extracting the voice")
+        except ServerGone:
+            self._process = None
+            raise
+        if header["op"] == "refused" and header.get("job_inputs"):
+            reason = f"FaceFusion refused the audio source: {header['reason']}"
+            raise InputRejected(failures.with_output(reason, process.log_tail(mark)))
+        if header["op"] != "voiced":
+            reason = f"FaceFusion's voice extractor failed: {header.get('reason', header)}"
+            raise EngineError(failures.with_output(reason, process.log_tail(mark)))
+        logger.info("warm FaceFusion %s extracted the voice in %s s", process.pid, header.get("seconds"))
+        return tuple(int(size) for size in header["shape"])
 
     def close(self) -> None:
         if self._process is not None:

@@ -109,7 +109,9 @@ class FaceFusion:
                 return pool
 
         inference_manager.get_inference_pool = serialised
-        self.sound = sibling("warm_sound").Sound()  # what the lip syncer hears with each frame
+        ears = sibling("warm_sound")
+        self.sound = ears.Sound()  # what the lip syncer hears with each frame
+        self.voice_spectrogram = ears.voice_spectrogram
 
     def configure(self, argv: list[str]) -> None:
         """Apply `argv` to FaceFusion's state as its CLI does; Refused with its own message."""
@@ -265,7 +267,9 @@ def render(
 
     engine.configure(header["argv"])
     engine.clear_faces_for_job(header.get("job"))
-    engine.sound.segment(header.get("audio"), state_manager.get_item("source_paths") or [])
+    engine.sound.segment(
+        header.get("audio"), state_manager.get_item("source_paths") or [], state_manager.get_item("processors")
+    )
     engine.used_pools.clear()
     # The target path is the reference frame, as an image: for an image FaceFusion reads the
     # reference face from the image itself (workflows.core.conditional_get_reference_vision_frame);
@@ -416,6 +420,29 @@ def analyse(
     send({"op": "analysed", "flags": flags})
 
 
+def voice(
+    engine: FaceFusion, header: dict[str, Any], receive: Callable[[], tuple[dict[str, Any], bytes]], send: Any
+) -> None:
+    """The job's voice, extracted once (its analysis step) with its options: the spectrogram FaceFusion's
+    read_voice cuts its frames from, written to `out` for every segment to read instead of extracting it."""
+    from facefusion import voice_extractor
+
+    engine.configure(header["argv"])
+    with checking():
+        if not voice_extractor.pre_check():
+            raise Refused(last_log_line() or "FaceFusion's voice extractor is missing or fails its checks")
+    started = time.perf_counter()
+    try:
+        spectrogram = engine.voice_spectrogram(header["audio"], float(header["fps"]))
+    finally:
+        # Segments read the stored voice and never ask for the extractor again: its session goes.
+        voice_extractor.clear_inference_pool()
+    if spectrogram is None:
+        raise Refused(f"FaceFusion read no audio from {os.path.basename(header['audio'])}", job_inputs=True)
+    np.save(header["out"], spectrogram, allow_pickle=False)
+    send({"op": "voiced", "shape": list(spectrogram.shape), "seconds": round(time.perf_counter() - started, 4)})
+
+
 def drain(receive: Callable[[], tuple[dict[str, Any], bytes]]) -> None:
     """Skip the rest of a segment the client is still sending."""
     while receive()[0]["op"] != "end":
@@ -442,7 +469,8 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             send(header, payload)
 
         try:
-            (analyse if message["op"] == "analyse" else render)(engine, message, receive, send_tracking)
+            step = {"analyse": analyse, "voice": voice}.get(message["op"], render)
+            step(engine, message, receive, send_tracking)
         except Refused as refusal:
             send({"op": "refused", "reason": str(refusal), "job_inputs": refusal.job_inputs})
         except Exception as error:  # every failure becomes an answer; the process stays warm
