@@ -31,7 +31,7 @@ def site_for(outputs: Mapping[str, str]) -> tuple[str, list[SiteFile]]:
         )
     files = tenant_site(
         outputs["ApiUrl"], outputs.get("ApiJwtIssuer", ""), outputs.get("ApiJwtAudience", ""),
-        outputs.get("ApiTenantClaim") or ApiEnvironment.tenant_claim,
+        outputs.get("ApiTenantClaim") or ApiEnvironment.tenant_claim, outputs.get("MediaBucketName", ""),
     )  # fmt: skip
     return outputs["DashboardBucketName"], files
 

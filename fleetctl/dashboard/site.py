@@ -63,7 +63,8 @@ def origin(url: str) -> str:
 
 
 def content_policy(api_origins: str) -> str:
-    """The page's CSP: its own files, images from data: URLs (the preview), and calls to the API only."""
+    """The page's CSP: its own files, images from data: URLs (the preview), and calls to the API (and the
+    bucket a new job's files are uploaded to) only."""
     return (
         f"default-src 'self'; connect-src 'self' {api_origins}; img-src 'self' data:; object-src 'none'; "
         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -92,11 +93,26 @@ def with_policy_meta(html: bytes, policy: str) -> bytes:
     return html.replace(marker, marker + b"\n  " + meta, 1)
 
 
+def upload_origins(api_url: str, media_bucket: str) -> str:
+    """Where the page's uploads go: the media bucket's virtual-hosted origins in the API's region and
+    partition (`abc.execute-api.eu-west-1.amazonaws.com` → `https://<bucket>.s3.eu-west-1.amazonaws.com`),
+    and the global one boto3 signs for us-east-1."""
+    host = urlsplit(api_url).netloc
+    parts = host.split(".")
+    if len(parts) < 4 or parts[1] != "execute-api":
+        raise ValueError(f"not an API Gateway URL: {api_url!r}")
+    region, suffix = parts[2], ".".join(parts[3:])
+    return f"https://{media_bucket}.s3.{region}.{suffix} https://{media_bucket}.s3.{suffix}"
+
+
 def tenant_site(
-    api_url: str, issuer: str = "", audience: str = "", tenant_claim: str = ApiEnvironment.tenant_claim
-) -> list[SiteFile]:
-    """Every file to publish, the page with its exact policy, and `config.json` last."""
-    policy = content_policy(origin(api_url))
+    api_url: str, issuer: str = "", audience: str = "", tenant_claim: str = ApiEnvironment.tenant_claim,
+    media_bucket: str = "",
+) -> list[SiteFile]:  # fmt: skip
+    """Every file to publish, the page with its exact policy (the API, and the bucket its uploads go to),
+    and `config.json` last."""
+    uploads = f" {upload_origins(api_url, media_bucket)}" if media_bucket else ""
+    policy = content_policy(origin(api_url) + uploads)
     files = []
     for key, (name, content_type) in TENANT_FILES.items():
         body = static_file(name)

@@ -113,6 +113,10 @@ def test_the_published_site_has_each_file_with_its_type_and_the_apis_exact_origi
     }  # fmt: skip
     page = files["index.html"].body.decode()
     assert f"connect-src 'self' {origin(API)};" in page and "frame-ancestors" in page
+    # AND with the media bucket named, the page may also send a new job's files there, and nowhere else
+    (with_uploads,) = [f.body.decode() for f in tenant_site(API, media_bucket="media-b") if f.key == "index.html"]
+    uploads = "https://media-b.s3.eu-west-1.amazonaws.com https://media-b.s3.amazonaws.com"
+    assert f"connect-src 'self' {origin(API)} {uploads};" in with_uploads
     assert files["index.html"].cache_control == "no-cache"
     assert json.loads(files[CONFIG_KEY].body) == {
         "api_url": API.rstrip("/"), "issuer": "https://issuer/", "audience": "aud", "tenant_claim": "tenant",
@@ -192,6 +196,10 @@ def test_the_apis_cors_allows_the_dashboards_origin_alone_with_the_local_gateway
     assert tuple(config["allowHeaders"]) == cors.ALLOW_HEADERS
     assert config["maxAge"] == cors.MAX_AGE_S
     assert "allowCredentials" not in config  # the token travels in a header, never in a cookie
+    # AND the media bucket lets the same origin, alone, POST a new job's files (the page's uploads)
+    bucket = source()["Resources"]["MediaBucket"]["Properties"]["CorsConfiguration"]
+    (rule,) = _resolved(bucket, Conditions(template, parameter_values(template, "prod")), {})["CorsRules"]
+    assert (rule["AllowedOrigins"], rule["AllowedMethods"]) == (origins, ["POST"])
 
 
 def _resolved(node: Any, conditions: Conditions, parameters: dict[str, Any]) -> Any:
@@ -248,6 +256,10 @@ def test_without_a_distribution_nothing_needs_cloudfront_and_the_api_allows_the_
     origins = _resolved(cors["AllowOrigins"], conditions, parameters)
     assert "HttpApi" in present
     assert origins == ([overrides["DashboardOrigin"]] if overrides.get("DashboardOrigin") else [])
+    # AND the media bucket takes the page's uploads from that origin alone, or from none (no CORS rule)
+    bucket = _resolved(source()["Resources"]["MediaBucket"]["Properties"]["CorsConfiguration"], conditions, parameters)
+    uploads_from = [o for rule in bucket.get("CorsRules", []) for o in rule["AllowedOrigins"]]
+    assert uploads_from == origins
 
 
 def test_the_dashboards_cloudfront_names_differ_by_region_and_fit_cloudfronts_limits() -> None:
@@ -316,8 +328,10 @@ def test_the_distribution_serves_the_private_bucket_over_https_through_origin_ac
 
 def test_the_pages_headers_forbid_framing_sniffing_and_plain_http_and_match_the_sites_policy() -> None:
     headers = _one("AWS::CloudFront::ResponseHeadersPolicy")["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
-    regional_apis = "https://*.execute-api.${AWS::Region}.${AWS::URLSuffix}"
-    assert headers["ContentSecurityPolicy"]["ContentSecurityPolicy"] == {"Fn::Sub": content_policy(regional_apis)}
+    # The region's APIs, and its buckets (a new job's uploads): the page's own <meta> names the exact ones.
+    regional = ("https://*.execute-api.${AWS::Region}.${AWS::URLSuffix} https://*.s3.${AWS::Region}.${AWS::URLSuffix}"
+                " https://*.s3.${AWS::URLSuffix}")  # fmt: skip
+    assert headers["ContentSecurityPolicy"]["ContentSecurityPolicy"] == {"Fn::Sub": content_policy(regional)}
     assert headers["StrictTransportSecurity"]["AccessControlMaxAgeSec"] >= 31536000
     assert headers["ContentTypeOptions"]["Override"] is True
     assert headers["FrameOptions"]["FrameOption"] == "DENY"
