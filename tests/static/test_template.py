@@ -549,7 +549,12 @@ def test_render_service_tracks_backlog_per_task_and_wakes_from_zero() -> None:
     assert expression == "(high+normal+low+high_busy+normal_busy+low_busy)/running"
     config = tracking["TargetTrackingScalingPolicyConfiguration"]
     assert (config["ScaleOutCooldown"], config["ScaleInCooldown"]) == AWS_COOLDOWNS
-    assert tracking["TargetTrackingScalingPolicyConfiguration"].get("DisableScaleIn", False) is False
+    # AND target tracking only scales out: its scale-in alarm, re-invoked every minute on stale datapoints,
+    # cut the slicer's wake back (benchmarks/fleetsim/alarms.py); an idle alarm beyond the minimum scales in
+    assert tracking["TargetTrackingScalingPolicyConfiguration"]["DisableScaleIn"] is True
+    idle = properties(template, "RenderIdleAlarm")
+    assert [action["Ref"] for action in idle["AlarmActions"]] == ["RenderScaleInPolicy"]
+    assert properties(template, "RenderScaleInPolicy")["ScalingTargetId"] == {"Ref": "RenderScalableTarget"}
     # AND Container Insights publishes that task count
     assert {"Name": "containerInsights", "Value": "enabled"} in properties(template, "RenderCluster")["ClusterSettings"]
     # AND a backlog alarm sets one task on the same target when none is wanted
