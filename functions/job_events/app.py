@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
@@ -41,6 +41,11 @@ from fusionfleet.webhooks.secrets import TenantSecrets
 logger = Logger(service="fusionfleet-job-events")
 FIFO_SUFFIX = ".fifo"
 MAX_SETTLE_ROUNDS = 3  # a notice is followed again at most this often for attempts still stopping
+# A webhook batch stops this long before the function's own timeout (its records, S3 writes and the
+# answer to Lambda), and starts no attempt with less than MIN_ATTEMPT_S left: the rest go back to the queue.
+# A batch that timed out came back whole, and receivers got its delivered events again.
+DEADLINE_MARGIN_S = 10.0
+MIN_ATTEMPT_S = 2.0
 
 
 def settings(env: Mapping[str, str]) -> tuple[AwsTarget, JobEventsEnvironment, WebhookConfig]:
@@ -73,11 +78,24 @@ def parts() -> tuple[WebhookDeliverer, JobEnded, SqsQueue, str]:
     return deliverer, JobEnded(storage, read.work_bucket, outbox, admitter, prices), queue, read.webhook_queue_url
 
 
-def deliver(records: list[dict[str, Any]], deliverer: WebhookDeliverer, queue: WorkQueue, queue_url: str) -> list[str]:
-    """One attempt per event, in order; the message ids to leave on the queue."""
+def deliver(
+    records: list[dict[str, Any]], deliverer: WebhookDeliverer, queue: WorkQueue, queue_url: str,
+    time_left_s: Callable[[], float] | None = None,
+) -> list[str]:  # fmt: skip
+    """One attempt per event, in order, each bounded by what the invocation has left (`time_left_s`);
+    the message ids to leave on the queue."""
     keep: list[str] = []
     blocked: set[str] = set()  # message groups (jobs) with an event waiting for its retry
-    for record in records:
+    for position, record in enumerate(records):
+        budget = None if time_left_s is None else time_left_s() - DEADLINE_MARGIN_S
+        if budget is not None and budget < MIN_ATTEMPT_S:
+            # Out of time: this and the rest go back now, unsent (FIFO: their groups' order holds).
+            rest = records[position:]
+            logger.warning("webhook batch out of time: events handed back", events=len(rest))
+            for late in rest:
+                queue.change_visibility(_message(late, queue_url), 0)
+                keep.append(late["messageId"])
+            break
         group = str(record.get("attributes", {}).get("MessageGroupId", ""))
         if group and group in blocked:
             # Behind an event of its job that waits: back to the queue now, where the group's order holds it.
@@ -90,7 +108,7 @@ def deliver(records: list[dict[str, Any]], deliverer: WebhookDeliverer, queue: W
             logger.error("not a webhook event: dropped", body=record["body"][:500])
             continue
         logger.append_keys(job_id=event.job_id)
-        handled = deliverer.handle(event)
+        handled = deliverer.handle(event, timeout_s=budget)
         logger.info("webhook event handled", event_id=event.event_id, outcome=handled.outcome, reason=handled.reason)
         if handled.outcome in ("retry", "deferred"):
             queue.change_visibility(_message(record, queue_url), handled.delay_s)
@@ -135,7 +153,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     failures = []
     if by_fifo:
         assert deliverer is not None and queue is not None
-        failures += deliver(by_fifo, deliverer, queue, queue_url)
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        time_left = (lambda: remaining() / 1000.0) if callable(remaining) else None
+        failures += deliver(by_fifo, deliverer, queue, queue_url, time_left)
     if others:
         assert follower is not None
         failures += follow(others, follower)

@@ -8,9 +8,11 @@ few kilobytes, for the delivery record.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from typing import Protocol
@@ -39,13 +41,36 @@ def resolve_host(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+class _Cut:
+    """Shuts a connection's socket at its deadline, which ends whatever read or write waits on it."""
+
+    def __init__(self, connection: _PinnedHttp | _PinnedHttps, after_s: float) -> None:
+        self._connection = connection
+        self.fired = threading.Event()
+        self._timer = threading.Timer(after_s, self._shut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _shut(self) -> None:
+        self.fired.set()
+        raw = self._connection.raw
+        if raw is None:
+            return  # still connecting: the connect's own timeout ends it
+        with contextlib.suppress(OSError):  # already closed
+            raw.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
 class _PinnedHttp(http.client.HTTPConnection):
     def __init__(self, host: str, port: int, address: str, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self._address = address
+        self.raw: socket.socket | None = None
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self.raw = socket.create_connection((self._address, self.port), self.timeout)
 
 
 class _PinnedHttps(http.client.HTTPSConnection):
@@ -53,9 +78,10 @@ class _PinnedHttps(http.client.HTTPSConnection):
         super().__init__(host, port, timeout=timeout, context=context)
         self._address = address
         self._tls = context
+        self.raw: socket.socket | None = None
 
     def connect(self) -> None:
-        raw = socket.create_connection((self._address, self.port), self.timeout)
+        raw = self.raw = socket.create_connection((self._address, self.port), self.timeout)
         # The certificate is checked against the URL's host name, not the address connected to.
         self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
 
@@ -69,11 +95,14 @@ class PinnedSender:
     def post(self, target: WebhookTarget, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer:
         address = target.address
         began = time.monotonic()
-        connection: http.client.HTTPConnection
+        connection: _PinnedHttp | _PinnedHttps
         if target.scheme == "https":
             connection = _PinnedHttps(target.host, target.port, address, timeout_s, self._context)
         else:
             connection = _PinnedHttp(target.host, target.port, address, timeout_s)
+        # The socket's timeout bounds each operation only: a receiver trickling its answer a byte at a
+        # time kept one POST going for minutes. At timeout_s the socket is shut, which ends any wait.
+        cut = _Cut(connection, timeout_s)
         try:
             connection.request(
                 "POST",
@@ -87,11 +116,21 @@ class PinnedSender:
                 },
             )
             response = connection.getresponse()
-            text = response.read(ANSWER_BYTES).decode("utf-8", "replace")
+            if cut.fired.is_set():
+                # Cut inside the headers: http.client reads the shut socket's end as their end.
+                raise TimeoutError("cut")
             status = response.status
-        except (OSError, http.client.HTTPException) as error:
-            return Answer(None, f"{type(error).__name__}: {error}", round(time.monotonic() - began, 3), address)
+            # The status is the answer; its body, cut at the deadline, is only kept for the record.
+            text = ""
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                text = response.read(ANSWER_BYTES).decode("utf-8", "replace")
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            took = round(time.monotonic() - began, 3)
+            if cut.fired.is_set():
+                return Answer(None, f"no whole answer within {timeout_s:g} s", took, address)
+            return Answer(None, f"{type(error).__name__}: {error}", took, address)
         finally:
+            cut.cancel()
             connection.close()
         ok = 200 <= status < 300
         return Answer(status, "" if ok else text.strip(), round(time.monotonic() - began, 3), address)

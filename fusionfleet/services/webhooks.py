@@ -85,7 +85,8 @@ class WebhookDeliverer:
         self._clock = clock
         self._rand = rand
 
-    def handle(self, event: WebhookEvent) -> Handled:
+    def handle(self, event: WebhookEvent, timeout_s: float | None = None) -> Handled:
+        """`timeout_s`: this attempt's bound when shorter than the policy's (what its batch has left)."""
         bucket = self._config.work_bucket
         subscription = read_subscription(self._storage, bucket, event.job_id)
         if subscription is None or not subscription.wants(event.kind):
@@ -101,7 +102,7 @@ class WebhookDeliverer:
             if isinstance(record_or_why, str):
                 return Handled("skipped", reason=record_or_why)
             record = record_or_why
-        return self._attempt(record, subscription)
+        return self._attempt(record, subscription, timeout_s)
 
     def _behind(self, event: WebhookEvent) -> Handled | None:
         """`deferred` while another event of the job waits for its retry: this one goes after it."""
@@ -182,7 +183,9 @@ class WebhookDeliverer:
         return len(outputs & records), len(records - outputs)
 
     # ------------------------------------------------------------------ one attempt
-    def _attempt(self, record: DeliveryRecord, subscription: WebhookSubscription) -> Handled:
+    def _attempt(
+        self, record: DeliveryRecord, subscription: WebhookSubscription, timeout_s: float | None = None
+    ) -> Handled:
         number = len(record.attempts) + 1
         now = self._clock()
         body = record.body.encode()
@@ -193,7 +196,8 @@ class WebhookDeliverer:
             return self._end(record, attempt, "failed", refused.reason)
         secret = self._secrets.secret_for(subscription.tenant)
         headers = signed_headers(secret, record.event_id, int(now), body)
-        answer: Answer = self._sender.post(target, body, headers, self._config.retry.timeout_s)
+        bound = self._config.retry.timeout_s if timeout_s is None else min(timeout_s, self._config.retry.timeout_s)
+        answer: Answer = self._sender.post(target, body, headers, bound)
         attempt = DeliveryAttempt(
             number=number, at=now, address=answer.address, status=answer.status, error=answer.error[:500],
             duration_s=answer.duration_s,

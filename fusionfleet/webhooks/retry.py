@@ -21,7 +21,7 @@ class WebhookRetryPolicy:
     # Each pause is stretched by up to this share, at random, so receivers that come back are not
     # hit by every waiting delivery in the same second.
     jitter: float = 0.1
-    timeout_s: float = 10.0  # one attempt: connect, send, and the answer's status line
+    timeout_s: float = 10.0  # one attempt in all: connect, send, and the answer (fusionfleet.adapters.webhook_http)
 
     def __post_init__(self) -> None:
         if any(delay < 0 or delay > MAX_DELAY_S for delay in self.delays_s):
