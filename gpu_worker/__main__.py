@@ -36,6 +36,7 @@ from gpu_worker.lifecycle import per_gpu
 from gpu_worker.lifecycle.capacity import gpu_capacity, total_gpu_mib
 from gpu_worker.lifecycle.presence import Presence
 from gpu_worker.lifecycle.protection import task_protection
+from gpu_worker.lifecycle.retirement import EcsRetirement, NeverRetire, Retirement, metadata_task
 from gpu_worker.lifecycle.stopping import StopSignal
 from gpu_worker.merging.merge import MergeDeps
 from gpu_worker.rendering.render import InlineRenderer, build_render_deps, finish_segment
@@ -92,6 +93,13 @@ def build_worker(
     return _worker(settings, stop, merge, aws, storage, queue)
 
 
+def _retirement(settings: worker_config.WorkerEnvironment, aws: AwsTarget) -> Retirement:
+    if not settings.ecs_metadata_uri:
+        return NeverRetire()
+    uri = settings.ecs_metadata_uri
+    return EcsRetirement(aws.client("ecs"), lambda: metadata_task(uri))
+
+
 def _worker(
     settings: worker_config.WorkerEnvironment, stop: StopSignal, handler: TaskHandler[TaskT], aws: AwsTarget,
     storage: S3Storage, queue: SqsQueue,
@@ -118,6 +126,7 @@ def _worker(
         idle_wait_s=settings.idle_wait_s,
         presence=presence,
         protection=task_protection(settings.ecs_agent_uri, keep.visibility_s, keep.interval_s()),
+        retirement=_retirement(settings, aws),
         capacity=gpu_capacity(settings.min_free_gpu_mb, settings.visible_gpus)
         if settings.min_free_gpu_mb is not None and settings.role == "render"
         else None,

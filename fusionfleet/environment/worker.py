@@ -41,6 +41,7 @@ ENV_WEBHOOK_QUEUE = "FUSIONFLEET_WEBHOOK_QUEUE_URL"  # where segments' webhook e
 ENV_WORK_BUCKET = "WORK_BUCKET"  # the same variable as every other component's
 ENV_BEAT = "FUSIONFLEET_WORKER_BEAT_SECONDS"
 ENV_ECS_AGENT_URI = "ECS_AGENT_URI"  # set by ECS in every task's containers
+ENV_ECS_METADATA_URI = "ECS_CONTAINER_METADATA_URI_V4"  # likewise: the task's own metadata
 ENV_MIN_FREE_GPU = "FUSIONFLEET_MIN_FREE_GPU_MB"
 ENV_BLOCK_AFTER = "FUSIONFLEET_BLOCK_AFTER_FAILURES"
 ENV_BLOCK_GRACE = "FUSIONFLEET_BLOCK_GRACE_SECONDS"
@@ -83,6 +84,8 @@ class WorkerEnvironment:
     beat_s: float = variable(ENV_BEAT, 5.0)
     # The ECS agent's endpoint: task scale-in protection while a segment is held; None off ECS.
     ecs_agent_uri: str | None = variable(ENV_ECS_AGENT_URI, None)
+    # The task metadata endpoint: whether its deployment is being replaced (lifecycle/retirement.py).
+    ecs_metadata_uri: str | None = variable(ENV_ECS_METADATA_URI, None)
     # A render worker takes a segment only with this much GPU memory free (None: no check), on the
     # GPUs it may see (CUDA_VISIBLE_DEVICES; all when unset).
     min_free_gpu_mb: float | None = variable(ENV_MIN_FREE_GPU, None)

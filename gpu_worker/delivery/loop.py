@@ -30,6 +30,7 @@ from gpu_worker.delivery.token_actions import TokenActions
 from gpu_worker.errors import Blocked, Cancelled, GivenBack
 from gpu_worker.lifecycle.presence import Presence
 from gpu_worker.lifecycle.protection import NoProtection, TaskProtection
+from gpu_worker.lifecycle.retirement import NeverRetire, Retirement
 from gpu_worker.lifecycle.stopping import ColdStop, StopSignal
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class Worker(Generic[TaskT]):
         capacity: Callable[[], str | None] | None = None,
         lookahead: LookaheadPolicy | None = None,
         progress: ProgressPolicy | None = None,
+        retirement: Retirement | None = None,
     ) -> None:
         if not queue_urls:
             raise ValueError("a worker needs at least one queue")
@@ -73,6 +75,9 @@ class Worker(Generic[TaskT]):
         # Protected from taking a task until the queues are found empty (or the worker stops), so a
         # scale-in picks idle tasks; renewed with each heartbeat.
         self._protection = protection or NoProtection()
+        # Asked between segments: ECS stops no protected task in a deployment or a delete, it waits, so a
+        # worker that kept taking work held a stack update for the whole backlog (lifecycle/retirement.py).
+        self._retirement = retirement or NeverRetire()
         # The next task, taken while this one renders when the backlog is deep (delivery.lookahead).
         self.lookahead = Lookahead(lookahead or LookaheadPolicy(), queue, self._queue_urls, self)
         self._queue_actions = QueueActions(
@@ -100,6 +105,12 @@ class Worker(Generic[TaskT]):
             while not self._stop.requested.is_set():
                 if max_tasks is not None and handled >= max_tasks:
                     why = f"{max_tasks} tasks done"
+                    break
+                retiring = self._retirement.due()
+                if retiring is not None:
+                    # As on SIGTERM: take no more; a task taken early goes back, protection is cleared.
+                    why = f"retiring: {retiring}"
+                    self._stop.request()
                     break
                 if taken is not None and self._outranked(taken.message):
                     # Priorities overtake: a higher queue filled while this one waited its turn.
