@@ -6,6 +6,7 @@ FaceFusion, never the project.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,9 @@ class Sound:
         self.listens = False  # a lip syncer is among the segment's processors
         self.stored: str | None = None  # the job's voice spectrogram, where its analysis step kept it
         self.voices: dict[tuple[str, float], list[Any]] = {}  # its frames, per file and rate
+        # The segment's first frames ask together on FaceFusion's threads: the file is read once (lru_cache,
+        # which read_static_voice relies on, lets each of them extract it).
+        self.reading = threading.Lock()
         core.conditional_get_source_audio_frame = lambda number: self.frame(audio.get_audio_frame, number)
         core.conditional_get_source_voice_frame = self.voice_frame
 
@@ -52,10 +56,11 @@ class Sound:
             return audio.create_empty_audio_frame()
         if self.stored is None or not self.fps:
             return self.frame(audio.get_voice_frame, number)
-        frames = self.voices.get((self.stored, self.fps))
-        if frames is None:
-            spectrogram = np.load(self.stored, allow_pickle=False)
-            frames = self.voices[(self.stored, self.fps)] = audio.extract_audio_frames(spectrogram, self.fps)
+        with self.reading:
+            frames = self.voices.get((self.stored, self.fps))
+            if frames is None:
+                spectrogram = np.load(self.stored, allow_pickle=False)
+                frames = self.voices[(self.stored, self.fps)] = audio.extract_audio_frames(spectrogram, self.fps)
         index = number - self.start  # as audio.get_voice_frame looks a frame up
         found = frames[index] if index in range(len(frames)) else None
         return found if np.any(found) else audio.create_empty_audio_frame()
