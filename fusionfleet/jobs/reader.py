@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -47,6 +48,8 @@ from fusionfleet.messages import SegmentAttempt
 from fusionfleet.webhooks.records import DeliveryRecord, deliveries
 
 DEFAULT_LIST_LIMIT = 20
+# Attempt records read at once when a job's every attempt is needed: botocore's default connection pool.
+ATTEMPT_READERS = 10
 # Pages of a job's detail: segments shown, and attempt records read, per request.
 DEFAULT_SEGMENT_PAGE = 100
 DEFAULT_ATTEMPT_PAGE = 10
@@ -454,16 +457,23 @@ class JobReader:
     def _attempts(self, job_id: str, files: SegmentFiles) -> list[SegmentAttempt]:
         """Every attempt record, oldest first per segment; a segment without any (a job rendered before
         attempts were recorded) shows its segment record as its one attempt."""
-        stored: list[SegmentAttempt] = []
         storage, bucket = self.records.storage, self.records.bucket
-        for _segment, _run, _attempt, key in files.attempts:
+
+        def read(key: str) -> SegmentAttempt | None:
             try:
-                stored.append(SegmentAttempt.model_validate(get_json(storage, bucket, key)))
+                return SegmentAttempt.model_validate(get_json(storage, bucket, key))
             except (ObjectMissing, ValueError):
-                continue
-        with_attempts = {record.index for record in stored}
-        for index in sorted(files.records - with_attempts):
-            record = self.records.segment_record(job_id, index)
+                return None
+
+        # Read side by side: one after another, a failed job of thousands of attempts took the API
+        # function (29 s) past its timeout on the read that first records its end (issue 45).
+        keys = [key for _segment, _run, _attempt, key in files.attempts]
+        with ThreadPoolExecutor(max_workers=ATTEMPT_READERS, thread_name_prefix="attempts") as pool:
+            stored = [found for found in pool.map(read, keys) if found is not None]
+            with_attempts = {record.index for record in stored}
+            missing = sorted(files.records - with_attempts)
+            segment_records = list(pool.map(lambda index: self.records.segment_record(job_id, index), missing))
+        for index, record in zip(missing, segment_records, strict=True):
             if record is not None:
                 stored.append(
                     SegmentAttempt(
