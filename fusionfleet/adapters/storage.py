@@ -39,6 +39,8 @@ class PresignedPost:
 
     url: str
     fields: dict[str, str]
+    # What the form was signed for: at most what was asked, never past the signing credentials' end.
+    expires_s: int = 0
 
 
 def tagging_xml(tags: dict[str, str]) -> str:
@@ -257,14 +259,20 @@ class S3Storage:
         every upload carries the tag the lifecycle rule expires it by.
         """
         tagging = tagging_xml(tags)
+        # As for a link: a form that outlives the role session that signed it is refused by S3 (the
+        # token expired) however long its policy says; botocore refreshes credentials near their end here.
+        credentials = _signing_credentials(self._s3)
+        if credentials is not None:
+            credentials.get_frozen_credentials()
+        lifetime = link_lifetime_s(expires_s, datetime.now(UTC), credentials_expiry(credentials))
         post = self._s3.generate_presigned_post(
             bucket,
             key,
             Fields={"tagging": tagging},
             Conditions=[{"tagging": tagging}, ["content-length-range", 0, max_bytes]],
-            ExpiresIn=expires_s,
+            ExpiresIn=lifetime,
         )
-        return PresignedPost(str(post["url"]), {str(k): str(v) for k, v in post["fields"].items()})
+        return PresignedPost(str(post["url"]), {str(k): str(v) for k, v in post["fields"].items()}, lifetime)
 
     def delete_prefix(self, bucket: str, prefix: str) -> int:
         """Delete every object under `prefix`; DeleteFailed naming each key S3 would not delete.

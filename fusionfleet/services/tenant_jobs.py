@@ -195,13 +195,15 @@ class TenantJobs:
         }
         put_json(self.storage, self.work_bucket, layout.api_job_key(tenant, job_id), record)
         uploads = []
+        lasts_s = self.upload_url_s  # told as signed: the signer's credentials may end sooner
         for name, key in files:
             # Signed with the size cap and the retention tag: the lifecycle rule expires tagged uploads.
             post = self.storage.presign_post(
                 self.media_bucket, key, self.upload_url_s, self.max_upload_bytes, dict([layout.INPUT_RETENTION_TAG])
             )
             uploads.append(Upload(name, key, post.url, post.fields))
-        return Created(job_id, tuple(uploads), self.upload_url_s, self.max_upload_bytes)
+            lasts_s = min(lasts_s, post.expires_s or lasts_s)
+        return Created(job_id, tuple(uploads), lasts_s, self.max_upload_bytes)
 
     def start(self, tenant: str, job_id: str) -> JobView:
         """Write the manifest: from here on the job runs as any dropped manifest does."""

@@ -6,6 +6,8 @@ carrying an expiry, as an ECS task role or a Lambda gets them); presigning needs
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -123,3 +125,27 @@ def test_link_lifetime(requested: int, ends_in: timedelta | None, expected: int)
 def test_credentials_expiry_is_none_for_plain_keys() -> None:
     assert credentials_expiry(Credentials("AKIA", "secret")) is None
     assert credentials_expiry(None) is None
+
+
+def _policy_expiration(fields: dict[str, str]) -> datetime:
+    policy = json.loads(base64.b64decode(fields["policy"]))
+    return datetime.fromisoformat(str(policy["expiration"]).replace("Z", "+00:00"))
+
+
+def test_an_upload_form_signed_by_a_role_session_ends_with_the_session_and_says_so() -> None:
+    # GIVEN a client signing with role credentials that end in 20 minutes (their refresh, too)
+    storage = S3Storage(
+        _client(_RoleSession(_metadata(timedelta(minutes=20)), lambda: _metadata(timedelta(minutes=20))))
+    )
+    # WHEN an hour's upload form is asked for
+    post = storage.presign_post("media", "tenants/t/inputs/j/target.mp4", 3600, 1024, {"retention": "input"})
+    # THEN its policy ends with the session, and it says how long it lasts
+    session_end = datetime.now(UTC) + timedelta(minutes=20)
+    assert abs((_policy_expiration(post.fields) - session_end).total_seconds()) < 5
+    assert 1200 - 5 <= post.expires_s <= 1200
+
+
+def test_an_upload_form_signed_with_long_lived_keys_lasts_what_was_asked() -> None:
+    post = S3Storage(_client()).presign_post("media", "k", 3600, 1024, {"retention": "input"})
+    assert post.expires_s == 3600
+    assert abs((_policy_expiration(post.fields) - (datetime.now(UTC) + timedelta(hours=1))).total_seconds()) < 5
