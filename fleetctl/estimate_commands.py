@@ -115,7 +115,7 @@ def fleet_of(args: argparse.Namespace) -> Fleet:
             if tasks and local is None:
                 workers, where = int(tasks), f"stack {name}'s RenderMaxTasks"
     if local is not None:
-        renderers = len(local.by_role("render"))
+        renderers = len(local.by_role("worker"))  # `local up`'s render workers (`gpu_worker --role render`)
         if renderers:
             workers, where = renderers, "the local stack's render workers"
     if args.workers is not None:

@@ -122,13 +122,13 @@ class Stack:
     def env(self) -> dict[str, str]:
         return {**os.environ, "FUSIONFLEET_LOCAL_DIR": str(self.state_dir)}
 
-    def cli(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    def cli(self, *args: str, timeout: float = 600, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
         # An operator's commands run with the stack's OperatorPolicy (the IAM judge holds them to it);
         # `local` commands deploy and stop the stack, which no policy of the stack is for.
         operator = role_env(OPERATOR_POLICY, "cli") if args[:1] != ("local",) else {}
         return subprocess.run(
             [sys.executable, "-m", "fleetctl.cli", *args],
-            env={**self.env(), **operator}, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
+            env={**self.env(), **operator}, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
 
     def client(self, service: str) -> Any:
