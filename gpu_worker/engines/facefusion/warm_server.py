@@ -38,9 +38,11 @@ from typing import IO, Any
 import numpy as np
 
 try:  # in the project's interpreter (the engine's side); FaceFusion's imports them from beside this file
+    from gpu_worker.engines.facefusion.console_tail import ConsoleTail, last_log_line
     from gpu_worker.engines.facefusion.frame_ring import FrameRing
     from gpu_worker.engines.facefusion.wire import HEADER, frame_bytes, frame_from, read_message, write_message
 except ImportError:  # pragma: no cover - FaceFusion's interpreter
+    from console_tail import ConsoleTail, last_log_line  # type: ignore[no-redef,import-not-found]
     from frame_ring import FrameRing  # type: ignore[no-redef,import-not-found]
     from wire import HEADER, frame_bytes, frame_from, read_message, write_message  # type: ignore[no-redef,import-not-found]
 
@@ -224,24 +226,6 @@ def checking() -> Iterator[None]:
     finally:
         if process_manager.is_checking():
             process_manager.end()
-
-
-LOG_TAIL: deque[str] = deque(maxlen=20)
-
-
-class _Tail(io.TextIOBase):
-    """FaceFusion's console output, passed on to standard error and its last lines kept."""
-
-    def write(self, text: str) -> int:
-        if sys.__stderr__ is not None:
-            sys.__stderr__.write(text)
-            sys.__stderr__.flush()
-        LOG_TAIL.extend(line for line in text.splitlines() if line.strip())
-        return len(text)
-
-
-def last_log_line() -> str | None:
-    return LOG_TAIL[-1] if LOG_TAIL else None
 
 
 def render(
@@ -494,7 +478,7 @@ def main() -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.path.insert(0, os.getcwd())  # FaceFusion's folder: `facefusion` is imported from it
     # FaceFusion's logger.init (basicConfig) then logs through it, so its last words are at hand.
-    sys.stderr = _Tail()
+    sys.stderr = ConsoleTail()
     serve(sys.stdin.buffer, replies)
 
 
