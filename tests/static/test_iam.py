@@ -44,6 +44,7 @@ ADAPTERS = {
     "notifier": ("fusionfleet/adapters/notify.py", "SnsNotifier", {"sns": "sns", "client": "sns"}),
     "capacity": ("fusionfleet/fleet/quotas.py", "ServiceQuotasCapacity", {"quotas": "servicequotas", "ec2": "ec2"}),
     "waker": ("fusionfleet/fleet/wake.py", "EcsServiceWaker", {"ecs": "ecs"}),
+    "retirement": ("gpu_worker/lifecycle/retirement.py", "EcsRetirement", {"_ecs": "ecs"}),
     "ordered": ("fusionfleet/adapters/ordered_queue.py", "SqsOrderedQueue", {"sqs": "sqs"}),
     "store": ("fusionfleet/adapters/secrets.py", "SecretsManagerStore", {"client": "secretsmanager"}),
 }
@@ -56,7 +57,7 @@ CLIENT_ADAPTERS = {
     "sns": {"SnsNotifier"},
     "service-quotas": {"ServiceQuotasCapacity"},
     "ec2": {"ServiceQuotasCapacity"},
-    "ecs": {"EcsServiceWaker"},
+    "ecs": {"EcsServiceWaker", "EcsRetirement"},
 }
 # SDK calls whose IAM action is not their own name in CamelCase.
 SDK_ACTIONS = {
