@@ -4,7 +4,8 @@ The tool (benchmarks/parity) renders a generated clip twice with the same option
 stand-in models: with FaceFusion 3.8.1's own `headless-run` on this machine, and through a local farm
 of its own (LocalStack over HTTP, warm FaceFusion workers, segments); then judges the two frame by
 frame, in duration, audio samples and colour tags. The full matrix is `make bench-parity`. Skipped
-with the reason where the harness cannot run (no FaceFusion checkout or no `.venv-facefusion`).
+with the reason where the harness cannot run (no FaceFusion checkout or no `.venv-facefusion`); in CI
+(`CI=true`) it fails instead.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from benchmarks.parity.farm import Farm
 from benchmarks.parity.judge import AUDIO_SNR_GOAL, PSNR_GOAL
 from benchmarks.parity.run import run_case
 from benchmarks.parity_matrix import MatrixCase, matrix
-from fleetctl.harness import facefusion as harness
+from tests.support import facefusion_harness as harness
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.timeout(900),
-    pytest.mark.skipif(harness.skip_reason() is not None, reason=str(harness.skip_reason())),
+    pytest.mark.usefixtures("facefusion_harness"),  # skipped where the harness is missing, failed in CI
 ]
 
 QUICK_CASES = [item for item in matrix() if item.quick]
