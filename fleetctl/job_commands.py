@@ -29,6 +29,7 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.errors import JobNotFound
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.fleet.workers import worker_views
+from fusionfleet.jobs.engine_options import check_engine_options
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.states import JobState
@@ -61,11 +62,16 @@ def client_of(args: argparse.Namespace) -> Client:
     return Client(S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions")), resources)
 
 
-def check_local_engine(args: argparse.Namespace) -> None:
-    """On the local stack, a job for an engine none of its workers runs is refused before any upload."""
+def check_local_engine(args: argparse.Namespace, options: dict[str, object] | None = None) -> None:
+    """Before any upload: on the local stack, a job for an engine none of its workers runs is refused; and
+    where the engine is known (asked for, or the local stack's default), options it would not apply are
+    refused with the slicer's own reasons (fusionfleet.jobs.engine_options), not after the job is queued."""
     local = connection.local_stack(args.endpoint_url, os.environ, args.where, args.profile)
     if local is not None:
         check_engine(args.engine, local.default_engine, tuple(local.engines))
+    engine = args.engine or (local.default_engine if local is not None else None)
+    if engine is not None and options is not None:
+        check_engine_options(engine, options)
 
 
 def notice_inbox_of(args: argparse.Namespace, job_id: str) -> SqsNoticeInbox | None:

@@ -132,7 +132,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     _check_files([*args.source, *([args.reference] if args.reference else [])])
     api = api_commands.api_of(args)  # the token names the tenant: a --tenant naming another is refused
     if api is None:
-        check_local_engine(args)
+        check_local_engine(args, collect_facefusion_options(args))
     if is_batch(args.target):
         return cmd_submit_batch(args) if api is None else cmd_submit_api(args, api, target_files(args.target))
     args.target = Path(args.target[0])

@@ -108,7 +108,7 @@ def cmd_try(args: argparse.Namespace) -> int:
         if not token:
             raise UsageError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
         return _try_api(args, ApiClient(api_url, token))
-    check_local_engine(args)
+    check_local_engine(args, collect_facefusion_options(args))
     client = client_of(args)
     submission = client.submit(
         args.source, args.target, args.priority, args.engine, args.quality, args.reference,

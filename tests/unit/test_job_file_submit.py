@@ -31,7 +31,7 @@ def write_job(folder: Path, steps: list[dict[str, Any]]) -> Path:
 def client(monkeypatch: pytest.MonkeyPatch) -> Client:
     stack = Client(FakeStorage(), FakeOrchestrator(), RESOURCES)
     monkeypatch.setattr(job_file_commands, "client_of", lambda _args: stack)
-    monkeypatch.setattr(job_file_commands, "check_local_engine", lambda _args: None)
+    monkeypatch.setattr(job_file_commands, "check_local_engine", lambda _args, _options=None: None)
     return stack
 
 

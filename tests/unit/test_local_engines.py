@@ -98,3 +98,26 @@ def test_another_endpoint_is_not_the_local_stack(
         main(
             ["submit", "-s", str(face), "-t", str(clip), "--engine", "facefusion", "--endpoint-url", "http://elsewhere"]
         )
+
+
+@pytest.mark.parametrize(
+    ("engine", "flags", "said"),
+    [
+        (["--engine", "copy"], ["--processors", "face_enhancer"], "options.processors: the copy engine does not apply"),
+        ([], ["--processors", "face_enhancer"], "the classic engine runs only face_swapper, not face_enhancer"),
+    ],
+)
+@pytest.mark.parametrize("command", [["submit"], ["try", "--frames", "0"]])
+def test_options_the_jobs_engine_would_not_apply_are_refused_before_any_upload(
+    local_stack: tuple[Path, Path],
+    command: list[str],
+    engine: list[str],
+    flags: list[str],
+    said: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a job for an engine the stack runs (asked for, or the stack's default classic) with an option that
+    # engine would not apply WHEN submitted THEN it is refused at once with the slicer's own reason, nothing sent
+    face, clip = local_stack
+    assert main([*command, "-s", str(face), "-t", str(clip), *engine, *flags]) == Exit.REJECTED
+    assert said in capsys.readouterr().err

@@ -111,7 +111,7 @@ def test_submit_with_an_output_but_no_wait_says_when_the_file_comes(
         raise FusionFleetError("no stack here")
 
     monkeypatch.setattr(submit_commands, "client_of", unreachable)
-    monkeypatch.setattr(submit_commands, "check_local_engine", lambda _args: None)
+    monkeypatch.setattr(submit_commands, "check_local_engine", lambda _args, _options=None: None)
     assert main(["submit", "-s", str(face), "-t", str(clip), "-o", "out.mp4"]) == Exit.FAILED
     said = capsys.readouterr().err
     assert "note: nothing is written to out.mp4 without --wait: `fusionfleet wait JOB -o out.mp4`" in said
