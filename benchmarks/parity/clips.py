@@ -143,7 +143,9 @@ def write_clip(path: Path, spec: ClipSpec, draw: Callable[[int], Image] | None =
     if turns % 2:
         width, height = height, width
     # A gap makes the video longer than its frames: the audio covers it.
-    seconds = spec.seconds + (5 / float(spec.fps) if spec.gap_at is not None else 0.0)
+    # The sound lasts exactly the frames (at 29.97 fps 360 frames are 12.012 s): a longer sound would make
+    # FaceFusion count a black frame past the last (it counts round(container duration × rate)).
+    seconds = spec.frames / float(spec.fps) + (5 / float(spec.fps) if spec.gap_at is not None else 0.0)
     tracks = [write_wav(path.with_name(f"{path.stem}-audio{track}.wav"), seconds, track)
               for track in range(spec.audio_tracks)]  # fmt: skip
     video_filter = _colour_filter(spec)
