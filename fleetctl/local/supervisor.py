@@ -375,6 +375,9 @@ class LocalStack:
         if state is None:
             return ["no local stack is running (fusionfleet local up starts one)"]
         lines = [f"endpoint {state.endpoint}  stack {state.stack}  region {state.region}"]
+        if state.engines:
+            # What a job that names no engine gets, and what else its workers run (fleetctl.local.engines).
+            lines.append(f"engine {state.default_engine} by default; workers run {', '.join(state.engines)}")
         if state.dashboard_url:
             lines.append(f"dashboard {state.dashboard_url}")
         if state.api_url:

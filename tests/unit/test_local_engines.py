@@ -121,3 +121,17 @@ def test_options_the_jobs_engine_would_not_apply_are_refused_before_any_upload(
     face, clip = local_stack
     assert main([*command, "-s", str(face), "-t", str(clip), *engine, *flags]) == Exit.REJECTED
     assert said in capsys.readouterr().err
+
+
+def test_local_status_states_the_default_engine_and_what_the_workers_run(tmp_path: Path) -> None:
+    from fleetctl.local.paths import LocalPaths
+    from fleetctl.local.supervisor import LocalStack
+
+    # GIVEN a local stack whose workers run the built-in engines, classic by default
+    paths = LocalPaths(root=tmp_path, state_dir=tmp_path / "local")
+    LocalState(4566, "us-east-1", "fusionfleet", engines=["classic", "copy"], default_engine="classic").save(
+        paths.state_file
+    )
+    # WHEN its status is printed THEN one line says which engine a job gets and which the workers run
+    lines = LocalStack(paths, say=lambda _line: None).status()
+    assert "engine classic by default; workers run classic, copy" in lines
