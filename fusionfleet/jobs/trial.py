@@ -35,6 +35,18 @@ def frames_problem(frames: Sequence[int], frame_count: int) -> str | None:
     )
 
 
+def trimmed_frames_problem(frames: Sequence[int], start: int, end: int) -> str | None:
+    """Why a test render cannot render these frames of a job that renders target frames [start, end), or None:
+    a frame the trim leaves out is no frame of the full render to preview."""
+    outside = [frame for frame in frames if not start <= frame < end]
+    if not outside:
+        return None
+    return (
+        f"frames: {', '.join(map(str, outside))} outside the job's trimmed range of target frames [{start}, {end}) "
+        "(trim_frame_start / trim_frame_end)"
+    )
+
+
 def trial_plan(
     frames: Sequence[int], full_plan: Sequence[Segment], fps_num: int, fps_den: int, context: int | None = None
 ) -> tuple[Segment, ...]:

@@ -37,7 +37,7 @@ from fusionfleet.jobs.manifest import Manifest, PlanRequest, invalid_manifest
 from fusionfleet.jobs.plan import Segment, cut_at_frames, cut_segments, plan_segments, requested_plan_problem
 from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeline import Timeline, timeline, trim_problem
-from fusionfleet.jobs.trial import frames_problem, trial_plan
+from fusionfleet.jobs.trial import frames_problem, trial_plan, trimmed_frames_problem
 from fusionfleet.media.image import check_image, image_as_video
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
@@ -132,6 +132,8 @@ class JobPreparer:
         if trimmed:
             raise invalid_manifest([trimmed])
         frames = timeline(manifest.options, video.frame_count, video.fps)
+        if manifest.frames and (problem := trimmed_frames_problem(manifest.frames, frames.start, frames.end)):
+            raise invalid_manifest([problem])
         reference_frame = None
         if selects_faces(engine) and not manifest.faces:
             reference_frame = self._reference_frame(job_id, manifest, target)

@@ -11,7 +11,7 @@ from fusionfleet.jobs.decisions import CONTEXT, context_frames, tracker_window
 from fusionfleet.jobs.manifest import ENGINE_NAMES
 from fusionfleet.jobs.plan import Segment, plan_segments
 from fusionfleet.jobs.timeline import timeline
-from fusionfleet.jobs.trial import trial_plan
+from fusionfleet.jobs.trial import trial_plan, trimmed_frames_problem
 from gpu_worker.engines.base import CarriesState, LooksAhead
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
 from gpu_worker.engines.facefusion.job_options import look_ahead
@@ -112,3 +112,11 @@ def test_every_engines_declaration_holds_to_the_engine() -> None:
         assert issubclass(engine_class, LooksAhead)
     for options in ({}, TRACKER, {**TRACKER, "target_frame_amount": 0}, {**TRACKER, "target_frame_amount": 7}):
         assert context_frames("facefusion", options) == tracker_window(options) == look_ahead(options)
+
+
+def test_a_frame_the_trim_leaves_out_is_refused_with_the_reason() -> None:
+    # GIVEN a job of target frames [20, 280) WHEN a test render asks for frames 10, 25 and 280
+    problem = trimmed_frames_problem([10, 25, 280], 20, 280)
+    # THEN the two outside the range are named (the slicer used to stop on them with a bare StopIteration)
+    assert problem is not None and problem.startswith("frames: 10, 280 outside the job's trimmed range")
+    assert trimmed_frames_problem([20, 279], 20, 280) is None
