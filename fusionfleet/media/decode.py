@@ -1,18 +1,17 @@
 """Decode frames [start, end) of a video, frame-exactly, as upright BGR images.
 
-Frames of a constant-rate video are placed on the plan's grid by their timestamps (index = round(t·fps)),
-so the same frame number means the same picture on every worker, whatever the GOP structure; a gap in
-the source repeats the previous picture, as ffmpeg's fps filter does. A variable-rate video's frame n is
-its n-th frame in presentation order, as FaceFusion reads it (FFmpeg with `-vsync 0`: no frame dropped
-or repeated, numbered as they come); the count FaceFusion asks of it (its duration × its nominal rate)
-may pass its last frame, and those frames are black, as FaceFusion's are.
+Frames are placed on the constant-rate grid of the plan by their timestamps (index = round(t·fps)),
+so the same frame number means the same picture on every worker, whatever the GOP structure or a
+variable frame rate; a gap in the source repeats the previous picture, as ffmpeg's fps filter does. A
+variable-rate video's grid is its nominal rate (fusionfleet.media.probe), so no two frames share a slot:
+every frame is kept at its own time and the sound stays in sync. FaceFusion instead numbers such frames
+one after another and renders black past the last (docs/engines.md): a documented difference.
 Pictures are BT.709 SDR: PQ and HLG targets go through the tone-mapping FaceFusion reads them with
 (fusionfleet.media.colour), in PyAV's filter graph; others are converted by the matrix they are tagged with.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
@@ -21,9 +20,9 @@ import av
 import numpy as np
 import numpy.typing as npt
 
-from fusionfleet.errors import InputRejected, MediaError
+from fusionfleet.errors import MediaError
 from fusionfleet.media.colour import TONE_MAP_FILTER, tone_maps
-from fusionfleet.media.probe import VideoInfo, frame_timestamps, open_video
+from fusionfleet.media.probe import VideoInfo, open_video
 from fusionfleet.media.reader import RangeReader
 
 Image = npt.NDArray[np.uint8]
@@ -73,54 +72,6 @@ def grid_index(time_s: float, start_s: float, fps: Fraction) -> int:
     return round((time_s - start_s) * fps.numerator / fps.denominator)
 
 
-class _Numbering:
-    """A variable-rate video's frame numbers: each frame's place in presentation order.
-
-    MP4/MOV: the index lists every sample by decoding time; decoding from a keyframe of a closed GOP,
-    the keyframe is presented after exactly the samples decoded before it, and every later frame comes
-    one after another, so frame = the keyframe's rank among the decoding times + frames since. Other
-    containers: every packet's presentation time, demuxed (as the probe does), ranked.
-    """
-
-    def __init__(self, container: av.container.InputContainer, stream: Any, info: VideoInfo) -> None:
-        entries = stream.index_entries
-        self._decoding: list[int] = []
-        self._presenting: dict[int, int] = {}
-        if container.format.name.startswith("mov") and entries is not None and len(entries) > 0:
-            self._decoding = sorted(entry.timestamp for entry in entries if not entry.is_discard)
-        else:
-            times = frame_timestamps(container, stream, max(info.frame_count * 2, 1))
-            self._presenting = {pts: number for number, pts in enumerate(times)}
-            container.seek(0, stream=stream, backward=True, any_frame=False)  # the demuxing read it through
-        self._first: int | None = None
-        self._since = 0
-
-    def seek_to(self, number: int) -> int | None:
-        """The timestamp to seek to for frame `number` (None: no such frame in the video)."""
-        times = self._decoding or sorted(self._presenting, key=self._presenting.__getitem__)
-        return times[number] if number < len(times) else None
-
-    def decode(self, container: av.container.InputContainer, stream: Any) -> Iterator[av.VideoFrame]:
-        """The stream's frames from where the container stands; the first packet's decoding time is noted
-        (a decoded frame's own `dts` is that of the packet that pushed it out, later with B-frames)."""
-        for packet in container.demux(stream):
-            if self._decoding and self._first is None and packet.dts is not None and packet.size:
-                if not packet.is_keyframe:
-                    raise InputRejected("a variable-rate video whose decoding does not start on a keyframe")
-                self._first = bisect.bisect_left(self._decoding, packet.dts)
-            yield from packet.decode()
-
-    def number(self, frame: av.VideoFrame, what: str) -> int:
-        if self._presenting:
-            found = self._presenting.get(frame.pts if frame.pts is not None else -1)
-            if found is None:
-                raise MediaError(f"{what}: a frame at {frame.pts} is not among the video's packets")
-            return found
-        number = (self._first or 0) + self._since
-        self._since += 1
-        return number
-
-
 def iter_frames(
     reader: RangeReader,
     info: VideoInfo,
@@ -142,27 +93,18 @@ def iter_frames(
             stream.codec_context.thread_count = threads
         time_base = stream.time_base or Fraction(1, 1_000_000)
         picture = Pictures(stream, info)
-        numbering = _Numbering(container, stream, info) if info.variable_frame_rate else None
-        if numbering is not None:
-            at = numbering.seek_to(start)
-            if start > 0 and at is not None:
-                container.seek(at, stream=stream, backward=True, any_frame=False)
-        elif start > 0:
+        if start > 0:
             # Land on the keyframe at or before the first wanted frame, then decode forward.
             seconds = info.start_s + Fraction(start) / fps
             container.seek(int(seconds / time_base), stream=stream, backward=True, any_frame=False)
         wanted = start
         previous: av.VideoFrame | None = None  # converted only when a gap needs it
         try:
-            frames = numbering.decode(container, stream) if numbering is not None else container.decode(stream)
-            for frame in frames:
+            for frame in container.decode(stream):
                 if frame.pts is None:
                     continue
                 _checked(frame, info, what)
-                if numbering is not None:
-                    index = numbering.number(frame, what)
-                else:
-                    index = grid_index(float(frame.pts * time_base), info.start_s, fps)
+                index = grid_index(float(frame.pts * time_base), info.start_s, fps)
                 if index < wanted:
                     previous = frame
                     continue
@@ -180,15 +122,7 @@ def iter_frames(
                     return
         except av.FFmpegError as error:
             raise MediaError(f"{what}: decoding failed near frame {wanted}: {error}") from error
-        if previous is not None and numbering is not None:
-            # A variable-rate video's nominal count passes its last frame: FaceFusion's reader runs dry
-            # there and it renders an empty picture, which its writer makes a black frame.
-            black = np.zeros_like(picture(previous))
-            while wanted < end:
-                yield wanted, black
-                wanted += 1
-            return
-        # A constant-rate source that ends a frame short (a grid's rounding) repeats its last picture once.
+        # A source that ends early (rounding of a variable-rate grid) repeats its last picture once.
         if previous is not None and end - wanted == 1:
             yield wanted, picture(previous)
             return

@@ -8,6 +8,7 @@ reader's deadline.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from fractions import Fraction
 from typing import Any
 
@@ -99,13 +100,15 @@ def frame_timestamps(
 
 def _frame_timing(
     container: av.container.InputContainer, stream: Any, limits: MediaLimits, size: int, what: str
-) -> tuple[int, bool]:
-    """(frame count, variable frame rate?) from the frames' timestamps."""
+) -> tuple[int, bool, int]:
+    """(frame count, variable frame rate?, the commonest step between frames) from the frames' timestamps."""
     timestamps = frame_timestamps(container, stream, limits.max_frames, size, what)
-    steps = {later - earlier for earlier, later in itertools.pairwise(timestamps)}
+    gaps = [later - earlier for earlier, later in itertools.pairwise(timestamps)]
+    steps = set(gaps)
     # A constant-rate stream has one step (two where the time base does not divide the rate).
     variable = len(steps) > 1 and (max(steps) - min(steps)) > 1
-    return len(timestamps), variable
+    commonest = Counter(gaps).most_common(1)[0][0] if gaps else 0
+    return len(timestamps), variable, commonest
 
 
 def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInfo:
@@ -144,14 +147,15 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
         audio = _audio_tracks(container)
         codec = context.name
         transfer = transfer_name(context.color_trc)
-        frame_count, variable = _frame_timing(container, stream, limits, reader.size, what)
+        frame_count, variable, step = _frame_timing(container, stream, limits, reader.size, what)
         if frame_count <= 0:
             raise InputRejected(f"{what} contains no video frames")
-        if variable and _nominal_rate(stream, limits) is not None:
-            # FaceFusion reads a variable-rate video at its nominal rate (ffprobe's r_frame_rate), its
-            # frames in presentation order, and counts round(duration × that rate) of them
-            # (ffprobe.extract_video_metadata): the farm numbers them alike (fusionfleet.media.decode).
-            fps = _nominal_rate(stream, limits) or fps
+        nominal = _nominal_rate(step, time_base, limits) if variable else None
+        if nominal is not None:
+            # A variable-rate video's grid is its nominal rate (one over its commonest step between frames),
+            # round(duration × that rate) slots: every frame has a slot of its own, where the average rate put
+            # some two to a slot and dropped one (fusionfleet.media.decode).
+            fps = nominal
         if not variable or duration_s <= 0:
             # A constant-rate video lasts exactly its frames (containers pad durations with audio).
             duration_s = frame_count / float(fps)
@@ -176,13 +180,13 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
     )
 
 
-def _nominal_rate(stream: Any, limits: MediaLimits) -> Fraction | None:
-    """The stream's nominal rate (r_frame_rate), where it is one a video can have."""
-    rate = stream.base_rate
-    if not rate or rate <= 0:
+def _nominal_rate(step: int, time_base: Fraction, limits: MediaLimits) -> Fraction | None:
+    """The rate of a variable-rate video's commonest step between frames, where it is one a video can have.
+
+    Not ffprobe's r_frame_rate: Matroska's millisecond timestamps make FFmpeg guess the average there."""
+    if step <= 0:
         return None
-    nominal = Fraction(rate).limit_denominator(1001)
-    # A timescale posing as a rate (90000/1, seen in phone clips) is no grid to number frames on.
+    nominal = (1 / (step * Fraction(time_base))).limit_denominator(1001)
     return nominal if nominal <= limits.max_fps else None
 
 
