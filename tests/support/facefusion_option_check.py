@@ -36,7 +36,7 @@ def main() -> None:
     argvs = json.load(sys.stdin)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # FaceFusion's own output stays out of the answer
-    sys.stderr = warm_server._Tail()
+    sys.stderr = warm_server.ConsoleTail()
     engine = warm_server.FaceFusion()
     verdicts: list[str | None] = []
     for argv in argvs:
