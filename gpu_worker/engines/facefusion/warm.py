@@ -330,8 +330,9 @@ class WarmFaceFusionEngine:
                 f"(its limit is {failures.ANALYSER_LIMIT_PERCENT:g} %)"
             )
 
-    def analyse_content(self, images: Iterable[Image]) -> list[bool]:
-        """FaceFusion's content analyser on each image, in this warm process (ContentAnalyser)."""
+    def _idle_process(self) -> tuple[EngineSettings, WarmProcess]:
+        """The engine's settings and a live warm process with nothing half-done in it (one left mid-request
+        is stopped: its answers would be out of step), started where there is none."""
         if self._home is None:
             self.prepare()
         settings = self._settings
@@ -340,6 +341,11 @@ class WarmFaceFusionEngine:
             self._process.stop(graceful=False)
             self._process = None
         process = self._process if self._process is not None and self._process.alive() else self._start()
+        return settings, process
+
+    def analyse_content(self, images: Iterable[Image]) -> list[bool]:
+        """FaceFusion's content analyser on each image, in this warm process (ContentAnalyser)."""
+        settings, process = self._idle_process()
         mark = process.log_size()
         try:
             process.send({"op": "analyse", "argv": ["headless-run", *self._execution, *log_args()]})
@@ -374,14 +380,7 @@ class WarmFaceFusionEngine:
         heard = sound(job)
         if job.audio is None or heard is None:
             raise EngineError("the job has no audio source to extract a voice from")
-        if self._home is None:
-            self.prepare()
-        settings = self._settings
-        assert settings is not None
-        if self._process is not None and self._unfinished:
-            self._process.stop(graceful=False)
-            self._process = None
-        process = self._process if self._process is not None and self._process.alive() else self._start()
+        _, process = self._idle_process()
         mark = process.log_size()
         argv = ["headless-run", *option_args(options), *self._execution, *log_args()]
         try:
