@@ -40,7 +40,10 @@ def plan(subnets: tuple[str, ...] = (), public_ip: bool = False, spot: bool = Fa
 
 
 def _subnet(ec2: Any, vpc: str, cidr: str, route: dict[str, str] | None) -> str:
-    subnet = str(ec2.create_subnet(VpcId=vpc, CidrBlock=cidr)["Subnet"]["SubnetId"])
+    # A fixed zone: moto picks one at random otherwise, and us-east-1e offers no g5 (the instance-type check
+    # rightly says FIX there, which made the count below depend on the draw)
+    made = ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=f"{REGION}a")
+    subnet = str(made["Subnet"]["SubnetId"])
     table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
     ec2.associate_route_table(RouteTableId=table, SubnetId=subnet)
     if route:
