@@ -345,7 +345,6 @@ _RUN_FILE = re.compile(
 _CHUNK_FILE = re.compile(
     rf"^{WORK_PREFIX}{_JOB}/checkpoints/{_INDEX}/(?P<first>\d{{7,}})-(?P<end>\d{{7,}})\.(?P<kind>mp4|state)$"
 )
-_RUN_PLAN_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/plans/r(?P<run>\d{{3,}})\.json$")
 
 
 @dataclass(frozen=True)
@@ -433,14 +432,6 @@ def parse_chunk_key(key: str) -> ChunkFile | None:
     return ChunkFile(match["job"], int(match["index"]), int(match["first"]), int(match["end"]), kind)
 
 
-def parse_run_plan_key(key: str) -> tuple[str, int] | None:
-    """(job id, run) of `run_plan_key` (run 0's plan is the job's `plan_key`)."""
-    if (match := _RUN_PLAN_FILE.match(key)) is not None:
-        return match["job"], int(match["run"])
-    job_id = job_of_work_key(key)
-    return (job_id, 0) if job_id is not None and key == plan_key(job_id) else None
-
-
 def _name_under(key: str, prefix: str, suffix: str) -> str | None:
     """The one path segment between `prefix` and `suffix`, or None."""
     if not key.startswith(prefix) or not key.endswith(suffix) or len(key) <= len(prefix) + len(suffix):
@@ -449,21 +440,9 @@ def _name_under(key: str, prefix: str, suffix: str) -> str | None:
     return None if "/" in name else name
 
 
-def parse_worker_key(key: str) -> str | None:
-    """The worker name of `worker_key`."""
-    return _name_under(key, WORKERS_PREFIX, ".json")
-
-
 def parse_rejected_index_key(key: str) -> str | None:
     """The job id of `rejected_index_key`."""
     return _name_under(key, REJECTED_INDEX_PREFIX, ".json")
-
-
-def parse_blocked_worker_key(key: str) -> tuple[str, str] | None:
-    """(job id, worker) of `blocked_worker_key`."""
-    job_id = job_of_work_key(key)
-    worker = _name_under(key, blocklist_prefix(job_id), ".json") if job_id else None
-    return (job_id, worker) if job_id and worker else None
 
 
 def parse_webhook_delivery_key(key: str) -> tuple[str, str] | None:
@@ -473,19 +452,3 @@ def parse_webhook_delivery_key(key: str) -> tuple[str, str] | None:
     if not job_id or not name or name.startswith("_"):
         return None
     return job_id, f"{job_id}.{name}"
-
-
-def parse_api_job_key(key: str) -> tuple[str, str] | None:
-    """(tenant, api job id) of `api_job_key`."""
-    tenant, slash, rest = key.removeprefix(API_PREFIX).partition("/") if key.startswith(API_PREFIX) else ("", "", "")
-    api_job_id = _name_under(rest, "", ".json") if slash and is_tenant_name(tenant) else None
-    return (tenant, api_job_id) if api_job_id else None
-
-
-def parse_tenant_upload_key(key: str) -> tuple[str, str, str] | None:
-    """(tenant, api job id, file name) of `tenant_upload_key`."""
-    tenant = tenant_of(key)
-    if tenant is None or not key.startswith(tenant_input_prefix(tenant)):
-        return None
-    api_job_id, slash, file_name = key[len(tenant_input_prefix(tenant)) :].partition("/")
-    return (tenant, api_job_id, file_name) if slash and api_job_id and file_name and "/" not in file_name else None

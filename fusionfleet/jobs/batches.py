@@ -60,10 +60,6 @@ class BatchRecord(BaseModel):
         """Item `target`'s manifest: the batch's sources, options and priority on its one target."""
         return Manifest.model_validate({**self.settings, "target": target.key, "targets": [], "output": None})
 
-    @property
-    def item_ids(self) -> list[str]:
-        return [self.item_id(target.index) for target in self.targets]
-
 
 def takes(key: str) -> bool:
     """Whether a key listed under a `targets` prefix is media a batch renders (by its extension)."""

@@ -48,11 +48,6 @@ class EncoderSettings:
     def fps(self) -> Fraction:
         return Fraction(self.fps_num, self.fps_den)
 
-    @property
-    def frame_ticks(self) -> int:
-        """One frame's duration in track ticks (exact by choice of timescale)."""
-        return self.timescale * self.fps_den // self.fps_num
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -92,11 +92,6 @@ class JobFacts:
             return self.failed.cause
         return "" if state is JobState.RUNNING else execution.cause or execution.error or ""
 
-    @property
-    def first_input(self) -> dict[str, Any] | None:
-        """The first run's execution input, when the current run is the first (a retry copies it)."""
-        return self.execution.input if self.execution is not None and self.run.run == 0 else None
-
 
 @dataclass(frozen=True)
 class SegmentFiles:

@@ -92,10 +92,6 @@ class Timeline:
             return 0
         return self._position(frame + 1) - self._position(frame)
 
-    def output_index(self, frame: int) -> int:
-        """The first output frame that shows `frame` (or would: a dropped frame's successor's)."""
-        return self._position(frame)
-
     def output_frames(self, first: int | None = None, end: int | None = None) -> int:
         """Output frames made from target frames [first, end) (the whole range by default)."""
         first = self.start if first is None else max(first, self.start)

@@ -78,11 +78,6 @@ def chunk_grid(
     return joined
 
 
-def shown_frames(timeline: Timeline | None, first: int, end: int) -> int:
-    """Output frames made from target frames [first, end): one each without a timeline."""
-    return end - first if timeline is None else timeline.output_frames(first, end)
-
-
 @dataclass(frozen=True)
 class Carry:
     """Temporal state across an interruption: `engine` is the one whose state is saved (unwrapped

@@ -149,28 +149,6 @@ class EngineDone:
         return replace(self.frames, stages=tuple(stats.stages.items()))
 
 
-def render_segment(
-    task: RenderTask,
-    deps: RenderDeps,
-    cancel: threading.Event,
-    attempt: Attempt,
-    drain: threading.Event | None = None,
-) -> RenderResult:
-    """Render the segment's chunks that no earlier attempt saved, join them, check, upload, record."""
-    return finish_segment(render_frames(task, deps, cancel, attempt, drain), deps.storage, deps.worker_id, attempt)
-
-
-def render_frames(
-    task: RenderTask,
-    deps: RenderDeps,
-    cancel: threading.Event,
-    attempt: Attempt,
-    drain: threading.Event | None = None,
-) -> RenderedFrames:
-    """The engine's part: render the chunks no earlier attempt saved into a work folder of their own."""
-    return start_frames(task, deps, cancel, attempt, drain).settle()
-
-
 def start_frames(
     task: RenderTask,
     deps: RenderDeps,
@@ -178,7 +156,8 @@ def start_frames(
     attempt: Attempt,
     drain: threading.Event | None = None,
 ) -> EngineDone:
-    """`render_frames`, returning when the engine has made the last frame (the encoder may still be busy)."""
+    """The engine's part: render the chunks no earlier attempt saved into a work folder of their own, returning
+    when the engine has made the last frame (the encoder may still be busy; `settle()` waits for it)."""
     job, segment = task.job, task.segment
     started_at = time.time()
     engine = analyser = deps.engines.get(job.engine)

@@ -22,7 +22,7 @@ from gpu_worker.attempt import Attempt
 from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.engines.pool import EnginePool
 from gpu_worker.rendering.job_analysis import job_content_verdict
-from gpu_worker.rendering.render import RenderDeps, render_segment
+from gpu_worker.rendering.render import InlineRenderer, RenderDeps
 from gpu_worker.rendering.sources import SourceCache
 from tests.support.fakes import FakeStorage
 from tests.support.jobs import MEDIA, WORK, halves, job_context
@@ -115,7 +115,7 @@ def _render(storage: FakeStorage, job: JobContext, engine: Analyser, tmp_path: P
         storage, cast(EnginePool, Pool(engine)), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "w",
     )  # fmt: skip
     task = RenderTask(task_token="t", job=job, segment=halves(job.frame_count)[1])
-    render_segment(task, deps, threading.Event(), Attempt())
+    InlineRenderer(deps).render(task, Attempt(), threading.Event(), threading.Event())()
 
 
 def test_a_segment_of_a_refused_job_fails_with_the_jobs_verdict_and_renders_nothing(clip: Path, tmp_path: Path) -> None:

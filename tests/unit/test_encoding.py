@@ -33,4 +33,3 @@ def test_an_encoder_the_fleet_lacks_is_rejected_with_its_reason_and_image_option
 def test_settings_round_trip_through_json() -> None:
     settings = encoder_settings(640, 360, Fraction(30000, 1001), {}, 120)
     assert type(settings).from_dict(settings.to_dict()) == settings
-    assert settings.frame_ticks * settings.fps_num == settings.timescale * settings.fps_den

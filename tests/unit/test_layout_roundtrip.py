@@ -55,26 +55,22 @@ def test_winner_task_and_backup_records_round_trip(job: str) -> None:
 
 
 @pytest.mark.parametrize("job", JOBS)
-def test_checkpoint_chunks_and_run_plans_round_trip(job: str) -> None:
+def test_checkpoint_chunks_round_trip_and_run_plans_belong_to_their_job(job: str) -> None:
     assert layout.parse_chunk_key(layout.chunk_key(job, 3, 75, 100)) == layout.ChunkFile(job, 3, 75, 100)
     state = layout.chunk_state_key(job, 3, 75, 100)
     assert layout.parse_chunk_key(state) == layout.ChunkFile(job, 3, 75, 100, "state")
-    assert layout.parse_run_plan_key(layout.run_plan_key(job, 0)) == (job, 0)
-    assert layout.parse_run_plan_key(layout.run_plan_key(job, 2)) == (job, 2)
+    assert layout.job_of_work_key(layout.run_plan_key(job, 2)) == job
 
 
 def test_records_that_are_not_jobs_round_trip_and_belong_to_no_job() -> None:
-    assert layout.parse_worker_key(layout.worker_key("gpu-1.local")) == "gpu-1.local"
     assert layout.parse_rejected_index_key(layout.rejected_index_key("clip-1")) == "clip-1"
-    assert layout.parse_api_job_key(layout.api_job_key("acme", "j-1")) == ("acme", "j-1")
-    assert layout.parse_blocked_worker_key(layout.blocked_worker_key("clip-1", "w2")) == ("clip-1", "w2")
+    assert layout.job_of_work_key(layout.blocked_worker_key("clip-1", "w2")) == "clip-1"
     for key in (layout.worker_key("w"), layout.rejected_index_key("j"), layout.api_job_key("acme", "j")):
         assert layout.job_of_work_key(key) is None
 
 
 def test_tenant_and_manifest_keys_round_trip() -> None:
-    upload = layout.tenant_upload_key("acme", "j-1", "face.png")
-    assert layout.parse_tenant_upload_key(upload) == ("acme", "j-1", "face.png")
+    assert layout.tenant_of(layout.tenant_upload_key("acme", "j-1", "face.png")) == "acme"
     for tenant in (None, "acme"):
         key = layout.manifest_key("summer/alice", tenant)
         assert layout.is_manifest_key(key)
@@ -92,6 +88,6 @@ def test_keys_of_other_kinds_parse_to_nothing() -> None:
     for key in strangers:
         parsed = (
             layout.parse_segment_file(key), layout.parse_attempt_record_key(key), layout.parse_run_file(key),
-            layout.parse_chunk_key(key), layout.parse_worker_key(key), layout.parse_tenant_upload_key(key),
+            layout.parse_chunk_key(key), layout.parse_rejected_index_key(key),
         )  # fmt: skip
-        assert parsed == (None,) * 6, key
+        assert parsed == (None,) * 5, key

@@ -62,6 +62,6 @@ def test_every_frame_of_the_output_comes_from_exactly_one_target_frame(mode: str
     line = Timeline(17, 283, 25, 1, *out, mode)  # type: ignore[arg-type]
     shown = [line.shown(frame) for frame in range(line.start, line.end)]
     assert sum(shown) == line.output_frames() and min(shown) >= 0
-    # the first output frame of each shown frame is the sum of those before it
-    assert all(line.output_index(frame) - line.output_index(line.start) == sum(shown[: frame - line.start])
+    # the output frames made before each target frame are the sum of those it shows before it
+    assert all(line.output_frames(line.start, frame) == sum(shown[: frame - line.start])
                for frame in range(line.start, line.end))  # fmt: skip
