@@ -29,7 +29,7 @@ PLVENV := .venv-parliament
 # asl-validator, the ecosystem's Amazon States Language validator (tests/static/test_asl_validator.py).
 IAMDIR := infra/iam
 
-.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks aws-check facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim simulate bench-integrations bench-recovery bench-batch bench-api-scale bench-parity device-check chaos soak up down status clean
+.PHONY: static integration all setup venv localstack-env checkov-env sam-env parliament-env iam-env iam-calls aws-checks aws-check facefusion-env test lint unit e2e e2e-long demo bench bench-quality bench-unseen bench-faces bench-scale bench-throughput bench-fleet bench-occupancy bench-sim simulate bench-integrations bench-try bench-recovery bench-batch bench-api-scale bench-parity device-check chaos soak up down status clean
 
 all: test
 
