@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,11 @@ from fleetctl import connection
 from fleetctl.batch_client import target_files
 from fleetctl.exits import EPILOG, UsageError
 from fleetctl.job_commands import say
-from fusionfleet.errors import FusionFleetError
+from fusionfleet.errors import FusionFleetError, InputRejected, JobRejected
 from fusionfleet.facefusion.flags import collect_facefusion_options
+from fusionfleet.facefusion.requirements import SourceKind
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE, GpuPrices
+from fusionfleet.jobs.engine_options import check_sources
 from fusionfleet.jobs.estimate import Estimate, Prices, estimate
 from fusionfleet.jobs.timeline import timeline, trim_problem
 from fusionfleet.media.image import check_image, image_as_video
@@ -33,7 +36,7 @@ from fusionfleet.media.info import VideoInfo
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
-from fusionfleet.media.sniff import SNIFF_BYTES, image_format
+from fusionfleet.media.sniff import SNIFF_BYTES, image_format, sniff_source
 
 # The template's defaults (template.yaml; tests/unit/test_estimate.py holds them equal): the fleet's most
 # render tasks, the engine of a job that names none on AWS, and the price of a Spot GPU-hour (0: none).
@@ -137,6 +140,26 @@ def probe(path: Path) -> VideoInfo:
     return probe_video(RangeReader(FileRangeSource(path), str(path)), str(path), limits)
 
 
+def judge_sources(paths: Sequence[Path], engine: str, options: Mapping[str, object]) -> None:
+    """The sources as the farm judges them before it renders (each a face image or an audio file by its first
+    bytes, what the engine needs of them), refused with the farm's own reasons, every one: JobRejected."""
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"{path} is not a file")
+    kinds: list[SourceKind] = []
+    problems: list[str] = []
+    for index, path in enumerate(paths):
+        with path.open("rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+        try:
+            kinds.append(sniff_source(head, f"source[{index}] {str(path)!r}"))
+        except InputRejected as rejected:
+            problems.extend(rejected.problems)
+    if problems:
+        raise JobRejected("; ".join(problems), tuple(problems))
+    check_sources(engine, options, kinds)
+
+
 def estimates(args: argparse.Namespace, fleet: Fleet) -> list[tuple[Path, VideoInfo, Estimate]]:
     if getattr(args, "facefusion_job", None) is not None:
         raise UsageError("estimate takes -s/-t like submit; a FaceFusion job file is not estimated")
@@ -145,6 +168,8 @@ def estimates(args: argparse.Namespace, fleet: Fleet) -> list[tuple[Path, VideoI
     options: dict[str, Any] = collect_facefusion_options(args)
     processors = tuple(options.get("processors") or ("face_swapper",))
     engine = args.engine or fleet.default_engine
+    if args.source:
+        judge_sources(args.source, engine, options)
     found = []
     for path in target_files(args.target):
         info = probe(path)

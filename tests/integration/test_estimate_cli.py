@@ -86,3 +86,23 @@ def test_submit_confirm_shows_the_estimate_and_submits_only_on_yes(
     assert (calls == ["submit"]) is submitted
     assert code == (Exit.DONE if submitted else Exit.FAILED)
     assert ("not submitted" in err) is not submitted
+
+
+def test_a_source_the_farm_would_refuse_is_refused_with_its_reason_before_any_estimate(
+    clip: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a text file where a face image belongs (beside the real face)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a face\n")
+    face, flags = str(grace_hopper_path()), ["--workers", "2", "--gpu-hourly-price", "0.9"]
+    # WHEN it is estimated THEN it is rejected (3) with the farm's reason, and no estimate is shown
+    assert main(["estimate", "-s", face, "-s", str(notes), "-t", str(clip), *flags]) == Exit.REJECTED
+    captured = capsys.readouterr()
+    assert f"source[1] {str(notes)!r} is neither a face image" in captured.err and "a text file" in captured.err
+    assert "GPU time" not in captured.out
+    # AND what the engine needs of the sources is judged as the farm judges it: the lip syncer wants a voice
+    assert main(["estimate", "-s", face, "-t", str(clip), "--processors", "lip_syncer", *flags]) == Exit.REJECTED
+    assert "lip_syncer needs an audio file among the sources" in capsys.readouterr().err
+    # AND a source that is not there is a usage error (2), as submit says it
+    assert main(["estimate", "-s", str(tmp_path / "gone.png"), "-t", str(clip), *flags]) == Exit.USAGE
+    assert "gone.png is not a file" in capsys.readouterr().err
