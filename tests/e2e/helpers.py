@@ -3,20 +3,55 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fleetctl.api_client import form_body
+from fleetctl.local.state import LocalState
 from fleetctl.samples import grace_hopper_path, read_stamp
+from fleetctl.stack import StackResources
 from fusionfleet import layout
+from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.jobs.ids import job_id
-from tests.e2e.conftest import Stack
+from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
+from tests.e2e.conftest import ROOT, Stack, free_port, up_command
+from tests.support.facefusion_harness import Harness
 from tests.support.media import decode_all
+
+
+@contextmanager
+def facefusion_stack(home: Harness, state_dir: Path, workers: int) -> Iterator[Stack]:
+    """A local stack of its own in `state_dir` whose `workers` workers run the harness's FaceFusion from `home`;
+    its logs printed and the stack taken down after."""
+    (state_dir / "faults.json").write_text("[]")
+    port = free_port()
+    env = {**home.env, ENV_HOME: str(home.home), ENV_PYTHON: home.python}
+    down = [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)]
+    up = subprocess.run(
+        up_command(port, state_dir, workers), env=env, cwd=ROOT, capture_output=True, text=True, timeout=400,
+        check=False,
+    )  # fmt: skip
+    state = LocalState.load(state_dir / "state.json")
+    if up.returncode != 0 or state is None:
+        subprocess.run(down, cwd=ROOT, capture_output=True, timeout=120, check=False)
+        pytest.fail(f"local up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
+    aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
+    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port)
+    try:
+        yield stack
+    finally:
+        print(stack.logs())
+        subprocess.run(down, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
 
 
 def queues_empty(stack: Stack) -> bool:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,15 +21,11 @@ import cv2
 import numpy as np
 import pytest
 
-from fleetctl.local.state import LocalState
-from fleetctl.stack import StackResources
 from fusionfleet import layout
-from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.jobs.ids import job_id
-from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
-from tests.e2e.conftest import ROOT, Stack, free_port, up_command
-from tests.e2e.helpers import notice_for, output_of
+from tests.e2e.conftest import Stack
+from tests.e2e.helpers import facefusion_stack, notice_for, output_of
 from tests.support import facefusion_harness as harness
 from tests.support.media import decode_all, write_video
 
@@ -53,25 +47,8 @@ Warm = tuple[str, int, int, int, int]  # worker, FaceFusion's pid, frames, sessi
 def farm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A local stack of its own whose 2 workers run the harness's FaceFusion."""
     home = harness.prepare(tmp_path_factory.mktemp("facefusion-home"))  # (skips first where it cannot run)
-    state_dir = tmp_path_factory.mktemp("facefusion-stack")
-    (state_dir / "faults.json").write_text("[]")
-    port = free_port()
-    env = {**home.env, ENV_HOME: str(home.home), ENV_PYTHON: home.python}
-    down = [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)]
-    up = subprocess.run(
-        up_command(port, state_dir, 2), env=env, cwd=ROOT, capture_output=True, text=True, timeout=400, check=False
-    )
-    state = LocalState.load(state_dir / "state.json")
-    if up.returncode != 0 or state is None:
-        subprocess.run(down, cwd=ROOT, capture_output=True, timeout=120, check=False)
-        pytest.fail(f"local up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
-    aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
-    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port)
-    try:
+    with facefusion_stack(home, tmp_path_factory.mktemp("facefusion-stack"), 2) as stack:
         yield stack
-    finally:
-        print(stack.logs())
-        subprocess.run(down, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")

@@ -9,18 +9,13 @@ failed in CI.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fleetctl.local.state import LocalState
-from fleetctl.stack import StackResources
-from fusionfleet.adapters.aws import AwsTarget
-from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
-from tests.e2e.conftest import ROOT, Stack, free_port, up_command
+from tests.e2e.conftest import Stack
+from tests.e2e.helpers import facefusion_stack
 from tests.support import facefusion_harness as harness
 from tests.support.facefusion_jobs import clip, drafted, face, job_command
 from tests.support.media import decode_all
@@ -42,25 +37,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
 @pytest.fixture(scope="module")
 def farm(home: harness.Harness, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A local stack of its own whose worker runs the harness's FaceFusion."""
-    state_dir = tmp_path_factory.mktemp("job-file-stack")
-    (state_dir / "faults.json").write_text("[]")
-    port = free_port()
-    env = {**home.env, ENV_HOME: str(home.home), ENV_PYTHON: home.python}
-    down = [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)]
-    up = subprocess.run(
-        up_command(port, state_dir, 1), env=env, cwd=ROOT, capture_output=True, text=True, timeout=400, check=False
-    )
-    state = LocalState.load(state_dir / "state.json")
-    if up.returncode != 0 or state is None:
-        subprocess.run(down, cwd=ROOT, capture_output=True, timeout=120, check=False)
-        pytest.fail(f"local up failed ({up.returncode}):\n{up.stdout}\n{up.stderr}")
-    aws = AwsTarget(region=state.region, endpoint_url=state.endpoint)
-    stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port)
-    try:
+    with facefusion_stack(home, tmp_path_factory.mktemp("job-file-stack"), 1) as stack:
         yield stack
-    finally:
-        print(stack.logs())
-        subprocess.run(down, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_a_job_file_with_a_remix_and_a_join_gives_each_output_where_it_says(
