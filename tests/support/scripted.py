@@ -1,9 +1,12 @@
-"""A task handler that plays a script of outcomes, for tests of the worker loop's failure handling."""
+"""Task handlers for tests of the worker loop: `StepHandler`, the shape they share, and `ScriptedHandler`, which
+plays a script of outcomes for tests of the loop's failure handling."""
 
 from __future__ import annotations
 
 import threading
+from abc import abstractmethod
 from collections.abc import Callable
+from typing import TypeVar
 
 from fusionfleet.errors import InputRejected, SegmentFailed
 from fusionfleet.messages import SegmentResult
@@ -15,30 +18,44 @@ from tests.support.tasks import StubTask
 QUEUE = "https://sqs.fake/render-normal"
 
 
+StepT = TypeVar("StepT", bound=StubTask)
+
+
+class StepHandler(TaskHandler[StepT]):
+    """A render handler whose task is a `task_model` read from its JSON, described by its token, and done whole
+    in `execute` (the engine's part and the finish at once)."""
+
+    role = "render"
+    task_model: type[StepT]
+
+    def parse(self, body: str) -> StepT:
+        return self.task_model.model_validate_json(body)
+
+    def describe(self, task: StepT) -> str:
+        return f"step {task.task_token}"
+
+    def start(self, task: StepT, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
+        result = self.execute(task, cancel, attempt)
+        return lambda: result
+
+    @abstractmethod
+    def execute(self, task: StepT, cancel: threading.Event, attempt: Attempt) -> SegmentResult: ...
+
+
 class Step(StubTask):
     outcome: str  # ok | fail | reject | wait | superseded | blocked | blocked-once
 
 
-class ScriptedHandler(TaskHandler[Step]):
+class ScriptedHandler(StepHandler[Step]):
     """A task handler whose task says how it ends; `during` runs while a waiting task waits."""
 
-    role = "render"
+    task_model = Step
 
     def __init__(self, during: Callable[[], None] | None = None) -> None:
         self.attempts: list[Attempt] = []
         self.recorded: list[tuple[str, str, str, int]] = []
         self.lost: list[tuple[str, str, int]] = []  # (token, cause, attempts) of job_lost
         self._during = during
-
-    def parse(self, body: str) -> Step:
-        return Step.model_validate_json(body)
-
-    def describe(self, task: Step) -> str:
-        return f"step {task.task_token}"
-
-    def start(self, task: Step, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
-        result = self.execute(task, cancel, attempt)
-        return lambda: result
 
     def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         self.attempts.append(attempt)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -21,7 +21,6 @@ from gpu_worker.attempt import Attempt
 from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
-from gpu_worker.delivery.tasks import TaskHandler
 from gpu_worker.lifecycle.protection import (
     EcsTaskProtection,
     NoProtection,
@@ -30,6 +29,7 @@ from gpu_worker.lifecycle.protection import (
 )
 from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import Clock, FakeOrchestrator, FakeQueue
+from tests.support.scripted import StepHandler
 from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"
@@ -159,24 +159,14 @@ class Step(StubTask):
     seconds: float
 
 
-class WaitingHandler(TaskHandler[Step]):
+class WaitingHandler(StepHandler[Step]):
     """A render handler that works for `seconds` and notes whether the task was protected meanwhile."""
 
-    role = "render"
+    task_model = Step
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.protected_while_working: list[bool] = []
-
-    def parse(self, body: str) -> Step:
-        return Step.model_validate_json(body)
-
-    def describe(self, task: Step) -> str:
-        return f"step {task.task_token}"
-
-    def start(self, task: Step, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
-        result = self.execute(task, cancel, attempt)
-        return lambda: result
 
     def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         self.protected_while_working.append(self.agent.enabled)

@@ -20,6 +20,7 @@ from gpu_worker.delivery.retry import RetryPolicy
 from gpu_worker.delivery.tasks import TaskHandler
 from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
+from tests.support.scripted import StepHandler
 from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"
@@ -29,10 +30,10 @@ class Step(StubTask):
     cancelled: bool = False
 
 
-class WatchingHandler(TaskHandler[Step]):
+class WatchingHandler(StepHandler[Step]):
     """Renders by waiting until the lookahead has looked (or `hold_s` passed); notes the queue as it starts."""
 
-    role = "render"
+    task_model = Step
 
     def __init__(
         self,
@@ -49,16 +50,6 @@ class WatchingHandler(TaskHandler[Step]):
         self.cancelled_jobs: set[str] = set()  # tokens whose job an operator cancelled
         self._on_first = on_first
         self._after_first = after_first
-
-    def parse(self, body: str) -> Step:
-        return Step.model_validate_json(body)
-
-    def describe(self, task: Step) -> str:
-        return f"step {task.task_token}"
-
-    def start(self, task: Step, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
-        result = self.execute(task, cancel, attempt)
-        return lambda: result
 
     def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         self.rendered.append(task.task_token)
