@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from fleetctl.client import Client
-from fleetctl.stack import StackResources
 from fleetctl.submit_commands import _describe
 from fusionfleet import layout
 from fusionfleet.adapters.links import DOWNLOAD_LINK_SECONDS
@@ -14,14 +13,8 @@ from fusionfleet.adapters.storage import put_json
 from fusionfleet.facefusion.content_analysis import AnalysisProgress
 from fusionfleet.messages import ObjectRef
 from tests.support.fakes import FakeOrchestrator, FakeStorage
+from tests.support.farm import MACHINE, RESOURCES
 from tests.support.jobs import job_context
-
-MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
-RESOURCES = StackResources(
-    stage="local", media_bucket="media", work_bucket="work", ingest_queue_url="q/ingest", ingest_dlq_url="q/dlq",
-    render_queue_urls=("q/high", "q/normal", "q/low"), render_dlq_url="q/render-dlq", merge_queue_url="q/merge",
-    merge_dlq_url="q/merge-dlq", topic_arn="topic", state_machine_arn=MACHINE,
-)  # fmt: skip
 
 
 def test_a_succeeded_job_gets_a_freshly_signed_link_for_its_output() -> None:

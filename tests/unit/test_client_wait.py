@@ -7,16 +7,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fleetctl.client import Client
-from fleetctl.stack import StackResources
 from fusionfleet.adapters.orchestrator import Execution, execution_arn
 from tests.support.fakes import FakeOrchestrator, FakeStorage
+from tests.support.farm import MACHINE, RESOURCES
 
-MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
-RESOURCES = StackResources(
-    stage="local", media_bucket="media", work_bucket="work", ingest_queue_url="q/ingest", ingest_dlq_url="q/dlq",
-    render_queue_urls=("q/high", "q/normal", "q/low"), render_dlq_url="q/render-dlq", merge_queue_url="q/merge",
-    merge_dlq_url="q/merge-dlq", topic_arn="topic", state_machine_arn=MACHINE,
-)  # fmt: skip
 ARN = execution_arn(MACHINE, "clip-1")
 
 

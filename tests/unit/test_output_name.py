@@ -9,15 +9,10 @@ import pytest
 
 from fleetctl.api_client import download
 from fleetctl.client import Client, named_after_content
-from fleetctl.stack import StackResources
 from fusionfleet.jobs.views import JobResult
 from tests.support.fakes import FakeOrchestrator, FakeStorage
+from tests.support.farm import RESOURCES
 
-RESOURCES = StackResources(
-    stage="local", media_bucket="media", work_bucket="work", ingest_queue_url="q/ingest", ingest_dlq_url="q/dlq",
-    render_queue_urls=("q/high", "q/normal", "q/low"), render_dlq_url="q/render-dlq", merge_queue_url="q/merge",
-    merge_dlq_url="q/merge-dlq", topic_arn="topic", state_machine_arn="arn:aws:states:::stateMachine:render",
-)  # fmt: skip
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 
 

@@ -11,7 +11,6 @@ from botocore.exceptions import ClientError
 
 from fleetctl.batch_client import BatchClient
 from fleetctl.client import Client
-from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.storage import put_json
 from fusionfleet.errors import JobNotFound
@@ -19,16 +18,11 @@ from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.states import JobState
 from tests.support.fakes import FakeOrchestrator, FakeStorage
+from tests.support.farm import MACHINE, RESOURCES
 from tests.support.jobs import job_context
 from tests.unit.test_api_jobs import JPEG_HEAD
 from tests.unit.test_api_jobs import Farm as ApiFarm
 
-MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
-RESOURCES = StackResources(
-    stage="local", media_bucket="media", work_bucket="work", ingest_queue_url="q/ingest", ingest_dlq_url="q/dlq",
-    render_queue_urls=("q/high", "q/normal", "q/low"), render_dlq_url="q/render-dlq", merge_queue_url="q/merge",
-    merge_dlq_url="q/merge-dlq", topic_arn="topic", state_machine_arn=MACHINE,
-)  # fmt: skip
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 64
 
