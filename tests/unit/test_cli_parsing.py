@@ -18,7 +18,7 @@ from fusionfleet.facefusion.options import SYSTEM_OPTIONS
 from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import JobView
 from tests.support.fakes import FakeOrchestrator, FakeStorage
-from tests.unit.test_client_status import RESOURCES
+from tests.support.farm import RESOURCES
 
 # FaceFusion's `headless-run` arguments that are positional there (its job-* commands), so never flags.
 POSITIONAL_IN_FACEFUSION = {"job_id", "job_status", "step_index"}

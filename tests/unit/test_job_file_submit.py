@@ -17,7 +17,7 @@ from fleetctl.exits import Exit
 from fusionfleet.jobs.states import JobState
 from fusionfleet.media.ffmpeg import join_argv
 from tests.support.fakes import FakeOrchestrator, FakeStorage
-from tests.unit.test_client_status import RESOURCES
+from tests.support.farm import RESOURCES
 
 
 def write_job(folder: Path, steps: list[dict[str, Any]]) -> Path:

@@ -17,9 +17,9 @@ from fusionfleet.jobs.ids import job_id as pipeline_job_id
 from fusionfleet.jobs.manifest import MAX_TRY_FRAMES, parse_manifest
 from fusionfleet.messages import ObjectRef
 from tests.support.fakes import FakeOrchestrator, FakeStorage
+from tests.support.farm import RESOURCES
 from tests.support.jobs import MEDIA
 from tests.unit.test_api_jobs import JPEG_HEAD, Farm
-from tests.unit.test_client_status import RESOURCES
 
 
 def test_frames_are_whole_numbers_from_zero_each_once_in_the_order_given() -> None:
