@@ -46,16 +46,8 @@ def _describe(head: bytes) -> str:
         return "an AVI file (not an accepted container)"
     if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
         return "a WAV audio file"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "a JPEG image"
-    if head.startswith(b"\x89PNG"):
-        return "a PNG image"
-    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
-        return "a WebP image"
-    if _is_bmp(head):
-        return "a BMP image"
-    if _is_tiff(head):
-        return "a TIFF image"
+    if (image := image_format(head)) is not None:
+        return f"a {IMAGE_NAMES[image]} image"
     if head.startswith(b"ID3") or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"):
         return "an MP3 audio file"
     if head.startswith(b"GIF8"):
