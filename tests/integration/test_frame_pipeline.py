@@ -30,8 +30,9 @@ pytestmark = pytest.mark.timeout(300)
 STAGE_THREADS = ("decode-ahead", "encode", "upload")
 
 
-class SleepEngine:
-    """Frames out = frames in, `seconds` a frame of waiting and no CPU (a GPU's share of a frame)."""
+class SleepEngine(CopyEngine):
+    """The copy engine (frames out = frames in) with `seconds` a frame of waiting and no CPU (a GPU's share of a
+    frame), failing at frame `fail_at`."""
 
     name = "sleep"
 
@@ -39,21 +40,12 @@ class SleepEngine:
         self.seconds = seconds
         self.fail_at = fail_at
 
-    def prepare(self) -> None:
-        return None
-
-    def validate(self, job: EngineJob) -> None:
-        return None
-
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         for frame in frames:
             if frame.index == self.fail_at:
                 raise RuntimeError(f"engine failed at frame {frame.index}")
             time.sleep(self.seconds)
             yield frame.image
-
-    def close(self) -> None:
-        return None
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gpu_worker.engines.base import EngineJob, Frame, Image
+from gpu_worker.engines.copy import CopyEngine
 from gpu_worker.rendering.faults import Fault, FaultyEngine, InjectedFailure, load, matching
 
 JOB = "interview-0123456789abcdef"
@@ -74,25 +75,18 @@ def test_the_rules_file_is_read_again_for_every_task(tmp_path: Path) -> None:
     assert load(rules, JOB, 0, 1) == [Fault("fail", at_frame=3)]
 
 
-class PassThrough:
+class PassThrough(CopyEngine):
+    """The copy engine, noting each frame it is given."""
+
     name = "pass"
 
     def __init__(self) -> None:
         self.pulled: list[int] = []
 
-    def prepare(self) -> None:
-        return None
-
-    def validate(self, job: EngineJob) -> None:
-        return None
-
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         for frame in frames:
             self.pulled.append(frame.index)
             yield frame.image
-
-    def close(self) -> None:
-        return None
 
 
 def frames(first: int, end: int, lead_in: int = 0) -> Iterator[Frame]:
