@@ -109,6 +109,14 @@ class ShortEngine(FailingEngine):
             yield frame.image
 
 
+class BlackEngine(FailingEngine):
+    name = "black"
+
+    def render(self, job: EngineJob, frames: Any) -> Iterator[Image]:
+        for frame in frames:
+            yield np.zeros_like(frame.image)
+
+
 @pytest.fixture
 def job(aws: Aws, clip: Path) -> JobContext:
     return sliced_job(aws, clip)
@@ -275,15 +283,19 @@ def test_a_failing_segment_is_retried_then_failed_with_the_last_error(
     assert record["status"] == "failed" and record["attempt"] == 3 and "the GPU fell off" in record["reason"]
 
 
-def test_an_engine_that_drops_a_frame_fails_the_segment(
-    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("engine", "made", "reason"),
+    [("short", ShortEngine, "returned 49 frames for 50"), ("black", BlackEngine, "black where the input is not")],
+)
+def test_an_engine_that_drops_a_frame_or_gives_black_fails_the_segment(
+    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, made: type, reason: str
 ) -> None:
-    monkeypatch.setitem(registry.FACTORIES, "short", lambda env: ShortEngine())
-    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="short")
+    monkeypatch.setitem(registry.FACTORIES, engine, lambda env: made())
+    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine=engine)
     orchestrator = recorder(aws)
     render_worker(aws, tmp_path, orchestrator, RetryPolicy(max_attempts=1)).run(max_tasks=1)
     (failure,) = [c for c in orchestrator.calls if c[0] == "failure"]
-    assert failure[2][0] == "SegmentFailed" and "returned 49 frames for 50" in failure[2][1]
+    assert failure[2][0] == "SegmentFailed" and reason in failure[2][1]
 
 
 def test_bad_input_fails_at_once_without_retries(aws: Aws, job: JobContext, tmp_path: Path) -> None:
@@ -354,14 +366,6 @@ def test_merge_joins_segments_frame_exactly_with_the_audio(aws: Aws, job: JobCon
     assert len(summary.audio_durations_s) == 1 and abs(summary.audio_durations_s[0] - 4.0) < 0.05
 
 
-class BlackEngine(FailingEngine):
-    name = "black"
-
-    def render(self, job: EngineJob, frames: Any) -> Iterator[Image]:
-        for frame in frames:
-            yield np.zeros_like(frame.image)
-
-
 def record_of(aws: Aws, job: JobContext, index: int) -> dict[str, Any]:
     key = layout.segment_record_key(job.job_id, index)
     value: dict[str, Any] = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=key)["Body"].read())
@@ -418,17 +422,6 @@ def test_a_warm_stop_checkpoints_and_releases_the_segment(aws: Aws, job: JobCont
     # (with the engine's state after it, so the next attempt continues exactly)
     assert sorted(key.rsplit("/", 1)[1] for key in keys) == ["0000000-0000025.mp4", "0000000-0000025.state"]
     assert SqsQueue(aws.sqs).depth(aws.queues["RenderQueueHigh"]).visible == 1
-
-
-def test_a_black_output_fails_the_segment(
-    aws: Aws, job: JobContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(registry.FACTORIES, "black", lambda env: BlackEngine())
-    send_render(aws, "RenderQueueHigh", job, plan(aws, job)[0], "t", engine="black")
-    orchestrator = recorder(aws)
-    render_worker(aws, tmp_path, orchestrator, RetryPolicy(max_attempts=1)).run(max_tasks=1)
-    (failure,) = [c for c in orchestrator.calls if c[0] == "failure"]
-    assert failure[2][0] == "SegmentFailed" and "black where the input is not" in failure[2][1]
 
 
 def test_checkpoints_that_cannot_be_deleted_cost_the_rendered_segment_nothing(
