@@ -55,9 +55,12 @@ def batch_state(states: Sequence[JobState | None], cancelled: bool) -> JobState:
     """The batch's state from its items' (None: not started) and its cancel marker."""
     if any(state in (JobState.RUNNING,) for state in states):
         return JobState.RUNNING
-    waiting = [state for state in states if state is None or state is JobState.PENDING]
+    # Not started, or queued for its tenant's turn (a tenant's item takes a slot as its jobs do): not ended.
+    waiting = [state for state in states if state in (None, JobState.PENDING, JobState.WAITING)]
     if waiting and not cancelled:
-        return JobState.PENDING if len(waiting) == len(states) else JobState.RUNNING
+        if len(waiting) < len(states):
+            return JobState.RUNNING
+        return JobState.WAITING if JobState.WAITING in waiting else JobState.PENDING
     if cancelled:
         return JobState.CANCELLED
     return JobState.SUCCEEDED if all(state is JobState.SUCCEEDED for state in states) else JobState.FAILED

@@ -14,7 +14,14 @@ tenant's `max-running-jobs` slots (`work/_tenants/<T>/slots/<k>.json`) with a co
 create or an If-Match replace of a slot whose job no longer runs. A party that counted before it
 stalled past its lease (a slow call: the slicer's Lambda may run 300 s, the lease lasts 60) then finds
 every slot taken instead of starting one job too many. A claim whose job has not started yet holds
-for `claim_s`, longer than any party runs, so a start under way keeps its slot.
+for `claim_s`, longer than any party runs, so a start under way keeps its slot. A claim names the run
+it starts (its execution's name): a job retried after its run ended claims afresh, its last run's claim
+held only while that run ran.
+
+Every start of a tenant's run goes through here: a new job (the slicer queues it), a batch's item (the
+slicer queues it when its batch's window has room), a retried job (`fusionfleet.services.job_retry`
+queues its next run) and a job its budget held (resumed by the watchdog's admitter). None starts by
+itself, so none can run past the tenant's slots.
 """
 
 from __future__ import annotations
@@ -120,7 +127,7 @@ class Admitter:
                 # StartExecution with its stopped run's name would find that execution and start nothing.
                 note_reason(self._storage, bucket, record, "waiting: it resumes at the watchdog's next sweep")
                 break
-            if limit and not self._claim_slot(tenant, limit, job_id, now):
+            if limit and not self._claim_slot(tenant, limit, job_id, now, self._next_name(record)):
                 # Counted free, yet every slot is taken: the count was stale (a stalled party) or another
                 # party started a job since. It waits, and so does every job after it.
                 note_reason(self._storage, bucket, record, self._full(tenant, limit, position - len(started)))
@@ -164,10 +171,12 @@ class Admitter:
             f"may run at once{where}; it starts by itself when one of them ends"
         )
 
-    def _claim_slot(self, tenant: str, limit: int, job_id: str, now: float) -> bool:
-        """One of the tenant's `limit` slots for `job_id`, by a conditional write; False when all are taken."""
+    def _claim_slot(self, tenant: str, limit: int, job_id: str, now: float, name: str = "") -> bool:
+        """One of the tenant's `limit` slots for `job_id`'s run `name` (its execution's), by a conditional
+        write; False when all are taken. A retried job's next run claims afresh: its last run's claim held
+        only while that run ran."""
         bucket = self._config.work_bucket
-        claim = json.dumps({"job_id": job_id, "at": now}).encode()
+        claim = json.dumps({"job_id": job_id, "at": now, **({"name": name} if name else {})}).encode()
         for slot in range(limit):
             key = tenant_layout.admission_slot_key(tenant, slot)
             try:
@@ -181,7 +190,12 @@ class Admitter:
             except ValueError:
                 held = {}
             if held.get("job_id") == job_id:
-                return True  # claimed for this job already, by a start that did not finish
+                if held.get("name", "") == name:
+                    return True  # claimed for this run already, by a start that did not finish
+                # Its last run's (a job runs one run at a time, and this one is about to start): its own again.
+                if self._storage.replace(bucket, key, claim, etag):
+                    return True
+                continue
             if self._holds(held, now):
                 continue
             if self._storage.replace(bucket, key, claim, etag):
@@ -194,7 +208,8 @@ class Admitter:
         job_id = str(held.get("job_id") or "")
         if not job_id:
             return False
-        arn = execution_arn(self._config.state_machine_arn, self._current_name(job_id))
+        name = str(held.get("name") or "") or self._current_name(job_id)
+        arn = execution_arn(self._config.state_machine_arn, name)
         try:
             status = self._orchestrator.describe(arn).status
         except ExecutionMissing:
@@ -253,6 +268,13 @@ class Admitter:
             if status == "RUNNING":
                 jobs.add(job_id)
         return jobs, len(executions)
+
+    def _next_name(self, record: WaitingRecord) -> str:
+        """The execution a waiting job's start makes: its record's, or for a held job the run after its current."""
+        if not record.resume:
+            return record.execution_name
+        run = current_run(self._storage, self._config.work_bucket, record.job_id).run
+        return execution_name(record.job_id, run + 1)
 
     def _current_name(self, job_id: str) -> str:
         return execution_name(job_id, current_run(self._storage, self._config.work_bucket, job_id).run)

@@ -51,7 +51,7 @@ class BatchOperations:
         put_json(ops.storage, bucket, layout.cancel_key(batch_id), {"cancelled_at": now.isoformat()})
         stopped = 0
         for item in detail.items:
-            if item.state is JobState.RUNNING:
+            if item.state in (JobState.RUNNING, JobState.WAITING):  # one waiting leaves its tenant's line
                 try:
                     ops.cancel(item.job_id)
                     stopped += 1

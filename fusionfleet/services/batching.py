@@ -5,7 +5,9 @@ one summary notice sent when the last item ends.
 the open-batch index the watchdog ticks. `advance` starts items while the batch's window has room
 (fusionfleet.jobs.batches `room`): each is claimed with a conditional create, so two advances never start
 the same item, then prepared and started like any job (`ItemStarter`), quietly unless the batch asked for
-every item's notice. The slicer advances a batch when it is opened, when an item ends (the state
+every item's notice. A tenant's item, like its jobs, is queued in its tenant's line and started by the
+admitter once it holds one of the tenant's slots (a claim by conditional write): it may wait, WAITING,
+and keeps its place in the window meanwhile. The slicer advances a batch when it is opened, when an item ends (the state
 machine's `TellBatch` message), and on the watchdog's tick (a message lost, an item ended by a cancel or
 by the watchdog). An item that ended unsuccessfully on an earlier run and is claimed again (a batch's
 retry clears its claim) starts its next run instead (fusionfleet.services.operations). A claim left by a
@@ -29,11 +31,12 @@ from fusionfleet.errors import JobRejected, ObjectMissing, OperationRefused
 from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.batches import BatchRecord, BatchTarget, Room, expand_targets, output_stems, room
 from fusionfleet.jobs.final_notice import SLICER, NoticeChannel
-from fusionfleet.jobs.ids import item_id
+from fusionfleet.jobs.ids import ITEM_SEPARATOR, item_id
 from fusionfleet.jobs.manifest import MAX_TARGETS, Manifest, invalid_manifest
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.runs import is_cancelled
 from fusionfleet.jobs.states import JobState
+from fusionfleet.jobs.waiting import waiting_in_order
 from fusionfleet.messages import ObjectRef
 from fusionfleet.services.batch_summary import STALE_CLAIM_S, finish_batch
 
@@ -146,7 +149,8 @@ class Batches:
         claimed = self.reader.claimed(batch_id)
         cancelled = is_cancelled(self.storage, self.work_bucket, batch_id)
         names = running_jobs()
-        mine = [name for name in names if name.startswith(f"{batch_id}.")]
+        # Its items running, and those queued for their tenant's turn (they hold a place in the window too).
+        mine = [name for name in names if name.startswith(f"{batch_id}.")] + self._queued_items(record)
         if not cancelled and not ended and not mine:
             # A tick with nothing of the batch running: a claim without a job behind it is a dead slicer's.
             claimed -= self._take_over_stale(record, claimed)
@@ -179,6 +183,14 @@ class Batches:
         if (not waiting or cancelled) and not (mine or started or retried):
             summary = self.finish(batch_id)
         return Advanced(tuple(started), tuple(rejected), tuple(retried), len(waiting), why, summary)
+
+    def _queued_items(self, record: BatchRecord) -> list[str]:
+        """The batch's items waiting in their tenant's line (one LIST of its waiting index)."""
+        if record.tenant is None:
+            return []
+        head = f"{record.batch_id}{ITEM_SEPARATOR}"
+        return [job for _order, job, _key in waiting_in_order(self.storage, self.work_bucket, record.tenant)
+                if job.startswith(head)]  # fmt: skip
 
     def _settle(self, job_id: str, within_s: float = SETTLE_S) -> None:
         """Wait (briefly) for the item that told us it ended to be ended: its tell is its execution's last

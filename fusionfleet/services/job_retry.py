@@ -5,6 +5,13 @@ Run N renders only the segments without valid output (their record says succeede
 object exists), listed in `work/<job>/plans/rNNN.json`; the markers and the notice record of the run
 before are cleared first, so the run ends with exactly one notice of its own. A batch's item that runs
 again reopens its batch, which then sends a summary of its own when it ends too.
+
+A tenant's job takes its turn like a new one: its next run is queued (`fusionfleet.jobs.waiting`, the
+exact StartExecution, last in its tenant's line) and started by the admitter, which claims one of the
+tenant's slots with a conditional write first (`fusionfleet.services.admission`). A caller that runs an
+admitter with the stack's limits (the slicer, for a batch's retry) admits at once; one that does not know
+them (the CLI, the dashboards, the tenant API) leaves the job WAITING for the next admission: the
+watchdog's sweep (every minute), a job of the tenant ending, or a slicer of the tenant's.
 """
 
 from __future__ import annotations
@@ -24,6 +31,11 @@ from fusionfleet.jobs.facts import JobRecords
 from fusionfleet.jobs.final_notice import state_machine_claim
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
 from fusionfleet.jobs.states import Action, JobState, allowed, refusal
+from fusionfleet.jobs.waiting import WaitingRecord, enqueue, submission_order
+
+# Admits a tenant's waiting jobs (fusionfleet.services.admission.Admitter.admit); the job ids it started.
+Admit = Callable[[str], list[str]]
+NEXT_ADMISSION = "waiting: it starts at its tenant's next admission (the watchdog's sweep, within a minute)"
 
 
 class Machine(Protocol):
@@ -41,6 +53,8 @@ class JobRetry:
     orchestrator: Orchestrator
     resources: Machine
     clock: Callable[[], float] = field(default=time.time)
+    # Admits the tenant's waiting jobs with the stack's limits; None: the caller does not know them.
+    admit: Admit | None = None
 
     @property
     def records(self) -> JobRecords:
@@ -86,21 +100,41 @@ class JobRetry:
             # A run of a job started before its input carried this gets it too; a batch's quiet item stays quiet.
             "final_notice": state_machine_claim(job_id, quiet=bool((first.get("final_notice") or {}).get("quiet"))),
         }
+        # A tenant's run is not started here: it takes a slot as a new job does, queued then admitted
+        # (`held`: the admitter resuming it has claimed its slot already).
+        queued = facts.context.tenant if not held else None
         try:
-            self.orchestrator.start(self.resources.state_machine_arn, name, payload)
+            if queued is not None:
+                self._queue(job_id, queued, run, name, payload)
+            else:
+                self.orchestrator.start(self.resources.state_machine_arn, name, payload)
         except Exception:
+            self.storage.delete_prefix(bucket, layout.waiting_key(job_id))
             self._restore_run(job_id, facts.run)
             raise
         if facts.context.batch is not None:
             # Its batch ended (or will end) without it: it sends a new summary once this run ends too.
             reopen_batch(self.storage, bucket, facts.context.batch.batch_id)
+        started = queued is None or (self.admit is not None and job_id in self.admit(queued))
         shown = ", ".join(str(segment.index) for segment in missing[:20]) + ("…" if len(missing) > 20 else "")
         what = (
             f"rendering {len(missing)} of {len(plan)} segments ({shown})"
             if missing
             else "all segments are valid; merging again"
         )
+        if not started:
+            return f"job {job_id} retried as run {run}, {what}; it waits for its tenant {queued}'s turn"
         return f"job {job_id} retried as run {run} (execution {name}): {what}"
+
+    def _queue(self, job_id: str, tenant: str, run: int, name: str, payload: dict[str, Any]) -> None:
+        """The run's exact StartExecution, queued for its tenant's turn, last in line (a retry is a new submission)."""
+        now = self.clock()
+        record = WaitingRecord(
+            job_id=job_id, tenant=tenant, order=submission_order(now, now), submitted_at=now, run=run,
+            execution_name=name, execution_input=payload, waiting_since=datetime.fromtimestamp(now, UTC).isoformat(),
+            reason="" if self.admit is not None else NEXT_ADMISSION,
+        )  # fmt: skip
+        enqueue(self.storage, self.resources.work_bucket, record)
 
     def _valid(self, job_id: str, index: int) -> bool:
         """A segment's output is valid when its record says succeeded and the segment object exists."""

@@ -29,8 +29,9 @@ from fusionfleet.jobs.batches import BatchRecord, BatchTarget
 from fusionfleet.jobs.final_notice import TopicChannel, state_machine_claim
 from fusionfleet.jobs.ids import batch_id as derive_batch_id
 from fusionfleet.jobs.ids import job_id as derive_job_id
+from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.manifest import Manifest, parse_manifest
-from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
+from fusionfleet.jobs.runs import RunRecord, execution_name, is_cancelled, record_run
 from fusionfleet.jobs.timeouts import job_timeouts
 from fusionfleet.jobs.waiting import WaitingRecord, enqueue, is_waiting, submission_order
 from fusionfleet.messages import BatchItem, JobContext, ObjectRef, rejection_notice
@@ -107,8 +108,13 @@ class Slicer:
             try:
                 self.orchestrator.describe(arn)
             except ExecutionMissing:
-                # Recorded but never started (the start failed, or its slicer died first): start it now.
+                # Recorded but never started (the start failed, or its slicer died first): start it now, or
+                # queue it for its tenant's turn as its first slicer would have (a cancel while it waited: no).
+                if is_cancelled(self.storage, self.config.work_bucket, job_id):
+                    return SliceOutcome("duplicate", job_id, reason="it was cancelled before it started")
                 then = read_settings(self.storage, self.config.work_bucket, started.tenant) if started.tenant else None
+                if then is not None and self._queued(then):
+                    return self._queue(started, then, info.last_modified.timestamp(), 0)
                 arn = self.orchestrator.start(self.config.state_machine_arn, name, self._execution_input(started, then))
             logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
             return SliceOutcome("duplicate", job_id, arn)
@@ -195,8 +201,14 @@ class Slicer:
         return SliceOutcome("batch", batch_id, reason=_told(advanced))
 
     def advance(self, batch_id: str, ended: str = "") -> Advanced:
-        """Start what a batch's window has room for (an item ended, or the watchdog's tick)."""
-        return self.batches.advance(batch_id, self._batch_limits(), self._running_names, ended)
+        """Start what a batch's window has room for (an item ended, or the watchdog's tick). A tenant's
+        items take their tenant's turn as its jobs do: an item that ended admits the tenant's next job
+        (a quiet item publishes no notice for the notice follower to admit on)."""
+        advanced = self.batches.advance(batch_id, self._batch_limits(), self._running_names, ended)
+        tenant = tenant_of_job(batch_id)
+        if ended and tenant is not None and self._queued(read_settings(self.storage, self.config.work_bucket, tenant)):
+            self.admitter.admit(tenant)
+        return advanced
 
     def _running_names(self) -> list[str]:
         return [
@@ -217,6 +229,7 @@ class Slicer:
         job_id = record.item_id(target.index)
         quiet = not record.item_notices
         item = BatchItem(batch_id=record.batch_id, index=target.index, quiet=quiet)
+        settings = read_settings(self.storage, self.config.work_bucket, record.tenant) if record.tenant else None
         try:
             context, _read = self.preparer.prepare(
                 job_id, record.item_manifest(target), record.manifest, record.submitted_at, 0, item,
@@ -225,11 +238,15 @@ class Slicer:
         except JobRejected as rejection:
             self._reject(job_id, record.manifest, rejection, None, quiet=quiet)
             return "rejected"
-        self._start_job(context)
+        # A tenant's item takes a slot as its jobs do: queued in its line (at its batch's place), then admitted.
+        self._start_job(context, settings, datetime.fromisoformat(record.submitted_at).timestamp())
         return "started"
 
     def _retry_item(self, job_id: str) -> None:
-        JobRetry(self.storage, self.orchestrator, self.config).retry(job_id)
+        JobRetry(self.storage, self.orchestrator, self.config, admit=self._admit).retry(job_id)
+
+    def _admit(self, tenant: str) -> list[str]:
+        return [admitted.job_id for admitted in self.admitter.admit(tenant)]
 
     def _queued(self, settings: TenantSettings) -> bool:
         """A tenant job waits its turn when the tenant, or the stack, has a job limit, or it has a budget."""

@@ -161,9 +161,20 @@ class Farm:
 
         return work
 
-    def retry(self, job_id: str) -> str:
-        """What `fusionfleet retry` and `POST /jobs/{id}/retry` do (fusionfleet.services.job_retry)."""
-        return JobRetry(self.storage, self.orchestrator, self.resources, self.clock).retry(job_id)
+    def retry(self, job_id: str, admits: bool = False) -> str:
+        """What `fusionfleet retry` and `POST /jobs/{id}/retry` do (fusionfleet.services.operations: the run
+        queued for its tenant's turn), or with `admits` what the slicer does for a batch's retry (queued, then
+        admitted with the stack's limits)."""
+        if not admits:
+            return Operations(self.storage, self.orchestrator, self.notifier, self.resources, self.clock).retry(job_id)
+        admitter = self.slicer.admitter
+        retry = JobRetry(self.storage, self.orchestrator, self.resources, self.clock,
+                         admit=lambda tenant: [item.job_id for item in admitter.admit(tenant)])  # fmt: skip
+        return retry.retry(job_id)
+
+    def tell_batch(self, batch_id: str, item: str) -> Any:
+        """An item's execution told its batch it ended (render.asl.json's TellBatch): the slicer advances it."""
+        return self.slicer.advance(batch_id, item)
 
     def job_status(self, job_id: str) -> JobView:
         """What `fusionfleet status <job>` and `submit --wait` read (fleetctl.client.Client.status)."""

@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.errors import JobNotFound
-from fusionfleet.jobs.ids import TENANT_SEPARATOR, item_id
+from fusionfleet.jobs.ids import TENANT_SEPARATOR, batch_of_item, item_id
 from fusionfleet.jobs.runs import parse_execution_name
 from fusionfleet.tenant_layout import admission_prefix
 from tests.simulation.farm import MACHINE, TENANT, Farm, Submitted
@@ -70,8 +70,8 @@ class Profile:
     """What a schedule may do beyond the protocol's happy path (the tests switch parts on)."""
 
     stall_s: float = 59.0  # the longest a party may be in flight before its runtime kills it
-    retries: bool = False  # users retry failed jobs (a retry starts its run at once: see docs/simulation.md)
-    batches: bool = False  # tenants submit batches (their items start by a count: see docs/simulation.md)
+    retries: bool = False  # users retry failed jobs (the run queued for its tenant's turn, admitted or not)
+    batches: bool = False  # tenants submit batches (their items queued in the tenant's line, as its jobs)
 
 
 PROFILE = Profile()
@@ -320,25 +320,35 @@ class Admission(FarmMachine):
     @precondition(lambda self: self.farm.orchestrator.running())
     @rule(which=PICK, failed=st.booleans(), follow=st.booleans())
     def end(self, which: int, failed: bool, follow: bool) -> None:
-        """A running job ends; the notice follower admits the tenant's next job (or its message is lost)."""
+        """A running job ends; the notice follower admits the tenant's next job (or its message is lost). A
+        batch's item tells its batch instead (its notice is quiet): the slicer advances the batch and admits."""
         names = self.farm.orchestrator.running()
         name = names[which % len(names)]
         self.farm.orchestrator.end(execution_arn(MACHINE, name), "FAILED" if failed else "SUCCEEDED")
         self.note(f"{name} ends {'FAILED' if failed else 'SUCCEEDED'}")
+        item = batch_of_item(parse_execution_name(name)[0])
+        if item is not None:
+            if follow and len(self.farm.scheduler.live()) < MAX_ACTORS:
+                job_id, farm = parse_execution_name(name)[0], self.farm
+                farm.scheduler.spawn("slicer", job_id, farm.clock(), lambda: farm.tell_batch(item[0], job_id))
+            elif not follow:
+                STATS.faults["batch_tell_lost"] += 1
+            return
         if follow and len(self.farm.scheduler.live()) < MAX_ACTORS:
             self.farm.scheduler.spawn("admitter", TENANT, self.farm.clock(), lambda: self.farm.admitter().admit(TENANT))
         elif not follow:
             STATS.faults["notice_follow_lost"] += 1
 
     @precondition(lambda self: self.profile.retries and self._failed() and len(self.farm.scheduler.live()) < MAX_ACTORS)
-    @rule(which=PICK)
-    def retry(self, which: int) -> None:
-        """The tenant retries a failed job (`fusionfleet retry`, `POST /jobs/{id}/retry`)."""
+    @rule(which=PICK, admits=st.booleans())
+    def retry(self, which: int, admits: bool) -> None:
+        """The tenant retries a failed job (`fusionfleet retry`, `POST /jobs/{id}/retry`: queued for its turn),
+        or a batch's retry reaches it (the slicer: queued, then admitted)."""
         failed = self._failed()
         job_id = failed[which % len(failed)]
-        self.note(f"retry {job_id}")
+        self.note(f"retry {job_id}{' (admits)' if admits else ''}")
         farm = self.farm
-        farm.scheduler.spawn("retry", job_id, farm.clock(), lambda: farm.retry(job_id))
+        farm.scheduler.spawn("retry", job_id, farm.clock(), lambda: farm.retry(job_id, admits))
 
     def _failed(self) -> list[str]:
         ended = [e for e in self.farm.orchestrator.executions.values() if e.status == "FAILED"]
