@@ -77,7 +77,9 @@ class Job(_Answer):
     actions: list[Action]
     priority: str | None = omitted("high, normal or low")
     reason: str | None = omitted("why it is waiting, failed or was refused")
-    download_url: str | None = omitted("a succeeded job's output, a link valid for minutes")
+    download_url: str | None = omitted(
+        "a succeeded job's output, a link valid for minutes (a batch has none: each of its items has its own)"
+    )
     created_at: str | None = omitted("when it was created (ISO 8601)")
     frames: list[FrameLink] | None = omitted("a succeeded test render's pictures, one link per frame")
     targets: list[str] | None = omitted("while PENDING: the target's (a batch's targets') file names")

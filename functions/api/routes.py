@@ -77,6 +77,11 @@ _SAID = {
 # The body of POST /jobs is checked as a dropped manifest is, by the service, which lists every problem
 # at once: it is described (functions.api.openapi), not validated by Powertools field by field.
 _OPEN: dict[str, Any] = {"security": []}
+_CREATE_JOB = (
+    "Each plain file name gets an upload in the answer. A key of the tenant's own (with '/', such as an "
+    "earlier upload's `key`) names a file already in the bucket, which is not sent again. With `frames` "
+    "the job is a test render of those frames of its target, one picture each (docs/test-renders.md)."
+)
 _JOB_BODY = {
     "requestBody": {"required": True, "content": {JSON: {"schema": {"$ref": "#/components/schemas/JobRequest"}}}}
 }
@@ -100,7 +105,8 @@ def tenant_api(jobs: TenantJobs, tenant: str, clock: Callable[[], datetime] = la
     def now() -> str:
         return clock().isoformat()
 
-    @route("POST", "/jobs", status_code=201, responses=_answers(201, 400), openapi_extensions=_JOB_BODY)
+    @route("POST", "/jobs", status_code=201, responses=_answers(201, 400), openapi_extensions=_JOB_BODY,
+           description=_CREATE_JOB)  # fmt: skip
     def create_job() -> models.Created:
         """Create a job: its body is a manifest, with plain file names for the files to upload."""
         created = jobs.create(tenant, _body(api))

@@ -417,8 +417,8 @@ class TenantJobs:
     def _shown(self, job_id: str, view: JobView, record: dict[str, Any]) -> JobView:
         """The pipeline's view as the tenant sees it: its own id, the API's states, a fresh download link."""
         shown = replace(view.public(job_id), submitted_at=parse_time(record.get("created_at")) or view.submitted_at)
-        if view.output_object is None:
-            return shown
+        if view.output_object is None or view.kind == "batch":
+            return shown  # a batch's output is a prefix: each of its items has its own link (batch_items)
         frames = (record.get("manifest") or {}).get("frames") or []
         if frames and view.state is JobState.SUCCEEDED:
             # A test render's output is a prefix: one link per frame's picture under it (trial_frame_key).
