@@ -25,6 +25,7 @@ STATIC: dict[str, tuple[str, str]] = {
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/static/render.js": ("render.js", "text/javascript; charset=utf-8"),
     "/static/tenant.js": ("tenant.js", "text/javascript; charset=utf-8"),
+    "/static/preview.js": ("preview.js", "text/javascript; charset=utf-8"),
     "/static/style.css": ("style.css", "text/css; charset=utf-8"),
     # The tenant's page, as CloudFront serves it on AWS; it calls the local HTTP API (another origin,
     # so CORS is exercised) named by `#api=` in the link `fusionfleet local status` prints.

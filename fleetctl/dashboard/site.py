@@ -24,6 +24,7 @@ TENANT_FILES: dict[str, tuple[str, str]] = {
     "index.html": ("tenant.html", HTML),
     "static/render.js": ("render.js", JS),
     "static/tenant.js": ("tenant.js", JS),
+    "static/preview.js": ("preview.js", JS),
     "static/style.css": ("style.css", CSS),
 }
 CONFIG_KEY = "config.json"
@@ -63,11 +64,14 @@ def origin(url: str) -> str:
 
 
 def content_policy(api_origins: str) -> str:
-    """The page's CSP: its own files, images from data: URLs (the preview), and calls to the API (and the
-    bucket a new job's files are uploaded to) only."""
+    """The page's CSP: its own files, calls to the API (and the bucket a new job's files are uploaded to)
+    only. Images and video from data: and blob: URLs (the latest frame; a chosen target played and its
+    frames taken before it is sent) and from those origins alone: a test render's pictures and a finished
+    job's output, through the API's presigned links to the bucket."""
     return (
-        f"default-src 'self'; connect-src 'self' {api_origins}; img-src 'self' data:; object-src 'none'; "
-        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        f"default-src 'self'; connect-src 'self' {api_origins}; img-src 'self' data: blob: {api_origins}; "
+        f"media-src 'self' blob: {api_origins}; object-src 'none'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
     )
 
 

@@ -109,7 +109,7 @@ def test_the_published_site_has_each_file_with_its_type_and_the_apis_exact_origi
     files = {item.key: item for item in tenant_site(API, "https://issuer/", "aud", "tenant")}
     assert {key: item.content_type.split(";")[0] for key, item in files.items()} == {
         "index.html": "text/html", "static/render.js": "text/javascript", "static/tenant.js": "text/javascript",
-        "static/style.css": "text/css", CONFIG_KEY: "application/json",
+        "static/preview.js": "text/javascript",        "static/style.css": "text/css", CONFIG_KEY: "application/json",
     }  # fmt: skip
     page = files["index.html"].body.decode()
     assert f"connect-src 'self' {origin(API)};" in page and "frame-ancestors" in page

@@ -117,7 +117,8 @@ def test_the_page_and_its_files_are_served_with_a_strict_policy(served: Served) 
 
 
 @pytest.mark.parametrize(("page", "script_name"), [("index.html", "app.js"), ("job.html", "render.js"),
-                                                  ("tenant.html", "tenant.js")])  # fmt: skip
+                                                  ("tenant.html", "tenant.js"),
+                                                  ("tenant.html", "preview.js")])  # fmt: skip
 def test_the_script_puts_data_on_the_page_only_as_text(page: str, script_name: str) -> None:
     # GIVEN the pages' scripts and markup WHEN searched for ways to write HTML from strings
     script = (STATIC / script_name).read_text()

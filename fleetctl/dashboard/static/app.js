@@ -67,7 +67,7 @@ async function refresh() {
     renderTenants(tenants);
     if (jobId) {
       try {
-        const detail = await getJson(`/api/jobs/${encodeURIComponent(jobId)}`);
+        const detail = await getJson(`/api/jobs/${encodeURIComponent(jobId)}?${itemsQuery(jobId)}`);
         showDetail(detail);
         // The detail is read after the list; its row takes that newer state, so list and job page agree.
         const rows = jobs.jobs.map((job) => (job.job_id === detail.job.job_id ? detail.job : job));

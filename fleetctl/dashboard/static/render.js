@@ -255,13 +255,59 @@ function renderPictures(urls) {
   box.hidden = urls.length === 0;
 }
 
-// A batch's items (a page of them: `next` is the first index of the next page, null on the last), each as
-// the read model shows it: {index, job_id, target, state, segments: {done, failed, total}, output, reason}.
-// An item with a `job_id` opens as a job of its own (the operator's); `counts` are the batch's.
+// A batch's items, a page at a time: the page shown (its first index) and its size (25, or `?items=N` in
+// the page's address). Both pages ask their API for `itemsQuery(job)`; the buttons move it and refresh.
+const ITEM_PAGE = 25;
+const itemPage = { job: null, first: 0 };
+
+function itemPageSize() {
+  const asked = Number.parseInt(new URLSearchParams(window.location.search).get("items"), 10);
+  return asked >= 1 && asked <= 500 ? asked : ITEM_PAGE;
+}
+
+function itemsQuery(jobId) {
+  if (itemPage.job !== jobId) Object.assign(itemPage, { job: jobId, first: 0 });
+  return `items_from=${itemPage.first}&items=${itemPageSize()}`;
+}
+
+function turnItemPage(first) {
+  if (first === null || first === undefined) return;
+  itemPage.first = Math.max(0, first);
+  itemRefresh();
+}
+
+// A finished output in the job's own player (the tenant's page: `url` is the API's presigned link). `key`
+// names what it shows, so a poll's fresh link of the same output does not restart it.
+function playOutput(url, key, caption) {
+  const video = $("output");
+  $("output-box").hidden = !url;
+  if (!url) {
+    if (video.getAttribute("src")) video.removeAttribute("src");
+    delete video.dataset.key;
+    return;
+  }
+  if (video.dataset.key === key) return;
+  video.dataset.key = key;
+  video.setAttribute("src", url);
+  $("output-caption").textContent = caption;
+}
+
+// A page of a batch's items (`next` is the first index of the next page, null on the last), each as the
+// read model shows it: {index, job_id, target, state, segments: {done, failed, total}, output, reason,
+// download_url?}. An item with a `job_id` opens as a job of its own (the operator's); one with a
+// `download_url` (the tenant's) plays in the job's player. `counts` are the batch's.
 function renderItems(items, next, counts) {
   $("items-box").hidden = !items;
   if (!items) return;
   const rows = items.map((item) => {
+    const output = item.download_url
+      ? [el("a", { href: item.download_url, rel: "noopener noreferrer" }, item.output), " ",
+         el("button", { type: "button", className: "secondary play", "aria-label": `play item ${item.index}`,
+           onclick: (event) => {
+             event.stopPropagation();
+             playOutput(item.download_url, `${selectedJob()}#${item.index}`, `item ${item.index}: ${item.target}`);
+           } }, "Play")]
+      : [item.output || item.reason || ""];
     const row = el(
       "tr",
       { className: `item-${String(item.state).toLowerCase()}`, dataset: { item: item.index, itemState: item.state } },
@@ -269,11 +315,7 @@ function renderItems(items, next, counts) {
       el("td", { className: "name", title: item.target }, item.target),
       el("td", {}, badge(item.state)),
       el("td", {}, progressBar(item.segments.done, item.segments.failed, item.segments.total)),
-      el(
-        "td",
-        { className: item.reason ? "error" : "name" },
-        item.download_url ? el("a", { href: item.download_url, rel: "noopener noreferrer" }, item.output) : item.output || item.reason || "",
-      ),
+      el("td", { className: item.reason ? "error" : "name" }, ...output),
     );
     if (item.job_id) row.addEventListener("click", () => selectJob(item.job_id, itemRefresh));
     return row;
@@ -283,8 +325,15 @@ function renderItems(items, next, counts) {
   $("item-done").textContent = String(counts ? counts.done : 0);
   $("item-failed").textContent = String(counts ? counts.failed : 0);
   $("item-total").textContent = String(total);
-  $("items-more").hidden = next === null || next === undefined;
-  $("items-more").textContent = `items ${items.length ? items[0].index : 0}–${items.length ? items[items.length - 1].index : 0} of ${total}`;
+  const first = items.length ? items[0].index : itemPage.first;
+  const more = next !== null && next !== undefined;
+  $("items-pages").hidden = !more && first === 0;
+  $("items-previous").disabled = first === 0;
+  $("items-next").disabled = !more;
+  $("items-next").dataset.first = more ? String(next) : "";
+  $("items-more").textContent = items.length
+    ? `items ${first}–${items[items.length - 1].index} of ${total}`
+    : `no items from ${first} (of ${total})`;
 }
 
 // The page's refresh (wirePage sets it), for an item's row to open the item.
@@ -343,6 +392,9 @@ async function pressAction(action, send, refresh) {
 // Wiring both pages share: buttons, history, and the preview box that hides an image it cannot show.
 function wirePage(refresh, act) {
   itemRefresh = refresh;
+  $("items-previous").addEventListener("click", () => turnItemPage(itemPage.first - itemPageSize()));
+  $("items-next").addEventListener("click", () => turnItemPage(Number($("items-next").dataset.first)));
+  $("output").addEventListener("error", () => delete $("output").dataset.key); // an expired link: the next poll's
   $("cancel").addEventListener("click", () => act("cancel"));
   $("retry").addEventListener("click", () => act("retry"));
   window.addEventListener("popstate", refresh);

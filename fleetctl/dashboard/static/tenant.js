@@ -87,11 +87,20 @@ function listed(view) {
 }
 
 async function showDetail(jobId) {
-  const detail = await call(`/jobs/${encodeURIComponent(jobId)}/detail`);
+  const detail = await call(`/jobs/${encodeURIComponent(jobId)}/detail?${itemsQuery(jobId)}`);
   const view = detail.job;
   renderJob({ ...detail, job: listed(view) });
   $("download-box").hidden = !view.download_url;
   if (view.download_url) $("download").setAttribute("href", view.download_url);
+  // A finished output plays here: the job's own, or a batch's item (the first finished one until another
+  // item's Play is pressed).
+  const playing = $("output").dataset.key || "";
+  if (view.download_url) playOutput(view.download_url, jobId, "the output");
+  else if (!playing.startsWith(`${jobId}#`)) {
+    const item = (detail.items || []).find((found) => found.download_url);
+    if (item) playOutput(item.download_url, `${jobId}#${item.index}`, `item ${item.index}: ${item.target}`);
+    else playOutput(null);
+  }
   // A test render's pictures: a link each (the page's policy shows no image from the bucket's origin).
   const frames = view.frames || [];
   $("pictures").replaceChildren(
@@ -280,40 +289,60 @@ function upload(target, file, row) {
   });
 }
 
+// Files already in the bucket (sent for a preview), by the File the form holds: the next request names
+// each by its key (the tenant's own, which a job may name) instead of sending it again.
+const sent = new Map();
+
+const fileRef = (file) => sent.get(file) || file.name;
+
+// A job for `files` (each named in `body` by fileRef): created, the files not yet sent uploaded (a row of
+// progress each under Uploads), and started. Returns its id; throws with the API's or the bucket's refusal.
+async function createAndStart(body, files) {
+  const fresh = new Map(files.filter((file) => !sent.has(file)).map((file) => [file.name, file]));
+  if (fresh.size !== files.filter((file) => !sent.has(file)).length) throw new Error("Each file needs a name of its own.");
+  // The sizes let the API refuse a file over the upload limit before any of it is sent.
+  const request = { ...body, sizes: Object.fromEntries([...fresh.values()].map((file) => [file.name, file.size])) };
+  const created = await call("/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(request) });
+  const rows = created.uploads.map((target) => {
+    const file = fresh.get(target.name);
+    return el("li", { dataset: { file: target.name } }, target.name,
+      el("progress", { max: file.size || 1, value: 0, "aria-label": `upload of ${target.name}` }),
+      el("output", {}, "waiting"));
+  });
+  $("new-uploads").replaceChildren(...rows);
+  await Promise.all(created.uploads.map((target, index) => upload(target, fresh.get(target.name), rows[index])));
+  for (const target of created.uploads) sent.set(fresh.get(target.name), target.key);
+  await call(`/jobs/${encodeURIComponent(created.job_id)}/start`, { method: "POST",
+    headers: { "Content-Type": "application/json" }, body: "{}" });
+  return created.job_id;
+}
+
+// What a job of the form runs with, a preview's or the whole run's: the same engine and options.
+function formSettings() {
+  return { engine: $("new-engine").value, options: chosenOptions() };
+}
+
 async function startNewJob(event) {
   event.preventDefault();
   showNewJobError("");
   $("new-uploads").replaceChildren();
   const sources = [...$("new-sources").files];
   const targets = [...$("new-targets").files];
-  const files = new Map([...sources, ...targets].map((file) => [file.name, file]));
-  if (files.size !== sources.length + targets.length) return showNewJobError("Each file needs a name of its own.");
-  const body = {
-    source: sources.map((file) => file.name), engine: $("new-engine").value, priority: $("new-priority").value,
-    options: chosenOptions(),
-    // The sizes let the API refuse a file over the upload limit before any of it is sent.
-    sizes: Object.fromEntries([...files.values()].map((file) => [file.name, file.size])),
-  };
-  if (targets.length === 1) body.target = targets[0].name;
-  else body.targets = targets.map((file) => file.name);
+  const names = new Set([...sources, ...targets].map((file) => file.name));
+  if (names.size !== sources.length + targets.length) return showNewJobError("Each file needs a name of its own.");
+  const body = { source: sources.map(fileRef), priority: $("new-priority").value, ...formSettings() };
+  if (targets.length === 1) body.target = fileRef(targets[0]);
+  else body.targets = targets.map(fileRef);
   $("new-job-start").disabled = true;
   try {
-    const created = await call("/jobs", { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body) });
-    const rows = created.uploads.map((target) => {
-      const file = files.get(target.name);
-      return el("li", { dataset: { file: target.name } }, target.name,
-        el("progress", { max: file.size || 1, value: 0, "aria-label": `upload of ${target.name}` }),
-        el("output", {}, "waiting"));
-    });
-    $("new-uploads").replaceChildren(...rows);
-    await Promise.all(created.uploads.map((target, index) => upload(target, files.get(target.name), rows[index])));
-    await call(`/jobs/${encodeURIComponent(created.job_id)}/start`, { method: "POST",
-      headers: { "Content-Type": "application/json" }, body: "{}" });
+    const jobId = await createAndStart(body, [...sources, ...targets]);
     // The files are sent: the form is ready for the next job, its uploads listed until then.
     $("new-sources").value = "";
     $("new-targets").value = "";
-    selectJob(created.job_id, refresh);
+    sent.clear();
+    resetPreview();
+    selectJob(jobId, refresh);
   } catch (error) {
     showNewJobError(`The job was not started: ${error.message}`, error.problems || []);
   } finally {
