@@ -136,14 +136,7 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
             raise InputRejected(f"{what} runs at {float(fps):.3f} fps, over the limit of {limits.max_fps:g}")
         time_base = stream.time_base or Fraction(1, 1_000_000)
         start_s = float(stream.start_time * time_base) if stream.start_time is not None else 0.0
-        if stream.duration:
-            duration_s = float(stream.duration * time_base)
-        elif container.duration:
-            duration_s = container.duration / 1_000_000
-        else:
-            duration_s = 0.0
-        if duration_s > limits.max_duration_s:
-            raise InputRejected(f"{what} lasts {duration_s:.0f} s, over the limit of {limits.max_duration_s:.0f} s")
+        duration_s = duration_within(container, stream, time_base, limits, what)
         audio = _audio_tracks(container)
         codec = context.name
         transfer = transfer_name(context.color_trc)
@@ -178,6 +171,22 @@ def probe_video(reader: RangeReader, what: str, limits: MediaLimits) -> VideoInf
         audio=audio,
         color_transfer=transfer,
     )
+
+
+def duration_within(
+    container: av.container.InputContainer, stream: Any, time_base: Fraction, limits: MediaLimits, what: str
+) -> float:
+    """The stream's duration in seconds (the container's where the stream states none, 0 where neither does);
+    InputRejected over the limit."""
+    if stream.duration:
+        duration_s = float(stream.duration * time_base)
+    elif container.duration:
+        duration_s = container.duration / 1_000_000
+    else:
+        duration_s = 0.0
+    if duration_s > limits.max_duration_s:
+        raise InputRejected(f"{what} lasts {duration_s:.0f} s, over the limit of {limits.max_duration_s:.0f} s")
+    return duration_s
 
 
 def _nominal_rate(step: int, time_base: Fraction, limits: MediaLimits) -> Fraction | None:

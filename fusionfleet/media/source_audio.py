@@ -19,7 +19,7 @@ import av
 from fusionfleet.errors import InputRejected, MediaError
 from fusionfleet.media.info import AudioInfo
 from fusionfleet.media.limits import MediaLimits
-from fusionfleet.media.probe import SAFE_DEMUXER_OPTIONS
+from fusionfleet.media.probe import SAFE_DEMUXER_OPTIONS, duration_within
 from fusionfleet.media.reader import RangeReader
 from fusionfleet.media.sniff import AUDIO_CONTAINERS, MOV, SNIFF_BYTES, sniff_audio
 
@@ -74,14 +74,7 @@ def probe_audio(reader: RangeReader, what: str, limits: MediaLimits) -> AudioInf
         stream = _audio_stream(container, demuxer, what)
         context = stream.codec_context
         time_base = stream.time_base or Fraction(1, max(1, context.sample_rate or 1))
-        if stream.duration:
-            duration = float(stream.duration * time_base)
-        elif container.duration:
-            duration = container.duration / 1_000_000
-        else:
-            duration = 0.0
-        if duration > limits.max_duration_s:
-            raise InputRejected(f"{what} lasts {duration:.0f} s, over the limit of {limits.max_duration_s:.0f} s")
+        duration = duration_within(container, stream, time_base, limits, what)
         try:
             decoded = next(iter(container.decode(stream)), None)
         except av.FFmpegError as error:
