@@ -1,18 +1,25 @@
 """Task handlers for tests of the worker loop: `StepHandler`, the shape they share, and `ScriptedHandler`, which
-plays a script of outcomes for tests of the loop's failure handling."""
+plays a script of outcomes for tests of the loop's failure handling; `ScriptedRenderer` for the real render
+handler, and `render_interrupted`, a worker rendering while something happens."""
 
 from __future__ import annotations
 
 import threading
+import time
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import TypeVar
 
 from fusionfleet.errors import InputRejected, SegmentFailed
-from fusionfleet.messages import SegmentResult
+from fusionfleet.messages import RenderTask, SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.delivery.tasks import TaskHandler
-from gpu_worker.errors import Blocked, Cancelled
+from gpu_worker.delivery.keeper import KeepPolicy
+from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.retry import RetryPolicy
+from gpu_worker.delivery.tasks import RenderHandler, TaskHandler
+from gpu_worker.errors import Blocked, Cancelled, GivenBack
+from gpu_worker.lifecycle.stopping import StopSignal
+from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.tasks import StubTask
 
 QUEUE = "https://sqs.fake/render-normal"
@@ -88,3 +95,43 @@ class ScriptedHandler(StepHandler[Step]):
 
     def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
         return f"step {task.task_token} failed after {attempts}: {error}: {reason}"
+
+
+class ScriptedRenderer:
+    """Renders instantly, releases, or waits until cancelled, as the test says."""
+
+    def __init__(self, outcome: str = "ok") -> None:
+        self.outcome = outcome
+        self.rendered = 0
+
+    def render(
+        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
+    ) -> Callable[[], SegmentResult]:
+        if self.outcome == "release":
+            raise GivenBack("checkpointed before frame 50")
+        if self.outcome == "wait":
+            if not cancel.wait(10):
+                raise AssertionError("the cancel was not noticed")
+            raise RuntimeError("interrupted")
+        self.rendered += 1
+        return lambda: SegmentResult(index=task.segment.index, key="k", frames=25, engine_s=0.75)
+
+    def close(self) -> None:
+        return None
+
+
+def render_interrupted(
+    handler: RenderHandler, queue: FakeQueue, orchestrator: FakeOrchestrator, url: str, during: Callable[[], object]
+) -> None:
+    """A worker takes the one message on `url` and renders it with `handler` (a render that ends only when
+    stopped) while `during` runs half a second in; it must be done with the message within 5 s."""
+    worker = Worker(
+        "w", [url], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
+        KeepPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
+    )  # fmt: skip
+    threading.Timer(0.5, during).start()
+    began = time.monotonic()
+    message = worker.take()
+    assert message is not None
+    worker.execute(message)
+    assert time.monotonic() - began < 5

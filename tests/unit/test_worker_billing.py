@@ -26,8 +26,8 @@ from gpu_worker.delivery.tasks import RenderHandler
 from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, job_context
+from tests.support.scripted import ScriptedRenderer, render_interrupted
 from tests.support.webhook_fakes import FakeOrderedQueue
-from tests.unit.test_worker_records import ScriptedRenderer
 
 JOB = "acme_clip-0123456789abcdef"
 QUEUE = "https://sqs.fake/render-normal"
@@ -149,10 +149,6 @@ def test_a_segment_in_flight_stops_within_seconds_of_the_budget_and_goes_back_un
     message_id = queue.send(QUEUE, task().model_dump_json())
     billing = Billing(storage, "on-demand", GpuPrices())
     handler = RenderHandler(ScriptedRenderer("wait"), storage, "w", threading.Event(), billing=billing)
-    worker = Worker(
-        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        KeepPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
-    )  # fmt: skip
     # WHEN another attempt takes the month past the cap while it renders
 
     def spend() -> None:
@@ -160,14 +156,9 @@ def test_a_segment_in_flight_stops_within_seconds_of_the_budget_and_goes_back_un
         storage.put_json(WORK, tenant_layout.spend_entry_key("acme", month, JOB, 0, 0, 1, 0, 20_000), {})
         budget.check(storage, WORK, settings, month, time.time())
 
-    timer = threading.Timer(0.5, spend)
-    timer.start()
-    began = time.monotonic()
-    message = worker.take()
-    assert message is not None
-    worker.execute(message)
-    # THEN it stopped within seconds, reported nothing, and its task went back as a new message
-    assert time.monotonic() - began < 5
+    render_interrupted(handler, queue, orchestrator, QUEUE, spend)
+    # THEN it stopped within seconds (that helper holds it to 5), reported nothing, and its task went back as
+    # a new message
     assert orchestrator.reports() == [] and queue.deleted == [message_id]
     assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 0, 1))["status"] == "cancelled"
     (again,) = queue.receive(QUEUE, 0, 600)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
 
 import cv2
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from fusionfleet import layout
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.plan import Segment
-from fusionfleet.messages import RenderTask, SegmentResult, WorkerBeat
+from fusionfleet.messages import RenderTask, WorkerBeat
 from gpu_worker.attempt import Attempt
 from gpu_worker.delivery.keeper import Keeper, KeepPolicy
 from gpu_worker.delivery.loop import Worker
@@ -25,32 +24,10 @@ from gpu_worker.lifecycle.stopping import StopSignal
 from gpu_worker.rendering.render import preview_jpeg, write_preview
 from tests.support.fakes import Clock, FakeOrchestrator, FakeQueue, FakeStorage
 from tests.support.jobs import WORK, job_context
+from tests.support.scripted import ScriptedRenderer, render_interrupted
 
 QUEUE = "https://sqs.fake/render-high"
 JOB = "clip-0123456789abcdef"
-
-
-class ScriptedRenderer:
-    """Renders instantly, releases, or waits until cancelled, as the test says."""
-
-    def __init__(self, outcome: str = "ok") -> None:
-        self.outcome = outcome
-        self.rendered = 0
-
-    def render(
-        self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
-    ) -> Callable[[], SegmentResult]:
-        if self.outcome == "release":
-            raise GivenBack("checkpointed before frame 50")
-        if self.outcome == "wait":
-            if not cancel.wait(10):
-                raise AssertionError("the cancel was not noticed")
-            raise RuntimeError("interrupted")
-        self.rendered += 1
-        return lambda: SegmentResult(index=task.segment.index, key="k", frames=25, engine_s=0.75)
-
-    def close(self) -> None:
-        return None
 
 
 def task(index: int = 1, run: int = 0) -> RenderTask:
@@ -80,19 +57,11 @@ def test_a_job_cancelled_while_its_segment_renders_is_stopped_within_seconds_and
     queue.create(QUEUE)
     message_id = queue.send(QUEUE, task().model_dump_json())
     handler = RenderHandler(ScriptedRenderer("wait"), storage, "w", threading.Event())
-    worker = Worker(
-        "w", [QUEUE], handler, queue, orchestrator, RetryPolicy(max_attempts=3),
-        KeepPolicy(visibility_s=600, cancel_check_s=0.2), StopSignal(), idle_wait_s=0,
-    )  # fmt: skip
     # WHEN the job's cancel marker appears while it renders (the token still beats fine)
-    timer = threading.Timer(0.5, lambda: storage.put_json(WORK, layout.cancel_key(JOB), {"cancelled_at": "now"}))
-    timer.start()
-    began = time.monotonic()
-    message = worker.take()
-    assert message is not None
-    worker.execute(message)
-    # THEN the worker stopped within seconds, reported nothing, and deleted the message for good
-    assert time.monotonic() - began < 5
+    render_interrupted(handler, queue, orchestrator, QUEUE,
+                       lambda: storage.put_json(WORK, layout.cancel_key(JOB), {"cancelled_at": "now"}))  # fmt: skip
+    # THEN the worker stopped within seconds (that helper holds it to 5), reported nothing, and deleted the
+    # message for good
     assert orchestrator.reports() == [] and queue.deleted == [message_id]
     assert storage.json(WORK, layout.attempt_record_key(JOB, 1, 0, 1))["status"] == "cancelled"
 
