@@ -25,7 +25,8 @@ from fusionfleet.fleet.tenants import check_tenant_name
 from fusionfleet.jobs.acceptance import accept
 from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.ids import job_id as derive_job_id
-from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS, VIDEO_EXTENSION, extension_of, output_suffix
+from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS, extension_of, output_suffix
+from fusionfleet.jobs.output_format import container_of_key, default_video_suffix
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.jobs.views import JobResult, JobView
 from fusionfleet.media.sniff import SNIFF_BYTES, image_format
@@ -95,23 +96,23 @@ def build_manifest(
 
 def local_output_suffix(path: Path, key: str) -> str:
     """The output's extension for a local target: an image keeps its format (told by its bytes, as the
-    slicer tells it), anything else is a video's `.mp4`."""
+    slicer tells it), a video its container where the farm writes it, as FaceFusion's output does (else `.mp4`)."""
     with path.open("rb") as handle:
         found = image_format(handle.read(SNIFF_BYTES))
-    return output_suffix(key, found) if found else VIDEO_EXTENSION
+    return output_suffix(key, found) if found else default_video_suffix(key)
 
 
-# Extensions that name the farm's video output (MP4, and the containers that are MP4 under another name).
-MP4_EXTENSIONS = (VIDEO_EXTENSION, ".m4v", ".mov")
-# Extensions that name some other video container: a file so named would not hold what it says.
-OTHER_VIDEO_EXTENSIONS = (".mkv", ".webm", ".avi")
+# Extensions of the MP4 family (one container under several names).
+MP4_EXTENSIONS = (".mp4", ".m4v", ".mov")
+VIDEO_NAMES = {"mp4": "an MP4 video", "mkv": "a Matroska video", "webm": "a WebM video", "avi": "an AVI video"}
 
 
 def _format_named(extension: str) -> str | None:
-    """The format a file extension names (an image format, or "mp4"), None for an extension naming none we know."""
+    """The format a file extension names (an image format, "mp4" for the MP4 family, or another video
+    container), None for an extension naming none we know."""
     if extension in MP4_EXTENSIONS:
         return "mp4"
-    return IMAGE_EXTENSIONS.get(extension) or (extension if extension in OTHER_VIDEO_EXTENSIONS else None)
+    return IMAGE_EXTENSIONS.get(extension) or container_of_key(extension)
 
 
 def record_accepted(
@@ -140,7 +141,12 @@ def named_after_content(requested: Path, output_key: str) -> tuple[Path, str]:
     if asked is None or not holds or asked == _format_named(holds):
         return requested, ""
     renamed = requested.with_name(requested.name[: -len(wanted)] + holds)
-    what = f"a {IMAGE_EXTENSIONS[holds].upper()} picture" if holds in IMAGE_EXTENSIONS else "an MP4 video"
+    video = _format_named(holds) or "mp4"
+    what = (
+        f"a {IMAGE_EXTENSIONS[holds].upper()} picture"
+        if holds in IMAGE_EXTENSIONS
+        else VIDEO_NAMES.get(video, f"a {video.upper()} video")
+    )
     return renamed, f"the output is {what}: writing it to {renamed} rather than {requested}"
 
 

@@ -114,7 +114,11 @@ class SlicerEnvironment:
     def manifest_keys(self) -> KeyPolicy:
         """The manifest's key rules, with where its webhook may go (https and public addresses on AWS)."""
         loopback = self.webhook_allow_loopback
-        return replace(self.keys, webhooks=AddressPolicy(allow_loopback=loopback, require_https=not loopback))
+        return replace(
+            self.keys,
+            webhooks=AddressPolicy(allow_loopback=loopback, require_https=not loopback),
+            encoder_device=self.video_encoder_device,
+        )
 
     @property
     def timeouts(self) -> TimeoutPolicy:

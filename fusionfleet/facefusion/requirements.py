@@ -16,6 +16,7 @@ from fusionfleet.media.sniff import SourceKind
 
 __all__ = [
     "SourceKind",
+    "alpha_problems",
     "detector_problems",
     "processors_of",
     "source_problems",
@@ -94,3 +95,44 @@ def source_problems(options: Mapping[str, object], kinds: Sequence[SourceKind]) 
                 "to sync the lips to"
             )
     return problems
+
+
+# Image formats FaceFusion's temp image and output keep an alpha channel in (cv2.imwrite of its RGBA frame,
+# then FFmpeg's png, libwebp, bmp and tiff encoders); JPEG drops it.
+ALPHA_IMAGE_FORMATS = frozenset({"png", "webp", "bmp", "tiff"})
+
+
+def alpha_problems(
+    options: Mapping[str, object], video_encoder: str | None, image_formats: tuple[str, str] | None
+) -> list[str]:
+    """Where FaceFusion would write background_remover's matte as an alpha channel, which the farm's frames
+    (BGR, three channels, end to end) do not carry: a known gap, refused rather than written without it.
+
+    FaceFusion merges the matte into its frame (vision.conditional_merge_vision_mask) and keeps it where the
+    frame and the output hold alpha: a VP9 video (yuva420p) whose frames carried it (the disk workflow's
+    PNG, BMP or TIFF frames, or the memory workflow's `temp_pixel_format` bgra), and an image whose target
+    and output formats both hold it. `video_encoder`: the job's encoder (a video); `image_formats`: the
+    target's and the output's formats (an image).
+    """
+    if "background_remover" not in processors_of(options):
+        return []
+    why = ("the farm's frames carry no alpha channel (a known gap, docs/engines.md), so the background would "
+           "come out opaque")  # fmt: skip
+    if image_formats is not None:
+        target, output = image_formats
+        if target in ALPHA_IMAGE_FORMATS and output in ALPHA_IMAGE_FORMATS:
+            return [
+                f"options.processors: background_remover on a {target.upper()} image with a {output.upper()} "
+                f"output: FaceFusion writes the removed background as transparency, and {why}; choose a .jpg "
+                "output (no transparency, as FaceFusion writes it)"
+            ]
+        return []
+    disk = options.get("workflow_strategy") == "disk" and options.get("temp_frame_format", "png") != "jpeg"
+    if video_encoder == "libvpx-vp9" and (disk or options.get("temp_pixel_format") == "bgra"):
+        return [
+            "options.processors: background_remover with a VP9 output (.webm or libvpx-vp9) "
+            f"{'in the disk workflow' if disk else 'with temp_pixel_format bgra'}: FaceFusion writes the removed "
+            f"background as transparency (yuva420p), and {why}; choose another encoder or container, or the "
+            "memory workflow with temp_pixel_format bgr24 (FaceFusion then writes no alpha either)"
+        ]
+    return []

@@ -16,14 +16,12 @@ start, cut to the video's length (ffmpeg.replace_audio), encoded as the plan say
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from fusionfleet.jobs.output_format import DEFAULT_CONTAINER, fix_audio_encoder
 from fusionfleet.jobs.timeline import Timeline
 
 AUDIO_OPTIONS = ("output_audio_encoder", "output_audio_quality", "output_audio_volume")
-# FaceFusion's encoders that an MP4 carries and common players play. FaceFusion also offers
-# libvorbis and PCM, which FFmpeg will put in an MP4 that most players then refuse.
-MP4_AUDIO_ENCODERS = ("aac", "libmp3lame", "libopus", "flac")
 DEFAULT_AUDIO_ENCODER = "aac"
 # The first of FaceFusion's output_audio_encoders (choices.py) that an ffmpeg has: FaceFusion's default.
 FACEFUSION_AUDIO_ENCODER = "flac"
@@ -50,15 +48,20 @@ class AudioPlan:
     cut_to_video: bool = False  # cut to the video's length, the volume filter always applied (FaceFusion's way)
 
 
-def audio_plan(engine: str, options: Mapping[str, object]) -> AudioPlan:
-    """The job's audio, by its engine: FaceFusion's rules for `facefusion`, the farm's for the others. Pure."""
+def audio_plan(engine: str, options: Mapping[str, object], container: str = DEFAULT_CONTAINER) -> AudioPlan:
+    """The job's audio, by its engine: FaceFusion's rules for `facefusion`, the farm's for the others. Pure.
+
+    An encoder the output's container does not take is swapped as FaceFusion swaps it (a WebM's is Opus)."""
     if engine != "facefusion":
-        return AudioPlan(settings=audio_settings(options))
+        settings = audio_settings(options)
+        if settings is not None:
+            settings = replace(settings, encoder=fix_audio_encoder(container, settings.encoder))
+        return AudioPlan(settings=settings)
     volume = int(str(options.get("output_audio_volume", DEFAULT_AUDIO_VOLUME)))
     if volume == 0:
         return AudioPlan(keep=False)
     settings = AudioSettings(
-        encoder=str(options.get("output_audio_encoder", FACEFUSION_AUDIO_ENCODER)),
+        encoder=fix_audio_encoder(container, str(options.get("output_audio_encoder", FACEFUSION_AUDIO_ENCODER))),
         quality=int(str(options.get("output_audio_quality", DEFAULT_AUDIO_QUALITY))),
         volume=volume,
     )
@@ -99,17 +102,6 @@ def audio_settings(options: Mapping[str, object]) -> AudioSettings | None:
     )
 
 
-def audio_option_problems(options: Mapping[str, object]) -> list[str]:
-    """The fleet's rule beyond FaceFusion's: the output is an MP4 that players play."""
-    encoder = options.get("output_audio_encoder")
-    if encoder is not None and str(encoder) not in MP4_AUDIO_ENCODERS:
-        return [
-            f"options.output_audio_encoder: {encoder!r} does not belong in an MP4 output that players play "
-            f"(supported: {', '.join(MP4_AUDIO_ENCODERS)})"
-        ]
-    return []
-
-
 def _interp(value: int, low: float, high: float) -> float:
     """numpy.interp over 0..100, as FaceFusion maps its quality percentages."""
     return low + (high - low) * max(0, min(100, value)) / 100
@@ -123,7 +115,9 @@ def audio_quality_args(encoder: str, quality: int) -> list[str]:
         return ["-q:a", str(round(_interp(quality, 9, 0)))]
     if encoder == "libopus":
         return ["-b:a", f"{round(_interp(quality, 64, 256))}k"]
-    return []  # flac is lossless: nothing to choose
+    if encoder == "libvorbis":
+        return ["-q:a", str(round(_interp(quality, -1, 10), 1))]
+    return []  # flac and PCM are lossless: nothing to choose
 
 
 def audio_encode_args(

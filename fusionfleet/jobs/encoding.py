@@ -11,7 +11,15 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
-from fusionfleet.jobs.manifest import FLEET_ENCODERS, check_encoder_options
+from fusionfleet.jobs.audio import audio_plan
+from fusionfleet.jobs.manifest import check_encoder_options, invalid_manifest
+from fusionfleet.jobs.output_format import (
+    CPU_ENCODERS,
+    DEFAULT_CONTAINER,
+    fix_video_encoder,
+    output_problems,
+    video_encoder_problem,
+)
 from fusionfleet.media.colour import BT709
 from fusionfleet.media.gpu_media import cpu_codec, job_codec
 
@@ -43,6 +51,9 @@ class EncoderSettings:
     # The output's colour: "bt709" converts with BT.709's matrix in TV range and tags it so, as
     # FaceFusion writes (fusionfleet.media.colour); "" (jobs planned before) converts untagged.
     colour: str = ""
+    # The output's container (fusionfleet.jobs.output_format): the merge writes it, and the codec is the one
+    # FaceFusion would use in it. Jobs planned before containers were chosen are MP4.
+    container: str = DEFAULT_CONTAINER
 
     @property
     def fps(self) -> Fraction:
@@ -56,8 +67,11 @@ class EncoderSettings:
         return cls(**data)
 
 
-def quality_to_crf(quality: int) -> int:
-    """FaceFusion's output_video_quality (0..100, higher is better) to an x264/x265 CRF (51..0)."""
+def quality_to_crf(quality: int, codec: str = "libx264") -> int:
+    """FaceFusion's output_video_quality (0..100, higher is better) to the encoder's CRF: x264/x265's 51..0,
+    VP9's 63..0 (ffmpeg_builder.set_video_quality). Raw video has none."""
+    if codec == "libvpx-vp9":
+        return round(63 - quality * 0.63)
     return round(51 - quality * 0.51)
 
 
@@ -112,21 +126,30 @@ def encoder_settings(
     threads: int = 2,
     device: str = "cpu",
     engine: str = "",
+    container: str = DEFAULT_CONTAINER,
 ) -> EncoderSettings:
-    """The settings for one job, from the displayed picture size, the rate and the job's options.
+    """The settings for one job, from the displayed picture size, the rate, the job's options and the
+    output's container (its encoder the one FaceFusion would use there: output_format.fix_video_encoder).
 
     The options are a validated manifest's; any other caller (the single-machine `swap`) gets the
-    manifest's JobRejected, with every encoder problem, for options the fleet does not take.
+    manifest's JobRejected, with every encoder problem, for options the fleet does not take. What the
+    fleet's device or the container rules out is refused here, at planning, before anything is queued.
     """
-    check_encoder_options(options)
+    check_encoder_options(options, device)
     named = options.get("output_video_encoder")
     # The fleet's encoder device decides the default (fusionfleet.media.gpu_media): once, for every segment.
-    codec = job_codec(None if named is None else str(named), DEFAULT_ENCODER, device)
+    codec = fix_video_encoder(container, job_codec(None if named is None else str(named), DEFAULT_ENCODER, device))
+    audio = audio_plan(engine, options, container).settings
+    # The encoder FaceFusion's swap put in its place (a named one was judged by check_encoder_options).
+    problems = [problem for problem in [video_encoder_problem(codec, device)] if problem]
+    problems += output_problems(container, codec, audio.encoder if audio is not None else None)
+    if problems:
+        raise invalid_manifest(problems)
     preset = str(options.get("output_video_preset", DEFAULT_PRESET))
     quality = int(options.get("output_video_quality", DEFAULT_QUALITY))
     width, height = output_size(width, height, float(options.get("output_video_scale", 1.0)), engine)
-    profile, pix_fmt = FLEET_ENCODERS[cpu_codec(codec)]
-    crf = quality_to_crf(quality)
+    profile, pix_fmt = CPU_ENCODERS[cpu_codec(codec)]
+    crf = quality_to_crf(quality, codec)
     if codec == "libx264" and crf == 0:
         # Quality 100 is x264's lossless mode (FaceFusion passes CRF 0 too), which the High profile
         # refuses; High 4:4:4 Predictive is the profile lossless H.264 is coded in, whatever the chroma.
@@ -148,4 +171,5 @@ def encoder_settings(
         threads=threads,
         chunk_frames=chunk,
         colour=BT709,
+        container=container,
     )

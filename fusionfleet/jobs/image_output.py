@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any
 
+from fusionfleet.jobs.output_format import MUXERS, container_of_key
+
 # What an output key's extension asks for, and the extension each format is written with by default.
 IMAGE_EXTENSIONS: Mapping[str, str] = MappingProxyType(
     {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".webp": "webp", ".bmp": "bmp", ".tif": "tiff", ".tiff": "tiff"}
@@ -29,7 +31,6 @@ FORMAT_EXTENSIONS: Mapping[str, str] = MappingProxyType(
 IMAGE_CONTENT_TYPES: Mapping[str, str] = MappingProxyType(
     {"jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "bmp": "image/bmp", "tiff": "image/tiff"}
 )
-VIDEO_EXTENSION = ".mp4"
 DEFAULT_IMAGE_QUALITY = 80  # FaceFusion's default output_image_quality
 DEFAULT_IMAGE_SCALE = 1.0
 
@@ -115,10 +116,14 @@ def image_output(
 
 
 def output_kind_problem(target_kind: str, output_key: str) -> str | None:
-    """Why an output key does not suit the target (a video's output is MP4, an image's an image), or None."""
+    """Why an output key does not suit the target (a video's output is a video container FaceFusion writes,
+    an image's an image), or None."""
     extension = extension_of(output_key)
-    if target_kind == "video" and extension != VIDEO_EXTENSION:
-        return f"output: key {output_key!r} must end in .mp4: the target is a video (outputs of videos are MP4)"
+    if target_kind == "video" and container_of_key(output_key) is None:
+        return (
+            f"output: key {output_key!r} must end in a video container ({', '.join('.' + c for c in MUXERS)}): "
+            "the target is a video"
+        )
     if target_kind == "image" and extension not in IMAGE_EXTENSIONS:
         return (
             f"output: key {output_key!r} must end in an image extension ({', '.join(IMAGE_EXTENSIONS)}): "

@@ -20,9 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fusionfleet import key_rules, layout
 from fusionfleet.errors import JobRejected
 from fusionfleet.facefusion.options import OptionsError, validate_options
-from fusionfleet.jobs.audio import audio_option_problems
 from fusionfleet.jobs.faces import MAX_FACES, FaceMapping, mapping_problems
-from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS, VIDEO_EXTENSION, extension_of
+from fusionfleet.jobs.image_output import IMAGE_EXTENSIONS, extension_of
+from fusionfleet.jobs.output_format import (
+    MUXERS,
+    container_of_key,
+    default_video_suffix,
+    fix_audio_encoder,
+    output_problems,
+    video_encoder_problem,
+)
 from fusionfleet.webhooks.addresses import AddressPolicy, WebhookRefused, check_url
 from fusionfleet.webhooks.events import EventKind, metadata_problem
 
@@ -39,12 +46,6 @@ MAX_TARGETS = 1000  # items of one batch (their ids carry a four-digit index)
 MAX_TRY_FRAMES = 16  # frames of one test render
 MAX_CUTS = 4096  # cuts a manifest's own plan may name (a Distributed Map runs thousands of segments)
 
-# Encoders every worker of the fleet has (the static FFmpeg build in imageio-ffmpeg), with the
-# profile and pixel format each is used with. NVENC is left out on purpose: a job must not mix
-# encoders, and CPU workers cannot produce it.
-FLEET_ENCODERS: Mapping[str, tuple[str, str]] = MappingProxyType(
-    {"libx264": ("high", "yuv420p"), "libx265": ("main", "yuv420p")}
-)
 ENCODER_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 
 
@@ -60,6 +61,8 @@ class KeyPolicy:
     reserved_prefixes: tuple[str, ...] = (layout.MANIFEST_PREFIX, layout.WORK_PREFIX, layout.TENANTS_PREFIX)
     # Where webhooks may go (https and public addresses on AWS; the local stack allows its loopback).
     webhooks: AddressPolicy = dataclasses.field(default_factory=AddressPolicy)
+    # The fleet's encoder device (VIDEO_ENCODER_DEVICE): whether a manifest may name NVENC.
+    encoder_device: str = "cpu"
 
     def for_manifest(self, manifest_key: str) -> KeyPolicy:
         """A tenant's manifest may name only its own tenant's keys, and write only its own outputs."""
@@ -71,6 +74,7 @@ class KeyPolicy:
             output_prefixes=(layout.tenant_output_prefix(tenant),),
             reserved_prefixes=(layout.tenant_manifest_prefix(tenant), layout.WORK_PREFIX),
             webhooks=self.webhooks,
+            encoder_device=self.encoder_device,
         )
 
 
@@ -169,20 +173,17 @@ REFUSED_OPTIONS: Mapping[str, str] = MappingProxyType({})
 ENCODER_OPTIONS = ("output_video_encoder", "output_video_preset", "output_audio_encoder", *REFUSED_OPTIONS)
 
 
-def encoder_option_problems(options: Mapping[str, object]) -> list[str]:
-    """The fleet's rules for the output options, beyond FaceFusion's own: every segment of a job is
-    encoded alike by every worker, and the output is an MP4 that players play."""
+def encoder_option_problems(options: Mapping[str, object], device: str = "cpu") -> list[str]:
+    """The fleet's rules for the output options, beyond FaceFusion's own: no worker has AMF, Quick Sync or
+    VideoToolbox, and NVENC only where the fleet's encoder `device` is NVENC (every segment of a job is encoded
+    alike by every worker). What the output's container holds is judged with the keys (`_format_problems`)."""
     problems = []
     codec = options.get("output_video_encoder")
-    if codec is not None and str(codec) not in FLEET_ENCODERS:
-        problems.append(
-            f"options.output_video_encoder: {codec!r} is not available on this fleet "
-            f"(supported: {', '.join(sorted(FLEET_ENCODERS))})"
-        )
+    if codec is not None and (problem := video_encoder_problem(str(codec), device)):
+        problems.append(problem)
     preset = options.get("output_video_preset")
     if preset is not None and str(preset) not in ENCODER_PRESETS:
         problems.append(f"options.output_video_preset: {preset!r} is not one of {', '.join(ENCODER_PRESETS)}")
-    problems.extend(audio_option_problems(options))
     problems.extend(
         f"options.{name} is not supported: {why}" for name, why in REFUSED_OPTIONS.items() if name in options
     )
@@ -198,9 +199,9 @@ def _facefusion_accepts(name: str, value: object) -> bool:
     return True
 
 
-def check_encoder_options(options: Mapping[str, object]) -> None:
+def check_encoder_options(options: Mapping[str, object], device: str = "cpu") -> None:
     """Raise JobRejected with every encoder problem, for callers that build settings without a manifest."""
-    problems = encoder_option_problems(options)
+    problems = encoder_option_problems(options, device)
     if problems:
         raise JobRejected(_summary(problems), tuple(problems))
 
@@ -308,12 +309,33 @@ def _output_problems(manifest: Manifest, policy: KeyPolicy) -> list[str]:
             "a batch writes one output per target" if manifest.is_batch else "a test render writes one image per frame"
         )
         return [f"output: {output!r} must be a prefix ending in '/': {what} under it"]
-    if not several and extension_of(output) not in (VIDEO_EXTENSION, *IMAGE_EXTENSIONS):
+    container = container_of_key(output)
+    if not several and container is None and extension_of(output) not in IMAGE_EXTENSIONS:
         return [
-            f"output: key {output!r} must end in .mp4 (a video's output) or an image extension "
+            f"output: key {output!r} must end in a video container FaceFusion writes "
+            f"({', '.join('.' + name for name in MUXERS)}) for a video target, or an image extension "
             f"({', '.join(IMAGE_EXTENSIONS)}) for an image target"
         ]
+    if container is not None:
+        # What the named container cannot hold is said now; the fleet's device and the target at planning.
+        return [problem for problem in output_problems(container, "", None) if problem.startswith("output:")]
     return []
+
+
+def _format_problems(manifest: Manifest) -> list[str]:
+    """A named audio encoder the video output's container cannot hold (after FaceFusion's own swap), said
+    before any media is read: the container is the output key's, or the target's for a default output."""
+    encoder = manifest.options.get("output_audio_encoder")
+    if encoder is None or manifest.is_batch or manifest.is_try or extension_of(manifest.target) in IMAGE_EXTENSIONS:
+        return []
+    container = container_of_key(manifest.output or default_video_suffix(manifest.target))
+    if container is None:
+        return []  # an image's output: no sound
+    return [
+        problem
+        for problem in output_problems(container, "", fix_audio_encoder(container, str(encoder)))
+        if problem.startswith("options.output_audio_encoder")
+    ]
 
 
 def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = None) -> Manifest:
@@ -348,7 +370,7 @@ def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = Non
             for name in ENCODER_OPTIONS
             if name in raw_options and _facefusion_accepts(name, raw_options[name])
         }
-        problems.extend(encoder_option_problems(taken))
+        problems.extend(encoder_option_problems(taken, policy.encoder_device))
     try:
         manifest = Manifest.model_validate(
             {**data, "options": options if isinstance(raw_options, dict) else raw_options}
@@ -361,6 +383,8 @@ def parse_manifest(raw: bytes, manifest_key: str, policy: KeyPolicy | None = Non
     problems.extend(_shape_problems(manifest))
     problems.extend(_key_problems(manifest, policy))
     problems.extend(_webhook_problems(manifest, policy.webhooks))
+    if not problems:
+        problems.extend(_format_problems(manifest))
     if problems:
         raise JobRejected(_summary(problems), tuple(problems))
     if manifest.output is None and (manifest.is_batch or manifest.is_try):

@@ -14,10 +14,17 @@ from pathlib import Path
 from fusionfleet.jobs.audio import AudioCut, AudioPlan, AudioSettings, audio_encode_args
 from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.jobs.image_output import ImageOutput
+from fusionfleet.jobs.output_format import (
+    DEFAULT_CONTAINER,
+    FASTSTART,
+    MUXERS,
+    copy_or_encode_audio,
+    segment_muxer,
+)
 from fusionfleet.media.colour import output_filter
 from fusionfleet.media.gpu_media import is_nvenc, nvenc_preset
 
-# Audio codecs the MP4 muxer takes as they are; anything else is re-encoded to AAC once.
+# Audio codecs the MP4 muxer takes as they are (the worker's choice of file for the target's sound).
 MP4_AUDIO_CODECS = frozenset({"aac", "mp3", "opus", "ac3", "eac3", "alac", "flac"})
 
 
@@ -94,22 +101,47 @@ def nvenc_encoder(settings: EncoderSettings) -> list[str]:
     ]  # fmt: skip
 
 
+def vp9_encoder(settings: EncoderSettings) -> list[str]:
+    """FaceFusion's VP9: its CRF alone (63..0) and yuva420p (ffmpeg_builder.set_video_quality, set_pixel_format);
+    a chunk's first frame is a key frame (each chunk is an encode of its own), none forced inside."""
+    return [
+        "-c:v", "libvpx-vp9",
+        "-crf", str(settings.crf),
+        "-pix_fmt", settings.pix_fmt,
+        "-threads", str(settings.threads),
+        "-g", str(settings.keyint),
+        "-fps_mode", "passthrough",
+    ]  # fmt: skip
+
+
+def raw_encoder(settings: EncoderSettings) -> list[str]:
+    """FaceFusion's raw video: uncompressed rgb24."""
+    return ["-c:v", "rawvideo", "-pix_fmt", settings.pix_fmt, "-fps_mode", "passthrough"]
+
+
 def video_encoder(settings: EncoderSettings) -> list[str]:
     if is_nvenc(settings.codec):
         return nvenc_encoder(settings)
+    if settings.codec == "libvpx-vp9":
+        return vp9_encoder(settings)
+    if settings.codec == "rawvideo":
+        return raw_encoder(settings)
     params = f"keyint={settings.keyint}:min-keyint={settings.keyint}:scenecut=0:open-gop=0"
-    params_flag = "-x264-params" if settings.codec == "libx264" else "-x265-params"
+    x264 = settings.codec in ("libx264", "libx264rgb")
+    params_flag = "-x264-params" if x264 else "-x265-params"
     # Frame-parallel encoding is not repeatable under CPU contention (the chaos run found x264
     # frame threads giving different bits for the same frames); slice/row parallelism is.
-    if settings.codec == "libx264":
+    if x264:
         params += ":sliced-threads=1" if settings.threads > 1 else ""
     else:
         params += ":frame-threads=1:log-level=error"
+    # libx264rgb picks its own profile (High 4:4:4 Predictive for RGB).
+    profile = ["-profile:v", settings.profile] if settings.profile else []
     return [
         "-c:v", settings.codec,
         "-preset", settings.preset,
         "-crf", str(settings.crf),
-        "-profile:v", settings.profile,
+        *profile,
         "-pix_fmt", settings.pix_fmt,
         "-threads", str(settings.threads),
         params_flag, params,
@@ -118,7 +150,11 @@ def video_encoder(settings: EncoderSettings) -> list[str]:
 
 
 def segment_output(path: Path, settings: EncoderSettings) -> list[str]:
-    return ["-an", "-video_track_timescale", str(settings.timescale), "-f", "mp4", str(path)]
+    """A chunk or segment in the job's segment container (output_format.segment_muxer; the file keeps its
+    `.mp4` name whatever holds it: the merge's concat demuxer reads each by its content)."""
+    muxer = segment_muxer(settings.codec)
+    timescale = ["-video_track_timescale", str(settings.timescale)] if muxer == "mp4" else []
+    return ["-an", *timescale, "-f", muxer, str(path)]
 
 
 def encode_segment_argv(width: int, height: int, settings: EncoderSettings, output: Path) -> list[str]:
@@ -134,11 +170,10 @@ def encode_segment_argv(width: int, height: int, settings: EncoderSettings, outp
     )
 
 
-def concat_argv(segment_list: Path, output: Path) -> list[str]:
-    """Join chunks of one segment by stream copy (no audio: segments carry none)."""
-    return list(
-        chain(global_args(), concat_input(segment_list), ["-map", "0:v:0", "-c", "copy", "-f", "mp4", str(output)])
-    )
+def concat_argv(segment_list: Path, output: Path, codec: str = "libx264") -> list[str]:
+    """Join chunks of one segment by stream copy (no audio: segments carry none), in the segments' container."""
+    copy = ["-map", "0:v:0", "-c", "copy", "-f", segment_muxer(codec), str(output)]
+    return list(chain(global_args(), concat_input(segment_list), copy))
 
 
 def join_argv(video_list: Path, output: Path) -> list[str]:
@@ -148,14 +183,23 @@ def join_argv(video_list: Path, output: Path) -> list[str]:
     return list(chain(global_args(), concat_input(video_list), copy))
 
 
-def audio_codec_args(codecs: Sequence[str], settings: AudioSettings | None = None) -> list[str]:
-    """The job's audio settings when it has any; else copy audio the MP4 muxer accepts and re-encode
-    the rest to AAC (all tracks the same way)."""
+def audio_codec_args(
+    codecs: Sequence[str], settings: AudioSettings | None = None, container: str = DEFAULT_CONTAINER
+) -> list[str]:
+    """The job's audio settings when it has any; else copy audio the output's container accepts and re-encode
+    the rest once (all tracks the same way: AAC, or Opus in a WebM, PCM in an MXF)."""
     if settings is not None:
         return audio_encode_args(settings)
-    if all(codec in MP4_AUDIO_CODECS for codec in codecs):
+    encoder = copy_or_encode_audio(container, list(codecs))
+    if encoder is None:
         return ["-c:a", "copy"]
-    return ["-c:a", "aac", "-b:a", "192k"]
+    return ["-c:a", encoder, *(["-b:a", "192k"] if encoder in ("aac", "libopus") else [])]
+
+
+def container_output(output: Path, container: str) -> list[str]:
+    """The output file in its container, its index up front where FaceFusion puts it (set_faststart)."""
+    faststart = ["-movflags", "+faststart"] if container in FASTSTART else []
+    return [*faststart, "-f", MUXERS[container], str(output)]
 
 
 def cut_range(duration_s: float, start_s: float = 0.0) -> list[str]:
@@ -178,8 +222,10 @@ def merge_argv(
     plan: AudioPlan | None = None,
     duration_s: float = 0.0,
     cut: AudioCut | None = None,
+    container: str = DEFAULT_CONTAINER,
 ) -> list[str]:
-    """Concatenate the segments by stream copy and mux the original audio once over the timeline.
+    """Concatenate the segments by stream copy and mux the original audio once over the timeline, into the
+    job's container (fusionfleet.jobs.output_format).
 
     `plan` (fusionfleet.jobs.audio.audio_plan) overrides `audio_settings`: FaceFusion's way cuts the
     audio to `duration_s` (the video's), keeps the first track and always applies the volume filter.
@@ -205,7 +251,7 @@ def merge_argv(
             assert plan.settings is not None
             codec += audio_encode_args(plan.settings, always_volume=True, trim=trim)
         else:
-            codec += audio_codec_args(audio_codecs, plan.settings)
+            codec += audio_codec_args(audio_codecs, plan.settings, container)
         length = ["-t", str(cut.length_s)] if cut.length_s is not None else []
     return list(
         chain(
@@ -214,7 +260,7 @@ def merge_argv(
             maps,
             codec,
             length,
-            ["-movflags", "+faststart", "-f", "mp4", str(output)],
+            container_output(output, container),
         )
     )
 

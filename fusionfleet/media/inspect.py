@@ -39,11 +39,22 @@ def summarize(path: Path, decode: bool = True) -> MediaSummary:
                 frames = sum(1 for _ in container.decode(stream))
             else:
                 frames = sum(1 for packet in container.demux(stream) if packet.size)
-            duration = float(stream.duration * time_base) if stream.duration else 0.0
-            audio = []
-            for track in container.streams.audio:
-                track_base = track.time_base or Fraction(1, 1_000_000)
-                audio.append(float(track.duration * track_base) if track.duration else 0.0)
+            duration = _duration_s(stream, time_base)
+            audio = [_duration_s(track, track.time_base or Fraction(1, 1_000_000)) for track in container.streams.audio]
     except av.FFmpegError as error:
         raise MediaError(f"{path.name} does not decode: {error}") from error
     return MediaSummary(frames, duration, width, height, codec, tuple(audio))
+
+
+def _duration_s(stream: av.stream.Stream, time_base: Fraction) -> float:
+    """A stream's duration: its own where the container stores one (MP4, MOV), else the DURATION tag
+    FFmpeg's Matroska and WebM muxer writes for each track; 0.0 when neither says."""
+    if stream.duration:
+        return float(stream.duration * time_base)
+    tag = stream.metadata.get("DURATION") or stream.metadata.get("duration") or ""
+    hours, _, rest = tag.partition(":")
+    minutes, _, seconds = rest.partition(":")
+    try:
+        return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    except ValueError:
+        return 0.0

@@ -18,7 +18,7 @@ from fusionfleet.adapters.storage import S3RangeSource, Storage, put_json
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.errors import InputRejected, JobRejected, MediaError, ObjectMissing
 from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
-from fusionfleet.facefusion.requirements import SourceKind, target_workflow_problems
+from fusionfleet.facefusion.requirements import SourceKind, alpha_problems, target_workflow_problems
 from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.tenant_settings import TenantSettings
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, context_frames, job_level
@@ -26,7 +26,6 @@ from fusionfleet.jobs.encoding import encoder_settings, output_size_problem
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
 from fusionfleet.jobs.faces import engine_problem
 from fusionfleet.jobs.image_output import (
-    VIDEO_EXTENSION,
     ImageOutput,
     image_output,
     image_output_problem,
@@ -34,6 +33,7 @@ from fusionfleet.jobs.image_output import (
     output_suffix,
 )
 from fusionfleet.jobs.manifest import Manifest, PlanRequest, invalid_manifest
+from fusionfleet.jobs.output_format import DEFAULT_CONTAINER, container_of_key, default_video_suffix
 from fusionfleet.jobs.plan import Segment, cut_at_frames, cut_segments, plan_segments, requested_plan_problem
 from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeline import Timeline, timeline, trim_problem
@@ -112,7 +112,12 @@ class JobPreparer:
         )
         check_sources(engine, manifest.options, kinds)
         target = self._target(target_ref)
-        suffix = output_suffix(target.ref.key, target.image_format) if target.image_format else VIDEO_EXTENSION
+        # A video's output keeps the target's container (as FaceFusion's does), where the farm writes it.
+        suffix = (
+            output_suffix(target.ref.key, target.image_format)
+            if target.image_format
+            else default_video_suffix(target.ref.key)
+        )
         output_key = manifest.output or (
             f"{output_stem}{suffix}" if output_stem else layout.default_output_key(manifest_ref.key, suffix)
         )
@@ -149,9 +154,18 @@ class JobPreparer:
         settings = encoder_settings(
             width, height, frames.output_fps, manifest.options, max(s.frame_count for s in full_plan),
             self.config.encoder_threads, self.config.video_encoder_device, engine,
+            (container_of_key(output_key) if target.image_format is None else None) or DEFAULT_CONTAINER,
         )  # fmt: skip
         if problem := output_size_problem(settings.width, settings.height):
             raise invalid_manifest([problem])
+        if engine == "facefusion" and (
+            alpha := alpha_problems(
+                manifest.options,
+                settings.codec if target.image_format is None else None,
+                (target.image_format, image.format) if target.image_format and image is not None else None,
+            )
+        ):
+            raise invalid_manifest(alpha)
         put_json(self.storage, self.config.work_bucket, layout.plan_key(job_id), [s.to_dict() for s in plan])
         context = JobContext(
             job_id=job_id,

@@ -25,6 +25,7 @@ from fusionfleet.jobs.audio import AudioCut, AudioPlan, audio_cut, audio_plan
 from fusionfleet.jobs.cost import GpuPrices, job_cost
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
+from fusionfleet.jobs.output_format import CONTENT_TYPES, DEFAULT_CONTAINER
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.ffmpeg import merge_argv
@@ -136,9 +137,10 @@ def assemble(
     plan: AudioPlan | None = None,
     frames: Timeline | None = None,
     source: AudioInfo | None = None,
+    container: str = DEFAULT_CONTAINER,
 ) -> MediaSummary:
-    """Concatenate `parts` (same folder) by stream copy, mux the audio once as the job's audio plan says
-    (copied, or encoded), check against the source.
+    """Concatenate `parts` (same folder) by stream copy into `container`, mux the audio once as the job's
+    audio plan says (copied, or encoded), check against the source.
 
     `frames`: the job's timeline (the whole target at its rate by default). `source`: `audio` is the
     job's audio source (its copy), not the target's: it replaces the target's sound, from its start.
@@ -153,7 +155,15 @@ def assemble(
     cut = audio_cut(frames, video.frame_count, plan, replaced=source is not None)
     run_ffmpeg(
         merge_argv(
-            segment_list, audio, codecs, offset, output, plan=plan, duration_s=float(frames.duration_s), cut=cut
+            segment_list,
+            audio,
+            codecs,
+            offset,
+            output,
+            plan=plan,
+            duration_s=float(frames.duration_s),
+            cut=cut,
+            container=container,
         ),
         timeout_s=max(300.0, frames.output_frames() / 50),
         what=f"merge of {what}",
@@ -243,20 +253,24 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
                 )
             )
             audio_path = audio.result()
-        output_path = workdir / "output.mp4"
+        # The container the job's output key names (its settings, planned from that key).
+        container = job.encoder.container
+        output_path = workdir / f"output.{container}"
         summary = assemble(
             [workdir / name for name in names],
             audio_path,
             job.video,
             output_path,
             job.job_id,
-            audio_plan(job.engine, job.options),
+            audio_plan(job.engine, job.options, container),
             job.frames,
             job.audio.info if job.audio is not None else None,
+            container,
         )
         deps.storage.upload_file(
-            job.output.bucket, job.output.key, output_path, "video/mp4", tags=dict([layout.OUTPUT_RETENTION_TAG])
-        )
+            job.output.bucket, job.output.key, output_path, CONTENT_TYPES[container],
+            tags=dict([layout.OUTPUT_RETENTION_TAG]),
+        )  # fmt: skip
         merge_s = time.monotonic() - started
         preview = make_preview(deps.storage, job, reader, output_path)
     finally:

@@ -301,7 +301,7 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
     began = time.monotonic()
     try:
         parts = [frames.workdir / f"{first:07d}-{end:07d}.{frames.suffix}" for first, end in frames.grid]
-        output_path = _join(parts, frames.workdir, what)
+        output_path = _join(parts, frames.workdir, what, job.encoder.codec)
         summary = (
             _check_still(output_path, task) if frames.suffix == STILL_SUFFIX else _check_segment(output_path, task)
         )
@@ -380,14 +380,14 @@ def write_preview(storage: Storage, bucket: str, job_id: str, image: Image) -> N
         logger.warning("preview of %s not written", job_id, exc_info=True)
 
 
-def _join(parts: list[Path], workdir: Path, what: str) -> Path:
-    """One chunk is the segment; several are joined by stream copy."""
+def _join(parts: list[Path], workdir: Path, what: str, codec: str) -> Path:
+    """One chunk is the segment; several are joined by stream copy (in the container `codec`'s segments use)."""
     if len(parts) == 1:
         return parts[0]
     listing = workdir / "chunks.txt"
     listing.write_text("".join(f"file '{part.name}'\n" for part in parts))
     output = workdir / "segment.mp4"
-    run_ffmpeg(concat_argv(listing, output), timeout_s=300, what=f"{what}: joining chunks")
+    run_ffmpeg(concat_argv(listing, output, codec), timeout_s=300, what=f"{what}: joining chunks")
     return output
 
 

@@ -72,7 +72,7 @@ def test_missing_fields_are_named() -> None:
         ("target", "jobs/other.json", "reserved prefix"),
         ("target", "work/x/plan.json", "reserved prefix"),
         ("output", "inputs/overwrite.mp4", "outside the allowed prefixes"),
-        ("output", "outputs/a.mov", "must end in .mp4"),
+        ("output", "outputs/a.gif", "must end in a video container"),
         ("target", "inputs\\clip.mp4", "backslashes"),
     ],
 )
@@ -112,7 +112,7 @@ def test_problems_across_fields_keys_options_and_encoder_rules_come_in_one_error
     text = " | ".join(found)
     assert "priority: 'urgent' is not one of" in text
     assert "options.face_swapper_weight" in text
-    assert "options.output_video_encoder: 'h264_nvenc' is not available on this fleet" in text
+    assert "options.output_video_encoder: 'h264_nvenc' needs NVIDIA's NVENC on every render worker" in text
     assert len(found) == 3, found
 
 

@@ -66,7 +66,7 @@ def test_item_notices_apply_to_batches_only() -> None:
 def test_an_image_output_is_taken_and_other_extensions_are_named() -> None:
     assert parse_manifest(raw(target="inputs/a.png", output="outputs/a.webp"), KEY).output == "outputs/a.webp"
     found = problems(raw(target="inputs/a.png", output="outputs/a.gif"))
-    assert any("must end in .mp4 (a video's output) or an image extension" in p for p in found)
+    assert any("must end in a video container FaceFusion writes" in p and "or an image extension" in p for p in found)
 
 
 def test_faces_map_each_source_to_a_reference_image_or_frame() -> None:

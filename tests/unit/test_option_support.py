@@ -130,5 +130,5 @@ def test_audio_quality_follows_facefusions_scales(encoder: str, quality: int, ar
 @pytest.mark.parametrize("encoder", ["libvorbis", "pcm_s16le"])
 def test_audio_encoders_an_mp4_player_would_not_play_are_refused(encoder: str) -> None:
     raw = json.dumps({"source": "f.png", "target": "c.mp4", "options": {"output_audio_encoder": encoder}}).encode()
-    with pytest.raises(JobRejected, match=f"output_audio_encoder: '{encoder}' does not belong in an MP4"):
+    with pytest.raises(JobRejected, match=f"output_audio_encoder: '{encoder}' does not belong in a .mp4 output"):
         parse_manifest(raw, "jobs/a.json")

@@ -44,6 +44,8 @@ def test_a_png_sent_as_mp4_comes_back_as_png_and_the_user_is_told(tmp_path: Path
         ("out.jpg", "outputs/a.png", "out.png"),  # another picture format
         ("out.png", "outputs/a.mp4", "out.mp4"),  # a video asked for as a picture
         ("out.webm", "outputs/a.mp4", "out.mp4"),  # another container
+        ("out.mp4", "outputs/a.webm", "out.webm"),  # a WebM output (FaceFusion's container) asked for as MP4
+        ("out.mkv", "outputs/a.mkv", "out.mkv"),  # as asked
         ("out.mp4", "outputs/a.mp4", "out.mp4"),  # as asked
         ("out.jpeg", "outputs/a.jpg", "out.jpeg"),  # the same format under its other name
         ("out.MOV", "outputs/a.mp4", "out.MOV"),  # MP4 under another name of the family
@@ -71,3 +73,16 @@ def test_the_api_download_names_the_file_after_the_links_key(
     # THEN it lands as job.png, told on stderr
     assert written == tmp_path / "job.png" and written.read_bytes() == PNG
     assert "the output is a PNG picture" in capsys.readouterr().err
+
+
+def test_a_video_targets_output_keeps_its_container_as_facefusions_does(tmp_path: Path) -> None:
+    # GIVEN a Matroska target (its bytes are no picture) WHEN it is submitted
+    storage = FakeStorage()
+    face, clip = tmp_path / "face.jpg", tmp_path / "clip.MKV"
+    face.write_bytes(b"\xff\xd8\xff\xe0" + b"\x00" * 64)
+    clip.write_bytes(b"\x1a\x45\xdf\xa3" + b"\x00" * 64)
+    submission = Client(storage, FakeOrchestrator(), RESOURCES).submit([face], clip, name="talk")
+    # THEN its output is a Matroska file under the name of what it holds
+    assert submission.output_key == "outputs/talk.mkv"
+    path, told = named_after_content(tmp_path / "out.mp4", submission.output_key)
+    assert path == tmp_path / "out.mkv" and told.startswith("the output is a Matroska video")

@@ -29,7 +29,7 @@ def test_a_bad_encoder_option_is_refused_before_any_media_is_read() -> None:
     outcome = slicer.handle(MEDIA, "jobs/nvenc.json")
     # THEN it is rejected with every encoder problem
     assert outcome.status == "rejected"
-    assert "'h264_nvenc' is not available on this fleet" in outcome.reason
+    assert "'h264_nvenc' needs NVIDIA's NVENC on every render worker" in outcome.reason
     assert orchestrator.starts == []
     ((_topic, _subject, notice),) = notifier.published
     assert len(notice["problems"]) == 2, notice
