@@ -30,7 +30,7 @@ from gpu_worker.rendering.prefetch import Prefetcher
 from gpu_worker.rendering.render import InlineRenderer, RenderDeps
 from gpu_worker.rendering.sources import SourceCache
 from tests.integration.conftest import Aws
-from tests.integration.test_worker_loop import job, plan, recorder, send_render
+from tests.integration.test_worker_loop import job, plan, queue_every_segment, recorder
 
 __all__ = ["job"]
 
@@ -55,10 +55,7 @@ def test_a_worker_that_takes_its_next_segment_early_decodes_it_ahead_and_renders
     aws: Aws, job: JobContext, tmp_path: Path
 ) -> None:
     # GIVEN all of the job's segments queued, and a worker that takes its next task early
-    segments = plan(aws, job)
-    assert len(segments) >= 2
-    for segment in segments:
-        send_render(aws, "RenderQueueNormal", job, segment, f"token-{segment['index']}")
+    segments = queue_every_segment(aws, job)
     prefetch = Prefetcher(S3Storage(aws.s3), LEAD_IN_FRAMES)
     subject = _worker(aws, tmp_path, prefetch)
     # WHEN it works through them

@@ -157,6 +157,15 @@ def send_render(aws: Aws, queue: str, job: JobContext, segment: dict[str, Any], 
     aws.sqs.send_message(QueueUrl=aws.queues[queue], MessageBody=json.dumps(body))
 
 
+def queue_every_segment(aws: Aws, job: JobContext) -> list[dict[str, Any]]:
+    """The job's plan (two segments at least), every segment sent to the normal queue as `token-<index>`."""
+    segments = plan(aws, job)
+    assert len(segments) >= 2
+    for segment in segments:
+        send_render(aws, "RenderQueueNormal", job, segment, f"token-{segment['index']}")
+    return segments
+
+
 def render_worker(
     aws: Aws,
     tmp_path: Path,
@@ -224,10 +233,7 @@ def test_with_lookahead_every_segment_is_rendered_once_reported_and_deleted(
     aws: Aws, job: JobContext, tmp_path: Path
 ) -> None:
     # GIVEN all of the job's segments in the normal queue, and a worker that takes its next task early
-    segments = plan(aws, job)
-    assert len(segments) >= 2
-    for segment in segments:
-        send_render(aws, "RenderQueueNormal", job, segment, f"token-{segment['index']}")
+    segments = queue_every_segment(aws, job)
     orchestrator = recorder(aws)
     subject = render_worker(aws, tmp_path, orchestrator, lookahead=1)
     # WHEN it works through them
