@@ -1,0 +1,127 @@
+"""The output's container and encoders through the real path (issue 42 item 4): the slicer plans the job from
+its manifest, render workers encode its segments in the container the codec needs, and the merge writes the
+container the output key names, with the encoder FaceFusion would use there. Each output is read back as
+ffprobe would (PyAV): container, codec, pixel format, frame count, sound."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import av
+import imageio_ffmpeg
+import numpy as np
+import pytest
+
+from fleetctl.samples import grace_hopper_path
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.jobs.plan import SegmentPolicy
+from fusionfleet.media.inspect import summarize
+from fusionfleet.messages import JobContext
+from fusionfleet.services.slicing import Slicer
+from tests.integration.conftest import Aws, upload
+from tests.integration.test_worker_loop import merge_once, plan, recorder, render_worker, send_render
+from tests.support.jobs import slicer_config
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def render(aws: Aws, tmp_path: Path, target: Path, target_key: str, **fields: Any) -> tuple[JobContext, Path]:
+    """Slice a `copy` job of the target in segments of about a second, render and merge it; its output, fetched."""
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, target_key, target)
+    manifest = {"version": 1, "source": ["inputs/face.jpg"], "target": target_key, "engine": "copy", **fields}
+    aws.s3.put_object(Bucket=aws.media_bucket, Key="jobs/t.json", Body=json.dumps(manifest).encode())
+    config = slicer_config(
+        aws.work_bucket, aws.state_machine_arn, aws.topic_arn,
+        segments=SegmentPolicy(target_seconds=2, min_seconds=1, max_seconds=2.5),
+    )  # fmt: skip
+    outcome = Slicer(S3Storage(aws.s3), StepFunctions(aws.sfn), SnsNotifier(aws.sns), config).handle(
+        aws.media_bucket, "jobs/t.json"
+    )
+    assert outcome.status == "started", outcome.reason
+    job = JobContext.model_validate(
+        json.loads(aws.sfn.describe_execution(executionArn=outcome.execution_arn)["input"])["job"]
+    )
+    segments = plan(aws, job)
+    assert len(segments) >= 2, segments  # the merge joins segments by stream copy in the job's container
+    for segment in segments:
+        send_render(aws, "RenderQueueNormal", job, segment, f"t{segment['index']}")
+    assert render_worker(aws, tmp_path, recorder(aws)).run(max_tasks=len(segments)) == len(segments)
+    calls = merge_once(aws, job, tmp_path).calls
+    assert [call[0] for call in calls if call[0] != "heartbeat"] == ["success"], calls
+    result = tmp_path / job.output.key.rsplit("/", 1)[-1]
+    aws.s3.download_file(aws.media_bucket, job.output.key, str(result))
+    return job, result
+
+
+def probe(path: Path) -> dict[str, Any]:
+    with av.open(str(path)) as container:
+        video = container.streams.video[0]
+        return {
+            "format": container.format.name,
+            "codec": video.codec_context.name,
+            "pix_fmt": video.codec_context.pix_fmt,
+            "alpha_mode": video.metadata.get("ALPHA_MODE"),
+            "audio": [track.codec_context.name for track in container.streams.audio],
+        }
+
+
+def alpha_plane(path: Path) -> np.ndarray:
+    """The first frame's alpha as libvpx decodes it (FFmpeg's own VP9 decoder drops the alpha)."""
+    argv = [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-c:v", "libvpx-vp9", "-i", str(path), "-frames:v", "1",
+            "-f", "rawvideo", "-pix_fmt", "rgba", "-"]  # fmt: skip
+    rgba = np.frombuffer(subprocess.run(argv, capture_output=True, check=True, timeout=60).stdout, np.uint8)
+    return rgba.reshape(240, 320, 4)[:, :, 3]
+
+
+def test_a_webm_output_is_vp9_with_alpha_plane_and_opus_sound_as_facefusion_writes_it(
+    aws: Aws, clip: Path, tmp_path: Path
+) -> None:
+    # GIVEN an MP4 target (AAC sound) and an output named .webm, asking for x264 (FaceFusion swaps it for VP9)
+    job, result = render(
+        aws, tmp_path, clip, "inputs/clip.mp4", output="outputs/t.webm", options={"output_video_encoder": "libx264"}
+    )
+    # THEN the output is a WebM of VP9 in yuva420p (its alpha plane, opaque: no frame carried a matte)
+    assert job.encoder.codec == "libvpx-vp9" and job.encoder.container == "webm"
+    found = probe(result)
+    assert found["format"].startswith("matroska") and found["codec"] == "vp9" and found["alpha_mode"] == "1", found
+    assert int(alpha_plane(result).min()) == 255
+    # AND every frame is there, with the sound re-encoded to Opus (a WebM takes no AAC)
+    summary = summarize(result)
+    assert summary.frame_count == 100 and abs(summary.duration_s - 4.0) <= 0.04
+    assert found["audio"] == ["opus"] and len(summary.audio_durations_s) == 1
+    assert abs(summary.audio_durations_s[0] - 4.0) <= 0.05
+    head = aws.s3.head_object(Bucket=aws.media_bucket, Key=job.output.key)
+    assert head["ContentType"] == "video/webm"
+
+
+def test_an_mkv_target_keeps_its_container_by_default_with_the_named_hevc_and_the_sound_copied(
+    aws: Aws, clip_mkv: Path, tmp_path: Path
+) -> None:
+    # GIVEN a Matroska target and no output named
+    job, result = render(aws, tmp_path, clip_mkv, "inputs/clip.mkv", options={"output_video_encoder": "libx265"})
+    # THEN the output is named and written as Matroska, HEVC in yuv420p, every frame, the AAC copied
+    assert job.output.key == "outputs/t.mkv"
+    found = probe(result)
+    assert (found["format"], found["codec"], found["pix_fmt"]) == ("matroska,webm", "hevc", "yuv420p"), found
+    summary = summarize(result)
+    assert summary.frame_count == 100 and found["audio"] == ["aac"]
+    assert abs(summary.duration_s - 4.0) <= 0.04 and abs(summary.audio_durations_s[0] - 4.0) <= 0.05
+
+
+def test_raw_video_goes_to_a_mov_in_rgb24(aws: Aws, clip: Path, tmp_path: Path) -> None:
+    # GIVEN an output named .mov and FaceFusion's rawvideo encoder
+    job, result = render(
+        aws, tmp_path, clip, "inputs/clip.mp4", output="outputs/t.mov", options={"output_video_encoder": "rawvideo"}
+    )
+    # THEN the output is a QuickTime file of uncompressed rgb24 frames, every one, the AAC copied
+    found = probe(result)
+    assert found["format"].startswith("mov") and found["codec"] == "rawvideo" and found["pix_fmt"] == "rgb24", found
+    summary = summarize(result)
+    assert summary.frame_count == 100 and found["audio"] == ["aac"]
+    assert aws.s3.head_object(Bucket=aws.media_bucket, Key=job.output.key)["ContentType"] == "video/quicktime"
