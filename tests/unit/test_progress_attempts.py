@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from fusionfleet import layout
+from fusionfleet.adapters.queues import QueueMessage
 from fusionfleet.messages import RenderTask, SegmentAttempt, SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.delivery.keeper import KeepPolicy
@@ -119,6 +120,21 @@ def _one_segment(handler: CheckpointingHandler) -> tuple[FakeQueue, FakeOrchestr
     return queue, orchestrator, _worker(handler, queue, orchestrator)
 
 
+def _last_delivery(subject: Worker[Slice]) -> QueueMessage:
+    """The segment's message taken at its last delivery (the queue dead-letters after 3 receives)."""
+    message = subject.take()
+    assert message is not None and message.receive_count == 3
+    return message
+
+
+def _sent_again(queue: FakeQueue, subject: Worker[Slice], message: QueueMessage) -> Slice:
+    """`message` was deleted and its task went back as a new message (its first delivery): that task."""
+    assert queue.deleted[-1] == message.message_id
+    renewed = subject.take()
+    assert renewed is not None and renewed.receive_count == 1
+    return Slice.model_validate_json(renewed.body)
+
+
 def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_lettering() -> None:
     # GIVEN a segment on a queue that dead-letters after 3 receives, whose workers are killed
     handler = CheckpointingHandler()
@@ -127,22 +143,18 @@ def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_l
     _kill_delivery(queue, handler, 20)
     _kill_delivery(queue, handler, 20)
     # AND the worker takes its last delivery
-    message = subject.take()
-    assert message is not None and message.receive_count == 3
+    message = _last_delivery(subject)
     subject.execute(message)
     # THEN it is not rendered under that delivery: it goes back as a new message with its progress
     assert handler.attempts == [] and queue.deleted == [message.message_id]
-    renewed = subject.take()
-    assert renewed is not None and renewed.receive_count == 1
-    task = Slice.model_validate_json(renewed.body)
+    task = _sent_again(queue, subject, message)
     assert (task.prior_attempts, task.forgiven_attempts, task.progress_frames) == (2, 2, 40)
     handler.saved += 10  # (that take was killed too, after saving more)
     queue.clock.advance(61)
     # WHEN the new message's second delivery is killed as well, after saving more
     _kill_delivery(queue, handler, 10)
     # THEN its last delivery is renewed once more (60 frames saved, 40 when sent)
-    again = subject.take()
-    assert again is not None and again.receive_count == 3
+    again = _last_delivery(subject)
     subject.execute(again)
     assert handler.attempts == []
     # WHEN the next worker lives
@@ -163,14 +175,11 @@ def test_a_segment_whose_workers_were_killed_before_its_first_chunk_is_renewed_a
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     # WHEN a worker takes its last delivery
-    message = subject.take()
-    assert message is not None and message.receive_count == 3
+    message = _last_delivery(subject)
     subject.execute(message)
     # THEN it goes back as a new message with both killed deliveries forgiven, its progress unchanged
     assert handler.attempts == [] and queue.deleted == [message.message_id]
-    renewed = subject.take()
-    assert renewed is not None and renewed.receive_count == 1
-    task = Slice.model_validate_json(renewed.body)
+    task = _sent_again(queue, subject, message)
     assert (task.prior_attempts, task.forgiven_attempts, task.progress_frames) == (2, 2, 0)
     assert queue.dead_letters(QUEUE) == []
 
@@ -183,9 +192,7 @@ def test_a_segment_that_failed_on_its_own_is_not_renewed_and_meets_its_retry_lim
     _kill_delivery(queue, handler, 0)
     handler.failed = {1, 2}
     # WHEN a worker takes its last delivery
-    message = subject.take()
-    assert message is not None and message.receive_count == 3
-    subject.execute(message)
+    subject.execute(_last_delivery(subject))
     # THEN it renders under it: one killed or stopped delivery is what a renewal needs
     assert handler.attempts == [(3, 0)]
 
@@ -266,15 +273,12 @@ def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_
     _kill_delivery(queue, handler, 0)
     handler.failed = {1, 2}
     # WHEN its last delivery renders, checkpoints 30 frames and is stopped warm
-    message = subject.take()
-    assert message is not None and message.receive_count == 3
+    message = _last_delivery(subject)
     with pytest.raises(ColdStop):
         subject.execute(message)
     # THEN it goes back as a new message carrying that progress, not released into the dead letters
     assert handler.attempts == [(3, 0)] and queue.deleted == [message.message_id]
-    renewed = subject.take()
-    assert renewed is not None and renewed.receive_count == 1
-    assert Slice.model_validate_json(renewed.body).progress_frames == 30
+    assert _sent_again(queue, subject, message).progress_frames == 30
     assert queue.dead_letters(QUEUE) == []
 
 
@@ -302,14 +306,11 @@ def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_s
     handler.failed = {1, 2}
     # WHEN its last delivery's engine is drained by SIGTERM after checkpointing 50 frames (the soak at
     # d178337 lost a 3-minute job this way: the segment was released, and the next receive dead-lettered it)
-    message = subject.take()
-    assert message is not None and message.receive_count == 3
+    message = _last_delivery(subject)
     subject.execute(message)
     # THEN it goes back as a new message carrying that progress, not released into the dead letters
     assert queue.deleted == [message.message_id]
-    renewed = subject.take()
-    assert renewed is not None and renewed.receive_count == 1
-    assert Slice.model_validate_json(renewed.body).progress_frames == 50
+    assert _sent_again(queue, subject, message).progress_frames == 50
     assert queue.dead_letters(QUEUE) == []
 
 
