@@ -17,9 +17,13 @@ from fleetctl.harness import facefusion as _facefusion
 from fleetctl.harness.facefusion import REPO, Harness, facefusion_python, skip_reason, source_checkout
 from fleetctl.harness.pictures import BOX, SIZE, clip_images, face_core, face_image, outside_face, red_image
 from gpu_worker.engines.base import Frame
+from gpu_worker.engines.facefusion.execution import HostFacts
 
-__all__ = ["BOX", "REPO", "SIZE", "Harness", "clip", "face_core", "face_image", "facefusion_python", "in_ci",
-           "outside_face", "prepare", "red_image", "require", "skip_reason", "source_checkout"]  # fmt: skip
+__all__ = ["BOX", "CPU_FACTS", "REPO", "SIZE", "Harness", "clip", "face_core", "face_image", "facefusion_python",
+           "in_ci", "outside_face", "prepare", "red_image", "require", "skip_reason", "source_checkout"]  # fmt: skip
+
+# FaceFusion on the CPU with two threads: the host the tests' engines run the harness's stand-in models on.
+CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
 
 
 def in_ci(env: dict[str, str] | None = None) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,6 @@ from fusionfleet.errors import InputRejected
 from gpu_worker.delivery.retry import retryable
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, Frame, Image
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
-from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.settings import EngineSettings
 from tests.support import facefusion_harness as harness
 
@@ -41,24 +40,10 @@ pytestmark = [
 # adds the opposite (8 to 20 levels away), which the check below refuses.
 SOURCE_A_TINT = -np.asarray(SOURCE_TINT[::-1]) * 255
 SWAP_TOLERANCE = 2.0  # levels: the warp back and the 8-bit rounding, not another source
-CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
-    return harness.prepare(tmp_path_factory.mktemp("facefusion-harness"))
 
 
 def _settings(home: harness.Harness) -> EngineSettings:
     return EngineSettings(home=home.home, python=home.python)
-
-
-@pytest.fixture(scope="module")
-def warm(home: harness.Harness) -> Iterator[WarmFaceFusionEngine]:
-    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
-    engine.prepare()
-    yield engine
-    engine.close()
 
 
 def _job(tmp_path: Path, options: Mapping[str, Any] | None = None, source: Image | None = None) -> EngineJob:
@@ -109,7 +94,7 @@ def test_inswapper_runs_through_its_embedding_conversion_in_both_engines(
     # the 512×512 matrix FaceFusion reads from the model), stand-ins with the real shapes
     options = {"face_selector_mode": "one", "face_swapper_model": "inswapper_128"}
     frames = harness.clip(3, start=40)
-    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     per_segment.prepare()
     # WHEN both engines render with it
     old = list(per_segment.render(_job(tmp_path, options), frames))
@@ -136,7 +121,7 @@ def test_a_swap_from_the_wrong_source_fails_the_swap_check(warm: WarmFaceFusionE
 
 def test_per_segment_headless_run_swaps_every_frame(home: harness.Harness, tmp_path: Path) -> None:
     # GIVEN the per-segment engine on FaceFusion's own code and 6 frames, the first 2 lead-in
-    engine = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     engine.prepare()
     frames = [Frame(frame.index, frame.image, emit=frame.index >= 2) for frame in harness.clip(6)]
     # WHEN they are rendered
@@ -151,7 +136,7 @@ def test_warm_engine_gives_the_frames_headless_run_gives(
 ) -> None:
     # GIVEN the same segment through both engines
     frames = harness.clip(8, start=30)
-    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     per_segment.prepare()
     old = list(per_segment.render(_job(tmp_path), frames))
     per_segment.close()
@@ -171,7 +156,7 @@ def test_reference_mode_picks_the_same_face_in_both_engines(
     # and a segment with 2 lead-in frames, whose first emitted frame is the reference
     frames = [Frame(frame.index, frame.image, emit=frame.index >= 22) for frame in harness.clip(6, start=20)]
     options = {"face_selector_mode": "reference", "reference_face_distance": 0.3}
-    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     per_segment.prepare()
     # WHEN both engines render it
     old = list(per_segment.render(_job(tmp_path, options), frames))
@@ -266,7 +251,7 @@ def test_refusal_carries_facefusions_reason_in_both_engines(
 ) -> None:
     # GIVEN a source image without a face (the stand-in detector sees none in a dark frame)
     faceless = np.zeros_like(harness.face_image())
-    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     per_segment.prepare()
     # WHEN either engine renders THEN it fails with FaceFusion's own words
     for engine in (per_segment, warm):
@@ -285,7 +270,7 @@ def test_content_analyser_refuses_in_both_engines(
 ) -> None:
     # GIVEN a target the stand-in content analyser flags (mostly red)
     frames = [Frame(index, harness.red_image()) for index in range(3)]
-    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     per_segment.prepare()
     # WHEN either engine renders it THEN it is refused, naming FaceFusion's content analyser
     for engine in (per_segment, warm):
@@ -300,7 +285,7 @@ def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
     # GIVEN a job whose processor's model is not here (the harness has no codeformer, no internet)
     options = {"face_selector_mode": "one", "processors": ["face_swapper", "face_enhancer"],
                "face_enhancer_model": "codeformer"}  # fmt: skip
-    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     per_segment.prepare()
     # WHEN either engine renders it THEN the reason carries FaceFusion's own lines about that model
     reasons = []
@@ -320,7 +305,7 @@ def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
 def test_both_engines_analyse_content_for_the_jobs_verdict_and_then_do_not_decide_again(
     home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
 ) -> None:
-    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     per_segment.prepare()
     # GIVEN a segment that alone would be refused (its only sample is red), of a job whose verdict over
     # the whole video passed
@@ -343,7 +328,7 @@ def test_both_engines_analyse_content_for_the_jobs_verdict_and_then_do_not_decid
 
 def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Path) -> None:
     # GIVEN a warm engine whose FaceFusion process was killed between segments
-    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine = WarmFaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     assert isinstance(engine, Engine)
     engine.prepare()
     process = engine._process
@@ -362,7 +347,7 @@ def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Pat
 
 def test_segment_abandoned_mid_way_leaves_the_engine_usable(home: harness.Harness, tmp_path: Path) -> None:
     # GIVEN a warm engine whose consumer stops reading after 2 of 8 frames (a warm stop, a failed encoder)
-    engine = WarmFaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    engine = WarmFaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     engine.prepare()
     outputs = engine.render(_job(tmp_path), harness.clip(8))
     assert isinstance(outputs, Generator)
@@ -377,7 +362,7 @@ def test_segment_abandoned_mid_way_leaves_the_engine_usable(home: harness.Harnes
 def test_hung_facefusion_is_stopped_with_a_reason_and_replaced(home: harness.Harness, tmp_path: Path) -> None:
     # GIVEN a warm engine with a 3 s step limit whose FaceFusion process stops answering
     settings = EngineSettings(home=home.home, python=home.python, timeout_base_s=3.0)
-    engine = WarmFaceFusionEngine(settings, CPU_FACTS, env=home.env)
+    engine = WarmFaceFusionEngine(settings, harness.CPU_FACTS, env=home.env)
     engine.prepare()
     hung = engine._process
     assert hung is not None
@@ -465,7 +450,7 @@ def test_a_later_jobs_detector_options_are_not_answered_from_the_earlier_jobs_fa
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
     # AND job B, the same but for a detector score the stand-in's face (brightness ~0.76) does not reach
     strict = {"face_selector_mode": "one", "face_detector_score": 0.8}
-    per_segment = FaceFusionEngine(_settings(home), CPU_FACTS, env=home.env)
+    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
     per_segment.prepare()
     # WHEN both engines render B THEN both refuse it as a fresh FaceFusion does: the faces A found
     # in the same pixels were found under other options

@@ -15,13 +15,11 @@ import pytest
 
 from gpu_worker.engines.base import EngineJob
 from gpu_worker.engines.facefusion import WarmFaceFusionEngine
-from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.frame_ring import NAME_PREFIX, FrameRing, ring_slots
 from gpu_worker.engines.facefusion.ring_flow import RingClosed, RingFlow
 from gpu_worker.engines.facefusion.settings import EngineSettings
 from tests.support import facefusion_harness as harness
 
-CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
 SHM = Path("/dev/shm")
 
 
@@ -87,7 +85,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
 
 def _engine(home: harness.Harness, rings: bool) -> Iterator[WarmFaceFusionEngine]:
     engine = WarmFaceFusionEngine(
-        EngineSettings(home=home.home, python=home.python), CPU_FACTS, env=home.env, rings=rings
+        EngineSettings(home=home.home, python=home.python), harness.CPU_FACTS, env=home.env, rings=rings
     )
     engine.prepare()
     try:

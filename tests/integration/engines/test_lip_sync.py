@@ -8,7 +8,6 @@ where the harness cannot run; failed in CI (`CI=true`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,53 +15,16 @@ import numpy as np
 import pytest
 
 from benchmarks.parity.clips import write_voice
-from fleetctl.harness.pictures import BOX, clip_images
-from fusionfleet.jobs.timeline import Timeline
-from gpu_worker.engines.base import EngineJob, Frame, Image
+from fleetctl.harness.pictures import BOX
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
-from gpu_worker.engines.facefusion.execution import HostFacts
 from gpu_worker.engines.facefusion.settings import EngineSettings
 from tests.support import facefusion_harness as harness
+from tests.support.lip_sync import FRAMES, in_segments, lip_job, mouths, segment
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.usefixtures("facefusion_harness"),  # skipped where the harness is missing, failed in CI
 ]
-CPU_FACTS = HostFacts(providers=("CPUExecutionProvider",), device_count=0, cpu_count=2)
-FRAMES = 40
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
-    return harness.prepare(tmp_path_factory.mktemp("facefusion-harness"))
-
-
-@pytest.fixture(scope="module")
-def warm(home: harness.Harness) -> Iterator[WarmFaceFusionEngine]:
-    engine = WarmFaceFusionEngine(EngineSettings(home=home.home, python=home.python), CPU_FACTS, env=home.env)
-    engine.prepare()
-    yield engine
-    engine.close()
-
-
-def lip_job(tmp_path: Path, voice: Path, start: int = 0) -> EngineJob:
-    line = Timeline(start, FRAMES, 25, 1, 25, 1, "same")
-    return EngineJob(job_id="lips", sources=(harness.face_image(),), options={"processors": ["lip_syncer"]},
-                     fps=25.0, work_dir=tmp_path / "work", audio=voice, timeline=line)  # fmt: skip
-
-
-def segment(first: int, end: int, lead_in: int = 4) -> list[Frame]:
-    """Frames [first, end) of the target, after `lead_in` frames the worker gives as context."""
-    begin = max(0, first - lead_in)
-    pictures = clip_images(end)[begin:]  # each frame's picture is its own, whichever segment has it
-    return [
-        Frame(index, image, emit=index >= first, number=index)
-        for index, image in zip(range(begin, end), pictures, strict=True)
-    ]
-
-
-def mouths(images: list[Image], frames: list[Frame]) -> dict[int, Image]:
-    return {frame.index: image for frame, image in zip(frames, images, strict=True) if frame.emit}
 
 
 def test_a_frames_mouth_is_the_same_whichever_segment_renders_it(warm: WarmFaceFusionEngine, tmp_path: Path) -> None:
@@ -70,11 +32,8 @@ def test_a_frames_mouth_is_the_same_whichever_segment_renders_it(warm: WarmFaceF
     voice = write_voice(tmp_path / "voice.wav", 3.0)
     job = lip_job(tmp_path, voice)
     # WHEN the frames render as one segment, and as three segments (each with its lead-in)
-    whole = mouths(list(warm.render(job, segment(0, FRAMES))), segment(0, FRAMES))
-    parts: dict[int, Image] = {}
-    for first, end in ((0, 13), (13, 27), (27, FRAMES)):
-        frames = segment(first, end)
-        parts.update(mouths(list(warm.render(job, frames)), frames))
+    whole = in_segments(warm, job, [(0, FRAMES)])
+    parts = in_segments(warm, job, [(0, 13), (13, 27), (27, FRAMES)])
     # THEN every frame's picture is the same both ways: each heard the audio at its place in the target
     assert sorted(parts) == sorted(whole) == list(range(FRAMES))
     assert all(np.array_equal(parts[index], whole[index]) for index in range(FRAMES))
@@ -97,7 +56,7 @@ def test_the_audio_is_heard_from_the_trims_start_and_the_per_segment_engine_hear
     assert all(np.array_equal(moved[index], trimmed[index]) for index in range(10, 30))
     # AND the per-segment engine, whose headless-run would number frames from the segment, renders a
     # job with an audio source in a warm process: the same pictures
-    engine = FaceFusionEngine(EngineSettings(home=home.home, python=home.python), CPU_FACTS, env=home.env)
+    engine = FaceFusionEngine(EngineSettings(home=home.home, python=home.python), harness.CPU_FACTS, env=home.env)
     try:
         again = mouths(list(engine.render(lip_job(tmp_path, voice, start=10), frames)), frames)
     finally:

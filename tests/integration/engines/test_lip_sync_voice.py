@@ -2,15 +2,14 @@
 frames cut from it are `read_static_voice`'s, bit for bit, and a frame lip-synced from it is the frame
 rendered the old way (each segment extracting the voice itself), whichever segment renders it.
 
-FaceFusion's code with the harness's stand-in models (tests/integration/engines/test_lip_sync.py's
-fixtures and segments). Skipped with the reason where the harness cannot run.
+FaceFusion's code with the harness's stand-in models (tests/support/lip_sync.py's jobs and segments).
+Skipped with the reason where the harness cannot run.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,11 +17,9 @@ import numpy as np
 import pytest
 
 from benchmarks.parity.clips import write_voice
-from gpu_worker.engines.base import Image
 from gpu_worker.engines.facefusion import WarmFaceFusionEngine
-from gpu_worker.engines.facefusion.settings import EngineSettings
-from tests.integration.engines.test_lip_sync import CPU_FACTS, FRAMES, lip_job, mouths, segment
 from tests.support import facefusion_harness as harness
+from tests.support.lip_sync import FRAMES, in_segments, lip_job, mouths, segment
 
 pytestmark = [
     pytest.mark.slow,
@@ -51,19 +48,6 @@ for fps in rates:
                        'heard': int(sum(bool(numpy.any(a)) for a in theirs))}
 print(json.dumps(found))
 """
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
-    return harness.prepare(tmp_path_factory.mktemp("facefusion-harness"))
-
-
-@pytest.fixture(scope="module")
-def warm(home: harness.Harness) -> Iterator[WarmFaceFusionEngine]:
-    engine = WarmFaceFusionEngine(EngineSettings(home=home.home, python=home.python), CPU_FACTS, env=home.env)
-    engine.prepare()
-    yield engine
-    engine.close()
 
 
 def test_the_stored_voice_cuts_into_facefusions_own_voice_frames_bit_for_bit(
@@ -97,10 +81,7 @@ def test_a_frame_lip_synced_from_the_stored_voice_is_the_frame_rendered_the_old_
     # GIVEN the old way: one segment, its engine extracting the voice itself
     old = mouths(list(warm.render(lip_job(tmp_path, voice), whole)), whole)
     # WHEN the job renders from the stored voice, in three segments (each with its lead-in)
-    parts: dict[int, Image] = {}
-    for first, end in ((0, 13), (13, 27), (27, FRAMES)):
-        frames = segment(first, end)
-        parts.update(mouths(list(warm.render(replace(lip_job(tmp_path, voice), voice=stored), frames)), frames))
+    parts = in_segments(warm, replace(lip_job(tmp_path, voice), voice=stored), [(0, 13), (13, 27), (27, FRAMES)])
     # THEN every frame is the old way's, and the voice made a difference
     assert sorted(parts) == list(range(FRAMES))
     assert all(np.array_equal(parts[index], old[index]) for index in range(FRAMES))

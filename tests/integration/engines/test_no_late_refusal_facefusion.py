@@ -63,11 +63,6 @@ def verdicts(home: harness.Harness, argvs: list[list[str]]) -> list[str | None]:
     return answer
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> harness.Harness:
-    return harness.prepare(tmp_path_factory.mktemp("facefusion-harness"))
-
-
 def test_facefusion_takes_every_option_set_validation_accepts(home: harness.Harness, tmp_path: Path) -> None:
     # GIVEN FaceFusion's code with the stand-in models, and a job's inputs as the warm engine lays them out:
     # a face image and an audio file as sources, the reference frame as the target
