@@ -12,7 +12,7 @@ import math
 import subprocess
 import wave
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -40,6 +40,7 @@ class ClipSpec:
     transfer: str | None = None  # None: SDR, BT.709 tags; "hlg" or "pq": 10-bit BT.2020 with that transfer
     gap_at: int | None = None  # a variable frame rate: 5 frames' time missing after this frame
     rotation: int = 0  # a phone's clip: frames stored turned, shown upright by this display rotation (ccw)
+    container: str = "mp4"  # "webm": VP9 (lossless) and Opus, in the container FaceFusion keeps for its output
 
     @property
     def frames(self) -> int:
@@ -49,6 +50,7 @@ class ClipSpec:
         parts = [self.scene, f"{self.seconds:g}s", f"{self.size[0]}x{self.size[1]}", f"{float(self.fps):g}fps"]
         parts += [f"{self.audio_tracks}audio"] + ([self.transfer] if self.transfer else [])
         parts += [f"gap{self.gap_at}"] if self.gap_at is not None else []
+        parts += [self.container] if self.container != "mp4" else []
         return "-".join(parts + ([f"rot{self.rotation}"] if self.rotation else []))
 
 
@@ -137,7 +139,15 @@ def write_clip(path: Path, spec: ClipSpec, draw: Callable[[int], Image] | None =
     """The clip as H.264 (high, or high 10 for HDR), near-lossless, with its audio tracks as AAC; `rotation`:
     the pictures stored turned clockwise by it and tagged to be shown turned back (as a phone stores them).
 
-    `draw`: frame n's picture, where not the scene's own (the judge's negative controls draw renders)."""
+    `draw`: frame n's picture, where not the scene's own (the judge's negative controls draw renders). A WebM
+    clip is that H.264 clip turned into lossless VP9 with its sound as Opus (what a WebM holds)."""
+    if spec.container != "mp4":
+        h264 = write_clip(path.with_name(f"{path.stem}-h264.mp4"), replace(spec, container="mp4"), draw)
+        subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-i", str(h264),
+                        "-c:v", "libvpx-vp9", "-lossless", "1", "-c:a", "libopus", "-b:a", "192k",
+                        "-f", spec.container, str(path)], check=True, timeout=600)  # fmt: skip
+        h264.unlink()
+        return path
     width, height = spec.size
     turns = (spec.rotation // 90) % 4
     if turns % 2:

@@ -183,3 +183,14 @@ def test_background_remover_is_refused_exactly_where_facefusion_would_write_alph
     assert "choose a .jpg output" in alpha_problems(remover, None, ("png", "webp"))[0]
     assert alpha_problems(remover, None, ("png", "jpeg")) == [] and alpha_problems(remover, None, ("jpeg", "png")) == []
     assert alpha_problems({"processors": ["face_swapper"]}, "libvpx-vp9", ("png", "png")) == []
+
+
+def test_the_parity_matrix_alpha_case_expects_the_refusal_the_validation_gives() -> None:
+    from benchmarks.parity_matrix import matrix
+
+    cases = {item.case.name: item for item in matrix()}
+    assert cases["output_webm"].clip.container == "webm"
+    refused = [item for item in cases.values() if item.refused]
+    assert [item.case.name for item in refused] == ["background_remover_alpha_webm"]
+    (problem,) = alpha_problems(refused[0].case.options, fix_video_encoder("webm", "libx264"), None)
+    assert refused[0].refused in problem
