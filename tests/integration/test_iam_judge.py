@@ -240,3 +240,19 @@ def test_a_waiting_jobs_cancel_and_a_tenants_settings_are_granted_and_budget_mar
     assert {(d.call.process, d.request.action, d.request.resource.rsplit("/", 1)[-1]) for d in verdict.denials} == {
         ("cli", "s3:PutObject", "2026-12-1200.json")
     }
+
+
+def test_a_tenants_retry_may_queue_its_run_from_the_api_and_the_cli(tmp_path: Path) -> None:
+    _stack(tmp_path)
+    work = "fleet-workbucket-1"
+    # GIVEN a tenant's retry through the API and an operator's through the CLI: each queues the job's next
+    # run for its tenant's turn (its waiting record and its index entry; the admitter starts it)
+    calls = [
+        _call(role, process, "s3", "PutObject", Bucket=work, Key=key)
+        for role, process in (("ApiFunctionRole", "api"), ("OperatorPolicy", "cli"))
+        for key in ("work/acme_a-1/waiting.json", "work/_waiting/acme/00000000000000000000001-acme_a-1.json")
+    ]
+    # WHEN they are judged
+    verdict = judge(calls, read_stacks(tmp_path))
+    # THEN every one is granted
+    assert verdict.denials == [], verdict.denials
