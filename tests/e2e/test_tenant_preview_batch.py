@@ -1,9 +1,9 @@
 """A tenant previews frames before the run, starts a batch, pages through its items and plays an output.
 
 Playwright drives Debian's Chromium on the local stack as a person would, in the tenant page's New job
-form: two source faces and three clips; the first clip plays in the browser's own video element, frame 12
-is scrubbed to and picked, and a test render of it (POST /jobs with `frames`) shows the rendered frame
-beside the original; an option changes, the old render is marked stale, the preview runs again; then
+form: two source faces and three clips; the first clip plays in the browser's own video element, frames 12
+and 5 are scrubbed to and picked, and a test render of them (POST /jobs with `frames`) shows each rendered
+frame beside its original; an option changes, the old render is marked stale, the preview runs again; then
 Start job runs the batch of three with the same settings, sending only the files the preview did not.
 The batch's items are paged through (two a page), and a finished item's output plays in the page (its
 duration and readiness read from the video element itself) and downloads through its link.
@@ -89,34 +89,41 @@ def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_o
         scrub = preview.get_by_role("slider", name="Frame")
         expect(scrub).to_have_attribute("max", str(round(SECONDS * FPS) - 1))
         expect(preview.get_by_role("combobox", name="Target to preview")).to_have_value("0")
-        # WHEN acme scrubs to frame 12 and picks it
-        scrub.fill("12")
-        expect(preview.get_by_text("frame 12 of 0–29 · 25.00 fps")).to_be_visible()
-        assert 12 / FPS <= _video(shown, "try-video")["time"] < 13 / FPS
-        preview.get_by_role("button", name="Pick this frame").click()
-        expect(preview.get_by_role("img", name="frame 12 original")).to_be_visible()
-        # AND asks for its preview
+        # WHEN acme scrubs to frame 12 and picks it, then to frame 5 and picks it
+        for frame in (12, 5):
+            scrub.fill(str(frame))
+            expect(preview.get_by_text(f"frame {frame} of 0–29 · 25.00 fps")).to_be_visible()
+            assert frame / FPS <= _video(shown, "try-video")["time"] < (frame + 1) / FPS
+            preview.get_by_role("button", name="Pick this frame").click()
+            expect(preview.get_by_role("img", name=f"frame {frame} original")).to_be_visible()
+        expect(preview.get_by_role("list", name="Picked frames").get_by_role("listitem")).to_have_count(2)
+        # AND asks for their preview
         preview.get_by_role("button", name="Preview frames").click()
-        # THEN frame 12 comes back rendered by the farm, at the clip's size, beside the original
+        expect(preview.get_by_role("status")).to_contain_text("Rendering frames 5, 12")
+        # THEN each comes back rendered by the farm, at the clip's size, beside its original
+        for frame in (5, 12):
+            picture = preview.get_by_role("img", name=f"frame {frame} rendered")
+            expect(picture).to_be_visible(timeout=RENDER_MS)
+            assert picture.evaluate("image => [image.naturalWidth, image.naturalHeight]") == [320, 240]
         rendered = preview.get_by_role("img", name="frame 12 rendered")
-        expect(rendered).to_be_visible(timeout=RENDER_MS)
-        assert rendered.evaluate("image => [image.naturalWidth, image.naturalHeight]") == [320, 240]
         expect(preview.get_by_role("status")).to_contain_text("Rendered with the classic engine, FaceFusion's defaults")
         first = rendered.get_attribute("src")
         # WHEN acme changes an option THEN the render shown is marked as not the options' any more
         form.get_by_label(re.compile(r"^face swapper weight")).fill("0.8")
         expect(preview.get_by_role("status")).to_contain_text("The options changed since this preview")
-        expect(preview.locator("figure.rendered.stale")).to_have_count(1)
+        expect(preview.locator("figure.rendered.stale")).to_have_count(2)
         # WHEN acme previews again THEN the frame is rendered anew with the option
         preview.get_by_role("button", name="Preview frames").click()
         expect(preview.get_by_role("status")).to_contain_text("face swapper weight 0.8", timeout=RENDER_MS)
         expect(rendered).not_to_have_attribute("src", first or "")
         expect(preview.locator("figure.rendered.stale")).to_have_count(0)
+        # AND the second preview sent no file again: the faces and the clip are named by their keys
+        uploads = form.get_by_role("list", name="Uploads").get_by_role("listitem")
+        expect(uploads).to_have_count(0)
         _saved(form.screenshot(), "tenant-preview.png")
         # WHEN acme starts the job: three targets, a batch, with the same engine and options
         form.get_by_role("button", name="Start job").click()
         # THEN only the files the preview had not sent are uploaded
-        uploads = form.get_by_role("list", name="Uploads").get_by_role("listitem")
         expect(uploads).to_have_count(2)
         expect(uploads).to_contain_text(["clip-1.mp4", "clip-2.mp4"])
         expect(shown).to_have_url(re.compile(r"/tenant/\?job="))
