@@ -41,6 +41,13 @@ class Aws:
 
 
 @pytest.fixture
+def ec2() -> Iterator[Any]:
+    """EC2 in moto, in REGION (the preflight checks' subnets, endpoints and offerings)."""
+    with mock_aws():
+        yield boto3.client("ec2", region_name=REGION)
+
+
+@pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL"):
         monkeypatch.delenv(name, raising=False)

@@ -5,7 +5,6 @@ moto has no GetServiceQuota and names service-linked roles otherwise than AWS do
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -25,14 +24,7 @@ from fleetctl.preflight.checks import (
 )
 from fleetctl.preflight.network import ENDPOINT_SERVICES
 from fleetctl.preflight.teardown import StackParts, teardown
-
-REGION = "us-east-1"
-
-
-@pytest.fixture
-def ec2() -> Iterator[Any]:
-    with mock_aws():
-        yield boto3.client("ec2", region_name=REGION)
+from tests.integration.conftest import REGION
 
 
 def plan(subnets: tuple[str, ...] = (), public_ip: bool = False, spot: bool = False) -> DeployPlan:

@@ -9,7 +9,6 @@ answers at the client with AWS's shapes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -31,15 +30,8 @@ from fleetctl.preflight.account import (
     template_text,
 )
 from fleetctl.preflight.checks import FIX, OK, DeployPlan
+from tests.integration.conftest import REGION
 from tests.support.cfn import Conditions, existing, parameter_values, transform
-
-REGION = "us-east-1"
-
-
-@pytest.fixture
-def ec2() -> Iterator[Any]:
-    with mock_aws():
-        yield boto3.client("ec2", region_name=REGION)
 
 
 def plan(**changes: Any) -> DeployPlan:
