@@ -33,6 +33,7 @@ from fusionfleet.facefusion.catalogue import CATALOGUE
 from fusionfleet.facefusion.job_file import JobFile, JobFileStep, read_job_file, without_defaults
 from fusionfleet.jobs.engine_options import honoured, unsupported_option_problems
 from fusionfleet.jobs.manifest import parse_manifest
+from fusionfleet.jobs.output_format import DEFAULT_CONTAINER, container_of_key
 from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import JobView
 from fusionfleet.media.ffmpeg import join_argv
@@ -125,7 +126,10 @@ class ApiFarm:
             args.quality, reference, _step_options(step, self.engine),
         )  # fmt: skip
         body.update(tenant_cli.webhook_fields(args))
-        body["output"] = name + local_output_suffix(target, target_name)  # under the tenant's outputs
+        suffix = local_output_suffix(target, target_name)
+        if container_of_key(suffix) and (named := container_of_key(step.output)):
+            suffix = f".{named}"  # a video's container is the one its output_path names, as FaceFusion writes it
+        body["output"] = name + suffix  # under the tenant's outputs
         return self.api.submit(files, body, say)
 
     def wait(self, job_id: str, timeout_s: float, destination: Path) -> Ended:
@@ -283,7 +287,8 @@ def _join(job: JobFile, written: dict[int, Path], finals: dict[str, Path], scrat
     Exit.FAILED when a join ffmpeg could not make (its words said)."""
     code = Exit.DONE
     for number, (output, indexes) in enumerate(job.joins.items()):
-        final, renamed = named_after_content(finals[output], "joined.mp4")
+        container = container_of_key(output) or DEFAULT_CONTAINER  # FaceFusion's concat_video writes output_path's
+        final, renamed = named_after_content(finals[output], f"joined.{container}")
         missing = [index for index in indexes if index not in written]
         if missing:
             say(f"{final} not written: step {missing[0]}, one of the steps joined there, gave no output")
@@ -294,7 +299,8 @@ def _join(job: JobFile, written: dict[int, Path], finals: dict[str, Path], scrat
             say(renamed)
         final.parent.mkdir(parents=True, exist_ok=True)
         try:
-            run_ffmpeg(join_argv(listed, final), JOIN_TIMEOUT_S, f"joining steps {', '.join(map(str, indexes))}")
+            steps = ", ".join(map(str, indexes))
+            run_ffmpeg(join_argv(listed, final, container), JOIN_TIMEOUT_S, f"joining steps {steps}")
         except MediaError as error:
             say(f"{final} not written: {error.reason}")
             code = Exit.FAILED

@@ -176,10 +176,10 @@ def concat_argv(segment_list: Path, output: Path, codec: str = "libx264") -> lis
     return list(chain(global_args(), concat_input(segment_list), copy))
 
 
-def join_argv(video_list: Path, output: Path) -> list[str]:
+def join_argv(video_list: Path, output: Path, container: str = DEFAULT_CONTAINER) -> list[str]:
     """Whole videos one after another, by stream copy, as FaceFusion's job-run joins the steps that name one
-    output (its `concat_video`: video and audio copied, the index up front)."""
-    copy = ["-c:v", "copy", "-c:a", "copy", "-movflags", "+faststart", "-f", "mp4", str(output)]
+    output (its `concat_video`: video and audio copied into the output's container, the index up front)."""
+    copy = ["-c:v", "copy", "-c:a", "copy", *container_output(output, container)]
     return list(chain(global_args(), concat_input(video_list), copy))
 
 

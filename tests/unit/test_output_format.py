@@ -194,3 +194,10 @@ def test_the_parity_matrix_alpha_case_expects_the_refusal_the_validation_gives()
     assert [item.case.name for item in refused] == ["background_remover_alpha_webm"]
     (problem,) = alpha_problems(refused[0].case.options, fix_video_encoder("webm", "libx264"), None)
     assert refused[0].refused in problem
+
+
+def test_steps_joined_in_one_output_are_joined_into_its_container() -> None:
+    from fusionfleet.media.ffmpeg import join_argv
+
+    argv = join_argv(Path("list.txt"), Path("out.mkv"), "mkv")
+    assert argv[-7:] == ["-c:v", "copy", "-c:a", "copy", "-f", "matroska", "out.mkv"]
