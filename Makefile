@@ -132,8 +132,12 @@ integration: venv iam-env
 e2e: venv localstack-env iam-env
 	$(PY) -m pytest tests/e2e $(PYTEST_ARGS)
 
+# The suite's files side by side in TEST_PROCESSES processes (pytest-xdist; a file stays in one process, so
+# its tests keep their order): an end-to-end test mostly waits on its stack, and each process starts its own
+# local stack on its own ports. TEST_PROCESSES=0 runs everything in this one process.
+TEST_PROCESSES ?= 3
 test: venv localstack-env checkov-env sam-env parliament-env facefusion-env iam-env lint
-	$(PY) -m pytest tests -m "not long" $(PYTEST_ARGS)
+	$(PY) -m pytest tests -m "not long" $(if $(filter-out 0,$(TEST_PROCESSES)),-n $(TEST_PROCESSES) --dist loadfile) $(PYTEST_ARGS)
 
 # End-to-end tests of minutes each (a poison segment behind a backlog, segments waiting over two minutes):
 # `make test` runs a shorter test of each property; these run the long form.

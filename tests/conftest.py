@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import facefusion_harness as harness
+from tests.support.iam.session import IamRecording
 from tests.support.media import ffmpeg, write_video
 from tests.support.suite_budget import SuiteBudget, budget_from
 
@@ -19,6 +20,8 @@ def pytest_configure(config: pytest.Config) -> None:
     budget = budget_from(os.environ)
     if budget is not None:
         config.pluginmanager.register(SuiteBudget(budget), "suite-budget")
+    # Every AWS call the local stacks make, recorded into one folder and judged at the run's end
+    config.pluginmanager.register(IamRecording(config), "iam-recording")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +25,6 @@ from fusionfleet.environment.contract import env_of
 from fusionfleet.environment.recording import ENV_IAM_RECORD_DIR
 from fusionfleet.environment.worker import WorkerEnvironment
 from tests.support.browser import chromium
-from tests.support.iam.session import judge_recorded_calls
 from tests.support.stack_health import HealthWatch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,25 +183,11 @@ def up_command(port: int, state_dir: Path, workers: int) -> list[str]:
     ]  # fmt: skip
 
 
-_RECORDING: list[Path] = []
-
-
-@pytest.fixture(scope="session", autouse=True)
-def iam_recording() -> Iterator[Path]:
-    """Every local stack the suite starts records each AWS call its processes make (the IAM judge's input);
-    `make iam-calls` names the folder itself."""
-    folder = os.environ.get(ENV_IAM_RECORD_DIR)
-    if not folder:
-        folder = tempfile.mkdtemp(prefix="fusionfleet-iam-calls-")
-        os.environ[ENV_IAM_RECORD_DIR] = folder
-    _RECORDING.append(Path(folder))
-    yield Path(folder)
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Every recorded call judged as AWS would judge it; any denial fails the session, naming it."""
-    if _RECORDING:
-        judge_recorded_calls(session, _RECORDING[0])
+@pytest.fixture(scope="session")
+def iam_recording() -> Path:
+    """The folder where every local stack the suite starts records each AWS call its processes make (the IAM
+    judge's input; tests/support/iam/recording.py names it once for all test processes and judges it at the end)."""
+    return Path(os.environ[ENV_IAM_RECORD_DIR])
 
 
 @pytest.fixture(scope="session")

@@ -155,8 +155,7 @@ def delete(cloudformation: Any) -> float:
     cloudformation.delete_stack(StackName=STACK)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
-        stacks = cloudformation.describe_stacks(StackName=STACK)["Stacks"] if _exists(cloudformation) else []
-        status = stacks[0]["StackStatus"] if stacks else "DELETE_COMPLETE"
+        status = _status(cloudformation)
         if status == "DELETE_COMPLETE":
             return time.monotonic() - started
         assert status != "DELETE_FAILED", _failures(cloudformation)
@@ -164,12 +163,14 @@ def delete(cloudformation: Any) -> float:
     raise AssertionError(f"{STACK} was not deleted within 600 s")
 
 
-def _exists(cloudformation: Any) -> bool:
+def _status(cloudformation: Any) -> str:
+    """The stack's status, DELETE_COMPLETE once it is gone: one call, since a stack can vanish between
+    a call that finds it and the next (a run under load failed so, between an existence check and a read)."""
     try:
-        cloudformation.describe_stacks(StackName=STACK)
+        stacks = cloudformation.describe_stacks(StackName=STACK)["Stacks"]
     except cloudformation.exceptions.ClientError:
-        return False
-    return True
+        return "DELETE_COMPLETE"
+    return str(stacks[0]["StackStatus"]) if stacks else "DELETE_COMPLETE"
 
 
 def _failures(cloudformation: Any) -> list[str]:
