@@ -25,6 +25,7 @@ from fusionfleet.jobs.audio import audio_plan
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
 from fusionfleet.jobs.manifest import QUALITIES, invalid_manifest
+from fusionfleet.jobs.output_format import DEFAULT_CONTAINER, container_of_key
 from fusionfleet.jobs.timeline import timeline, trim_problem
 from fusionfleet.media.info import AudioInfo
 from fusionfleet.media.limits import MediaLimits
@@ -72,7 +73,9 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise invalid_manifest([trimmed])
     frames = timeline(options, video.frame_count, video.fps)
     gop = max(1, round(float(frames.output_fps) * GOP_SECONDS))
-    settings = encoder_settings(width, height, frames.output_fps, options, gop, engine=engine_name)
+    # The container the output's name says, its encoders FaceFusion's for it (fusionfleet.jobs.output_format).
+    container = container_of_key(args.output.name) or DEFAULT_CONTAINER
+    settings = encoder_settings(width, height, frames.output_fps, options, gop, engine=engine_name, container=container)
     kinds, sources, audio_source = read_sources(args.source, limits)
     check_sources(engine_name, options, kinds)
     reference = decode_image(args.reference.read_bytes(), "reference", limits) if args.reference else None
@@ -116,10 +119,10 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if heard is None:
             audio_reader = RangeReader(FileRangeSource(args.target), f"target {args.target.name!r}")
             audio = extract_audio(audio_reader, video, workdir, args.target.name)
-        merged = workdir / "output.mp4"
+        merged = workdir / f"output.{container}"
         summary = assemble(
-            [part], heard or audio, video, merged, args.target.name, audio_plan(engine_name, options), frames,
-            None if audio_source is None else audio_source[1],
+            [part], heard or audio, video, merged, args.target.name, audio_plan(engine_name, options, container),
+            frames, None if audio_source is None else audio_source[1], container,
         )  # fmt: skip
         shutil.move(str(merged), args.output)
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,17 @@ def test_raw_video_goes_to_a_mov_in_rgb24(aws: Aws, clip: Path, tmp_path: Path) 
     summary = summarize(result)
     assert summary.frame_count == 100 and found["audio"] == ["aac"]
     assert aws.s3.head_object(Bucket=aws.media_bucket, Key=job.output.key)["ContentType"] == "video/quicktime"
+
+
+def test_swap_on_one_machine_writes_the_container_its_output_names(clip: Path, tmp_path: Path) -> None:
+    # GIVEN `fusionfleet swap --output out.mkv` of an MP4 target
+    output = tmp_path / "out.mkv"
+    argv = [sys.executable, "-m", "fleetctl.cli", "swap", "--source", str(grace_hopper_path()), "--target", str(clip),
+            "--output", str(output), "--engine", "copy"]  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    # THEN it is a Matroska file of every frame, with the sound
+    found = probe(output)
+    assert found["format"] == "matroska,webm" and found["codec"] == "h264" and found["audio"] == ["aac"], found
+    assert summarize(output).frame_count == 100
