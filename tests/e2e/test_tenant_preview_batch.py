@@ -121,6 +121,13 @@ def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_o
         uploads = form.get_by_role("list", name="Uploads").get_by_role("listitem")
         expect(uploads).to_have_count(0)
         _saved(form.screenshot(), "tenant-preview.png")
+        # WHEN acme asks for a preview on an engine that would not apply the option THEN the API's reason
+        form.get_by_label("Engine").select_option("copy")
+        preview.get_by_role("button", name="Preview frames").click()
+        refused = "options.face_swapper_weight: the copy engine does not apply it"
+        expect(form.get_by_role("alert")).to_contain_text(refused)
+        expect(preview.get_by_role("status")).to_contain_text("The preview was not rendered")
+        form.get_by_label("Engine").select_option("classic")
         # WHEN acme starts the job: three targets, a batch, with the same engine and options
         form.get_by_role("button", name="Start job").click()
         # THEN only the files the preview had not sent are uploaded
