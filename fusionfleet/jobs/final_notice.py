@@ -37,8 +37,11 @@ WATCHDOG = "watchdog"
 CANCEL = "cancel"
 SLICER = "slicer"  # a batch's summary, sent by the slicer when its last item ends (fusionfleet.services.batching)
 TOPIC = "topic"  # the notification topic's channel name
-# How the state machine ends when it published the notice itself (render.asl.json's JobFailed).
+# How the state machine ends when it published the notice itself (render.asl.json's JobFailed), and
+# when that failure was the job's own input's (JobFailedOnItsInput: the operators' alarm leaves it out).
 NOTIFIED_FAILURE_ERROR = "JobFailed"
+NOTIFIED_INPUT_FAILURE_ERROR = "JobFailedOnItsInput"
+NOTIFIED_FAILURE_ERRORS = (NOTIFIED_FAILURE_ERROR, NOTIFIED_INPUT_FAILURE_ERROR)
 # How it ends when it could not create the notice record before publishing: the watchdog or a cancel
 # holds it (and publishes), or the write failed (and the watchdog publishes what it had prepared).
 NOTICE_NOT_CLAIMED_ERROR = "NoticeNotClaimed"
@@ -75,7 +78,7 @@ class NoticeRecord(BaseModel):
 
 def told_by_itself(status: str, error: str | None) -> bool:
     """An execution so ended published its own notice (a success, or a failure it named). Pure."""
-    return status == "SUCCEEDED" or (status == "FAILED" and error == NOTIFIED_FAILURE_ERROR)
+    return status == "SUCCEEDED" or (status == "FAILED" and error in NOTIFIED_FAILURE_ERRORS)
 
 
 def yielded(status: str, error: str | None) -> bool:

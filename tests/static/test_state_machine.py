@@ -20,6 +20,7 @@ from fusionfleet.adapters.notify import SUBJECT_LIMIT
 from fusionfleet.jobs.final_notice import (
     NOTICE_NOT_CLAIMED_ERROR,
     NOTIFIED_FAILURE_ERROR,
+    NOTIFIED_INPUT_FAILURE_ERROR,
     STATE_MACHINE,
     NoticeRecord,
     state_machine_claim,
@@ -361,6 +362,32 @@ def test_every_catch_path_ends_in_a_notice_that_names_the_error_even_without_a_c
                 assert message["reason"] == failure["Cause"]
         else:
             assert outcome["MessageBody"]["job"] == JOB_INPUT["job"], (name, stopped)
+
+
+@pytest.mark.parametrize(
+    "error,ends_as",
+    [("JobRejected", NOTIFIED_INPUT_FAILURE_ERROR), ("EngineCrashed", NOTIFIED_FAILURE_ERROR),
+     ("States.Timeout", NOTIFIED_FAILURE_ERROR)],
+)  # fmt: skip
+def test_a_failure_the_jobs_own_input_caused_ends_under_its_own_error_after_its_notice(
+    error: str, ends_as: str
+) -> None:
+    definition = _definition()
+    ended = []
+    for name, catch in catches(definition):
+        # GIVEN a job that failed with `error` where this Catch puts it, and nobody else holds its notice
+        data = put(dict(JOB_INPUT), catch["ResultPath"], {"Error": error, "Cause": "what happened"})
+        stopped, outcome = run_until_settled(definition, catch["Next"], data, {})
+        if flat_state(definition, stopped)["Type"] != "Fail":
+            continue  # a failed Map goes on to the merge's gate, whose own Catch is here too
+        # THEN its notice is published either way, and the execution ends as JobFailed, or, for input the
+        # job's own (refused by a worker or the merge), as JobFailedOnItsInput: the operators' alarm
+        # (template.yaml's RenderFleetFailuresMetricFilter) counts only the first
+        (notice,) = outcome["published"]
+        assert json.loads(notice["Message"])["error"] == error, name
+        assert outcome["error"] == ends_as, (name, outcome)
+        ended.append(name)
+    assert ended  # the merge's Catch at least ends the job here
 
 
 def flat_state(definition: dict[str, Any], name: str) -> dict[str, Any]:

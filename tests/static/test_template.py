@@ -19,6 +19,7 @@ from cfnlint.api import ManualArgs, lint, lint_file
 
 from fleetctl.stack import StackResources
 from fusionfleet.fleet.autoscale import AWS_COOLDOWNS
+from fusionfleet.jobs.final_notice import NOTICE_NOT_CLAIMED_ERROR, NOTIFIED_INPUT_FAILURE_ERROR
 from tests.support.cfn import (
     _SUB_NAME,
     ASL,
@@ -711,13 +712,39 @@ def test_each_priority_alarms_on_its_oldest_message_before_the_accepted_backlog_
     assert thresholds == sorted(thresholds) and thresholds[-1] <= backlog * 0.6
 
 
-@pytest.mark.parametrize("metric", ["ExecutionsFailed", "ExecutionsTimedOut"])
-def test_failed_and_timed_out_jobs_alarm_the_operators(metric: str) -> None:
-    alarm = _alarm(source(), f"Render{metric}Alarm")
-    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/States", metric, "Sum")
+def test_timed_out_jobs_alarm_the_operators() -> None:
+    alarm = _alarm(source(), "RenderExecutionsTimedOutAlarm")
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/States", "ExecutionsTimedOut", "Sum")
     assert alarm["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": "RenderStateMachine"}}]
     assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
     assert _notifies_operators(alarm)
+
+
+def test_jobs_the_fleet_failed_alarm_the_operators_and_failures_a_user_caused_do_not() -> None:
+    # GIVEN the failed-jobs alarm (it was on AWS/States ExecutionsFailed: every cancel that raced a job's
+    # end, and every job whose own input was refused, paged the operators)
+    template = source()
+    alarm = _alarm(template, "RenderExecutionsFailedAlarm")
+    assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["Statistic"]) == ("GreaterThanThreshold", 0, "Sum")
+    assert _notifies_operators(alarm)
+    # THEN it counts the metric a filter makes of the state machine's own failures, from its ERROR log
+    (metric_filter,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Logs::MetricFilter"
+        and r["Properties"]["LogGroupName"] == {"Ref": "RenderStateMachineLogGroup"}
+    ]
+    (transformation,) = metric_filter["MetricTransformations"]
+    assert (transformation["MetricNamespace"], transformation["MetricName"]) == (
+        alarm["Namespace"], alarm["MetricName"],
+    )  # fmt: skip
+    machine = template["Resources"]["RenderStateMachine"]["Properties"]
+    assert machine["Logging"]["Fn::If"][1]["Level"] in ("ERROR", "ALL")
+    # AND it leaves out exactly the errors a user causes: a job refused on its own input, a cancel's claim
+    pattern = metric_filter["FilterPattern"]
+    assert '($.type = "ExecutionFailed")' in pattern
+    left_out = set(re.findall(r'\$\.details\.error != "([A-Za-z]+)"', pattern))
+    assert left_out == {NOTIFIED_INPUT_FAILURE_ERROR, NOTICE_NOT_CLAIMED_ERROR}
 
 
 def _functions() -> list[str]:

@@ -110,6 +110,7 @@ def test_a_notice_sent_by_the_state_machine_itself_is_marked_without_a_second_se
 def test_the_state_machines_claim_names_the_record_and_its_outcomes_are_read_alike() -> None:
     assert state_machine_claim("job-a") == {"key": layout.notice_key("job-a"), "by": STATE_MACHINE}
     assert told_by_itself("SUCCEEDED", None) and told_by_itself("FAILED", "JobFailed")
+    assert told_by_itself("FAILED", "JobFailedOnItsInput")  # its notice published too (render.asl.json)
     assert not told_by_itself("FAILED", "States.Timeout") and not told_by_itself("ABORTED", "JobFailed")
     assert yielded("FAILED", "NoticeNotClaimed") and not yielded("ABORTED", "NoticeNotClaimed")
 
