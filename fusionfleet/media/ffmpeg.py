@@ -202,14 +202,16 @@ def container_output(output: Path, container: str) -> list[str]:
     return [*faststart, "-f", MUXERS[container], str(output)]
 
 
-def cut_range(duration_s: float, start_s: float = 0.0) -> list[str]:
+def cut_range(duration_s: float, start_s: float = 0.0, seek_zero: bool = False) -> list[str]:
     """FaceFusion's cut of the target's audio to the video (ffmpeg_builder.select_media_range), on the input.
 
-    FaceFusion also seeks to 0.0 when nothing is trimmed, which in a file with video costs nothing; in
-    the audio-only file the farm reads, a seek to 0 lands past AAC's priming packet and loses a frame
-    of sound, so a start of 0 is left out.
+    FaceFusion also seeks to 0.0 when nothing is trimmed, which in an MP4 with video costs nothing; in
+    the audio-only MP4 the farm reads, a seek to 0 lands past AAC's priming packet and loses a frame
+    of sound, so a start of 0 is left out there. In Matroska (`seek_zero`: the farm's copy of a Matroska
+    or WebM target's sound) the seek to 0 drops the first Opus packet in FaceFusion's read and in the
+    copy's alike, so it is kept: the samples are FaceFusion's (measured on a WebM target).
     """
-    return [*(["-ss", str(start_s)] if start_s else []), "-to", str(duration_s)]
+    return [*(["-ss", str(start_s)] if start_s or seek_zero else []), "-to", str(duration_s)]
 
 
 def merge_argv(
@@ -244,7 +246,8 @@ def merge_argv(
         # A trim's start is cut from the decoded sound where it is encoded anyway (sample-exact); a stream
         # copy can only start at a packet, so there the input is seeked.
         trim = cut.window if encoded and cut.window is not None and cut.window[0] > 0 else None
-        window = cut_range(cut.window[1], cut.window[0]) if cut.window is not None and trim is None else []
+        matroska = AUDIO_FILES[audio.suffix].demuxer == "matroska"
+        window = cut_range(cut.window[1], cut.window[0], matroska) if cut.window is not None and trim is None else []
         inputs += [*window, *file_input(audio, AUDIO_FILES[audio.suffix].demuxer, audio_offset_s)]
         maps += ["-map", "1:a:0" if plan.first_track_only else "1:a"]
         if encoded:

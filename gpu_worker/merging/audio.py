@@ -67,8 +67,11 @@ def _indexed_samples(tracks: list[Any]) -> list[Sample] | None:
 
 
 def audio_file(video: VideoInfo, folder: Path) -> Path:
-    """Where the target's audio goes: an MP4 (.m4a) when it holds every track's codec, else Matroska."""
-    suffix = ".m4a" if all(track.codec in MP4_AUDIO_CODECS for track in video.audio) else ".mka"
+    """Where the target's audio goes: Matroska for a Matroska or WebM target (FaceFusion reads its sound through
+    that demuxer, and a seek to 0 there drops the first Opus packet: a copy in Matroska reads the same), else
+    an MP4 (.m4a) when it holds every track's codec, else Matroska."""
+    mp4 = video.container != "matroska" and all(track.codec in MP4_AUDIO_CODECS for track in video.audio)
+    suffix = ".m4a" if mp4 else ".mka"
     return folder / f"audio{suffix}"
 
 

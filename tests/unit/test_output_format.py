@@ -11,7 +11,7 @@ import pytest
 
 from fusionfleet.errors import JobRejected
 from fusionfleet.facefusion.requirements import alpha_problems
-from fusionfleet.jobs.audio import audio_plan
+from fusionfleet.jobs.audio import AudioCut, audio_plan
 from fusionfleet.jobs.encoding import EncoderSettings, encoder_settings
 from fusionfleet.jobs.image_output import output_kind_problem
 from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
@@ -201,3 +201,18 @@ def test_steps_joined_in_one_output_are_joined_into_its_container() -> None:
 
     argv = join_argv(Path("list.txt"), Path("out.mkv"), "mkv")
     assert argv[-7:] == ["-c:v", "copy", "-c:a", "copy", "-f", "matroska", "out.mkv"]
+
+
+def test_a_matroska_targets_sound_is_read_as_facefusion_reads_it_seek_to_zero_included() -> None:
+    # GIVEN a facefusion job's cut of the sound to the video (FaceFusion's `-ss 0.0 -to 12.0` on the target)
+    plan = audio_plan("facefusion", {}, "webm")
+    cut = AudioCut((0.0, 12.0), 12.0)
+    # WHEN the sound is the farm's Matroska copy of a WebM/MKV target THEN the seek to 0 is kept (in Matroska it
+    # drops the first Opus packet in FaceFusion's read and the copy's alike: the samples measured identical)
+    mka = merge_argv(
+        Path("/l.txt"), Path("/a.mka"), ["opus"], 0.0, Path("/o.webm"), plan=plan, cut=cut, container="webm"
+    )
+    assert mka[mka.index("-ss") : mka.index("-ss") + 4] == ["-ss", "0.0", "-to", "12.0"]
+    # AND an MP4 copy's is left out, as before (there a seek to 0 loses AAC's priming packet FaceFusion keeps)
+    m4a = merge_argv(Path("/l.txt"), Path("/a.m4a"), ["aac"], 0.0, Path("/o.mp4"), plan=plan, cut=cut)
+    assert "-ss" not in m4a and "-to" in m4a
