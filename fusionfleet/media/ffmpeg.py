@@ -152,9 +152,15 @@ def video_encoder(settings: EncoderSettings) -> list[str]:
 def segment_output(path: Path, settings: EncoderSettings) -> list[str]:
     """A chunk or segment in the job's segment container (output_format.segment_muxer; the file keeps its
     `.mp4` name whatever holds it: the merge's concat demuxer reads each by its content)."""
-    muxer = segment_muxer(settings.codec)
-    timescale = ["-video_track_timescale", str(settings.timescale)] if muxer == "mp4" else []
-    return ["-an", *timescale, "-f", muxer, str(path)]
+    timescale = ["-video_track_timescale", str(settings.timescale)] if segment_muxer(settings.codec) == "mp4" else []
+    return ["-an", *timescale, *segment_format(settings.codec), str(path)]
+
+
+def segment_format(codec: str) -> list[str]:
+    """The segments' muxer; Matroska bit-exact (else it writes a random segment UID, and a redelivered
+    segment must be the same bytes whichever worker renders it)."""
+    muxer = segment_muxer(codec)
+    return [*(["-fflags", "+bitexact"] if muxer == "matroska" else []), "-f", muxer]
 
 
 def encode_segment_argv(width: int, height: int, settings: EncoderSettings, output: Path) -> list[str]:
@@ -172,7 +178,7 @@ def encode_segment_argv(width: int, height: int, settings: EncoderSettings, outp
 
 def concat_argv(segment_list: Path, output: Path, codec: str = "libx264") -> list[str]:
     """Join chunks of one segment by stream copy (no audio: segments carry none), in the segments' container."""
-    copy = ["-map", "0:v:0", "-c", "copy", "-f", segment_muxer(codec), str(output)]
+    copy = ["-map", "0:v:0", "-c", "copy", *segment_format(codec), str(output)]
     return list(chain(global_args(), concat_input(segment_list), copy))
 
 

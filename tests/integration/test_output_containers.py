@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from fleetctl.samples import grace_hopper_path
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.plan import SegmentPolicy
+from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.messages import JobContext
 from fusionfleet.services.slicing import Slicer
@@ -140,3 +143,23 @@ def test_swap_on_one_machine_writes_the_container_its_output_names(clip: Path, t
     found = probe(output)
     assert found["format"] == "matroska,webm" and found["codec"] == "h264" and found["audio"] == ["aac"], found
     assert summarize(output).frame_count == 100
+
+
+@pytest.mark.parametrize(("encoder", "container"), [("libvpx-vp9", "webm"), ("rawvideo", "mov")])
+def test_a_segment_in_another_codec_is_the_same_bytes_each_time_it_is_encoded(
+    encoder: str, container: str, tmp_path: Path
+) -> None:
+    # GIVEN the same frames WHEN encoded twice with the job's settings (as a redelivered segment is)
+    settings = encoder_settings(
+        320, 240, Fraction(25), {"output_video_encoder": encoder}, 25, engine="facefusion", container=container
+    )
+    rng = np.random.default_rng(7)
+    frames = rng.integers(0, 255, (25, 240, 320, 3), np.uint8).tobytes()
+    made = []
+    for attempt in range(2):
+        path = tmp_path / f"{attempt}.mp4"
+        argv = [imageio_ffmpeg.get_ffmpeg_exe(), *encode_segment_argv(320, 240, settings, path)]
+        subprocess.run(argv, input=frames, check=True, timeout=120, capture_output=True)
+        made.append(path.read_bytes())
+    # THEN the files are identical, byte for byte
+    assert made[0] == made[1]
