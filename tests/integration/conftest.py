@@ -48,6 +48,14 @@ def ec2() -> Iterator[Any]:
 
 
 @pytest.fixture
+def not_local(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI pointed at AWS itself: no endpoint override and no local stack it could mean instead."""
+    for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FUSIONFLEET_LOCAL_DIR", "/nonexistent-local-stack")
+
+
+@pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL"):
         monkeypatch.delenv(name, raising=False)

@@ -236,12 +236,10 @@ def test_teardown_stops_running_executions_and_purges_the_render_and_merge_queue
         assert sum(line.endswith(": purged") for line in said) == 4, said
 
 
+@pytest.mark.usefixtures("not_local")
 def test_the_teardown_command_finds_the_stacks_parts_and_empties_the_dashboard_and_the_queues(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("FUSIONFLEET_LOCAL_DIR", "/nonexistent-local-stack")
     with mock_aws():
         # GIVEN a stack with a versioned dashboard bucket holding a published page and a merge queue with a message
         template = {
@@ -273,12 +271,10 @@ def test_the_teardown_command_finds_the_stacks_parts_and_empties_the_dashboard_a
     assert "2 versions and delete markers deleted" in out and ": purged" in out, out
 
 
+@pytest.mark.usefixtures("not_local")
 def test_the_command_reads_the_flags_checks_everything_and_exits_1_while_something_needs_fixing(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL", "FUSIONFLEET_LOCAL_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("FUSIONFLEET_LOCAL_DIR", "/nonexistent-local-stack")
     with mock_aws():
         ec2 = boto3.client("ec2", region_name=REGION)
         vpc = ec2.create_vpc(CidrBlock="10.3.0.0/16")["Vpc"]["VpcId"]

@@ -227,12 +227,10 @@ def test_cloudfront_refused_to_these_credentials_is_a_fix() -> None:
 # ---------------------------------------------------------------- the command
 
 
+@pytest.mark.usefixtures("not_local")
 def test_the_command_prints_the_account_checks_and_counts_what_to_verify_by_hand(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name in ("AWS_ENDPOINT_URL", "FUSIONFLEET_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("FUSIONFLEET_LOCAL_DIR", "/nonexistent-local-stack")
     with mock_aws():
         ec2 = boto3.client("ec2", region_name=REGION)
         vpc = ec2.create_vpc(CidrBlock="10.6.0.0/16")["Vpc"]["VpcId"]
