@@ -6,7 +6,9 @@ headless-run and through one local farm of warm FaceFusion workers (3 segments),
 output_video_fps (lower, higher, and lower in the disk workflow), output_video_scale < 1, the audio
 options (a second track, an encoder and quality, volume 50 and 0), an HLG and a PQ clip, reference mode
 across a cut, the face tracker (its default look-ahead and target_frame_amount 0), a lip sync with an
-audio source (and one trimmed), a variable frame rate.
+audio source (and one trimmed), a variable frame rate; and the grown cases (`grown()`), among them a WebM
+target's output (FaceFusion keeps its container: VP9 and Opus) and background_remover's alpha in a VP9
+output, which the farm refuses at submit (a known gap: a `refused` case is met only by that refusal).
 
 Writes benchmarks/results/parity.json (with provenance), prints a table, and exits non-zero unless
 every case is equal or a difference the farm makes on purpose (`deliberate`, said in docs/engines.md).
