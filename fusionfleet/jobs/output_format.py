@@ -169,10 +169,11 @@ def container_problem(container: str) -> str | None:
 
 
 def video_encoder_problem(encoder: str, device: str) -> str | None:
-    """Why the fleet cannot encode with a named encoder (`device`: the fleet's encoder device), or None."""
+    """Why the fleet cannot encode with a named encoder (`device`: the fleet's encoder device; "" where it is
+    not known, as at the API: NVENC is then left to the slicer), or None."""
     if encoder in UNAVAILABLE_ENCODERS:
         return f"options.output_video_encoder: {encoder!r} {UNAVAILABLE_ENCODERS[encoder]}"
-    if encoder in NVENC_CODECS and device != "nvenc":
+    if encoder in NVENC_CODECS and device and device != "nvenc":
         return (
             f"options.output_video_encoder: {encoder!r} needs NVIDIA's NVENC on every render worker, and this "
             f"fleet encodes on the {device} (VIDEO_ENCODER_DEVICE); use {_cpu_twin(encoder)}"

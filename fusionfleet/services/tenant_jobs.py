@@ -162,6 +162,12 @@ class TenantJobs:
     clock: Callable[[], float] = field(default=time.time)
     # Where a job's webhook may go (the manifest's rules: https and public addresses on AWS).
     webhooks: AddressPolicy = field(default_factory=AddressPolicy)
+
+    @property
+    def _keys(self) -> KeyPolicy:
+        # The API does not know the fleet's encoder device: NVENC is judged by the slicer (still before any render).
+        return KeyPolicy(webhooks=self.webhooks, encoder_device="")
+
     # The engine of a job that names none (the slicer's DEFAULT_ENGINE): its options are judged for it.
     default_engine: str = "classic"
 
@@ -182,7 +188,7 @@ class TenantJobs:
         manifest_bytes, files = manifest_for(body, tenant, job_id)
         manifest_key = layout.tenant_manifest_key(tenant, job_id)
         try:
-            manifest = parse_manifest(manifest_bytes, manifest_key, KeyPolicy(webhooks=self.webhooks))
+            manifest = parse_manifest(manifest_bytes, manifest_key, self._keys)
             check_engine_options(manifest.engine or self.default_engine, manifest.options)
         except JobRejected as rejected:
             raise BadBody(rejected.problems) from rejected
@@ -223,7 +229,7 @@ class TenantJobs:
     def _check_sources(self, tenant: str, job_id: str, body: bytes) -> None:
         """What the job's engine needs from its sources (a face image, an audio file for the lip syncer),
         told now rather than by the slicer's notice: each uploaded source is known by its first bytes."""
-        manifest = parse_manifest(body, layout.tenant_manifest_key(tenant, job_id), KeyPolicy(webhooks=self.webhooks))
+        manifest = parse_manifest(body, layout.tenant_manifest_key(tenant, job_id), self._keys)
         kinds: list[SourceKind] = []
         for index, key in enumerate(manifest.source):
             info = self._head_own(key)

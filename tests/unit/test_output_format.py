@@ -147,6 +147,10 @@ def test_nvenc_is_taken_only_by_a_fleet_that_encodes_with_it() -> None:
     nvenc = KeyPolicy(encoder_device="nvenc")
     assert parse_manifest(manifest(options={"output_video_encoder": "hevc_nvenc"}), "jobs/a.json", nvenc)
     assert settings("mp4", device="nvenc", output_video_encoder="hevc_nvenc").codec == "hevc_nvenc"
+    # AND where the fleet's device is not known (the tenant API) it is left to the slicer
+    assert parse_manifest(
+        manifest(options={"output_video_encoder": "h264_nvenc"}), "jobs/a.json", KeyPolicy(encoder_device="")
+    )
 
 
 @pytest.mark.parametrize("encoder", ["h264_amf", "hevc_qsv", "h264_videotoolbox"])
