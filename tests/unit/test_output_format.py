@@ -161,6 +161,8 @@ def test_encoders_of_hardware_the_fleet_lacks_are_refused_with_the_reason(encode
 
 def test_containers_and_pairs_facefusion_itself_fails_on_are_refused() -> None:
     assert "MPEG program stream" in refusal(manifest(output="outputs/a.mpeg"))
+    assert "does not write .wmv outputs yet" in refusal(manifest(output="outputs/a.wmv"))
+    assert default_video_suffix("inputs/clip.avi") == ".mp4"  # an AVI target's default output: MP4
     assert any("an AVI cannot hold" in p for p in output_problems("avi", "rawvideo", None))
     with pytest.raises(JobRejected, match="an AVI cannot hold"):
         settings("avi", output_video_encoder="rawvideo")
