@@ -8,6 +8,10 @@ decision: made once over the whole target, in a step of its own before the Map (
 render queue: gpu_worker/delivery/analysis_task.py, gpu_worker/rendering/job_analysis.py), written beside the job
 (`work/<job>/content-analysis.json`) and read by every segment, which does not decide again. While it
 runs, how far it has read is kept beside it (`AnalysisProgress`).
+
+A test render's verdict is over its own frames only: FaceFusion's preview analyses the frame it shows
+(uis/components/preview.py, analyse_frame), not the whole video, and reading a 30-minute clip to answer
+three frames took most of the answer's time. The whole render still makes the whole-video verdict.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ class ContentVerdict(BaseModel):
     rate_percent: float
     limit_percent: float = LIMIT_PERCENT
     refused: bool
+    # A test render's verdict is over its own frames only (these), as FaceFusion's preview analyses the
+    # frame it shows; empty for a whole render's verdict over the whole video.
+    frames: tuple[int, ...] = ()
 
 
 class AnalysisProgress(BaseModel):
@@ -69,6 +76,12 @@ def judge(flags: Sequence[bool], every: int) -> ContentVerdict:
 
 
 def refusal_reason(verdict: ContentVerdict) -> str:
+    if verdict.frames:
+        return (
+            f"FaceFusion's content analyser flagged {verdict.flagged} of the test render's {verdict.sampled} "
+            f"frames ({', '.join(map(str, verdict.frames))}): its preview obscures such a frame, the farm "
+            "renders none of them"
+        )
     return (
         f"FaceFusion's content analyser refused the target: it flagged {verdict.flagged} of the "
         f"{verdict.sampled} frames sampled across the whole video ({verdict.rate_percent:g} %; its limit is "

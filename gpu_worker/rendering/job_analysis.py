@@ -50,7 +50,10 @@ def analyse_whole_target(
     on_progress: OnProgress | None = None,
 ) -> ContentVerdict:  # fmt: skip
     """FaceFusion's verdict over every frame the job renders (its trimmed range), sampled at its rate: frame
-    numbers of the whole target that are multiples of int(fps) (content_analyser.analyse_video)."""
+    numbers of the whole target that are multiples of int(fps) (content_analyser.analyse_video). A test
+    render's is over its own frames (`analyse_trial_frames`)."""
+    if job.trial_frames:
+        return analyse_trial_frames(analyser, reader, job, threads)
     step = sample_step(job.video.fps)
     line = job.frames
     frames = iter_frames(reader, job.video, line.start, line.end, f"target {job.target.key!r}", threads)
@@ -67,6 +70,23 @@ def analyse_whole_target(
                 on_progress(index + 1 - line.start, count)
 
     return judge(analyser.analyse_content(sampled()), step)
+
+
+def analyse_trial_frames(
+    analyser: ContentAnalyser, reader: RangeReader, job: JobContext, threads: int = 0
+) -> ContentVerdict:
+    """A test render's verdict over the frames it renders, each analysed as FaceFusion's preview analyses the
+    frame it shows (analyse_frame): each read alone, from its keyframe, never the whole target."""
+    frames = tuple(sorted(job.trial_frames))
+
+    def images() -> Iterator[Image]:
+        for number in frames:
+            for _index, image in iter_frames(
+                reader, job.video, number, number + 1, f"target {job.target.key!r}", threads
+            ):
+                yield image
+
+    return judge(analyser.analyse_content(images()), every=1).model_copy(update={"frames": frames})
 
 
 def stored_verdict(storage: Storage, job: JobContext) -> ContentVerdict | None:
@@ -107,9 +127,10 @@ def make_verdict(
     verdict = analyse_whole_target(analyser, reader, job, threads, progress)
     stored = storage.create(where.bucket, where.key, verdict.model_dump_json().encode())
     logger.info(
-        "%s: content analysis over the whole target: %s of %s sampled frames flagged (%s) in %.1f s%s",
-        job.job_id, verdict.flagged, verdict.sampled, "refused" if verdict.refused else "passed",
-        time.monotonic() - started, "" if stored else "; another worker's equal verdict was kept",
+        "%s: content analysis over %s: %s of %s sampled frames flagged (%s) in %.1f s%s",
+        job.job_id, "the test render's frames" if verdict.frames else "the whole target", verdict.flagged,
+        verdict.sampled, "refused" if verdict.refused else "passed", time.monotonic() - started,
+        "" if stored else "; another worker's equal verdict was kept",
     )  # fmt: skip
     if not stored:
         kept = stored_verdict(storage, job)

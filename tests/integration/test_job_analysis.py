@@ -14,6 +14,7 @@ import pytest
 from fleetctl.samples import grace_hopper_path
 from fusionfleet import layout
 from fusionfleet.errors import InputRejected
+from fusionfleet.facefusion.content_analysis import refusal_reason
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
 from fusionfleet.media.reader import FileRangeSource, RangeReader
@@ -26,6 +27,7 @@ from gpu_worker.rendering.render import InlineRenderer, RenderDeps
 from gpu_worker.rendering.sources import SourceCache
 from tests.support.fakes import FakeStorage
 from tests.support.jobs import MEDIA, WORK, halves, job_context
+from tests.support.media import decode_all
 
 
 class Analyser:
@@ -134,3 +136,42 @@ def test_a_segment_of_a_passed_job_renders_without_a_second_decision(clip: Path,
     _render(storage, job, engine, tmp_path)
     assert engine.decided == [True]
     assert storage.get_bytes(WORK, layout.segment_record_key(job.job_id, 1))
+
+
+class Keeping(Analyser):
+    """Keeps the images it was given, to tell which frames they are."""
+
+    def __init__(self, flag: set[int]) -> None:
+        super().__init__(flag)
+        self.images: list[np.ndarray[Any, Any]] = []
+
+    def analyse_content(self, images: Iterable[Image]) -> list[bool]:
+        kept = [np.asarray(image) for image in images]
+        self.images.extend(kept)
+        return super().analyse_content(kept)
+
+
+def test_a_test_renders_verdict_is_over_its_own_frames_as_facefusions_preview_judges_the_frame_it_shows(
+    clip: Path,
+) -> None:
+    # GIVEN a test render of frames 70 and 12 of a 100-frame clip (4 s at 25 fps)
+    storage = FakeStorage()
+    job = _job(storage, clip, trial_frames=(70, 12))
+    analyser = Keeping(flag=set())
+    # WHEN its verdict is made THEN exactly those two frames were analysed, in order, not the whole video's
+    # four samples (FaceFusion's preview analyses the frame it shows, uis/components/preview.py)
+    verdict = job_content_verdict(storage, job, analyser)
+    assert verdict is not None and analyser.seen == [2]
+    _info, decoded = decode_all(clip)
+    assert [
+        int(np.abs(image.astype(int) - decoded[n].astype(int)).max())
+        for image, n in zip(analyser.images, (12, 70), strict=True)
+    ] == [0, 0]
+    assert (verdict.frames, verdict.sampled, verdict.refused) == ((12, 70), 2, False)
+    # AND one flagged frame refuses the test render, saying which frames it judged
+    other = FakeStorage()
+    flagged = job_content_verdict(other, _job(other, clip, trial_frames=(70, 12)), Analyser(flag={1}))
+    assert flagged is not None and flagged.refused
+    assert refusal_reason(flagged).startswith(
+        "FaceFusion's content analyser flagged 1 of the test render's 2 frames (12, 70)"
+    )
