@@ -124,6 +124,7 @@ def make_verdict(
         except Exception:
             logger.warning("%s: analysis progress not written", job.job_id, exc_info=True)  # for people only
 
+    progress(0, 0)  # started: what the dashboards show (and a benchmark times) before the first 5 s report
     verdict = analyse_whole_target(analyser, reader, job, threads, progress)
     stored = storage.create(where.bucket, where.key, verdict.model_dump_json().encode())
     logger.info(

@@ -168,6 +168,9 @@ def test_a_test_renders_verdict_is_over_its_own_frames_as_facefusions_preview_ju
         for image, n in zip(analyser.images, (12, 70), strict=True)
     ] == [0, 0]
     assert (verdict.frames, verdict.sampled, verdict.refused) == ((12, 70), 2, False)
+    # AND its start is told even when it ends before the first 5 s report (the dashboards show it analysing)
+    started = json.loads(storage.get_bytes(WORK, layout.content_analysis_progress_key(job.job_id)))
+    assert started["frames_read"] == 0 and started["started_at"] > 0
     # AND one flagged frame refuses the test render, saying which frames it judged
     other = FakeStorage()
     flagged = job_content_verdict(other, _job(other, clip, trial_frames=(70, 12)), Analyser(flag={1}))
