@@ -120,15 +120,26 @@ def test_a_failing_receiver_still_gets_every_event_signed_in_order_and_one_final
 def test_a_one_job_tenant_runs_three_jobs_one_after_another_each_starting_by_itself(
     stack: Stack, clip: Path, tmp_path: Path
 ) -> None:
-    # GIVEN a tenant that may run one job at a time, whose first job's first segment takes 15 s more
+    # GIVEN a tenant that may run one job at a time, whose first job's first segment takes 30 s more
     cli_ok(stack, "tenant", "set", "solo", "--max-running-jobs", "1")
-    stack.set_faults([{"job": "solo_take-0", "segment": 0, "action": "slow", "at_frame": 5, "seconds": 15}])
+    stack.set_faults([{"job": "solo_take-0", "segment": 0, "action": "slow", "at_frame": 5, "seconds": 30}])
     inbox = tenant_inbox(stack, "solo")
     try:
         # WHEN it submits three jobs
         jobs = [submit(stack, clip, "solo", f"take-{n}") for n in range(3)]
+
+        def sliced() -> dict[str, Any]:
+            return dict(json.loads(cli_ok(stack, "tenant", "show", "solo", "--json")))
+
+        def all_taken() -> bool:
+            shown = sliced()
+            return len(shown["running"]) + len(shown["waiting"]) == 3
+
+        # (once the slicer has taken all three: until then a job is PENDING, neither running nor waiting;
+        # read at once, a run with the machine busy found none running yet)
+        assert wait_until(all_taken, 60), sliced()
         # THEN while the first runs, the second and third wait, in order, saying why
-        shown = json.loads(cli_ok(stack, "tenant", "show", "solo", "--json"))
+        shown = sliced()
         assert shown["running"] == [jobs[0]], shown
         assert [(job["job_id"], job["position"]) for job in shown["waiting"]] == [(jobs[1], 1), (jobs[2], 2)]
         status = cli_ok(stack, "status", jobs[2])
