@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gpu_worker.engines.classic.models import DlibModels, load_models, locate_models
+from gpu_worker.engines.classic.models import load_models, locate_models
 
 
 def test_models_are_found_without_importing_the_package() -> None:
@@ -18,8 +18,10 @@ def test_models_are_found_without_importing_the_package() -> None:
     assert "face_recognition_models" not in sys.modules
 
 
-def test_models_load_once_per_process(models: DlibModels) -> None:
-    # GIVEN models already loaded by an earlier prepare()
+def test_models_load_once_per_process() -> None:
+    # GIVEN models loaded by a prepare() (loaded here: the session's `models` fixture may have been loaded
+    # before another test's engine closed and released them, which the suite run side by side showed)
+    models = load_models()
     # WHEN they are asked for again (another segment, another engine instance)
     again = load_models()
 
