@@ -246,8 +246,12 @@ class Watchdog:
             elif self._backups is not None and record is None:
                 self._send_backups(context, current, now)
             return None
-        claimed = record is not None or self._notices.claim(
-            context.job_id, WATCHDOG, now, error=verdict.error, reason=verdict.reason
+        # A claim another party left unsent is taken over by a conditional write, as a new one is created:
+        # of two sweeps finishing it at once, only one sends
+        claimed = (
+            self._notices.take_over(context.job_id, WATCHDOG, now, record)
+            if record is not None
+            else self._notices.claim(context.job_id, WATCHDOG, now, error=verdict.error, reason=verdict.reason)
         )
         return self._close(execution, context, verdict, now) if claimed else None
 

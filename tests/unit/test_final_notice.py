@@ -123,3 +123,28 @@ def test_records_of_older_writers_and_unreadable_ones_still_read() -> None:
     assert notices.record("old") == NoticeRecord(claimed_at=NOW.isoformat(), published=True)
     odd = notices.record("odd")
     assert odd is not None and odd.age_s(NOW) == float("inf")
+
+
+def test_of_two_parties_finishing_one_unsent_claim_at_once_only_one_sends() -> None:
+    # GIVEN the state machine's claim left unsent (its publish failed), which two watchdog sweeps both find
+    # (`make simulate N=100000`, seed 3425179129: both finished it and the job got two final notices)
+    storage, notifier = FakeStorage(), FakeNotifier()
+    notices = FinalNotices(storage, WORK, (TopicChannel(notifier, "topic"),))
+    assert notices.claim("job-a", STATE_MACHINE, NOW, "failed", "SegmentFailed", "segment 2 failed")
+    first, second = notices.record("job-a"), notices.record("job-a")
+    assert first is not None and second is not None
+    # WHEN both take it over THEN only the first may, and the record now names it
+    assert notices.take_over("job-a", WATCHDOG, NOW + timedelta(seconds=5), first)
+    assert not notices.take_over("job-a", WATCHDOG, NOW + timedelta(seconds=6), second)
+    taken = notices.record("job-a")
+    assert taken is not None and (taken.by, taken.claimed_at) == (WATCHDOG, (NOW + timedelta(seconds=5)).isoformat())
+    # AND a claim already sent is taken by nobody
+    notices.deliver("job-a", NOTICE, WATCHDOG, NOW)
+    assert not notices.take_over("job-a", WATCHDOG, NOW, notices.record("job-a") or NoticeRecord())
+    assert len(notifier.published) == 1
+    # AND two runs of a cancel retaking its own stale claim: one of them
+    assert notices.claim("job-b", CANCEL, NOW, "cancelled")
+    later = NOW + timedelta(seconds=200)
+    stale = notices.record("job-b")
+    assert stale is not None and notices.take_over("job-b", CANCEL, later, stale)
+    assert not notices.claim("job-b", CANCEL, later + timedelta(seconds=1), retake_after_s=120)
