@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fusionfleet.fleet.tenants import notice_tenant
 from fusionfleet.jobs.ids import tenant_of_job
+from fusionfleet.jobs.states import NOTICE_SUBJECT_WORDS, NoticeStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
@@ -18,8 +19,9 @@ class Notifier(Protocol):
 
 SUBJECT_LIMIT = 100  # SNS refuses longer subjects (LocalStack does not; AWS does)
 SUBJECT_PREFIX = "FusionFleet"
-# One short word per final state, so "FusionFleet <job id> <word>" fits with the longest job id (80).
-SUBJECT_WORDS = {"succeeded": "done", "failed": "failed", "cancelled": "cancelled"}
+# One short word per notice status (fusionfleet.jobs.states), so "FusionFleet <job id> <word>" fits
+# with the longest job id (80).
+SUBJECT_WORDS = NOTICE_SUBJECT_WORDS
 
 
 def notice_subject(job_id: str, status: str) -> str:
@@ -28,7 +30,7 @@ def notice_subject(job_id: str, status: str) -> str:
     The state machine's own subjects (render.asl.json) are written the same way; the job id is also a
     message attribute, so a subject shortened here loses nothing a subscriber filters on.
     """
-    word = SUBJECT_WORDS.get(status, status)
+    word = SUBJECT_WORDS[NoticeStatus(status)] if status in SUBJECT_WORDS else status
     room = SUBJECT_LIMIT - len(SUBJECT_PREFIX) - len(word) - 2
     name = job_id if len(job_id) <= room else job_id[: max(0, room - 3)] + "..."
     return subject_line(f"{SUBJECT_PREFIX} {name} {word}")

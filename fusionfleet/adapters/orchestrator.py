@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -14,9 +15,21 @@ from fusionfleet.errors import TokenGone
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
-# Step Functions' execution statuses, in its API's words (a job's own states are fusionfleet.jobs.states').
-TERMINAL = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
-LISTED_STATUSES = ("RUNNING", *TERMINAL)  # every status ListExecutions is asked for
+
+class ExecutionStatus(StrEnum):
+    """Step Functions' execution statuses, in its API's words: the only place they are spelled (a job's
+    own states are fusionfleet.jobs.states', which maps these to them)."""
+
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    TIMED_OUT = "TIMED_OUT"
+    ABORTED = "ABORTED"
+    PENDING_REDRIVE = "PENDING_REDRIVE"  # a redriven execution about to run again
+
+
+TERMINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.TIMED_OUT, ExecutionStatus.ABORTED)
+LISTED_STATUSES = (ExecutionStatus.RUNNING, *TERMINAL)  # every status ListExecutions is asked for
 # Step Functions caps error names at 256 and causes at 32768 characters.
 MAX_ERROR = 256
 MAX_CAUSE = 32768
@@ -36,6 +49,10 @@ class Execution:
     @property
     def finished(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def running(self) -> bool:
+        return self.status == ExecutionStatus.RUNNING
 
     @property
     def name(self) -> str:
@@ -68,6 +85,7 @@ class Orchestrator(TaskCallbacks, Protocol):
     def describe(self, execution_arn: str) -> Execution: ...
     def progress(self, execution_arn: str) -> Progress | None: ...
     def list_executions(self, state_machine_arn: str, status: str) -> list[Execution]: ...
+    def running_executions(self, state_machine_arn: str) -> list[Execution]: ...
     def stop(self, execution_arn: str, error: str, cause: str) -> None: ...
     def state_output(self, execution_arn: str, state_names: tuple[str, ...]) -> dict[str, Any] | None: ...
 
@@ -147,6 +165,10 @@ class StepFunctions:
                     )
                 )
         return found
+
+    def running_executions(self, state_machine_arn: str) -> list[Execution]:
+        """The state machine's running executions, newest first: the farm's running jobs."""
+        return self.list_executions(state_machine_arn, ExecutionStatus.RUNNING)
 
     def stop(self, execution_arn: str, error: str, cause: str) -> None:
         try:

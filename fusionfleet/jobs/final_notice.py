@@ -28,8 +28,10 @@ from pydantic import BaseModel, ConfigDict
 
 from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier, notice_subject
+from fusionfleet.adapters.orchestrator import ExecutionStatus
 from fusionfleet.adapters.storage import Storage, get_json, put_json
 from fusionfleet.errors import ObjectMissing
+from fusionfleet.jobs.states import NoticeStatus
 
 # The parties that claim a final notice (the `by` of the record).
 STATE_MACHINE = "state machine"
@@ -59,7 +61,7 @@ class NoticeRecord(BaseModel):
     claimed_at: str = ""  # ISO 8601
     published: bool = False  # every channel has it
     by: str = ""  # who claimed it (STATE_MACHINE, WATCHDOG, CANCEL)
-    status: str = ""  # what the notice says: succeeded | failed | cancelled ("" until known)
+    status: str = ""  # what the notice says: a NoticeStatus ("" until known)
     error: str = ""
     reason: str = ""  # the notice's reason: the job's cause, as its user was told it
     execution: str = ""  # the state machine's claim names its execution
@@ -78,19 +80,25 @@ class NoticeRecord(BaseModel):
 
 def told_by_itself(status: str, error: str | None) -> bool:
     """An execution so ended published its own notice (a success, or a failure it named). Pure."""
-    return status == "SUCCEEDED" or (status == "FAILED" and error in NOTIFIED_FAILURE_ERRORS)
+    return status == ExecutionStatus.SUCCEEDED or (
+        status == ExecutionStatus.FAILED and error in NOTIFIED_FAILURE_ERRORS
+    )
 
 
 def yielded(status: str, error: str | None) -> bool:
     """An execution so ended reached its notice, found the record another party's and sent nothing. Pure."""
-    return status == "FAILED" and error == NOTICE_NOT_CLAIMED_ERROR
+    return status == ExecutionStatus.FAILED and error == NOTICE_NOT_CLAIMED_ERROR
 
 
 def prepared_notice(built: dict[str, Any] | None) -> dict[str, Any] | None:
     """The final notice the state machine built before it yielded, from the output of its NOTICE_STATES
     (`Orchestrator.state_output`), or None when it built none. Pure."""
     notice = built.get("notice") if built else None
-    return notice if isinstance(notice, dict) and notice.get("status") in ("succeeded", "failed") else None
+    return (
+        notice
+        if isinstance(notice, dict) and notice.get("status") in (NoticeStatus.SUCCEEDED, NoticeStatus.FAILED)
+        else None
+    )
 
 
 def state_machine_claim(job_id: str, quiet: bool = False) -> dict[str, Any]:

@@ -44,6 +44,36 @@ class SegmentState(StrEnum):
     FAILED = "failed"
 
 
+class NoticeStatus(StrEnum):
+    """How a final notice (a job's or a batch's) says its job ended, its `status`; a final webhook event's
+    kind is the same word. Stored in notice records and sent to users as written: never renamed."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # every unsuccessful end but a cancel (timed out, aborted, rejected too)
+    CANCELLED = "cancelled"
+
+    @property
+    def state(self) -> JobState:
+        """The job state a notice so worded tells (a final webhook event's `state`)."""
+        return JobState(self.value.upper())
+
+
+def notice_status(state: JobState) -> NoticeStatus:
+    """The word a final notice uses for an ended job in `state`."""
+    if state is JobState.SUCCEEDED:
+        return NoticeStatus.SUCCEEDED
+    return NoticeStatus.CANCELLED if state is JobState.CANCELLED else NoticeStatus.FAILED
+
+
+# One short word per notice status for the notice's subject, "FusionFleet <job id> <word>" (SNS caps
+# subjects at 100 characters); the state machine's own subjects (render.asl.json) use the same words.
+NOTICE_SUBJECT_WORDS: dict[NoticeStatus, str] = {
+    NoticeStatus.SUCCEEDED: "done",
+    NoticeStatus.FAILED: "failed",
+    NoticeStatus.CANCELLED: "cancelled",
+}
+
+
 class Action(StrEnum):
     """What a client may ask of a job; each state says which it allows now (`ALLOWED`)."""
 

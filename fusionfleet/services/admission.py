@@ -211,10 +211,10 @@ class Admitter:
         name = str(held.get("name") or "") or self._current_name(job_id)
         arn = execution_arn(self._config.state_machine_arn, name)
         try:
-            status = self._orchestrator.describe(arn).status
+            execution = self._orchestrator.describe(arn)
         except ExecutionMissing:
             return now - float(str(held.get("at", 0.0))) < self._config.claim_s
-        return status == "RUNNING"
+        return execution.running
 
     def _start(self, record: WaitingRecord, now: float) -> None:
         if record.resume and self._resume is not None:
@@ -251,7 +251,7 @@ class Admitter:
 
     def _running(self, tenant: str, now: float) -> tuple[set[str], int]:
         """(the tenant's running job ids, how many jobs the whole stack runs)."""
-        executions = self._orchestrator.list_executions(self._config.state_machine_arn, "RUNNING")
+        executions = self._orchestrator.running_executions(self._config.state_machine_arn)
         head = f"{tenant}{TENANT_SEPARATOR}"
         jobs = {parse_execution_name(execution.name)[0] for execution in executions if execution.name.startswith(head)}
         seen = {execution.name for execution in executions}
@@ -262,10 +262,10 @@ class Admitter:
             if record_run in seen:
                 continue
             try:
-                status = self._orchestrator.describe(execution_arn(self._config.state_machine_arn, record_run)).status
+                execution = self._orchestrator.describe(execution_arn(self._config.state_machine_arn, record_run))
             except ExecutionMissing:
                 continue
-            if status == "RUNNING":
+            if execution.running:
                 jobs.add(job_id)
         return jobs, len(executions)
 

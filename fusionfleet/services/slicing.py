@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -70,6 +71,7 @@ class Slicer:
     waker: FleetWaker | None = None
     # Where the jobs' webhook events go (fusionfleet.webhooks.outbox); None: no `started` events from here.
     outbox: WebhookOutbox | None = None
+    clock: Callable[[], float] = time.time  # seconds since the epoch (a simulation's virtual clock)
 
     @property
     def preparer(self) -> JobPreparer:
@@ -98,26 +100,9 @@ class Slicer:
                 info.last_modified,
             )
         started = self._started_context(job_id)
-        if started is not None and is_waiting(self.storage, self.config.work_bucket, job_id):
-            # Queued for its tenant's turn: a duplicate event must not start it out of order.
-            return SliceOutcome("duplicate", job_id, reason="it waits for its tenant's turn")
         if started is not None:
             # A duplicate event, or the same manifest uploaded again: the same job, not a new one.
-            name = execution_name(job_id, started.run)
-            arn = execution_arn(self.config.state_machine_arn, name)
-            try:
-                self.orchestrator.describe(arn)
-            except ExecutionMissing:
-                # Recorded but never started (the start failed, or its slicer died first): start it now, or
-                # queue it for its tenant's turn as its first slicer would have (a cancel while it waited: no).
-                if is_cancelled(self.storage, self.config.work_bucket, job_id):
-                    return SliceOutcome("duplicate", job_id, reason="it was cancelled before it started")
-                then = read_settings(self.storage, self.config.work_bucket, started.tenant) if started.tenant else None
-                if then is not None and self._queued(then):
-                    return self._queue(started, then, info.last_modified.timestamp(), 0)
-                arn = self.orchestrator.start(self.config.state_machine_arn, name, self._execution_input(started, then))
-            logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
-            return SliceOutcome("duplicate", job_id, arn)
+            return self._resume(started, info.last_modified.timestamp())
         tenant = layout.tenant_of(key)
         settings = read_settings(self.storage, self.config.work_bucket, tenant) if tenant is not None else None
         submitted_at = info.last_modified.isoformat()
@@ -148,6 +133,30 @@ class Slicer:
         except JobRejected as rejection:
             return self._reject(job_id, manifest_ref, rejection, info.last_modified)
         return self._start_job(context, settings, info.last_modified.timestamp(), bytes_read)
+
+    def _resume(self, started: JobContext, uploaded_at: float) -> SliceOutcome:
+        """A job already recorded: left as it is if it waits its turn or its execution exists; else recorded but
+        never started (the start failed, or its slicer died first): started now, or queued for its tenant's turn
+        as its first slicer would have (a cancel while it waited: neither)."""
+        job_id = started.job_id
+        if is_waiting(self.storage, self.config.work_bucket, job_id):
+            # Queued for its tenant's turn: a duplicate event must not start it out of order.
+            return SliceOutcome("duplicate", job_id, reason="it waits for its tenant's turn")
+        name = execution_name(job_id, started.run)
+        arn = execution_arn(self.config.state_machine_arn, name)
+        try:
+            self.orchestrator.describe(arn)
+        except ExecutionMissing:
+            if is_cancelled(self.storage, self.config.work_bucket, job_id):
+                return SliceOutcome("duplicate", job_id, reason="it was cancelled before it started")
+            then = read_settings(self.storage, self.config.work_bucket, started.tenant) if started.tenant else None
+            if then is not None and self._queued(then):
+                return self._queue(started, then, uploaded_at, 0)
+            arn = self.orchestrator.start(self.config.state_machine_arn, name, self._execution_input(started, then))
+            logger.info("job %s was recorded and never started: started as %s", job_id, arn)
+            return SliceOutcome("started", job_id, arn)
+        logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
+        return SliceOutcome("duplicate", job_id, arn)
 
     def _start_job(
         self, context: JobContext, settings: TenantSettings | None = None, uploaded_at: float = 0.0,
@@ -185,7 +194,7 @@ class Slicer:
         channels = (TopicChannel(self.notifier, self.config.topic_arn),)
         return Batches(
             self.storage, self.orchestrator, self.config.work_bucket, self.config.state_machine_arn, channels,
-            self._start_item, self._retry_item,
+            self._start_item, self._retry_item, self._resume_item, lambda: datetime.fromtimestamp(self.clock(), UTC),
         )  # fmt: skip
 
     def _batch(self, batch_id: str, manifest: Manifest, manifest_ref: ObjectRef, submitted_at: str) -> SliceOutcome:
@@ -211,9 +220,7 @@ class Slicer:
         return advanced
 
     def _running_names(self) -> list[str]:
-        return [
-            execution.name for execution in self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING")
-        ]
+        return [execution.name for execution in self.orchestrator.running_executions(self.config.state_machine_arn)]
 
     def _batch_limits(self) -> Limits:
         if self.capacity is not None and self.capacity.refusal():
@@ -241,6 +248,15 @@ class Slicer:
         # A tenant's item takes a slot as its jobs do: queued in its line (at its batch's place), then admitted.
         self._start_job(context, settings, datetime.fromisoformat(record.submitted_at).timestamp())
         return "started"
+
+    def _resume_item(self, record: BatchRecord, job_id: str) -> bool:
+        """An item recorded by a slicer that died before queueing or starting it: resumed as a duplicate event
+        resumes a job (True: it was started or queued now)."""
+        started = self._started_context(job_id)
+        if started is None:
+            return False
+        uploaded_at = datetime.fromisoformat(record.submitted_at).timestamp()
+        return self._resume(started, uploaded_at).status in ("started", "waiting")
 
     def _retry_item(self, job_id: str) -> None:
         JobRetry(self.storage, self.orchestrator, self.config, admit=self._admit).retry(job_id)
@@ -305,7 +321,7 @@ class Slicer:
         limit = self.config.max_running_jobs
         if not limit or tenant is not None:
             return None  # a tenant's job over a limit waits its turn (the admitter counts the stack too)
-        running = len(self.orchestrator.list_executions(self.config.state_machine_arn, "RUNNING"))
+        running = len(self.orchestrator.running_executions(self.config.state_machine_arn))
         if not limit or running < limit:
             return None
         return (

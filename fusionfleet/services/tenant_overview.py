@@ -56,7 +56,7 @@ def tenant_overview(
     running = tuple(
         sorted(
             parse_execution_name(execution.name)[0]
-            for execution in orchestrator.list_executions(state_machine_arn, "RUNNING")
+            for execution in orchestrator.running_executions(state_machine_arn)
             if execution.name.startswith(head)
         )
     )

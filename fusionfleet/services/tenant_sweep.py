@@ -116,7 +116,7 @@ class TenantSweep:
 
     def _running(self, tenant: str) -> list[Any]:
         head = f"{tenant}{TENANT_SEPARATOR}"
-        return [e for e in self._orchestrator.list_executions(self._machine, "RUNNING") if e.name.startswith(head)]
+        return [e for e in self._orchestrator.running_executions(self._machine) if e.name.startswith(head)]
 
     def _hold(self, job_id: str, arn: str, reason: str) -> None:
         """Queue the job to resume, then stop its execution: the job reads WAITING, never FAILED."""

@@ -29,7 +29,14 @@ from typing import Any, Literal, Protocol
 
 from fusionfleet import layout
 from fusionfleet.adapters.notify import Notifier
-from fusionfleet.adapters.orchestrator import LISTED_STATUSES, Execution, ExecutionMissing, Orchestrator, Progress
+from fusionfleet.adapters.orchestrator import (
+    LISTED_STATUSES,
+    Execution,
+    ExecutionMissing,
+    ExecutionStatus,
+    Orchestrator,
+    Progress,
+)
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.fleet.stragglers import Backups, BackupSent
@@ -47,13 +54,14 @@ from fusionfleet.jobs.final_notice import (
 )
 from fusionfleet.jobs.loss import JobFailedMarker, job_failed
 from fusionfleet.jobs.runs import RunRecord, current_run, parse_execution_name
+from fusionfleet.jobs.states import NoticeStatus
 from fusionfleet.jobs.waiting import is_waiting
 from fusionfleet.messages import JobContext
 
 logger = logging.getLogger(__name__)
 
 # Every execution status but a success may owe its job a notice.
-WATCHED = tuple(status for status in LISTED_STATUSES if status != "SUCCEEDED")
+WATCHED = tuple(status for status in LISTED_STATUSES if status != ExecutionStatus.SUCCEEDED)
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,7 @@ def judge(observation: Observation, now: datetime, policy: WatchdogPolicy) -> Ve
     status = observation.status
     if told_by_itself(status, observation.error):
         return Verdict("none")
-    if status != "RUNNING":
+    if status != ExecutionStatus.RUNNING:
         detail = ": ".join(part for part in (observation.error, observation.cause) if part)
         return Verdict(
             "notify",
@@ -228,7 +236,7 @@ class Watchdog:
         if record is not None and record.published:
             self._settled.add(execution.arn)
             return None
-        if record is not None and record.by == STATE_MACHINE and execution.status != "FAILED":
+        if record is not None and record.by == STATE_MACHINE and execution.status != ExecutionStatus.FAILED:
             # The state machine claimed the notice just before publishing it; only an execution that
             # then failed (its publish failed) left it unsent, and that one is finished at once: an
             # ended execution publishes nothing more. One stopped from outside (ABORTED) had most
@@ -262,7 +270,7 @@ class Watchdog:
         progress = last_change = analysed_at = None
         analysing = False
         age = (now - described.started).total_seconds() if described.started else 0.0
-        if described.status == "RUNNING" and age > self._config.policy.dispatch_grace_s:
+        if described.running and age > self._config.policy.dispatch_grace_s:
             # This run's own Map Run: a retry that dispatched nothing has not progressed.
             progress = self._jobs.run_progress(execution.arn)
             if progress is None and context.content_analysis is not None:
@@ -271,11 +279,11 @@ class Watchdog:
                     analysed_at = self._storage.head(where.bucket, where.key).last_modified
                 except ObjectMissing:
                     analysing = True
-        if described.status == "RUNNING" and age > self._config.policy.stall_s:
+        if described.running and age > self._config.policy.stall_s:
             # Segments, their records and chunk checkpoints all land under the job's work prefix.
             last_change = self._storage.latest_change(self._config.work_bucket, layout.work_prefix(job_id))
         failed = None
-        if described.status == "RUNNING":
+        if described.running:
             marker = job_failed(self._storage, self._config.work_bucket, job_id)
             # Only a marker of this run: a retry's run is not doomed by its predecessor's failure.
             failed = marker if marker is not None and marker.run == parse_execution_name(execution.name)[1] else None
@@ -338,7 +346,7 @@ class Watchdog:
             # The state machine built it and could not publish it: send exactly that, and say why late.
             return {**notice, "notified_by": "watchdog", "watchdog_reason": verdict.reason}
         return {
-            "status": "failed",
+            "status": NoticeStatus.FAILED,
             "stage": "watchdog",
             "job_id": context.job_id,
             "tenant": notice_tenant(context.tenant),

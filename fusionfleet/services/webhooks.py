@@ -22,6 +22,7 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.adapters.webhook_http import Answer, WebhookSender
+from fusionfleet.jobs.states import JobState, NoticeStatus, SegmentState
 from fusionfleet.webhooks.addresses import AddressPolicy, Resolver, WebhookRefused, check_url, resolve
 from fusionfleet.webhooks.events import WebhookEvent, WebhookSubscription, payload
 from fusionfleet.webhooks.outbox import read_subscription
@@ -42,7 +43,6 @@ logger = logging.getLogger(__name__)
 
 # An event waiting for its retry that has not come back this long after its time is taken for lost.
 LOST_AFTER_S = 900.0
-FINAL_STATES = {"succeeded": "SUCCEEDED", "failed": "FAILED", "cancelled": "CANCELLED"}
 NOTICE_FIELDS = ("reason", "error", "stage", "output", "download_url", "download_url_expires_at", "cost", "timings",
                  "frames", "duration_s", "problems", "segments_done", "segments_total")  # fmt: skip
 
@@ -144,7 +144,7 @@ class WebhookDeliverer:
         """(the event's payload data, the job's state after it) or (None, why it is not sent)."""
         if event.final:
             notice = event.data
-            data = {"state": FINAL_STATES[event.kind], **{k: notice[k] for k in NOTICE_FIELDS if k in notice}}
+            data = {"state": NoticeStatus(event.kind).state, **{k: notice[k] for k in NOTICE_FIELDS if k in notice}}
             return data, state.model_copy(update={"final_event": event.event_id})
         if event.kind == "progress":
             total = int(event.data.get("segments_total", 0))
@@ -154,9 +154,9 @@ class WebhookDeliverer:
                 return None, "progress has not moved since the last progress event"
             if now - state.progress_at < self._config.progress_every_s and done < total:
                 return None, "progress was sent less than progress_every_s ago"
-            segments = {"done": done, "failed": failed, "total": total}
+            segments = {SegmentState.DONE: done, SegmentState.FAILED: failed, "total": total}
             return (
-                {"state": "RUNNING", "segments": segments, "fraction": round(done / total, 4) if total else 0.0},
+                {"state": JobState.RUNNING, "segments": segments, "fraction": round(done / total, 4) if total else 0.0},
                 state.model_copy(update={"progress": counts, "progress_at": now}),
             )
         if event.kind == "preview":
@@ -167,10 +167,10 @@ class WebhookDeliverer:
                 link = self._storage.presign_link(self._config.work_bucket, key, self._config.preview_link_s)
             except Exception as error:  # a missing frame or a signing failure: no preview this time
                 return None, f"no preview link: {error}"
-            data = {"state": "RUNNING", "preview_url": link.url, "preview_url_expires_at": link.expires_at_iso,
+            data = {"state": JobState.RUNNING, "preview_url": link.url, "preview_url_expires_at": link.expires_at_iso,
                     "segment": event.data.get("segment")}  # fmt: skip
             return data, state.model_copy(update={"preview_at": now})
-        return {"state": "RUNNING", **event.data}, state  # started
+        return {"state": JobState.RUNNING, **event.data}, state  # started
 
     def _segments(self, job_id: str) -> tuple[int, int]:
         """(done, failed) segments: an output and its record, or a record alone."""

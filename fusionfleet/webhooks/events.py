@@ -15,9 +15,14 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EventKind = Literal["started", "progress", "preview", "succeeded", "failed", "cancelled"]
+from fusionfleet.jobs.states import NoticeStatus
+
+# A job's final event is named as its final notice's status says it ended (fusionfleet.jobs.states).
+EventKind = Literal[
+    "started", "progress", "preview", NoticeStatus.SUCCEEDED, NoticeStatus.FAILED, NoticeStatus.CANCELLED
+]
 EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
-FINAL_KINDS: tuple[EventKind, ...] = ("succeeded", "failed", "cancelled")
+FINAL_KINDS: tuple[EventKind, ...] = (NoticeStatus.SUCCEEDED, NoticeStatus.FAILED, NoticeStatus.CANCELLED)
 TYPE_PREFIX = "job."  # a payload's `type`: job.started, job.progress, …
 MAX_METADATA_BYTES = 4096
 
@@ -63,7 +68,7 @@ def event_id(job_id: str, run: int, kind: EventKind, part: str = "") -> str:
 
 
 def final_kind(notice_status: str) -> EventKind | None:
-    """The final event of a notice's status (`succeeded`, `failed`, `cancelled`), or None."""
+    """The final event of a notice's status (a `NoticeStatus`), or None."""
     return next((kind for kind in FINAL_KINDS if kind == notice_status), None)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fusionfleet.adapters.links import PresignedLink
-from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
+from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, ExecutionStatus, Progress, execution_arn
 from fusionfleet.adapters.storage import ObjectInfo, PresignedPost
 from tests.simulation.scheduler import Scheduler
 from tests.support.fakes import Clock, FakeStorage
@@ -213,6 +213,9 @@ class SimStepFunctions:
             if then == status:
                 listed.append(self._shown(found, then))
         return listed
+
+    def running_executions(self, state_machine_arn: str) -> list[Execution]:
+        return self.list_executions(state_machine_arn, ExecutionStatus.RUNNING)
 
     def progress(self, execution_arn: str) -> Progress | None:
         self._scheduler.checkpoint("sfn.map_run")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fusionfleet.adapters.links import PresignedLink, link_expiry
-from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, Progress, execution_arn
+from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, ExecutionStatus, Progress, execution_arn
 from fusionfleet.adapters.queues import QueueDepth, QueueMessage, ReceiptExpired
 from fusionfleet.adapters.storage import ObjectInfo, PresignedPost
 from fusionfleet.errors import ObjectMissing, TokenGone
@@ -314,6 +314,9 @@ class FakeOrchestrator:
 
     def list_executions(self, state_machine_arn: str, status: str) -> list[Execution]:
         return [e for e in self.states.values() if e.status == status]
+
+    def running_executions(self, state_machine_arn: str) -> list[Execution]:
+        return self.list_executions(state_machine_arn, ExecutionStatus.RUNNING)
 
     def stop(self, execution_arn: str, error: str, cause: str) -> None:
         self.stopped.append((execution_arn, error))
