@@ -1,4 +1,4 @@
-"""The worker loop, in rq's shape: check for stop → take → execute (kept alive) → report → delete.
+"""The worker loop, in rq's shape: check for stop → take → run (kept alive) → decide → settle.
 
 A message is deleted only after Step Functions took the result (or the token is gone for good), so
 a worker that dies at any point loses nothing: the message reappears and another worker takes it.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,13 +20,30 @@ from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage, WorkQueue
 from fusionfleet.errors import TokenGone
 from gpu_worker.attempt import Attempt
-from gpu_worker.delivery.keeper import Keeper, KeepPolicy, Loss, LossKind
+from gpu_worker.delivery.keeper import Keeper, KeepPolicy
 from gpu_worker.delivery.lookahead import Lookahead, LookaheadPolicy, TakenEarly
-from gpu_worker.delivery.queue_actions import QueueActions, safely
-from gpu_worker.delivery.retry import ProgressPolicy, RetryPolicy, describe, retryable
+from gpu_worker.delivery.lookahead import give_back as give_back_now
+from gpu_worker.delivery.outcomes import (
+    Delivery,
+    Finished,
+    GiveBack,
+    Lost,
+    Malformed,
+    Progress,
+    Raised,
+    Rules,
+    Taken,
+    Unstarted,
+    decide,
+    ended_well,
+    progress_matters,
+)
+from gpu_worker.delivery.queue_actions import QueueActions
+from gpu_worker.delivery.retry import ProgressPolicy, RetryPolicy
+from gpu_worker.delivery.settle import Settler
 from gpu_worker.delivery.tasks import Output, TaskHandler, TaskT
 from gpu_worker.delivery.token_actions import TokenActions
-from gpu_worker.errors import Blocked, Cancelled, GivenBack
+from gpu_worker.errors import GivenBack as GivenBackError
 from gpu_worker.lifecycle.presence import Presence
 from gpu_worker.lifecycle.protection import NoProtection, TaskProtection
 from gpu_worker.lifecycle.retirement import NeverRetire, Retirement
@@ -80,17 +96,23 @@ class Worker(Generic[TaskT]):
         self._retirement = retirement or NeverRetire()
         # The next task, taken while this one renders when the backlog is deep (delivery.lookahead).
         self.lookahead = Lookahead(lookahead or LookaheadPolicy(), queue, self._queue_urls, self)
-        self._queue_actions = QueueActions(
-            queue, self._queue_urls, handler, progress or ProgressPolicy(), stop, idle_wait_s
-        )
+        self._rules = Rules(retry, progress or ProgressPolicy())
+        self._queue_actions = QueueActions(queue, self._queue_urls)
         self._tokens = TokenActions(orchestrator, handler, take_recheck_s, token_grace_s)
+        self._settler = Settler(self._queue_actions, self._tokens, orchestrator, handler, stop.requested, idle_wait_s)
         self._finisher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="finish")
         self._finishing: Future[None] | None = None
-        self._counts = threading.Lock()
         self._may_look_ahead = False
-        self.completed = 0
-        self.failed = 0
         self.cold_stopped = False
+
+    @property
+    def completed(self) -> int:
+        return self._settler.completed
+
+    @property
+    def failed(self) -> int:
+        """Tasks this worker gave up on (their token failed, or a backup copy's message dropped)."""
+        return self._settler.failed
 
     def run(self, max_tasks: int | None = None) -> int:
         """Work until stopped (or `max_tasks` done); returns the number of tasks handled."""
@@ -114,7 +136,7 @@ class Worker(Generic[TaskT]):
                     break
                 if taken is not None and self._outranked(taken.message):
                     # Priorities overtake: a higher queue filled while this one waited its turn.
-                    self._queue_actions.give_back_taken_early(taken)
+                    self._give_back_unstarted(taken)
                     taken = None
                 if taken is None:
                     if self._lacks_capacity():
@@ -141,7 +163,7 @@ class Worker(Generic[TaskT]):
             self.cold_stopped = True
         finally:
             # A task taken early and not started goes back to the queue at once, not at its timeout.
-            self._queue_actions.give_back_taken_early(taken or self.lookahead.collect())
+            self._give_back_unstarted(taken or self.lookahead.collect())
             self._finisher.shutdown(wait=True)
             self._protection.unprotect()
             self._handler.close()
@@ -200,23 +222,29 @@ class Worker(Generic[TaskT]):
         return None
 
     def execute(self, message: QueueMessage, waited: TakenEarly | None = None) -> None:
+        """One message from take to its end: its checks, its run, then decide how it ends and settle that."""
         if waited is not None:
             waited.stop_keeping()
         try:
             task = self._handler.parse(message.body)
         except ValidationError as error:
-            self._drop_malformed(message, error)
+            self._settler.settle(message, None, f"message {message.message_id}", decide(None, None, Malformed(error)))
             return
         what = self._handler.describe(task)
         attempt = Attempt.of(message, prior=task.prior_attempts)
+        delivery = self._delivery(message, attempt)
         if waited is not None and waited.keeper is not None and waited.keeper.lost.is_set():
             # Cancelled, superseded, held or gone while it waited for its turn.
-            self._after_loss(message, task, what, waited.keeper.loss, attempt)
+            self._settler.settle(message, task, what, decide(task, delivery, Lost(waited.keeper.loss), self._rules))
             return
-        if waited is None and self._dropped_at_take(message, task, what, attempt):
-            return  # (a task taken early was looked at when taken, and kept an eye on since)
-        if self._queue_actions.resent_for_progress(message, task, what, attempt):
+        # A task taken early was looked at when taken, and kept an eye on since: only its progress is read now.
+        taken = self._take_checks(task, what, attempt, delivery, look=waited is None, progress=True)
+        outcome = decide(task, delivery, taken, self._rules)
+        if outcome is not None and self._settler.settle(message, task, what, outcome):
             return
+        self._run(message, task, what, attempt, delivery)
+
+    def _run(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, delivery: Delivery) -> None:
         logger.info("%s: attempt %s", what, attempt.number)
         self._protection.protect()
         self._begin(task)
@@ -228,35 +256,49 @@ class Worker(Generic[TaskT]):
             finish = self._handler.start(task, keeper.lost, attempt)
         except BaseException as error:
             keeper.stop()
-            self._after_error(message, task, what, attempt, keeper, error)
+            self._raised(message, task, what, delivery, keeper, error)
             return
         if self.lookahead.enabled:
             # The engine is free: the segment's join, check, upload, callback and delete go on in the
             # background while the next one renders. One at a time, so finishing never falls behind.
             self._await_finishing()
-            self._finishing = self._finisher.submit(self._complete, message, task, what, attempt, keeper, finish)
+            self._finishing = self._finisher.submit(self._complete, message, task, what, delivery, keeper, finish)
         else:
-            self._complete(message, task, what, attempt, keeper, finish)
+            self._complete(message, task, what, delivery, keeper, finish)
 
     def _complete(
         self,
         message: QueueMessage,
         task: TaskT,
         what: str,
-        attempt: Attempt,
+        delivery: Delivery,
         keeper: Keeper,
         finish: Callable[[], Output],
     ) -> None:
-        """Finish a task whose engine part is done, still holding its message; then report it."""
+        """Finish a task whose engine part is done, still holding its message; then settle it."""
         try:
             output = finish()
         except BaseException as error:
             keeper.stop()
-            self._after_error(message, task, what, attempt, keeper, error)
+            self._raised(message, task, what, delivery, keeper, error)
             return
         keeper.stop()
-        self._succeed(message, task.task_token, what, output)
+        self._settler.settle(message, task, what, decide(task, delivery, Finished(output), self._rules))
         self._end(task, True)
+
+    def _raised(
+        self, message: QueueMessage, task: TaskT, what: str, delivery: Delivery, keeper: Keeper, error: BaseException
+    ) -> None:
+        """A task that raised instead of producing its result: decided and settled; a cold stop goes on up."""
+        if not isinstance(error, Exception | ColdStop):
+            raise error
+        # A warm stop on the task's last delivery may renew it (outcomes._renewed): its progress is read.
+        progress = self._progress(task, what, delivery) if isinstance(error, ColdStop | GivenBackError) else None
+        outcome = decide(task, delivery, Raised(error, keeper.lost.is_set(), keeper.loss, progress), self._rules)
+        self._end(task, ended_well(outcome))
+        self._settler.settle(message, task, what, outcome)
+        if isinstance(error, ColdStop):
+            raise error
 
     def _await_finishing(self) -> None:
         if self._finishing is not None:
@@ -267,47 +309,18 @@ class Worker(Generic[TaskT]):
     def _finishing_now(self) -> bool:
         return self._finishing is not None and not self._finishing.done()
 
-    def _after_error(
-        self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, keeper: Keeper, error: BaseException
-    ) -> None:
-        """A task that raised instead of producing its result: given back, resent, retried or failed."""
-        if isinstance(error, ColdStop | GivenBack):
-            # A warm stop (SIGTERM: the engine checkpoints and gives it back; a second one: a cold stop).
-            # On its last delivery a give-back would dead-letter a segment that just checkpointed: it goes
-            # back as a new message instead when it saved chunks since it was sent.
-            self._end(task, None)
-            if isinstance(error, GivenBack):
-                logger.info("%s", error)
-            if not self._queue_actions.resent_for_progress(message, task, what, attempt, ending=True):
-                self._queue_actions.give_back(message, what)
-            if isinstance(error, ColdStop):
-                raise error
-            return
-        if isinstance(error, Cancelled):
-            self._end(task, None)
-            self._after_loss(message, task, what, keeper.loss, attempt)
-        elif isinstance(error, Blocked):
-            self._end(task, None)
-            logger.warning("%s", error)
-            self._queue_actions.resend(message, task, attempt, what)
-        elif isinstance(error, Exception):
-            if keeper.lost.is_set():
-                self._end(task, None)
-                self._after_loss(message, task, what, keeper.loss, attempt)
-                return
-            self._end(task, False)
-            self._fail(message, task, what, error, attempt.number)
-        else:
-            raise error
-
     def still_wanted(self, message: QueueMessage) -> bool:
-        """The checks of a task just taken, made for one taken early as it is taken: False when dropped."""
+        """The checks of a task just taken, made for one taken early as it is taken: False when it ended."""
         try:
             task = self._handler.parse(message.body)
         except ValidationError:
             return True  # discarded, with its token failed, when its turn comes
+        what = self._handler.describe(task)
         attempt = Attempt.of(message, prior=task.prior_attempts)
-        return not self._dropped_at_take(message, task, self._handler.describe(task), attempt)
+        delivery = self._delivery(message, attempt)
+        taken = self._take_checks(task, what, attempt, delivery, look=True, progress=False)
+        outcome = decide(task, delivery, taken, self._rules)
+        return outcome is None or not self._settler.settle(message, task, what, outcome)
 
     def taken_early(self, message: QueueMessage) -> None:
         """A task taken early starts next: its handler prepares for it (a render starts its decoder)."""
@@ -326,6 +339,26 @@ class Worker(Generic[TaskT]):
             return None  # malformed: discarded when its turn comes
         return self._keeper(message, task)
 
+    def _give_back_unstarted(self, taken: TakenEarly | None) -> None:
+        """A task taken early and never started goes back for another worker at once (or, on its last
+        receive, as a new message: outcomes.decide)."""
+        if taken is None:
+            return
+        message = taken.message
+        try:
+            task = self._handler.parse(message.body)
+            limit = self._queue_actions.receive_limit(message.queue_url)
+        except Exception:
+            give_back_now(self._queue, taken)  # malformed or the limit unknown: it meets its fate on its turn
+            return
+        delivery = Delivery(Attempt.of(message, prior=task.prior_attempts).number, message.receive_count, limit)
+        outcome = decide(task, delivery, Unstarted(), self._rules)
+        if isinstance(outcome, GiveBack):
+            give_back_now(self._queue, taken)
+            return
+        taken.stop_keeping()
+        self._settler.settle(message, task, self._handler.describe(task), outcome)
+
     def _keeper(self, message: QueueMessage, task: TaskT, on_keep: Callable[[], None] | None = None) -> Keeper:
         """A keeper (not started) of the message, its token and its job's cancel marker and winner."""
         return Keeper(
@@ -334,41 +367,56 @@ class Worker(Generic[TaskT]):
             superseded=lambda: self._handler.superseded(task), alive=lambda: self._handler.alive(task),
         )  # fmt: skip
 
-    def _dropped_at_take(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt) -> bool:
-        """A task of a cancelled job, or whose token is gone (its execution stopped), is dropped unrendered.
+    def _delivery(self, message: QueueMessage, attempt: Attempt) -> Delivery:
+        try:
+            limit = self._queue_actions.receive_limit(message.queue_url)
+        except Exception:
+            logger.warning("the redrive limit of %s could not be read", message.queue_url, exc_info=True)
+            limit = None  # then no delivery counts as the last: none is renewed, it renders under this one
+        return Delivery(attempt.number, message.receive_count, limit)
 
-        Checked when the message is taken, before any work: a cancelled job's queued segments then
-        leave the queues as fast as workers can receive them. The heartbeat comes first: on AWS a
-        stopped execution's token answers it with TaskTimedOut/InvalidToken; LocalStack keeps a stopped
-        execution RUNNING until each of its waiting tasks is woken, and a heartbeat is what wakes one.
+    def _take_checks(
+        self, task: TaskT, what: str, attempt: Attempt, delivery: Delivery, look: bool, progress: bool
+    ) -> Taken:
+        """What decide needs of a task just taken, read in order until one ends it. `look`: beat its token and
+        read its job's markers; `progress`: read its progress when it matters.
+
+        Checked when the message is taken, before any work: a cancelled job's queued segments then leave
+        the queues as fast as workers can receive them. The heartbeat comes first: on AWS a stopped
+        execution's token answers it with TaskTimedOut/InvalidToken; LocalStack keeps a stopped execution
+        RUNNING until each of its waiting tasks is woken, and a heartbeat is what wakes one.
         """
+        if look:
+            try:
+                self._tokens.first_beat(task, attempt)
+            except TokenGone as error:
+                return Taken(token_gone=error.reason)
+            except Exception:
+                # A transient API error: the keeper beats again soon, and a gone token is found then.
+                logger.warning("%s: the first heartbeat failed", what, exc_info=True)
+            try:
+                if self._handler.cancelled(task):
+                    return Taken(job_stopped=True)
+            except Exception:
+                logger.warning("%s: the cancel marker could not be read", what, exc_info=True)
+            try:
+                held = self._handler.held(task)
+            except Exception:
+                logger.warning("%s: its tenant's budget could not be read", what, exc_info=True)
+                held = None
+            if held:
+                return Taken(held=held)
+        return Taken(progress=self._progress(task, what, delivery) if progress else None)
+
+    def _progress(self, task: TaskT, what: str, delivery: Delivery) -> Progress | None:
+        """The task's progress, read only on its last delivery (outcomes.progress_matters); None if unread."""
+        if not progress_matters(task, delivery):
+            return None
         try:
-            self._tokens.first_beat(task, attempt)
-        except TokenGone as error:
-            logger.warning("%s: its token is gone (%s); dropping the message unrendered", what, error.reason)
-            self._queue_actions.delete(message)
-            return True
+            return Progress(self._handler.saved_frames(task), self._handler.failed_attempts(task, delivery.earlier))
         except Exception:
-            # A transient API error: the keeper beats again soon, and a gone token is found then.
-            logger.warning("%s: the first heartbeat failed", what, exc_info=True)
-        try:
-            cancelled = self._handler.cancelled(task)
-        except Exception:
-            logger.warning("%s: the cancel marker could not be read", what, exc_info=True)
-            cancelled = False
-        if cancelled:
-            logger.warning("%s: its job was cancelled or has failed; dropping the message unrendered", what)
-            self._drop(message, task, what)
-            return True
-        try:
-            held = self._handler.held(task)
-        except Exception:
-            logger.warning("%s: its tenant's budget could not be read", what, exc_info=True)
-            held = None
-        if held:
-            self._queue_actions.resend_held(message, task, attempt, what, held)
-            return True
-        return False
+            logger.warning("%s: could not renew its delivery; rendering it under this one", what, exc_info=True)
+            return None
 
     def _begin(self, task: TaskT) -> None:
         if self._presence is not None:
@@ -382,75 +430,3 @@ class Worker(Generic[TaskT]):
             self._presence.idle(task.in_hand)
         else:
             self._presence.end(succeeded, task.in_hand)
-
-    def _succeed(self, message: QueueMessage, token: str, what: str, output: Output) -> None:
-        try:
-            self._orchestrator.task_success(token, output.model_dump(mode="json"))
-            with self._counts:
-                self.completed += 1
-            logger.info("%s: done", what)
-        except TokenGone as error:
-            # Final: the job already moved on (or timed out); the result is not wanted any more.
-            logger.warning("%s: finished but its token is gone (%s); dropping the message", what, error.reason)
-        self._queue_actions.delete(message)
-
-    def _fail(self, message: QueueMessage, task: TaskT, what: str, error: Exception, attempt: int) -> None:
-        name, reason = describe(error)
-        # Deliveries forgiven for their progress (see _resent_for_progress) do not count towards the retry limit.
-        last = not retryable(error) or self._retry.is_last(attempt - task.forgiven_attempts)
-        logger.error("%s: attempt %s failed (%s: %s)%s", what, attempt, name, reason, "; giving up" if last else "")
-        if not isinstance(error, ValidationError | TokenGone):
-            safely(lambda: self._handler.record_failure(task, name, reason, attempt), what)
-        if not last:
-            safely(lambda: self._queue.change_visibility(message, self._retry.delay_s(attempt)), what)
-            return
-        with self._counts:
-            self.failed += 1
-        if task.copy_number:
-            # A straggler's backup copy never fails the segment: the original still holds the token.
-            logger.warning("%s: backup copy %s gave up; the original carries on", what, task.copy_number)
-            self._queue_actions.delete(message)
-            return
-        cause = self._handler.failure_cause(task, name, reason, attempt)
-        # First, so the job's other segments stop now rather than after its notice (fusionfleet.jobs.loss).
-        safely(lambda: self._handler.job_lost(task, name, cause, attempt), what)
-        try:
-            self._orchestrator.task_failure(task.task_token, name, cause)
-        except TokenGone as gone:
-            logger.warning("%s: token already gone (%s)", what, gone.reason)
-        # Attempts that reached this message itself; a blocklisted worker's resend made a new message
-        # carrying the earlier ones, and SQS counts only its own receives towards the redrive.
-        received = attempt - task.prior_attempts
-        if retryable(error) and self._retry.is_last(received):
-            # Exhausted: make it visible so SQS moves it to the DLQ, where it can be inspected.
-            safely(lambda: self._queue.change_visibility(message, 0), what)
-        else:
-            # Given back it would be delivered again, rendered again and fail again, over the
-            # recorded reason of the job's failure: nobody wants it now that its token has failed.
-            self._queue_actions.delete(message)
-
-    def _after_loss(self, message: QueueMessage, task: TaskT, what: str, loss: Loss | None, attempt: Attempt) -> None:
-        detail = loss.detail if loss is not None else "no reason recorded"
-        if loss is not None and loss.kind is LossKind.HELD:
-            self._queue_actions.resend_held(message, task, attempt, what, f"stopped: {detail}")
-            return
-        if loss is not None and loss.kind is LossKind.TOKEN_GONE:
-            logger.warning("%s: abandoned, its token is gone (%s)", what, detail)
-            self._queue_actions.delete(message)
-        elif loss is not None and loss.kind is LossKind.SUPERSEDED:
-            logger.warning("%s: stopped, %s", what, detail)
-            self._queue_actions.delete(message)
-        elif loss is not None and loss.kind is LossKind.JOB_CANCELLED:
-            logger.warning("%s: stopped, its job was cancelled or has failed (%s)", what, detail)
-            self._drop(message, task, what)
-        else:
-            logger.warning("%s: abandoned, the message was redelivered elsewhere (%s)", what, detail)
-
-    def _drop(self, message: QueueMessage, task: TaskT, what: str) -> None:
-        """Drop a task of a cancelled or lost job unrendered: its token answered, its message deleted."""
-        self._tokens.answer_stopped_job(task, what)
-        self._queue_actions.delete(message)
-
-    def _drop_malformed(self, message: QueueMessage, error: ValidationError) -> None:
-        self._tokens.fail_malformed(message, error)
-        self._queue_actions.delete(message)

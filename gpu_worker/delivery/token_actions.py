@@ -12,8 +12,6 @@ import logging
 import time
 from typing import Generic
 
-from pydantic import ValidationError
-
 from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage
 from fusionfleet.errors import TokenGone
@@ -108,17 +106,13 @@ class TokenActions(Generic[TaskT]):
             with contextlib.suppress(Exception):
                 self._orchestrator.heartbeat(token)
 
-    def fail_malformed(self, message: QueueMessage, error: ValidationError) -> None:
-        """A message that is not a task: its token, if it names one, failed with the reason."""
-        logger.error(
-            "message %s is not a task (%s errors); failing its token if it has one",
-            message.message_id,
-            error.error_count(),
-        )
+    def fail_malformed(self, message: QueueMessage, detail: str, cause: str) -> None:
+        """A message that is not a task: its token, if it names one, failed with `cause`."""
+        logger.error("message %s is not a task (%s); failing its token if it has one", message.message_id, detail)
         token = _token_of(message.body)
         if token:
             with contextlib.suppress(TokenGone):
-                self._orchestrator.task_failure(token, "MalformedTask", f"the task message is invalid: {error}")
+                self._orchestrator.task_failure(token, "MalformedTask", cause)
 
 
 def _token_of(body: str) -> str | None:
