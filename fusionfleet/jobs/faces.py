@@ -9,9 +9,10 @@ every segment reads the same references), so A's face lands on the same person i
 
 The `classic` engine matches every reference in one pass: each face goes to the person whose
 reference it is nearest (gpu_worker/engines/classic/selector.py `assign_people`). FaceFusion 3.8.1
-swaps one source face per run and picks the faces by one reference: two people are two chained runs,
-the second's reference taken from the original target. The `facefusion` engine does not chain runs
-yet, so a job with `faces` for it is refused at submit rather than rendered as if `faces` were absent.
+swaps one source face per run and picks the faces by one reference: two people are two chained runs.
+The `facefusion` engine runs them so, as chained passes inside one render of each segment, one per
+mapping in order, each pass's reference face read from the ORIGINAL target (or the mapping's image) and
+its frames the pass before's outputs (gpu_worker/engines/facefusion/chain.py, warm_chain.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_FACES = 8  # people mapped in one job
 # The engines that render `faces` (every other engine that swaps faces refuses them at submit).
-MAPPING_ENGINES = ("classic",)
+MAPPING_ENGINES = ("classic", "facefusion")
 
 
 class FaceMapping(BaseModel):
@@ -69,7 +70,6 @@ def engine_problem(engine: str) -> str | None:
     if engine in MAPPING_ENGINES:
         return None
     return (
-        f"faces: the {engine} engine cannot put several faces on several people yet (FaceFusion swaps one "
-        "source per run); submit it with engine: classic, or as one job per person chained by hand "
-        "(the second job's target the first one's output)"
+        f"faces: the {engine} engine cannot put several faces on several people; submit it with engine: "
+        f"{' or '.join(MAPPING_ENGINES)}"
     )

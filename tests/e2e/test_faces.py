@@ -97,10 +97,11 @@ def test_two_sources_go_on_two_people_in_every_frame_of_every_segment(
     assert result["wrong"] == [], result["wrong"]
 
 
-def test_the_facefusion_engine_refuses_faces_at_submit_naming_what_to_do(stack: Stack, pair_clip: Path) -> None:
+def test_an_engine_that_swaps_no_faces_refuses_faces_at_submit_naming_what_to_do(stack: Stack, pair_clip: Path) -> None:
+    # (the facefusion engine renders `faces` as one pass per person: tests/integration/engines/test_facefusion_faces.py)
     inbox = stack.subscribe()
-    job = drop_mapping(stack, "faces-facefusion", pair_clip, "facefusion")
+    job = drop_mapping(stack, "faces-copy", pair_clip, "copy")
     notice = notice_for(stack, inbox, job, wait_s=180)
     assert notice["status"] == "failed", notice
     reason = json.dumps(notice)
-    assert "several faces on several people" in reason and "engine: classic" in reason, notice
+    assert "the copy engine swaps no faces; use classic" in reason, notice

@@ -125,8 +125,11 @@ def test_changed_manifest_under_the_same_key_is_a_new_job(slicer_env: Aws, clip:
             {**MANIFEST, "engine": "facefusion", "options": {"workflow_mode": "image-to-image"}},
             "options.workflow_mode: 'image-to-image' renders an image target",
         ),
-        # Never accepted and rendered as if `faces` were absent.
-        ({**MAPPED, "engine": "facefusion"}, "the facefusion engine cannot put several faces on several people"),
+        # FaceFusion's engine runs `faces` as one pass per person, each picking its person by a reference face.
+        (
+            {**MAPPED, "engine": "facefusion", "options": {"face_selector_mode": "one"}},
+            "so options.face_selector_mode must be 'reference'",
+        ),
         ({**MAPPED, "engine": "copy"}, "faces: the copy engine swaps no faces; use classic"),
     ],
 )

@@ -14,7 +14,6 @@ from types import MappingProxyType
 from fusionfleet.facefusion.options import OptionsError, to_cli_args, validate_options
 from fusionfleet.facefusion.requirements import SourceKind, processors_of, source_problems, workflow_problems
 from fusionfleet.jobs.decisions import tracker_window
-from fusionfleet.jobs.faces import engine_problem
 from gpu_worker.engines.base import EngineError, EngineJob
 
 __all__ = [
@@ -54,8 +53,6 @@ def check_options(job: EngineJob) -> dict[str, object]:
     if job.audio is not None:
         kinds.append("audio")
     problems = workflow_problems(options) + source_problems(options, kinds)
-    if job.people and (problem := engine_problem("facefusion")):
-        problems.append(problem)
     if problems:
         raise EngineError("FaceFusion cannot render this job: " + "; ".join(problems))
     return options

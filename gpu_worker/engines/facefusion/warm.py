@@ -30,6 +30,7 @@ from fusionfleet.facefusion.options import OptionsError, validate_options
 from gpu_worker.engines.base import EngineError, EngineJob, EngineUnavailable, Frame, Image
 from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
+from gpu_worker.engines.facefusion.chain import ChainPass, chain_look_ahead, passes_of
 from gpu_worker.engines.facefusion.execution import HostFacts, execution_args, memory_args
 from gpu_worker.engines.facefusion.host import gather_facts
 from gpu_worker.engines.facefusion.job_options import check_options, look_ahead, option_args
@@ -149,7 +150,7 @@ class WarmFaceFusionEngine:
         check_options(job)
 
     def lead_out_frames(self, job: EngineJob) -> int:
-        return look_ahead(job.options)
+        return chain_look_ahead(look_ahead(job.options), len(job.people))
 
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         options = check_options(job)
@@ -171,17 +172,20 @@ class WarmFaceFusionEngine:
         # The same paths every segment, so a job's argv repeats and FaceFusion parses it once.
         folder = self._scratch / "inputs"
         try:
-            paths = _segment_paths(folder, len(job.sources), job.audio)
-            write_sources((*job.sources, reference), (*paths.sources, paths.target))
-            argv = segment_argv(paths, options, self._execution)
+            request: dict[str, Any] = {"fps": job.fps, "analyse": not job.content_decided, "job": job.job_id,
+                                       "audio": sound(job)}  # fmt: skip
+            chained = passes_of(job, options)
+            if chained:
+                request |= {"op": "chain", "passes": self._write_passes(folder, job, chained)}
+            else:
+                paths = _segment_paths(folder, len(job.sources), job.audio)
+                write_sources((*job.sources, reference), (*paths.sources, paths.target))
+                request |= {"op": "segment", **self._run_fields(paths, options)}
             # A segment's length is unknown until its frames are read: the deadline is per frame.
             first = deadline(settings.timeout_base_s)
             mark = process.log_size()  # this segment's part of FaceFusion's output starts here
             self._unfinished = True
-            process.send({"op": "segment", "argv": argv, "check_key": check_key(options, self._execution),
-                          "fps": job.fps, "analyse": not job.content_decided, "job": job.job_id,
-                          "output_video_scale": float(str(options.get("output_video_scale", 1.0))),
-                          "audio": sound(job)})  # fmt: skip
+            process.send(request)
             header, _ = process.receive(first, "checking the job")
             self._unfinished = header["op"] == "ready"
             if header["op"] == "refused":
@@ -203,6 +207,23 @@ class WarmFaceFusionEngine:
             raise
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+    def _run_fields(self, paths: RunPaths, options: Mapping[str, object]) -> dict[str, Any]:
+        """One FaceFusion run's part of a request: its argv, what its pre-checks depend on, its output scale."""
+        return {
+            "argv": segment_argv(paths, options, self._execution),
+            "check_key": check_key(options, self._execution),
+            "output_video_scale": float(str(options.get("output_video_scale", 1.0))),
+        }
+
+    def _write_passes(self, folder: Path, job: EngineJob, chained: tuple[ChainPass, ...]) -> list[dict[str, Any]]:
+        """Each pass's sources and reference picture written where its argv names them (a folder each)."""
+        runs = []
+        for index, each in enumerate(chained):
+            paths = _segment_paths(folder / f"pass-{index}", len(each.sources), job.audio)
+            write_sources((*each.sources, each.reference), (*paths.sources, paths.target))
+            runs.append(self._run_fields(paths, each.options))
+        return runs
 
     def _stream(
         self, process: WarmProcess, frames: Iterator[Frame], settings: EngineSettings, mark: int, in_flight: int

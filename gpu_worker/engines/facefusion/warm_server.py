@@ -72,6 +72,7 @@ def sibling(name: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(__file__), f"{name}.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # where a dataclass in it looks its module up
     spec.loader.exec_module(module)
     return module
 
@@ -427,6 +428,14 @@ def voice(
     send({"op": "voiced", "shape": list(spectrogram.shape), "seconds": round(time.perf_counter() - started, 4)})
 
 
+def chain(
+    engine: FaceFusion, header: dict[str, Any], receive: Callable[[], tuple[dict[str, Any], bytes]], send: Any
+) -> None:
+    """One segment through chained passes (`warm_chain.py`): a remix chain, or one pass per person."""
+    chained = sys.modules.get("warm_chain") or sibling("warm_chain")
+    send({"op": "done", **chained.render_chain(engine, header, receive, send, temp_frame, frame_from)})
+
+
 def drain(receive: Callable[[], tuple[dict[str, Any], bytes]]) -> None:
     """Skip the rest of a segment the client is still sending."""
     while receive()[0]["op"] != "end":
@@ -453,7 +462,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             send(header, payload)
 
         try:
-            step = {"analyse": analyse, "voice": voice}.get(message["op"], render)
+            step = {"analyse": analyse, "voice": voice, "chain": chain}.get(message["op"], render)
             step(engine, message, receive, send_tracking)
         except Refused as refusal:
             send({"op": "refused", "reason": str(refusal), "job_inputs": refusal.job_inputs})

@@ -59,7 +59,8 @@ def test_a_person_without_a_reference_face_matches_nobody() -> None:
     assert assign_people([_face(1, A)], [], THRESHOLD) == {}
 
 
-def test_only_the_classic_engine_renders_faces_and_the_others_are_told_what_to_do() -> None:
-    assert MAPPING_ENGINES == ("classic",) and engine_problem("classic") is None
-    problem = engine_problem("facefusion")
-    assert problem is not None and "engine: classic" in problem and "facefusion" in problem
+def test_classic_and_facefusion_render_faces_and_the_others_are_told_which_do() -> None:
+    assert MAPPING_ENGINES == ("classic", "facefusion")
+    assert engine_problem("classic") is None and engine_problem("facefusion") is None
+    problem = engine_problem("copy")
+    assert problem is not None and "engine: classic or facefusion" in problem and "copy" in problem

@@ -1,0 +1,50 @@
+"""Chained passes on FaceFusion's engine (issue 44): `faces` as one FaceFusion run per person, in order, each
+with the person's sources and reference face, and how far a chain's last pass looks ahead. Pure."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpu_worker.engines.base import EngineJob, Person
+from gpu_worker.engines.facefusion.chain import chain_look_ahead, passes_of
+from gpu_worker.engines.facefusion.warm_chain import ready_until
+
+
+def _picture(level: int) -> np.ndarray:
+    return np.full((4, 4, 3), level, np.uint8)
+
+
+def test_each_person_is_a_pass_of_their_own_in_order_with_their_sources_and_reference() -> None:
+    # GIVEN a job with two mappings: a's two sources on the face at position 1 of a frame, b's on position 0
+    frame, image = _picture(1), _picture(2)
+    a, a2, b = _picture(3), _picture(4), _picture(5)
+    options = {"face_selector_mode": "reference", "face_swapper_model": "inswapper_128"}
+    people = (Person((a, a2), frame, position=1, reference_is_frame=True), Person((b,), image))
+    job = EngineJob("j", (a, a2, b), options=options, people=people)
+    # WHEN it is cut into passes
+    first, second = passes_of(job, options)
+    # THEN each pass is one person's: their sources (FaceFusion averages several), their reference picture
+    assert first.sources == (a, a2) and first.reference is frame
+    assert second.sources == (b,) and second.reference is image
+    # AND the job's options with the person's own position in their reference
+    assert dict(first.options) == {**options, "reference_face_position": 1}
+    assert dict(second.options) == {**options, "reference_face_position": 0}
+
+
+def test_a_job_without_faces_is_one_ordinary_run() -> None:
+    assert passes_of(EngineJob("j", (_picture(1),)), {}) == ()
+
+
+def test_the_last_pass_looks_ahead_one_tracker_window_per_pass() -> None:
+    assert chain_look_ahead(2, 3) == 6
+    assert chain_look_ahead(2, 0) == 2  # an ordinary run: one window
+    assert chain_look_ahead(0, 3) == 0  # the tracker off: no frame after counts
+
+
+def test_a_pass_takes_a_frame_once_its_neighbours_after_it_are_known() -> None:
+    # the tracker 2 frames each way: of 10 frames known, the first 8 have both neighbours after them
+    assert ready_until(2, 10, ended=False) == 8
+    assert ready_until(2, 1, ended=False) == 0
+    # the segment's last frames have no more to wait for
+    assert ready_until(2, 10, ended=True) == 10
+    assert ready_until(0, 10, ended=False) == 10
