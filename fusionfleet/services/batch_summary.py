@@ -19,7 +19,7 @@ from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.batch_views import BatchDetail
 from fusionfleet.jobs.batches import BatchRecord
 from fusionfleet.jobs.final_notice import FinalNotices, NoticeChannel
-from fusionfleet.jobs.states import JobState
+from fusionfleet.jobs.states import JobState, NoticeStatus, notice_status
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +39,11 @@ def finish_batch(
     notices = FinalNotices(storage, bucket, channels)
     if not notices.claim(batch_id, by, now, notice["status"], notice.get("error", ""), notice.get("reason", "")):
         held = notices.record(batch_id)
-        if held is None or held.published or held.age_s(now) < STALE_CLAIM_S:
-            return ""  # sent, or being sent by the party that claimed it
+        if held is not None and held.published:
+            storage.delete_prefix(bucket, batch_layout.open_batch_key(batch_id))  # sent: no more ticks
+            return ""
+        if held is None or held.age_s(now) < STALE_CLAIM_S:
+            return ""  # being sent by the party that claimed it
     notices.deliver(batch_id, notice, by, now)
     storage.delete_prefix(bucket, batch_layout.open_batch_key(batch_id))
     logger.info("batch %s ended %s: summary sent by the %s", batch_id, notice["status"], by)
@@ -50,7 +53,7 @@ def finish_batch(
 def summary_notice(detail: BatchDetail, record: BatchRecord) -> dict[str, Any]:
     """The batch's one notice: its state and every item's result (the unsuccessful ones alone, past SNS's size)."""
     batch = detail.batch
-    status = {JobState.SUCCEEDED: "succeeded", JobState.CANCELLED: "cancelled"}.get(batch.state, "failed")
+    status = notice_status(batch.state)
     results = [
         {
             "index": item.index,
@@ -70,11 +73,15 @@ def summary_notice(detail: BatchDetail, record: BatchRecord) -> dict[str, Any]:
         "tenant": notice_tenant(record.tenant),
         "manifest": record.manifest.model_dump(),
         "output_prefix": batch.output,
-        "items": {"total": batch.items.total, "succeeded": batch.items.done, "unsuccessful": batch.items.failed},
+        "items": {
+            "total": batch.items.total,
+            NoticeStatus.SUCCEEDED: batch.items.done,
+            "unsuccessful": batch.items.failed,
+        },
         "results": results,
     }
-    if status != "succeeded":
-        notice["error"] = "BatchCancelled" if status == "cancelled" else "BatchItemsFailed"
+    if status is not NoticeStatus.SUCCEEDED:
+        notice["error"] = "BatchCancelled" if status is NoticeStatus.CANCELLED else "BatchItemsFailed"
         notice["reason"] = batch.reason
     if len(json.dumps(notice)) > MAX_NOTICE_BYTES:
         notice["results"] = [result for result in results if result["state"] != JobState.SUCCEEDED.value]

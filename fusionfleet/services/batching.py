@@ -11,7 +11,8 @@ and keeps its place in the window meanwhile. The slicer advances a batch when it
 machine's `TellBatch` message), and on the watchdog's tick (a message lost, an item ended by a cancel or
 by the watchdog). An item that ended unsuccessfully on an earlier run and is claimed again (a batch's
 retry clears its claim) starts its next run instead (fusionfleet.services.operations). A claim left by a
-slicer that died before starting its item is taken over after `STALE_CLAIM_S`.
+slicer that died before starting its item is taken over after `STALE_CLAIM_S`; one that died after recording
+the item's job but before queueing or starting it is resumed then, as a duplicate event resumes a job.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from fusionfleet.adapters.storage import Storage, put_json
 from fusionfleet.errors import JobRejected, ObjectMissing, OperationRefused
 from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.batches import BatchRecord, BatchTarget, Room, expand_targets, output_stems, room
-from fusionfleet.jobs.final_notice import SLICER, NoticeChannel
+from fusionfleet.jobs.final_notice import SLICER, FinalNotices, NoticeChannel
 from fusionfleet.jobs.ids import ITEM_SEPARATOR, item_id
 from fusionfleet.jobs.manifest import MAX_TARGETS, Manifest, invalid_manifest
 from fusionfleet.jobs.reader import JobReader
@@ -49,6 +50,8 @@ SETTLE_S = 10.0  # how long an advance waits for the item that told it it ended 
 ItemStarter = Callable[[BatchRecord, BatchTarget], Literal["started", "rejected"]]
 # Retries an item that ended unsuccessfully (its next run): what `fusionfleet retry <item>` does.
 ItemRetrier = Callable[[str], None]
+# Resumes an item recorded by a slicer that died before queueing or starting it (True: started or queued now).
+ItemResumer = Callable[[BatchRecord, str], bool]
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class Batches:
     channels: tuple[NoticeChannel, ...]
     start_item: ItemStarter
     retry_item: ItemRetrier
+    resume_item: ItemResumer
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     @property
@@ -90,6 +94,11 @@ class Batches:
         """The batch's record, written once (a duplicate event finds it and changes nothing)."""
         existing = self.reader.reader.batch_record(batch_id)
         if existing is not None:
+            # A slicer that died between the record and the open-batch index left the batch unlisted: its
+            # redelivered event lists it again, or no tick would ever move it on (until its summary is sent).
+            held = FinalNotices(self.storage, self.work_bucket, self.channels).record(batch_id)
+            if held is None or not held.published:
+                self.reopen(batch_id)
             return existing
         keys = self._targets(manifest, manifest_ref.bucket)
         prefix = manifest.output or layout.default_output_prefix(manifest_ref.key)
@@ -230,26 +239,34 @@ class Batches:
             raise
 
     def _take_over_stale(self, record: BatchRecord, claimed: set[int]) -> set[int]:
-        """Claims with neither a job record nor a rejection behind them, older than STALE_CLAIM_S: dropped."""
+        """Claims older than STALE_CLAIM_S left by a slicer that died: with neither a job record nor a rejection
+        behind them, dropped (claimed again now); with a job record whose execution never started (nor queued),
+        the item resumed."""
         records = self.reader.reader.records
         dropped = set()
         for index in sorted(claimed):
             job_id = record.item_id(index)
-            if (
-                records.json(layout.job_key(job_id)) is not None
-                or records.json(layout.rejection_key(job_id)) is not None
-            ):
+            if records.json(layout.rejection_key(job_id)) is not None:
+                continue
+            recorded = records.json(layout.job_key(job_id)) is not None
+            if recorded and records.facts(job_id, known=False).execution is not None:
                 continue
             held = records.json(batch_layout.batch_item_claim_key(record.batch_id, index)) or {}
             try:
                 age = (self.now() - datetime.fromisoformat(str(held.get("claimed_at")))).total_seconds()
             except (TypeError, ValueError):
                 age = float("inf")
-            if age > STALE_CLAIM_S:
-                logger.warning("batch %s: item %s was claimed %.0f s ago and never started: claiming it again",
-                               record.batch_id, index, age)  # fmt: skip
-                self.storage.delete_prefix(self.work_bucket, batch_layout.batch_item_claim_key(record.batch_id, index))
-                dropped.add(index)
+            if age <= STALE_CLAIM_S:
+                continue
+            if recorded:
+                if self.resume_item(record, job_id):
+                    logger.warning("batch %s: item %s was recorded %.0f s ago and never started: resumed",
+                                   record.batch_id, index, age)  # fmt: skip
+                continue
+            logger.warning("batch %s: item %s was claimed %.0f s ago and never started: claiming it again",
+                           record.batch_id, index, age)  # fmt: skip
+            self.storage.delete_prefix(self.work_bucket, batch_layout.batch_item_claim_key(record.batch_id, index))
+            dropped.add(index)
         return dropped
 
     # ------------------------------------------------------------------ the end

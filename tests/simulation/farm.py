@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,8 +69,6 @@ class SimPreparer:
 @dataclass(frozen=True)
 class SimSlicer(Slicer):
     """The real slicer with the media step stood in and its admitter on the virtual clock."""
-
-    clock: Callable[[], float] = time.time
 
     @property
     def preparer(self) -> JobPreparer:

@@ -26,8 +26,11 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.errors import JobNotFound
+from fusionfleet.jobs.batches import open_batches
 from fusionfleet.jobs.ids import TENANT_SEPARATOR, batch_of_item, item_id
 from fusionfleet.jobs.runs import parse_execution_name
+from fusionfleet.jobs.states import JobState
+from fusionfleet.services.batch_summary import STALE_CLAIM_S
 from fusionfleet.tenant_layout import admission_prefix
 from tests.simulation.farm import MACHINE, TENANT, Farm, Submitted
 from tests.simulation.scheduler import Actor
@@ -360,7 +363,57 @@ class Admission(FarmMachine):
         STATS.invariant_checks += 1
         running = self.farm.orchestrator.running(f"{TENANT}{TENANT_SEPARATOR}")
         if len(running) > self.farm.config.tenants.max_running_jobs:
+            self.failed = True
             raise broken(
                 f"tenant {TENANT} runs {len(running)} jobs, over its limit of "
                 f"{self.farm.config.tenants.max_running_jobs}: {sorted(running)}"
             )
+
+    # ------------------------------------------------------------------ the end of a schedule
+    failed = False
+
+    def teardown(self) -> None:
+        try:
+            if not self.failed:  # a broken invariant is the schedule's failure: the drain must not hide it
+                self.everything_ends()
+        finally:
+            super().teardown()
+
+    def everything_ends(self) -> None:
+        """Liveness (item 3: every accepted job ends): after the schedule, with no more faults, the parties
+        the stack would run anyway (SQS redelivering a dead slicer's event, the watchdog's sweeps with their
+        batch ticks and admissions, executions ending and telling their batches) run until nothing moves; then
+        every accepted job and batch item must have ended. A job that reads PENDING or WAITING for ever is
+        lost as surely as one with no notice."""
+        farm = self.farm
+        for actor in farm.scheduler.live():
+            farm.scheduler.finish(actor)  # nobody dies now: what was in flight completes
+        for submitted in self.delivered:
+            farm.slice(submitted.key)  # SQS redelivers what a dead slicer had taken (a duplicate is harmless)
+        for _sweep in range(12):
+            farm.clock.advance(STALE_CLAIM_S + 61.0)
+            for batch_id in open_batches(farm.storage, WORK):
+                farm.slicer.advance(batch_id)
+            farm.admitter().admit(TENANT)
+            self.tenant_within_its_limit()
+            for name in farm.orchestrator.running():
+                farm.orchestrator.end(execution_arn(MACHINE, name), "SUCCEEDED")
+                job_id = parse_execution_name(name)[0]
+                item = batch_of_item(job_id)
+                if item is not None:
+                    farm.tell_batch(item[0], job_id)
+                else:
+                    farm.admitter().admit(TENANT)
+        STATS.invariant_checks += 1
+        stuck = {job_id: state for job_id, state in self._job_states().items() if not state.ended}
+        if stuck:
+            raise broken(f"accepted jobs never end after every party ran and the watchdog swept 12 times: {stuck}")
+
+    def _job_states(self) -> dict[str, JobState]:
+        jobs = []
+        for submitted in self.submitted:
+            if submitted.batch:
+                jobs += [item_id(submitted.job_id, index) for index in range(submitted.items)]
+            else:
+                jobs.append(submitted.job_id)
+        return {job_id: self.farm.job_status(job_id).state for job_id in jobs}

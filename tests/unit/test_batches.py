@@ -20,6 +20,7 @@ from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.batch_views import batch_state, item_json, item_page
 from fusionfleet.jobs.batches import BatchRecord, BatchTarget, expand_targets, output_stems, room
 from fusionfleet.jobs.final_notice import TopicChannel
+from fusionfleet.jobs.ids import item_id
 from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.runs import execution_name
 from fusionfleet.jobs.states import JobState
@@ -47,7 +48,10 @@ class Farm:
         self.started: list[str] = []
         self.retried: list[str] = []
         channels = (TopicChannel(self.notifier, TOPIC),)
-        self.batches = Batches(self.storage, self.orchestrator, WORK, MACHINE, channels, self.start, self.retry)
+        self.resumed: list[str] = []
+        self.batches = Batches(
+            self.storage, self.orchestrator, WORK, MACHINE, channels, self.start, self.retry, self.resume
+        )
         self.ops = Operations(self.storage, self.orchestrator, self.notifier, Resources())
 
     def start(self, record: BatchRecord, target: BatchTarget) -> Literal["started", "rejected"]:
@@ -63,6 +67,12 @@ class Farm:
         self.orchestrator.states[arn] = Execution(arn, "RUNNING", datetime.now(UTC), input={"job": {}})
         self.started.append(job_id)
         return "started"
+
+    def resume(self, record: BatchRecord, job_id: str) -> bool:
+        self.resumed.append(job_id)
+        arn = self.orchestrator.start(MACHINE, execution_name(job_id, 0), {"job": {}})
+        self.orchestrator.states[arn] = Execution(arn, "RUNNING", datetime.now(UTC), input={"job": {}})
+        return True
 
     def retry(self, job_id: str) -> None:
         self.retried.append(job_id)
@@ -193,6 +203,51 @@ def test_a_claim_left_by_a_slicer_that_died_is_taken_over() -> None:
     old = (datetime.now(UTC) - timedelta(minutes=10)).isoformat()
     farm.storage.put_json(WORK, batch_layout.batch_item_claim_key(batch, 0), {"claimed_at": old})
     assert farm.advance(batch).started == (0,)
+
+
+def test_a_batch_whose_slicer_died_before_listing_it_is_listed_by_its_redelivered_event() -> None:
+    # GIVEN a batch whose record was written by a slicer that died before the open-batch index (found by the
+    # simulation's liveness check: no tick ever moved such a batch on, and an item waited for ever)
+    farm = Farm()
+    batch = farm.open(["inputs/0.jpg", "inputs/1.jpg"])
+    farm.storage.delete_prefix(WORK, batch_layout.open_batch_key(batch))
+    # WHEN its event is redelivered, THEN it is listed for the ticks again
+    farm.open(["inputs/0.jpg", "inputs/1.jpg"])
+    assert farm.storage.exists(WORK, batch_layout.open_batch_key(batch))
+    # AND once its summary is sent, a late duplicate event lists it no more, and a stray tick unlists it
+    farm.advance(batch)
+    for job_id in list(farm.started):
+        farm.end(job_id)
+    farm.advance(batch)
+    assert len(farm.summaries()) == 1 and not farm.storage.exists(WORK, batch_layout.open_batch_key(batch))
+    farm.open(["inputs/0.jpg", "inputs/1.jpg"])
+    assert not farm.storage.exists(WORK, batch_layout.open_batch_key(batch))
+    farm.batches.reopen(batch)
+    farm.advance(batch)
+    assert len(farm.summaries()) == 1 and not farm.storage.exists(WORK, batch_layout.open_batch_key(batch))
+
+
+def test_an_item_recorded_by_a_slicer_that_died_before_starting_it_is_resumed() -> None:
+    # GIVEN an item whose job record was written by a slicer that died before it queued or started it
+    farm = Farm()
+    batch = farm.open(["inputs/0.jpg"])
+    job_id = item_id(batch, 0)
+    context = job_context(job_id, target=ObjectRef(bucket=MEDIA, key="inputs/0.jpg"),
+                          batch=BatchItem(batch_id=batch, index=0))  # fmt: skip
+    farm.storage.put_json(WORK, layout.job_key(job_id), context.model_dump(mode="json"))
+    fresh = datetime.now(UTC).isoformat()
+    farm.storage.put_json(WORK, batch_layout.batch_item_claim_key(batch, 0), {"claimed_at": fresh})
+    # WHEN the watchdog's tick finds it while its claim is fresh (its slicer may still be at work)
+    farm.advance(batch)
+    # THEN it is left alone; once the claim is stale, the next tick resumes it (before: PENDING for ever)
+    assert farm.resumed == []
+    old = (datetime.now(UTC) - timedelta(minutes=10)).isoformat()
+    farm.storage.put_json(WORK, batch_layout.batch_item_claim_key(batch, 0), {"claimed_at": old})
+    farm.advance(batch)
+    assert farm.resumed == [job_id] and farm.started == []
+    # AND once its execution runs, a later tick leaves it be
+    farm.advance(batch)
+    assert farm.resumed == [job_id]
 
 
 def test_a_batch_cancel_stops_its_items_quietly_and_sends_one_cancelled_summary() -> None:
