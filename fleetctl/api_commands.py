@@ -26,7 +26,7 @@ from fleetctl.exits import Exit, UsageError, of_state
 from fleetctl.job_commands import print_attempts, say
 from fleetctl.tables import duration, table
 from fusionfleet.environment.api import ApiEnvironment
-from fusionfleet.jobs.states import JobState, parse_state
+from fusionfleet.jobs.states import JobState, SegmentState, parse_state
 from fusionfleet.jobs.views import AttemptView
 from fusionfleet.progress import ProgressLine, bar
 
@@ -90,8 +90,8 @@ def _segments(job: dict[str, Any]) -> str:
     counts = job.get("segments") or {}
     if not counts.get("total"):
         return "-"
-    failed = counts.get("failed") or 0
-    return f"{counts['done']}/{counts['total']}" + (f" ({failed} failed)" if failed else "")
+    failed = counts.get(SegmentState.FAILED) or 0
+    return f"{counts[SegmentState.DONE]}/{counts['total']}" + (f" ({failed} failed)" if failed else "")
 
 
 def _age(created_at: object, now: float) -> str:
@@ -126,11 +126,14 @@ def cmd_status(args: argparse.Namespace, api: ApiClient) -> int:
         print(f"target    {target}")
     if job.get("kind") == "batch":
         items = job.get("items") or {}
-        print(f"items     {items.get('done', 0)} succeeded, {items.get('failed', 0)} unsuccessful, "
-              f"{items.get('running', 0)} running, {items.get('total', 0)} total")  # fmt: skip
+        print(f"items     {items.get(SegmentState.DONE, 0)} succeeded, "
+              f"{items.get(SegmentState.FAILED, 0)} unsuccessful, "
+              f"{items.get(SegmentState.RUNNING, 0)} running, {items.get('total', 0)} total")  # fmt: skip
     elif (job.get("segments") or {}).get("total"):
         counts = job["segments"]
-        print(f"segments  {counts['done']} done, {counts['failed']} failed, {counts['total']} total")
+        print(
+            f"segments  {counts[SegmentState.DONE]} done, {counts[SegmentState.FAILED]} failed, {counts['total']} total"
+        )
     if job.get("download_url"):
         print(f"download  {job['download_url']}")
     for frame in job.get("frames") or []:
@@ -197,12 +200,12 @@ def cmd_logs(args: argparse.Namespace, api: ApiClient) -> int:
 def describe(job: dict[str, Any]) -> str:
     if job.get("kind") == "batch":
         items = job.get("items") or {}
-        done, total = int(items.get("done", 0)), int(items.get("total", 0))
+        done, total = int(items.get(SegmentState.DONE, 0)), int(items.get("total", 0))
         return f"{job['state']} {bar(done, total)} {done}/{total} items" if total else str(job["state"])
     segments = job.get("segments") or {}
     if not segments.get("total"):
         return str(job["state"])
-    done, total = int(segments["done"]), int(segments["total"])
+    done, total = int(segments[SegmentState.DONE]), int(segments["total"])
     return f"{job['state']} {bar(done, total)} {done}/{total} segments"
 
 

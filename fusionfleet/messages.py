@@ -13,6 +13,7 @@ from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.jobs.image_output import ImageOutput
 from fusionfleet.jobs.manifest import Priority, Quality
 from fusionfleet.jobs.plan import Segment
+from fusionfleet.jobs.states import AttemptStatus, NoticeStatus, RecordStatus
 from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.info import AudioInfo, VideoInfo
 
@@ -328,7 +329,7 @@ class SegmentRecord(_Model):
 
     job_id: str
     index: int
-    status: Literal["succeeded", "failed"]
+    status: RecordStatus
     frames: int = 0
     key: str = ""
     error: str = ""
@@ -380,7 +381,7 @@ class SegmentAttempt(_Model):
     run: int = 0
     attempt: int = 1
     worker: str = ""
-    status: Literal["running", "succeeded", "failed", "released", "cancelled", "superseded"]
+    status: AttemptStatus
     started_at: float = 0.0
     finished_at: float = 0.0
     queued_s: float = 0.0
@@ -479,7 +480,7 @@ def rejection_notice(
     job_id: str, manifest: ObjectRef, reason: str, problems: tuple[str, ...], tenant: str | None = None
 ) -> dict[str, Any]:
     return {
-        "status": "failed",
+        "status": NoticeStatus.FAILED,
         "stage": "validation",
         "job_id": job_id,
         "tenant": notice_tenant(tenant),

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fusionfleet.adapters.orchestrator import StepFunctions
+
 Say = Callable[[str], None]
 PROTECTION_BATCH = 50  # SetInstanceProtection takes at most 50 instances a call
 DELETE_BATCH = 1000  # DeleteObjects takes at most 1000 keys (or versions) a call
@@ -84,11 +86,7 @@ def teardown(
 def _stop_executions(stepfunctions: Any, state_machine: str, say: Say) -> None:
     running: list[str] = []
     try:
-        pages = stepfunctions.get_paginator("list_executions").paginate(
-            stateMachineArn=state_machine, statusFilter="RUNNING"
-        )
-        for page in pages:
-            running.extend(execution["executionArn"] for execution in page["executions"])
+        running.extend(execution.arn for execution in StepFunctions(stepfunctions).running_executions(state_machine))
     except stepfunctions.exceptions.StateMachineDoesNotExist:
         say(f"state machine {state_machine.rsplit(':', 1)[-1]}: already gone")
         return

@@ -9,6 +9,7 @@ listing states themselves. Pure.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final, Literal
 
 
 class JobState(StrEnum):
@@ -42,6 +43,39 @@ class SegmentState(StrEnum):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
+
+
+def segment_counts(done: int, failed: int, total: int) -> dict[str, int]:
+    """A job's segments as its webhook events carry them: `{"done": …, "failed": …, "total": …}`."""
+    return {SegmentState.DONE: done, SegmentState.FAILED: failed, "total": total}
+
+
+class Recorded:
+    """A segment's words as its records store them: the result beside its output (`RecordStatus`) and each
+    attempt's record (`AttemptStatus`). On S3 since the first release and read back by every version, so
+    kept as written (Literal types: the records' models, fusionfleet.messages, take them as written);
+    `recorded_state` says what each means as a SegmentState."""
+
+    RUNNING: Final = "running"
+    SUCCEEDED: Final = "succeeded"
+    FAILED: Final = "failed"
+    RELEASED: Final = "released"  # given back on a warm stop
+    CANCELLED: Final = "cancelled"  # its job was cancelled, or its hold lost
+    SUPERSEDED: Final = "superseded"  # another copy of the segment committed its output first
+
+
+RecordStatus = Literal["succeeded", "failed"]
+AttemptStatus = Literal["running", "succeeded", "failed", "released", "cancelled", "superseded"]
+
+
+def recorded_state(status: str) -> SegmentState:
+    """What a segment record's or attempt's stored status means as a SegmentState (an attempt given back,
+    cancelled or outrun leaves its segment to be taken again)."""
+    return {
+        Recorded.RUNNING: SegmentState.RUNNING,
+        Recorded.SUCCEEDED: SegmentState.DONE,
+        Recorded.FAILED: SegmentState.FAILED,
+    }.get(status, SegmentState.PENDING)
 
 
 class NoticeStatus(StrEnum):

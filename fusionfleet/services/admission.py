@@ -43,6 +43,7 @@ from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.jobs.ids import TENANT_SEPARATOR
 from fusionfleet.jobs.ledger import month_of
 from fusionfleet.jobs.runs import current_run, execution_name, parse_execution_name
+from fusionfleet.jobs.states import segment_counts
 from fusionfleet.jobs.waiting import WaitingRecord, dequeue, note_reason, read_waiting, waiting_in_order
 from fusionfleet.webhooks.events import WebhookEvent, event_id
 from fusionfleet.webhooks.outbox import WebhookOutbox
@@ -233,7 +234,7 @@ class Admitter:
             started = WebhookEvent(
                 event_id=event_id(record.job_id, run, "started"), job_id=record.job_id, run=run, kind="started",
                 occurred_at=now,
-                data={"segments": {"done": 0, "failed": 0, "total": int(context.get("segment_count", 0))},
+                data={"segments": segment_counts(0, 0, int(context.get("segment_count", 0))),
                       "priority": context.get("priority"), "waited_s": round(now - record.submitted_at, 3)},
             )  # fmt: skip
             self._outbox.emit_quietly(started)

@@ -20,6 +20,7 @@ from fusionfleet.errors import ObjectMissing, TokenGone
 from fusionfleet.jobs import summary
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
+from fusionfleet.jobs.states import Recorded
 from fusionfleet.messages import SegmentRecord
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def fail_dead_letter(
         label = segment_label(index, *((int(start), int(end)) if start is not None and end is not None else ()))
         what = f"segment {index} of {job_id}"
         record = _last_error(storage, bucket, job_id, index)
-        if record is not None and record.status == "failed":
+        if record is not None and record.status == Recorded.FAILED:
             reason = segment_failure(f"{label} of {job_id}", attempts, record.error, record.reason)
         else:
             reason = f"{label} of {job_id} was dead-lettered after {attempts} deliveries: its worker died each time"
@@ -74,7 +75,12 @@ def fail_dead_letter(
                 bucket,
                 layout.segment_record_key(job_id, index),
                 SegmentRecord(
-                    job_id=job_id, index=index, status="failed", error="DeadLettered", reason=reason, attempt=attempts
+                    job_id=job_id,
+                    index=index,
+                    status=Recorded.FAILED,
+                    error="DeadLettered",
+                    reason=reason,
+                    attempt=attempts,
                 ).model_dump(),
             )
             summary.try_update(storage, bucket, job_id, summary.segment_failed(index, "", attempts))

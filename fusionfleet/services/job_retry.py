@@ -30,7 +30,7 @@ from fusionfleet.jobs import summary
 from fusionfleet.jobs.facts import JobRecords
 from fusionfleet.jobs.final_notice import state_machine_claim
 from fusionfleet.jobs.runs import RunRecord, execution_name, record_run
-from fusionfleet.jobs.states import Action, JobState, allowed, refusal
+from fusionfleet.jobs.states import Action, JobState, Recorded, allowed, refusal
 from fusionfleet.jobs.waiting import WaitingRecord, enqueue, submission_order
 
 # Admits a tenant's waiting jobs (fusionfleet.services.admission.Admitter.admit); the job ids it started.
@@ -139,7 +139,7 @@ class JobRetry:
     def _valid(self, job_id: str, index: int) -> bool:
         """A segment's output is valid when its record says succeeded and the segment object exists."""
         record = self.records.segment_record(job_id, index)
-        if record is None or record.status != "succeeded":
+        if record is None or record.status != Recorded.SUCCEEDED:
             return False
         try:
             # The record names the copy that won (a straggler's backup writes beside the segment's key).

@@ -31,7 +31,7 @@ from fusionfleet.jobs.final_notice import (
     told_by_itself,
     yielded,
 )
-from fusionfleet.jobs.states import CANCEL_REASON, Action, JobState, allowed, refusal
+from fusionfleet.jobs.states import CANCEL_REASON, Action, JobState, NoticeStatus, allowed, refusal
 from fusionfleet.jobs.waiting import dequeue
 from fusionfleet.services.job_retry import JobRetry
 
@@ -78,7 +78,9 @@ class Operations:
         # Flagged before anything else: from here its summary sends readers to the full read.
         summary.update(self.storage, bucket, job_id, summary.cancelled)
         # The notice is claimed first, so the watchdog never notifies the stopped execution itself.
-        if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
+        if not notices.claim(
+            job_id, CANCEL, now, NoticeStatus.CANCELLED, CANCEL_ERROR, reason, retake_after_s=RECLAIM_S
+        ):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
         self._stop(facts.execution.arn, reason)
         # Then the marker: workers drop the job's queued segments and stop the one they render. After
@@ -105,7 +107,7 @@ class Operations:
         done = len(records.segment_files(job_id).done)
         total = facts.context.segment_count
         notice = {
-            "status": "cancelled",
+            "status": NoticeStatus.CANCELLED,
             "stage": "cancel",
             "job_id": job_id,
             "tenant": notice_tenant(facts.context.tenant),
@@ -129,14 +131,17 @@ class Operations:
         now = datetime.fromtimestamp(self.clock(), UTC)
         notices = self._notices()
         summary.update(self.storage, bucket, job_id, summary.cancelled)
-        if not notices.claim(job_id, CANCEL, now, "cancelled", CANCEL_ERROR, reason, retake_after_s=RECLAIM_S):
+        if not notices.claim(
+            job_id, CANCEL, now, NoticeStatus.CANCELLED, CANCEL_ERROR, reason, retake_after_s=RECLAIM_S
+        ):
             raise OperationRefused(f"job {job_id} is already being cancelled or closed; its notice is on its way")
         put_json(
             self.storage, bucket, layout.cancel_key(job_id), {"cancelled_at": now.isoformat(), "run": facts.run.run}
         )
         dequeue(self.storage, bucket, facts.waiting)
         notice = {
-            "status": "cancelled", "stage": "cancel", "job_id": job_id, "tenant": notice_tenant(facts.context.tenant),
+            "status": NoticeStatus.CANCELLED, "stage": "cancel", "job_id": job_id,
+            "tenant": notice_tenant(facts.context.tenant),
             "manifest": facts.context.manifest.model_dump(), "error": CANCEL_ERROR, "reason": reason,
             "segments_done": len(self.records.segment_files(job_id).done),
             "segments_total": facts.context.segment_count, "cancelled_at": now.isoformat(),

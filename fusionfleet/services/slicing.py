@@ -33,6 +33,7 @@ from fusionfleet.jobs.ids import job_id as derive_job_id
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.manifest import Manifest, parse_manifest
 from fusionfleet.jobs.runs import RunRecord, execution_name, is_cancelled, record_run
+from fusionfleet.jobs.states import NoticeStatus, segment_counts
 from fusionfleet.jobs.timeouts import job_timeouts
 from fusionfleet.jobs.waiting import WaitingRecord, enqueue, is_waiting, submission_order
 from fusionfleet.messages import BatchItem, JobContext, ObjectRef, rejection_notice
@@ -308,7 +309,7 @@ class Slicer:
         event = WebhookEvent(
             event_id=event_id(context.job_id, context.run, "started"), job_id=context.job_id, run=context.run,
             kind="started", occurred_at=time.time(),
-            data={"segments": {"done": 0, "failed": 0, "total": context.segment_count}, "priority": context.priority},
+            data={"segments": segment_counts(0, 0, context.segment_count), "priority": context.priority},
         )  # fmt: skip
         self.outbox.emit_quietly(event)
 
@@ -410,7 +411,7 @@ class Slicer:
         if uploaded is not None:
             summary.index_entry(self.storage, self.config.work_bucket, job_id, int(uploaded.timestamp() * 1000))
         if not quiet:  # a batch's quiet item: its batch's summary names it
-            self.notifier.publish(self.config.topic_arn, notice_subject(job_id, "failed"), notice)
+            self.notifier.publish(self.config.topic_arn, notice_subject(job_id, NoticeStatus.FAILED), notice)
         put_json(self.storage, self.config.work_bucket, record_key, {**notice, "notified": True})
         return SliceOutcome("rejected", job_id, reason=rejection.reason)
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.adapters.webhook_http import Answer, WebhookSender
-from fusionfleet.jobs.states import JobState, NoticeStatus, SegmentState
+from fusionfleet.jobs.states import JobState, NoticeStatus, segment_counts
 from fusionfleet.webhooks.addresses import AddressPolicy, Resolver, WebhookRefused, check_url, resolve
 from fusionfleet.webhooks.events import WebhookEvent, WebhookSubscription, payload
 from fusionfleet.webhooks.outbox import read_subscription
@@ -154,7 +154,7 @@ class WebhookDeliverer:
                 return None, "progress has not moved since the last progress event"
             if now - state.progress_at < self._config.progress_every_s and done < total:
                 return None, "progress was sent less than progress_every_s ago"
-            segments = {SegmentState.DONE: done, SegmentState.FAILED: failed, "total": total}
+            segments = segment_counts(done, failed, total)
             return (
                 {"state": JobState.RUNNING, "segments": segments, "fraction": round(done / total, 4) if total else 0.0},
                 state.model_copy(update={"progress": counts, "progress_at": now}),

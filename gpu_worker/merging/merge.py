@@ -27,6 +27,7 @@ from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.output_format import CONTENT_TYPES, DEFAULT_CONTAINER
 from fusionfleet.jobs.plan import Segment
+from fusionfleet.jobs.states import Recorded
 from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.ffmpeg import merge_argv
 from fusionfleet.media.info import AudioInfo
@@ -87,7 +88,7 @@ def gate(storage: Storage, job: JobContext, plan: list[Segment]) -> list[Segment
             missing.append(f"{label}: no result")
             first_missing = first_missing or (segment.index, 0)
             continue
-        if record.status != "succeeded":
+        if record.status != Recorded.SUCCEEDED:
             failed.append(segment_failure(label, record.attempt, record.error, record.reason))
             first_failed = first_failed or (segment.index, record.attempt)
         elif record.frames != job.output_frames(segment):

@@ -20,6 +20,7 @@ from fusionfleet.adapters.storage import S3Storage, Storage, get_json, put_json
 from fusionfleet.errors import DeleteFailed, InputRejected, MediaError, ObjectMissing, SegmentFailed
 from fusionfleet.facefusion.content_analysis import ContentVerdict, refusal_reason
 from fusionfleet.jobs import summary as job_summary
+from fusionfleet.jobs.states import Recorded
 from fusionfleet.media.ffmpeg import concat_argv
 from fusionfleet.media.gpu_media import is_nvenc
 from fusionfleet.media.inspect import summarize
@@ -318,7 +319,7 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
         record = SegmentRecord(
             job_id=job.job_id,
             index=segment.index,
-            status="succeeded",
+            status=Recorded.SUCCEEDED,
             frames=summary,
             key=key,
             attempt=attempt.number,
@@ -431,14 +432,14 @@ def record_failure(storage: Storage, task: RenderTask, error: str, reason: str, 
     """
     key = layout.segment_record_key(task.job.job_id, task.segment.index)
     try:
-        if get_json(storage, task.job.work_bucket, key).get("status") == "succeeded":
+        if get_json(storage, task.job.work_bucket, key).get("status") == Recorded.SUCCEEDED:
             return
     except ObjectMissing:
         pass
     record = SegmentRecord(
         job_id=task.job.job_id,
         index=task.segment.index,
-        status="failed",
+        status=Recorded.FAILED,
         error=error,
         reason=reason,
         attempt=attempt,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from functions.job_events.app import deliver
+from fusionfleet.jobs.states import NoticeStatus
 from fusionfleet.services.webhooks import WebhookConfig, WebhookDeliverer
 from fusionfleet.webhooks.addresses import AddressPolicy
 from fusionfleet.webhooks.events import EventKind, WebhookEvent, WebhookSubscription, event_id
@@ -42,7 +43,11 @@ def test_a_retried_event_holds_its_jobs_later_events_back_and_lets_other_jobs_th
         storage, TenantSecrets(FakeSecretStore(), "p"), sender, lookup,
         WebhookConfig(work_bucket=WORK, addresses=AddressPolicy()), clock=clock, rand=lambda: 0.0,
     )  # fmt: skip
-    batch = [record(queue, "job-a", "started"), record(queue, "job-a", "succeeded"), record(queue, "job-b", "started")]
+    batch = [
+        record(queue, "job-a", "started"),
+        record(queue, "job-a", NoticeStatus.SUCCEEDED),
+        record(queue, "job-b", "started"),
+    ]
     kept = deliver(batch, deliverer, queue, QUEUE)
     # a's started stays for its 5 s pause, a's final goes back unsent at once, b's started is delivered
     assert kept == [batch[0]["messageId"], batch[1]["messageId"]]

@@ -15,6 +15,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.notify import SUBJECT_LIMIT, SUBJECT_WORDS, notice_subject, subject_line
 from fusionfleet.jobs.failures import segment_failure, segment_label
 from fusionfleet.jobs.ids import job_id
+from fusionfleet.jobs.states import NoticeStatus
 from fusionfleet.services.slicing import Slicer
 from gpu_worker.merging.preview import cell_size, contact_sheet, encode_jpeg, sample_frames
 from tests.support.fakes import FakeNotifier, FakeOrchestrator, FakeStorage
@@ -79,7 +80,7 @@ def test_the_longest_job_id_is_80_characters() -> None:
 
 
 @pytest.mark.parametrize("status", sorted(SUBJECT_WORDS))
-def test_code_subjects_fit_sns_with_the_longest_job_id_and_keep_it_whole(status: str) -> None:
+def test_code_subjects_fit_sns_with_the_longest_job_id_and_keep_it_whole(status: NoticeStatus) -> None:
     subject = notice_subject(LONGEST_JOB_ID, status)
     assert len(subject) <= SUBJECT_LIMIT
     if status != "cancelled":

@@ -10,6 +10,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from fusionfleet import layout
+from fusionfleet.jobs.states import NoticeStatus
 from fusionfleet.services.webhooks import WebhookConfig, WebhookDeliverer
 from fusionfleet.webhooks.addresses import AddressPolicy
 from fusionfleet.webhooks.events import EventKind, WebhookEvent, WebhookSubscription, event_id
@@ -54,7 +55,7 @@ def test_a_receiver_failing_twice_gets_the_same_signed_event_three_times(storage
     clock, sender = Clock(time.time()), FakeSender([500, None, 200])
     secrets = TenantSecrets(FakeSecretStore(), "fusionfleet/test/webhooks")
     worker = deliverer(storage, sender, clock, secrets)
-    final = event("succeeded", clock, output={"key": "tenants/acme/outputs/clip.mp4"}, reason="")
+    final = event(NoticeStatus.SUCCEEDED, clock, output={"key": "tenants/acme/outputs/clip.mp4"}, reason="")
     # WHEN the deliverer is handed the event, and again after each pause it asks for
     first = worker.handle(final)
     clock.advance(first.delay_s)
@@ -88,7 +89,7 @@ def test_a_receiver_failing_twice_gets_the_same_signed_event_three_times(storage
 def test_a_duplicate_of_a_delivered_event_is_dropped(storage: FakeStorage) -> None:
     clock, sender = Clock(), FakeSender()
     worker = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p"))
-    final = event("failed", clock, reason="segment 3 failed")
+    final = event(NoticeStatus.FAILED, clock, reason="segment 3 failed")
     assert worker.handle(final).outcome == "delivered"
     assert worker.handle(final).outcome == "duplicate"
     assert len(sender.posts) == 1
@@ -97,10 +98,10 @@ def test_a_duplicate_of_a_delivered_event_is_dropped(storage: FakeStorage) -> No
 def test_nothing_follows_the_final_event_of_a_run(storage: FakeStorage) -> None:
     clock, sender = Clock(), FakeSender()
     worker = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p"))
-    assert worker.handle(event("cancelled", clock, reason="cancelled")).outcome == "delivered"
+    assert worker.handle(event(NoticeStatus.CANCELLED, clock, reason="cancelled")).outcome == "delivered"
     late = worker.handle(event("progress", clock, "00004", segments_total=8))
     assert late.outcome == "skipped" and "final event" in late.reason
-    assert worker.handle(event("failed", clock)).outcome == "skipped"
+    assert worker.handle(event(NoticeStatus.FAILED, clock)).outcome == "skipped"
     assert len(sender.posts) == 1
 
 
@@ -125,14 +126,18 @@ def test_progress_is_sent_only_when_it_moved_with_the_sequence_counting_up(stora
 def test_a_url_leading_to_a_private_address_is_never_called(storage: FakeStorage) -> None:
     write_subscription(storage, BUCKET, WebhookSubscription(job_id=JOB, tenant="acme", url="https://10.0.0.5/in"))
     clock, sender = Clock(), FakeSender()
-    handled = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p")).handle(event("failed", clock))
+    handled = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p")).handle(
+        event(NoticeStatus.FAILED, clock)
+    )
     assert handled.outcome == "failed" and "private address" in handled.reason
     assert sender.posts == []
 
 
 def test_a_receiver_that_refuses_with_4xx_is_not_tried_again(storage: FakeStorage) -> None:
     clock, sender = Clock(), FakeSender([404])
-    handled = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p")).handle(event("failed", clock))
+    handled = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p")).handle(
+        event(NoticeStatus.FAILED, clock)
+    )
     assert handled.outcome == "failed" and "answered 404" in handled.reason
 
 
@@ -143,16 +148,18 @@ def test_it_gives_up_after_the_last_scheduled_attempt(storage: FakeStorage) -> N
     )
     outcomes = []
     for _ in range(3):
-        handled = worker.handle(event("succeeded", clock))
+        handled = worker.handle(event(NoticeStatus.SUCCEEDED, clock))
         outcomes.append(handled.outcome)
         clock.advance(handled.delay_s)
     assert outcomes == ["retry", "retry", "failed"]
-    assert worker.handle(event("succeeded", clock)).outcome == "duplicate"
+    assert worker.handle(event(NoticeStatus.SUCCEEDED, clock)).outcome == "duplicate"
 
 
 def test_an_event_the_job_did_not_ask_for_is_not_sent(storage: FakeStorage) -> None:
     write_subscription(
-        storage, BUCKET, WebhookSubscription(job_id=JOB, url="https://hooks.example.com/in", events=("succeeded",))
+        storage,
+        BUCKET,
+        WebhookSubscription(job_id=JOB, url="https://hooks.example.com/in", events=(NoticeStatus.SUCCEEDED,)),
     )
     clock, sender = Clock(), FakeSender()
     assert (
@@ -178,7 +185,7 @@ def test_an_event_waits_behind_one_of_its_job_waiting_for_a_retry_so_they_arrive
     # GIVEN the job's started event refused once (it waits 5 s for its retry)
     clock, sender = Clock(), FakeSender([503])
     worker = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p"))
-    started, final = event("started", clock), event("succeeded", clock)
+    started, final = event("started", clock), event(NoticeStatus.SUCCEEDED, clock)
     assert worker.handle(started).outcome == "retry"
     # WHEN its final event comes meanwhile (a queue that does not hold the job's group back)
     held = worker.handle(final)
