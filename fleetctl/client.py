@@ -170,11 +170,14 @@ class Client:
         tenant: str | None = None,
         extra: dict[str, Any] | None = None,
         frames: tuple[int, ...] = (),
+        faces: tuple[dict[str, Any], ...] = (),
     ) -> Submission:
         """Upload the media under inputs/<name>/, then the manifest: the manifest is the trigger.
 
         For a tenant, all three go under `tenants/<tenant>/` (inputs/, jobs/, outputs/). With `frames`, a
-        test render: its output is a prefix, one picture per frame under it (`layout.trial_frame_key`).
+        test render: its output is a prefix, one picture per frame under it (`layout.trial_frame_key`). With
+        `faces` (mappings whose `source` lists indices into `sources`), the manifest maps them to people
+        (fusionfleet.jobs.faces) instead of naming `source`.
         """
         if tenant is not None:
             check_tenant_name(tenant)
@@ -202,9 +205,14 @@ class Client:
             extra = {**(extra or {}), "frames": list(frames)}
         else:
             output_key = layout.default_output_key(manifest_key, local_output_suffix(target, target_key))
+        if faces:
+            mapped = [{**face, "source": [source_keys[index] for index in face["source"]]} for face in faces]
+            extra = {**(extra or {}), "faces": mapped}
         manifest = build_manifest(
             source_keys, target_key, output_key, priority, engine, quality, reference_key, options or {}, extra
         )
+        if faces:
+            del manifest["source"]  # each mapping names its own
         etag = self._storage.put_bytes(
             bucket, manifest_key, json.dumps(manifest, indent=2).encode(), "application/json"
         )

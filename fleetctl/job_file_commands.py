@@ -2,10 +2,11 @@
 
 Each step is a farm job of its own (fusionfleet.facefusion.job_file reads the file), with the step's local
 files uploaded as `submit` uploads them and its options checked as any manifest's before anything is
-uploaded. Steps that stand alone are submitted together and render side by side; a remix step (its target
-is an earlier step's output) is submitted once that step has succeeded, with the output it gave as its
-target, as FaceFusion's `job-run` feeds a step's file to the next: so a file with remix steps needs
-`--wait`. Each step's output is written to its own `output_path` (or under its name in `--output-dir`), as
+uploaded. Steps that stand alone are submitted together and render side by side, and so is a remix step
+(its target an earlier step's output) whose chain swaps one person a step: one job of chained passes on the
+first step's target (`chain_as_faces`). Any other remix step is submitted once the step it remixes has
+succeeded, with the output it gave as its target, as FaceFusion's `job-run` feeds a step's file to the
+next: so a file with such remix steps needs `--wait`. Each step's output is written to its own `output_path` (or under its name in `--output-dir`), as
 `job-run` writes it. The engine is `facefusion` unless `--engine` names another. Through the stack itself
 or, with `--api`, the tenant HTTP API (`POST /jobs` per step, as `submit --api`). Each step's job is any
 job: `status`, `wait`, `download`, `cancel` take its id.
@@ -30,7 +31,14 @@ from fleetctl.job_commands import check_local_engine, client_of, follow, say
 from fusionfleet import layout
 from fusionfleet.errors import JobRejected, MediaError
 from fusionfleet.facefusion.catalogue import CATALOGUE
-from fusionfleet.facefusion.job_file import JobFile, JobFileStep, read_job_file, without_defaults
+from fusionfleet.facefusion.job_file import (
+    ChainAsFaces,
+    JobFile,
+    JobFileStep,
+    chain_as_faces,
+    read_job_file,
+    without_defaults,
+)
 from fusionfleet.jobs.engine_options import honoured, unsupported_option_problems
 from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.output_format import DEFAULT_CONTAINER, container_of_key
@@ -70,7 +78,14 @@ def _describe(view: JobView) -> str:
 class Farm(Protocol):
     """Where the steps go: the stack itself, or the tenant HTTP API."""
 
+    @property
+    def chains(self) -> bool:
+        """Whether a remix chain may go as one job of chained passes (`faces`, one person a step)."""
+        ...
+
     def submit(self, step: JobFileStep, target: Path, name: str) -> str: ...
+
+    def submit_chain(self, chain: ChainAsFaces, name: str) -> str: ...
 
     def wait(self, job_id: str, timeout_s: float, destination: Path) -> Ended: ...
 
@@ -80,6 +95,23 @@ class StackFarm:
     client: Client
     args: argparse.Namespace
     engine: str
+    chains: bool = True
+
+    def submit_chain(self, chain: ChainAsFaces, name: str) -> str:
+        """The chain as one job on its first step's target: a mapping of `faces` per step, in order, each
+        with the step's sources and its person (its reference frame of the original target)."""
+        args, faces, first = self.args, [], 0
+        for person in chain.people:
+            indices = list(range(first, first + len(person.sources)))
+            faces.append(
+                {"source": indices, "reference_frame": person.frame, "reference_face_position": person.position}
+            )
+            first += len(person.sources)
+        sources = [Path(source) for person in chain.people for source in person.sources]
+        return self.client.submit(
+            sources, Path(chain.target), args.priority, self.engine, args.quality, None, dict(chain.options), name,
+            say, tenant=args.tenant, extra=tenant_cli.webhook_fields(args), faces=tuple(faces),
+        ).job_id  # fmt: skip
 
     def submit(self, step: JobFileStep, target: Path, name: str) -> str:
         args = self.args
@@ -111,6 +143,10 @@ class ApiFarm:
     api: ApiClient
     args: argparse.Namespace
     engine: str
+    chains: bool = False  # the tenant API's job has no `faces` from the CLI yet: a remix waits for its step
+
+    def submit_chain(self, chain: ChainAsFaces, name: str) -> str:
+        raise UsageError("the tenant API path submits a remix once the step it remixes has succeeded")
 
     def submit(self, step: JobFileStep, target: Path, name: str) -> str:
         """One `POST /jobs` of the step, its files named by their role, as `submit --api` names them."""
@@ -243,11 +279,20 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
     _check_steps(job, engine, args.tenant)
     _check_files(job)
     _check_joins(job)
+    farm = _farm(args, engine)
+    # A remix chain whose steps each swap one person by a reference face is one job of chained passes on the
+    # first step's target, submitted at once; any other remix waits for the step it remixes.
+    chains = {
+        step.index: chained
+        for step in job.steps
+        if step.remix_of is not None and farm.chains and engine == JOB_FILE_ENGINE
+        if (chained := chain_as_faces(job, step)) is not None
+    }
     needs_wait = [
         f"step {step.index} remixes step {step.remix_of}'s output: the farm submits it once step {step.remix_of} "
         "has succeeded, with its output as the target"
         for step in job.steps
-        if step.remix_of is not None
+        if step.remix_of is not None and step.index not in chains
     ] + [
         f"steps {', '.join(map(str, indexes))} all write {output}: the CLI joins their outputs there once each has "
         "succeeded, as FaceFusion's job-run joins them"
@@ -256,7 +301,6 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
     if needs_wait and not args.wait:
         raise UsageError(f"{needs_wait[0]}, which needs --wait")
     finals = _destinations(job, args.output_dir)
-    farm = _farm(args, engine)
     base = args.name or job_name(Path(path.stem))  # one name for the file's jobs: <stem>-<time>-<random>
     names = {step.index: f"{base}-{step.index}" for step in job.steps}
     ids: dict[int, str] = {}
@@ -270,6 +314,10 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
             if step.remix_of is None:
                 ids[step.index] = farm.submit(step, Path(step.target), names[step.index])
                 say(f"step {step.index}: job {ids[step.index]} → {finals[step.output]}")
+            elif step.index in chains:
+                ids[step.index] = farm.submit_chain(chains[step.index], names[step.index])
+                passes = ", ".join(map(str, chains[step.index].steps))
+                say(f"step {step.index}: job {ids[step.index]}, steps {passes} in passes → {finals[step.output]}")
         code = Exit.DONE
         if args.wait:
             code, written = _follow(farm, job, ids, names, destinations, args.timeout)
@@ -328,7 +376,7 @@ def _follow(
     written: dict[int, Path] = {}
     codes: list[Exit] = []
     for step in job.steps:
-        if step.remix_of is not None:
+        if step.remix_of is not None and step.index not in ids:
             parent = written.get(step.remix_of)
             if parent is None:
                 say(f"step {step.index}: not submitted: step {step.remix_of}, whose output it remixes, gave none here")

@@ -16,7 +16,8 @@ name, `-<anything>-K`, its extension.
 not do as FaceFusion does: see docs/engines.md's mapping table. Steps naming one output are read as they
 are (`JobFile.joins`); joining their outputs is the caller's, which has them. Each step's options go through the same
 validation as any job's (`fusionfleet.facefusion.options.validate_options`); the manifest's and the
-engine's checks are the caller's, which knows the engine. Pure: no I/O.
+engine's checks are the caller's, which knows the engine. `chain_as_faces` reads a remix chain that swaps
+one person a step as one job of chained passes (`faces`, one mapping a step). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from types import MappingProxyType
 from fusionfleet.errors import JobRejected
 from fusionfleet.facefusion.catalogue import DEFAULTS
 from fusionfleet.facefusion.options import OptionsError, validate_options
+from fusionfleet.jobs.faces import MAX_FACES
 
 JOB_FILE_VERSION = "1"  # what FaceFusion 3.8.1's create_job writes
 JOB_FIELDS = ("version", "date_created", "date_updated", "steps")
@@ -39,6 +41,11 @@ STEP_STATUSES = ("drafted", "queued", "started", "completed", "failed")  # FaceF
 PATH_ARGS = ("source_paths", "target_path", "output_path")
 MAX_JOB_FILE_BYTES = 4 * 1024 * 1024
 MAX_STEPS = 100
+# What a remix step may change and still be a pass of one farm job with `faces`: whose face, on whom.
+PERSON_OPTIONS = ("reference_frame_number", "reference_face_position")
+# Options whose effect a remix applies again to the step before's output (a trim of the trimmed video, a
+# scale or rate of the scaled one): such chains stay successive jobs.
+REAPPLIED_OPTIONS = ("trim_frame_start", "trim_frame_end", "output_video_scale", "output_video_fps")
 
 
 @dataclass(frozen=True)
@@ -231,3 +238,58 @@ def without_defaults(options: Mapping[str, object], keep: frozenset[str]) -> dic
         return wanted is not None and (list(wanted) if isinstance(wanted, tuple) else wanted) == value
 
     return {name: value for name, value in options.items() if name in keep or not default(name, value)}
+
+
+@dataclass(frozen=True)
+class ChainedPerson:
+    """One step of a remix chain as a mapping of `faces`: its sources, on the face at `position` of frame
+    `frame` of the ORIGINAL target (no step before changes the frame count or numbering)."""
+
+    sources: tuple[str, ...]
+    frame: int
+    position: int
+
+
+@dataclass(frozen=True)
+class ChainAsFaces:
+    """A remix chain rendered as one farm job: the first step's target, the steps' shared options, and one
+    person per step in order (the facefusion engine's chained passes, gpu_worker/engines/facefusion/chain.py)."""
+
+    steps: tuple[int, ...]
+    target: str
+    options: Mapping[str, object]
+    people: tuple[ChainedPerson, ...]
+
+
+def chain_of(job: JobFile, step: JobFileStep) -> tuple[JobFileStep, ...]:
+    """The steps from the chain's first (its own target) to `step`, in order."""
+    steps = [step]
+    while steps[0].remix_of is not None:
+        steps.insert(0, job.steps[steps[0].remix_of])
+    return tuple(steps)
+
+
+def chain_as_faces(job: JobFile, step: JobFileStep) -> ChainAsFaces | None:
+    """`step`'s remix chain as one job of chained passes, where it is one: every step swaps faces by a
+    reference face with the same options, each naming its own sources and person; None otherwise (the
+    chain runs as successive jobs, each on the one before's output). Pure."""
+    chain = chain_of(job, step)
+    if len(chain) < 2 or len(chain) > MAX_FACES:
+        return None
+    shared = [{name: value for name, value in each.options.items() if name not in PERSON_OPTIONS} for each in chain]
+    options = shared[0]
+    if any(other != options for other in shared[1:]) or any(name in options for name in REAPPLIED_OPTIONS):
+        return None
+    processors = options.get("processors", DEFAULTS["processors"])
+    listening = isinstance(processors, list | tuple) and "lip_syncer" in processors
+    if options.get("face_selector_mode", "reference") != "reference" or listening:
+        return None  # a mapping picks its person by a reference face; its sources are faces, not a voice
+    people = tuple(
+        ChainedPerson(
+            each.sources,
+            int(str(each.options.get("reference_frame_number", 0))),
+            int(str(each.options.get("reference_face_position", 0))),
+        )
+        for each in chain
+    )
+    return ChainAsFaces(tuple(each.index for each in chain), chain[0].target, MappingProxyType(options), people)

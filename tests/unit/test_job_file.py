@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fusionfleet.errors import JobRejected
-from fusionfleet.facefusion.job_file import read_job_file, step_output_path, without_defaults
+from fusionfleet.facefusion.job_file import chain_as_faces, read_job_file, step_output_path, without_defaults
 from fusionfleet.jobs.engine_options import honoured
 
 
@@ -143,3 +143,59 @@ def test_steps_naming_one_output_are_read_as_a_join_in_step_order() -> None:
     # THEN the join names its steps in order, and the remix starts from step 0's own render
     assert found.joins == {"/out/a.mp4": (0, 2)}
     assert found.root(found.steps[1]).index == 0 and found.root(found.steps[2]).index == 2
+
+
+def _person(target: str, output: str, source: str, frame: int, position: int, **options: Any) -> dict[str, Any]:
+    made = step(target, output, reference_frame_number=frame, reference_face_position=position, **options)
+    made["args"]["source_paths"] = [source]
+    return made
+
+
+def test_a_remix_chain_swapping_one_person_a_step_is_one_job_of_chained_passes() -> None:
+    # GIVEN job-remix-step's chain of three: a on the face at 0 of frame 0, b on 1 of frame 4, c on 0 of frame 9
+    raw = job(
+        _person("/in/a.mp4", "/out/one.mp4", "/in/a.png", 0, 0, face_swapper_model="inswapper_128"),
+        _person("/out/one-myjob-0.mp4", "/out/two.mp4", "/in/b.png", 4, 1, face_swapper_model="inswapper_128"),
+        _person("/out/two-myjob-1.mp4", "/out/three.mp4", "/in/c.png", 9, 0, face_swapper_model="inswapper_128"),
+    )
+    found = read_job_file(raw, "myjob")
+    # WHEN the last step's chain is read as passes
+    chained = chain_as_faces(found, found.steps[2])
+    # THEN it is one job on the first step's target, its people in step order, each naming frame and face
+    assert chained is not None
+    assert (chained.steps, chained.target) == ((0, 1, 2), "/in/a.mp4")
+    assert [(p.sources, p.frame, p.position) for p in chained.people] == [
+        (("/in/a.png",), 0, 0),
+        (("/in/b.png",), 4, 1),
+        (("/in/c.png",), 9, 0),
+    ]
+    # AND the shared options are the job's, without the people's own
+    assert dict(chained.options) == {"face_swapper_model": "inswapper_128"}
+    # AND the step in the middle is a chain of its own, a first step none
+    second = chain_as_faces(found, found.steps[1])
+    assert second is not None and second.steps == (0, 1)
+    assert chain_as_faces(found, found.steps[0]) is None
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        # the remix enhances: another option set, not another person
+        ({}, {"processors": ["face_swapper", "face_enhancer"]}),
+        # a trim of the trimmed video; a scale of the scaled one
+        ({"trim_frame_start": 10}, {"trim_frame_start": 10}),
+        ({"output_video_scale": 0.5}, {"output_video_scale": 0.5}),
+        # people picked by position, not by a reference face
+        ({"face_selector_mode": "one"}, {"face_selector_mode": "one"}),
+        ({"processors": ["lip_syncer"]}, {"processors": ["lip_syncer"]}),
+    ],
+)
+def test_a_remix_chain_that_is_not_one_person_a_step_stays_successive_jobs(
+    first: dict[str, Any], then: dict[str, Any]
+) -> None:
+    raw = job(
+        _person("/in/a.mp4", "/out/one.mp4", "/in/a.png", 0, 0, **first),
+        _person("/out/one-myjob-0.mp4", "/out/two.mp4", "/in/b.png", 0, 1, **then),
+    )
+    found = read_job_file(raw, "myjob")
+    assert chain_as_faces(found, found.steps[1]) is None

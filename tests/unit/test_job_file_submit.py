@@ -14,6 +14,7 @@ from fleetctl import job_file_commands
 from fleetctl.cli import main
 from fleetctl.client import Client
 from fleetctl.exits import Exit
+from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.states import JobState
 from fusionfleet.media.ffmpeg import join_argv
 from tests.support.fakes import FakeOrchestrator, FakeStorage
@@ -123,3 +124,36 @@ def test_a_join_is_a_stream_copy_as_facefusions_concat_video() -> None:
         "-protocol_whitelist", "file", "-f", "concat", "-safe", "1", "-i", "list.txt",
         "-c:v", "copy", "-c:a", "copy", "-movflags", "+faststart", "-f", "mp4", "out.mp4",
     ]  # fmt: skip
+
+
+def test_a_remix_chain_of_two_people_is_one_job_of_chained_passes_submitted_at_once(
+    client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN job-remix-step's chain: a's face on the face at 0 of frame 0, then b's on the face at 1 of frame 3
+    for name in ("a.png", "b.png"):
+        (tmp_path / name).write_bytes(b"\x89PNG\r\n\x1a\n" + name.encode())
+    (tmp_path / "clip.mp4").write_bytes(b"clip")
+    path = write_job(tmp_path, [
+        {"source_paths": [str(tmp_path / "a.png")], "target_path": str(tmp_path / "clip.mp4"),
+         "output_path": "/out/one.mp4", "reference_frame_number": 0, "reference_face_position": 0},
+        {"source_paths": [str(tmp_path / "b.png")], "target_path": "/out/one-myjob-0.mp4",
+         "output_path": "/out/two.mp4", "reference_frame_number": 3, "reference_face_position": 1},
+    ])  # fmt: skip
+    # WHEN submitted without --wait (a remix that waits for its step would need it)
+    assert main(["submit", "--facefusion-job", str(path)]) == Exit.DONE
+    # THEN both steps are jobs at once: the first step alone, and the chain as one job on the ORIGINAL target
+    ids = capsys.readouterr().out.split()
+    assert len(ids) == 2
+    storage = client._storage
+    assert isinstance(storage, FakeStorage)
+    written = [key for method, _bucket, key in storage.calls if method == "put_bytes" and key.startswith("jobs/")]
+    first, chain = (json.loads(storage.get_bytes("media", key)) for key in written)
+    assert storage.get_bytes("media", first["target"]) == storage.get_bytes("media", chain["target"]) == b"clip"
+    # AND the chain maps each step's sources to its person, in step order, by the original target's frames
+    assert "source" not in chain and chain["engine"] == "facefusion"
+    people = [(storage.get_bytes("media", face["source"][0]), face["reference_frame"], face["reference_face_position"])
+              for face in chain["faces"]]  # fmt: skip
+    assert people == [(b"\x89PNG\r\n\x1a\na.png", 0, 0), (b"\x89PNG\r\n\x1a\nb.png", 3, 1)]
+    assert "reference_frame_number" not in chain.get("options", {})
+    # AND it is a manifest the slicer takes
+    assert len(parse_manifest(json.dumps(chain).encode(), written[1]).faces) == 2
