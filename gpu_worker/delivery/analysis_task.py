@@ -22,7 +22,8 @@ from fusionfleet.jobs.loss import is_job_failed
 from fusionfleet.jobs.runs import is_cancelled
 from fusionfleet.messages import AnalysisTask, RenderTask, parse_render_queue_message
 from gpu_worker.attempt import Attempt
-from gpu_worker.delivery.tasks import Output, RenderHandler, TaskHandler
+from gpu_worker.delivery.facts import Names, Note, Standing
+from gpu_worker.delivery.tasks import Output, RenderHandler, TaskHandler, no_progress
 
 logger = logging.getLogger(__name__)
 
@@ -46,23 +47,24 @@ class AnalysisHandler(TaskHandler[AnalysisTask]):
     def parse(self, body: str) -> AnalysisTask:
         return AnalysisTask.model_validate_json(body)
 
-    def describe(self, task: AnalysisTask) -> str:
-        return f"content analysis of {task.job.job_id}"
+    def describe(self, task: AnalysisTask) -> Names:
+        return Names(f"content analysis of {task.job.job_id}")
 
     def start(self, task: AnalysisTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], ContentVerdict]:
         verdict = self._analyser.analyse(task, attempt, cancel, self._stopping)
         if verdict.refused:
             raise InputRejected(refusal_reason(verdict))
         logger.info(
-            "%s: %s of %s sampled frames flagged: passed", self.describe(task), verdict.flagged, verdict.sampled
+            "%s: %s of %s sampled frames flagged: passed", self.describe(task).what, verdict.flagged, verdict.sampled
         )
         return lambda: verdict
 
-    def cancelled(self, task: AnalysisTask) -> bool:
+    def standing(self, task: AnalysisTask, progress_of: range | None = None) -> Standing:
         job = task.job
-        return is_cancelled(self._storage, job.work_bucket, job.job_id) or is_job_failed(
+        stopped = is_cancelled(self._storage, job.work_bucket, job.job_id) or is_job_failed(
             self._storage, job.work_bucket, job.job_id
         )
+        return Standing(stopped=stopped, progress=no_progress(progress_of))
 
 
 RenderQueueTask = RenderTask | AnalysisTask
@@ -83,46 +85,19 @@ class RenderQueueHandler(TaskHandler[RenderQueueTask]):
     def parse(self, body: str) -> RenderQueueTask:
         return parse_render_queue_message(body)
 
-    def describe(self, task: RenderQueueTask) -> str:
+    def describe(self, task: RenderQueueTask) -> Names:
         return self._of(task).describe(task)
 
     def start(self, task: RenderQueueTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
         return self._of(task).start(task, cancel, attempt)
 
-    def cancelled(self, task: RenderQueueTask) -> bool:
-        return self._of(task).cancelled(task)
-
-    def saved_frames(self, task: RenderQueueTask) -> int:
-        return self._of(task).saved_frames(task)
-
-    def failed_attempts(self, task: RenderQueueTask, attempts: range) -> int:
-        return self._of(task).failed_attempts(task, attempts)
-
-    def job_lost(self, task: RenderQueueTask, error: str, cause: str, attempts: int) -> None:
-        self._of(task).job_lost(task, error, cause, attempts)
-
-    def superseded(self, task: RenderQueueTask) -> str | None:
-        return self._of(task).superseded(task)
-
     # Every hook the loop calls goes to the task's own handler: a wrapper that fell back to the defaults
     # would silently drop the render handler's (its next segment's decoder, its budget hold, its billing).
-    def expect(self, task: RenderQueueTask) -> None:
-        self._of(task).expect(task)
+    def standing(self, task: RenderQueueTask, progress_of: range | None = None) -> Standing:
+        return self._of(task).standing(task, progress_of)
 
-    def held(self, task: RenderQueueTask) -> str | None:
-        return self._of(task).held(task)
-
-    def alive(self, task: RenderQueueTask) -> None:
-        self._of(task).alive(task)
-
-    def record_failure(self, task: RenderQueueTask, error: str, reason: str, attempt: int) -> None:
-        self._of(task).record_failure(task, error, reason, attempt)
-
-    def failure_cause(self, task: RenderQueueTask, error: str, reason: str, attempts: int) -> str:
-        return self._of(task).failure_cause(task, error, reason, attempts)
-
-    def loss_cause(self, task: RenderQueueTask) -> str | None:
-        return self._of(task).loss_cause(task)
+    def note(self, task: RenderQueueTask, event: Note) -> None:
+        self._of(task).note(task, event)
 
     def close(self) -> None:
         self.render.close()  # the renderer both share

@@ -19,6 +19,7 @@ from fusionfleet.adapters.queues import QueueMessage, ReceiptExpired, WorkQueue
 from fusionfleet.errors import TokenGone
 from fusionfleet.jobs.cost import ALIVE_EVERY_S
 from fusionfleet.jobs.timeouts import DEFAULT_VISIBILITY_S
+from gpu_worker.delivery.facts import Standing
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,8 @@ class LossKind(Enum):
 class Loss:
     kind: LossKind
     detail: str  # what the API said, for the log
+    # JOB_CANCELLED: what the task's token fails with (Standing.token_cause); None: it is only woken.
+    token_cause: str | None = None
 
     def __str__(self) -> str:
         return f"{self.kind.value} ({self.detail})"
@@ -73,31 +76,26 @@ class Keeper:
         message: QueueMessage,
         token: str | None,
         policy: KeepPolicy,
-        cancelled: Callable[[], bool] | None = None,
+        standing: Callable[[], Standing] | None = None,
         on_keep: Callable[[], None] | None = None,
-        superseded: Callable[[], str | None] | None = None,
         alive: Callable[[], None] | None = None,
-        held: Callable[[], str | None] | None = None,
     ) -> None:
         self._queue = queue
         self._orchestrator = orchestrator
         self._message = message
         self._token = token
         self._policy = policy
-        self._cancelled = cancelled
-        # Why another copy of the segment made this one pointless (it committed first), or None:
-        # looked at with the cancel marker, so the loser stops within seconds rather than at the
-        # next beat, when its closed token would tell it the same.
-        self._superseded = superseded
+        # What the task's job and records say of it (TaskHandler.standing): its job cancelled or failed,
+        # another copy of the segment committed first (the loser stops within seconds rather than at the
+        # next beat, when its closed token would tell it the same), its tenant's budget spent (work stops
+        # within seconds of the budget's end). Looked at every `cancel_check_s`.
+        self._standing = standing
         # Called at each beat that kept the message: what else must last as long as the hold does
         # (ECS task scale-in protection).
         self._on_keep = on_keep
         # Called every ALIVE_EVERY_S while the message is held: the attempt record's `alive_at`, what
         # a killed worker's attempt is billed up to (fusionfleet.jobs.cost).
         self._alive = alive
-        # Why the task must stop though its job goes on (its tenant's budget), or None: looked at with
-        # the cancel marker, so work stops within seconds of the budget's end.
-        self._held = held
         self._stop = threading.Event()
         self.lost = threading.Event()
         self.loss: Loss | None = None
@@ -110,16 +108,16 @@ class Keeper:
             if self._alive is not None and time.monotonic() >= next_alive:
                 next_alive = time.monotonic() + ALIVE_EVERY_S
                 self._probe_alive()
-            if self._job_cancelled():
-                self._lose(Loss(LossKind.JOB_CANCELLED, "the job's cancel or failed marker is set"))
+            standing = self._look()
+            if standing.stopped:
+                marker = "the job's cancel or failed marker is set"
+                self._lose(Loss(LossKind.JOB_CANCELLED, marker, token_cause=standing.token_cause))
                 return
-            lost_to = self._probe(self._superseded)
-            if lost_to:
-                self._lose(Loss(LossKind.SUPERSEDED, lost_to))
+            if standing.superseded:
+                self._lose(Loss(LossKind.SUPERSEDED, standing.superseded))
                 return
-            held = self._probe(self._held)
-            if held:
-                self._lose(Loss(LossKind.HELD, held))
+            if standing.held:
+                self._lose(Loss(LossKind.HELD, standing.held))
                 return
             if time.monotonic() < next_beat:
                 continue
@@ -140,15 +138,15 @@ class Keeper:
                 # A transient API error: try again at the next beat, the visibility still has slack.
                 logger.exception("heartbeat for message %s failed", self._message.message_id)
 
-    def _job_cancelled(self) -> bool:
-        """The probe's own errors never cost a beat: the hold matters more than a prompt cancel."""
-        if self._cancelled is None:
-            return False
+    def _look(self) -> Standing:
+        """The look's own errors never cost a beat: the hold matters more than a prompt cancel."""
+        if self._standing is None:
+            return Standing()
         try:
-            return self._cancelled()
+            return self._standing()
         except Exception:
             logger.warning("cancel check for message %s failed", self._message.message_id, exc_info=True)
-            return False
+            return Standing()
 
     def _probe_alive(self) -> None:
         assert self._alive is not None
@@ -156,15 +154,6 @@ class Keeper:
             self._alive()
         except Exception:
             logger.warning("alive stamp for message %s failed", self._message.message_id, exc_info=True)
-
-    def _probe(self, check: Callable[[], str | None] | None) -> str | None:
-        if check is None:
-            return None
-        try:
-            return check()
-        except Exception:
-            logger.warning("winner check for message %s failed", self._message.message_id, exc_info=True)
-            return None
 
     def _lose(self, loss: Loss) -> None:
         self.loss = loss

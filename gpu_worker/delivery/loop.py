@@ -20,6 +20,7 @@ from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage, WorkQueue
 from fusionfleet.errors import TokenGone
 from gpu_worker.attempt import Attempt
+from gpu_worker.delivery.facts import Alive, Names, Next, Progress, Standing
 from gpu_worker.delivery.keeper import Keeper, KeepPolicy
 from gpu_worker.delivery.lookahead import Lookahead, LookaheadPolicy, TakenEarly
 from gpu_worker.delivery.lookahead import give_back as give_back_now
@@ -29,7 +30,6 @@ from gpu_worker.delivery.outcomes import (
     GiveBack,
     Lost,
     Malformed,
-    Progress,
     Raised,
     Rules,
     Taken,
@@ -228,24 +228,26 @@ class Worker(Generic[TaskT]):
         try:
             task = self._handler.parse(message.body)
         except ValidationError as error:
-            self._settler.settle(message, None, f"message {message.message_id}", decide(None, None, Malformed(error)))
+            self._settler.settle(
+                message, None, Names(f"message {message.message_id}"), decide(None, None, Malformed(error))
+            )
             return
-        what = self._handler.describe(task)
+        names = self._handler.describe(task)
         attempt = Attempt.of(message, prior=task.prior_attempts)
         delivery = self._delivery(message, attempt)
         if waited is not None and waited.keeper is not None and waited.keeper.lost.is_set():
             # Cancelled, superseded, held or gone while it waited for its turn.
-            self._settler.settle(message, task, what, decide(task, delivery, Lost(waited.keeper.loss), self._rules))
+            self._settler.settle(message, task, names, decide(task, delivery, Lost(waited.keeper.loss), self._rules))
             return
         # A task taken early was looked at when taken, and kept an eye on since: only its progress is read now.
-        taken = self._take_checks(task, what, attempt, delivery, look=waited is None, progress=True)
+        taken = self._take_checks(task, names, attempt, delivery, look=waited is None, progress=True)
         outcome = decide(task, delivery, taken, self._rules)
-        if outcome is not None and self._settler.settle(message, task, what, outcome):
+        if outcome is not None and self._settler.settle(message, task, names, outcome):
             return
-        self._run(message, task, what, attempt, delivery)
+        self._run(message, task, names, attempt, delivery)
 
-    def _run(self, message: QueueMessage, task: TaskT, what: str, attempt: Attempt, delivery: Delivery) -> None:
-        logger.info("%s: attempt %s", what, attempt.number)
+    def _run(self, message: QueueMessage, task: TaskT, names: Names, attempt: Attempt, delivery: Delivery) -> None:
+        logger.info("%s: attempt %s", names.what, attempt.number)
         self._protection.protect()
         self._begin(task)
         keeper = self._keeper(message, task, on_keep=self._protection.protect)
@@ -256,21 +258,21 @@ class Worker(Generic[TaskT]):
             finish = self._handler.start(task, keeper.lost, attempt)
         except BaseException as error:
             keeper.stop()
-            self._raised(message, task, what, delivery, keeper, error)
+            self._raised(message, task, names, delivery, keeper, error)
             return
         if self.lookahead.enabled:
             # The engine is free: the segment's join, check, upload, callback and delete go on in the
             # background while the next one renders. One at a time, so finishing never falls behind.
             self._await_finishing()
-            self._finishing = self._finisher.submit(self._complete, message, task, what, delivery, keeper, finish)
+            self._finishing = self._finisher.submit(self._complete, message, task, names, delivery, keeper, finish)
         else:
-            self._complete(message, task, what, delivery, keeper, finish)
+            self._complete(message, task, names, delivery, keeper, finish)
 
     def _complete(
         self,
         message: QueueMessage,
         task: TaskT,
-        what: str,
+        names: Names,
         delivery: Delivery,
         keeper: Keeper,
         finish: Callable[[], Output],
@@ -280,23 +282,23 @@ class Worker(Generic[TaskT]):
             output = finish()
         except BaseException as error:
             keeper.stop()
-            self._raised(message, task, what, delivery, keeper, error)
+            self._raised(message, task, names, delivery, keeper, error)
             return
         keeper.stop()
-        self._settler.settle(message, task, what, decide(task, delivery, Finished(output), self._rules))
+        self._settler.settle(message, task, names, decide(task, delivery, Finished(output), self._rules))
         self._end(task, True)
 
     def _raised(
-        self, message: QueueMessage, task: TaskT, what: str, delivery: Delivery, keeper: Keeper, error: BaseException
+        self, message: QueueMessage, task: TaskT, names: Names, delivery: Delivery, keeper: Keeper, error: BaseException
     ) -> None:
         """A task that raised instead of producing its result: decided and settled; a cold stop goes on up."""
         if not isinstance(error, Exception | ColdStop):
             raise error
         # A warm stop on the task's last delivery may renew it (outcomes._renewed): its progress is read.
-        progress = self._progress(task, what, delivery) if isinstance(error, ColdStop | GivenBackError) else None
+        progress = self._progress(task, names, delivery) if isinstance(error, ColdStop | GivenBackError) else None
         outcome = decide(task, delivery, Raised(error, keeper.lost.is_set(), keeper.loss, progress), self._rules)
         self._end(task, ended_well(outcome))
-        self._settler.settle(message, task, what, outcome)
+        self._settler.settle(message, task, names, outcome)
         if isinstance(error, ColdStop):
             raise error
 
@@ -315,17 +317,18 @@ class Worker(Generic[TaskT]):
             task = self._handler.parse(message.body)
         except ValidationError:
             return True  # discarded, with its token failed, when its turn comes
-        what = self._handler.describe(task)
+        names = self._handler.describe(task)
         attempt = Attempt.of(message, prior=task.prior_attempts)
         delivery = self._delivery(message, attempt)
-        taken = self._take_checks(task, what, attempt, delivery, look=True, progress=False)
+        taken = self._take_checks(task, names, attempt, delivery, look=True, progress=False)
         outcome = decide(task, delivery, taken, self._rules)
-        return outcome is None or not self._settler.settle(message, task, what, outcome)
+        return outcome is None or not self._settler.settle(message, task, names, outcome)
 
     def taken_early(self, message: QueueMessage) -> None:
         """A task taken early starts next: its handler prepares for it (a render starts its decoder)."""
         try:
-            self._handler.expect(self._handler.parse(message.body))
+            task = self._handler.parse(message.body)
+            self._handler.note(task, Next())
         except ValidationError:
             return  # discarded when its turn comes
         except Exception:
@@ -363,8 +366,8 @@ class Worker(Generic[TaskT]):
         """A keeper (not started) of the message, its token and its job's cancel marker and winner."""
         return Keeper(
             self._queue, self._orchestrator, message, task.task_token, self._keep,
-            cancelled=lambda: self._handler.cancelled(task), on_keep=on_keep, held=lambda: self._handler.held(task),
-            superseded=lambda: self._handler.superseded(task), alive=lambda: self._handler.alive(task),
+            standing=lambda: self._handler.standing(task), on_keep=on_keep,
+            alive=lambda: self._handler.note(task, Alive()),
         )  # fmt: skip
 
     def _delivery(self, message: QueueMessage, attempt: Attempt) -> Delivery:
@@ -376,7 +379,7 @@ class Worker(Generic[TaskT]):
         return Delivery(attempt.number, message.receive_count, limit)
 
     def _take_checks(
-        self, task: TaskT, what: str, attempt: Attempt, delivery: Delivery, look: bool, progress: bool
+        self, task: TaskT, names: Names, attempt: Attempt, delivery: Delivery, look: bool, progress: bool
     ) -> Taken:
         """What decide needs of a task just taken, read in order until one ends it. `look`: beat its token and
         read its job's markers; `progress`: read its progress when it matters.
@@ -384,8 +387,9 @@ class Worker(Generic[TaskT]):
         Checked when the message is taken, before any work: a cancelled job's queued segments then leave
         the queues as fast as workers can receive them. The heartbeat comes first: on AWS a stopped
         execution's token answers it with TaskTimedOut/InvalidToken; LocalStack keeps a stopped execution
-        RUNNING until each of its waiting tasks is woken, and a heartbeat is what wakes one.
+        RUNNING until each of its waiting tasks is woken, and a heartbeat is names wakes one.
         """
+        what = names.what
         if look:
             try:
                 self._tokens.first_beat(task, attempt)
@@ -394,28 +398,27 @@ class Worker(Generic[TaskT]):
             except Exception:
                 # A transient API error: the keeper beats again soon, and a gone token is found then.
                 logger.warning("%s: the first heartbeat failed", what, exc_info=True)
-            try:
-                if self._handler.cancelled(task):
-                    return Taken(job_stopped=True)
-            except Exception:
-                logger.warning("%s: the cancel marker could not be read", what, exc_info=True)
-            try:
-                held = self._handler.held(task)
-            except Exception:
-                logger.warning("%s: its tenant's budget could not be read", what, exc_info=True)
-                held = None
-            if held:
-                return Taken(held=held)
-        return Taken(progress=self._progress(task, what, delivery) if progress else None)
+        progress_of = delivery.earlier if progress and progress_matters(task, delivery) else None
+        if not look and progress_of is None:
+            return Taken()
+        try:
+            standing = self._handler.standing(task, progress_of)
+        except Exception:
+            # Its job's markers, its budget or its progress: rendered under this delivery (the keeper looks again).
+            logger.warning("%s: its job's markers or its progress could not be read", what, exc_info=True)
+            return Taken()
+        if not look:
+            standing = Standing(progress=standing.progress)  # looked at when taken early, and watched since
+        return Taken(standing=standing)
 
-    def _progress(self, task: TaskT, what: str, delivery: Delivery) -> Progress | None:
+    def _progress(self, task: TaskT, names: Names, delivery: Delivery) -> Progress | None:
         """The task's progress, read only on its last delivery (outcomes.progress_matters); None if unread."""
         if not progress_matters(task, delivery):
             return None
         try:
-            return Progress(self._handler.saved_frames(task), self._handler.failed_attempts(task, delivery.earlier))
+            return self._handler.standing(task, delivery.earlier).progress
         except Exception:
-            logger.warning("%s: could not renew its delivery; rendering it under this one", what, exc_info=True)
+            logger.warning("%s: could not renew its delivery; rendering it under this one", names.what, exc_info=True)
             return None
 
     def _begin(self, task: TaskT) -> None:

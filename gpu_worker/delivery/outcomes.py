@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from fusionfleet.errors import TokenGone
 from fusionfleet.messages import Task
+from gpu_worker.delivery.facts import Failure, Progress, Standing
 from gpu_worker.delivery.keeper import Loss, LossKind
 from gpu_worker.delivery.retry import ProgressPolicy, RetryPolicy, describe, retryable, worth_resending
 from gpu_worker.delivery.tasks import Output
@@ -68,16 +69,6 @@ class DropWhy(Enum):
     JOB_STOPPED = "job stopped"  # cancelled or failed: its token failed with the job's loss, or woken
     SUPERSEDED = "superseded"  # the segment's other copy committed first: nothing to tell
     BACKUP_GAVE_UP = "backup gave up"  # a backup copy's failure never fails the segment: the original has the token
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A failed attempt: the error's name and reason, which attempt, and whether the segment's records keep it."""
-
-    error: str
-    reason: str
-    attempt: int
-    recorded: bool = True
 
 
 @dataclass(frozen=True)
@@ -128,13 +119,14 @@ class Resend:
 
 @dataclass(frozen=True)
 class Drop:
-    """`detail`: the log line's tail; `cause`: what a malformed message's token is failed with."""
+    """`detail`: the log line's tail; `cause`: what its token is failed with (MALFORMED, JOB_STOPPED; None: a
+    stopped job's token is only woken)."""
 
     ending: ClassVar[Ending] = Ending.DROP
     why: DropWhy
     detail: str
     failure: Failure | None = None
-    cause: str = ""
+    cause: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,15 +164,6 @@ class Delivery:
         return range(self.attempt - self.receive_count + 1, self.attempt)
 
 
-@dataclass(frozen=True)
-class Progress:
-    """Read from the task's records on its last delivery: frames checkpointed now, and how many of this
-    message's earlier attempts (Delivery.earlier) ended in a recorded failure (the rest died or were stopped)."""
-
-    saved_frames: int
-    failed_attempts: int
-
-
 # What happened, as decide is told it.
 
 
@@ -196,9 +179,9 @@ class Taken:
     """The checks of a task just taken, before any work; a check not made (or that failed) is left at its default."""
 
     token_gone: str | None = None  # the first beat found the token gone for good: why
-    job_stopped: bool = False  # its job's cancel or failed marker is set
-    held: str | None = None  # why its tenant's budget holds it
-    progress: Progress | None = None  # read only when it matters (progress_matters)
+    # Its progress read only when it matters (progress_matters); superseded is not looked at: a copy that lost
+    # starts, and answers with the winner's result.
+    standing: Standing = field(default_factory=Standing)
 
 
 @dataclass(frozen=True)
@@ -285,11 +268,13 @@ def _at_take(task: Task, delivery: Delivery, taken: Taken, rules: Rules) -> Outc
     if taken.token_gone is not None:
         detail = f"its token is gone ({taken.token_gone}); dropping the message unrendered"
         return Drop(DropWhy.TOKEN_GONE, detail)
-    if taken.job_stopped:
-        return Drop(DropWhy.JOB_STOPPED, "its job was cancelled or has failed; dropping the message unrendered")
-    if taken.held:
-        return _resend(task, delivery, ResendWhy.HELD, taken.held)
-    return _renewed(task, delivery, taken.progress, rules.progress, ending=False)
+    standing = taken.standing
+    if standing.stopped:
+        detail = "its job was cancelled or has failed; dropping the message unrendered"
+        return Drop(DropWhy.JOB_STOPPED, detail, cause=standing.token_cause)
+    if standing.held:
+        return _resend(task, delivery, ResendWhy.HELD, standing.held)
+    return _renewed(task, delivery, standing.progress, rules.progress, ending=False)
 
 
 def _after_error(task: Task, delivery: Delivery, raised: Raised, rules: Rules) -> Outcome:
@@ -335,7 +320,8 @@ def _after_loss(task: Task, delivery: Delivery, loss: Loss | None) -> Outcome:
         case LossKind.SUPERSEDED:
             return Drop(DropWhy.SUPERSEDED, f"stopped, {detail}")
         case LossKind.JOB_CANCELLED:
-            return Drop(DropWhy.JOB_STOPPED, f"stopped, its job was cancelled or has failed ({detail})")
+            detail = f"stopped, its job was cancelled or has failed ({detail})"
+            return Drop(DropWhy.JOB_STOPPED, detail, cause=loss.token_cause)
     return Abandon(detail)  # LossKind.REDELIVERED: another worker holds it now
 
 

@@ -10,13 +10,13 @@ from typing import Generic
 from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage
 from fusionfleet.errors import TokenGone
+from gpu_worker.delivery.facts import Failure, JobLost, Names
 from gpu_worker.delivery.outcomes import (
     Abandon,
     DeadLetter,
     Drop,
     DropWhy,
     Fail,
-    Failure,
     GiveBack,
     Outcome,
     Resend,
@@ -54,16 +54,17 @@ class Settler(Generic[TaskT]):
         self.completed = 0
         self.failed = 0
 
-    def settle(self, message: QueueMessage, task: TaskT | None, what: str, outcome: Outcome) -> bool:
+    def settle(self, message: QueueMessage, task: TaskT | None, names: Names, outcome: Outcome) -> bool:
         """Carry `outcome` out on `message` and its task's token. False only for a renewal that could not be
         sent and has no fallback (Resend.or_give_back False): the task then renders under this delivery."""
+        what = names.what
         match outcome:
             case Succeeded():
                 assert task is not None
                 self._succeed(message, task, what, outcome)
             case RetryLater() | DeadLetter() | Fail():
                 assert task is not None
-                self._fail(message, task, what, outcome)
+                self._fail(message, task, names, outcome)
             case GiveBack(detail):
                 if detail:
                     logger.info("%s", detail)
@@ -94,21 +95,21 @@ class Settler(Generic[TaskT]):
             what, failure.attempt, failure.error, failure.reason, "; giving up" if giving_up else "",
         )  # fmt: skip
         if failure.recorded:
-            safely(lambda: self._handler.record_failure(task, failure.error, failure.reason, failure.attempt), what)
+            safely(lambda: self._handler.note(task, failure), what)
         if giving_up:
             with self._counts:
                 self.failed += 1
 
-    def _fail(self, message: QueueMessage, task: TaskT, what: str, outcome: RetryLater | DeadLetter | Fail) -> None:
-        failure = outcome.failure
+    def _fail(self, message: QueueMessage, task: TaskT, names: Names, outcome: RetryLater | DeadLetter | Fail) -> None:
+        failure, what = outcome.failure, names.what
         self._attempt_failed(task, what, failure, giving_up=not isinstance(outcome, RetryLater))
         if isinstance(outcome, RetryLater):
             safely(lambda: self._queue.change_visibility(message, outcome.delay_s), what)
             return
         name, attempt = failure.error, failure.attempt
-        cause = self._handler.failure_cause(task, name, failure.reason, attempt)
+        cause = names.cause(name, failure.reason, attempt)
         # First, so the job's other segments stop now rather than after its notice (fusionfleet.jobs.loss).
-        safely(lambda: self._handler.job_lost(task, name, cause, attempt), what)
+        safely(lambda: self._handler.note(task, JobLost(name, cause, attempt)), what)
         try:
             self._orchestrator.task_failure(task.task_token, name, cause)
         except TokenGone as gone:
@@ -149,7 +150,7 @@ class Settler(Generic[TaskT]):
 
     def _drop(self, message: QueueMessage, task: TaskT | None, what: str, outcome: Drop) -> None:
         if outcome.why is DropWhy.MALFORMED:
-            self._tokens.fail_malformed(message, outcome.detail, outcome.cause)
+            self._tokens.fail_malformed(message, outcome.detail, outcome.cause or "")
         elif outcome.why is DropWhy.BACKUP_GAVE_UP:
             assert task is not None and outcome.failure is not None
             self._attempt_failed(task, what, outcome.failure, giving_up=True)
@@ -158,5 +159,5 @@ class Settler(Generic[TaskT]):
             logger.warning("%s: %s", what, outcome.detail)
             if outcome.why is DropWhy.JOB_STOPPED:
                 assert task is not None
-                self._tokens.answer_stopped_job(task, what)
+                self._tokens.answer_stopped_job(task, what, outcome.cause)
         self._queue.delete(message)

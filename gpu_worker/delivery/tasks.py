@@ -14,7 +14,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage, get_json
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.facefusion.content_analysis import ContentVerdict
-from fusionfleet.jobs.failures import segment_failure, segment_label
+from fusionfleet.jobs.failures import segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
 from fusionfleet.jobs.runs import is_cancelled
 from fusionfleet.messages import (
@@ -32,6 +32,7 @@ from fusionfleet.webhooks.outbox import WebhookOutbox
 from gpu_worker.attempt import Attempt
 from gpu_worker.delivery.accounting import Billing
 from gpu_worker.delivery.blocklist import Blocklist
+from gpu_worker.delivery.facts import Alive, Failure, JobLost, Names, Next, Note, Progress, Standing
 from gpu_worker.delivery.retry import describe
 from gpu_worker.errors import Blocked, Cancelled, GivenBack, WorkersBlocklisted
 from gpu_worker.merging.merge import MergeDeps, merge_job
@@ -73,10 +74,12 @@ TaskT = TypeVar("TaskT", bound=Task)  # the task type of one role (RenderTask, M
 
 
 class TaskHandler(ABC, Generic[TaskT]):
-    """What a worker does with its role's tasks: parse, describe and start them; the rest has defaults.
+    """What a worker does with its role's tasks, in six hooks: parse, describe and start them (required); what
+    their job and records say of them now (`standing`); what happened to them, for its records (`note`); and
+    `close`. How a message ends is decided from these (gpu_worker.delivery.outcomes), never here.
 
-    The defaults fit a task that keeps no checkpoints, is never cancelled or superseded, and whose
-    failure needs no record beyond its token's.
+    The defaults fit a task that keeps no checkpoints and no attempt records, is never cancelled or
+    superseded, and whose failure needs no record beyond its token's.
     """
 
     role: str
@@ -85,60 +88,28 @@ class TaskHandler(ABC, Generic[TaskT]):
     def parse(self, body: str) -> TaskT: ...
 
     @abstractmethod
-    def describe(self, task: TaskT) -> str: ...
+    def describe(self, task: TaskT) -> Names: ...
 
     @abstractmethod
     def start(self, task: TaskT, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
         """Do the part that needs the engine; the step returned does the rest (see Renderer)."""
 
-    def cancelled(self, task: TaskT) -> bool:
-        return False
+    def standing(self, task: TaskT, progress_of: range | None = None) -> Standing:
+        """What its job and records say of the task now; with `progress_of` (attempt numbers), its progress too."""
+        return Standing(progress=no_progress(progress_of))
 
-    def expect(self, task: TaskT) -> None:
-        """This worker took `task` early and starts it next: anything to prepare meanwhile."""
-        return None
-
-    def saved_frames(self, task: TaskT) -> int:
-        return 0
-
-    def failed_attempts(self, task: TaskT, attempts: range) -> int:
-        """How many of these attempts (numbers) ended in a recorded failure; the rest died or were
-        stopped. By default all of them: a handler that keeps no attempt records forgives none."""
-        return len(attempts)
-
-    def job_lost(self, task: TaskT, error: str, cause: str, attempts: int) -> None:
-        """This task failed for good; anything to stop besides failing its token."""
-        return None
-
-    def superseded(self, task: TaskT) -> str | None:
-        """Why this copy's work is pointless, or None."""
-        return None
-
-    def held(self, task: TaskT) -> str | None:
-        """Why this task must not start now though its job goes on (its tenant's budget), or None."""
-        return None
-
-    def alive(self, task: TaskT) -> None:
-        """The task in hand is still being worked on (called every few seconds while it is)."""
-        return None
-
-    def record_failure(self, task: TaskT, error: str, reason: str, attempt: int) -> None:
-        return None
-
-    def failure_cause(self, task: TaskT, error: str, reason: str, attempts: int) -> str:
-        return f"{self.describe(task)}: {reason}"
-
-    def loss_cause(self, task: TaskT) -> str | None:
-        """The cause to fail a dropped task's token with; None when its token only needs waking (a
-        cancel stops the execution itself; a backup copy never holds the token's last word)."""
+    def note(self, task: TaskT, event: Note) -> None:
+        """Something happened to the task: keep it in the role's records, or prepare for it."""
         return None
 
     def close(self) -> None:
         return None
 
 
-# The error a task dropped for its lost job fails its token with (see TaskHandler.loss_cause).
-JOB_LOST_ERROR = "JobLost"
+def no_progress(attempts: range | None) -> Progress | None:
+    """A task that keeps no checkpoints and no attempt records: nothing saved, and every attempt counted as
+    failed, so none is forgiven."""
+    return None if attempts is None else Progress(0, len(attempts))
 
 
 class RenderHandler(TaskHandler[RenderTask]):
@@ -168,12 +139,34 @@ class RenderHandler(TaskHandler[RenderTask]):
     def parse(self, body: str) -> RenderTask:
         return RenderTask.model_validate_json(body)
 
-    def describe(self, task: RenderTask) -> str:
-        return f"segment {task.segment.index} of {task.job.job_id}"
+    def describe(self, task: RenderTask) -> Names:
+        job, segment = task.job, task.segment
+        label = segment_label(segment.index, segment.start_frame, segment.end_frame)
+        return Names(f"segment {segment.index} of {job.job_id}", failed_as=f"{label} of {job.job_id}")
 
-    def expect(self, task: RenderTask) -> None:
-        if isinstance(self._renderer, PreparesNext):
-            self._renderer.expect(task)
+    def standing(self, task: RenderTask, progress_of: range | None = None) -> Standing:
+        """Its job stopped (and what its token is told then), or its other copy committed, or its tenant's budget
+        holds it; its checkpoints and attempt records when asked for."""
+        progress = None
+        if progress_of is not None:
+            progress = Progress(self._saved_frames(task), self._failed_attempts(task, progress_of))
+        if self._stopped(task):
+            return Standing(stopped=True, token_cause=self._token_cause(task), progress=progress)
+        return Standing(superseded=self._superseded(task), held=self._held(task), progress=progress)
+
+    def note(self, task: RenderTask, event: Note) -> None:
+        match event:
+            case Next():
+                if isinstance(self._renderer, PreparesNext):
+                    self._renderer.expect(task)
+            case Alive():
+                self._alive(task)
+            case Failure(error, reason, attempt):
+                record_failure(self._storage, task, error, reason, attempt, self._worker)
+                if self._blocklist is not None:
+                    self._blocklist.note_failure(task.job, task.segment.index, error, reason)
+            case JobLost(error, cause, attempts):
+                self._job_lost(task, error, cause, attempts)
 
     def execute(self, task: RenderTask, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
         """Render and finish, with a record of the attempt at its start and at its end (`fusionfleet logs`)."""
@@ -249,7 +242,7 @@ class RenderHandler(TaskHandler[RenderTask]):
             self._record_attempt(task.job.work_bucket, began, status="released", reason=str(given_back))
             raise
         except Cancelled as cancelled:
-            lost_to = self.superseded(task)
+            lost_to = self._superseded(task)
             if lost_to:
                 self._record_attempt(task.job.work_bucket, began, status="superseded", reason=lost_to)
             else:
@@ -281,7 +274,7 @@ class RenderHandler(TaskHandler[RenderTask]):
             # The log of attempts is for people; it never fails a segment.
             logger.warning("attempt record %s not written", key, exc_info=True)
 
-    def alive(self, task: RenderTask) -> None:
+    def _alive(self, task: RenderTask) -> None:
         """Its running attempt was seen alive now: a killed worker's attempt is billed to here."""
         with self._running_lock:
             held = self._running.get((task.in_hand, task.copy_number))
@@ -289,7 +282,7 @@ class RenderHandler(TaskHandler[RenderTask]):
                 bucket, began = held
                 self._write_attempt(bucket, began.model_copy(update={"alive_at": round(time.time(), 3)}))
 
-    def held(self, task: RenderTask) -> str | None:
+    def _held(self, task: RenderTask) -> str | None:
         """Why this segment must not start now (its tenant's budget is spent), or None."""
         return self._billing.held(task.job) if self._billing is not None else None
 
@@ -323,14 +316,15 @@ class RenderHandler(TaskHandler[RenderTask]):
             # Without it the segment gets no backup copy; it still renders.
             logger.warning("task record %s not written", key, exc_info=True)
 
-    def cancelled(self, task: RenderTask) -> bool:
+    def _stopped(self, task: RenderTask) -> bool:
         """Cancelled by an operator, or doomed by a segment that failed for good (fusionfleet.jobs.loss)."""
         job = task.job
         return is_cancelled(self._storage, job.work_bucket, job.job_id) or is_job_failed(
             self._storage, job.work_bucket, job.job_id
         )
 
-    def loss_cause(self, task: RenderTask) -> str | None:
+    def _token_cause(self, task: RenderTask) -> str | None:
+        """The cause to fail a stopped job's task's token with (TaskHandler.standing)."""
         job, segment = task.job, task.segment
         if task.copy_number or is_cancelled(self._storage, job.work_bucket, job.job_id):
             return None
@@ -340,7 +334,7 @@ class RenderHandler(TaskHandler[RenderTask]):
         label = segment_label(segment.index, segment.start_frame, segment.end_frame)
         return f"{label} of {job.job_id} dropped unrendered: the job is lost ({marker.by}): {marker.cause}"
 
-    def job_lost(self, task: RenderTask, error: str, cause: str, attempts: int) -> None:
+    def _job_lost(self, task: RenderTask, error: str, cause: str, attempts: int) -> None:
         """This segment failed for good: mark its job failed, so its other segments are not rendered."""
         job = task.job
         marker = JobFailedMarker(
@@ -350,11 +344,11 @@ class RenderHandler(TaskHandler[RenderTask]):
         if mark_job_failed(self._storage, job.work_bucket, marker):
             logger.warning("job %s marked failed: %s", job.job_id, cause)
 
-    def saved_frames(self, task: RenderTask) -> int:
+    def _saved_frames(self, task: RenderTask) -> int:
         job, segment = task.job, task.segment
         return Checkpoints(self._storage, job.work_bucket, job.job_id, segment.index).saved(segment.start_frame)
 
-    def failed_attempts(self, task: RenderTask, attempts: range) -> int:
+    def _failed_attempts(self, task: RenderTask, attempts: range) -> int:
         """Attempts whose record says `failed`; a missing record is a worker that died before writing it."""
         job, index = task.job, task.segment.index
         failed = 0
@@ -367,21 +361,11 @@ class RenderHandler(TaskHandler[RenderTask]):
             failed += record.status == "failed"
         return failed
 
-    def superseded(self, task: RenderTask) -> str | None:
+    def _superseded(self, task: RenderTask) -> str | None:
         """Why this copy's work is pointless (the other copy committed the segment), or None."""
         job = task.job
         committed = winner(self._storage, job.work_bucket, job.job_id, task.segment.index, job.run)
         return _won_by(committed) if committed is not None and committed.copy_number != task.copy_number else None
-
-    def record_failure(self, task: RenderTask, error: str, reason: str, attempt: int) -> None:
-        record_failure(self._storage, task, error, reason, attempt, self._worker)
-        if self._blocklist is not None:
-            self._blocklist.note_failure(task.job, task.segment.index, error, reason)
-
-    def failure_cause(self, task: RenderTask, error: str, reason: str, attempts: int) -> str:
-        segment = task.segment
-        label = f"{segment_label(segment.index, segment.start_frame, segment.end_frame)} of {task.job.job_id}"
-        return segment_failure(label, attempts, error, reason)
 
     def close(self) -> None:
         self._renderer.close()
@@ -400,8 +384,8 @@ class MergeHandler(TaskHandler[MergeTask]):
     def parse(self, body: str) -> MergeTask:
         return MergeTask.model_validate_json(body)
 
-    def describe(self, task: MergeTask) -> str:
-        return f"merge of {task.job.job_id}"
+    def describe(self, task: MergeTask) -> Names:
+        return Names(f"merge of {task.job.job_id}")
 
     def start(self, task: MergeTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], MergeResult]:
         result = self.execute(task, cancel, attempt)  # no engine: all of it now
@@ -412,8 +396,9 @@ class MergeHandler(TaskHandler[MergeTask]):
             return merge_stills(task, self._deps)
         return merge_job(task, self._deps)
 
-    def cancelled(self, task: MergeTask) -> bool:
-        return is_cancelled(self._deps.storage, task.job.work_bucket, task.job.job_id)
+    def standing(self, task: MergeTask, progress_of: range | None = None) -> Standing:
+        stopped = is_cancelled(self._deps.storage, task.job.work_bucket, task.job.job_id)
+        return Standing(stopped=stopped, progress=no_progress(progress_of))
 
 
 def _won_by(committed: SegmentRecord) -> str:

@@ -16,10 +16,13 @@ from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage
 from fusionfleet.errors import TokenGone
 from gpu_worker.attempt import Attempt
-from gpu_worker.delivery.tasks import JOB_LOST_ERROR, TaskHandler, TaskT
+from gpu_worker.delivery.tasks import TaskHandler, TaskT
 
 logger = logging.getLogger(__name__)
 
+
+# The error a task dropped for its lost job fails its token with (Standing.token_cause says the cause).
+JOB_LOST_ERROR = "JobLost"
 
 # LocalStack registers a task's token just after it sends the message, later still under load: a young
 # message's gone token is asked again for this long there. On AWS a token is valid once its message is
@@ -70,35 +73,32 @@ class TokenActions(Generic[TaskT]):
     def _ended(self, task: TaskT) -> bool:
         """Its job was cancelled, or another copy committed its segment: a gone token is gone."""
         try:
-            return bool(self._handler.cancelled(task) or self._handler.superseded(task) or self._handler.held(task))
+            standing = self._handler.standing(task)
+            return bool(standing.stopped or standing.superseded or standing.held)
         except Exception:
             return False
 
-    def answer_stopped_job(self, task: TaskT, what: str) -> None:
+    def answer_stopped_job(self, task: TaskT, what: str, cause: str | None) -> None:
         """The token of a cancelled or lost job's task, before its message is deleted: the Map learns of a
         lost job's task at once.
 
         A lost job's execution may go on (LocalStack's Distributed Map does not stop at a failed
         item): a token only heartbeated would keep its Map waiting until the watchdog stops it, so
-        it is failed, once, before the message goes (a redelivery finds the token closed: TokenGone
-        is final). A cancelled job's execution is already stopped: its token is only woken.
+        it is failed with `cause`, once, before the message goes (a redelivery finds the token closed:
+        TokenGone is final). A cancelled job's execution is already stopped (`cause` None): its token is
+        only woken.
         """
-        cause = None
-        try:
-            cause = self._handler.loss_cause(task)
-        except Exception:
-            logger.warning("%s: the job's failed marker could not be read", what, exc_info=True)
         if cause is None:
             self.beat(task.task_token)
-        else:
-            try:
-                self._orchestrator.task_failure(task.task_token, JOB_LOST_ERROR, cause)
-                logger.warning("%s: token failed (%s)", what, JOB_LOST_ERROR)
-            except TokenGone as gone:
-                logger.info("%s: token already closed (%s)", what, gone.reason)
-            except Exception:
-                logger.warning("%s: could not fail its token; waking it instead", what, exc_info=True)
-                self.beat(task.task_token)
+            return
+        try:
+            self._orchestrator.task_failure(task.task_token, JOB_LOST_ERROR, cause)
+            logger.warning("%s: token failed (%s)", what, JOB_LOST_ERROR)
+        except TokenGone as gone:
+            logger.info("%s: token already closed (%s)", what, gone.reason)
+        except Exception:
+            logger.warning("%s: could not fail its token; waking it instead", what, exc_info=True)
+            self.beat(task.task_token)
 
     def beat(self, token: str | None) -> None:
         """One more heartbeat for a cancelled job's task, so a stopped execution sees it is stopped."""

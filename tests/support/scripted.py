@@ -13,10 +13,11 @@ from typing import TypeVar
 from fusionfleet.errors import InputRejected, SegmentFailed
 from fusionfleet.messages import RenderTask, SegmentResult
 from gpu_worker.attempt import Attempt
+from gpu_worker.delivery.facts import Failure, JobLost, Names, Note, Standing
 from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
-from gpu_worker.delivery.tasks import RenderHandler, TaskHandler
+from gpu_worker.delivery.tasks import RenderHandler, TaskHandler, no_progress
 from gpu_worker.errors import Blocked, Cancelled, GivenBack
 from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
@@ -38,8 +39,8 @@ class StepHandler(TaskHandler[StepT]):
     def parse(self, body: str) -> StepT:
         return self.task_model.model_validate_json(body)
 
-    def describe(self, task: StepT) -> str:
-        return f"step {task.task_token}"
+    def describe(self, task: StepT) -> Names:
+        return Names(f"step {task.task_token}", failed_as=f"step {task.task_token}")
 
     def start(self, task: StepT, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
         result = self.execute(task, cancel, attempt)
@@ -61,7 +62,7 @@ class ScriptedHandler(StepHandler[Step]):
     def __init__(self, during: Callable[[], None] | None = None) -> None:
         self.attempts: list[Attempt] = []
         self.recorded: list[tuple[str, str, str, int]] = []
-        self.lost: list[tuple[str, str, int]] = []  # (token, cause, attempts) of job_lost
+        self.lost: list[tuple[str, str, int]] = []  # (token, cause, attempts) of each JobLost noted
         self._during = during
 
     def execute(self, task: Step, cancel: threading.Event, attempt: Attempt) -> SegmentResult:
@@ -81,20 +82,16 @@ class ScriptedHandler(StepHandler[Step]):
             raise Cancelled("cancelled")
         return SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=1.5)
 
-    def cancelled(self, task: Step) -> bool:
-        return task.outcome == "cancelled"
+    def standing(self, task: Step, progress_of: range | None = None) -> Standing:
+        superseded = "copy 1 on w2 committed the segment first" if task.outcome == "superseded" else None
+        return Standing(stopped=task.outcome == "cancelled", superseded=superseded, progress=no_progress(progress_of))
 
-    def job_lost(self, task: Step, error: str, cause: str, attempts: int) -> None:
-        self.lost.append((task.task_token, cause, attempts))
-
-    def superseded(self, task: Step) -> str | None:
-        return "copy 1 on w2 committed the segment first" if task.outcome == "superseded" else None
-
-    def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
-        self.recorded.append((task.task_token, error, reason, attempt))
-
-    def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
-        return f"step {task.task_token} failed after {attempts}: {error}: {reason}"
+    def note(self, task: Step, event: Note) -> None:
+        match event:
+            case JobLost(_, cause, attempts):
+                self.lost.append((task.task_token, cause, attempts))
+            case Failure(error, reason, attempt):
+                self.recorded.append((task.task_token, error, reason, attempt))
 
 
 class ScriptedRenderer:

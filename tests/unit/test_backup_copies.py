@@ -115,5 +115,5 @@ def test_a_copy_of_a_committed_segment_is_answered_with_the_winner_unrendered() 
     assert (result.key, result.copy_number) == (won.key, 0)
     attempt = storage.json(WORK, layout.attempt_record_key(JOB.job_id, 1, 0, 1, copy=1))
     assert attempt["status"] == "superseded" and "copy 0 on w1" in attempt["reason"]
-    assert handler.superseded(backup_task()) is not None
-    assert handler.superseded(RenderTask(task_token="t", job=JOB, segment=halves()[1])) is None
+    assert handler.standing(backup_task()).superseded is not None
+    assert handler.standing(RenderTask(task_token="t", job=JOB, segment=halves()[1])).superseded is None

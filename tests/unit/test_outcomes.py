@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from fusionfleet.errors import InputRejected, SegmentFailed, TokenGone
 from fusionfleet.messages import SegmentResult
+from gpu_worker.delivery.facts import Failure, Progress, Standing
 from gpu_worker.delivery.keeper import Loss, LossKind
 from gpu_worker.delivery.outcomes import (
     OUTCOMES,
@@ -23,14 +24,12 @@ from gpu_worker.delivery.outcomes import (
     DropWhy,
     Ending,
     Fail,
-    Failure,
     Finished,
     GiveBack,
     Happened,
     Lost,
     Malformed,
     Outcome,
-    Progress,
     Raised,
     Resend,
     ResendWhy,
@@ -93,17 +92,24 @@ CASES = [
     Case("renders", SEGMENT, FIRST, Taken(), None),
     Case("token gone at take", SEGMENT, FIRST, Taken(token_gone="TaskTimedOut"), Drop(
         DropWhy.TOKEN_GONE, "its token is gone (TaskTimedOut); dropping the message unrendered")),
-    Case("job stopped at take", SEGMENT, FIRST, Taken(job_stopped=True), Drop(
+    Case("job stopped at take", SEGMENT, FIRST, Taken(standing=Standing(stopped=True)), Drop(
         DropWhy.JOB_STOPPED, "its job was cancelled or has failed; dropping the message unrendered")),
-    Case("held at take", SEGMENT, SECOND, Taken(held="budget spent"), Resend(ResendWhy.HELD, "budget spent", 1, 0, 0)),
-    Case("last delivery with new chunks", SEGMENT, LAST, Taken(progress=Progress(40, 2)), Resend(
+    Case("job lost at take", SEGMENT, FIRST, Taken(standing=Standing(stopped=True, token_cause="lost")), Drop(
+        DropWhy.JOB_STOPPED, "its job was cancelled or has failed; dropping the message unrendered", cause="lost")),
+    Case("held at take", SEGMENT, SECOND, Taken(standing=Standing(held="budget spent")), Resend(
+        ResendWhy.HELD, "budget spent", 1, 0, 0)),
+    # A copy that lost starts all the same: its start answers with the winner's result.
+    Case("superseded at take", SEGMENT, FIRST, Taken(standing=Standing(superseded="copy 1 won")), None),
+    Case("last delivery with new chunks", SEGMENT, LAST, Taken(standing=Standing(progress=Progress(40, 2))),
+         Resend(
         ResendWhy.PROGRESS, "delivery 3 of 3, 40 frames saved (0 when sent), 0 of its deliveries killed or stopped: "
         "sent again with a fresh receive count", 2, 2, 40, or_give_back=False)),
-    Case("last delivery after kills", SEGMENT, LAST, Taken(progress=Progress(0, 1)), Resend(
+    Case("last delivery after kills", SEGMENT, LAST, Taken(standing=Standing(progress=Progress(0, 1))),
+         Resend(
         ResendWhy.PROGRESS, "delivery 3 of 3, 0 frames saved (0 when sent), 1 of its deliveries killed or stopped: "
         "sent again with a fresh receive count", 2, 1, 0, or_give_back=False)),
-    Case("last delivery after failures", SEGMENT, LAST, Taken(progress=Progress(0, 2)), None),
-    Case("a merge's last delivery", MERGE, LAST, Taken(progress=Progress(40, 0)), None),
+    Case("last delivery after failures", SEGMENT, LAST, Taken(standing=Standing(progress=Progress(0, 2))), None),
+    Case("a merge's last delivery", MERGE, LAST, Taken(standing=Standing(progress=Progress(40, 0))), None),
     # The task's own end.
     Case("finished", SEGMENT, FIRST, Finished(RESULT), Succeeded(RESULT)),
     Case("failed, retries left", SEGMENT, FIRST, Raised(SegmentFailed("the encoder fell over")), RetryLater(FAILED, 2)),
@@ -128,6 +134,8 @@ CASES = [
     # A lost hold, while it ran or waited its turn.
     Case("cancelled", SEGMENT, FIRST, Raised(Cancelled("x"), True, Loss(LossKind.JOB_CANCELLED, "marker")), Drop(
         DropWhy.JOB_STOPPED, "stopped, its job was cancelled or has failed (marker)")),
+    Case("lost job", SEGMENT, FIRST, Lost(Loss(LossKind.JOB_CANCELLED, "marker", token_cause="lost")), Drop(
+        DropWhy.JOB_STOPPED, "stopped, its job was cancelled or has failed (marker)", cause="lost")),
     Case("raised after its loss", SEGMENT, FIRST, Raised(RuntimeError("x"), True, Loss(LossKind.TOKEN_GONE, "Gone")),
          Drop(DropWhy.TOKEN_GONE, "abandoned, its token is gone (Gone)")),
     Case("superseded", SEGMENT, FIRST, Lost(Loss(LossKind.SUPERSEDED, "copy 1 won")), Drop(
@@ -151,7 +159,9 @@ def test_decide_names_how_each_message_ends(case: Case) -> None:
 def test_a_message_that_is_not_a_task_is_dropped_and_its_token_failed_with_the_reason() -> None:
     outcome = decide(None, None, Malformed(malformed()))
     assert isinstance(outcome, Drop) and outcome.why is DropWhy.MALFORMED
-    assert outcome.detail == "1 errors" and outcome.cause.startswith("the task message is invalid: 1 validation error")
+    assert outcome.detail == "1 errors" and str(outcome.cause).startswith(
+        "the task message is invalid: 1 validation error"
+    )
 
 
 def test_the_table_covers_every_ending_and_every_why() -> None:
@@ -201,7 +211,7 @@ def test_a_renewal_never_passes_the_delivery_cap_and_carries_what_was_saved(
 ) -> None:
     task = Segment(task_token="t", prior_attempts=delivery.attempt - delivery.receive_count, progress_frames=sent_with)
     progress = Progress(saved, min(failed, len(delivery.earlier)))
-    outcome = decide(task, delivery, Taken(progress=progress), RULES)
+    outcome = decide(task, delivery, Taken(standing=Standing(progress=progress)), RULES)
     if outcome is not None:
         assert isinstance(outcome, Resend) and outcome.why is ResendWhy.PROGRESS
         assert delivery.receive_limit is not None and delivery.receive_count >= delivery.receive_limit

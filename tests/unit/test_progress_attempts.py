@@ -12,6 +12,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.queues import QueueMessage
 from fusionfleet.messages import RenderTask, SegmentAttempt, SegmentResult
 from gpu_worker.attempt import Attempt
+from gpu_worker.delivery.facts import Names, Progress, Standing
 from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import ProgressPolicy, RetryPolicy, worth_resending
@@ -80,22 +81,18 @@ class CheckpointingHandler(TaskHandler[Slice]):
     def parse(self, body: str) -> Slice:
         return Slice.model_validate_json(body)
 
-    def describe(self, task: Slice) -> str:
-        return f"slice {task.task_token}"
+    def describe(self, task: Slice) -> Names:
+        return Names(f"slice {task.task_token}")
 
     def start(self, task: Slice, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
         self.attempts.append((attempt.number, self.saved))
         result = SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=1.0)
         return lambda: result
 
-    def saved_frames(self, task: Slice) -> int:
-        return self.saved
-
-    def failed_attempts(self, task: Slice, attempts: range) -> int:
-        return sum(number in self.failed for number in attempts)
-
-    def failure_cause(self, task: Slice, error: str, reason: str, attempts: int) -> str:
-        return f"{error}: {reason}"
+    def standing(self, task: Slice, progress_of: range | None = None) -> Standing:
+        if progress_of is None:
+            return Standing()
+        return Standing(progress=Progress(self.saved, sum(number in self.failed for number in progress_of)))
 
 
 def _kill_delivery(queue: FakeQueue, handler: CheckpointingHandler, frames: int) -> None:
@@ -364,5 +361,5 @@ def test_the_render_handler_counts_failed_attempts_from_their_records_and_a_miss
     handler = RenderHandler(NeverRenders(), storage, "w1", threading.Event())
     task = RenderTask(task_token="t", job=job, segment=segment)
     # THEN only the recorded failure counts; the others are the host's doing, not the segment's
-    assert handler.failed_attempts(task, range(1, 5)) == 1
-    assert handler.failed_attempts(task, range(2, 5)) == 0
+    assert handler.standing(task, range(1, 5)).progress == Progress(saved_frames=0, failed_attempts=1)
+    assert handler.standing(task, range(2, 5)).progress == Progress(saved_frames=0, failed_attempts=0)

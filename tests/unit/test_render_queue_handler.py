@@ -19,4 +19,11 @@ def test_every_hook_of_a_task_handler_is_passed_on_not_left_at_its_default() -> 
     # its next segment's decoder, its tenant's budget hold, its attempts' billing)
     missing = sorted(hook for hook in hooks if hook not in vars(RenderQueueHandler))
     assert missing == [], missing
-    assert {"expect", "held", "alive"} <= hooks
+    assert hooks == {"standing", "note", "close"}
+
+
+def test_a_task_handler_has_at_most_six_hooks() -> None:
+    # What a role's handler must say; the rest is data (facts.Standing, facts.Names) or decided in one place
+    # (outcomes.decide), so a new role does not have to know how a message ends.
+    hooks = [name for name, member in vars(TaskHandler).items() if inspect.isfunction(member) and name[0] != "_"]
+    assert sorted(hooks) == ["close", "describe", "note", "parse", "standing", "start"]

@@ -174,9 +174,6 @@ class WaitingHandler(StepHandler[Step]):
         self.protected_while_working.append(self.agent.enabled)
         return SegmentResult(index=0, key="work/s/00000.mp4", frames=50, engine_s=task.seconds)
 
-    def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
-        return reason
-
 
 def test_the_worker_is_protected_while_it_holds_a_segment_renews_with_the_heartbeat_and_clears_when_idle(
     agent: Agent,

@@ -11,10 +11,12 @@ from fusionfleet import layout
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import MergeTask, RenderTask, SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.delivery.tasks import MergeHandler, TaskHandler
+from gpu_worker.delivery.facts import Names, Progress, Standing
+from gpu_worker.delivery.tasks import MergeHandler, RenderHandler, TaskHandler
 from gpu_worker.merging.merge import MergeDeps
 from tests.support.fakes import FakeStorage
 from tests.support.jobs import job_context
+from tests.support.scripted import ScriptedRenderer as NeverRenders
 
 
 def render_task(copy_number: int = 0) -> RenderTask:
@@ -56,8 +58,8 @@ class OnlyRequired(TaskHandler[RenderTask]):
     def parse(self, body: str) -> RenderTask:
         return RenderTask.model_validate_json(body)
 
-    def describe(self, task: RenderTask) -> str:
-        return f"segment {task.segment.index}"
+    def describe(self, task: RenderTask) -> Names:
+        return Names(f"segment {task.segment.index}")
 
     def start(self, task: RenderTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
         return lambda: SegmentResult(index=task.segment.index, key="k", frames=25, engine_s=1.0)
@@ -66,18 +68,29 @@ class OnlyRequired(TaskHandler[RenderTask]):
 def test_a_handler_that_writes_only_parse_describe_and_start_gets_the_quiet_defaults() -> None:
     handler, task = OnlyRequired(), render_task()
     assert handler.parse(task.wire_json()) == task
-    assert not handler.cancelled(task) and handler.superseded(task) is None and handler.saved_frames(task) == 0
-    assert (
-        handler.failure_cause(task, "SegmentFailed", "the encoder fell over", 3) == "segment 3: the encoder fell over"
+    # Never stopped, superseded or held; nothing saved, and every attempt counted as failed (none forgiven).
+    assert handler.standing(task) == Standing()
+    assert handler.standing(task, range(1, 3)) == Standing(progress=Progress(saved_frames=0, failed_attempts=2))
+    assert handler.describe(task).cause("SegmentFailed", "the encoder fell over", 3) == (
+        "segment 3: the encoder fell over"
+    )
+
+
+def test_a_render_task_fails_naming_its_frames_and_attempts(tmp_path: Path) -> None:
+    handler = RenderHandler(NeverRenders(), FakeStorage(), "w", threading.Event())
+    names = handler.describe(render_task())
+    assert names.what == "segment 3 of clip-1"
+    assert names.cause("SegmentFailed", "the encoder fell over", 3) == (
+        "segment 3 (frames 75-99) of clip-1 failed after 3 attempts: SegmentFailed: the encoder fell over"
     )
 
 
 def test_a_merge_fails_with_the_gates_reason_and_reads_the_cancel_marker(tmp_path: Path) -> None:
     storage = FakeStorage()
     handler, task = MergeHandler(MergeDeps(storage, tmp_path)), MergeTask(task_token="m", job=job_context("clip-1"))
-    cause = handler.failure_cause(task, "SegmentsMissing", "segment 2 failed", 3)
+    cause = handler.describe(task).cause("SegmentsMissing", "segment 2 failed", 3)
     assert cause == "merge of clip-1: segment 2 failed"
-    assert not handler.cancelled(task)
+    assert not handler.standing(task).stopped
     # WHEN an operator cancels the job THEN the merge sees it
     storage.put_bytes(task.job.work_bucket, layout.cancel_key("clip-1"), b"{}", "application/json")
-    assert handler.cancelled(task)
+    assert handler.standing(task).stopped

@@ -19,6 +19,7 @@ from fusionfleet.webhooks.events import WebhookSubscription
 from fusionfleet.webhooks.outbox import WebhookOutbox, write_subscription
 from gpu_worker.attempt import Attempt
 from gpu_worker.delivery.accounting import Billing
+from gpu_worker.delivery.facts import Alive
 from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
@@ -72,13 +73,13 @@ def test_the_running_attempt_is_stamped_alive_until_it_ends_and_never_after() ->
     worker.start()
     assert gate.wait(5)
     time.sleep(0.05)
-    handler.alive(one)
+    handler.note(one, Alive())
     key = layout.attempt_record_key(JOB, 1, 0, 1)
     running = storage.json(WORK, key)
     assert running["status"] == "running" and running["alive_at"] > running["started_at"]
     release.set()
     worker.join(5)
-    handler.alive(one)  # a late refresh must not undo the end
+    handler.note(one, Alive())  # a late refresh must not undo the end
     assert storage.json(WORK, key)["status"] == "succeeded"
 
 

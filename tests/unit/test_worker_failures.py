@@ -13,8 +13,8 @@ from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.scripted import QUEUE, ScriptedHandler, Step
 
-FELL_OVER = "step t failed after 3: SegmentFailed: the encoder fell over"
-NO_FACE = "step t failed after 1: InputRejected: no face in source[0]"
+FELL_OVER = "step t failed after 3 attempts: SegmentFailed: the encoder fell over"
+NO_FACE = "step t failed after 1 attempt: InputRejected: no face in source[0]"
 
 
 def worker(
@@ -55,9 +55,7 @@ def test_a_failed_attempt_is_retried_after_the_policy_delay_and_the_last_one_fai
     queue.clock.advance(10)
     assert take_one(subject)
     # THEN only now is the token failed, with the reason, and the message made visible for its DLQ
-    assert orchestrator.reports() == [
-        ("failure", "t", ("SegmentFailed", "step t failed after 3: SegmentFailed: the encoder fell over"))
-    ]
+    assert orchestrator.reports() == [("failure", "t", ("SegmentFailed", FELL_OVER))]
     assert queue.visibility_changes[-1] == (message_id, 0)
     assert [attempt.number for attempt in handler.attempts] == [1, 2, 3]
     assert subject.failed == 1 and queue.deleted == []
@@ -75,9 +73,7 @@ def test_bad_input_fails_the_token_at_once_and_drops_the_message() -> None:
     # WHEN its first attempt is rejected
     assert take_one(worker(handler, queue, orchestrator))
     # THEN the token fails on the first attempt and the message is deleted, not retried
-    assert orchestrator.reports() == [
-        ("failure", "t", ("InputRejected", "step t failed after 1: InputRejected: no face in source[0]"))
-    ]
+    assert orchestrator.reports() == [("failure", "t", ("InputRejected", NO_FACE))]
     assert queue.deleted == [message_id] and queue.visibility_changes == []
 
 

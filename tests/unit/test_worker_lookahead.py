@@ -13,11 +13,12 @@ from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
 from gpu_worker.config import ENV_LOOKAHEAD, add_arguments, resolve
+from gpu_worker.delivery.facts import Failure, Names, Note, Standing
 from gpu_worker.delivery.keeper import Keeper, KeepPolicy
 from gpu_worker.delivery.lookahead import Lookahead, LookaheadPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
-from gpu_worker.delivery.tasks import TaskHandler
+from gpu_worker.delivery.tasks import TaskHandler, no_progress
 from gpu_worker.lifecycle.stopping import StopSignal
 from tests.support.fakes import FakeOrchestrator, FakeQueue
 from tests.support.scripted import StepHandler
@@ -69,11 +70,9 @@ class WatchingHandler(StepHandler[Step]):
         thread = self.subject.lookahead._thread if self.subject is not None else None
         return thread is None or not thread.is_alive()
 
-    def cancelled(self, task: Step) -> bool:
-        return task.cancelled or task.task_token in self.cancelled_jobs
-
-    def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
-        return error
+    def standing(self, task: Step, progress_of: range | None = None) -> Standing:
+        stopped = task.cancelled or task.task_token in self.cancelled_jobs
+        return Standing(stopped=stopped, progress=no_progress(progress_of))
 
 
 def worker(
@@ -240,8 +239,8 @@ class FinishingHandler(TaskHandler[Step]):
     def parse(self, body: str) -> Step:
         return Step.model_validate_json(body)
 
-    def describe(self, task: Step) -> str:
-        return f"step {task.task_token}"
+    def describe(self, task: Step) -> Names:
+        return Names(f"step {task.task_token}")
 
     def start(self, task: Step, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
         self._note("rendered", task.task_token)
@@ -256,11 +255,9 @@ class FinishingHandler(TaskHandler[Step]):
 
         return finish
 
-    def record_failure(self, task: Step, error: str, reason: str, attempt: int) -> None:
-        self.failures.append(f"{task.task_token}: {error}")
-
-    def failure_cause(self, task: Step, error: str, reason: str, attempts: int) -> str:
-        return reason
+    def note(self, task: Step, event: Note) -> None:
+        if isinstance(event, Failure):
+            self.failures.append(f"{task.task_token}: {event.error}")
 
 
 def finishing_worker(

@@ -14,6 +14,7 @@ from fusionfleet.jobs.loss import JobFailedMarker, mark_job_failed
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.messages import RenderTask, WorkerBeat
 from gpu_worker.attempt import Attempt
+from gpu_worker.delivery.facts import Standing
 from gpu_worker.delivery.keeper import Keeper, KeepPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
@@ -123,11 +124,11 @@ def test_a_failed_marker_of_an_earlier_run_or_of_the_segment_itself_fails_no_tok
     handler = RenderHandler(ScriptedRenderer(), storage, "w", threading.Event())
     mark_job_failed(storage, WORK, _marker(segment=0))
     # this segment's own failure already failed its token; a retry (run 1) is not lost by run 0's marker
-    assert handler.loss_cause(task(index=0)) is None
-    assert handler.loss_cause(task(index=2, run=1)) is None
-    assert handler.loss_cause(task(index=2)) is not None
+    assert handler.standing(task(index=0)) == Standing(stopped=True, token_cause=None)
+    assert handler.standing(task(index=2, run=1)) == Standing(stopped=True, token_cause=None)
+    assert handler.standing(task(index=2)).token_cause is not None
     # a backup copy never holds the token's last word
-    assert handler.loss_cause(task(index=2).model_copy(update={"copy_number": 1})) is None
+    assert handler.standing(task(index=2).model_copy(update={"copy_number": 1})).token_cause is None
 
 
 def test_a_segment_rendering_when_its_job_is_marked_failed_stops_within_seconds() -> None:
@@ -203,7 +204,7 @@ def test_a_failing_cancel_check_never_costs_the_message_its_heartbeat() -> None:
     queue.send(QUEUE, task().model_dump_json())
     (message,) = queue.receive(QUEUE, wait_s=0, visibility_s=1)
 
-    def broken() -> bool:
+    def broken() -> Standing:
         raise OSError("S3 is down")
 
     with Keeper(queue, orchestrator, message, "t", KeepPolicy(visibility_s=1, cancel_check_s=0.2), broken) as kept:
