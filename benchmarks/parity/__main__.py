@@ -7,6 +7,11 @@ FaceFusion workers, cut into exactly N segments or at the frames given), and com
 `farm.mp4` and the layout). Prints a
 short account, then one JSON line last: {"equal": …, "frames": […], "min_psnr": …, "audio": …,
 "differences": […], …}. Exits 0 only when they are equal; 2 when it could not render one side.
+
+`--steps JSON` (a list of option sets, each with `"sources": ["a"|"b", …]`, the harness's people whose
+faces are its sources) makes it a job: FaceFusion's own `job-create`, `job-add-step` (step 1),
+`job-remix-step` (each later step, on the one before's output) and `job-run`, against the farm's render
+of the job file FaceFusion wrote (benchmarks/parity/job_files.py); `--options` is then not used.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 
 from benchmarks.parity.clips import write_source
 from benchmarks.parity.farm import Farm
+from benchmarks.parity.job_files import Step, run_job_case
 from benchmarks.parity.judge import Layout
 from benchmarks.parity.run import Case, run_case
 from fleetctl.harness import facefusion as harness
@@ -43,12 +49,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--facefusion-options", default="{}",
                         help="options for FaceFusion's own run only, as JSON (e.g. a workflow strategy)")  # fmt: skip
+    parser.add_argument("--steps", help="a job's steps as a JSON list of option sets, each with its sources' people")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="keep both renders in this folder")
     parser.add_argument("--layout", type=Path,
                         help="where the harness drew its people in the target (JSON, benchmarks.parity.judge.Layout):"
                         " the judge then reads every face's code and colour")  # fmt: skip
     return parser.parse_args(argv)
+
+
+def _step(work: Path, options: dict[str, object]) -> Step:
+    """A step of `--steps`: its people's pictures written as its sources, the rest its options."""
+    people = options.pop("sources", ["a"])
+    assert isinstance(people, list), "a step's sources are a list of the harness's people"
+    return Step(tuple(write_source(work / f"source-{person}.png", str(person)) for person in people), options)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         home = harness.prepare(work / "harness")
         with Farm(home, work / "farm", workers=args.workers) as farm:
             layout = Layout.load(args.layout) if args.layout else None
-            outcome = run_case(case, home, farm, sources, args.target.resolve(), work, layout)
+            if args.steps:
+                steps = [_step(work, dict(options)) for options in json.loads(args.steps)]
+                outcome = run_job_case("job", home, farm, steps, args.target.resolve(), work, layout, args.segments)
+            else:
+                outcome = run_case(case, home, farm, sources, args.target.resolve(), work, layout)
     print(outcome.account())
     print(json.dumps(outcome.line()))
     return 0 if outcome.equal else (2 if outcome.unrendered else 1)

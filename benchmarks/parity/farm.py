@@ -145,10 +145,12 @@ class Farm:
         output: Path,
         name: str = "parity",
         plan: Mapping[str, Any] | None = None,
+        faces: Sequence[Mapping[str, Any]] = (),
     ) -> FarmRun:
         """Drop the job, wait for its notice, fetch its output (when it succeeded) to `output`.
 
-        `plan`: the manifest's own plan ({"segments": N} or {"cut_at": [...]}); the slicer's otherwise."""
+        `plan`: the manifest's own plan ({"segments": N} or {"cut_at": [...]}); the slicer's otherwise.
+        `faces`: mappings of people whose `source` lists indices into `sources` (then no `source`)."""
         assert self.resources is not None
         self._count += 1
         prefix = f"inputs/{name}-{self._count}"
@@ -164,6 +166,9 @@ class Farm:
                     "output": f"outputs/{name}-{self._count}{target.suffix}", "options": dict(options)}  # fmt: skip
         if plan:
             manifest["plan"] = dict(plan)
+        if faces:
+            del manifest["source"]
+            manifest["faces"] = [{**face, "source": [keys[index] for index in face["source"]]} for face in faces]
         manifest_key = f"jobs/{name}-{self._count}.json"
         began = time.monotonic()
         etag = s3.put_object(Bucket=bucket, Key=manifest_key, Body=json.dumps(manifest).encode())["ETag"]

@@ -278,7 +278,8 @@ def chain_as_faces(job: JobFile, step: JobFileStep) -> ChainAsFaces | None:
         return None
     shared = [{name: value for name, value in each.options.items() if name not in PERSON_OPTIONS} for each in chain]
     options = shared[0]
-    if any(other != options for other in shared[1:]) or any(name in options for name in REAPPLIED_OPTIONS):
+    reapplied = [name for name in REAPPLIED_OPTIONS if options.get(name, DEFAULTS.get(name)) != DEFAULTS.get(name)]
+    if any(other != options for other in shared[1:]) or reapplied:
         return None
     processors = options.get("processors", DEFAULTS["processors"])
     listening = isinstance(processors, list | tuple) and "lip_syncer" in processors

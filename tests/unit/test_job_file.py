@@ -153,10 +153,12 @@ def _person(target: str, output: str, source: str, frame: int, position: int, **
 
 def test_a_remix_chain_swapping_one_person_a_step_is_one_job_of_chained_passes() -> None:
     # GIVEN job-remix-step's chain of three: a on the face at 0 of frame 0, b on 1 of frame 4, c on 0 of frame 9
+    # (with the options FaceFusion writes at their defaults: a scale of 1 scales nothing, again or not)
+    shared = {"face_swapper_model": "inswapper_128", "output_video_scale": 1.0}
     raw = job(
-        _person("/in/a.mp4", "/out/one.mp4", "/in/a.png", 0, 0, face_swapper_model="inswapper_128"),
-        _person("/out/one-myjob-0.mp4", "/out/two.mp4", "/in/b.png", 4, 1, face_swapper_model="inswapper_128"),
-        _person("/out/two-myjob-1.mp4", "/out/three.mp4", "/in/c.png", 9, 0, face_swapper_model="inswapper_128"),
+        _person("/in/a.mp4", "/out/one.mp4", "/in/a.png", 0, 0, **shared),
+        _person("/out/one-myjob-0.mp4", "/out/two.mp4", "/in/b.png", 4, 1, **shared),
+        _person("/out/two-myjob-1.mp4", "/out/three.mp4", "/in/c.png", 9, 0, **shared),
     )
     found = read_job_file(raw, "myjob")
     # WHEN the last step's chain is read as passes
@@ -170,7 +172,7 @@ def test_a_remix_chain_swapping_one_person_a_step_is_one_job_of_chained_passes()
         (("/in/c.png",), 9, 0),
     ]
     # AND the shared options are the job's, without the people's own
-    assert dict(chained.options) == {"face_swapper_model": "inswapper_128"}
+    assert dict(chained.options) == shared
     # AND the step in the middle is a chain of its own, a first step none
     second = chain_as_faces(found, found.steps[1])
     assert second is not None and second.steps == (0, 1)
