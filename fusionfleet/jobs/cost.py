@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from fusionfleet.jobs.states import Recorded
 from fusionfleet.messages import JobCost, SegmentAttempt
 
 # g5.xlarge On-Demand in us-east-1 (one NVIDIA A10G), dollars per hour: the default GpuInstanceType's price.
@@ -72,7 +73,7 @@ def job_cost(
         usd += dollars
         capacity = record.capacity or "on-demand"
         by_capacity[capacity] = by_capacity.get(capacity, 0.0) + dollars
-        if record.status == "succeeded":
+        if record.status == Recorded.SUCCEEDED:
             engine_s += record.engine_s
         else:
             wasted += dollars

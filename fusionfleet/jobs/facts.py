@@ -32,7 +32,7 @@ from fusionfleet.jobs.runs import (
     is_cancelled,
     parse_execution_name,
 )
-from fusionfleet.jobs.states import CANCEL_REASON, JobState, job_state
+from fusionfleet.jobs.states import CANCEL_REASON, JobState, NoticeStatus, job_state
 from fusionfleet.jobs.waiting import WaitingRecord, read_waiting
 from fusionfleet.messages import JobContext, SegmentRecord
 
@@ -84,7 +84,7 @@ class JobFacts:
         execution = self.execution
         if execution is None or state is JobState.SUCCEEDED:
             return ""
-        if self.notice is not None and self.notice.reason and self.notice.status != "succeeded":
+        if self.notice is not None and self.notice.reason and self.notice.status != NoticeStatus.SUCCEEDED:
             return self.notice.reason
         if execution.finished and told_by_itself(execution.status, execution.error) and execution.cause:
             return execution.cause

@@ -53,8 +53,8 @@ def segment_counts(done: int, failed: int, total: int) -> dict[str, int]:
 class Recorded:
     """A segment's words as its records store them: the result beside its output (`RecordStatus`) and each
     attempt's record (`AttemptStatus`). On S3 since the first release and read back by every version, so
-    kept as written (Literal types: the records' models, fusionfleet.messages, take them as written);
-    `recorded_state` says what each means as a SegmentState."""
+    kept as written (Literal types: the records' models, fusionfleet.messages, take them as written). What
+    they mean as a segment's SegmentState is the read model's (fusionfleet.jobs.views.segment_view)."""
 
     RUNNING: Final = "running"
     SUCCEEDED: Final = "succeeded"
@@ -66,16 +66,6 @@ class Recorded:
 
 RecordStatus = Literal["succeeded", "failed"]
 AttemptStatus = Literal["running", "succeeded", "failed", "released", "cancelled", "superseded"]
-
-
-def recorded_state(status: str) -> SegmentState:
-    """What a segment record's or attempt's stored status means as a SegmentState (an attempt given back,
-    cancelled or outrun leaves its segment to be taken again)."""
-    return {
-        Recorded.RUNNING: SegmentState.RUNNING,
-        Recorded.SUCCEEDED: SegmentState.DONE,
-        Recorded.FAILED: SegmentState.FAILED,
-    }.get(status, SegmentState.PENDING)
 
 
 class NoticeStatus(StrEnum):
