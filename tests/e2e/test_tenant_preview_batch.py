@@ -14,54 +14,23 @@ page are saved there as small PNGs.
 
 from __future__ import annotations
 
-import io
-import os
 import re
-import time
 from pathlib import Path
 
 import cv2
 import pytest
-from PIL import Image
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from fleetctl.local.supervisor import tenant_page_url
 from fleetctl.samples import grace_hopper, grace_hopper_path
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import api_token, api_url
-from tests.support.browser import page
+from tests.support.browser import page, save_screenshot, until, video_state
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
-ENV_SCREENSHOT_DIR = "FUSIONFLEET_SCREENSHOT_DIR"
 SECONDS, FPS = 1.2, 25  # 30 frames a clip: 0–29
 RENDER_MS = 400_000  # the classic engine on a loaded 2-core machine
-
-
-def _saved(png: bytes, name: str) -> None:
-    """A screenshot under FUSIONFLEET_SCREENSHOT_DIR, as a PNG of at most 128 colours (a small file)."""
-    folder = os.environ.get(ENV_SCREENSHOT_DIR)
-    if not folder:
-        return
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(Path(folder) / name, optimize=True)
-
-
-def _until(page_: Page, script: str, timeout_s: float = 30) -> None:
-    """Until `script` (a function of no arguments) is true in the page (the page's policy forbids the
-    string evaluation `wait_for_function` does)."""
-    deadline = time.monotonic() + timeout_s
-    while not page_.evaluate(script):
-        assert time.monotonic() < deadline, f"never true: {script}"
-        page_.wait_for_timeout(200)
-
-
-def _video(page_: Page, element_id: str) -> dict[str, float]:
-    return dict(page_.evaluate(
-        "id => { const v = document.getElementById(id);"
-        " return {ready: v.readyState, duration: v.duration, time: v.currentTime, width: v.videoWidth}; }",
-        element_id,
-    ))  # fmt: skip
 
 
 def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_output(
@@ -93,7 +62,7 @@ def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_o
         for frame in (12, 5):
             scrub.fill(str(frame))
             expect(preview.get_by_text(f"frame {frame} of 0–29 · 25.00 fps")).to_be_visible()
-            assert frame / FPS <= _video(shown, "try-video")["time"] < (frame + 1) / FPS
+            assert frame / FPS <= video_state(shown, "try-video")["time"] < (frame + 1) / FPS
             preview.get_by_role("button", name="Pick this frame").click()
             expect(preview.get_by_role("img", name=f"frame {frame} original")).to_be_visible()
         expect(preview.get_by_role("list", name="Picked frames").get_by_role("listitem")).to_have_count(2)
@@ -120,7 +89,7 @@ def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_o
         # AND the second preview sent no file again: the faces and the clip are named by their keys
         uploads = form.get_by_role("list", name="Uploads").get_by_role("listitem")
         expect(uploads).to_have_count(0)
-        _saved(form.screenshot(), "tenant-preview.png")
+        save_screenshot(form.screenshot(), "tenant-preview.png")
         # WHEN acme asks for a preview on an engine that would not apply the option THEN the API's reason
         form.get_by_label("Engine").select_option("copy")
         preview.get_by_role("button", name="Preview frames").click()
@@ -157,12 +126,12 @@ def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_o
         expect(shown.locator("#output-caption")).to_have_text("item 2: clip-2.mp4")
         shown.wait_for_timeout(2500)  # the page's next poll keeps what acme chose
         expect(shown.locator("#output-caption")).to_have_text("item 2: clip-2.mp4")
-        _until(shown, "() => document.getElementById('output').readyState >= 1")
-        played = _video(shown, "output")
+        until(shown, "() => document.getElementById('output').readyState >= 1")
+        played = video_state(shown, "output")
         assert played["width"] == 320 and abs(played["duration"] - SECONDS) < 0.2, played
         shown.evaluate("async () => { const v = document.getElementById('output'); v.muted = true; await v.play(); }")
-        _until(shown, "() => document.getElementById('output').currentTime > 0.2")
-        assert _video(shown, "output")["ready"] >= 2  # HAVE_CURRENT_DATA: frames decoded and shown
+        until(shown, "() => document.getElementById('output').currentTime > 0.2")
+        assert video_state(shown, "output")["ready"] >= 2  # HAVE_CURRENT_DATA: frames decoded and shown
         # AND it downloads through its link
         link = items.get_by_role("link")
         download = shown.request.get(link.get_attribute("href") or "")
@@ -174,4 +143,4 @@ def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_o
         top, end = job.bounding_box(), shown.locator("#items-box").bounding_box()
         assert top is not None and end is not None
         height = end["y"] + end["height"] - top["y"]
-        _saved(shown.screenshot(full_page=True, clip={**top, "height": height}), "tenant-batch.png")
+        save_screenshot(shown.screenshot(full_page=True, clip={**top, "height": height}), "tenant-batch.png")

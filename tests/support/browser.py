@@ -4,16 +4,24 @@ it with Playwright, for tests that read as the steps a person takes (`get_by_rol
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from PIL import Image
 from playwright.sync_api import Page, sync_playwright
+
+# A folder for the docs' pictures (docs/screenshots): the browser tests save their screenshots there only
+# when it is set (taken with the test run alone, so the pictures show one test's jobs).
+ENV_SCREENSHOT_DIR = "FUSIONFLEET_SCREENSHOT_DIR"
 
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -61,6 +69,36 @@ def page(size: tuple[int, int] = (1400, 900), timeout_ms: float = 15_000) -> Ite
             yield opened
         finally:
             launched.close()
+
+
+def save_screenshot(png: bytes, name: str) -> Path | None:
+    """A screenshot under FUSIONFLEET_SCREENSHOT_DIR as a PNG of at most 128 colours (a small file to
+    commit); None when the variable is not set."""
+    folder = os.environ.get(ENV_SCREENSHOT_DIR)
+    if not folder:
+        return None
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    path = Path(folder) / name
+    image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    return path
+
+
+def until(page_: Page, script: str, timeout_s: float = 30) -> None:
+    """Until `script` (a function of no arguments) is true in the page (the pages' policy forbids the
+    string evaluation `wait_for_function` does)."""
+    deadline = time.monotonic() + timeout_s
+    while not page_.evaluate(script):
+        assert time.monotonic() < deadline, f"never true: {script}"
+        page_.wait_for_timeout(200)
+
+
+def video_state(page_: Page, element_id: str) -> dict[str, float]:
+    """What a video element holds: readyState, duration, currentTime, videoWidth."""
+    return dict(page_.evaluate(
+        "id => { const v = document.getElementById(id);"
+        " return {ready: v.readyState, duration: v.duration, time: v.currentTime, width: v.videoWidth}; }",
+        element_id,
+    ))  # fmt: skip
 
 
 @dataclass

@@ -367,6 +367,8 @@ document.addEventListener("DOMContentLoaded", async () => {
     $("new-job-panel").hidden = true;
   });
   $("new-job").addEventListener("submit", startNewJob);
+  // A refusal names the files chosen then: choosing others clears it.
+  for (const input of ["new-sources", "new-targets"]) $(input).addEventListener("change", () => showNewJobError(""));
   $("sign-out").addEventListener("click", () => {
     session.removeItem(TOKEN_KEY);
     showSignIn();
