@@ -4,21 +4,26 @@
 // POST /jobs: docs/test-renders.md) runs with the form's engine and options; each rendered frame is
 // shown beside the original. Change an option, preview again; Start job (tenant.js) runs the whole job or
 // batch with the same settings, naming the files a preview already sent by their keys.
+// A target the browser does not play (HEVC, a codec or container it lacks) is picked from by frame number
+// instead, and Show originals has the farm show the picked frames as they are: a test render with the copy
+// engine (frames out = frames in); a number past its end is refused with the API's reason, naming its last frame.
 "use strict";
 
 const MAX_TRY_FRAMES = 16; // a test render's limit (fusionfleet.jobs.manifest)
 const TRY_POLL_MS = 1000;
 const TRY_WAIT_MS = 15 * 60 * 1000;
 const THUMB_WIDTH = 320;
+const ORIGINALS_ENGINE = "copy";
 
 // The target being previewed: its file, its object URL, the length of one frame (measured as it plays)
 // and its last frame, the frames picked (frame → their row), and the settings the rendered frames show.
-const tried = { videos: [], file: null, url: null, step: null, last: 0, picked: new Map(), shownWith: null };
+const tried = { videos: [], file: null, url: null, step: null, last: 0, picked: new Map(), shownWith: null, byNumber: false };
 
 const sayTry = (text) => ($("try-status").textContent = text);
 
 function onTargetsChanged() {
-  tried.videos = [...$("new-targets").files].filter((file) => file.type.startsWith("video/"));
+  // Every target that is no picture: a browser names no type for some videos it does not know (.mkv).
+  tried.videos = [...$("new-targets").files].filter((file) => !file.type.startsWith("image/"));
   $("try-panel").hidden = tried.videos.length === 0;
   $("try-target").replaceChildren(...tried.videos.map((file, index) => el("option", { value: index }, file.name)));
   $("try-target-choice").hidden = tried.videos.length < 2;
@@ -30,6 +35,7 @@ function loadTryTarget(file) {
   if (tried.url) URL.revokeObjectURL(tried.url);
   Object.assign(tried, { file, url: file ? URL.createObjectURL(file) : null, step: null, last: 0, shownWith: null });
   tried.picked.clear();
+  showPickByNumber(false);
   $("try-frames").replaceChildren();
   $("try-scrub").max = "0";
   $("try-at").textContent = "–";
@@ -65,12 +71,31 @@ async function measureFrameStep(video) {
   return steps.length ? Math.min(...steps) : null;
 }
 
+// The player, or (a target the browser cannot show) a frame number to type, and the farm's originals.
+function showPickByNumber(byNumber) {
+  tried.byNumber = byNumber;
+  $("try-video").hidden = byNumber;
+  $("try-scrub-choice").hidden = byNumber;
+  $("try-at").hidden = byNumber;
+  $("try-number-choice").hidden = !byNumber;
+  $("try-originals").hidden = !byNumber || !(catalogue && catalogue.engines.includes(ORIGINALS_ENGINE));
+}
+
+function pickByNumber(file, why) {
+  if (file !== tried.file || tried.byNumber) return;
+  showPickByNumber(true);
+  sayTry(`${why}: type a frame number (from 0) and pick it, up to ${MAX_TRY_FRAMES}; ` +
+    "Show originals has the farm show the picked frames as they are.");
+}
+
 async function onTryMetadata() {
   const video = $("try-video");
   const file = tried.file;
+  // Its container read but no picture decoded (HEVC in a browser without it): no frame to show.
+  if (!video.videoWidth) return pickByNumber(file, `This browser does not show ${file.name}'s pictures`);
   const step = await measureFrameStep(video);
   if (file !== tried.file) return; // another target was chosen meanwhile
-  if (!step) return sayTry(`This browser does not show ${file.name}'s frames: no frame can be picked here.`);
+  if (!step) return pickByNumber(file, `This browser does not show ${file.name}'s frames`);
   tried.step = step;
   tried.last = Math.max(0, Math.round(video.duration / step) - 1);
   $("try-scrub").max = String(tried.last);
@@ -105,14 +130,25 @@ function thumbnail(video) {
 
 async function pickFrame() {
   const video = $("try-video");
-  if (!tried.step) return sayTry("The target is not ready: no frame can be picked yet.");
-  if (video.seeking) await new Promise((resolve) => video.addEventListener("seeked", resolve, { once: true }));
-  const frame = frameAt(video.currentTime);
+  let frame;
+  if (tried.byNumber) {
+    frame = Number($("try-number").value);
+    if (!Number.isInteger(frame) || frame < 0) return sayTry("A frame number is a whole number from 0.");
+  } else {
+    if (!tried.step) return sayTry("The target is not ready: no frame can be picked yet.");
+    if (video.seeking) await new Promise((resolve) => video.addEventListener("seeked", resolve, { once: true }));
+    frame = frameAt(video.currentTime);
+  }
   if (tried.picked.has(frame)) return sayTry(`Frame ${frame} is picked already.`);
   if (tried.picked.size >= MAX_TRY_FRAMES) return sayTry(`A preview renders at most ${MAX_TRY_FRAMES} frames.`);
+  // The original: drawn here from the player, or (picked by number) the farm's, once Show originals is pressed.
+  const original = tried.byNumber
+    ? el("figure", { className: "original" }, el("img", { alt: `frame ${frame} original`, hidden: "" }),
+        el("figcaption", {}, `frame ${frame} · original not shown yet`))
+    : el("figure", { className: "original" }, el("img", { src: thumbnail(video), alt: `frame ${frame} original` }),
+        el("figcaption", {}, `frame ${frame} · original`));
   const row = el("li", { dataset: { frame } },
-    el("figure", {}, el("img", { src: thumbnail(video), alt: `frame ${frame} original` }),
-      el("figcaption", {}, `frame ${frame} · original`)),
+    original,
     el("figure", { className: "rendered" }, el("img", { alt: `frame ${frame} rendered`, hidden: "" }),
       el("figcaption", {}, "not previewed yet")),
     el("button", { type: "button", className: "secondary", "aria-label": `remove frame ${frame}`,
@@ -138,10 +174,11 @@ async function untilEnded(jobId) {
   }
 }
 
-function showRendered(frame, url, said) {
+// A picture of a picked frame from the farm, in its row's `which` figure ("rendered" or "original").
+function showPicture(frame, which, url, said) {
   const row = tried.picked.get(frame);
   if (!row) return; // removed meanwhile
-  const figure = row.querySelector("figure.rendered");
+  const figure = row.querySelector(`figure.${which}`);
   const image = figure.querySelector("img");
   image.addEventListener("load", () => (image.hidden = false), { once: true });
   image.addEventListener("error", () => (figure.querySelector("figcaption").textContent = `frame ${frame}: its picture did not load`), { once: true });
@@ -150,15 +187,20 @@ function showRendered(frame, url, said) {
   figure.querySelector("figcaption").textContent = said;
 }
 
-async function runPreview() {
+// A test render of the picked frames with `settings`, each picture put in its row's `which` figure. Returns
+// its job id, or null (what went wrong said in the status line, the API's problems under the form).
+async function renderPicked(settings, which) {
   const sources = [...$("new-sources").files];
   const frames = [...tried.picked.keys()].sort((a, b) => a - b);
-  if (!sources.length) return sayTry("Choose the source faces first.");
-  if (!frames.length) return sayTry("Pick a frame first.");
-  const settings = formSettings();
+  const missing = !sources.length ? "Choose the source faces first." : !frames.length ? "Pick a frame first." : "";
+  if (missing) {
+    sayTry(missing);
+    return null;
+  }
   const body = { source: sources.map(fileRef), target: fileRef(tried.file), frames, priority: "high", ...settings };
+  const buttons = [$("try-run"), $("try-originals")];
   showNewJobError("");
-  $("try-run").disabled = true;
+  for (const button of buttons) button.disabled = true;
   try {
     sayTry("Sending the files…");
     const jobId = await createAndStart(body, [...sources, tried.file]);
@@ -166,15 +208,29 @@ async function runPreview() {
     const view = await untilEnded(jobId);
     // Only a succeeded test render carries its frames (the page renders what it is given, names no state)
     if (!(view.frames || []).length) throw new Error(`test render ${jobId} ${view.state}: ${view.reason || ""}`);
-    for (const picture of view.frames || []) showRendered(picture.frame, picture.download_url, `frame ${picture.frame} · rendered`);
-    tried.shownWith = JSON.stringify(settings);
-    sayTry(`Rendered with ${describeSettings(settings)} (test render ${jobId}). Start job runs it all with these.`);
+    for (const picture of view.frames) showPicture(picture.frame, which, picture.download_url, `frame ${picture.frame} · ${which}`);
+    return jobId;
   } catch (error) {
     sayTry(`The preview was not rendered: ${error.message}`);
     if (error.problems && error.problems.length) showNewJobError("The preview was refused:", error.problems);
+    return null;
   } finally {
-    $("try-run").disabled = false;
+    for (const button of buttons) button.disabled = false;
   }
+}
+
+async function runPreview() {
+  const settings = formSettings();
+  const jobId = await renderPicked(settings, "rendered");
+  if (!jobId) return;
+  tried.shownWith = JSON.stringify(settings);
+  sayTry(`Rendered with ${describeSettings(settings)} (test render ${jobId}). Start job runs it all with these.`);
+}
+
+// The picked frames as they are, for a target the browser does not play: the copy engine's test render.
+async function showOriginals() {
+  const jobId = await renderPicked({ engine: ORIGINALS_ENGINE, options: {} }, "original");
+  if (jobId) sayTry(`The picked frames as they are, read by the farm (test render ${jobId}).`);
 }
 
 // An option changed after a preview: its frames no longer show what Start job would run.
@@ -190,10 +246,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("new-targets").addEventListener("change", onTargetsChanged);
   $("try-target").addEventListener("change", () => loadTryTarget(tried.videos[Number($("try-target").value)]));
   video.addEventListener("loadedmetadata", onTryMetadata);
-  video.addEventListener("error", () => tried.file && sayTry(`This browser does not play ${tried.file.name}: no frame can be picked here.`));
+  video.addEventListener("error", () => tried.file && pickByNumber(tried.file, `This browser does not play ${tried.file.name}`));
   for (const event of ["seeked", "timeupdate"]) video.addEventListener(event, showTryPosition);
   $("try-scrub").addEventListener("input", () => seekToFrame($("try-scrub").value));
   $("try-pick").addEventListener("click", pickFrame);
   $("try-run").addEventListener("click", runPreview);
+  $("try-originals").addEventListener("click", showOriginals);
   for (const event of ["input", "change"]) $("new-job").addEventListener(event, onSettingsChanged);
 });
