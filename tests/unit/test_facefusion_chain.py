@@ -4,8 +4,10 @@ with the person's sources and reference face, and how far a chain's last pass lo
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from gpu_worker.engines.base import EngineJob, Person
+from gpu_worker.engines.base import EngineError, EngineJob, Person
+from gpu_worker.engines.facefusion import FaceFusionEngine
 from gpu_worker.engines.facefusion.chain import chain_look_ahead, passes_of
 from gpu_worker.engines.facefusion.warm_chain import ready_until
 
@@ -48,3 +50,9 @@ def test_a_pass_takes_a_frame_once_its_neighbours_after_it_are_known() -> None:
     # the segment's last frames have no more to wait for
     assert ready_until(2, 10, ended=True) == 10
     assert ready_until(0, 10, ended=False) == 10
+
+
+def test_the_per_segment_engine_refuses_faces_rather_than_render_them_as_absent() -> None:
+    job = EngineJob("j", (_picture(3),), people=(Person((_picture(3),), _picture(1)),))
+    with pytest.raises(EngineError, match="not one pass per person of `faces`"):
+        FaceFusionEngine(env={}).validate(job)

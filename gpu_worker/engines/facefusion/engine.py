@@ -76,12 +76,23 @@ class FaceFusionEngine:
         logger.info("FaceFusion at %s, onnxruntime offers %s: %s", home, ", ".join(facts.providers), self._execution)
 
     def validate(self, job: EngineJob) -> None:
+        self._one_run(job)
         check_options(job)
+
+    @staticmethod
+    def _one_run(job: EngineJob) -> None:
+        """Refused rather than rendered as if `faces` were absent: chained passes are the warm engine's."""
+        if job.people:
+            raise EngineError(
+                "the per-segment FaceFusion engine renders one run per segment, not one pass per person of `faces`: "
+                "run the warm engine (FUSIONFLEET_FACEFUSION_MODE unset)"
+            )
 
     def lead_out_frames(self, job: EngineJob) -> int:
         return look_ahead(job.options)
 
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
+        self._one_run(job)
         options = check_options(job)
         if self._home is None:
             self.prepare()
