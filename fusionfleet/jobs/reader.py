@@ -50,6 +50,8 @@ from fusionfleet.webhooks.records import DeliveryRecord, deliveries
 DEFAULT_LIST_LIMIT = 20
 # Attempt records read at once when a job's every attempt is needed: botocore's default connection pool.
 ATTEMPT_READERS = 10
+# The most attempt records a read prices (about a second); more: the notice's follower's (issue 45).
+PRICED_IN_A_READ = 200
 # Pages of a job's detail: segments shown, and attempt records read, per request.
 DEFAULT_SEGMENT_PAGE = 100
 DEFAULT_ATTEMPT_PAGE = 10
@@ -139,8 +141,8 @@ class JobReader:
         bounded number of reads: its summary, its plan, its preview and webhook records. A job without
         a summary (one from before summaries) gets the full `detail`. Returns the detail and the first
         segment of the next page (None on the last). Its attempts are the first page of `attempts_page`;
-        its cost once the run ended (the merge's figure, or its attempts priced once by the read that
-        recorded the end); while it runs, none (that needs every attempt: `detail`)."""
+        its cost once the run ended (the merge's figure, or its attempts priced once: `_ended_cost`);
+        while it runs, none (that needs every attempt: `detail`)."""
         found = summary.read(self.records.storage, self.records.bucket, job_id)
         if found is None:
             full = self.detail(job_id)
@@ -150,7 +152,6 @@ class JobReader:
         view = self._fast(job_id, found) or self._full_view(job_id, found)
         if found.ended_view is None and view.state.ended:
             found = summary.read(self.records.storage, self.records.bucket, job_id) or found  # its end, recorded now
-        ended = found.ended_view
         plan = [segment for segment in self.records.plan(job_id) if segment.index >= segments_from]
         page = plan[:limit]
         more = plan[limit].index if len(plan) > limit else None
@@ -162,8 +163,7 @@ class JobReader:
             timings={"submitted_at": found.submitted_at, "run": found.run,
                      "engine_s": round(sum(mark.e for mark in found.segments.values()), 3)},
             preview_key=self._preview_key(job_id),
-            # Known once the run ended (a running job's attempts are paged by `attempts_page`).
-            cost=ended.cost if ended is not None else None,
+            cost=found.ended_cost,  # known once the run ended (a running job's: `attempts_page`)
             deliveries=[record.view() for record in deliveries(storage, bucket, job_id)],
         )  # fmt: skip
         return detail, more
@@ -373,15 +373,23 @@ class JobReader:
         files = self.records.segment_files(job_id)
         view = self._view(facts, files)
         result = job_result_json(facts)
-        merged = (result or {}).get("cost")
-        priced = {**merged, "final": True} if isinstance(merged, dict) else self._ended_cost(facts, files)
+        priced = self._ended_cost(facts, files, found, (result or {}).get("cost"))
         record = EndedView(run=facts.run.run, state=view.state.value, reason=view.reason, result=result, cost=priced)
         change = summary.ended(record, files.done, files.failed)
         summary.try_update(self.records.storage, self.records.bucket, job_id, change)
         return view
 
-    def _ended_cost(self, facts: JobFacts, files: SegmentFiles) -> dict[str, Any] | None:
-        """An ended run that did not merge: its attempt records priced, read this once (then recorded)."""
+    def _ended_cost(
+        self, facts: JobFacts, files: SegmentFiles, found: JobSummary, merged: Any
+    ) -> dict[str, Any] | None:
+        """An ended run's cost: the merge's, the notice follower's (fusionfleet.services.job_end), or its few
+        attempt records priced here once (then recorded): a failed job of thousands took the API past 29 s."""
+        if isinstance(merged, dict):
+            return {**merged, "final": True}
+        if found.priced is not None and found.priced.run == facts.run.run:
+            return found.priced.cost
+        if len(files.attempts) > PRICED_IN_A_READ:
+            return None  # until the follower's figure (`JobSummary.ended_cost`)
         return cost(facts, self._attempts(facts.job_id, files), self._clock())
 
     def _view(self, facts: JobFacts, files: SegmentFiles | None = None, in_flight: bool = False) -> JobView:

@@ -7,7 +7,10 @@ segment file of a long job. The parties that change a job keep its summary curre
 - a worker marks each segment it finished or failed (the dead-letter handler, each it gave up on);
 - whoever dooms a running job records its cause; a cancel flags it; a retry starts its new run;
 - a reader that found the job ended (from the full read) records the view it made, so the next reads
-  need nothing more.
+  need nothing more;
+- the follower of the job's final notice (`fusionfleet.services.job_end`) records what its run cost,
+  every attempt priced: a reader prices a job only when it has few attempt records, so the read of a
+  failed job of thousands of them stays inside the API function's 29 s (issue 45).
 
 Many workers finish segments of one job at once, so every change is read, applied and written back with
 a conditional PUT (If-Match on the ETag read); a writer that lost the race reads again and reapplies
@@ -71,6 +74,16 @@ class EndedView(BaseModel):
     cost: dict[str, Any] | None = None
 
 
+class RunCost(BaseModel):
+    """What a run cost, every attempt of the job priced (`fusionfleet.jobs.views.attempts_cost`), as the
+    follower of its final notice found it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    run: int
+    cost: dict[str, Any]
+
+
 class JobSummary(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -85,6 +98,7 @@ class JobSummary(BaseModel):
     doomed: str = ""  # the cause that dooms the current run, once one is known
     segments: dict[int, SegmentMark] = Field(default_factory=dict)
     ended: EndedView | None = None
+    priced: RunCost | None = None
 
     @property
     def done(self) -> frozenset[int]:
@@ -98,6 +112,16 @@ class JobSummary(BaseModel):
     def ended_view(self) -> EndedView | None:
         """The recorded view of the current run's end; None while it runs (or nobody recorded it)."""
         return self.ended if self.ended is not None and self.ended.run == self.run else None
+
+    @property
+    def ended_cost(self) -> dict[str, Any] | None:
+        """The current run's cost once it ended: the recorded end's, else the notice follower's."""
+        ended = self.ended_view
+        if ended is None:
+            return None
+        if ended.cost is not None:
+            return ended.cost
+        return self.priced.cost if self.priced is not None and self.priced.run == self.run else None
 
 
 # ---------------------------------------------------------------------- the changes (pure)
@@ -149,7 +173,7 @@ def retried(run: int) -> Callable[[JobSummary], JobSummary]:
     """A new run: nothing recorded about the last one's end holds any more."""
 
     def change(summary: JobSummary) -> JobSummary:
-        return summary.model_copy(update={"run": run, "cancelled": False, "doomed": "", "ended": None})
+        return summary.model_copy(update={"run": run, "cancelled": False, "doomed": "", "ended": None, "priced": None})
 
     return change
 
@@ -171,6 +195,18 @@ def ended(
             if index not in marks:
                 marks[index] = SegmentMark(s=FAILED)
         return summary.model_copy(update={"ended": view, "segments": marks})
+
+    return change
+
+
+def costed(run: int, cost: dict[str, Any]) -> Callable[[JobSummary], JobSummary]:
+    """Run `run`'s cost, as the follower of its final notice priced it (again on each later round, while
+    a losing copy was still stopping); nothing for an earlier run."""
+
+    def change(summary: JobSummary) -> JobSummary:
+        if summary.run != run:
+            return summary
+        return summary.model_copy(update={"priced": RunCost(run=run, cost=cost)})
 
     return change
 

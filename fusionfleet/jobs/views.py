@@ -274,11 +274,18 @@ def cost(
 ) -> dict[str, Any] | None:
     """Every attempt so far (failed, killed, backup copies) at its worker's price (fusionfleet.jobs.cost);
     `final` once the job ended and no attempt still runs."""
+    return attempts_cost(stored, now, facts.state.ended, prices)
+
+
+def attempts_cost(
+    stored: list[SegmentAttempt], now: float, ended: bool, prices: GpuPrices | None = None
+) -> dict[str, Any] | None:
+    """`cost` of a job known to have ended (`ended`) or not, from its attempt records alone."""
     if not stored:
         return None
     priced = job_cost(stored, prices or GpuPrices(), now)
     running = any(not record.finished_at and now - record.alive_at <= STALE_AFTER_S for record in stored)
-    return {**priced.model_dump(mode="json"), "final": facts.state.ended and not running}
+    return {**priced.model_dump(mode="json"), "final": ended and not running}
 
 
 def view_json(view: JobView) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""What follows a job's one final notice: its final webhook event, its tenant's bill settled, and the
-tenant's next waiting job started.
+"""What follows a job's one final notice: its final webhook event, the cost of a run that did not merge
+recorded in its summary, its tenant's bill settled, and the tenant's next waiting job started.
 
 The notification topic has a queue subscribed to it (raw delivery, no filter); this follower reads
 it. Every party that ends a job (the state machine, the watchdog, a cancel, the slicer's rejections)
@@ -20,11 +20,14 @@ from typing import Any
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.fleet import budget
 from fusionfleet.fleet.tenant_settings import read_settings
+from fusionfleet.jobs import summary
 from fusionfleet.jobs.attempts import read_attempts
 from fusionfleet.jobs.cost import GpuPrices
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.ledger import month_of, settle_job
 from fusionfleet.jobs.runs import current_run
+from fusionfleet.jobs.states import NoticeStatus
+from fusionfleet.jobs.views import attempts_cost
 from fusionfleet.services.admission import Admitter
 from fusionfleet.webhooks.events import WebhookEvent, event_id, final_kind
 from fusionfleet.webhooks.outbox import WebhookOutbox
@@ -75,19 +78,28 @@ class JobEnded:
             job_id=job_id, run=run, kind=kind, occurred_at=now, data=notice,
         )  # fmt: skip
         queued = self._outbox.emit(event)
-        settled, unsettled = (0, 0) if rejected else self._settle(job_id, now)
+        merged = kind == NoticeStatus.SUCCEEDED  # its cost is the merge's
+        settled, unsettled = (0, 0) if rejected else self._settle(job_id, run, now, priced=not merged)
         tenant = tenant_of_job(job_id)
         started = tuple(item.job_id for item in self._admitter.admit(tenant)) if tenant else ()
         logger.info("job %s ended %s: event queued %s, %s spend entries settled, started after it: %s",
                     job_id, kind, queued, settled, ", ".join(started) or "none")  # fmt: skip
         return Followed(job_id, queued, settled, started, unsettled)
 
-    def _settle(self, job_id: str, now: float) -> tuple[int, int]:
-        """Bill the attempts whose workers died; the tenant's budget is checked with them."""
+    def _settle(self, job_id: str, run: int, now: float, priced: bool) -> tuple[int, int]:
+        """Record what the run cost (`priced`: it did not merge, whose result has the figure), and bill
+        the attempts whose workers died; the tenant's budget is checked with them."""
         tenant = tenant_of_job(job_id)
-        if tenant is None:
+        if tenant is None and not priced:
             return 0, 0
         attempts = read_attempts(self._storage, self._bucket, job_id)
+        # Priced here, once per round, so no read of the job has to read every attempt record to show it
+        # (the API function's 29 s are too few for a failed job of thousands: fusionfleet.jobs.reader).
+        cost = attempts_cost(attempts, now, ended=True, prices=self._prices) if priced else None
+        if cost is not None:
+            summary.try_update(self._storage, self._bucket, job_id, summary.costed(run, cost))
+        if tenant is None:
+            return 0, 0
         settled = settle_job(self._storage, self._bucket, attempts, self._prices, now)
         settings = read_settings(self._storage, self._bucket, tenant)
         if settled.written and settings.monthly_budget_usd is not None:
