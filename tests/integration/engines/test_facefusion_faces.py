@@ -25,7 +25,7 @@ from tests.support import facefusion_harness as harness
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900), pytest.mark.usefixtures("facefusion_harness")]
 
 SPEC = ClipSpec(seconds=1.0, scene="two")  # a moving, b standing at the right
-FRAMES = 5
+FRAMES = 7
 OPTIONS: dict[str, Any] = {"face_selector_mode": "reference", "reference_face_distance": 0.3}
 # The per-segment engine's lossless round trip and the warm one's differ by at most 1 level a run
 # (test_facefusion_harness); two runs chained may each add it.
@@ -49,26 +49,29 @@ def _job(job_id: str, tmp_path: Path, **fields: Any) -> EngineJob:
     return EngineJob(job_id=job_id, fps=25.0, work_dir=tmp_path / "work", **fields)
 
 
+# With the tracker on, a pass sees the pass before's outputs as a frame's neighbours (frames wait in waves).
+@pytest.mark.parametrize("extra", [{}, {"face_tracker_score": 0.3}], ids=["tracker-off", "tracker-on"])
 def test_two_people_are_two_passes_equal_to_facefusion_run_twice_by_hand(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path, extra: dict[str, Any]
 ) -> None:
     # GIVEN a clip of two people and a job mapping b's face on the face at position 0 of the first frame,
     # a's on the one at position 1 (each person named by the ORIGINAL first frame)
     frames, reference = _frames(), picture(SPEC, 0)
     first, second = face_image(person="b"), face_image(person="a")
     people = (Person((first,), reference, 0, reference_is_frame=True), Person((second,), reference, 1, True))
-    job = _job("faces", tmp_path, sources=(first, second), options=OPTIONS, people=people)
+    options = {**OPTIONS, **extra}
+    job = _job("faces", tmp_path, sources=(first, second), options=options, people=people)
     # WHEN the warm engine renders it
     chained = list(warm.render(job, frames))
     # AND FaceFusion's own headless-run swaps the same two people by hand, one run on the other's output
     by_hand = FaceFusionEngine(EngineSettings(home=home.home, python=home.python), harness.CPU_FACTS, env=home.env)
     by_hand.prepare()
     try:
-        step = {**OPTIONS, "reference_face_position": 0}
+        step = {**options, "reference_face_position": 0}
         once = list(by_hand.render(_job("hand-1", tmp_path, sources=(first,), options=step, reference=reference,
                                         reference_is_frame=True), frames))  # fmt: skip
         remixed = [Frame(frame.index, image) for frame, image in zip(frames, once, strict=True)]
-        step = {**OPTIONS, "reference_face_position": 1}
+        step = {**options, "reference_face_position": 1}
         twice = list(by_hand.render(_job("hand-2", tmp_path, sources=(second,), options=step, reference=reference,
                                          reference_is_frame=True), remixed))  # fmt: skip
     finally:
