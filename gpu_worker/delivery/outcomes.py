@@ -35,13 +35,15 @@ from gpu_worker.errors import Blocked, Cancelled, GivenBack
 from gpu_worker.lifecycle.stopping import ColdStop
 
 
-class Ending(Enum):
-    """Each value is the ending's name in words (`DEAD_LETTER`: "dead letter"), as docs/layout.md lists it."""
+class _Named(Enum):
+    """Each value is its member's name in words (`DEAD_LETTER`: "dead letter"), as docs/layout.md lists it."""
 
     @staticmethod
     def _generate_next_value_(name: str, start: int, count: int, last_values: list[str]) -> str:
         return name.lower().replace("_", " ")
 
+
+class Ending(_Named):
     SUCCEEDED = auto()
     RETRY_LATER = auto()
     DEAD_LETTER = auto()
@@ -52,23 +54,23 @@ class Ending(Enum):
     ABANDON = auto()
 
 
-class ResendWhy(Enum):
+class ResendWhy(_Named):
     """Why a task goes back as a new message instead of being rendered or failed here."""
 
-    BLOCKED = "blocked"  # this worker is blocklisted for the task's job
-    HELD = "held"  # its tenant's budget is spent: the watchdog holds the job within a sweep
-    PROGRESS = "progress"  # its last delivery, after deliveries that saved chunks or were killed
-    LAST_RECEIVE = "last receive"  # taken early on its last receive and never started
+    BLOCKED = auto()  # this worker is blocklisted for the task's job
+    HELD = auto()  # its tenant's budget is spent: the watchdog holds the job within a sweep
+    PROGRESS = auto()  # its last delivery, after deliveries that saved chunks or were killed
+    LAST_RECEIVE = auto()  # taken early on its last receive and never started
 
 
-class DropWhy(Enum):
+class DropWhy(_Named):
     """Why a task ends unrendered; the why says what its token is told."""
 
-    MALFORMED = "malformed"  # not a task: the token it names, if any, failed
-    TOKEN_GONE = "token gone"  # its execution moved on: nothing to tell
-    JOB_STOPPED = "job stopped"  # cancelled or failed: its token failed with the job's loss, or woken
-    SUPERSEDED = "superseded"  # the segment's other copy committed first: nothing to tell
-    BACKUP_GAVE_UP = "backup gave up"  # a backup copy's failure never fails the segment: the original has the token
+    MALFORMED = auto()  # not a task: the token it names, if any, failed
+    TOKEN_GONE = auto()  # its execution moved on: nothing to tell
+    JOB_STOPPED = auto()  # cancelled or failed: its token failed with the job's loss, or woken
+    SUPERSEDED = auto()  # the segment's other copy committed first: nothing to tell
+    BACKUP_GAVE_UP = auto()  # a backup copy's failure never fails the segment: the original has the token
 
 
 @dataclass(frozen=True)

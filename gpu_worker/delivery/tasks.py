@@ -17,6 +17,7 @@ from fusionfleet.facefusion.content_analysis import ContentVerdict
 from fusionfleet.jobs.failures import segment_label
 from fusionfleet.jobs.loss import JobFailedMarker, is_job_failed, job_failed, mark_job_failed
 from fusionfleet.jobs.runs import is_cancelled
+from fusionfleet.jobs.states import Recorded
 from fusionfleet.messages import (
     MergeResult,
     MergeTask,
@@ -181,14 +182,15 @@ class RenderHandler(TaskHandler[RenderTask]):
             raise GivenBack(f"segment {index} of {job.job_id}: backup copy {task.copy_number} is for another worker")
         began = SegmentAttempt(
             job_id=job.job_id, index=index, run=job.run, attempt=attempt.number, worker=self._worker,
-            status="running", started_at=round(time.time(), 3), queued_s=attempt.queued_s, copy_number=task.copy_number,
+            status=Recorded.RUNNING, started_at=round(time.time(), 3), queued_s=attempt.queued_s,
+            copy_number=task.copy_number,
         )  # fmt: skip
         if self._billing is not None:
             began = self._billing.stamp(began)
         earlier = winner(self._storage, job.work_bucket, job.job_id, index, job.run)
         if earlier is not None:
             # Committed already (by the other copy, or by this copy before a lost delete): answer with it.
-            self._record_attempt(job.work_bucket, began, status="superseded", reason=_won_by(earlier))
+            self._record_attempt(job.work_bucket, began, status=Recorded.SUPERSEDED, reason=_won_by(earlier))
             answer = result_of(commit(self._storage, job.work_bucket, job.run, earlier))
             return lambda: answer
         self._check_blocklist(task)
@@ -208,10 +210,10 @@ class RenderHandler(TaskHandler[RenderTask]):
             result = finish()
         if result.copy_number != task.copy_number:
             reason = f"copy {result.copy_number} committed first"
-            self._record_attempt(task.job.work_bucket, began, status="superseded", reason=reason)
+            self._record_attempt(task.job.work_bucket, began, status=Recorded.SUPERSEDED, reason=reason)
             return result
         self._record_attempt(
-            task.job.work_bucket, began, status="succeeded", engine_s=result.engine_s, frames=result.frames
+            task.job.work_bucket, began, status=Recorded.SUCCEEDED, engine_s=result.engine_s, frames=result.frames
         )
         self._segment_done(task)
         return result
@@ -239,21 +241,21 @@ class RenderHandler(TaskHandler[RenderTask]):
         try:
             yield
         except GivenBack as given_back:
-            self._record_attempt(task.job.work_bucket, began, status="released", reason=str(given_back))
+            self._record_attempt(task.job.work_bucket, began, status=Recorded.RELEASED, reason=str(given_back))
             raise
         except Cancelled as cancelled:
             lost_to = self._superseded(task)
             if lost_to:
-                self._record_attempt(task.job.work_bucket, began, status="superseded", reason=lost_to)
+                self._record_attempt(task.job.work_bucket, began, status=Recorded.SUPERSEDED, reason=lost_to)
             else:
-                self._record_attempt(task.job.work_bucket, began, status="cancelled", reason=str(cancelled))
+                self._record_attempt(task.job.work_bucket, began, status=Recorded.CANCELLED, reason=str(cancelled))
             raise
         except Exception as error:
             name, reason = describe(error)
             if cancel.is_set():
-                self._record_attempt(task.job.work_bucket, began, status="cancelled", error=name, reason=reason)
+                self._record_attempt(task.job.work_bucket, began, status=Recorded.CANCELLED, error=name, reason=reason)
             else:
-                self._record_attempt(task.job.work_bucket, began, status="failed", error=name, reason=reason)
+                self._record_attempt(task.job.work_bucket, began, status=Recorded.FAILED, error=name, reason=reason)
             raise
 
     def _record_attempt(self, bucket: str, began: SegmentAttempt, **ended: Any) -> None:
@@ -358,7 +360,7 @@ class RenderHandler(TaskHandler[RenderTask]):
                 record = SegmentAttempt.model_validate(get_json(self._storage, job.work_bucket, key))
             except ObjectMissing:
                 continue
-            failed += record.status == "failed"
+            failed += record.status == Recorded.FAILED
         return failed
 
     def _superseded(self, task: RenderTask) -> str | None:
