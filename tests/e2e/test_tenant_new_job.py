@@ -1,9 +1,10 @@
 """A tenant starts a job from its page (the local stack's /tenant/), follows it, plays and downloads its output.
 
-Playwright drives Debian's Chromium as a person would: choose a face and a clip, see the processors and
-their options as the API's GET /options describes them (FaceFusion's catalogue), start the job; each
-file goes straight to the bucket with the API's presigned POST (its progress shown per file), the job
-starts and opens in the job page, whose segment grid and progress figures advance as its segments are
+Playwright drives Debian's Chromium as a person would: choose two pictures of a face and a clip, see the
+processors and their options as the API's GET /options describes them (FaceFusion's catalogue), pick two
+frames and preview them (each file goes straight to the bucket with the API's presigned POST, its
+progress shown per file), then start the job, which sends nothing again; it opens in the job page, whose
+segment grid and progress figures advance as its segments are
 rendered (each slowed a few seconds, so the page's poll sees the job part way); once it has succeeded its
 output plays in the page, and its download link gives the rendered video, every frame of it. A file over
 the upload limit is refused with the reason before anything is sent.
@@ -20,11 +21,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import cv2
 import pytest
 from playwright.sync_api import Page, expect
 
 from fleetctl.local.supervisor import tenant_page_url
-from fleetctl.samples import grace_hopper_path
+from fleetctl.samples import grace_hopper, grace_hopper_path
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import api_token, api_url
 from tests.support.browser import page, save_screenshot, until, video_state
@@ -37,6 +39,7 @@ SEGMENTS = 3
 SLOW_S = 6  # each segment sleeps once: two workers render two, the third runs on while two are done
 TENANT = "studio"  # this test's own tenant, so the slowing rule touches no other test's job
 RUN_S = 300
+PREVIEWED = (50, 200)
 
 # What the job page shows of its progress, read at once: the grid's cells and the figures above it, and
 # the job's row in the list.
@@ -73,10 +76,12 @@ def _follow(shown: Page, timeout_s: float) -> list[dict[str, Any]]:
 def test_a_tenant_starts_a_job_from_its_page_follows_it_and_plays_and_downloads_its_output(
     stack: Stack, browser: str, tmp_path: Path
 ) -> None:
-    # GIVEN a tenant signed in on its page, a face, a 12 s clip, a file past the 2 GiB upload limit,
-    # and workers that take 6 s longer over each of the tenant's segments
+    # GIVEN a tenant signed in on its page, two pictures of a face, a 12 s clip, a file past the 2 GiB upload
+    # limit, and workers that take 6 s longer over each of the tenant's segments
     api, dashboard = api_url(stack), stack.state().dashboard_url
     assert dashboard is not None
+    mirrored = tmp_path / "grace-mirrored.jpg"
+    cv2.imwrite(str(mirrored), cv2.flip(grace_hopper(), 1))
     clip = write_video(tmp_path / "clip.mp4", seconds=SECONDS, fps=FPS, width=320, height=240)
     huge = tmp_path / "huge.mp4"
     with huge.open("wb") as sparse:  # its size is all the page reads of it: no disk spent
@@ -97,7 +102,7 @@ def test_a_tenant_starts_a_job_from_its_page_follows_it_and_plays_and_downloads_
             expect(form.get_by_role("group", name="face enhancer options")).to_be_visible()
             form.get_by_role("checkbox", name="face enhancer").uncheck()
             # WHEN it chooses a target over the limit THEN it is refused with the reason, nothing sent
-            form.get_by_label("Source faces").set_input_files(grace_hopper_path())
+            form.get_by_label("Source faces").set_input_files([grace_hopper_path(), mirrored])
             form.get_by_label("Targets").set_input_files(huge)
             form.get_by_label("Engine").select_option("copy")
             form.get_by_role("button", name="Start job").click()
@@ -106,16 +111,26 @@ def test_a_tenant_starts_a_job_from_its_page_follows_it_and_plays_and_downloads_
             # WHEN it chooses the clip instead THEN the refusal is gone and the clip plays in the form's preview
             form.get_by_label("Targets").set_input_files(clip)
             expect(form.get_by_role("alert")).to_be_hidden()
-            expect(form.get_by_role("region", name="Preview").get_by_role("status")).to_contain_text("Scrub clip.mp4")
-            # WHEN it starts the job
+            preview = form.get_by_role("region", name="Preview")
+            expect(preview.get_by_role("status")).to_contain_text("Scrub clip.mp4")
             save_screenshot(form.screenshot(), "tenant-new-job.png")
-            form.get_by_role("button", name="Start job").click()
-            # THEN each file was uploaded, its progress full
-            for name, path in (("grace_hopper.jpg", grace_hopper_path()), ("clip.mp4", clip)):
-                bar = form.get_by_role("progressbar", name=f"upload of {name}")
+            # WHEN it picks two frames and previews them
+            for frame in PREVIEWED:
+                preview.get_by_role("slider", name="Frame").fill(str(frame))
+                expect(preview.get_by_text(f"frame {frame} of 0–299")).to_be_visible()
+                preview.get_by_role("button", name="Pick this frame").click()
+            preview.get_by_role("button", name="Preview frames").click()
+            # THEN each file was uploaded, its progress full, and both frames come back rendered
+            for path in (grace_hopper_path(), mirrored, clip):
+                bar = form.get_by_role("progressbar", name=f"upload of {path.name}")
                 expect(bar).to_have_attribute("value", str(path.stat().st_size))
-            # AND the job opened in the job page
+            for frame in PREVIEWED:
+                expect(preview.get_by_role("img", name=f"frame {frame} rendered")).to_be_visible(timeout=RUN_S * 1000)
+            # WHEN it starts the job
+            form.get_by_role("button", name="Start job").click()
+            # THEN it opened in the job page, no file sent again (the preview's are named by their keys)
             expect(shown).to_have_url(re.compile(r"/tenant/\?job="))
+            expect(form.get_by_role("list", name="Uploads").get_by_role("listitem")).to_have_count(0)
             job_id = shown.url.split("job=", 1)[1]
             job = shown.locator("#job")
             expect(job).to_have_attribute("data-job-id", job_id)
