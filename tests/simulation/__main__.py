@@ -29,7 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--retries", action="store_true", help="users retry failed tenant jobs too")
     parser.add_argument("--batches", action="store_true", help="tenants submit batches beside their jobs")
-    parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/simulate.json")
+    parser.add_argument("--no-write", action="store_true", help="do not write the results file")
+    parser.add_argument(
+        "--results", default="simulate.json", help="the results file in benchmarks/results/ (another profile's run)"
+    )
     args = parser.parse_args(argv)
     profile = Profile(stall_s=args.stall_s, retries=args.retries, batches=args.batches)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
@@ -44,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         config = {"schedules": args.schedules, "only": sorted(args.only or MACHINES), "stall_s": args.stall_s,
                   "retries": args.retries, "batches": args.batches}  # fmt: skip
-        write_results("simulate.json", line, config)
+        write_results(args.results, line, config)
     print(json.dumps(line), flush=True)
     return 1 if report.violations else 0
 
