@@ -60,6 +60,8 @@ def build_worker(
             renderer = InlineRenderer(build_render_deps(host))
             if settings.preload_engine:
                 renderer.deps.engines.get(settings.preload_engine)
+            if renderer.deps.liveness is not None:
+                renderer.deps.liveness.idle()  # loaded (lifecycle/liveness.py)
         else:
             renderer = host_process = EngineHost(
                 host,

@@ -22,6 +22,7 @@ from fusionfleet.environment.worker import (  # the contract itself
     ENV_FAULTS_FILE,
     ENV_GPU_HOURLY_PRICE,
     ENV_GPU_SPOT_HOURLY_PRICE,
+    ENV_LIVENESS_FILE,
     ENV_LOOKAHEAD,
     ENV_NAME,
     ENV_PRELOAD,
@@ -40,6 +41,7 @@ __all__ = [
     "ENV_FAULTS_FILE",
     "ENV_GPU_HOURLY_PRICE",
     "ENV_GPU_SPOT_HOURLY_PRICE",
+    "ENV_LIVENESS_FILE",
     "ENV_LOOKAHEAD",
     "ENV_QUEUE_URLS",
     "ENV_REGION",
@@ -67,6 +69,7 @@ class HostConfig:
     cpu_threads: int = 0
     preload_engine: str | None = None
     faults_file: Path | None = None  # fault injection rules, read again for every task; None: off
+    liveness_file: Path | None = None  # the render loop's liveness record (lifecycle/liveness.py); None: off
     engine_env: tuple[tuple[str, str], ...] = ()
 
 
@@ -80,6 +83,7 @@ def host_config(settings: WorkerEnvironment) -> HostConfig:
         cpu_threads=settings.cpu_threads,
         preload_engine=settings.preload_engine,
         faults_file=settings.faults_file,
+        liveness_file=settings.liveness_file,
         engine_env=settings.engine_env,
     )
 

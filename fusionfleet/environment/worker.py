@@ -31,6 +31,7 @@ ENV_ENGINE_MAX_GPU_MB = "FUSIONFLEET_ENGINE_MAX_GPU_MB"
 ENV_SECONDS_PER_FRAME = "FUSIONFLEET_SECONDS_PER_FRAME"
 ENV_BASE_TIMEOUT = "FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS"
 ENV_FAULTS_FILE = "FUSIONFLEET_FAULTS_FILE"
+ENV_LIVENESS_FILE = "FUSIONFLEET_LIVENESS_FILE"
 ENV_GPU_HOURLY_PRICE = "FUSIONFLEET_GPU_HOURLY_PRICE"
 ENV_GPU_SPOT_HOURLY_PRICE = "FUSIONFLEET_GPU_SPOT_HOURLY_PRICE"
 # The worker's capacity type (on-demand | spot), or a file holding it: the GPU host's user data writes
@@ -71,6 +72,9 @@ class WorkerEnvironment:
     seconds_per_frame: float = variable(ENV_SECONDS_PER_FRAME, TimeoutPolicy.engine_seconds_per_frame)
     base_timeout_s: float = variable(ENV_BASE_TIMEOUT, TimeoutPolicy.engine_base_s)
     faults_file: Path | None = variable(ENV_FAULTS_FILE, None)  # noqa: RUF009  (None)
+    # The render loop's liveness record, which the container's health check reads
+    # (gpu_worker.lifecycle.liveness); None: none written.
+    liveness_file: Path | None = variable(ENV_LIVENESS_FILE, None)  # noqa: RUF009  (None)
     # Dollars per GPU-hour by capacity type: a render worker stamps each attempt record with its own, and
     # the merge prices attempts without one (fusionfleet.jobs.cost).
     gpu_hourly_price: float = variable(ENV_GPU_HOURLY_PRICE, DEFAULT_GPU_HOURLY_PRICE)

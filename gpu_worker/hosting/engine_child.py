@@ -30,7 +30,7 @@ from gpu_worker.delivery.retry import describe, retryable
 from gpu_worker.errors import Drained
 from gpu_worker.rendering.encoded_segment import RenderedFrames
 from gpu_worker.rendering.job_analysis import analyse_job
-from gpu_worker.rendering.render import EngineDone, RenderDeps, build_render_deps, job_audio, start_frames
+from gpu_worker.rendering.render import EngineDone, RenderDeps, build_render_deps, busy, job_audio, start_frames
 
 logger = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1
@@ -174,8 +174,9 @@ def serve(conn: Connection, deps: RenderDeps, drain: Any) -> None:
             if request is None or isinstance(request, StopRequest):
                 return
             assert isinstance(request, RenderRequest | AnalyseRequest)
-            reply, done = answer(request, deps, drain)
-            send(reply)
+            with busy(deps.liveness, analysing=isinstance(request, AnalyseRequest)):
+                reply, done = answer(request, deps, drain)
+                send(reply)
             settling = [thread for thread in settling if thread.is_alive()]
             if done is not None:
                 thread = threading.Thread(target=settle, args=(done, send), name="settle", daemon=True)
@@ -212,6 +213,8 @@ def main(conn: Connection, config: HostConfig, drain: Any) -> None:
     if config.preload_engine:
         # Loaded before the first segment arrives, so no job waits for a model load.
         deps.engines.get(config.preload_engine)
+    if deps.liveness is not None:
+        deps.liveness.idle()  # loaded: waiting for requests is healthy however long (lifecycle/liveness.py)
     try:
         serve(conn, deps, drain)
     finally:

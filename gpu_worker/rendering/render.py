@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -32,6 +34,7 @@ from gpu_worker.config import HostConfig
 from gpu_worker.engines.base import CarriesState, EngineError, EngineJob, EngineUnavailable, Image, LooksAhead
 from gpu_worker.engines.pool import EnginePool
 from gpu_worker.errors import Drained, GivenBack
+from gpu_worker.lifecycle.liveness import Liveness
 from gpu_worker.rendering.checkpoints import Checkpoints
 from gpu_worker.rendering.commit import commit, drop_output, result_of, winner
 from gpu_worker.rendering.decode_ahead import DecodeAhead
@@ -63,6 +66,8 @@ class RenderDeps:
     # What this worker decodes and encodes on the GPU (gpu_worker.rendering.media_probe); the CPU by default.
     media: GpuMedia = field(default_factory=GpuMedia)
     audio: AudioSources | None = None  # each job's audio source on disk (None: built on first use)
+    # The render loop's liveness record for the container's health check (lifecycle/liveness.py); None: off.
+    liveness: Liveness | None = None
 
 
 def build_render_deps(config: HostConfig) -> RenderDeps:
@@ -74,6 +79,9 @@ def build_render_deps(config: HostConfig) -> RenderDeps:
     limits = MediaLimits()
     config.scratch.mkdir(parents=True, exist_ok=True)
     media = probe_gpu_media(config.scratch)
+    liveness = Liveness(config.liveness_file) if config.liveness_file is not None else None
+    if liveness is not None:
+        liveness.starting()  # idle once its engine is loaded (the engine process, or the worker inline)
     return RenderDeps(
         storage,
         EnginePool(dict(config.engine_env)),
@@ -85,7 +93,22 @@ def build_render_deps(config: HostConfig) -> RenderDeps:
         config.faults_file,
         Prefetcher(storage, LEAD_IN_FRAMES, config.cpu_threads, media.hwaccel()),
         media,
+        liveness=liveness,
     )
+
+
+@contextlib.contextmanager
+def busy(liveness: Liveness | None, analysing: bool = False) -> Iterator[None]:
+    """The render loop's phase around one request: rendering (each frame renews it) or analysing, then idle."""
+    if liveness is not None and analysing:
+        liveness.analysing()
+    elif liveness is not None:
+        liveness.rendering()
+    try:
+        yield
+    finally:
+        if liveness is not None:
+            liveness.idle()
 
 
 class InlineRenderer:
@@ -95,12 +118,13 @@ class InlineRenderer:
         self.deps = deps
 
     def render(self, task: RenderTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event) -> Finish:
-        try:
-            done = start_frames(task, self.deps, cancel, attempt, stopping)
-        except Drained as stopped:
-            raise GivenBack(
-                f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
-            ) from stopped
+        with busy(self.deps.liveness):
+            try:
+                done = start_frames(task, self.deps, cancel, attempt, stopping)
+            except Drained as stopped:
+                raise GivenBack(
+                    f"segment {task.segment.index} of {task.job.job_id}: checkpointed before frame {stopped.next_frame}"
+                ) from stopped
         # The encoder's tail is waited for in the finish, which may run beside the next segment's engine.
         return lambda: finish_segment(done.settle(), self.deps.storage, self.deps.worker_id, attempt).output
 
@@ -113,9 +137,11 @@ class InlineRenderer:
         self, task: AnalysisTask, attempt: Attempt, cancel: threading.Event, stopping: threading.Event
     ) -> ContentVerdict:
         deps = self.deps
-        return analyse_job(
-            deps.storage, deps.engines, task.job, deps.cpu_threads, deps.worker_id, lambda: job_audio(deps, task.job)
-        )
+        job = task.job
+        with busy(deps.liveness, analysing=True):
+            return analyse_job(
+                deps.storage, deps.engines, job, deps.cpu_threads, deps.worker_id, lambda: job_audio(deps, job)
+            )
 
     def close(self) -> None:
         if self.deps.prefetch is not None:
@@ -257,6 +283,7 @@ def start_frames(
                 on_chunk=save_chunk, drain=drain, decode_threads=deps.cpu_threads, carry=carry,
                 on_preview=lambda image: write_preview(deps.storage, job.work_bucket, job.job_id, image), ahead=ahead,
                 hwaccel=deps.media.hwaccel(), lead_out=lead_out, timeline=job.frames,
+                on_frame=deps.liveness.advanced if deps.liveness is not None else None,  # the health check's sign
             )  # fmt: skip
         elif ahead is not None:
             ahead.close()

@@ -20,6 +20,7 @@ from cfnlint.api import ManualArgs, lint, lint_file
 from fleetctl.stack import StackResources
 from fusionfleet.fleet.autoscale import AWS_COOLDOWNS
 from fusionfleet.jobs.final_notice import NOTICE_NOT_CLAIMED_ERROR, NOTIFIED_INPUT_FAILURE_ERROR
+from gpu_worker.lifecycle.liveness import LivenessPolicy
 from tests.support.cfn import (
     _SUB_NAME,
     ASL,
@@ -481,6 +482,32 @@ def test_worker_stop_timeout_matches_the_gpu_hosts_agent_timeout() -> None:
     # AND the merge container (Fargate On-Demand: no Spot notice) drains within Fargate's 120 s at most
     merge = properties(template, "MergeTaskDefinition")["ContainerDefinitions"][0]
     assert stop_timeout <= find_in_map(template, merge["StopTimeout"]) <= 120
+
+
+def test_a_render_worker_hung_in_its_engine_fails_its_health_check_and_an_idle_one_does_not() -> None:
+    # GIVEN the render container (issue 45: a worker hung in the GPU driver kept its host forever, its
+    # keeper thread extending its message while nothing rendered)
+    template = source()
+    render = properties(template, "RenderTaskDefinition")["ContainerDefinitions"][0]
+    check = render.get("HealthCheck")
+    env = {item["Name"]: item["Value"] for item in render["Environment"]}
+    # THEN ECS runs the command that reads the render loop's own liveness record, where the worker writes it
+    assert check is not None, "the render container has no HealthCheck"
+    assert check["Command"] == ["CMD", "python", "-m", "gpu_worker.lifecycle.health"]
+    assert env["FUSIONFLEET_LIVENESS_FILE"].startswith("/tmp/")
+    # AND within ECS's bounds: interval 5-300 s, timeout 2-60 s (below the interval), retries 1-10, start 0-300 s
+    assert 5 <= check["Interval"] <= 300 and 2 <= check["Timeout"] <= 60 and check["Timeout"] < check["Interval"]
+    assert 1 <= check["Retries"] <= 10 and 0 <= check["StartPeriod"] <= 300
+    # AND a hang is found within half an hour of the engine's last frame (the stall allowance, then the
+    # retries), while a model load longer than the start period is still covered by the record's own allowance
+    policy = LivenessPolicy()
+    assert policy.stall_s + check["Interval"] * check["Retries"] <= 1800
+    assert policy.start_s >= check["StartPeriod"]
+    # AND the image's own HEALTHCHECK (plain Docker) runs the same command
+    dockerfile = (ROOT / "gpu_worker" / "Dockerfile").read_text()
+    render_stage = dockerfile[dockerfile.index("AS render") :]
+    assert 'CMD ["python", "-m", "gpu_worker.lifecycle.health"]' in render_stage
+    assert "FUSIONFLEET_LIVENESS_FILE=" + env["FUSIONFLEET_LIVENESS_FILE"] in render_stage
 
 
 # EC2's Spot interruption notice: the host is reclaimed this long after it. The render task's SIGTERM comes
