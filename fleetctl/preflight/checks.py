@@ -13,8 +13,12 @@ from typing import Any
 
 from fleetctl.preflight.network import subnet_reach
 from fusionfleet.fleet.quotas import GpuFleet, ServiceQuotasCapacity, fleet_refusal
+from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE
 
 OK, FIXED, FIX = "OK", "FIXED", "FIX"
+CHECK = "CHECK"  # what no call here tells, to verify by hand (as account.py's)
+# Where the template's GpuHourlyPrice default is the price: g5.xlarge On-Demand in us-east-1 (fusionfleet.jobs.cost).
+DEFAULT_PRICE_OF = ("us-east-1", "g5.xlarge")
 
 # Service-linked roles a first deploy needs: ECS (the cluster, capacity providers; its creation races
 # the first cluster on a new account), Auto Scaling (the GPU group), Application Auto Scaling (the
@@ -50,6 +54,7 @@ class DeployPlan:
     slicer_reserved_concurrency: int | None = None  # SlicerReservedConcurrency ("" is None)
     dashboard_distribution: bool = True  # CreateDashboardDistribution
     route_tables: tuple[str, ...] = ()  # RouteTableIds
+    gpu_hourly_price: float | None = None  # GpuHourlyPrice (None: the template's default)
 
     @classmethod
     def from_parameters(cls, values: Mapping[str, str]) -> DeployPlan:
@@ -65,6 +70,7 @@ class DeployPlan:
             slicer_reserved_concurrency=int(reserved) if reserved else None,
             dashboard_distribution=(values.get("CreateDashboardDistribution") or "true") == "true",
             route_tables=_listed(values.get("RouteTableIds")),
+            gpu_hourly_price=float(values["GpuHourlyPrice"]) if values.get("GpuHourlyPrice") else None,
         )
 
 
@@ -149,10 +155,24 @@ def _routes(ec2: Any, subnet: str, vpc: str) -> list[dict[str, Any]]:
     return [route for table in tables for route in table.get("Routes", [])]
 
 
+def check_price(plan: DeployPlan, region: str) -> list[Finding]:
+    """GpuHourlyPrice against the one region and type its default is the price of (issue 45: every job's
+    cost, `fusionfleet estimate` and the tenants' bills are priced with it). Pure."""
+    price = DEFAULT_GPU_HOURLY_PRICE if plan.gpu_hourly_price is None else plan.gpu_hourly_price
+    kind = plan.instance_types[0] if plan.instance_types else DEFAULT_PRICE_OF[1]
+    if price != DEFAULT_GPU_HOURLY_PRICE or (region, kind) == DEFAULT_PRICE_OF:
+        return [Finding(OK, "gpu price", f"GpuHourlyPrice {price:g} $/GPU-hour for {kind} On-Demand in {region}")]
+    return [Finding(CHECK, "gpu price",
+                    f"GpuHourlyPrice is the template's default, {price:g}: {DEFAULT_PRICE_OF[1]} On-Demand in "
+                    f"{DEFAULT_PRICE_OF[0]}; deploy with GpuHourlyPrice=<{kind} On-Demand in {region}> "
+                    "(docs/aws.md, the first deploy, step 7), or every job's cost is priced wrong")]  # fmt: skip
+
+
 def preflight(clients: Mapping[str, Any], plan: DeployPlan, region: str) -> list[Finding]:
     """Every check, in the order a deploy meets them."""
     return [
         *check_quota(clients["service-quotas"], clients["ec2"], plan, region),
         *ensure_service_linked_roles(clients["iam"], plan),
         *check_subnets(clients["ec2"], plan, region),
+        *check_price(plan, region),
     ]
