@@ -238,7 +238,9 @@ class Client:
             view = BatchReader(reader).unstarted_item(job_id)  # JobNotFound again for an id nothing knows
         if view.output_object is None:
             return view
-        return replace(view, download=self._storage.presign_link(*view.output_object, DOWNLOAD_LINK_SECONDS))
+        return replace(
+            view, download=self._storage.presign_link(*view.output_object, DOWNLOAD_LINK_SECONDS, download=True)
+        )
 
     def wait(
         self,

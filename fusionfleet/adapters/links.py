@@ -8,6 +8,8 @@ says that instant; `fusionfleet status JOB` signs a fresh one whenever it is ask
 
 from __future__ import annotations
 
+import posixpath
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -32,6 +34,14 @@ def link_lifetime_s(requested_s: int, now: datetime, credentials_expiry: datetim
     if credentials_expiry is not None:
         lifetime = min(lifetime, int((credentials_expiry - now).total_seconds()))
     return max(1, lifetime)
+
+
+def attachment(key: str) -> str:
+    """The Content-Disposition S3 answers a download link with: saved under the object's own name, not opened
+    in the browser's player (a page's `download` attribute is ignored across origins). Quotes, control and
+    non-ASCII characters become `_`, so the header stays one plain token whatever the user named the file."""
+    name = re.sub(r"[^A-Za-z0-9._ ()+-]", "_", posixpath.basename(key)) or "output"
+    return f'attachment; filename="{name}"'
 
 
 def link_expiry(now: datetime, lifetime_s: int) -> datetime:

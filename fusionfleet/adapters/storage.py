@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape
 
 from botocore.exceptions import ClientError
 
-from fusionfleet.adapters.links import PresignedLink, credentials_expiry, link_expiry, link_lifetime_s
+from fusionfleet.adapters.links import PresignedLink, attachment, credentials_expiry, link_expiry, link_lifetime_s
 from fusionfleet.errors import DeleteFailed, ObjectMissing, ObjectRefused
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class Storage(Protocol):
     def presign_post(
         self, bucket: str, key: str, expires_s: int, max_bytes: int, tags: dict[str, str]
     ) -> PresignedPost: ...
-    def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink: ...
+    def presign_link(self, bucket: str, key: str, expires_s: int, download: bool = False) -> PresignedLink: ...
     def delete_prefix(self, bucket: str, prefix: str) -> int: ...
 
 
@@ -237,8 +237,9 @@ class S3Storage:
     def presign_get(self, bucket: str, key: str, expires_s: int) -> str:
         return self.presign_link(bucket, key, expires_s).url
 
-    def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink:
-        """A GET link for `expires_s`, or less when the signing credentials end sooner, with its true end."""
+    def presign_link(self, bucket: str, key: str, expires_s: int, download: bool = False) -> PresignedLink:
+        """A GET link for `expires_s`, or less when the signing credentials end sooner, with its true end;
+        `download`: S3 answers it as an attachment named after the object (a browser saves it)."""
         credentials = _signing_credentials(self._s3)
         if credentials is not None:
             # What signs the URL; botocore refreshes credentials that are about to end here, so the
@@ -246,7 +247,10 @@ class S3Storage:
             credentials.get_frozen_credentials()
         now = datetime.now(UTC)
         lifetime = link_lifetime_s(expires_s, now, credentials_expiry(credentials))
-        url = self._s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=lifetime)
+        params: dict[str, str] = {"Bucket": bucket, "Key": key}
+        if download:
+            params["ResponseContentDisposition"] = attachment(key)
+        url = self._s3.generate_presigned_url("get_object", Params=params, ExpiresIn=lifetime)
         return PresignedLink(str(url), link_expiry(now, lifetime))
 
     def presign_post(

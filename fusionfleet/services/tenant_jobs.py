@@ -308,7 +308,9 @@ class TenantJobs:
         page, more = item_page(detail.items, first, limit)
         links = [item.job.output_object if item.job is not None else None for item in page]
         return [
-            tenant_item_json(item, self.storage.presign_link(*where, self.download_url_s).url if where else None)
+            tenant_item_json(
+                item, self.storage.presign_link(*where, self.download_url_s, download=True).url if where else None
+            )
             for item, where in zip(page, links, strict=True)
         ], more
 
@@ -435,7 +437,9 @@ class TenantJobs:
                 for frame in frames
             )  # fmt: skip
             return replace(shown, pictures=pictures)
-        return replace(shown, download=self.storage.presign_link(*view.output_object, self.download_url_s))
+        return replace(
+            shown, download=self.storage.presign_link(*view.output_object, self.download_url_s, download=True)
+        )
 
     def _pipeline_job(self, tenant: str, job_id: str, record: dict[str, Any] | None) -> str | None:
         """The pipeline's job (or batch) id for the manifest of this job, or None before it was started."""

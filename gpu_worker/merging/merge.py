@@ -278,7 +278,7 @@ def merge_job(task: MergeTask, deps: MergeDeps) -> MergeResult:
         shutil.rmtree(workdir, ignore_errors=True)
     # Signed with this task's role session: the notice says when the link really ends (the
     # session's end, if sooner than 24 h); `fusionfleet status` signs a fresh one at any time.
-    link = deps.storage.presign_link(job.output.bucket, job.output.key, DOWNLOAD_LINK_SECONDS)
+    link = deps.storage.presign_link(job.output.bucket, job.output.key, DOWNLOAD_LINK_SECONDS, download=True)
     logger.info(
         "job %s merged: %s frames, %.3f s, in %.2f s", job.job_id, summary.frame_count, summary.duration_s, merge_s
     )

@@ -50,7 +50,7 @@ def merge_stills(task: MergeTask, deps: MergeDeps) -> MergeResult:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     merge_s = time.monotonic() - started
-    link = deps.storage.presign_link(job.output.bucket, written[0], DOWNLOAD_LINK_SECONDS)
+    link = deps.storage.presign_link(job.output.bucket, written[0], DOWNLOAD_LINK_SECONDS, download=True)
     logger.info("job %s merged: %s picture(s) in %.2f s", job.job_id, len(written), merge_s)
     return MergeResult(
         output=OutputLocation(

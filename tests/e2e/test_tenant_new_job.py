@@ -158,6 +158,9 @@ def test_a_tenant_starts_a_job_from_its_page_follows_it_and_plays_and_downloads_
             expect(link).to_be_visible()
             answer = shown.request.get(link.get_attribute("href") or "")
             assert answer.ok, answer.status
+            # (saved, not opened in the browser's player: S3 answers the link as an attachment, which the
+            # page's own <video> above plays all the same)
+            assert answer.headers.get("content-disposition", "").startswith("attachment; filename="), answer.headers
             downloaded = tmp_path / "downloaded.mp4"
             downloaded.write_bytes(answer.body())
             info, frames = decode_all(downloaded)

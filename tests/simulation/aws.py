@@ -149,8 +149,8 @@ class SimStorage:
     ) -> PresignedPost:
         return self.inner.presign_post(bucket, key, expires_s, max_bytes, tags)
 
-    def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink:
-        return self.inner.presign_link(bucket, key, expires_s)
+    def presign_link(self, bucket: str, key: str, expires_s: int, download: bool = False) -> PresignedLink:
+        return self.inner.presign_link(bucket, key, expires_s, download)
 
 
 @dataclass

@@ -114,10 +114,11 @@ class FakeStorage:
     ) -> PresignedPost:
         return PresignedPost(f"https://{bucket}.fake/", {"key": key, "max_bytes": str(max_bytes), **tags})
 
-    def presign_link(self, bucket: str, key: str, expires_s: int) -> PresignedLink:
+    def presign_link(self, bucket: str, key: str, expires_s: int, download: bool = False) -> PresignedLink:
         # The fake's credentials never end: the link lasts what was asked.
         now = datetime.now(UTC)
-        return PresignedLink(self.presign_get(bucket, key, expires_s), link_expiry(now, expires_s))
+        url = self.presign_get(bucket, key, expires_s) + ("&download=1" if download else "")
+        return PresignedLink(url, link_expiry(now, expires_s))
 
     def latest_change(self, bucket: str, prefix: str) -> datetime | None:
         times = [

@@ -149,3 +149,16 @@ def test_an_upload_form_signed_with_long_lived_keys_lasts_what_was_asked() -> No
     post = S3Storage(_client()).presign_post("media", "k", 3600, 1024, {"retention": "input"})
     assert post.expires_s == 3600
     assert abs((_policy_expiration(post.fields) - (datetime.now(UTC) + timedelta(hours=1))).total_seconds()) < 5
+
+
+def test_a_download_link_is_answered_as_an_attachment_named_after_the_object() -> None:
+    # GIVEN an output whose name a user chose, quotes and non-ASCII included
+    storage = S3Storage(_client())
+    # WHEN a download link and a plain link are signed
+    download = storage.presign_link("media", 'outputs/take "2" é.mp4', DOWNLOAD_LINK_SECONDS, download=True)
+    plain = storage.presign_link("media", "outputs/clip.mp4", DOWNLOAD_LINK_SECONDS)
+    # THEN S3 is asked to answer the first as an attachment under a safe form of its name (a browser saves it
+    # rather than opening its player); the plain link asks nothing of the kind (a page's <video> plays either)
+    [disposition] = parse_qs(urlparse(download.url).query)["response-content-disposition"]
+    assert disposition == 'attachment; filename="take _2_ _.mp4"'
+    assert "response-content-disposition" not in plain.url
