@@ -7,7 +7,8 @@ watchdog read jobs through it, so they cannot disagree:
 - a job's facts: its job record or rejection record, its current run (`fusionfleet.jobs.runs`), the
   execution of that run, the cancel marker; while it runs or after it failed, its final notice's
   record (`fusionfleet.jobs.final_notice`) and the run's job-failed marker (`fusionfleet.jobs.loss`);
-- its files under `segments/`, sorted into outputs, records and attempt records;
+- its files under `segments/`, sorted into outputs, records and attempt records
+  (`fusionfleet.jobs.segment_files`);
 - which job an execution belongs to (a retry of a long job id is named with the id cut short).
 """
 
@@ -32,6 +33,7 @@ from fusionfleet.jobs.runs import (
     is_cancelled,
     parse_execution_name,
 )
+from fusionfleet.jobs.segment_files import SegmentFiles as SegmentFiles  # noqa: PLC0414  (re-exported: its home before)
 from fusionfleet.jobs.states import CANCEL_REASON, JobState, NoticeStatus, job_state
 from fusionfleet.jobs.waiting import WaitingRecord, read_waiting
 from fusionfleet.messages import JobContext, SegmentRecord
@@ -91,35 +93,6 @@ class JobFacts:
         if self.failed is not None:
             return self.failed.cause
         return "" if state is JobState.RUNNING else execution.cause or execution.error or ""
-
-
-@dataclass(frozen=True)
-class SegmentFiles:
-    """The job's files under segments/: segment outputs, their records, the attempt records."""
-
-    outputs: frozenset[int] = frozenset()
-    records: frozenset[int] = frozenset()
-    attempts: tuple[tuple[int, int, int, str], ...] = ()  # (segment, run, attempt, key)
-
-    @classmethod
-    def of(cls, keys: list[str]) -> SegmentFiles:
-        outputs: set[int] = set()
-        records: set[int] = set()
-        attempts: list[tuple[int, int, int, str]] = []
-        for key in keys:
-            if (segment := layout.parse_segment_file(key)) is not None:
-                (outputs if segment.is_output else records).add(segment.index)
-            elif (attempt := layout.parse_attempt_record_key(key)) is not None:
-                attempts.append((attempt.index, attempt.run, attempt.attempt, key))
-        return cls(frozenset(outputs), frozenset(records), tuple(sorted(attempts)))
-
-    @property
-    def done(self) -> frozenset[int]:
-        return self.outputs & self.records
-
-    @property
-    def failed(self) -> frozenset[int]:
-        return self.records - self.outputs
 
 
 class JobRecords:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.adapters.webhook_http import Answer, WebhookSender
+from fusionfleet.jobs.segment_files import SegmentFiles
 from fusionfleet.jobs.states import JobState, NoticeStatus, segment_counts
 from fusionfleet.webhooks.addresses import AddressPolicy, Resolver, WebhookRefused, check_url, resolve
 from fusionfleet.webhooks.events import WebhookEvent, WebhookSubscription, payload
@@ -173,14 +174,9 @@ class WebhookDeliverer:
         return {"state": JobState.RUNNING, **event.data}, state  # started
 
     def _segments(self, job_id: str) -> tuple[int, int]:
-        """(done, failed) segments: an output and its record, or a record alone."""
-        outputs: set[int] = set()
-        records: set[int] = set()
-        for key in self._storage.list_keys(self._config.work_bucket, layout.segments_prefix(job_id)):
-            segment = layout.parse_segment_file(key)
-            if segment is not None and not segment.copy:
-                (outputs if segment.kind == "mp4" else records).add(segment.index)
-        return len(outputs & records), len(records - outputs)
+        """(done, failed) segments, counted as the read model counts them (a picture's output too)."""
+        files = SegmentFiles.of(self._storage.list_keys(self._config.work_bucket, layout.segments_prefix(job_id)))
+        return len(files.done), len(files.failed)
 
     # ------------------------------------------------------------------ one attempt
     def _attempt(

@@ -10,6 +10,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from fusionfleet import layout
+from fusionfleet.jobs.segment_files import SegmentFiles
 from fusionfleet.jobs.states import NoticeStatus
 from fusionfleet.services.webhooks import WebhookConfig, WebhookDeliverer
 from fusionfleet.webhooks.addresses import AddressPolicy
@@ -103,6 +104,25 @@ def test_nothing_follows_the_final_event_of_a_run(storage: FakeStorage) -> None:
     assert late.outcome == "skipped" and "final event" in late.reason
     assert worker.handle(event(NoticeStatus.FAILED, clock)).outcome == "skipped"
     assert len(sender.posts) == 1
+
+
+def test_progress_counts_segments_as_the_read_model_does_pictures_included(storage: FakeStorage) -> None:
+    # GIVEN a job of image targets: its segments' outputs are pictures, one done, one failed (a record alone)
+    clock, sender = Clock(), FakeSender()
+    worker = deliverer(storage, sender, clock, TenantSecrets(FakeSecretStore(), "p"), progress_every_s=0.0)
+    storage.put_bytes(BUCKET, layout.segment_key(JOB, 0, "png"), b"png")
+    storage.put_json(BUCKET, layout.segment_record_key(JOB, 0), {"status": "succeeded"})
+    storage.put_json(BUCKET, layout.segment_record_key(JOB, 1), {"status": "failed"})
+    # WHEN its progress is sent
+    assert worker.handle(event("progress", clock, "00000", segments_total=3)).outcome == "delivered"
+    # THEN the webhook counts what `fusionfleet status` counts (the picture is a done segment's output)
+    sent = json.loads(sender.posts[0].body)["data"]["segments"]
+    files = SegmentFiles.of(storage.list_keys(BUCKET, layout.segments_prefix(JOB)))
+    assert (
+        sent
+        == {"done": len(files.done), "failed": len(files.failed), "total": 3}
+        == {"done": 1, "failed": 1, "total": 3}
+    )
 
 
 def test_progress_is_sent_only_when_it_moved_with_the_sequence_counting_up(storage: FakeStorage) -> None:
