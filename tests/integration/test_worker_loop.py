@@ -35,6 +35,8 @@ from gpu_worker.delivery.tasks import MergeHandler, RenderHandler
 from gpu_worker.engines import registry
 from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.engines.pool import EnginePool
+from gpu_worker.lifecycle import liveness
+from gpu_worker.lifecycle.liveness import Liveness, Phase
 from gpu_worker.lifecycle.stopping import StopSignal
 from gpu_worker.merging.merge import MergeDeps
 from gpu_worker.rendering.render import InlineRenderer, RenderDeps
@@ -174,11 +176,12 @@ def render_worker(
     stopping: threading.Event | None = None,
     faults_file: Path | None = None,
     lookahead: int = 0,
+    liveness: Liveness | None = None,
 ) -> Worker[RenderTask]:
     storage = S3Storage(aws.s3)
     deps = RenderDeps(
         storage, EnginePool({}), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "test-worker",
-        faults_file=faults_file,
+        faults_file=faults_file, liveness=liveness,
     )  # fmt: skip
     handler = RenderHandler(InlineRenderer(deps), storage, "test-worker", stopping or threading.Event())
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]
@@ -227,6 +230,35 @@ def test_a_segment_is_rendered_checked_uploaded_reported_then_deleted(
     assert attempt["status"] == "succeeded" and attempt["worker"] == "test-worker" and attempt["engine_s"] >= 0
     preview = aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.frame_preview_key(job.job_id))
     assert preview["Body"].read()[:2] == b"\xff\xd8" and preview["ContentType"] == "image/jpeg"
+
+
+class RecordedLiveness(Liveness):
+    """The liveness record's writes, in order (each also written to the file)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, every_s=0.0)
+        self.phases: list[Phase] = []
+
+    def _write(self, phase: Phase, allow_s: float | None = None) -> None:
+        self.phases.append(phase)
+        super()._write(phase, allow_s)
+
+
+def test_the_render_loop_renews_its_liveness_record_with_each_frame_then_goes_idle(
+    aws: Aws, job: JobContext, tmp_path: Path
+) -> None:
+    # GIVEN a worker whose render loop keeps a liveness record (issue 45: what the health check reads)
+    first = plan(aws, job)[0]
+    send_render(aws, "RenderQueueNormal", job, first, "token-0")
+    alive = RecordedLiveness(tmp_path / "alive.json")
+    # WHEN it renders one segment
+    assert render_worker(aws, tmp_path, recorder(aws), liveness=alive).run(max_tasks=1) == 1
+    # THEN the record said rendering, was renewed as frames came out of the engine, and ended idle
+    frames = first["end_frame"] - first["start_frame"]
+    assert alive.phases[0] is Phase.RENDERING and alive.phases[-1] is Phase.IDLE
+    assert alive.phases.count(Phase.RENDERING) >= frames // 2, alive.phases
+    found = liveness.read(tmp_path / "alive.json")
+    assert found is not None and found.phase is Phase.IDLE
 
 
 def test_with_lookahead_every_segment_is_rendered_once_reported_and_deleted(
