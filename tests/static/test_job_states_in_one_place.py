@@ -45,29 +45,30 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("fusionfleet/webhooks/records.py", "failed"): "a webhook delivery's state (pending, delivered, failed, skipped)",
     ("fusionfleet/services/webhooks.py", "pending"): "a webhook delivery's state, not the job's",
     ("fusionfleet/services/webhooks.py", "failed"): "a webhook delivery's outcome and state, not the job's",
-    # What handling one manifest event did (the slicer's log line, its tests, a batch item's start): the
-    # words match the job's state but are the outcome's own. To move to JobState when the outcome is typed.
-    ("fusionfleet/services/slicing.py", "waiting"): "a slice outcome (SliceOutcome.status)",
-    ("fusionfleet/services/slicing.py", "rejected"): "a slice outcome (SliceOutcome.status, an item's start)",
-    ("fusionfleet/services/batching.py", "rejected"): "a batch item's start outcome (ItemStarter)",
-    # Field names of what a user reads, English nouns, not a job's state value.
+    ("fusionfleet/facefusion/job_file.py", "failed"): "FaceFusion's own job step statuses (its job_step_statuses)",
+    ("fleetctl/local/localstack.py", "running"): "LocalStack's health answer for a running service",
+    ("fleetctl/local/deploy.py", "FAILED"): "a CloudFormation stack status suffix (CREATE_FAILED, ...)",
+    ("fleetctl/preflight/account.py", "rejected"): "a VPC endpoint's state, AWS's word",
+    ("fleetctl/preflight/account.py", "failed"): "a VPC endpoint's state, AWS's word",
+    ("gpu_worker/engines/facefusion/warm.py", "done"): "the warm FaceFusion child's reply to a finished request",
+    ("gpu_worker/engines/facefusion/warm_server.py", "done"): "the warm FaceFusion child's reply to a finished request",
+    # English in what a person reads: field names and headings, not a state's value.
     ("fusionfleet/services/tenant_overview.py", "running"): "the tenant overview's field: its running jobs",
     ("fusionfleet/services/tenant_overview.py", "waiting"): "the tenant overview's field: its waiting jobs",
     ("functions/watchdog/app.py", "cancelled"): "the watchdog's log field: how many held jobs it cancelled",
     ("fleetctl/job_commands.py", "DONE"): "a column heading of `fusionfleet workers`: segments a worker finished",
+    ("fleetctl/local/supervisor.py", "running"): "a local process's status line",
+    ("fleetctl/local/supervisor.py", "waiting"): "a local worker's activity (no segment)",
+    ("fleetctl/local/autoscaler.py", "waiting"): "the local autoscaler's count of queued messages",
     # A rejected job's final webhook event has its own stable id (`<job>.r0.failed.rejected`), as sent since
     # its first release: receivers deduplicate on it.
     ("fusionfleet/services/job_end.py", "rejected"): "part of a stable webhook-id",
-    ("fusionfleet/facefusion/job_file.py", "failed"): "FaceFusion's own job step statuses (its job_step_statuses)",
-    ("fleetctl/local/localstack.py", "running"): "LocalStack's health answer for a running service",
-    ("fleetctl/local/supervisor.py", "running"): "a local process's status line, English",
-    ("fleetctl/local/supervisor.py", "waiting"): "a local worker's activity (no segment), English",
-    ("fleetctl/local/autoscaler.py", "waiting"): "the local autoscaler's count of queued messages, English",
-    ("fleetctl/local/deploy.py", "FAILED"): "a CloudFormation stack status suffix (CREATE_FAILED, ...)",
-    ("fleetctl/preflight/account.py", "rejected"): "an AWS account check's result, English",
-    ("fleetctl/preflight/account.py", "failed"): "an AWS account check's result, English",
-    ("gpu_worker/engines/facefusion/warm.py", "done"): "the warm FaceFusion child's reply to a finished request",
-    ("gpu_worker/engines/facefusion/warm_server.py", "done"): "the warm FaceFusion child's reply to a finished request",
+    # What handling one manifest event did (the slicer's log line, its tests, a batch item's start): words of
+    # the job's state, not yet its constants. To move when the outcome is typed (e.g. a StrEnum whose
+    # WAITING and REJECTED are JobState's); left while batching.py was being edited beside this change.
+    ("fusionfleet/services/slicing.py", "waiting"): "a slice outcome (SliceOutcome.status)",
+    ("fusionfleet/services/slicing.py", "rejected"): "a slice outcome (SliceOutcome.status, an item's start)",
+    ("fusionfleet/services/batching.py", "rejected"): "a batch item's start outcome (ItemStarter)",
 }
 
 # TEMPORARY: gpu_worker/delivery/ is being refactored by another engineer (issue 46, one way a message
