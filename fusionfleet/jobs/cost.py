@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from fusionfleet.jobs.states import Recorded
 from fusionfleet.messages import JobCost, SegmentAttempt
@@ -86,3 +86,15 @@ def job_cost(
         wasted_usd=round(wasted, 6),
         usd_by_capacity={name: round(value, 6) for name, value in sorted(by_capacity.items())},
     )
+
+
+def attempts_cost(
+    stored: list[SegmentAttempt], now: float, ended: bool, prices: GpuPrices | None = None
+) -> dict[str, Any] | None:
+    """Every attempt so far (failed, killed, backup copies) at its worker's price, as the job views show it:
+    `final` once the job ended (`ended`) and no attempt still runs. None without any attempt."""
+    if not stored:
+        return None
+    priced = job_cost(stored, prices or GpuPrices(), now)
+    running = any(not record.finished_at and now - record.alive_at <= STALE_AFTER_S for record in stored)
+    return {**priced.model_dump(mode="json"), "final": ended and not running}

@@ -14,7 +14,7 @@ from typing import Any
 from fusionfleet import layout
 from fusionfleet.adapters.links import PresignedLink
 from fusionfleet.facefusion.content_analysis import AnalysisProgress
-from fusionfleet.jobs.cost import STALE_AFTER_S, GpuPrices, job_cost
+from fusionfleet.jobs.cost import GpuPrices, attempts_cost
 from fusionfleet.jobs.facts import JobFacts, SegmentFiles
 from fusionfleet.jobs.plan import Segment
 from fusionfleet.jobs.states import ALLOWED, Action, JobState, SegmentState
@@ -275,17 +275,6 @@ def cost(
     """Every attempt so far (failed, killed, backup copies) at its worker's price (fusionfleet.jobs.cost);
     `final` once the job ended and no attempt still runs."""
     return attempts_cost(stored, now, facts.state.ended, prices)
-
-
-def attempts_cost(
-    stored: list[SegmentAttempt], now: float, ended: bool, prices: GpuPrices | None = None
-) -> dict[str, Any] | None:
-    """`cost` of a job known to have ended (`ended`) or not, from its attempt records alone."""
-    if not stored:
-        return None
-    priced = job_cost(stored, prices or GpuPrices(), now)
-    running = any(not record.finished_at and now - record.alive_at <= STALE_AFTER_S for record in stored)
-    return {**priced.model_dump(mode="json"), "final": ended and not running}
 
 
 def view_json(view: JobView) -> dict[str, Any]:

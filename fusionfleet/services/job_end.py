@@ -22,12 +22,11 @@ from fusionfleet.fleet import budget
 from fusionfleet.fleet.tenant_settings import read_settings
 from fusionfleet.jobs import summary
 from fusionfleet.jobs.attempts import read_attempts
-from fusionfleet.jobs.cost import GpuPrices
+from fusionfleet.jobs.cost import GpuPrices, attempts_cost
 from fusionfleet.jobs.ids import tenant_of_job
 from fusionfleet.jobs.ledger import month_of, settle_job
 from fusionfleet.jobs.runs import current_run
 from fusionfleet.jobs.states import NoticeStatus
-from fusionfleet.jobs.views import attempts_cost
 from fusionfleet.services.admission import Admitter
 from fusionfleet.webhooks.events import WebhookEvent, event_id, final_kind
 from fusionfleet.webhooks.outbox import WebhookOutbox
