@@ -6,9 +6,11 @@ headless-run and through one local farm of warm FaceFusion workers (3 segments),
 output_video_fps (lower, higher, and lower in the disk workflow), output_video_scale < 1, the audio
 options (a second track, an encoder and quality, volume 50 and 0), an HLG and a PQ clip, reference mode
 across a cut, the face tracker (its default look-ahead and target_frame_amount 0), a lip sync with an
-audio source (and one trimmed), a variable frame rate; and the grown cases (`grown()`), among them a WebM
-target's output (FaceFusion keeps its container: VP9 and Opus) and background_remover's alpha in a VP9
-output, which the farm refuses at submit (a known gap: a `refused` case is met only by that refusal).
+audio source (and one trimmed), a variable frame rate; FaceFusion job files (`jobs()`: a remix chain of
+two people, FaceFusion's own job-run against the farm's render of the file it wrote); and the grown
+cases (`grown()`), among them a WebM target's output (FaceFusion keeps its container: VP9 and Opus) and
+background_remover's alpha in a VP9 output, which the farm refuses at submit (a known gap: a `refused`
+case is met only by that refusal).
 
 Writes benchmarks/results/parity.json (with provenance), prints a table, and exits non-zero unless
 every case is equal or a difference the farm makes on purpose (`deliberate`, said in docs/engines.md).
@@ -30,6 +32,7 @@ from typing import Any
 from benchmarks.goals import Goal, Verdict, exit_status, goal_table, judge, recorded
 from benchmarks.parity.clips import ClipSpec, layout, write_clip, write_source, write_voice
 from benchmarks.parity.farm import Farm
+from benchmarks.parity.job_files import Step, run_job_case
 from benchmarks.parity.judge import PSNR_GOAL, Allowance, unexplained
 from benchmarks.parity.run import Case, Outcome, run_case
 from benchmarks.provenance import write_results
@@ -56,6 +59,9 @@ class MatrixCase:
     # The farm refuses this at submit on purpose (a known gap, docs/engines.md): met only when its job is
     # refused with a reason saying this (FaceFusion's run is then skipped: there is nothing to compare).
     refused: str = ""
+    # A FaceFusion job instead (benchmarks/parity/job_files.py): its steps' options, each with `"sources"` (the
+    # harness's people), step 1 added and each later step a remix of the one before; `case.options` unused.
+    steps: tuple[dict[str, Any], ...] = ()
 
 
 def case(name: str, options: dict[str, Any], **fields: Any) -> MatrixCase:
@@ -167,7 +173,27 @@ def matrix() -> list[MatrixCase]:
             allowed=(Allowance("strip_code", 154), Allowance("face_code"), Allowance("face_colour"), Allowance("psnr")),
         ),
     ]
-    return cases + grown()
+    return cases + grown() + jobs()
+
+
+def jobs() -> list[MatrixCase]:
+    """FaceFusion job files (issue 44): its own job-run of a remix chain against the farm's one render."""
+    return [
+        # b's face on the face at position 0, then a's on the one at position 1, each named in frame 0
+        case(
+            "remix_two_people",
+            {},
+            clip=TWO,
+            steps=(
+                {"sources": ["b"], "reference_face_position": 0},
+                {"sources": ["a"], "reference_face_position": 1},
+            ),
+            deliberate="FaceFusion's job-run encodes step 1's video (libx264, output_video_quality 80) and decodes it "
+            "for step 2, which moves a face's mean colour by about 4 levels before step 2 swaps it; the farm's passes "
+            "hand step 1's frames to step 2 in memory, unencoded (docs/engines.md, chained passes)",
+            allowed=(Allowance("face_colour"),),
+        ),
+    ]
 
 
 def grown() -> list[MatrixCase]:
@@ -251,7 +277,12 @@ def run(
                 clips[item.clip] = write_clip(work / f"{item.clip.name()}.{item.clip.container}", item.clip)
             sources = [faces[person] for person in item.people] + ([voice] if item.voice else [])
             began = time.monotonic()
-            outcome: Outcome = run_case(item.case, home, farm, sources, clips[item.clip], work, layout(item.clip))
+            outcome: Outcome = (
+                run_job_case(item.case.name, home, farm, _steps(item.steps, faces), clips[item.clip], work,
+                             layout(item.clip), item.case.segments)
+                if item.steps
+                else run_case(item.case, home, farm, sources, clips[item.clip], work, layout(item.clip))
+            )  # fmt: skip
             print(outcome.account(), f"({time.monotonic() - began:.0f} s)", flush=True)
             found = outcome.verdict.found if outcome.verdict else []
             left = [difference.text for difference in unexplained(found, item.allowed)] + outcome.problems
@@ -267,6 +298,15 @@ def run(
             if after is not None:
                 after(rows)
     return rows
+
+
+def _steps(steps: tuple[dict[str, Any], ...], faces: dict[str, Path]) -> list[Step]:
+    """A job case's steps: each one's people's pictures as its sources, the rest its options."""
+    return [
+        Step(tuple(faces[person] for person in step.get("sources", ["a"])),
+             {name: value for name, value in step.items() if name != "sources"})
+        for step in steps
+    ]  # fmt: skip
 
 
 def table(rows: list[Row]) -> str:
