@@ -7,6 +7,12 @@ frame (warm_server.FaceFusion.configure: FaceFusion's own parser, validation and
 pre_process of every processor the argv names) and answers `null` or the refusal's reason. The
 processors' model checks are left out: which models a worker carries is image_models' business.
 Standard library, numpy and FaceFusion only, like the warm process itself.
+
+FaceFusion asks ffmpeg for its encoders each time it builds its parser (`ffmpeg -encoders`, seven times
+per parse: each sub-command's program has the output options); over the walk's four hundred argvs that
+was most of the check's CPU (about 2700 ffmpeg starts, some 60 of its 90 CPU seconds). The binary does
+not change while this process runs, so its answer is asked once and given to every parse: the parser
+FaceFusion builds, and so each verdict, is the same.
 """
 
 from __future__ import annotations
@@ -29,6 +35,20 @@ def load(path: str) -> Any:
     return module
 
 
+def encoders_asked_once() -> None:
+    """FaceFusion's encoder query answered from its first answer (the program module imported it by name)."""
+    from facefusion import ffmpeg, program
+
+    first = ffmpeg.get_available_encoder_set()
+    assert first["video"], "FaceFusion's ffmpeg lists no video encoder"
+
+    def answer() -> Any:
+        return {kind: list(names) for kind, names in first.items()}  # a copy: a caller may change it
+
+    ffmpeg.get_available_encoder_set = answer
+    program.get_available_encoder_set = answer
+
+
 def main() -> None:
     sys.path.insert(0, os.getcwd())  # FaceFusion's folder
     warm_server = load(sys.argv[1])
@@ -37,6 +57,7 @@ def main() -> None:
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # FaceFusion's own output stays out of the answer
     sys.stderr = warm_server.ConsoleTail()
+    encoders_asked_once()
     engine = warm_server.FaceFusion()
     verdicts: list[str | None] = []
     for argv in argvs:
