@@ -71,17 +71,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("fusionfleet/services/batching.py", "rejected"): "a batch item's start outcome (ItemStarter)",
 }
 
-# TEMPORARY: gpu_worker/delivery/ is being refactored by another engineer (issue 46, one way a message
-# ends); its state words move to the constants in fusionfleet/jobs when that lands (Recorded for an
-# attempt's status, NoticeStatus for the failed notice). Remove these then. Not held to staleness while
-# the refactor moves them; a new word there still fails.
-DELIVERY_PENDING: dict[tuple[str, str], str] = {
-    ("gpu_worker/delivery/tasks.py", "running"): "a segment attempt's status",
-    ("gpu_worker/delivery/tasks.py", "succeeded"): "a segment result's and attempt's status",
-    ("gpu_worker/delivery/tasks.py", "failed"): "a segment result's and attempt's status, the failed notice",
-    ("gpu_worker/delivery/tasks.py", "cancelled"): "a segment attempt's status",
-}
-
 
 def state_words(source: str) -> list[tuple[int, str]]:
     """(line, text) of every string literal in `source` whose text is a job or segment state's word."""
@@ -128,7 +117,7 @@ def test_the_words_are_the_state_modules_own() -> None:
 
 def test_no_python_outside_the_jobs_package_spells_a_state() -> None:
     assert len(sources()) > 100
-    allowed = ALLOWED.keys() | DELIVERY_PENDING.keys()
+    allowed = ALLOWED.keys()
     found = [
         f"{path.relative_to(ROOT)}:{line}: {text!r}"
         for path in sources()
