@@ -6,10 +6,11 @@ uploaded. Steps that stand alone are submitted together and render side by side,
 (its target an earlier step's output) whose chain swaps one person a step: one job of chained passes on the
 first step's target (`chain_as_faces`). Any other remix step is submitted once the step it remixes has
 succeeded, with the output it gave as its target, as FaceFusion's `job-run` feeds a step's file to the
-next: so a file with such remix steps needs `--wait`. Each step's output is written to its own `output_path` (or under its name in `--output-dir`), as
-`job-run` writes it. The engine is `facefusion` unless `--engine` names another. Through the stack itself
-or, with `--api`, the tenant HTTP API (`POST /jobs` per step, as `submit --api`). Each step's job is any
-job: `status`, `wait`, `download`, `cancel` take its id.
+next: so a file with such remix steps needs `--wait`. Each step's output is written to its own
+`output_path` (or under its name in `--output-dir`), as `job-run` writes it. The engine is `facefusion`
+unless `--engine` names another. Through the stack itself or, with `--api`, the tenant HTTP API (`POST
+/jobs` per step, as `submit --api`). Each step's job is any job: `status`, `wait`, `download`, `cancel`
+take its id.
 """
 
 from __future__ import annotations
@@ -78,11 +79,6 @@ def _describe(view: JobView) -> str:
 class Farm(Protocol):
     """Where the steps go: the stack itself, or the tenant HTTP API."""
 
-    @property
-    def chains(self) -> bool:
-        """Whether a remix chain may go as one job of chained passes (`faces`, one person a step)."""
-        ...
-
     def submit(self, step: JobFileStep, target: Path, name: str) -> str: ...
 
     def submit_chain(self, chain: ChainAsFaces, name: str) -> str: ...
@@ -95,7 +91,6 @@ class StackFarm:
     client: Client
     args: argparse.Namespace
     engine: str
-    chains: bool = True
 
     def submit_chain(self, chain: ChainAsFaces, name: str) -> str:
         """The chain as one job on its first step's target: a mapping of `faces` per step, in order, each
@@ -143,9 +138,9 @@ class ApiFarm:
     api: ApiClient
     args: argparse.Namespace
     engine: str
-    chains: bool = False  # the tenant API's job has no `faces` from the CLI yet: a remix waits for its step
 
     def submit_chain(self, chain: ChainAsFaces, name: str) -> str:
+        # Never asked: through the API a remix waits for the step it remixes (no `faces` from here yet).
         raise UsageError("the tenant API path submits a remix once the step it remixes has succeeded")
 
     def submit(self, step: JobFileStep, target: Path, name: str) -> str:
@@ -279,13 +274,14 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
     _check_steps(job, engine, args.tenant)
     _check_files(job)
     _check_joins(job)
-    farm = _farm(args, engine)
     # A remix chain whose steps each swap one person by a reference face is one job of chained passes on the
-    # first step's target, submitted at once; any other remix waits for the step it remixes.
+    # first step's target, submitted at once (through the stack; the API's farm takes no `faces` from here);
+    # any other remix waits for the step it remixes.
+    as_passes = engine == JOB_FILE_ENGINE and api_commands.api_of(args) is None
     chains = {
         step.index: chained
         for step in job.steps
-        if step.remix_of is not None and farm.chains and engine == JOB_FILE_ENGINE
+        if step.remix_of is not None and as_passes
         if (chained := chain_as_faces(job, step)) is not None
     }
     needs_wait = [
@@ -301,6 +297,7 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
     if needs_wait and not args.wait:
         raise UsageError(f"{needs_wait[0]}, which needs --wait")
     finals = _destinations(job, args.output_dir)
+    farm = _farm(args, engine)
     base = args.name or job_name(Path(path.stem))  # one name for the file's jobs: <stem>-<time>-<random>
     names = {step.index: f"{base}-{step.index}" for step in job.steps}
     ids: dict[int, str] = {}
