@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 MAX_RUNS = 100
 
 
+RESUMED = "it was recorded and never started: started now"  # a duplicate event that started its job
+
+
 @dataclass(frozen=True)
 class SliceOutcome:
     status: Literal["started", "waiting", "duplicate", "rejected", "ignored", "batch"]
@@ -155,7 +158,7 @@ class Slicer:
                 return self._queue(started, then, uploaded_at, 0)
             arn = self.orchestrator.start(self.config.state_machine_arn, name, self._execution_input(started, then))
             logger.info("job %s was recorded and never started: started as %s", job_id, arn)
-            return SliceOutcome("started", job_id, arn)
+            return SliceOutcome("duplicate", job_id, arn, reason=RESUMED)
         logger.info("job %s already started (%s): duplicate event ignored", job_id, arn)
         return SliceOutcome("duplicate", job_id, arn)
 
@@ -257,7 +260,8 @@ class Slicer:
         if started is None:
             return False
         uploaded_at = datetime.fromisoformat(record.submitted_at).timestamp()
-        return self._resume(started, uploaded_at).status in ("started", "waiting")
+        resumed = self._resume(started, uploaded_at)
+        return resumed.reason == RESUMED or resumed.status in ("started", "waiting")
 
     def _retry_item(self, job_id: str) -> None:
         JobRetry(self.storage, self.orchestrator, self.config, admit=self._admit).retry(job_id)

@@ -89,7 +89,8 @@ def test_a_succeeded_job_has_a_short_lived_download_url_for_its_output() -> None
     farm.sliced(job, "SUCCEEDED", done=4)
     view = farm.call("GET", f"/jobs/{api_id}").body
     assert view["state"] == "SUCCEEDED" and view["segments"]["done"] == 4
-    assert view["download_url"] == f"https://{MEDIA}.fake/tenants/acme/outputs/{job}.mp4?expires=900"
+    # (a download: the fake marks the link S3 is asked to answer as an attachment)
+    assert view["download_url"] == f"https://{MEDIA}.fake/tenants/acme/outputs/{job}.mp4?expires=900&download=1"
 
 
 def test_a_timed_out_job_reads_failed_with_its_reason() -> None:

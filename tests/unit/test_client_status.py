@@ -35,7 +35,7 @@ def test_a_succeeded_job_gets_a_freshly_signed_link_for_its_output() -> None:
     status = client.status("clip-1")
     # THEN it carries a link to the output signed now, for a day
     assert status.state == "SUCCEEDED" and status.download is not None
-    assert status.download.url == f"https://media.fake/outputs/clip.mp4?expires={DOWNLOAD_LINK_SECONDS}"
+    assert status.download.url == f"https://media.fake/outputs/clip.mp4?expires={DOWNLOAD_LINK_SECONDS}&download=1"
     assert status.download.expires_at > datetime.now(UTC) + timedelta(hours=23)
 
 
