@@ -12,6 +12,9 @@ two-line shim: FaceFusion 3.8.1 reads frames with `-vsync 0`, an option FFmpeg 8
 name is `-fps_mode passthrough`, which the shim passes instead), and reads HDR targets through the
 scale filter's out_primaries/out_transfer/intent options, which only FFmpeg 8 and later have (6.0
 crashes on them). No single build takes both; the shim changes only that one option's spelling.
+FaceFusion asks `ffmpeg -encoders` seven times each time it builds its parser (every new option set);
+the shim answers that one question with what the same binary answered when the folder was prepared,
+instead of starting ffmpeg again (most of the CPU of the tests that walk FaceFusion's options).
 Without a checkout the tests that use it are skipped with the reason.
 """
 
@@ -34,7 +37,10 @@ DEFAULT_PYTHON = REPO / ".venv-facefusion" / "bin" / "python"
 DEFAULT_SOURCE = REPO.parent / "shared" / "third_party" / "facefusion-3.8.1"
 STANDINS = "fleetctl.harness.standins"
 # `-vsync 0` (FaceFusion 3.8.1's video reader) spelt as FFmpeg 8+ takes it; everything else unchanged.
+# FaceFusion's encoder query (ffmpeg_builder.run + get_encoders), answered from the file the binary wrote.
+ENCODERS_ARGV = ("-loglevel", "error", "-encoders")
 FFMPEG_SHIM = """#!/bin/sh
+if [ "$*" = "{encoders_argv}" ]; then exec cat '{encoders}'; fi
 prev=
 for arg do
   shift
@@ -116,7 +122,11 @@ def prepare(dest: Path) -> Harness:
     tools = dest / "bin"
     tools.mkdir()
     shim = tools / "ffmpeg"
-    shim.write_text(FFMPEG_SHIM.format(ffmpeg=imageio_ffmpeg.get_ffmpeg_exe()))
+    ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
+    encoders = tools / "ffmpeg-encoders.txt"
+    listed = subprocess.run([ffmpeg, *ENCODERS_ARGV], capture_output=True, check=True, timeout=60)
+    encoders.write_bytes(listed.stdout)
+    shim.write_text(FFMPEG_SHIM.format(ffmpeg=ffmpeg, encoders=encoders, encoders_argv=" ".join(ENCODERS_ARGV)))
     shim.chmod(0o755)
     (tools / "ffprobe").symlink_to(probe_tool(python))
     env = dict(os.environ)
