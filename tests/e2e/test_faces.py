@@ -37,7 +37,7 @@ def pair_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_video(path, seconds=FRAMES / FPS, fps=FPS, width=WIDTH, height=HEIGHT, frames=crossing_pair(FRAMES))
 
 
-def drop_mapping(stack: Stack, name: str, clip: Path, engine: str) -> str:
+def drop_mapping(stack: Stack, name: str, clip: Path, engine: str, options: dict[str, str] | None = None) -> str:
     s3, bucket = stack.client("s3"), stack.resources.media_bucket
     prefix = f"inputs/{name}/"
     s3.upload_file(str(grace_hopper_path()), bucket, f"{prefix}grace.jpg")
@@ -47,7 +47,7 @@ def drop_mapping(stack: Stack, name: str, clip: Path, engine: str) -> str:
     s3.upload_file(str(clip), bucket, f"{prefix}{clip.name}")
     manifest = {
         "version": 1, "target": f"{prefix}{clip.name}", "engine": engine, "quality": "balanced", "priority": "high",
-        "options": {"face_selector_order": "top-bottom"},
+        "options": {"face_selector_order": "top-bottom"} if options is None else options,
         "faces": [
             # Grace Hopper (named by a picture of her) gets the astronaut's face ...
             {"source": f"{prefix}astronaut.png", "reference": f"{prefix}grace.jpg"},
@@ -100,7 +100,7 @@ def test_two_sources_go_on_two_people_in_every_frame_of_every_segment(
 def test_an_engine_that_swaps_no_faces_refuses_faces_at_submit_naming_what_to_do(stack: Stack, pair_clip: Path) -> None:
     # (the facefusion engine renders `faces` as one pass per person: tests/integration/engines/test_facefusion_faces.py)
     inbox = stack.subscribe()
-    job = drop_mapping(stack, "faces-copy", pair_clip, "copy")
+    job = drop_mapping(stack, "faces-copy", pair_clip, "copy", options={})  # (copy applies no selector option)
     notice = notice_for(stack, inbox, job, wait_s=180)
     assert notice["status"] == "failed", notice
     reason = json.dumps(notice)
