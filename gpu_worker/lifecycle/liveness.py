@@ -127,18 +127,24 @@ class Liveness:
         self._write(Phase.ANALYSING, allow_s)
 
     def advanced(self, _frame: int = 0) -> None:
-        """A frame came out of the engine (the chunk encoder's `on_frame`, on its thread)."""
-        if self._phase is Phase.RENDERING and self._clock() - self._written >= self._every_s:
-            self._write(Phase.RENDERING)
+        """A frame came out of the engine (the chunk encoder's `on_frame`, on its thread). Checked and written
+        under one lock: a frame checked before the loop went idle and written after would leave an idle
+        worker reading "rendering", hung once the allowance passed (a make test run caught it)."""
+        with self._lock:
+            if self._phase is Phase.RENDERING and self._clock() - self._written >= self._every_s:
+                self._write_held(Phase.RENDERING)
 
     def _write(self, phase: Phase, allow_s: float | None = None) -> None:
         with self._lock:
-            now = self._clock()
-            body = {"phase": phase.value, "at": now, "pid": os.getpid(), "allow_s": allow_s}
-            temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
-            # A full disk or a vanished folder must not fail a render: the check then sees the record age.
-            with contextlib.suppress(OSError):
-                self._path.parent.mkdir(parents=True, exist_ok=True)
-                temporary.write_text(json.dumps(body))
-                os.replace(temporary, self._path)
-            self._phase, self._written = phase, now
+            self._write_held(phase, allow_s)
+
+    def _write_held(self, phase: Phase, allow_s: float | None = None) -> None:
+        now = self._clock()
+        body = {"phase": phase.value, "at": now, "pid": os.getpid(), "allow_s": allow_s}
+        temporary = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
+        # A full disk or a vanished folder must not fail a render: the check then sees the record age.
+        with contextlib.suppress(OSError):
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(body))
+            os.replace(temporary, self._path)
+        self._phase, self._written = phase, now

@@ -233,15 +233,17 @@ def test_a_segment_is_rendered_checked_uploaded_reported_then_deleted(
 
 
 class RecordedLiveness(Liveness):
-    """The liveness record's writes, in order (each also written to the file)."""
+    """The liveness record's writes, in order (each also written to the file): noted under the writer's lock,
+    so the list's order is the file's (noted before the lock, a frame's write could be listed after the idle
+    write it preceded)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, every_s=0.0)
         self.phases: list[Phase] = []
 
-    def _write(self, phase: Phase, allow_s: float | None = None) -> None:
+    def _write_held(self, phase: Phase, allow_s: float | None = None) -> None:
         self.phases.append(phase)
-        super()._write(phase, allow_s)
+        super()._write_held(phase, allow_s)
 
 
 def test_the_render_loop_renews_its_liveness_record_with_each_frame_then_goes_idle(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from gpu_worker.lifecycle import liveness
@@ -97,6 +99,35 @@ def alive_pid(record: Path) -> int:
     found = liveness.read(record)
     assert found is not None
     return found.pid
+
+
+def test_a_frame_checked_while_rendering_never_writes_after_the_loop_went_idle(tmp_path: Path) -> None:
+    # GIVEN a render whose encoder thread reports a frame just as the loop goes idle: the loop's idle() is let
+    # in between the frame's check and its write (found by a make test run: the record ended "rendering")
+    went_idle = threading.Event()
+    reads: list[float] = []
+
+    def go_idle() -> None:
+        alive.idle()
+        went_idle.set()
+
+    def clock() -> float:
+        reads.append(time.time())
+        if threading.current_thread().name == "encoder" and len(reads) == 2:
+            threading.Thread(target=go_idle).start()
+            went_idle.wait(0.5)  # the idle write goes first wherever the frame's check does not hold it off
+        return 100.0 + len(reads)
+
+    alive = Liveness(tmp_path / "alive.json", every_s=0.0, clock=clock)
+    alive.rendering()
+    # WHEN the frame comes out of the engine on the encoder's thread
+    frame = threading.Thread(target=alive.advanced, name="encoder")
+    frame.start()
+    frame.join()
+    assert went_idle.wait(5)
+    # THEN the record ends idle: an idle worker never reads as a render that stopped giving frames
+    found = liveness.read(tmp_path / "alive.json")
+    assert found is not None and found.phase is Phase.IDLE
 
 
 def test_a_record_that_cannot_be_written_never_fails_the_render(tmp_path: Path) -> None:
