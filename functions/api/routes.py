@@ -80,7 +80,9 @@ _OPEN: dict[str, Any] = {"security": []}
 _CREATE_JOB = (
     "Each plain file name gets an upload in the answer. A key of the tenant's own (with '/', such as an "
     "earlier upload's `key`) names a file already in the bucket, which is not sent again. With `frames` "
-    "the job is a test render of those frames of its target, one picture each (docs/test-renders.md)."
+    "the job is a test render of those frames of its target, one picture each (docs/test-renders.md); with "
+    "`spread_frames` N instead, of N frames evenly spread over the target, chosen by the farm once it has "
+    "read the target's length (a poster strip: the `copy` engine shows them as they are)."
 )
 _JOB_BODY = {
     "requestBody": {"required": True, "content": {JSON: {"schema": {"$ref": "#/components/schemas/JobRequest"}}}}

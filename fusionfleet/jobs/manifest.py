@@ -94,7 +94,8 @@ class PlanRequest(BaseModel):
 
 class Manifest(BaseModel):
     """A job (`target`), a batch of jobs with the same settings (`targets`: keys or prefixes), or a test
-    render of a few frames (`target` and `frames`). `source` or `faces` names the faces."""
+    render of a few frames (`target` and `frames`, or `spread_frames` for that many spread over it).
+    `source` or `faces` names the faces."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -115,6 +116,9 @@ class Manifest(BaseModel):
     metadata: dict[str, Any] | None = None
     faces: tuple[FaceMapping, ...] = Field(default=(), max_length=MAX_FACES)
     frames: tuple[int, ...] = Field(default=(), max_length=MAX_TRY_FRAMES)
+    # A test render of this many frames evenly spread over the target (its trimmed range), which the slicer
+    # chooses once it knows the target's length (fusionfleet.jobs.trial.spread_frames): a poster strip.
+    spread_frames: int = Field(default=0, ge=0, le=MAX_TRY_FRAMES)
     item_notices: bool = False  # a batch: every item's own notice too, not only the batch's summary
     plan: PlanRequest | None = None  # where the job is cut, when the user says (else the slicer decides)
 
@@ -155,7 +159,7 @@ class Manifest(BaseModel):
 
     @property
     def is_try(self) -> bool:
-        return bool(self.frames)
+        return bool(self.frames) or self.spread_frames > 0
 
     @property
     def all_sources(self) -> tuple[str, ...]:
@@ -242,6 +246,10 @@ def _shape_problems(manifest: Manifest) -> list[str]:
         problems.append("target and targets: give one of them (`targets` makes a batch of one job per target)")
     if manifest.frames and manifest.targets:
         problems.append("frames: a test render renders frames of one `target`, not of a batch's `targets`")
+    if manifest.spread_frames and manifest.frames:
+        problems.append("frames and spread_frames: give one of them (`spread_frames` has the farm choose the frames)")
+    if manifest.spread_frames and manifest.targets:
+        problems.append("spread_frames: a test render renders frames of one `target`, not of a batch's `targets`")
     if any(frame < 0 for frame in manifest.frames):
         problems.append("frames: frame numbers start at 0")
     if len(set(manifest.frames)) != len(manifest.frames):

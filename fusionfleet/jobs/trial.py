@@ -35,6 +35,20 @@ def frames_problem(frames: Sequence[int], frame_count: int) -> str | None:
     )
 
 
+def spread_frames(count: int, start: int, end: int) -> tuple[int, ...]:
+    """`count` frames evenly spread over target frames [start, end), the first and the last included (one:
+    the middle one), in order, each once: a poster strip of the target, chosen where its length is known
+    (the slicer) by a client that cannot read it (a browser that does not play the codec). Fewer when the
+    range holds fewer frames."""
+    length = end - start
+    if count <= 0 or length <= 0:
+        return ()
+    if count == 1:
+        return (start + (length - 1) // 2,)
+    # Rounded to the nearest frame, in whole numbers: frame i is at i/(count-1) of the way from first to last.
+    return tuple(sorted({start + (i * (length - 1) + (count - 1) // 2) // (count - 1) for i in range(count)}))
+
+
 def trimmed_frames_problem(frames: Sequence[int], start: int, end: int) -> str | None:
     """Why a test render cannot render these frames of a job that renders target frames [start, end), or None:
     a frame the trim leaves out is no frame of the full render to preview."""

@@ -37,7 +37,7 @@ from fusionfleet.jobs.output_format import DEFAULT_CONTAINER, container_of_key, 
 from fusionfleet.jobs.plan import Segment, cut_at_frames, cut_segments, plan_segments, requested_plan_problem
 from fusionfleet.jobs.sizing import engine_cost, plan_for_fleet
 from fusionfleet.jobs.timeline import Timeline, timeline, trim_problem
-from fusionfleet.jobs.trial import frames_problem, trial_plan, trimmed_frames_problem
+from fusionfleet.jobs.trial import frames_problem, spread_frames, trial_plan, trimmed_frames_problem
 from fusionfleet.media.image import check_image, image_as_video
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.reader import RangeReader
@@ -126,12 +126,12 @@ class JobPreparer:
         ):
             raise invalid_manifest(mismatch)
         problem = frames_problem(manifest.frames, target.video.frame_count) if manifest.frames else None
-        if manifest.frames and target.image_format:
+        if manifest.is_try and target.image_format:
             problem = "frames: a test render renders frames of a video; an image target is rendered whole"
         if problem:
             raise invalid_manifest([problem])
         # A test render's output is a prefix of pictures (checked with the manifest), never the video's MP4.
-        image = None if manifest.frames else self._image_output(manifest, target, output_key)
+        image = None if manifest.is_try else self._image_output(manifest, target, output_key)
         video = target.video
         trimmed = trim_problem(manifest.options, video.frame_count)
         if trimmed:
@@ -139,17 +139,19 @@ class JobPreparer:
         frames = timeline(manifest.options, video.frame_count, video.fps)
         if manifest.frames and (problem := trimmed_frames_problem(manifest.frames, frames.start, frames.end)):
             raise invalid_manifest([problem])
+        # The frames a test render renders: those asked, or (a poster strip) spread over the frames it would.
+        wanted = manifest.frames or spread_frames(manifest.spread_frames, frames.start, frames.end)
         reference_frame = None
         if selects_faces(engine) and not manifest.faces:
             reference_frame = self._reference_frame(job_id, manifest, target)
         faces = self._faces(job_id, manifest, target, face_images)
         full_plan, fleet_workers = self._plan(frames, engine, manifest.plan)
         plan = full_plan
-        if manifest.frames:
+        if wanted:
             # Each frame from the frames its engine's output for it depends on (its segment's start for one
             # that carries state): a test render answers in the time of a few frames, not of a segment.
             needed = context_frames(engine, manifest.options)
-            plan = trial_plan(manifest.frames, full_plan, video.fps_num, video.fps_den, needed)
+            plan = trial_plan(wanted, full_plan, video.fps_num, video.fps_den, needed)
         width, height = video.display_size
         settings = encoder_settings(
             width, height, frames.output_fps, manifest.options, max(s.frame_count for s in full_plan),
@@ -194,7 +196,7 @@ class JobPreparer:
             fleet_workers=fleet_workers,
             run=run,
             image=image,
-            trial_frames=manifest.frames,
+            trial_frames=wanted,
             faces=faces,
             batch=batch,
         )

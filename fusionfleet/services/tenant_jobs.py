@@ -427,7 +427,11 @@ class TenantJobs:
         shown = replace(view.public(job_id), submitted_at=parse_time(record.get("created_at")) or view.submitted_at)
         if view.output_object is None or view.kind == "batch":
             return shown  # a batch's output is a prefix: each of its items has its own link (batch_items)
-        frames = (record.get("manifest") or {}).get("frames") or []
+        asked = record.get("manifest") or {}
+        frames = asked.get("frames") or []
+        if asked.get("spread_frames") and view.state is JobState.SUCCEEDED:
+            # A poster strip's frames are the slicer's choice, once it knew the target's length: its context's.
+            frames = (self.reader.records.json(layout.job_key(view.job_id)) or {}).get("trial_frames") or []
         if frames and view.state is JobState.SUCCEEDED:
             # A test render's output is a prefix: one link per frame's picture under it (trial_frame_key).
             bucket, prefix = view.output_object

@@ -33,6 +33,32 @@ def test_a_test_render_plans_one_frame_segments_warmed_from_the_whole_jobs(slice
     assert aws.notifications() == []
 
 
+def test_a_poster_strip_renders_frames_the_slicer_spreads_over_the_trimmed_target(slicer_env: Aws, clip: Path) -> None:
+    # GIVEN a 100-frame clip, and test renders that ask for frames spread over it, and over frames [10, 50)
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    whole = put_manifest(aws, "jobs/strip.json", {**MANIFEST, "engine": "copy", "spread_frames": 5})
+    trimmed = put_manifest(aws, "jobs/strip-trim.json", {
+        **MANIFEST, "engine": "copy", "spread_frames": 5, "options": {"trim_frame_start": 10, "trim_frame_end": 50},
+    })  # fmt: skip
+    put_manifest(aws, "jobs/strip-image.json", {**MANIFEST, "target": "inputs/face.jpg", "spread_frames": 3})
+    events = [s3_event(aws.media_bucket, f"jobs/{name}.json") for name in ("strip", "strip-trim", "strip-image")]
+    assert invoke(*events) == {"batchItemFailures": []}
+    # THEN the slicer chose the frames, first and last included, and planned one picture each
+    contexts = {}
+    for execution in aws.executions():
+        job = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])["job"]
+        contexts[job["job_id"]] = job
+    assert contexts[whole]["trial_frames"] == [0, 25, 50, 74, 99] and contexts[whole]["image"] is None
+    assert contexts[trimmed]["trial_frames"] == [10, 20, 30, 39, 49]
+    plan = json.loads(aws.s3.get_object(Bucket=aws.work_bucket, Key=layout.plan_key(whole))["Body"].read())
+    assert [(item["start_frame"], item["end_frame"]) for item in plan] == [(f, f + 1) for f in (0, 25, 50, 74, 99)]
+    # AND an image target is refused by name, as with `frames`
+    reasons = [str(notice["reason"]) for notice in aws.notifications()]
+    assert len(reasons) == 1 and "an image target is rendered whole" in reasons[0], reasons
+
+
 def test_frames_past_the_end_and_image_targets_are_rejected_by_name(slicer_env: Aws, clip: Path) -> None:
     aws = slicer_env
     upload(aws, "inputs/face.jpg", grace_hopper_path())

@@ -1,4 +1,5 @@
-"""A manifest is a job, a batch (`targets`) or a test render (`frames`); `faces` maps sources to people."""
+"""A manifest is a job, a batch (`targets`) or a test render (`frames`, or `spread_frames`: a poster strip);
+`faces` maps sources to people."""
 
 from __future__ import annotations
 
@@ -56,6 +57,19 @@ def test_a_test_render_names_frames_of_one_target() -> None:
     assert parsed.is_try and parsed.frames == (0, 120, 240) and parsed.output == "outputs/summer/alice/"
     found = " | ".join(problems(raw(targets=["inputs/clip.mp4"], frames=[0, 0, -1])))
     assert "not of a batch's `targets`" in found and "each frame once" in found and "start at 0" in found
+
+
+def test_a_poster_strip_asks_for_frames_spread_over_one_target_without_naming_them() -> None:
+    parsed = parse_manifest(raw(target="inputs/clip.mp4", spread_frames=8, engine="copy"), KEY)
+    assert parsed.is_try and parsed.frames == () and parsed.spread_frames == 8
+    assert parsed.output == "outputs/summer/alice/"  # a prefix of pictures, as for `frames`
+    found = " | ".join(problems(raw(targets=["inputs/clip.mp4"], spread_frames=4)))
+    assert "spread_frames: a test render renders frames of one `target`" in found
+    both = " | ".join(problems(raw(target="inputs/clip.mp4", spread_frames=4, frames=[1])))
+    assert "frames and spread_frames: give one of them" in both
+    too_many = " | ".join(problems(raw(target="inputs/clip.mp4", spread_frames=17)))
+    assert "spread_frames" in too_many and "16" in too_many
+    assert not parse_manifest(raw(target="inputs/clip.mp4"), KEY).is_try  # 0, the default: a whole job
 
 
 def test_item_notices_apply_to_batches_only() -> None:

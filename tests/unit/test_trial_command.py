@@ -87,8 +87,32 @@ def test_a_succeeded_test_render_has_a_link_per_frame_through_the_api() -> None:
     ]
 
 
-def _output(farm: Farm, job: str, prefix: str) -> None:
+def test_a_poster_strips_links_are_for_the_frames_the_slicer_chose() -> None:
+    # GIVEN a test render that asks for 3 frames spread over its target, its frames not named
+    farm = Farm()
+    body = {"source": "face.jpg", "target": "clip.mp4", "spread_frames": 3, "engine": "copy"}
+    created = farm.call("POST", "/jobs", body).body
+    for upload in created["uploads"]:
+        farm.storage.put_bytes(MEDIA, upload["key"], JPEG_HEAD if upload["name"] == "face.jpg" else b"media")
+    api_id = created["job_id"]
+    assert farm.call("POST", f"/jobs/{api_id}/start").status == 202
+    key = layout.tenant_manifest_key("acme", api_id)
+    job = pipeline_job_id(MEDIA, key, farm.storage.head(MEDIA, key).etag)
+    prefix = f"tenants/acme/outputs/{api_id}/"
+    # WHEN the slicer chose frames 0, 14 and 29 of the 30-frame clip and the render succeeded
+    farm.sliced(job, "SUCCEEDED", done=3)
+    _output(farm, job, prefix, trial_frames=[0, 14, 29])
+    # THEN its view links a picture of each of those frames
+    view = farm.call("GET", f"/jobs/{api_id}").body
+    assert [(picture["frame"], picture["download_url"]) for picture in view["frames"]] == [
+        (frame, f"https://{MEDIA}.fake/{prefix}frame-{frame:06d}.png?expires=900") for frame in (0, 14, 29)
+    ]
+
+
+def _output(farm: Farm, job: str, prefix: str, trial_frames: list[int] | None = None) -> None:
     """The slicer's job record as it is for a test render: its output is the job's prefix."""
     record = json.loads(farm.storage.get_bytes("work", layout.job_key(job)))
     record["output"] = ObjectRef(bucket=MEDIA, key=prefix).model_dump(mode="json")
+    if trial_frames is not None:
+        record["trial_frames"] = trial_frames
     farm.storage.put_json("work", layout.job_key(job), record)

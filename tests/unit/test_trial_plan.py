@@ -11,7 +11,7 @@ from fusionfleet.jobs.decisions import CONTEXT, context_frames, tracker_window
 from fusionfleet.jobs.manifest import ENGINE_NAMES
 from fusionfleet.jobs.plan import Segment, plan_segments
 from fusionfleet.jobs.timeline import timeline
-from fusionfleet.jobs.trial import trial_plan, trimmed_frames_problem
+from fusionfleet.jobs.trial import spread_frames, trial_plan, trimmed_frames_problem
 from gpu_worker.engines.base import CarriesState, LooksAhead
 from gpu_worker.engines.facefusion import FaceFusionEngine, WarmFaceFusionEngine
 from gpu_worker.engines.facefusion.job_options import look_ahead
@@ -19,6 +19,23 @@ from gpu_worker.engines.registry import create_engine
 
 FPS = Fraction(25)
 TRACKER = {"face_tracker_score": 0.3}  # FaceFusion's tracker on, its window the default 2 frames
+
+
+@pytest.mark.parametrize(
+    ("count", "start", "end", "expected"),
+    [
+        (5, 0, 100, (0, 25, 50, 74, 99)),  # first and last included, the rest to the nearest frame
+        (8, 0, 30, (0, 4, 8, 12, 17, 21, 25, 29)),
+        (5, 10, 50, (10, 20, 30, 39, 49)),  # a trimmed range: its own first and last
+        (1, 0, 30, (14,)),  # one: the middle
+        (16, 0, 4, (0, 1, 2, 3)),  # more than the range holds: each of its frames once
+        (0, 0, 30, ()),
+    ],
+)
+def test_a_poster_strips_frames_are_spread_evenly_over_the_range(
+    count: int, start: int, end: int, expected: tuple[int, ...]
+) -> None:
+    assert spread_frames(count, start, end) == expected
 
 
 def warm_froms(plan: tuple[Segment, ...]) -> list[tuple[int, int]]:
