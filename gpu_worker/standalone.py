@@ -20,7 +20,7 @@ from fusionfleet.errors import FusionFleetError
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.facefusion.options import OptionsError
 from fusionfleet.facefusion.reference import reference_frame_problem, reference_frame_wanted
-from fusionfleet.facefusion.requirements import SourceKind
+from fusionfleet.facefusion.requirements import SourceKind, alpha_problems
 from fusionfleet.jobs.audio import audio_plan
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
@@ -76,6 +76,8 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     # The container the output's name says, its encoders FaceFusion's for it (fusionfleet.jobs.output_format).
     container = container_of_key(args.output.name) or DEFAULT_CONTAINER
     settings = encoder_settings(width, height, frames.output_fps, options, gop, engine=engine_name, container=container)
+    if engine_name == "facefusion" and (problems := alpha_problems(options, settings.codec, None)):
+        raise invalid_manifest(problems)  # background_remover that would change nothing, as the slicer says
     kinds, sources, audio_source = read_sources(args.source, limits)
     check_sources(engine_name, options, kinds)
     reference = decode_image(args.reference.read_bytes(), "reference", limits) if args.reference else None
@@ -97,7 +99,7 @@ def swap(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         job = EngineJob(
             job_id="swap", sources=sources, options=MappingProxyType(options), quality=args.quality,
             reference=reference, reference_is_frame=wanted is not None, fps=float(video.fps), work_dir=workdir,
-            audio=heard, timeline=frames,
+            audio=heard, timeline=frames, alpha=settings.alpha,
         )  # fmt: skip
         engine.validate(job)
         line = ProgressLine()

@@ -18,9 +18,11 @@ __all__ = [
     "SourceKind",
     "alpha_problems",
     "detector_problems",
+    "image_keeps_alpha",
     "processors_of",
     "source_problems",
     "target_workflow_problems",
+    "video_keeps_alpha",
     "workflow_problems",
 ]
 
@@ -100,39 +102,78 @@ def source_problems(options: Mapping[str, object], kinds: Sequence[SourceKind]) 
 # Image formats FaceFusion's temp image and output keep an alpha channel in (cv2.imwrite of its RGBA frame,
 # then FFmpeg's png, libwebp, bmp and tiff encoders); JPEG drops it.
 ALPHA_IMAGE_FORMATS = frozenset({"png", "webp", "bmp", "tiff"})
+# The one video encoder FaceFusion writes alpha with (ffmpeg_builder.set_pixel_format, keep_video_alpha: yuva420p).
+ALPHA_VIDEO_ENCODER = "libvpx-vp9"
+# background_remover's models whose colour is the model's own picture, not the frame's (corridor_key's
+# forward gives a matte and a new picture): they change the frame even where the matte is dropped.
+RECOLOURING_MODELS = frozenset({"corridor_key_1024", "corridor_key_2048"})
+
+
+def video_keeps_alpha(options: Mapping[str, object], video_encoder: str) -> bool:
+    """Whether FaceFusion writes background_remover's matte into this video as transparency.
+
+    Its processors merge the matte into the frame (vision.conditional_merge_vision_mask); it reaches the
+    encoder only where the frames carry it (the disk workflow's PNG, BMP or TIFF temp frames, read and
+    written with their alpha; in the memory workflow only with `temp_pixel_format` bgra, else the writer's
+    bgr24 pipe drops it) and the encoder holds it (VP9 in yuva420p; every other one is yuv420p or rgb24).
+    """
+    if "background_remover" not in processors_of(options) or video_encoder != ALPHA_VIDEO_ENCODER:
+        return False
+    if options.get("workflow_strategy") == "disk":
+        return options.get("temp_frame_format", "png") != "jpeg"
+    return options.get("temp_pixel_format") == "bgra"
+
+
+def image_keeps_alpha(options: Mapping[str, object], target_format: str, output_format: str) -> bool:
+    """Whether FaceFusion writes background_remover's matte into this image as transparency: its temp image is
+    in the target's format (cv2.imwrite keeps the alpha in PNG, WebP, BMP and TIFF, drops it in JPEG), and
+    finalize_image's FFmpeg keeps it where the output's format holds it."""
+    return (
+        "background_remover" in processors_of(options)
+        and target_format in ALPHA_IMAGE_FORMATS
+        and output_format in ALPHA_IMAGE_FORMATS
+    )
+
+
+def _alpha_of(colour: object) -> int:
+    """The alpha of a fill or despill colour as FaceFusion normalises it (normalizer.normalize_color: one value
+    is grey, two or three are opaque, four name it)."""
+    values = list(colour) if isinstance(colour, list | tuple) else []
+    return int(values[3]) if len(values) == 4 else (255 if values else 0)
 
 
 def alpha_problems(
     options: Mapping[str, object], video_encoder: str | None, image_formats: tuple[str, str] | None
 ) -> list[str]:
-    """Where FaceFusion would write background_remover's matte as an alpha channel, which the farm's frames
-    (BGR, three channels, end to end) do not carry: a known gap, refused rather than written without it.
-
-    FaceFusion merges the matte into its frame (vision.conditional_merge_vision_mask) and keeps it where the
-    frame and the output hold alpha: a VP9 video (yuva420p) whose frames carried it (the disk workflow's
-    PNG, BMP or TIFF frames, or the memory workflow's `temp_pixel_format` bgra), and an image whose target
-    and output formats both hold it. `video_encoder`: the job's encoder (a video); `image_formats`: the
-    target's and the output's formats (an image).
-    """
+    """background_remover where it would change nothing: its matte dropped (the output keeps no alpha, as
+    FaceFusion writes it: `video_keeps_alpha`, `image_keeps_alpha`), a fill and a despill colour of alpha 0
+    (FaceFusion's defaults: the picture's colours are left as they are) and a model that keeps the frame's
+    colour. FaceFusion runs it and writes the target unchanged; the farm says so at submit instead.
+    `video_encoder`: the job's encoder (a video); `image_formats`: the target's and the output's formats."""
     if "background_remover" not in processors_of(options):
         return []
-    why = ("the farm's frames carry no alpha channel (a known gap, docs/engines.md), so the background would "
-           "come out opaque")  # fmt: skip
     if image_formats is not None:
-        target, output = image_formats
-        if target in ALPHA_IMAGE_FORMATS and output in ALPHA_IMAGE_FORMATS:
-            return [
-                f"options.processors: background_remover on a {target.upper()} image with a {output.upper()} "
-                f"output: FaceFusion writes the removed background as transparency, and {why}; choose a .jpg "
-                "output (no transparency, as FaceFusion writes it)"
-            ]
+        kept = image_keeps_alpha(options, *image_formats)
+    else:
+        kept = video_encoder is not None and video_keeps_alpha(options, video_encoder)
+    fill = _alpha_of(options.get("background_remover_fill_color", (0, 0, 0, 0)))
+    despill = _alpha_of(options.get("background_remover_despill_color", (0, 0, 0, 0)))
+    model = str(options.get("background_remover_model", "modnet"))
+    if kept or fill or despill or model in RECOLOURING_MODELS:
         return []
-    disk = options.get("workflow_strategy") == "disk" and options.get("temp_frame_format", "png") != "jpeg"
-    if video_encoder == "libvpx-vp9" and (disk or options.get("temp_pixel_format") == "bgra"):
-        return [
-            "options.processors: background_remover with a VP9 output (.webm or libvpx-vp9) "
-            f"{'in the disk workflow' if disk else 'with temp_pixel_format bgra'}: FaceFusion writes the removed "
-            f"background as transparency (yuva420p), and {why}; choose another encoder or container, or the "
-            "memory workflow with temp_pixel_format bgr24 (FaceFusion then writes no alpha either)"
-        ]
-    return []
+    where = (
+        f"a {image_formats[1].upper()} output of a {image_formats[0].upper()} target holds none"
+        if image_formats is not None
+        else "this video output holds none"
+    )
+    how = (
+        "a PNG, WebP, BMP or TIFF target and output"
+        if image_formats is not None
+        else "a .webm or .mkv output in VP9 (libvpx-vp9) with temp_pixel_format bgra, or the disk workflow"
+    )
+    return [
+        "options.processors: background_remover would change nothing: FaceFusion keeps the removed background "
+        f"only as transparency, {where}, and the fill colour's alpha is 0 (its default); give "
+        "background_remover_fill_color an alpha above 0 (e.g. 0 255 0 255 paints it green), or write "
+        f"transparency: {how}"
+    ]

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
+from fusionfleet.facefusion.requirements import video_keeps_alpha
 from fusionfleet.jobs.audio import audio_plan
 from fusionfleet.jobs.manifest import check_encoder_options, invalid_manifest
 from fusionfleet.jobs.output_format import (
@@ -54,6 +55,9 @@ class EncoderSettings:
     # The output's container (fusionfleet.jobs.output_format): the merge writes it, and the codec is the one
     # FaceFusion would use in it. Jobs planned before containers were chosen are MP4.
     container: str = DEFAULT_CONTAINER
+    # The frames carry FaceFusion's alpha (background_remover's matte, where FaceFusion writes it: VP9 in
+    # yuva420p): the engine yields BGRA, piped to the encoder as such, and the segments keep it to the output.
+    alpha: bool = False
 
     @property
     def fps(self) -> Fraction:
@@ -172,4 +176,5 @@ def encoder_settings(
         chunk_frames=chunk,
         colour=BT709,
         container=container,
+        alpha=engine == "facefusion" and video_keeps_alpha(options, codec),
     )

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any
 
+from fusionfleet.facefusion.requirements import image_keeps_alpha
 from fusionfleet.jobs.output_format import MUXERS, container_of_key
 
 # What an output key's extension asks for, and the extension each format is written with by default.
@@ -77,6 +78,9 @@ class ImageOutput:
     work_width: int  # the size the engine processes the picture at
     work_height: int
     quality: int  # output_image_quality
+    # background_remover's matte is written as the output's alpha, as FaceFusion writes it (the target's and the
+    # output's formats both hold alpha: fusionfleet.facefusion.requirements.image_keeps_alpha).
+    alpha: bool = False
 
     @property
     def work_size(self) -> tuple[int, int]:
@@ -105,13 +109,15 @@ def image_output(
     quality = int(str(options.get("output_image_quality", DEFAULT_IMAGE_QUALITY)))
     width, height = scale_resolution(*target_size, scale)
     work = work_resolution(target_size, (width, height))
+    output_format = image_format_of_key(output_key) or target_format
     return ImageOutput(
-        format=image_format_of_key(output_key) or target_format,
+        format=output_format,
         width=width,
         height=height,
         work_width=work[0],
         work_height=work[1],
         quality=quality,
+        alpha=image_keeps_alpha(options, target_format, output_format),
     )
 
 

@@ -48,10 +48,11 @@ def global_args() -> list[str]:
 
 
 def raw_frames_input(width: int, height: int, settings: EncoderSettings) -> list[str]:
+    """The engine's frames on stdin: BGR, or BGRA where the job keeps alpha (VP9's yuva420p then codes it)."""
     return [
         "-protocol_whitelist", "pipe",
         "-f", "rawvideo",
-        "-pix_fmt", "bgr24",
+        "-pix_fmt", "bgra" if settings.alpha else "bgr24",
         "-s", f"{width}x{height}",
         "-framerate", f"{settings.fps_num}/{settings.fps_den}",
         "-i", "pipe:0",
@@ -164,7 +165,7 @@ def segment_format(codec: str) -> list[str]:
 
 
 def encode_segment_argv(width: int, height: int, settings: EncoderSettings, output: Path) -> list[str]:
-    """Arguments (after the executable): raw BGR frames on stdin → one segment with the job's settings."""
+    """Arguments (after the executable): raw BGR (BGRA) frames on stdin → one segment with the job's settings."""
     return list(
         chain(
             global_args(),

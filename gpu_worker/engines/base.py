@@ -21,7 +21,8 @@ from fusionfleet.jobs.manifest import QUALITIES
 from fusionfleet.jobs.timeline import Timeline
 
 Image = npt.NDArray[np.uint8]
-"""An H×W×3 uint8 image in BGR channel order (OpenCV's convention)."""
+"""An H×W×3 uint8 image in BGR channel order (OpenCV's convention); H×W×4 BGRA out of an engine whose job
+keeps alpha (`EngineJob.alpha`)."""
 
 # The built-in engine's presets are the qualities a manifest may name (defined once, in the domain).
 QUALITY_PRESETS = QUALITIES
@@ -97,6 +98,9 @@ class EngineJob:
     # Several faces on several people: each person's sources and reference, the same for every segment.
     # When given, `sources` and `reference` are not used.
     people: tuple[Person, ...] = ()
+    # The output keeps FaceFusion's alpha (background_remover's matte, fusionfleet.facefusion.requirements): the
+    # engine yields H×W×4 BGRA images, opaque where nothing was removed; else H×W×3 BGR.
+    alpha: bool = False
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)

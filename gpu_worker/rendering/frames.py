@@ -226,7 +226,7 @@ def start_range(
             produced += 1
             index = emits[produced - 1]
             if index is not None:
-                yield index, _checked_shape(image, sizes, what, engine.name)
+                yield index, _checked_shape(image, sizes, what, engine.name, 4 if settings.alpha else 3)
 
     last_frame_at = began
     outputs: Generator[Image, None, None] | None = None
@@ -293,10 +293,12 @@ def _generator(images: Iterator[Image]) -> Generator[Image, None, None]:
     return (image for image in images)
 
 
-def _checked_shape(image: Image, sizes: list[tuple[int, ...]], what: str, engine: str) -> Image:
-    """A BGR frame of the size the engine's first one had (any size: the encoder scales it)."""
-    if image.ndim != 3 or image.shape[2] != 3 or min(image.shape[:2]) < 1:
-        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame, not a BGR picture")
+def _checked_shape(image: Image, sizes: list[tuple[int, ...]], what: str, engine: str, channels: int = 3) -> Image:
+    """A BGR frame (BGRA where the job keeps alpha: `channels` 4) of the size the engine's first one had (any
+    size: the encoder scales it)."""
+    if image.ndim != 3 or image.shape[2] != channels or min(image.shape[:2]) < 1:
+        kind = "BGRA" if channels == 4 else "BGR"
+        raise SegmentFailed(f"{what}: engine {engine} returned a {image.shape} frame, not a {kind} picture")
     if not sizes:
         sizes.append(image.shape)
     elif image.shape != sizes[0]:

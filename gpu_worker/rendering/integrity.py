@@ -24,7 +24,9 @@ SHOWN_FRAMES = 5
 
 def _fingerprint(image: Image) -> tuple[float, bytes]:
     sample = image[::SAMPLE_STEP, ::SAMPLE_STEP]
-    return float(sample.mean()), hashlib.blake2b(np.ascontiguousarray(sample).tobytes(), digest_size=8).digest()
+    # The brightness of the colour alone (a BGRA frame's alpha is no light); the digest of all of it.
+    mean = float(sample[:, :, :3].mean())
+    return mean, hashlib.blake2b(np.ascontiguousarray(sample).tobytes(), digest_size=8).digest()
 
 
 class IntegrityWatch:

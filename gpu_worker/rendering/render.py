@@ -216,6 +216,8 @@ def start_frames(
             voice=job_voice(deps.storage, job, audio),  # extracted once by the job's analysis step
             timeline=job.frames,
             people=deps.sources.people(job),
+            # FaceFusion's matte kept as the output's alpha (decided at planning, fusionfleet.jobs.encoding)
+            alpha=job.image.alpha if job.image is not None else job.encoder.alpha,
         )
         try:
             engine.validate(engine_job)

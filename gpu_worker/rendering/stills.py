@@ -2,7 +2,8 @@
 
 An image target is one frame: decoded from its own bytes (the demuxer its first bytes name), shrunk
 first when the job's output is smaller (FaceFusion's `restrict_image_resolution`), rendered, and kept
-losslessly as PNG with its alpha plane, for the merge to write in the output's format and size.
+losslessly as PNG with its alpha plane (lowered by background_remover's matte where the job keeps it), for
+the merge to write in the output's format and size.
 
 A test render's frame k is rendered as the whole job renders it: the engine runs from the start of the
 full-plan segment that holds k (`Segment.warm_from`), after the same lead-in, with the same `emit`
@@ -104,12 +105,14 @@ def render_still(
         raise SegmentFailed(
             f"{what}: engine {engine.name} returned {fed} frames for {engine_frames_of(task) + lead_out}"
         )
-    if kept.ndim != 3 or kept.shape[2] != 3 or kept.dtype != np.uint8:
+    if kept.ndim != 3 or kept.shape[2] != (4 if job.alpha else 3) or kept.dtype != np.uint8:
         raise SegmentFailed(f"{what}: engine {engine.name} returned a {kept.shape} {kept.dtype} picture")
     # A still has no neighbours: of the integrity checks only "black where the input is not" applies.
     watch.saw_input(wanted[0])
     watch.saw_output(kept)
     watch.check(what)
+    if job.alpha:
+        kept, alpha = kept[:, :, :3], matte_alpha(alpha, kept[:, :, 3])
     _write_png(still_path(workdir, task), kept, alpha, what)
     return StillStats(engine_s=engine_s, frames_fed=fed)
 
@@ -133,6 +136,14 @@ def _warm_frames(
         if cancel.is_set():
             raise Cancelled(f"{what}: cancelled at frame {index}")
         yield Frame(index=index, image=image, emit=start <= index < segment.end_frame)
+
+
+def matte_alpha(target: Image | None, matte: Image) -> Image | None:
+    """The picture's alpha where the engine removed its background: the target's own alpha (an image's) lowered
+    by the matte, as FaceFusion's background_remover takes the lower of the two (numpy.minimum.reduce); None
+    where everything stays opaque (FaceFusion then writes no alpha: vision.conditional_merge_vision_mask)."""
+    alpha = matte if target is None else np.minimum(target, matte)
+    return None if bool((alpha == 255).all()) else np.ascontiguousarray(alpha, dtype=np.uint8)
 
 
 def _resized(image: Image, size: tuple[int, int]) -> Image:

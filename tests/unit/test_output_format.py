@@ -1,5 +1,6 @@
 """The output's container and encoders as FaceFusion 3.8.1 chooses them, the argv built for each, and what is
-refused at submit (the fleet's hardware, a container that cannot hold it, background_remover's alpha)."""
+refused at submit (the fleet's hardware, a container that cannot hold it); background_remover's alpha is
+tests/unit/test_alpha.py's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from fusionfleet.errors import JobRejected
-from fusionfleet.facefusion.requirements import alpha_problems
 from fusionfleet.jobs.audio import AudioCut, audio_plan
 from fusionfleet.jobs.encoding import EncoderSettings, encoder_settings
 from fusionfleet.jobs.image_output import output_kind_problem
@@ -174,33 +174,6 @@ def test_containers_and_pairs_facefusion_itself_fails_on_are_refused() -> None:
     assert parse_manifest(vorbis_mkv, "jobs/a.json").output == "outputs/a.mkv"
     raw_webm = manifest(output="outputs/a.webm", options={"output_video_encoder": "rawvideo"})  # FaceFusion: VP9
     assert parse_manifest(raw_webm, "jobs/a.json").output == "outputs/a.webm"
-
-
-def test_background_remover_is_refused_exactly_where_facefusion_would_write_alpha() -> None:
-    remover = {"processors": ["face_swapper", "background_remover"]}
-    disk = {**remover, "workflow_strategy": "disk"}
-    # a VP9 video whose frames carried the matte (disk workflow, or bgra in memory): refused with the reason
-    assert "transparency (yuva420p)" in alpha_problems(disk, "libvpx-vp9", None)[0]
-    assert alpha_problems({**remover, "temp_pixel_format": "bgra"}, "libvpx-vp9", None)
-    # FaceFusion writes no alpha: the memory workflow's bgr24 frames, JPEG temp frames, any other encoder
-    assert alpha_problems(remover, "libvpx-vp9", None) == []
-    assert alpha_problems({**disk, "temp_frame_format": "jpeg"}, "libvpx-vp9", None) == []
-    assert alpha_problems(disk, "libx264", None) == [] and alpha_problems(disk, "rawvideo", None) == []
-    # images: where the target's and the output's formats both hold alpha
-    assert "choose a .jpg output" in alpha_problems(remover, None, ("png", "webp"))[0]
-    assert alpha_problems(remover, None, ("png", "jpeg")) == [] and alpha_problems(remover, None, ("jpeg", "png")) == []
-    assert alpha_problems({"processors": ["face_swapper"]}, "libvpx-vp9", ("png", "png")) == []
-
-
-def test_the_parity_matrix_alpha_case_expects_the_refusal_the_validation_gives() -> None:
-    from benchmarks.parity_matrix import matrix
-
-    cases = {item.case.name: item for item in matrix()}
-    assert cases["output_webm"].clip.container == "webm"
-    refused = [item for item in cases.values() if item.refused]
-    assert [item.case.name for item in refused] == ["background_remover_alpha_webm"]
-    (problem,) = alpha_problems(refused[0].case.options, fix_video_encoder("webm", "libx264"), None)
-    assert refused[0].refused in problem
 
 
 def test_steps_joined_in_one_output_are_joined_into_its_container() -> None:

@@ -77,6 +77,12 @@ class FaceFusionEngine:
 
     def validate(self, job: EngineJob) -> None:
         self._one_run(job)
+        if job.alpha:
+            # Its frames go through an MP4 and come back decoded as BGR: the matte would be lost.
+            raise EngineError(
+                "the per-segment FaceFusion engine reads FaceFusion's output back without its alpha, and this job "
+                "keeps background_remover's transparency: run the warm engine (FUSIONFLEET_FACEFUSION_MODE unset)"
+            )
         check_options(job)
 
     @staticmethod

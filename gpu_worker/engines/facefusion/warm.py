@@ -173,7 +173,7 @@ class WarmFaceFusionEngine:
         folder = self._scratch / "inputs"
         try:
             request: dict[str, Any] = {"fps": job.fps, "analyse": not job.content_decided, "job": job.job_id,
-                                       "audio": sound(job)}  # fmt: skip
+                                       "audio": sound(job), "alpha": job.alpha}  # fmt: skip
             chained = passes_of(job, options)
             if chained:
                 request |= {"op": "chain", "passes": self._write_passes(folder, job, chained)}
@@ -282,11 +282,12 @@ class WarmFaceFusionEngine:
             while True:
                 header, payload = process.receive(deadline(settings.timeout_base_s), f"frame {produced}")
                 if header["op"] == "frame":
-                    height, width = header["shape"]
+                    height, width, *channels = header["shape"]  # a channel count: BGRA (job.alpha)
+                    dims = (height, width, channels[0] if channels else 3)
                     if "slot" in header and rings is not None and rings.output is not None:
-                        image = rings.output.take(int(header["slot"]), (height, width, 3))
+                        image = rings.output.take(int(header["slot"]), dims)
                     else:
-                        image = np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3)
+                        image = np.frombuffer(payload, dtype=np.uint8).reshape(dims)
                     if rings is not None:
                         rings.took()
                     yield image

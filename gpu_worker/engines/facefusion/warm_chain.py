@@ -26,6 +26,11 @@ from typing import Any
 
 import numpy as np
 
+try:  # in the project's interpreter; FaceFusion's imports it from beside this file
+    from gpu_worker.engines.facefusion.wire import frame_shape, output_frame
+except ImportError:  # pragma: no cover - FaceFusion's interpreter
+    from wire import frame_shape, output_frame  # type: ignore[no-redef,import-not-found]
+
 FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps, as in warm_server's single run
 
 
@@ -132,8 +137,9 @@ def render_chain(
                         send({"op": "skipped"})
                         produced += 1
                     else:
-                        image = np.ascontiguousarray(future.result()[:, :, :3], dtype=np.uint8)
-                        send({"op": "frame", "shape": [image.shape[0], image.shape[1]]}, image.tobytes())
+                        # the last pass's matte: FaceFusion run by hand reads an earlier run's output without alpha
+                        image = output_frame(future.result(), bool(header.get("alpha")))
+                        send({"op": "frame", "shape": frame_shape(image)}, image.tobytes())
                         produced += 1
                 chained.done = until
                 for old in [p for p in chained.inputs if p < until - chained.amount - 1]:

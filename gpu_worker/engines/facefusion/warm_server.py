@@ -40,11 +40,27 @@ import numpy as np
 try:  # in the project's interpreter (the engine's side); FaceFusion's imports them from beside this file
     from gpu_worker.engines.facefusion.console_tail import ConsoleTail, last_log_line
     from gpu_worker.engines.facefusion.frame_ring import FrameRing
-    from gpu_worker.engines.facefusion.wire import HEADER, frame_bytes, frame_from, read_message, write_message
+    from gpu_worker.engines.facefusion.wire import (
+        HEADER,
+        frame_bytes,
+        frame_from,
+        frame_shape,
+        output_frame,
+        read_message,
+        write_message,
+    )
 except ImportError:  # pragma: no cover - FaceFusion's interpreter
     from console_tail import ConsoleTail, last_log_line  # type: ignore[no-redef,import-not-found]
     from frame_ring import FrameRing  # type: ignore[no-redef,import-not-found]
-    from wire import HEADER, frame_bytes, frame_from, read_message, write_message  # type: ignore[no-redef,import-not-found]
+    from wire import (  # type: ignore[no-redef,import-not-found]
+        HEADER,
+        frame_bytes,
+        frame_from,
+        frame_shape,
+        output_frame,
+        read_message,
+        write_message,
+    )
 
 __all__ = ["HEADER", "frame_bytes", "frame_from", "read_message", "write_message"]  # the wire, for the engine's side
 
@@ -275,6 +291,7 @@ def render(
     every = max(1, int(header["fps"]))
     analyse = bool(header.get("analyse", True))
     scale = float(header.get("output_video_scale", 1.0))
+    alpha = bool(header.get("alpha"))
     rings: dict[str, FrameRing] = {}
     window: dict[int, np.ndarray] = {}
     processed: dict[int, bool] = {}
@@ -302,8 +319,8 @@ def render(
                 send({"op": "skipped"})
                 produced += 1
                 continue
-            image = np.ascontiguousarray(future.result()[:, :, :3], dtype=np.uint8)
-            shape = [image.shape[0], image.shape[1]]
+            image = output_frame(future.result(), alpha)  # BGRA where the job keeps background_remover's matte
+            shape = frame_shape(image)
             out = rings.get("output")
             if out is not None and out.fits(image.shape):
                 # The engine took the output this slot held before (it sent a frame only after taking it).

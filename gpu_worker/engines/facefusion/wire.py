@@ -1,6 +1,7 @@
 """The warm FaceFusion process's wire format, both sides: each message is a 4-byte big-endian length, a JSON
 header of that length, and, when the header has `"bytes": n`, n raw bytes (a frame: height × width × 3 BGR
-uint8); or, with `"slot"` in its header, a frame left in a shared ring (frame_ring.py).
+uint8, or × 4 BGRA where its `"shape"` says so: a job that keeps background_remover's matte); or, with
+`"slot"` in its header, a frame left in a shared ring (frame_ring.py).
 
 Imported by the project (`warm_process.py`) and, from beside it, by `warm_server.py` under FaceFusion's
 interpreter: it imports only the standard library, numpy and frame_ring.
@@ -51,14 +52,32 @@ def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], bytes]:
 
 
 def frame_bytes(image: np.ndarray) -> bytes:
-    return np.ascontiguousarray(image[:, :, :3], dtype=np.uint8).tobytes()
+    return np.ascontiguousarray(image, dtype=np.uint8).tobytes()
+
+
+def output_frame(result: np.ndarray, alpha: bool) -> np.ndarray:
+    """A processed frame as it is sent back: BGR, or where the job keeps alpha BGRA (FaceFusion's frame with its
+    matte merged, vision.conditional_merge_vision_mask; opaque where its processors left none, as its bgra writer
+    and its image2 reader of PNG frames make it)."""
+    if not alpha:
+        return np.ascontiguousarray(result[:, :, :3], dtype=np.uint8)
+    if result.shape[2] == 4:
+        return np.ascontiguousarray(result, dtype=np.uint8)
+    opaque = np.full((*result.shape[:2], 1), 255, dtype=np.uint8)
+    return np.ascontiguousarray(np.concatenate([result[:, :, :3], opaque], axis=2), dtype=np.uint8)
+
+
+def frame_shape(image: np.ndarray) -> list[int]:
+    """A frame's `"shape"` on the wire: [height, width] for BGR, [height, width, 4] for BGRA."""
+    return [image.shape[0], image.shape[1]] + ([4] if image.ndim == 3 and image.shape[2] == 4 else [])
 
 
 def frame_from(header: dict[str, Any], payload: bytes, ring: FrameRing | None = None) -> np.ndarray:
     """A frame sent in the pipe, or (`"slot"` in its header) left in the shared ring: copied out either way."""
-    height, width = header["shape"]
+    height, width, *channels = header["shape"]
+    shape = (height, width, channels[0] if channels else 3)
     if "slot" in header:
         if ring is None:
             raise ValueError("a frame was left in a shared ring this process was not given")
-        return ring.take(int(header["slot"]), (height, width, 3))
-    return np.frombuffer(payload, dtype=np.uint8).reshape(height, width, 3).copy()
+        return ring.take(int(header["slot"]), shape)
+    return np.frombuffer(payload, dtype=np.uint8).reshape(shape).copy()
