@@ -3,9 +3,10 @@
 Each step is a farm job of its own (fusionfleet.facefusion.job_file reads the file), with the step's local
 files uploaded as `submit` uploads them and its options checked as any manifest's before anything is
 uploaded. Steps that stand alone are submitted together and render side by side, and so is a remix step
-(its target an earlier step's output) whose chain swaps one person a step: one job of chained passes on the
-first step's target (`chain_as_faces`). Any other remix step is submitted once the step it remixes has
-succeeded, with the output it gave as its target, as FaceFusion's `job-run` feeds a step's file to the
+(its target an earlier step's output) whose chain can run as passes: one job of chained passes on the first
+step's target, each step a pass with its own sources, person and options (`chain_as_faces`; a chain that
+scales or re-times between steps cannot, `chain_refusal`). Any other remix step is submitted once the step
+it remixes has succeeded, with the output it gave as its target, as FaceFusion's `job-run` feeds a step's file to the
 next: so a file with such remix steps needs `--wait`. Each step's output is written to its own
 `output_path` (or under its name in `--output-dir`), as `job-run` writes it. The engine is `facefusion`
 unless `--engine` names another. Through the stack itself or, with `--api`, the tenant HTTP API (`POST
@@ -98,8 +99,9 @@ class StackFarm:
         args, faces, first = self.args, [], 0
         for person in chain.people:
             indices = list(range(first, first + len(person.sources)))
+            own = {} if person.options is None else {"options": dict(person.options)}  # a step's own options
             faces.append(
-                {"source": indices, "reference_frame": person.frame, "reference_face_position": person.position}
+                {"source": indices, "reference_frame": person.frame, "reference_face_position": person.position, **own}
             )
             first += len(person.sources)
         sources = [Path(source) for person in chain.people for source in person.sources]
@@ -274,9 +276,9 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
     _check_steps(job, engine, args.tenant)
     _check_files(job)
     _check_joins(job)
-    # A remix chain whose steps each swap one person by a reference face is one job of chained passes on the
-    # first step's target, submitted at once (through the stack; the API's farm takes no `faces` from here);
-    # any other remix waits for the step it remixes.
+    # A remix chain that can run as passes (each step one pass with its own options) is one job of chained
+    # passes on the first step's target, submitted at once (through the stack; the API's farm takes no `faces`
+    # from here); any other remix waits for the step it remixes.
     as_passes = engine == JOB_FILE_ENGINE and api_commands.api_of(args) is None
     chains = {
         step.index: chained

@@ -46,6 +46,8 @@ class FaceRef(_Model):
     reference: ObjectRef
     position: int = 0
     frame: int | None = None
+    # A chain's step (fusionfleet.jobs.faces): its pass's own options, in place of the job's; None: the job's.
+    options: dict[str, Any] | None = None
 
 
 class BatchItem(_Model):

@@ -4,7 +4,8 @@ FaceFusion's side is its own job commands in the harness's folder, nothing of ou
 `job-add-step` (step 1, on the target), `job-remix-step` (each later step, on the one before's output),
 `job-submit`, `job-run`. The farm's side reads the job file FaceFusion wrote as `submit --facefusion-job`
 reads it (fusionfleet.facefusion.job_file: `read_job_file`, `chain_as_faces`) and drops the job it makes
-(one job of chained passes on the first step's target, its `faces` one mapping a step) on the local farm.
+(one job of chained passes on the first step's target, its `faces` one mapping a step, with the step's own
+options where the steps' differ) on the local farm.
 The judge compares the last step's output with the farm's, frame by frame.
 """
 
@@ -23,7 +24,7 @@ from benchmarks.parity.judge import Layout, judge
 from benchmarks.parity.reference import LOG_TAIL, TIMEOUT_S, ReferenceFailed, flags
 from benchmarks.parity.run import Case, Outcome
 from fleetctl.harness.facefusion import Harness
-from fusionfleet.facefusion.job_file import chain_as_faces, read_job_file
+from fusionfleet.facefusion.job_file import chain_as_faces, chain_refusal, read_job_file
 
 JOB_ID = "parity-chain"
 
@@ -82,12 +83,14 @@ def farm_job(job_file: bytes) -> tuple[list[Path], dict[str, Any], list[dict[str
     job = read_job_file(job_file, JOB_ID)
     chained = chain_as_faces(job, job.steps[-1])
     if chained is None:
-        raise ReferenceFailed("the job file's chain is not one person a step: the farm runs it as successive jobs")
+        why = chain_refusal(job, job.steps[-1])
+        raise ReferenceFailed(f"the job file's chain is not passes ({why}): the farm runs it as successive jobs")
     sources: list[Path] = []
     faces: list[dict[str, Any]] = []
     for person in chained.people:
+        own = {} if person.options is None else {"options": dict(person.options)}  # a step's own options
         faces.append({"source": list(range(len(sources), len(sources) + len(person.sources))),
-                      "reference_frame": person.frame, "reference_face_position": person.position})  # fmt: skip
+                      "reference_frame": person.frame, "reference_face_position": person.position, **own})  # fmt: skip
         sources.extend(Path(source) for source in person.sources)
     return sources, dict(chained.options), faces
 

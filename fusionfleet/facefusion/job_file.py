@@ -16,8 +16,9 @@ name, `-<anything>-K`, its extension.
 not do as FaceFusion does: see docs/engines.md's mapping table. Steps naming one output are read as they
 are (`JobFile.joins`); joining their outputs is the caller's, which has them. Each step's options go through the same
 validation as any job's (`fusionfleet.facefusion.options.validate_options`); the manifest's and the
-engine's checks are the caller's, which knows the engine. `chain_as_faces` reads a remix chain that swaps
-one person a step as one job of chained passes (`faces`, one mapping a step). Pure: no I/O.
+engine's checks are the caller's, which knows the engine. `chain_as_faces` reads a remix chain as one job
+of chained passes (`faces`, one mapping a step, each with the step's own options where steps differ);
+`chain_refusal` says why a chain cannot be one. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ MAX_STEPS = 100
 # What a remix step may change and still be a pass of one farm job with `faces`: whose face, on whom.
 PERSON_OPTIONS = ("reference_frame_number", "reference_face_position")
 # Options whose effect a remix applies again to the step before's output (a trim of the trimmed video, a
-# scale or rate of the scaled one): such chains stay successive jobs.
-REAPPLIED_OPTIONS = ("trim_frame_start", "trim_frame_end", "output_video_scale", "output_video_fps")
+# scale or rate of the scaled one). Trims compose into the job's one range; a chain that scales or re-times
+# between steps stays successive jobs.
+TRIM_OPTIONS = ("trim_frame_start", "trim_frame_end")
+CHAIN_SIZE_OPTIONS = ("output_video_scale", "output_video_fps")
+REAPPLIED_OPTIONS = (*TRIM_OPTIONS, *CHAIN_SIZE_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -243,17 +247,19 @@ def without_defaults(options: Mapping[str, object], keep: frozenset[str]) -> dic
 @dataclass(frozen=True)
 class ChainedPerson:
     """One step of a remix chain as a mapping of `faces`: its sources, on the face at `position` of frame
-    `frame` of the ORIGINAL target (no step before changes the frame count or numbering)."""
+    `frame` of the ORIGINAL target (a trim of a step before moved the step's own numbering by its start), and
+    the step's own options where the chain's steps differ (None: the job's)."""
 
     sources: tuple[str, ...]
     frame: int
     position: int
+    options: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True)
 class ChainAsFaces:
-    """A remix chain rendered as one farm job: the first step's target, the steps' shared options, and one
-    person per step in order (the facefusion engine's chained passes, gpu_worker/engines/facefusion/chain.py)."""
+    """A remix chain rendered as one farm job: the first step's target, the job's options, and one person per
+    step in order (the facefusion engine's chained passes, gpu_worker/engines/facefusion/chain.py)."""
 
     steps: tuple[int, ...]
     target: str
@@ -269,28 +275,75 @@ def chain_of(job: JobFile, step: JobFileStep) -> tuple[JobFileStep, ...]:
     return tuple(steps)
 
 
+def _processors(options: Mapping[str, object]) -> tuple[str, ...]:
+    processors = options.get("processors", DEFAULTS["processors"])
+    return tuple(str(name) for name in processors) if isinstance(processors, list | tuple) else ()
+
+
+def _number(options: Mapping[str, object], name: str) -> int:
+    return int(str(options.get(name) or 0))
+
+
 def chain_as_faces(job: JobFile, step: JobFileStep) -> ChainAsFaces | None:
-    """`step`'s remix chain as one job of chained passes, where it is one: every step swaps faces by a
-    reference face with the same options, each naming its own sources and person; None otherwise (the
-    chain runs as successive jobs, each on the one before's output). Pure."""
-    chain = chain_of(job, step)
-    if len(chain) < 2 or len(chain) > MAX_FACES:
+    """`step`'s remix chain as one job of chained passes, where it is one; None otherwise (the chain runs as
+    successive jobs, each on the one before's output: `chain_refusal` says why). Pure.
+
+    Steps that swap faces by a reference face with the same options are people of one job's options. Steps
+    whose options differ (swap then enhance, another selector, a trim on one step) are passes with options
+    of their own, and the job's options are the last step's (its output is the job's), trimmed as the
+    steps' trims compose."""
+    if chain_refusal(job, step) is not None:
         return None
-    shared = [{name: value for name, value in each.options.items() if name not in PERSON_OPTIONS} for each in chain]
+    chain = chain_of(job, step)
+    shared = [_without(each.options, PERSON_OPTIONS) for each in chain]
     options = shared[0]
     reapplied = [name for name in REAPPLIED_OPTIONS if options.get(name, DEFAULTS.get(name)) != DEFAULTS.get(name)]
-    if any(other != options for other in shared[1:]) or reapplied:
-        return None
-    processors = options.get("processors", DEFAULTS["processors"])
-    listening = isinstance(processors, list | tuple) and "lip_syncer" in processors
-    if options.get("face_selector_mode", "reference") != "reference" or listening:
-        return None  # a mapping picks its person by a reference face; its sources are faces, not a voice
-    people = tuple(
-        ChainedPerson(
-            each.sources,
-            int(str(each.options.get("reference_frame_number", 0))),
-            int(str(each.options.get("reference_face_position", 0))),
-        )
-        for each in chain
+    same = all(other == options for other in shared[1:]) and not reapplied
+    if same and options.get("face_selector_mode", "reference") == "reference":
+        people = tuple(
+            ChainedPerson(each.sources, _number(each.options, "reference_frame_number"),
+                          _number(each.options, "reference_face_position"))
+            for each in chain
+        )  # fmt: skip
+        return ChainAsFaces(tuple(each.index for each in chain), chain[0].target, MappingProxyType(options), people)
+    start, end, passes = 0, None, []
+    for each in chain:
+        # The step's numbering starts at its target's frame 0: the original's `start`, after the trims before.
+        frame = start + _number(each.options, "reference_frame_number")
+        own = _without(each.options, (*PERSON_OPTIONS, *TRIM_OPTIONS))
+        passes.append(ChainedPerson(each.sources, frame, _number(each.options, "reference_face_position"),
+                                    MappingProxyType(own)))  # fmt: skip
+        trim_end = each.options.get("trim_frame_end")
+        if trim_end is not None:
+            end = start + int(str(trim_end)) if end is None else min(end, start + int(str(trim_end)))
+        start += _number(each.options, "trim_frame_start")
+    trims = {"trim_frame_start": start} if start else {}
+    trims |= {"trim_frame_end": end} if end is not None else {}
+    job_options = {**_without(chain[-1].options, (*PERSON_OPTIONS, *TRIM_OPTIONS)), **trims}
+    return ChainAsFaces(
+        tuple(each.index for each in chain), chain[0].target, MappingProxyType(job_options), tuple(passes)
     )
-    return ChainAsFaces(tuple(each.index for each in chain), chain[0].target, MappingProxyType(options), people)
+
+
+def chain_refusal(job: JobFile, step: JobFileStep) -> str | None:
+    """Why `step`'s remix chain cannot be one job of chained passes (it then runs as successive jobs, each on
+    the one before's output), or None. Pure."""
+    chain = chain_of(job, step)
+    if len(chain) < 2:
+        return "it is no remix chain"
+    if len(chain) > MAX_FACES:
+        return f"its {len(chain)} steps are more than the {MAX_FACES} passes one job runs"
+    for each in chain:
+        where = f"step {each.index}"
+        if "lip_syncer" in _processors(each.options):
+            return f"{where} runs the lip syncer, whose sources are a voice, not a pass's faces"
+        changed = [name for name in CHAIN_SIZE_OPTIONS if each.options.get(name, DEFAULTS[name]) != DEFAULTS[name]]
+        if changed:
+            return f"{where} sets {changed[0]}, which a remix applies again to the scaled or re-timed video before it"
+        if "frame_enhancer" in _processors(each.options) and each is not chain[-1]:
+            return f"{where} runs the frame enhancer, whose larger frames a later pass would get"
+    return None
+
+
+def _without(options: Mapping[str, object], names: tuple[str, ...]) -> dict[str, object]:
+    return {name: value for name, value in options.items() if name not in names}

@@ -92,7 +92,7 @@ class JobPreparer:
         check_engine_options(engine, manifest.options)
         if manifest.faces and not selects_faces(engine):
             raise invalid_manifest([f"faces: the {engine} engine swaps no faces; use classic"])
-        if manifest.faces and (problem := engine_problem(engine)):
+        if manifest.faces and (problem := engine_problem(engine, manifest.faces)):
             raise invalid_manifest([problem])
         bucket = manifest_ref.bucket
         named: list[tuple[str, str]] = [("source", key) for key in manifest.all_sources]
@@ -333,14 +333,16 @@ class JobPreparer:
             first += len(face.source)
             if face.reference_frame is None:
                 faces.append(
-                    FaceRef(sources=sources, reference=face_images[index], position=face.reference_face_position)
-                )
+                    FaceRef(sources=sources, reference=face_images[index], position=face.reference_face_position,
+                            options=face.options)
+                )  # fmt: skip
                 continue
             frame = face.reference_frame
             if target.image_format and frame != 0:
                 raise invalid_manifest([f"faces[{index}].reference_frame: an image target has one frame, 0"])
             ref = self._frame_png(job_id, target, frame, layout.face_reference_key(job_id, index), f"faces[{index}]")
-            faces.append(FaceRef(sources=sources, reference=ref, position=face.reference_face_position, frame=frame))
+            faces.append(FaceRef(sources=sources, reference=ref, position=face.reference_face_position, frame=frame,
+                                 options=face.options))  # fmt: skip
         return tuple(faces)
 
     def _frame_png(self, job_id: str, target: Target, index: int, key: str, field: str = "options") -> ObjectRef:

@@ -68,6 +68,8 @@ class Person:
     reference: Image
     position: int = 0
     reference_is_frame: bool = False
+    # A chain's step: its pass's own options in place of the job's (None: the job's); FaceFusion's engine only.
+    options: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ class SourceCache:
                     reference=self._fetch(face.reference, f"faces[{index}].reference {face.reference.key!r}"),
                     position=face.position,
                     reference_is_frame=face.frame is not None,
+                    options=face.options,
                 )
                 for index, face in enumerate(job.faces)
             )

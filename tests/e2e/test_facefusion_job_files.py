@@ -1,5 +1,6 @@
 """A job file FaceFusion 3.8.1's own job commands wrote, run on the local stack with `fusionfleet submit
---facefusion-job JOB.json --wait`: a step, a remix of it (`job-remix-step`) and a step writing the first
+--facefusion-job JOB.json --wait`: a step, a remix of it (`job-remix-step`: with options and a trim of its
+own, the two one job of chained passes) and a step writing the first
 step's output too (which job-run joins after it), each a farm job on the warm FaceFusion engine (the
 harness's stand-in models), each output written where its step says.
 
@@ -45,7 +46,8 @@ def test_a_job_file_with_a_remix_and_a_join_gives_each_output_where_it_says(
     home: harness.Harness, farm: Stack, tmp_path: Path
 ) -> None:
     # GIVEN FaceFusion's own job: step 0 renders frames 10-49 of a 2 s clip; step 1 remixes step 0's output,
-    # enhancing too, from its frame 20 (so 20 frames: from the clip itself it would be 30)
+    # enhancing too, from its frame 20 (so 20 frames: from the clip itself it would be 30): options of its own
+    # and a trim of the trimmed video, so one job of two passes on the clip's frames 30-49
     source, target, out, jobs = face(tmp_path), clip(tmp_path, FRAMES, FPS), tmp_path / "out", tmp_path / "jobs"
     job_command(home, jobs, "job-create", "remixed")
     job_command(home, jobs, "job-add-step", "remixed", "-s", str(source), "-t", str(target),
@@ -61,7 +63,7 @@ def test_a_job_file_with_a_remix_and_a_join_gives_each_output_where_it_says(
     assert done.returncode == 0, done.stderr + farm.logs()
     ids = done.stdout.split()
     assert len(ids) == 3 and all(job.startswith("remixed-") for job in ids), done.stdout
-    assert "step 1: job" in done.stderr and "remixing step 0's output" in done.stderr, done.stderr
+    assert "step 1: job" in done.stderr and "steps 0, 1 in passes" in done.stderr, done.stderr
     assert f"steps 0, 2 joined → {out / 'first.mp4'}" in done.stderr, done.stderr
     # AND each output is where its steps said, frame-exact and timed as FaceFusion's job-run would give it:
     # step 0's 40 frames and step 2's 10 joined; the remix made from step 0's own 40 (20 from its frame 20)

@@ -37,10 +37,32 @@ def test_a_job_without_faces_is_one_ordinary_run() -> None:
     assert passes_of(EngineJob("j", (_picture(1),)), {}) == ()
 
 
-def test_the_last_pass_looks_ahead_one_tracker_window_per_pass() -> None:
-    assert chain_look_ahead(2, 3) == 6
-    assert chain_look_ahead(2, 0) == 2  # an ordinary run: one window
-    assert chain_look_ahead(0, 3) == 0  # the tracker off: no frame after counts
+def test_the_last_pass_looks_ahead_each_passs_tracker_window() -> None:
+    tracked = {"face_tracker_score": 0.3, "target_frame_amount": 2}
+    people = tuple(Person((_picture(3),), _picture(1)) for _ in range(3))
+    assert chain_look_ahead(EngineJob("j", (), options=tracked, people=people)) == 6
+    assert chain_look_ahead(EngineJob("j", (), options=tracked)) == 2  # an ordinary run: one window
+    assert chain_look_ahead(EngineJob("j", (), options={}, people=people)) == 0  # the tracker off: none after
+    # passes with options of their own: each its own window (one tracks 4 each way, one does not track)
+    own = (Person((_picture(3),), _picture(1), options={**tracked, "target_frame_amount": 4}),
+           Person((_picture(3),), _picture(1), options={}))  # fmt: skip
+    assert chain_look_ahead(EngineJob("j", (), options=tracked, people=own)) == 4
+
+
+def test_a_pass_with_options_of_its_own_runs_them_and_reads_its_reference_after_the_passes_before() -> None:
+    # GIVEN swap, then enhance, each naming a face of a frame of the target (a job file's remix chain)
+    frame = _picture(1)
+    swap, enhance = {"processors": ["face_swapper"]}, {"processors": ["face_enhancer"], "face_enhancer_blend": 70}
+    people = (Person((_picture(3),), frame, 0, True, swap), Person((_picture(3),), frame, 1, True, enhance))
+    first, second = passes_of(EngineJob("j", (), options={"processors": ["face_enhancer"]}, people=people), {})
+    # THEN each pass runs its own options, with its person's position
+    assert dict(first.options) == {**swap, "reference_face_position": 0}
+    assert dict(second.options) == {**enhance, "reference_face_position": 1}
+    # AND a step's reference is read as job-run reads it: the frame after the passes before (the first: none)
+    assert first.after_passes and second.after_passes
+    # AND a person of `faces` without options keeps the original frame's face, as before
+    plain = passes_of(EngineJob("j", (), people=(Person((_picture(3),), frame, 0, True),)), {})
+    assert not plain[0].after_passes
 
 
 def test_a_pass_takes_a_frame_once_its_neighbours_after_it_are_known() -> None:

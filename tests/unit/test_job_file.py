@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from fusionfleet.errors import JobRejected
-from fusionfleet.facefusion.job_file import chain_as_faces, read_job_file, step_output_path, without_defaults
+from fusionfleet.facefusion.job_file import (
+    chain_as_faces,
+    chain_refusal,
+    read_job_file,
+    step_output_path,
+    without_defaults,
+)
 from fusionfleet.jobs.engine_options import honoured
 
 
@@ -180,20 +186,18 @@ def test_a_remix_chain_swapping_one_person_a_step_is_one_job_of_chained_passes()
 
 
 @pytest.mark.parametrize(
-    ("first", "then"),
+    ("first", "then", "said"),
     [
-        # the remix enhances: another option set, not another person
-        ({}, {"processors": ["face_swapper", "face_enhancer"]}),
-        # a trim of the trimmed video; a scale of the scaled one
-        ({"trim_frame_start": 10}, {"trim_frame_start": 10}),
-        ({"output_video_scale": 0.5}, {"output_video_scale": 0.5}),
-        # people picked by position, not by a reference face
-        ({"face_selector_mode": "one"}, {"face_selector_mode": "one"}),
-        ({"processors": ["lip_syncer"]}, {"processors": ["lip_syncer"]}),
+        # a scale of the scaled video; a rate of the re-timed one: the frames a pass gets would change
+        ({"output_video_scale": 0.5}, {"output_video_scale": 0.5}, "step 0 sets output_video_scale"),
+        ({}, {"output_video_fps": 12.5}, "step 1 sets output_video_fps"),
+        # its sources are a voice; the enhancer's larger frames would go to the next pass
+        ({"processors": ["lip_syncer"]}, {"processors": ["lip_syncer"]}, "step 0 runs the lip syncer"),
+        ({"processors": ["frame_enhancer"]}, {}, "step 0 runs the frame enhancer"),
     ],
 )
-def test_a_remix_chain_that_is_not_one_person_a_step_stays_successive_jobs(
-    first: dict[str, Any], then: dict[str, Any]
+def test_a_remix_chain_that_changes_frames_between_steps_stays_successive_jobs(
+    first: dict[str, Any], then: dict[str, Any], said: str
 ) -> None:
     raw = job(
         _person("/in/a.mp4", "/out/one.mp4", "/in/a.png", 0, 0, **first),
@@ -201,3 +205,53 @@ def test_a_remix_chain_that_is_not_one_person_a_step_stays_successive_jobs(
     )
     found = read_job_file(raw, "myjob")
     assert chain_as_faces(found, found.steps[1]) is None
+    assert said in str(chain_refusal(found, found.steps[1]))
+
+
+def test_steps_with_options_of_their_own_are_passes_each_with_its_step_options() -> None:
+    # GIVEN swap, then enhance: the remix step enhances the face at 0 of its target's frame 2
+    swap = {"processors": ["face_swapper"], "output_video_quality": 60}
+    enhance = {"processors": ["face_enhancer"], "face_enhancer_blend": 80, "output_video_quality": 90}
+    raw = job(
+        _person("/in/a.mp4", "/out/one.mp4", "/in/a.png", 0, 0, **swap),
+        _person("/out/one-myjob-0.mp4", "/out/two.mp4", "/in/b.png", 2, 0, **enhance),
+    )
+    found = read_job_file(raw, "myjob")
+    chained = chain_as_faces(found, found.steps[1])
+    # THEN it is one job of two passes, each with its step's options (less the person's own fields)
+    assert chained is not None and chained.steps == (0, 1)
+    first, second = chained.people
+    assert first.options is not None and dict(first.options)["processors"] == ["face_swapper"]
+    assert second.options is not None and dict(second.options)["face_enhancer_blend"] == 80
+    assert "reference_frame_number" not in dict(second.options) and (second.frame, second.position) == (2, 0)
+    # AND the job's options are the last step's: its output is the job's (encoded at its quality)
+    assert dict(chained.options)["output_video_quality"] == 90
+
+
+def test_trims_compose_into_the_jobs_range_and_later_steps_count_frames_from_it() -> None:
+    # GIVEN step 0 trimmed to 10..200 and step 1 to its own 5..50, naming frame 3 of its (trimmed) target
+    raw = job(
+        _person("/in/a.mp4", "/out/one.mp4", "/in/a.png", 12, 0, trim_frame_start=10, trim_frame_end=200),
+        _person("/out/one-myjob-0.mp4", "/out/two.mp4", "/in/b.png", 3, 1, trim_frame_start=5, trim_frame_end=50),
+        _person("/out/two-myjob-1.mp4", "/out/three.mp4", "/in/c.png", 0, 0),
+    )
+    found = read_job_file(raw, "myjob")
+    chained = chain_as_faces(found, found.steps[2])
+    assert chained is not None
+    # THEN the job renders the original's 15..60 (step 1's 5..50 of a video starting at frame 10)
+    assert (dict(chained.options)["trim_frame_start"], dict(chained.options)["trim_frame_end"]) == (15, 60)
+    # AND each step's reference frame is the original's: step 0 numbers the original, step 1 from 10, step 2 from 15
+    assert [person.frame for person in chained.people] == [12, 13, 15]
+    # AND no pass trims again
+    assert all("trim_frame_start" not in dict(person.options or {}) for person in chained.people)
+
+
+def test_steps_picking_faces_otherwise_than_by_a_reference_are_passes_too() -> None:
+    one = {"face_selector_mode": "one"}
+    raw = job(
+        _person("/in/a.mp4", "/out/one.mp4", "/in/a.png", 0, 0, **one),
+        _person("/out/one-myjob-0.mp4", "/out/two.mp4", "/in/b.png", 0, 0, **one),
+    )
+    found = read_job_file(raw, "myjob")
+    chained = chain_as_faces(found, found.steps[1])
+    assert chained is not None and all(dict(p.options or {})["face_selector_mode"] == "one" for p in chained.people)

@@ -33,7 +33,7 @@ from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
 from gpu_worker.engines.facefusion.chain import ChainPass, chain_look_ahead, passes_of
 from gpu_worker.engines.facefusion.execution import HostFacts, execution_args, memory_args
 from gpu_worker.engines.facefusion.host import gather_facts
-from gpu_worker.engines.facefusion.job_options import check_options, look_ahead, option_args
+from gpu_worker.engines.facefusion.job_options import check_options, option_args
 from gpu_worker.engines.facefusion.media import write_sources
 from gpu_worker.engines.facefusion.ring_flow import RingClosed, RingFlow
 from gpu_worker.engines.facefusion.settings import EngineSettings, resolve_home, settings_from_env
@@ -150,7 +150,7 @@ class WarmFaceFusionEngine:
         check_options(job)
 
     def lead_out_frames(self, job: EngineJob) -> int:
-        return chain_look_ahead(look_ahead(job.options), len(job.people))
+        return chain_look_ahead(job)
 
     def render(self, job: EngineJob, frames: Iterable[Frame]) -> Iterator[Image]:
         options = check_options(job)
@@ -220,9 +220,15 @@ class WarmFaceFusionEngine:
         """Each pass's sources and reference picture written where its argv names them (a folder each)."""
         runs = []
         for index, each in enumerate(chained):
+            try:  # a pass's own options, checked as the job's are (the slicer did; a message may come another way)
+                options = validate_options(dict(each.options))
+            except OptionsError as error:
+                raise EngineError(
+                    f"FaceFusion cannot take pass {index}'s options: " + "; ".join(error.problems)
+                ) from error
             paths = _segment_paths(folder / f"pass-{index}", len(each.sources), job.audio)
             write_sources((*each.sources, each.reference), (*paths.sources, paths.target))
-            runs.append(self._run_fields(paths, each.options))
+            runs.append({**self._run_fields(paths, options), "after_passes": each.after_passes})
         return runs
 
     def _stream(

@@ -5,7 +5,10 @@ does by hand to swap two people (one run per person, each picking its person by 
 pass is one argv of its own (its options, sources and reference face), and its frames are the previous
 pass's outputs. FaceFusion encodes the whole video between its steps and decodes it again; here each
 frame goes from pass to pass in memory. The reference face of every pass is read from the picture the
-engine wrote as that pass's target (the job's reference, decided once per job from the ORIGINAL target).
+engine wrote as that pass's target (the job's reference, decided once per job from the ORIGINAL target);
+a pass marked `after_passes` (a job file's remix step, which job-run points at the step before's output)
+reads it from that picture as the passes before change it: it goes through them first, as one picture
+(with the tracker on, its neighbours are itself: job-run's step saw the video's).
 
 FaceFusion's state is one per process (`state_manager`), not per thread, so the passes cannot run side
 by side on one frame: frames are taken in waves of a few, each wave through pass 1 on the thread pool,
@@ -31,8 +34,6 @@ try:  # in the project's interpreter; FaceFusion's imports it from beside this f
 except ImportError:  # pragma: no cover - FaceFusion's interpreter
     from wire import frame_shape, output_frame  # type: ignore[no-redef,import-not-found]
 
-FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps, as in warm_server's single run
-
 
 @dataclass
 class Pass:
@@ -41,6 +42,7 @@ class Pass:
     argv: list[str]
     check_key: tuple[str, ...]
     scale: float
+    after_passes: bool = False  # its reference picture goes through the passes before it first
     modules: list[Any] = field(default_factory=list)
     amount: int = 0  # its tracker's frames each side (target_frame_amount)
     inputs: dict[int, np.ndarray] = field(default_factory=dict)  # its frames by position: the pass before's outputs
@@ -60,17 +62,21 @@ def render_chain(
     send: Callable[..., None],
     temp_frame: Callable[[np.ndarray, float], np.ndarray],
     frame_from: Callable[[dict[str, Any], bytes], np.ndarray],
+    finish: Callable[..., dict[str, Any]],
 ) -> dict[str, Any]:
     """One segment through every pass: configured and checked pass by pass, then frames in → frames out;
-    what it cost, for the reply that ends it."""
-    from facefusion import content_analyser, face_store, state_manager
-    from facefusion.vision import create_empty_vision_frame, read_static_image, read_static_video_frame
+    the reply that ends it (`finish`: warm_server's, as a single run's)."""
+    from facefusion import content_analyser, state_manager
+    from facefusion.vision import create_empty_vision_frame, read_static_image, read_static_video_frame, write_image
     from facefusion.workflows.core import process_temp_frame
 
     read_static_image.cache_clear()
     read_static_video_frame.cache_clear()
     loads_before = engine.session_loads
-    passes = [Pass(p["argv"], tuple(p["check_key"]), float(p.get("output_video_scale", 1.0))) for p in header["passes"]]
+    passes = [
+        Pass(p["argv"], tuple(p["check_key"]), float(p.get("output_video_scale", 1.0)), bool(p.get("after_passes")))
+        for p in header["passes"]
+    ]
     engine.used_pools.clear()
     engine.clear_faces_for_job(header.get("job"))
     current: list[int] = [-1]
@@ -86,9 +92,23 @@ def render_chain(
         )
         current[0] = index
 
+    def reference_through(index: int) -> None:
+        """Pass `index`'s reference picture as the passes before leave it, written back where its argv reads it."""
+        path = state_manager.get_item("target_path")
+        picture = read_static_image(path)
+        for before, earlier in enumerate(passes[:index]):
+            use(before)
+            frames = [picture] * (2 * earlier.amount + 1)
+            picture = np.ascontiguousarray(process_temp_frame(frames, temp_frame(picture, earlier.scale), 0)[:, :, :3])
+        write_image(path, picture)
+        read_static_image.cache_clear()
+        use(index)
+
     new_options = False
     for index, chained in enumerate(passes):
         use(index)
+        if chained.after_passes and index > 0:
+            reference_through(index)
         new_options = new_options or chained.check_key not in engine.checked
         engine.check(chained.check_key)
         chained.modules = engine.pre_process()
@@ -169,18 +189,5 @@ def render_chain(
         use(index)
         for module in chained.modules:
             module.post_process()
-    if len(face_store.FACE_STORE) > FACE_STORE_LIMIT:
-        face_store.clear_faces()
-    released = engine.release_unused_pools() if new_options else []
-    return {
-        "frames": produced,
-        "sampled": sampled,
-        "flagged": flagged,
-        "session_loads": engine.session_loads - loads_before,
-        "session_loads_total": engine.session_loads,
-        "session_models": engine.loaded[loads_before:],
-        "phases": {},
-        "pre_checked": new_options,
-        "released": released,
-        "passes": len(passes),
-    }
+    return finish(engine, loads_before, new_options, {}, frames=produced, sampled=sampled, flagged=flagged,
+                  passes=len(passes))  # fmt: skip

@@ -40,6 +40,7 @@ import numpy as np
 try:  # in the project's interpreter (the engine's side); FaceFusion's imports them from beside this file
     from gpu_worker.engines.facefusion.console_tail import ConsoleTail, last_log_line
     from gpu_worker.engines.facefusion.frame_ring import FrameRing
+    from gpu_worker.engines.facefusion.warm_segment import finish, temp_frame
     from gpu_worker.engines.facefusion.wire import (
         HEADER,
         frame_bytes,
@@ -52,6 +53,7 @@ try:  # in the project's interpreter (the engine's side); FaceFusion's imports t
 except ImportError:  # pragma: no cover - FaceFusion's interpreter
     from console_tail import ConsoleTail, last_log_line  # type: ignore[no-redef,import-not-found]
     from frame_ring import FrameRing  # type: ignore[no-redef,import-not-found]
+    from warm_segment import finish, temp_frame  # type: ignore[no-redef,import-not-found]
     from wire import (  # type: ignore[no-redef,import-not-found]
         HEADER,
         frame_bytes,
@@ -65,7 +67,6 @@ except ImportError:  # pragma: no cover - FaceFusion's interpreter
 __all__ = ["HEADER", "frame_bytes", "frame_from", "read_message", "write_message"]  # the wire, for the engine's side
 
 PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
-FACE_STORE_LIMIT = 2000  # frames whose faces FaceFusion keeps (a few segments' worth)
 # FaceFusion's face store is keyed by a frame's pixels alone, whatever the options that found the faces;
 # the options that decide which faces are found and chosen (its UI clears the store when any changes).
 FACE_OPTION_PREFIXES = ("face_detector_", "face_landmarker_", "face_selector_", "reference_face_")
@@ -249,7 +250,7 @@ def render(
     engine: FaceFusion, header: dict[str, Any], receive: Callable[[], tuple[dict[str, Any], bytes]], send: Any
 ) -> None:
     """One segment: configure, check, then frames in → frames out, in order."""
-    from facefusion import content_analyser, face_store, state_manager
+    from facefusion import content_analyser, state_manager
     from facefusion.vision import create_empty_vision_frame, read_static_image, read_static_video_frame
     from facefusion.workflows.core import process_temp_frame
 
@@ -365,41 +366,9 @@ def render(
     lap("frames_s")
     for module in modules:
         module.post_process()
-    # FaceFusion keeps every frame's faces for the whole run and never clears them; a long-lived
-    # process must, but not every segment: the job's source faces stay found.
-    if len(face_store.FACE_STORE) > FACE_STORE_LIMIT:
-        face_store.clear_faces()
-    # A new option set's first segment has asked for every model it uses: the others' sessions go.
-    released = engine.release_unused_pools() if new_options else []
-    lap("post_process_s")
-    send(
-        {
-            "op": "done",
-            "frames": produced,
-            "sampled": sampled,
-            "flagged": flagged,
-            "session_loads": engine.session_loads - loads_before,
-            "session_loads_total": engine.session_loads,
-            "session_models": engine.loaded[loads_before:],
-            "phases": phases,
-            "pre_checked": new_options,
-            "released": released,
-        }
-    )
-
-
-def temp_frame(frame: np.ndarray, scale: float) -> np.ndarray:
-    """The picture the processors work on: the frame at the output size, as FaceFusion's
-    workflows.to_video.process_memory_frame makes it (its neighbours stay as they are)."""
-    import cv2
-    from facefusion.vision import scale_resolution
-
-    height, width = frame.shape[:2]
-    size = scale_resolution((width, height), scale)
-    size = min(size, (width, height))  # vision.restrict_video_resolution compares the pairs
-    if size == (width, height):
-        return frame.copy()
-    return cv2.resize(frame, size)
+    reply = finish(engine, loads_before, new_options, phases, frames=produced, sampled=sampled, flagged=flagged)
+    lap("post_process_s")  # into `phases`, which the reply holds
+    send(reply)
 
 
 def analyse(
@@ -450,7 +419,7 @@ def chain(
 ) -> None:
     """One segment through chained passes (`warm_chain.py`): a remix chain, or one pass per person."""
     chained = sys.modules.get("warm_chain") or sibling("warm_chain")
-    send({"op": "done", **chained.render_chain(engine, header, receive, send, temp_frame, frame_from)})
+    send(chained.render_chain(engine, header, receive, send, temp_frame, frame_from, finish))
 
 
 def drain(receive: Callable[[], tuple[dict[str, Any], bytes]]) -> None:

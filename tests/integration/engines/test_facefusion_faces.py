@@ -101,3 +101,59 @@ def test_one_mapping_swaps_only_the_person_its_reference_names(warm: WarmFaceFus
         assert min(changes) == 0, (frame.index, changes)
         swapped.append(changes.index(max(changes)))
     assert len(set(swapped)) == 1
+
+
+def test_swap_then_enhance_are_two_passes_each_with_its_own_options_equal_to_two_runs_by_hand(
+    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # GIVEN a job file's chain as one job: step 1 swaps b's face onto the face at position 0 of frame 0, step 2
+    # enhances the face at position 0 of ITS target's frame 0 (step 1's output: the swapped face), each step
+    # with options of its own
+    frames, reference = _frames(), picture(SPEC, 0)
+    source = face_image(person="b")
+    swap = {**OPTIONS, "processors": ["face_swapper"]}
+    enhance = {**OPTIONS, "processors": ["face_enhancer"]}
+    people = (Person((source,), reference, 0, True, swap), Person((source,), reference, 0, True, enhance))
+    job = _job("swap-enhance", tmp_path, sources=(source, source), options=enhance, people=people)
+    # WHEN the warm engine renders it
+    chained = list(warm.render(job, frames))
+    # AND FaceFusion's own headless-run does the two steps by hand, as job-run does: the second on the first's
+    # output, its reference face read from the first's output of frame 0
+    by_hand = FaceFusionEngine(EngineSettings(home=home.home, python=home.python), harness.CPU_FACTS, env=home.env)
+    by_hand.prepare()
+    try:
+        step = {**swap, "reference_face_position": 0}
+        once = list(by_hand.render(_job("hand-swap", tmp_path, sources=(source,), options=step, reference=reference,
+                                        reference_is_frame=True), frames))  # fmt: skip
+        remixed = [Frame(frame.index, image) for frame, image in zip(frames, once, strict=True)]
+        step = {**enhance, "reference_face_position": 0}
+        twice = list(by_hand.render(_job("hand-enhance", tmp_path, sources=(source,), options=step,
+                                         reference=once[0], reference_is_frame=True), remixed))  # fmt: skip
+    finally:
+        by_hand.close()
+    # THEN the enhancer changed the swapped face in every frame (its channels rotated: not the swap's alone)
+    for swapped, image, frame in zip(once, chained, frames, strict=True):
+        assert max(_changed(swapped, image, frame.index)) > 20, frame.index
+    # AND the frames are FaceFusion's own two runs'
+    worst = max(int(np.abs(a.astype(int) - b.astype(int)).max()) for a, b in zip(chained, twice, strict=True))
+    assert worst <= CHAIN_TOLERANCE, worst
+
+
+def test_without_its_reference_after_the_swap_the_enhancer_finds_nobody(
+    warm: WarmFaceFusionEngine, tmp_path: Path
+) -> None:
+    # The negative control of the test above: a mapping of `faces` (no options of its own) reads its reference
+    # face from the ORIGINAL frame, whose face the swap has replaced, so an enhance pass named so enhances nothing.
+    frames, reference = _frames(), picture(SPEC, 0)
+    source = face_image(person="b")
+    swap = {**OPTIONS, "processors": ["face_swapper"]}
+    enhance = {**OPTIONS, "processors": ["face_enhancer"]}
+    after = (Person((source,), reference, 0, True, swap), Person((source,), reference, 0, True, enhance))
+    original = (Person((source,), reference, 0, True, swap), Person((source,), reference, 0, False, enhance))
+    both = list(warm.render(_job("after", tmp_path, sources=(source, source), options=enhance, people=after), frames))
+    swapped_only = list(
+        warm.render(_job("original", tmp_path, sources=(source, source), options=enhance, people=original), frames)
+    )
+    for frame, plain, enhanced in zip(frames, swapped_only, both, strict=True):
+        assert max(_changed(plain, enhanced, frame.index)) > 20, frame.index  # the control's enhancer did nothing
+        assert sorted(change > 20 for change in _changed(frame.image, plain, frame.index)) == [False, True]

@@ -105,13 +105,13 @@ def test_a_missing_file_or_a_remix_without_wait_is_refused_before_any_upload(
     # GIVEN a file whose target is no longer there: THEN refused with the path (exit 2, a file not there)
     assert main(["submit", "--facefusion-job", str(drafted(jobs, "gone"))]) == Exit.USAGE
     assert f"steps[0].args.target_path: {gone} is not a file" in capsys.readouterr().err
-    # GIVEN a remix step that also enhances (not one person a step, so not chained passes), without --wait:
-    # THEN refused, saying the farm submits it after the step it remixes
+    # GIVEN a remix step that scales the step before's output again (so not chained passes: a pass cannot change
+    # the frames' size), without --wait: THEN refused, saying the farm submits it after the step it remixes
     job_command(home, jobs, "job-create", "remixed")
     job_command(
         home, jobs, "job-add-step", "remixed", "-s", str(source), "-t", str(target), "-o", str(tmp_path / "r.mp4")
     )
     job_command(home, jobs, "job-remix-step", "remixed", "0", "-s", str(source), "-o", str(tmp_path / "s.mp4"),
-                "--processors", "face_swapper", "face_enhancer")  # fmt: skip
+                "--output-video-scale", "0.5")  # fmt: skip
     assert main(["submit", "--facefusion-job", str(drafted(jobs, "remixed"))]) == Exit.USAGE
     assert "step 1 remixes step 0's output" in capsys.readouterr().err
