@@ -3,9 +3,12 @@ batch's record and its items' start claims, and the index of batches not yet end
 
 from __future__ import annotations
 
-from fusionfleet.layout import WORK_PREFIX, _name_under, job_of_work_key, work_prefix
+from fusionfleet.key_format import KeyFormat
+from fusionfleet.layout import WORK_PREFIX, work_prefix
 
 OPEN_BATCHES_PREFIX = f"{WORK_PREFIX}_batches/"  # one record per batch not yet ended: the watchdog's to tick
+OPEN_BATCH_FILE = KeyFormat(OPEN_BATCHES_PREFIX + "{batch}.json")
+ITEM_CLAIM_FILE = KeyFormat(WORK_PREFIX + "{batch}/items/{index:04d}.json")
 
 
 def batch_key(batch_id: str) -> str:
@@ -19,20 +22,20 @@ def batch_items_prefix(batch_id: str) -> str:
 
 def batch_item_claim_key(batch_id: str, index: int) -> str:
     """Created once (conditional PUT) by whoever starts item `index` of a batch."""
-    return f"{batch_items_prefix(batch_id)}{index:04d}.json"
+    return ITEM_CLAIM_FILE.key(batch=batch_id, index=index)
 
 
 def open_batch_key(batch_id: str) -> str:
-    return f"{OPEN_BATCHES_PREFIX}{batch_id}.json"
+    return OPEN_BATCH_FILE.key(batch=batch_id)
 
 
 def parse_open_batch_key(key: str) -> str | None:
     """The batch id of `open_batch_key`."""
-    return _name_under(key, OPEN_BATCHES_PREFIX, ".json")
+    found = OPEN_BATCH_FILE.parse(key)
+    return str(found["batch"]) if found else None
 
 
 def parse_batch_item_claim_key(key: str) -> tuple[str, int] | None:
     """(batch id, index) of `batch_item_claim_key`."""
-    batch = job_of_work_key(key)
-    name = _name_under(key, batch_items_prefix(batch), ".json") if batch else None
-    return (batch, int(name)) if batch and name is not None and name.isdigit() else None
+    found = ITEM_CLAIM_FILE.parse(key)
+    return (str(found["batch"]), int(found["index"])) if found else None

@@ -8,21 +8,20 @@ has (`work/_…/`).
 
 from __future__ import annotations
 
-import re
-
+from fusionfleet.key_format import KeyFormat
 from fusionfleet.layout import WORK_PREFIX
 
 JOB_INDEX_PREFIX = f"{WORK_PREFIX}_jobs/"
 JOB_INDEX_END = 10**13
-_JOB_INDEX = re.compile(rf"^{WORK_PREFIX}_jobs/(?P<rank>\d{{13}})-(?P<job>[^/]+)\.json$")
+JOB_INDEX_FILE = KeyFormat(JOB_INDEX_PREFIX + "{rank:013d}-{job}.json")
 
 
 def job_index_key(job_id: str, submitted_ms: int) -> str:
     rank = max(0, min(JOB_INDEX_END - 1, JOB_INDEX_END - 1 - submitted_ms))
-    return f"{JOB_INDEX_PREFIX}{rank:013d}-{job_id}.json"
+    return JOB_INDEX_FILE.key(rank=rank, job=job_id)
 
 
 def parse_job_index_key(key: str) -> str | None:
     """The job of a `job_index_key`, or None."""
-    match = _JOB_INDEX.match(key)
-    return match["job"] if match else None
+    found = JOB_INDEX_FILE.parse(key)
+    return str(found["job"]) if found else None

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from fusionfleet.key_format import KeyFormat
+
 MANIFEST_PREFIX = "jobs/"
 MANIFEST_SUFFIX = ".json"
 OUTPUT_PREFIX = "outputs/"
@@ -72,14 +74,25 @@ def face_reference_key(job_id: str, face: int) -> str:
     return f"{work_prefix(job_id)}faces/{face:02d}.png"
 
 
+# The formats read back as well as built (the parsers below); each is spelled here and nowhere else.
+# A segment's output (`mp4`, or `png` for an image target's picture or a test render's frame), a
+# backup copy's beside it (`.c1`), and the segment's record (`json`).
+SEGMENT_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}[.c{copy:01d}].{ext}")
+ATTEMPT_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}.attempts/r{run:03d}-{attempt:03d}[-c{copy:01d}].json")
+RUN_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}.attempts/r{run:03d}-{kind:winner|task|backup}.json")
+CHUNK_FILE = KeyFormat(WORK_PREFIX + "{job}/checkpoints/{index:05d}/{first:07d}-{end:07d}.{kind:mp4|state}")
+WEBHOOK_DELIVERY_FILE = KeyFormat(WORK_PREFIX + "{job}/webhooks/{event}.json")
+WORK_FILE = KeyFormat(WORK_PREFIX + "{job}/{rest}")
+
+
 def segment_key(job_id: str, index: int, suffix: str = "mp4") -> str:
     """A segment's output: video (`mp4`), or the picture of an image target or a test render's frame (`png`)."""
-    return f"{work_prefix(job_id)}segments/{index:05d}.{suffix}"
+    return SEGMENT_FILE.key(job=job_id, index=index, ext=suffix)
 
 
 def segment_record_key(job_id: str, index: int) -> str:
     """Beside each segment: success (with checks) or the last error. The merge reads these."""
-    return f"{work_prefix(job_id)}segments/{index:05d}.json"
+    return SEGMENT_FILE.key(job=job_id, index=index, ext="json")
 
 
 def checkpoint_prefix(job_id: str, index: int) -> str:
@@ -88,12 +101,12 @@ def checkpoint_prefix(job_id: str, index: int) -> str:
 
 def chunk_key(job_id: str, index: int, first: int, end: int) -> str:
     """A checkpoint chunk of a segment: frames [first, end), uploaded as soon as it is encoded."""
-    return f"{checkpoint_prefix(job_id, index)}{first:07d}-{end:07d}.mp4"
+    return CHUNK_FILE.key(job=job_id, index=index, first=first, end=end, kind="mp4")
 
 
 def chunk_state_key(job_id: str, index: int, first: int, end: int) -> str:
     """Beside a chunk: the engine's frame-to-frame state after its last frame, so a resume continues exactly."""
-    return f"{checkpoint_prefix(job_id, index)}{first:07d}-{end:07d}.state"
+    return CHUNK_FILE.key(job=job_id, index=index, first=first, end=end, kind="state")
 
 
 def preview_key(output_key: str) -> str:
@@ -115,31 +128,28 @@ def attempts_prefix(job_id: str, index: int) -> str:
 def attempt_record_key(job_id: str, index: int, run: int, attempt: int, copy: int = 0) -> str:
     """Attempt `attempt` (the delivery's receive count) of run `run` (0, then each retry) of a segment;
     a straggler's backup copy `copy` (1) has attempts of its own, `…-001-c1.json`."""
-    suffix = f"-c{copy}" if copy else ""
-    return f"{attempts_prefix(job_id, index)}r{run:03d}-{attempt:03d}{suffix}.json"
+    return ATTEMPT_FILE.key(job=job_id, index=index, run=run, attempt=attempt, copy=copy)
 
 
 def copy_segment_key(job_id: str, index: int, copy: int, suffix: str = "mp4") -> str:
     """Where copy `copy` of a segment uploads its output: the original (0) at the segment's key, a
     backup beside it, so two copies never write the same object; the segment record names the winner."""
-    if copy == 0:
-        return segment_key(job_id, index, suffix)
-    return f"{segments_prefix(job_id)}{index:05d}.c{copy}.{suffix}"
+    return SEGMENT_FILE.key(job=job_id, index=index, copy=copy, ext=suffix)
 
 
 def segment_winner_key(job_id: str, index: int, run: int) -> str:
     """The commit of a segment in run `run`: created once (conditional PUT) by the first copy to finish."""
-    return f"{attempts_prefix(job_id, index)}r{run:03d}-winner.json"
+    return RUN_FILE.key(job=job_id, index=index, run=run, kind="winner")
 
 
 def segment_task_key(job_id: str, index: int, run: int) -> str:
     """The segment's task token and its current attempt's start, for the watchdog's backup copies."""
-    return f"{attempts_prefix(job_id, index)}r{run:03d}-task.json"
+    return RUN_FILE.key(job=job_id, index=index, run=run, kind="task")
 
 
 def segment_backup_key(job_id: str, index: int, run: int) -> str:
     """Created once (conditional PUT) when the watchdog sends the segment's backup copy."""
-    return f"{attempts_prefix(job_id, index)}r{run:03d}-backup.json"
+    return RUN_FILE.key(job=job_id, index=index, run=run, kind="backup")
 
 
 def blocklist_prefix(job_id: str) -> str:
@@ -204,8 +214,7 @@ def webhook_deliveries_prefix(job_id: str) -> str:
 def webhook_delivery_key(job_id: str, event_id: str) -> str:
     """The record of one event's delivery attempts; the event id (fusionfleet.webhooks.events.event_id)
     starts with the job id, which the key leaves out."""
-    name = event_id.removeprefix(f"{job_id}.")
-    return f"{webhook_deliveries_prefix(job_id)}{name}.json"
+    return WEBHOOK_DELIVERY_FILE.key(job=job_id, event=event_id.removeprefix(f"{job_id}."))
 
 
 def webhook_state_key(job_id: str) -> str:
@@ -216,6 +225,7 @@ def webhook_state_key(job_id: str) -> str:
 # Records that are not jobs live under names a job id never has (job ids start with [a-z0-9]).
 WORKERS_PREFIX = f"{WORK_PREFIX}_workers/"
 REJECTED_INDEX_PREFIX = f"{WORK_PREFIX}_rejected/"
+REJECTED_INDEX_FILE = KeyFormat(REJECTED_INDEX_PREFIX + "{job}.json")
 API_PREFIX = f"{WORK_PREFIX}_api/"
 
 
@@ -226,7 +236,7 @@ def worker_key(name: str) -> str:
 
 def rejected_index_key(job_id: str) -> str:
     """One small record per rejected job, so rejected jobs can be listed without listing every job's files."""
-    return f"{REJECTED_INDEX_PREFIX}{job_id}.json"
+    return REJECTED_INDEX_FILE.key(job=job_id)
 
 
 def api_jobs_prefix(tenant: str) -> str:
@@ -329,31 +339,14 @@ def manifest_key(name: str, tenant: str | None = None) -> str:
 
 # ---------------------------------------------------------------------- reading keys back
 # Each parser takes a key one of the builders above made and gives back what built it (None for any
-# other key), so listings are read here and nowhere else spells the formats out again.
-_JOB = r"(?P<job>[^/_][^/]*)"  # a job id; records that are not jobs live under `work/_…/`
-_INDEX = r"(?P<index>\d{5,})"
-_WORK_FILE = re.compile(rf"^{WORK_PREFIX}{_JOB}/")
-_SEGMENT_FILE = re.compile(
-    rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}(?:\.c(?P<copy>[1-9]\d*))?\.(?P<kind>mp4|png|json)$"
-)
-_ATTEMPT_FILE = re.compile(
-    rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}\.attempts/r(?P<run>\d{{3,}})-(?P<attempt>\d{{3,}})(?:-c(?P<copy>[1-9]\d*))?\.json$"
-)
-_RUN_FILE = re.compile(
-    rf"^{WORK_PREFIX}{_JOB}/segments/{_INDEX}\.attempts/r(?P<run>\d{{3,}})-(?P<kind>winner|task|backup)\.json$"
-)
-_CHUNK_FILE = re.compile(
-    rf"^{WORK_PREFIX}{_JOB}/checkpoints/{_INDEX}/(?P<first>\d{{7,}})-(?P<end>\d{{7,}})\.(?P<kind>mp4|state)$"
-)
-
-
+# other key), from the same format the builder used.
 @dataclass(frozen=True)
 class SegmentFile:
     """`segment_key` / `copy_segment_key` (kind "mp4" or "png") or `segment_record_key` (kind "json")."""
 
     job_id: str
     index: int
-    kind: Literal["mp4", "png", "json"]
+    kind: str
     copy: int = 0
 
     @property
@@ -395,60 +388,45 @@ class ChunkFile:
 
 def job_of_work_key(key: str) -> str | None:
     """The job a key under `work/<job_id>/` belongs to (any of the per-job builders above), or None."""
-    match = _WORK_FILE.match(key)
-    return match["job"] if match else None
+    found = WORK_FILE.parse(key)
+    return str(found["job"]) if found else None
 
 
 def parse_segment_file(key: str) -> SegmentFile | None:
-    match = _SEGMENT_FILE.match(key)
-    if match is None:
-        return None
-    kind: Literal["mp4", "png", "json"] = match["kind"]  # type: ignore[assignment]  # the pattern's three
-    return SegmentFile(match["job"], int(match["index"]), kind, int(match["copy"] or 0))
+    found = SEGMENT_FILE.parse(key)
+    return SegmentFile(str(found["job"]), int(found["index"]), str(found["ext"]), int(found["copy"])) if found else None
 
 
 def parse_attempt_record_key(key: str) -> AttemptFile | None:
-    match = _ATTEMPT_FILE.match(key)
-    if match is None:
+    found = ATTEMPT_FILE.parse(key)
+    if found is None:
         return None
-    return AttemptFile(
-        match["job"], int(match["index"]), int(match["run"]), int(match["attempt"]), int(match["copy"] or 0)
-    )
+    return AttemptFile(str(found["job"]), *(int(found[name]) for name in ("index", "run", "attempt", "copy")))
 
 
 def parse_run_file(key: str) -> RunFile | None:
-    match = _RUN_FILE.match(key)
-    if match is None:
+    found = RUN_FILE.parse(key)
+    if found is None:
         return None
-    kind: Literal["winner", "task", "backup"] = match["kind"]  # type: ignore[assignment]  # the pattern's three
-    return RunFile(match["job"], int(match["index"]), int(match["run"]), kind)
+    kind: Literal["winner", "task", "backup"] = found["kind"]  # type: ignore[assignment]  # the format's three
+    return RunFile(str(found["job"]), int(found["index"]), int(found["run"]), kind)
 
 
 def parse_chunk_key(key: str) -> ChunkFile | None:
-    match = _CHUNK_FILE.match(key)
-    if match is None:
+    found = CHUNK_FILE.parse(key)
+    if found is None:
         return None
-    kind: Literal["mp4", "state"] = "mp4" if match["kind"] == "mp4" else "state"
-    return ChunkFile(match["job"], int(match["index"]), int(match["first"]), int(match["end"]), kind)
-
-
-def _name_under(key: str, prefix: str, suffix: str) -> str | None:
-    """The one path segment between `prefix` and `suffix`, or None."""
-    if not key.startswith(prefix) or not key.endswith(suffix) or len(key) <= len(prefix) + len(suffix):
-        return None
-    name = key[len(prefix) : len(key) - len(suffix)]
-    return None if "/" in name else name
+    kind: Literal["mp4", "state"] = "mp4" if found["kind"] == "mp4" else "state"
+    return ChunkFile(str(found["job"]), int(found["index"]), int(found["first"]), int(found["end"]), kind)
 
 
 def parse_rejected_index_key(key: str) -> str | None:
     """The job id of `rejected_index_key`."""
-    return _name_under(key, REJECTED_INDEX_PREFIX, ".json")
+    found = REJECTED_INDEX_FILE.parse(key)
+    return str(found["job"]) if found else None
 
 
 def parse_webhook_delivery_key(key: str) -> tuple[str, str] | None:
     """(job id, event id) of `webhook_delivery_key`; None for the job's webhook state and other keys."""
-    job_id = job_of_work_key(key)
-    name = _name_under(key, webhook_deliveries_prefix(job_id), ".json") if job_id else None
-    if not job_id or not name or name.startswith("_"):
-        return None
-    return job_id, f"{job_id}.{name}"
+    found = WEBHOOK_DELIVERY_FILE.parse(key)
+    return (str(found["job"]), f"{found['job']}.{found['event']}") if found else None

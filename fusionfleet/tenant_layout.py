@@ -4,15 +4,23 @@ They live under names a job id never has (`work/_…/`)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from fusionfleet.layout import _INDEX, _JOB, WORK_PREFIX, _name_under, is_tenant_name
+from fusionfleet.key_format import KeyFormat
+from fusionfleet.layout import WORK_PREFIX
 
 TENANT_RECORDS_PREFIX = f"{WORK_PREFIX}_tenants/"
 WAITING_PREFIX = f"{WORK_PREFIX}_waiting/"
 SPEND_PREFIX = f"{WORK_PREFIX}_spend/"
 BUDGET_PREFIX = f"{WORK_PREFIX}_budget/"
+SETTINGS_FILE = KeyFormat(TENANT_RECORDS_PREFIX + "{tenant}/settings.json")
+WAITING_FILE = KeyFormat(WAITING_PREFIX + "{tenant}/{order:023d}-{job}.json")
+ADMISSION_LEASE_FILE = KeyFormat(TENANT_RECORDS_PREFIX + "{tenant}/admit/{generation:012d}.json")
+ADMISSION_SLOT_FILE = KeyFormat(TENANT_RECORDS_PREFIX + "{tenant}/slots/{slot:04d}.json")
+SPEND_ENTRY_FILE = KeyFormat(
+    SPEND_PREFIX + "{tenant}/{month}/{job}/{index:05d}-r{run:03d}-a{attempt:03d}-c{copy:01d}-{micro:01d}u.json"
+)
+BUDGET_MARKER_FILE = KeyFormat(BUDGET_PREFIX + "{tenant}/{month}-{cap:01d}.json")
 
 
 def tenant_records_prefix(tenant: str) -> str:
@@ -22,7 +30,7 @@ def tenant_records_prefix(tenant: str) -> str:
 
 def tenant_settings_key(tenant: str) -> str:
     """The tenant's own limits and budget (fusionfleet.fleet.tenant_settings)."""
-    return f"{tenant_records_prefix(tenant)}settings.json"
+    return SETTINGS_FILE.key(tenant=tenant)
 
 
 def waiting_prefix(tenant: str) -> str:
@@ -31,7 +39,7 @@ def waiting_prefix(tenant: str) -> str:
 
 
 def waiting_index_key(tenant: str, order: int, job_id: str) -> str:
-    return f"{waiting_prefix(tenant)}{order:023d}-{job_id}.json"
+    return WAITING_FILE.key(tenant=tenant, order=order, job=job_id)
 
 
 def admission_prefix(tenant: str) -> str:
@@ -40,12 +48,12 @@ def admission_prefix(tenant: str) -> str:
 
 
 def admission_lease_key(tenant: str, generation: int) -> str:
-    return f"{admission_prefix(tenant)}{generation:012d}.json"
+    return ADMISSION_LEASE_FILE.key(tenant=tenant, generation=generation)
 
 
 def admission_slot_key(tenant: str, slot: int) -> str:
     """One of the tenant's running-job slots, claimed by a conditional write for the job it runs."""
-    return f"{tenant_records_prefix(tenant)}slots/{slot:04d}.json"
+    return ADMISSION_SLOT_FILE.key(tenant=tenant, slot=slot)
 
 
 def spend_prefix(tenant: str, month: str) -> str:
@@ -62,7 +70,9 @@ def spend_entry_key(
     tenant: str, month: str, job_id: str, index: int, run: int, attempt: int, copy: int, micro_usd: int
 ) -> str:
     """One attempt's cost, its amount in the key: a month's spend is one LIST, no reads."""
-    return f"{spend_entry_prefix(tenant, month, job_id, index, run, attempt, copy)}{micro_usd}u.json"
+    return SPEND_ENTRY_FILE.key(
+        tenant=tenant, month=month, job=job_id, index=index, run=run, attempt=attempt, copy=copy, micro=micro_usd
+    )
 
 
 def budget_prefix(tenant: str) -> str:
@@ -71,36 +81,25 @@ def budget_prefix(tenant: str) -> str:
 
 def budget_marker_key(tenant: str, month: str, cap_micro_usd: int) -> str:
     """Written once when the tenant's spend in `month` reaches this cap (fusionfleet.fleet.budget)."""
-    return f"{budget_prefix(tenant)}{month}-{cap_micro_usd}.json"
+    return BUDGET_MARKER_FILE.key(tenant=tenant, month=month, cap=cap_micro_usd)
 
 
 def parse_tenant_settings_key(key: str) -> str | None:
     """The tenant of `tenant_settings_key`."""
-    tenant, slash, rest = key.removeprefix(TENANT_RECORDS_PREFIX).partition("/")
-    ok = key.startswith(TENANT_RECORDS_PREFIX) and slash and rest == "settings.json" and is_tenant_name(tenant)
-    return tenant if ok else None
+    found = SETTINGS_FILE.parse(key)
+    return str(found["tenant"]) if found else None
 
 
 def parse_waiting_index_key(key: str) -> tuple[str, int, str] | None:
     """(tenant, order, job id) of `waiting_index_key`."""
-    tenant, slash, rest = key.removeprefix(WAITING_PREFIX).partition("/")
-    if not key.startswith(WAITING_PREFIX) or not slash or not is_tenant_name(tenant):
-        return None
-    name = _name_under(rest, "", ".json")
-    order, dash, job_id = (name or "").partition("-")
-    return (tenant, int(order), job_id) if dash and order.isdigit() and job_id else None
+    found = WAITING_FILE.parse(key)
+    return (str(found["tenant"]), int(found["order"]), str(found["job"])) if found else None
 
 
 def parse_admission_lease_key(key: str) -> int | None:
     """The generation of an `admission_lease_key`."""
-    name = key.rsplit("/", 1)[-1].removesuffix(".json")
-    return int(name) if "/admit/" in key and name.isdigit() else None
-
-
-_SPEND_ENTRY = re.compile(
-    rf"^{SPEND_PREFIX}(?P<tenant>[a-z0-9][a-z0-9-]*)/(?P<month>\d{{4}}-\d{{2}})/{_JOB}/{_INDEX}-r(?P<run>\d{{3,}})"
-    r"-a(?P<attempt>\d{3,})-c(?P<copy>\d+)-(?P<micro>\d+)u\.json$"
-)
+    found = ADMISSION_LEASE_FILE.parse(key)
+    return int(found["generation"]) if found else None
 
 
 @dataclass(frozen=True)
@@ -118,11 +117,8 @@ class SpendEntry:
 
 
 def parse_spend_entry_key(key: str) -> SpendEntry | None:
-    match = _SPEND_ENTRY.match(key)
-    if not match:
+    found = SPEND_ENTRY_FILE.parse(key)
+    if not found:
         return None
-    number = {name: int(match[name]) for name in ("index", "run", "attempt", "copy", "micro")}
-    return SpendEntry(
-        match["tenant"], match["month"], match["job"], number["index"], number["run"], number["attempt"],
-        number["copy"], number["micro"],
-    )  # fmt: skip
+    number = [int(found[name]) for name in ("index", "run", "attempt", "copy", "micro")]
+    return SpendEntry(str(found["tenant"]), str(found["month"]), str(found["job"]), *number)
