@@ -9,8 +9,9 @@ across a cut, the face tracker (its default look-ahead and target_frame_amount 0
 audio source (and one trimmed), a variable frame rate; FaceFusion job files (`jobs()`: a remix chain of
 two people, FaceFusion's own job-run against the farm's render of the file it wrote); and the grown
 cases (`grown()`), among them a WebM target's output (FaceFusion keeps its container: VP9 and Opus) and
-background_remover's alpha in a VP9 output, which the farm refuses at submit (a known gap: a `refused`
-case is met only by that refusal).
+background_remover's alpha in a VP9 output (the disk workflow's frames and the memory workflow's bgra),
+whose alpha planes are compared too (benchmarks/parity/alpha.py). A `refused` case is met only by the farm's
+refusal at submit.
 
 Writes benchmarks/results/parity.json (with provenance), prints a table, and exits non-zero unless
 every case is equal or a difference the farm makes on purpose (`deliberate`, said in docs/engines.md).
@@ -177,7 +178,8 @@ def matrix() -> list[MatrixCase]:
 
 
 def jobs() -> list[MatrixCase]:
-    """FaceFusion job files (issue 44): its own job-run of a remix chain against the farm's one render."""
+    """FaceFusion job files (issue 44): its own job-run of a remix chain against the farm's one render of it as
+    passes (each step's own options where the steps differ)."""
     return [
         # b's face on the face at position 0, then a's on the one at position 1, each named in frame 0
         case(
@@ -192,6 +194,17 @@ def jobs() -> list[MatrixCase]:
             "for step 2, which moves a face's mean colour by about 4 levels before step 2 swaps it; the farm's passes "
             "hand step 1's frames to step 2 in memory, unencoded (docs/engines.md, chained passes)",
             allowed=(Allowance("face_colour"),),
+        ),
+        # b's face on the face at position 0, then that face enhanced: the remix step's own options, its person
+        # named in ITS target (step 1's output), as job-run reads it; the farm runs both as passes of one job
+        case(
+            "swap_then_enhance",
+            {},
+            clip=TWO,
+            steps=(
+                {"sources": ["b"], "reference_face_position": 0},
+                {"sources": ["b"], "processors": ["face_enhancer"], "reference_face_position": 0},
+            ),
         ),
     ]
 
@@ -236,13 +249,13 @@ def grown() -> list[MatrixCase]:
         case("temp_frame_jpeg_memory", {**SWAP, "temp_frame_format": "jpeg"}),
         # FaceFusion keeps a WebM target's container: VP9 (yuva420p) and Opus (ffmpeg.fix_video/audio_encoder)
         case("output_webm", SWAP, clip=WEBM),
-        # background_remover's matte as alpha in a VP9 output (the disk workflow's frames carry it): the farm's
-        # frames carry no alpha, so it refuses this at submit rather than write the background opaque
+        # background_remover's matte as alpha in a VP9 output (yuva420p): the disk workflow's PNG frames carry it,
+        # and in the memory workflow the writer's bgra pipe; the alpha planes are judged too (parity/alpha.py)
+        case("background_remover_alpha_webm", {"processors": ["background_remover"], **DISK}, clip=WEBM),
         case(
-            "background_remover_alpha_webm",
-            {"processors": ["background_remover"], "workflow_strategy": "disk"},
+            "background_remover_bgra_webm",
+            {"processors": ["background_remover"], "temp_pixel_format": "bgra"},
             clip=WEBM,
-            refused="FaceFusion writes the removed background as transparency",
         ),
     ]
 
