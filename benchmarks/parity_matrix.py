@@ -9,8 +9,9 @@ across a cut, the face tracker (its default look-ahead and target_frame_amount 0
 audio source (and one trimmed), a variable frame rate; FaceFusion job files (`jobs()`: a remix chain of
 two people, FaceFusion's own job-run against the farm's render of the file it wrote); and the grown
 cases (`grown()`), among them a WebM target's output (FaceFusion keeps its container: VP9 and Opus) and
-background_remover's alpha in a VP9 output, which the farm refuses at submit (a known gap: a `refused`
-case is met only by that refusal).
+background_remover's alpha in a VP9 output (the disk workflow's frames and the memory workflow's bgra),
+whose alpha planes are compared too (benchmarks/parity/alpha.py). A `refused` case is met only by the farm's
+refusal at submit.
 
 Writes benchmarks/results/parity.json (with provenance), prints a table, and exits non-zero unless
 every case is equal or a difference the farm makes on purpose (`deliberate`, said in docs/engines.md).
@@ -248,13 +249,13 @@ def grown() -> list[MatrixCase]:
         case("temp_frame_jpeg_memory", {**SWAP, "temp_frame_format": "jpeg"}),
         # FaceFusion keeps a WebM target's container: VP9 (yuva420p) and Opus (ffmpeg.fix_video/audio_encoder)
         case("output_webm", SWAP, clip=WEBM),
-        # background_remover's matte as alpha in a VP9 output (the disk workflow's frames carry it): the farm's
-        # frames carry no alpha, so it refuses this at submit rather than write the background opaque
+        # background_remover's matte as alpha in a VP9 output (yuva420p): the disk workflow's PNG frames carry it,
+        # and in the memory workflow the writer's bgra pipe; the alpha planes are judged too (parity/alpha.py)
+        case("background_remover_alpha_webm", {"processors": ["background_remover"], **DISK}, clip=WEBM),
         case(
-            "background_remover_alpha_webm",
-            {"processors": ["background_remover"], "workflow_strategy": "disk"},
+            "background_remover_bgra_webm",
+            {"processors": ["background_remover"], "temp_pixel_format": "bgra"},
             clip=WEBM,
-            refused="FaceFusion writes the removed background as transparency",
         ),
     ]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.parity import reference
+from benchmarks.parity.alpha import compare_alpha
 from benchmarks.parity.farm import Farm, FarmRun
 from benchmarks.parity.judge import Layout, Verdict, judge
 from fleetctl.harness.facefusion import Harness
@@ -131,4 +132,6 @@ def run_case(
         layout = replace(layout, first=int(case.options.get("trim_frame_start") or 0))
         (folder / "layout.json").write_text(json.dumps(layout.to_json()))
     outcome.verdict = judge(ours, run.output, layout)
+    # The judge reads colour; background_remover's matte, where a VP9 output keeps it, is compared here.
+    outcome.problems += compare_alpha(ours, run.output)
     return outcome
