@@ -10,7 +10,8 @@ name (a name already used returns that execution, as the adapter makes of Execut
 DescribeExecution sees every start and end at once, and ListExecutions is eventually consistent: it
 shows each execution as it was `list_lag_s` ago (a start not yet listed, an end not yet seen). The
 state machine itself (the Map, the tasks, the notices) is not run: an execution ends when the
-schedule says it does.
+schedule says it does. Task tokens are modelled (`issue_token`): each is answered once, and a late answer
+or beat is TokenGone, as AWS's TaskTimedOut; a failed token fails its Map (`map_error`).
 
 Every call passes the scheduler's checkpoint first, so the schedule interleaves the parties call by call.
 """
@@ -26,6 +27,7 @@ from typing import Any
 from fusionfleet.adapters.links import PresignedLink
 from fusionfleet.adapters.orchestrator import Execution, ExecutionMissing, ExecutionStatus, Progress, execution_arn
 from fusionfleet.adapters.storage import ObjectInfo, PresignedPost
+from fusionfleet.errors import TokenGone
 from tests.simulation.scheduler import Scheduler
 from tests.support.fakes import Clock, FakeStorage
 
@@ -163,6 +165,19 @@ class _Execution:
     status: str = "RUNNING"
     error: str | None = None
     output: dict[str, Any] | None = None  # what its notice states built (state_output's answer)
+    map_error: tuple[str, str] | None = None  # (error, cause) of the task that failed its Map
+
+
+@dataclass
+class TaskToken:
+    token: str
+    arn: str
+    index: int  # the Map item's (the segment's) index
+    state: str = "waiting"  # waiting → succeeded | failed | map failed
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    cause: str | None = None
+    answers: int = 0  # answers Step Functions took (the model refuses a second: never above 1)
 
 
 class SimStepFunctions:
@@ -173,6 +188,7 @@ class SimStepFunctions:
         self._clock = clock
         self._faults = faults
         self.executions: dict[str, _Execution] = {}
+        self.tokens: dict[str, TaskToken] = {}
         self.list_lag_s = 0.0
 
     def start(self, state_machine_arn: str, name: str, payload: dict[str, Any]) -> str:
@@ -233,14 +249,43 @@ class SimStepFunctions:
         found = self.executions.get(execution_arn)
         return found.output if found is not None else None
 
+    # Task tokens (the Map's sendMessage.waitForTaskToken): each answered once. An answer or a beat on a token
+    # answered already, or whose execution ended or whose Map gave up, is TaskTimedOut, as on AWS (the adapter
+    # raises TokenGone); a token never issued is InvalidToken.
+    def issue_token(self, arn: str, index: int) -> str:
+        token = f"token-{len(self.tokens)}-{arn.rsplit(':', 1)[-1]}-{index}"
+        self.tokens[token] = TaskToken(token, arn, index)
+        return token
+
+    def _waiting(self, token: str) -> TaskToken:
+        found = self.tokens.get(token)
+        if found is None:
+            raise TokenGone(f"InvalidToken: {token}")
+        if found.state != "waiting" or self.executions[found.arn].status != "RUNNING":
+            self._faults["token_gone_answered"] += 1
+            raise TokenGone(f"TaskTimedOut: {token} is {found.state}")
+        return found
+
     def task_success(self, token: str, output: dict[str, Any]) -> None:
         self._scheduler.checkpoint("sfn.task_success")
+        found = self._waiting(token)
+        found.state, found.output = "succeeded", output
+        found.answers += 1
 
     def task_failure(self, token: str, error: str, cause: str) -> None:
         self._scheduler.checkpoint("sfn.task_failure")
+        found = self._waiting(token)
+        found.state, found.error, found.cause = "failed", error, cause
+        found.answers += 1
+        # The Map tolerates no failed item: it fails, and its other iterations are stopped with it.
+        for other in self.tokens.values():
+            if other.arn == found.arn and other.state == "waiting":
+                other.state = "map failed"
+        self.executions[found.arn].map_error = (error, cause)
 
     def heartbeat(self, token: str) -> None:
         self._scheduler.checkpoint("sfn.heartbeat")
+        self._waiting(token)
 
     # The schedule's side, not the protocol's.
     def end(self, arn: str, status: str, error: str | None = None) -> None:

@@ -61,35 +61,7 @@ class FinalNotice(FarmMachine):
         )
 
     def _notice_states(self, succeeded: bool, publish_fails: bool) -> str:
-        farm, orchestrator = self.farm, self.farm.orchestrator
-        execution = orchestrator.executions[self.arn]
-        status = "succeeded" if succeeded else "failed"
-
-        def state(name: str) -> bool:
-            farm.scheduler.checkpoint(f"sfn.state {name}")
-            return execution.status == "RUNNING"  # a stop lands between states
-
-        if not state("SuccessNotice" if succeeded else "FailureNotice"):
-            return "stopped"
-        notice = {"status": status, "job_id": self.job_id, "tenant": "-", "notified_by": "state machine"}
-        execution.output = {"notice": notice}
-        if not state("ClaimSuccessNotice" if succeeded else "ClaimFailureNotice"):
-            return "stopped"
-        claim = NoticeRecord(claimed_at=stamp(farm.clock()).isoformat(), by=STATE_MACHINE, status=status,
-                             execution=execution.name)  # fmt: skip
-        if not farm.storage.inner.create(WORK, layout.notice_key(self.job_id), claim.model_dump_json().encode()):
-            orchestrator.end(self.arn, "FAILED", NOTICE_NOT_CLAIMED_ERROR)
-            return "yielded"
-        if not state("NotifySuccess" if succeeded else "NotifyFailure"):
-            return "stopped"
-        if publish_fails:
-            orchestrator.end(self.arn, "FAILED", PUBLISH_FAILED)
-            return "publish failed"
-        farm.notifier.published.append((TOPIC, f"FusionFleet {self.job_id}", notice))
-        orchestrator.end(
-            self.arn, "SUCCEEDED" if succeeded else "FAILED", None if succeeded else NOTIFIED_FAILURE_ERROR
-        )
-        return "notified"
+        return notice_states(self.farm, self.arn, self.job_id, succeeded, publish_fails)
 
     @precondition(lambda self: len(self.farm.scheduler.live()) < MAX_ACTORS)
     @rule()
@@ -142,3 +114,39 @@ class FinalNotice(FarmMachine):
         sent = self._notices()
         if len(sent) > 1:
             raise broken(f"job {self.job_id} got {len(sent)} final notices: {sent}")
+
+
+def notice_states(farm: Farm, arn: str, job_id: str, succeeded: bool, publish_fails: bool = False,
+                  cause: str | None = None) -> str:  # fmt: skip
+    """The execution's end, one state a step (render.asl.json's notice states): a stop that lands between two
+    states ends it; a claim that finds the record taken ends it FAILED NoticeNotClaimed; a publish that keeps
+    failing ends it FAILED with SNS's error, its notice claimed and unsent. How it ended, in words."""
+    orchestrator = farm.orchestrator
+    execution = orchestrator.executions[arn]
+    status = "succeeded" if succeeded else "failed"
+
+    def state(name: str) -> bool:
+        farm.scheduler.checkpoint(f"sfn.state {name}")
+        return execution.status == "RUNNING"  # a stop lands between states
+
+    if not state("SuccessNotice" if succeeded else "FailureNotice"):
+        return "stopped"
+    notice = {"status": status, "job_id": job_id, "tenant": "-", "notified_by": "state machine"}
+    if cause is not None:
+        notice["cause"] = cause
+    execution.output = {"notice": notice}
+    if not state("ClaimSuccessNotice" if succeeded else "ClaimFailureNotice"):
+        return "stopped"
+    claim = NoticeRecord(claimed_at=stamp(farm.clock()).isoformat(), by=STATE_MACHINE, status=status,
+                         execution=execution.name)  # fmt: skip
+    if not farm.storage.inner.create(WORK, layout.notice_key(job_id), claim.model_dump_json().encode()):
+        orchestrator.end(arn, "FAILED", NOTICE_NOT_CLAIMED_ERROR)
+        return "yielded"
+    if not state("NotifySuccess" if succeeded else "NotifyFailure"):
+        return "stopped"
+    if publish_fails:
+        orchestrator.end(arn, "FAILED", PUBLISH_FAILED)
+        return "publish failed"
+    farm.notifier.published.append((TOPIC, f"FusionFleet {job_id}", notice))
+    orchestrator.end(arn, "SUCCEEDED" if succeeded else "FAILED", None if succeeded else NOTIFIED_FAILURE_ERROR)
+    return "notified"
