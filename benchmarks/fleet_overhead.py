@@ -49,9 +49,9 @@ from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.storage import get_json
+from fusionfleet.environment.settings import FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG
 from fusionfleet.fleet.fairness import fair_concurrency
 from fusionfleet.messages import SegmentRecord
-from gpu_worker.config import ENV_LOOKAHEAD
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -219,7 +219,7 @@ def fleet(stack: LocalStack, workers: int, frames: int, args: argparse.Namespace
     """A fresh stack with `workers` render workers whose plans are sized to them, and the sleep engine."""
     # The workers the stack starts inherit this process's environment.
     if args.lookahead is not None:
-        os.environ[ENV_LOOKAHEAD] = str(args.lookahead)
+        os.environ[FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG] = str(args.lookahead)
     faults = stack.paths.state_dir / "fleet-overhead-faults.json"
     faults.parent.mkdir(parents=True, exist_ok=True)
     # Rules past a segment's last frame never fire: one file serves every clip whose segments are shorter.
@@ -294,7 +294,7 @@ def run(
         "clip_s": clip_s,
         "workers": workers,
         "job_id": submission.job_id,
-        "lookahead_min_backlog": os.environ.get(ENV_LOOKAHEAD, "default"),
+        "lookahead_min_backlog": os.environ.get(FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG, "default"),
         "notice_seen": "notice" in arrivals,
         "client_waits_by": args.wait,
         "load_average_1m_after": round(os.getloadavg()[0], 2),

@@ -48,8 +48,8 @@ from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.storage import get_json
+from fusionfleet.environment.settings import FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG
 from fusionfleet.messages import SegmentRecord
-from gpu_worker.config import ENV_LOOKAHEAD
 
 ROOT = Path(__file__).resolve().parents[1]
 # It measures the machinery, against no target of speed (a 2-core machine cannot hold 16 workers'
@@ -131,7 +131,7 @@ def run(
     lookahead: int = 0,
 ) -> dict[str, Any]:
     # The workers the stack starts inherit this process's environment.
-    os.environ[ENV_LOOKAHEAD] = str(lookahead)
+    os.environ[FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG] = str(lookahead)
     faults = stack.paths.state_dir / "throughput-faults.json"
     faults.parent.mkdir(parents=True, exist_ok=True)
     # The sleep engine: every attempt of every segment sleeps once, at its first frame.

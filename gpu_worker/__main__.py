@@ -15,6 +15,7 @@ from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.environment.settings import CUDA_VISIBLE_DEVICES
 from fusionfleet.fleet.blocklist import BlockPolicy
 from fusionfleet.messages import MergeTask
 from fusionfleet.webhooks.outbox import WebhookOutbox
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.per_gpu and settings.role == "render":
         gpus = per_gpu.host_gpus(",".join(settings.visible_gpus))
         if len(gpus) > 1:
-            return per_gpu.launch(gpus, argv, os.environ, settings.name, worker_config.ENV_VISIBLE_GPUS)
+            return per_gpu.launch(gpus, argv, os.environ, settings.name, CUDA_VISIBLE_DEVICES)
         logging.getLogger(__name__).info("--per-gpu: %d GPU(s) visible, so one worker", len(gpus))
     if settings.role == "render" and settings.preload_engine == "facefusion":
         try:

@@ -13,46 +13,25 @@ import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-# The variables' names and defaults are the worker's environment contract, re-exported as `config.ENV_…`.
-from fusionfleet.environment.aws import ENV_ENDPOINT, ENV_REGION
 from fusionfleet.environment.contract import EnvironmentInvalid, from_env
-from fusionfleet.environment.worker import (  # the contract itself
-    ENV_CAPACITY_FILE,
-    ENV_CAPACITY_TYPE,
-    ENV_FAULTS_FILE,
-    ENV_GPU_HOURLY_PRICE,
-    ENV_GPU_SPOT_HOURLY_PRICE,
-    ENV_LIVENESS_FILE,
-    ENV_LOOKAHEAD,
-    ENV_NAME,
-    ENV_PRELOAD,
-    ENV_QUEUE_URLS,
-    ENV_ROLE,
-    ENV_SCRATCH,
-    ENV_VISIBILITY,
-    ENV_VISIBLE_GPUS,
-    WorkerEnvironment,
+from fusionfleet.environment.settings import (  # the variables' names (the table)
+    AWS_ENDPOINT_URL,
+    AWS_REGION,
+    FUSIONFLEET_CAPACITY_FILE,
+    FUSIONFLEET_CAPACITY_TYPE,
+    FUSIONFLEET_GPU_HOURLY_PRICE,
+    FUSIONFLEET_GPU_SPOT_HOURLY_PRICE,
+    FUSIONFLEET_PRELOAD_ENGINE,
+    FUSIONFLEET_QUEUE_URLS,
+    FUSIONFLEET_ROLE,
+    FUSIONFLEET_SCRATCH,
+    FUSIONFLEET_VISIBILITY_SECONDS,
+    FUSIONFLEET_WORKER_NAME,
 )
+from fusionfleet.environment.worker import WorkerEnvironment  # the contract itself
 from fusionfleet.jobs.cost import CAPACITY_TYPES
 
-__all__ = [
-    "ENV_CAPACITY_FILE",
-    "ENV_CAPACITY_TYPE",
-    "ENV_FAULTS_FILE",
-    "ENV_GPU_HOURLY_PRICE",
-    "ENV_GPU_SPOT_HOURLY_PRICE",
-    "ENV_LIVENESS_FILE",
-    "ENV_LOOKAHEAD",
-    "ENV_QUEUE_URLS",
-    "ENV_REGION",
-    "ENV_VISIBLE_GPUS",
-    "ROLES",
-    "HostConfig",
-    "WorkerEnvironment",
-    "add_arguments",
-    "host_config",
-    "resolve",
-]
+__all__ = ["ROLES", "HostConfig", "WorkerEnvironment", "add_arguments", "host_config", "resolve"]
 from gpu_worker.errors import ConfigError
 
 ROLES = ("render", "merge")
@@ -89,19 +68,23 @@ def host_config(settings: WorkerEnvironment) -> HostConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--role", choices=ROLES, help=f"render segments or merge jobs (env {ENV_ROLE})")
+    parser.add_argument("--role", choices=ROLES, help=f"render segments or merge jobs (env {FUSIONFLEET_ROLE})")
     parser.add_argument(
         "--queue-url",
         action="append",
         dest="queue_urls",
-        help=f"a queue to take work from, highest priority first; repeat for several (env {ENV_QUEUE_URLS})",
+        help=f"a queue to take work from, highest priority first; repeat for several (env {FUSIONFLEET_QUEUE_URLS})",
     )
-    parser.add_argument("--name", help=f"worker name in logs and records (env {ENV_NAME}; default host-pid)")
-    parser.add_argument("--scratch", type=Path, help=f"directory for temporary files (env {ENV_SCRATCH})")
-    parser.add_argument("--region", help=f"AWS region (env {ENV_REGION})")
-    parser.add_argument("--endpoint-url", help=f"AWS endpoint, e.g. LocalStack (env {ENV_ENDPOINT})")
     parser.add_argument(
-        "--visibility-seconds", type=int, help=f"message hold, extended while working (env {ENV_VISIBILITY})"
+        "--name", help=f"worker name in logs and records (env {FUSIONFLEET_WORKER_NAME}; default host-pid)"
+    )
+    parser.add_argument("--scratch", type=Path, help=f"directory for temporary files (env {FUSIONFLEET_SCRATCH})")
+    parser.add_argument("--region", help=f"AWS region (env {AWS_REGION})")
+    parser.add_argument("--endpoint-url", help=f"AWS endpoint, e.g. LocalStack (env {AWS_ENDPOINT_URL})")
+    parser.add_argument(
+        "--visibility-seconds",
+        type=int,
+        help=f"message hold, extended while working (env {FUSIONFLEET_VISIBILITY_SECONDS})",
     )
     parser.add_argument("--max-tasks", type=int, help="exit after this many tasks")
     parser.add_argument(
@@ -111,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(gpu_worker/lifecycle/per_gpu.py)",
     )
     parser.add_argument(
-        "--preload-engine", help=f"load this engine at start rather than on first use (env {ENV_PRELOAD})"
+        "--preload-engine",
+        help=f"load this engine at start rather than on first use (env {FUSIONFLEET_PRELOAD_ENGINE})",
     )
 
 
@@ -124,11 +108,14 @@ def resolve(args: argparse.Namespace, env: dict[str, str] | None = None) -> Work
         raise ConfigError(problem.reason) from None
     urls = tuple(args.queue_urls or read.queue_urls)
     if not urls:
-        raise ConfigError(f"no queue: pass --queue-url or set {ENV_QUEUE_URLS}")
+        raise ConfigError(f"no queue: pass --queue-url or set {FUSIONFLEET_QUEUE_URLS}")
     region = args.region or read.region or read.default_region
     if not region:
-        raise ConfigError(f"no region: pass --region or set {ENV_REGION}")
-    prices = ((ENV_GPU_HOURLY_PRICE, read.gpu_hourly_price), (ENV_GPU_SPOT_HOURLY_PRICE, read.gpu_spot_hourly_price))
+        raise ConfigError(f"no region: pass --region or set {AWS_REGION}")
+    prices = (
+        (FUSIONFLEET_GPU_HOURLY_PRICE, read.gpu_hourly_price),
+        (FUSIONFLEET_GPU_SPOT_HOURLY_PRICE, read.gpu_spot_hourly_price),
+    )
     for name, price in prices:
         if not price >= 0:
             raise ConfigError(f"{name} must be 0 or more, not {env.get(name)!r}")
@@ -156,7 +143,7 @@ def capacity_type(named: str, file: Path | None) -> str:
         try:
             text = file.read_text().strip() or named
         except OSError as error:
-            raise ConfigError(f"{ENV_CAPACITY_FILE}: {file} cannot be read: {error}") from None
+            raise ConfigError(f"{FUSIONFLEET_CAPACITY_FILE}: {file} cannot be read: {error}") from None
     if text not in (*CAPACITY_TYPES, "scheduled"):
-        raise ConfigError(f"{ENV_CAPACITY_TYPE} must be one of {', '.join(CAPACITY_TYPES)}, not {text!r}")
+        raise ConfigError(f"{FUSIONFLEET_CAPACITY_TYPE} must be one of {', '.join(CAPACITY_TYPES)}, not {text!r}")
     return text

@@ -21,7 +21,8 @@ from typing import Any
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.environment.contract import from_env
-from fusionfleet.environment.recording import ENV_IAM_PROCESS, ENV_IAM_ROLE, IamRecordingEnvironment
+from fusionfleet.environment.recording import IamRecordingEnvironment
+from fusionfleet.environment.settings import FUSIONFLEET_IAM_PROCESS, FUSIONFLEET_IAM_ROLE
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ STATE_MACHINE_PROCESS = "state machine"
 
 def role_env(role: str, process: str | None = None) -> dict[str, str]:
     """The variables that make a process record its calls as `role` (when recording is on at all)."""
-    return {ENV_IAM_ROLE: role, **({ENV_IAM_PROCESS: process} if process else {})}
+    return {FUSIONFLEET_IAM_ROLE: role, **({FUSIONFLEET_IAM_PROCESS: process} if process else {})}
 
 
 def stack_file(record_dir: Path, endpoint: str, stack: str) -> Path:

@@ -1,16 +1,16 @@
-"""Where AWS is: the region and, for LocalStack, the endpoint. Every process reads these two."""
+"""Where AWS is: the region and, for LocalStack, the endpoint. Every process reads these two; this class
+is the dead-letter handler's whole environment (the table's `dead_letters` component)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fusionfleet.environment.contract import variable
+from fusionfleet.environment import settings
 
-ENV_REGION = "AWS_REGION"
-ENV_ENDPOINT = "AWS_ENDPOINT_URL"
+read = settings.reader(settings.DEAD_LETTERS)
 
 
 @dataclass(frozen=True)
 class AwsEnvironment:
-    region: str = variable(ENV_REGION)
-    endpoint_url: str | None = variable(ENV_ENDPOINT, None)
+    region: str = read(settings.AWS_REGION)
+    endpoint_url: str | None = read(settings.AWS_ENDPOINT_URL)

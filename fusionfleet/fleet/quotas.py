@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fusionfleet.environment import settings
+
 logger = logging.getLogger(__name__)
 
 # Service Quotas codes (service "ec2"), both counted in vCPUs.
@@ -26,7 +28,7 @@ class GpuFleet:
     """What the render hosts' Auto Scaling group may launch (template: GpuInstanceType(s), GpuOnDemandPercentage)."""
 
     instance_types: tuple[str, ...]
-    on_demand_percentage: int = 100  # the rest is Spot
+    on_demand_percentage: int = settings.GPU_ON_DEMAND_PERCENTAGE.default  # the rest is Spot
 
     @property
     def uses_on_demand(self) -> bool:

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fusionfleet.environment import settings
+
 logger = logging.getLogger(__name__)
 
 
@@ -24,7 +26,7 @@ logger = logging.getLogger(__name__)
 class WakePolicy:
     max_tasks: int
     # Segments per task target tracking aims for (RenderBacklogPerTask).
-    backlog_per_task: float = 2.0
+    backlog_per_task: float = settings.RENDER_BACKLOG_PER_TASK.default
 
     def __post_init__(self) -> None:
         if self.max_tasks < 1 or self.backlog_per_task <= 0:

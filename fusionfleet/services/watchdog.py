@@ -38,6 +38,7 @@ from fusionfleet.adapters.orchestrator import (
     Progress,
 )
 from fusionfleet.adapters.storage import Storage
+from fusionfleet.environment import settings
 from fusionfleet.errors import ObjectMissing
 from fusionfleet.fleet.stragglers import Backups, BackupSent
 from fusionfleet.fleet.tenants import notice_tenant
@@ -68,9 +69,9 @@ WATCHED = tuple(status for status in LISTED_STATUSES if status != ExecutionStatu
 class WatchdogPolicy:
     # A running job with nothing written under its work prefix for this long is stuck. Longer than
     # the backlog the stack accepts, so a job waiting its turn is not mistaken for a stuck one.
-    stall_s: int = 6 * 3600 + 3600
+    stall_s: int = settings.WATCHDOG_STALL_SECONDS.default
     # A running job none of whose segments was dispatched this long after it started is stuck.
-    dispatch_grace_s: int = 300
+    dispatch_grace_s: int = settings.WATCHDOG_DISPATCH_GRACE_SECONDS.default
     # Ended executions older than this are not looked at again.
     horizon_s: int = 24 * 3600
     # A claim without a published notice older than this was left by a sweep that died.

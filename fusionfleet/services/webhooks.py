@@ -22,6 +22,7 @@ from typing import Any, Literal
 from fusionfleet import layout
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.adapters.webhook_http import Answer, WebhookSender
+from fusionfleet.environment import settings
 from fusionfleet.jobs.segment_files import SegmentFiles
 from fusionfleet.jobs.states import JobState, NoticeStatus, segment_counts
 from fusionfleet.webhooks.addresses import AddressPolicy, Resolver, WebhookRefused, check_url, resolve
@@ -54,7 +55,7 @@ class WebhookConfig:
     addresses: AddressPolicy = field(default_factory=AddressPolicy)
     retry: WebhookRetryPolicy = field(default_factory=WebhookRetryPolicy)
     # Progress that moved is sent at most this often per job; previews (a new frame link) too.
-    progress_every_s: float = 2.0
+    progress_every_s: float = settings.WEBHOOK_PROGRESS_EVERY_SECONDS.default
     preview_every_s: float = 10.0
     preview_link_s: int = 3600
 

@@ -15,15 +15,15 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from fusionfleet.environment.worker import ENV_LIVENESS_FILE
+from fusionfleet.environment.settings import FUSIONFLEET_LIVENESS_FILE
 from gpu_worker.lifecycle.liveness import LivenessPolicy, judge, read
 
 
 def check(env: Mapping[str, str], clock: Callable[[], float] = time.time) -> tuple[int, str]:
     """(exit status, the line to print) for the worker whose environment is `env`."""
-    named = env.get(ENV_LIVENESS_FILE)
+    named = env.get(FUSIONFLEET_LIVENESS_FILE)
     if not named:
-        return 1, f"unhealthy: {ENV_LIVENESS_FILE} is not set, so nothing says whether the render loop lives"
+        return 1, f"unhealthy: {FUSIONFLEET_LIVENESS_FILE} is not set, so nothing says whether the render loop lives"
     verdict = judge(read(Path(named)), clock(), LivenessPolicy())
     return (0 if verdict.healthy else 1), f"{'healthy' if verdict.healthy else 'unhealthy'}: {verdict.why}"
 

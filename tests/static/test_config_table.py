@@ -1,22 +1,62 @@
-"""The configuration tables (docs/configuration.md) list exactly the environment variables the code reads.
-
-The source is scanned by glob (every .py file of the deployed and tooling packages, wherever a file
-moves between them), so a variable added, renamed or dropped anywhere fails here until the docs
-says so.
+"""Each setting is declared once, in the table (fusionfleet/environment/settings.py), and everything else
+follows from it: docs/configuration.md's tables are its generated text, each component's environment
+class reads exactly the table's variables for that component, template.yaml sets only variables the
+table gives the part it configures, every flag it names exists, and no variable's name is written as a
+string anywhere else in the code (the source is scanned by glob, wherever a file moves).
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetctl.cli import build_parser
+from fusionfleet.environment import docs, settings
+from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.environment.contract import POWERTOOLS, names
+from fusionfleet.environment.dead_letters import DeadLetterEnvironment
+from fusionfleet.environment.job_events import JobEventsEnvironment
+from fusionfleet.environment.recording import IamRecordingEnvironment
+from fusionfleet.environment.slicer import SlicerEnvironment
+from fusionfleet.environment.watchdog import WatchdogEnvironment
+from fusionfleet.environment.worker import WorkerEnvironment
+from gpu_worker import config as worker_config
+from tests.support.template import load_template
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("fusionfleet", "fleetctl", "gpu_worker", "functions", "infra")
-PREFIXED = re.compile(r"FUSIONFLEET_[A-Z0-9_]+")
+PACKAGES = ("fusionfleet", "fleetctl", "gpu_worker", "functions", "infra", "benchmarks", "scripts")
+TABLE_FILE = ROOT / "fusionfleet" / "environment" / "settings.py"
 VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 ENV_RECEIVERS = {"env", "environ"}
+CLASSES: dict[str, type[Any]] = {
+    settings.WORKER: WorkerEnvironment,
+    settings.SLICER: SlicerEnvironment,
+    settings.DEAD_LETTERS: DeadLetterEnvironment,
+    settings.WATCHDOG: WatchdogEnvironment,
+    settings.JOB_EVENTS: JobEventsEnvironment,
+    settings.API: ApiEnvironment,
+    settings.RECORDING: IamRecordingEnvironment,
+}
+# Files that still write names, each moving to the table's entries in its own commit.
+NOT_YET = {
+    "fleetctl/api_client.py", "fleetctl/connection.py", "fleetctl/local/supervisor.py",
+    "fleetctl/harness/facefusion.py", "fleetctl/local/engines.py", "fleetctl/local/paths.py",
+    "gpu_worker/engines/facefusion/settings.py", "benchmarks/stragglers.py", "benchmarks/integrations.py",
+    "benchmarks/chaos.py", "benchmarks/pipeline.py",
+}  # fmt: skip
+HANDLERS = {
+    "functions.slicer.app.handler": settings.SLICER,
+    "functions.dlq.app.handler": settings.DEAD_LETTERS,
+    "functions.watchdog.app.handler": settings.WATCHDOG,
+    "functions.job_events.app.handler": settings.JOB_EVENTS,
+    "functions.api.app.handler": settings.API,
+}
 
 
 def _sources() -> Iterator[Path]:
@@ -35,13 +75,8 @@ def _is_environment(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id in ENV_RECEIVERS
 
 
-def _names_a_variable(node: ast.AST) -> str | None:
-    """The variable a node reads or names, if any."""
-    # ENV_X = "NAME": the house convention for a variable's name beside the code that reads it.
-    if isinstance(node, ast.Assign) and any(
-        isinstance(target, ast.Name) and target.id.startswith("ENV_") for target in node.targets
-    ):
-        return _string(node.value)
+def _read_by_literal(node: ast.AST) -> str | None:
+    """The variable a node reads by a literal name, if any."""
     # os.environ["NAME"], env["NAME"] (read, not written)
     if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environment(node.value):
         return _string(node.slice)
@@ -53,58 +88,135 @@ def _names_a_variable(node: ast.AST) -> str | None:
     return None
 
 
-def variables_read(tree: ast.AST) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        text = _string(node)
-        if text is not None and PREFIXED.fullmatch(text):
-            found.add(text)
-        name = _names_a_variable(node)
-        if name is not None and VARIABLE.fullmatch(name):
-            found.add(name)
+def literal_reads(tree: ast.AST) -> set[str]:
+    """Variables read by a name written as a string where they are read."""
+    return {name for node in ast.walk(tree) if (name := _read_by_literal(node)) and VARIABLE.fullmatch(name)}
+
+
+def named(tree: ast.AST, table: set[str]) -> set[str]:
+    """The table's variables whose names are written as a string."""
+    return {text for node in ast.walk(tree) if (text := _string(node)) in table}
+
+
+def test_the_scan_sees_each_kind_of_read_and_each_name_written() -> None:
+    # GIVEN each way code names a variable
+    source = """
+import os
+a = os.environ["AWS_REGION_X"]
+b = os.environ.get("AWS_ENDPOINT_X")
+c = env.get("AWS_DEFAULT_X")
+d = os.getenv("LOG_LEVEL_X")
+os.environ["WRITTEN_ONLY"] = "1"
+f = self._env.get("PATH")
+g = {"WORK_BUCKET": "w"}
+h = f"{x}"
+"""
+    tree = ast.parse(source)
+    # THEN every read is found, writes and unrelated strings are not; a table name is found anywhere
+    assert literal_reads(tree) == {"AWS_REGION_X", "AWS_ENDPOINT_X", "AWS_DEFAULT_X", "LOG_LEVEL_X"}
+    assert named(tree, {"WORK_BUCKET", "MEDIA_BUCKET"}) == {"WORK_BUCKET"}
+
+
+def test_no_variable_name_is_written_outside_the_table_and_none_is_read_undeclared() -> None:
+    # GIVEN every source file but the table
+    table = {str(setting) for setting in settings.TABLE}
+    written: dict[str, list[str]] = {}
+    undeclared: dict[str, list[str]] = {}
+    for path in _sources():
+        if path == TABLE_FILE or str(path.relative_to(ROOT)) in NOT_YET:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        where = str(path.relative_to(ROOT))
+        for name in named(tree, table):
+            written.setdefault(name, []).append(where)
+        for name in literal_reads(tree) - table:
+            undeclared.setdefault(name, []).append(where)
+    # THEN a variable's name is written once, in the table; code refers to the table's entry
+    assert not written, f"use fusionfleet.environment.settings' entry instead of the name: {written}"
+    assert not undeclared, f"declare these in fusionfleet/environment/settings.py: {undeclared}"
+
+
+def test_the_table_names_each_variable_once_by_its_own_name() -> None:
+    declared = [name for name, value in vars(settings).items() if isinstance(value, settings.Setting)]
+    assert declared == [str(setting) for setting in settings.TABLE]  # each constant is its variable
+    assert len(set(settings.TABLE)) == len(settings.TABLE) >= 99
+    for component in settings.COMPONENTS:
+        assert settings.read_by(component), component
+
+
+def test_the_configuration_doc_is_the_tables_generated_text() -> None:
+    text = docs.DOC.read_text()
+    assert text == docs.rewrite(text), "run: python -m fusionfleet.environment.docs"
+    markers = [match.group(1) for line in text.splitlines() if (match := docs.MARKER.match(line))]
+    assert sorted(markers) == sorted(settings.COMPONENTS)  # every component has its table, once
+
+
+def test_a_generated_table_changes_with_the_table() -> None:
+    # A negative control: the doc check would notice an edited row.
+    text = docs.DOC.read_text()
+    assert docs.rewrite(text.replace("| `MEDIA_BUCKET` | (required) |", "| `MEDIA_BUCKET` | 7 |")) == text
+
+
+@pytest.mark.parametrize("component", sorted(CLASSES))
+def test_each_class_reads_the_tables_variables_for_its_component(component: str) -> None:
+    contract = CLASSES[component]
+    assert names(contract) == set(settings.read_by(component)), contract.__name__
+    table = {str(setting): setting for setting in settings.TABLE}
+    for field in contract.__dataclass_fields__.values():
+        if "env" in field.metadata:
+            wanted = table[field.metadata["env"]].default_for(component)
+            assert field.default == wanted, f"{contract.__name__}.{field.name}: its default is the table's"
+
+
+def test_template_yaml_sets_only_variables_the_table_gives_the_part_it_configures() -> None:
+    resources = load_template()["Resources"]
+    table = {str(setting): setting for setting in settings.TABLE}
+    functions = [spec["Properties"] for spec in resources.values() if spec["Type"] == "AWS::Serverless::Function"]
+    assert {properties["Handler"] for properties in functions} == set(HANDLERS)
+    for properties in functions:
+        component = HANDLERS[properties["Handler"]]
+        for name in set(properties.get("Environment", {}).get("Variables", {})) - POWERTOOLS:
+            assert name in table, f"{properties['Handler']} sets {name}, which the table does not declare"
+            assert component in table[name].read_by, f"{properties['Handler']} sets {name}, not read by {component}"
+    containers = [
+        container
+        for spec in resources.values()
+        if spec["Type"] == "AWS::ECS::TaskDefinition"
+        for container in spec["Properties"]["ContainerDefinitions"]
+    ]
+    assert len(containers) >= 2  # render and merge
+    on_a_worker = {settings.WORKER, settings.FACEFUSION}
+    for container in containers:
+        for item in container.get("Environment", []):
+            name = item["Name"]
+            assert name in table and on_a_worker & set(table[name].read_by), f"{container['Name']} sets {name}"
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    found = {option for action in parser._actions for option in action.option_strings}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _options(sub)
     return found
 
 
-def code_variables() -> dict[str, list[str]]:
-    where: dict[str, list[str]] = {}
-    for path in _sources():
-        for name in variables_read(ast.parse(path.read_text(), str(path))):
-            where.setdefault(name, []).append(str(path.relative_to(ROOT)))
-    return where
+def _local_up() -> argparse.ArgumentParser:
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    (local,) = [a for a in commands.choices["local"]._actions if isinstance(a, argparse._SubParsersAction)]
+    up: argparse.ArgumentParser = local.choices["up"]
+    return up
 
 
-def readme_variables() -> set[str]:
-    section = (ROOT / "docs" / "configuration.md").read_text()
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
-    return {name for row in rows for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])}
-
-
-def test_the_scan_sees_each_kind_of_read() -> None:
-    # GIVEN each way the code names a variable
-    source = """
-import os
-ENV_X = "SOME_SETTING"
-a = os.environ["AWS_REGION"]
-b = os.environ.get("AWS_ENDPOINT_URL")
-c = env.get("AWS_DEFAULT_REGION")
-d = os.getenv("LOG_LEVEL_X")
-e = {"FUSIONFLEET_SCRATCH": "/tmp"}
-os.environ["WRITTEN_ONLY"] = "1"
-f = self._env.get("PATH")
-"""
-    # THEN every read is found, and writes and unrelated strings are not
-    assert variables_read(ast.parse(source)) == {
-        "SOME_SETTING", "AWS_REGION", "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "LOG_LEVEL_X", "FUSIONFLEET_SCRATCH",
-    }  # fmt: skip
-
-
-def test_every_variable_the_code_reads_is_in_the_readme_and_no_other() -> None:
-    # GIVEN the variables named in the code and those in the README's configuration tables
-    in_code = code_variables()
-    documented = readme_variables()
-    # THEN each side has exactly the other's
-    missing = {name: files for name, files in sorted(in_code.items()) if name not in documented}
-    assert not missing, f"add these to docs/configuration.md's tables: {missing}"
-    stale = sorted(documented - set(in_code))
-    assert not stale, f"docs/configuration.md documents variables the code no longer reads: {stale}"
-    assert len([name for name in in_code if name.startswith("FUSIONFLEET_")]) >= 27
+def test_every_flag_the_table_names_exists() -> None:
+    worker = argparse.ArgumentParser()
+    worker_config.add_arguments(worker)
+    parsers = {"worker": _options(worker), "local up": _options(_local_up()), "cli": _options(build_parser())}
+    flags = [(setting, c, setting.flag_for(c)) for setting in settings.TABLE for c in setting.read_by]
+    assert len([flag for *_, flag in flags if flag]) >= 25
+    for setting, component, flag in flags:
+        if flag is None:
+            continue
+        where = "local up" if flag.startswith("local up ") else "worker" if component == settings.WORKER else "cli"
+        option = flag.removeprefix("local up ")
+        assert option in parsers[where], f"{setting}: {flag} is not a flag of {where}"

@@ -13,8 +13,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from functions.api.claims import TokenRules, token_problem
 from functions.api.routes import respond
-from fusionfleet.environment.api import ENV_AUDIENCE, ENV_TOKEN_USE, ApiEnvironment
+from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import from_env
+from fusionfleet.environment.settings import API_AUDIENCE, API_TOKEN_USE
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.json_http import http_event
 from fusionfleet.services.operations import Operations
@@ -77,12 +78,12 @@ def test_the_handler_answers_401_before_reading_the_tenant_of_a_foreign_token() 
 
 def test_the_rules_come_from_the_environment_the_template_sets() -> None:
     env = {"AWS_REGION": "us-east-1", "MEDIA_BUCKET": "m", "WORK_BUCKET": "w", "STATE_MACHINE_ARN": "s",
-           "NOTIFICATION_TOPIC_ARN": "t", ENV_AUDIENCE: "client-1", ENV_TOKEN_USE: "id"}  # fmt: skip
+           "NOTIFICATION_TOPIC_ARN": "t", API_AUDIENCE: "client-1", API_TOKEN_USE: "id"}  # fmt: skip
     config = from_env(ApiEnvironment, env)
     assert TokenRules(config.audience, config.token_use) == RULES
     variables = source()["Resources"]["ApiFunction"]["Properties"]["Environment"]["Variables"]
-    assert variables[ENV_AUDIENCE] == {"Ref": "ApiJwtAudience"}
-    assert variables[ENV_TOKEN_USE] == {"Ref": "ApiTokenUse"}
+    assert variables[API_AUDIENCE] == {"Ref": "ApiJwtAudience"}
+    assert variables[API_TOKEN_USE] == {"Ref": "ApiTokenUse"}
 
 
 def _token(key: ec.EllipticCurvePrivateKey, **claims: Any) -> str:

@@ -8,11 +8,12 @@ import time
 from collections.abc import Callable
 
 from fusionfleet.adapters.queues import QueueMessage
+from fusionfleet.environment.settings import FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG
 from fusionfleet.environment.worker import WorkerEnvironment
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.messages import SegmentResult
 from gpu_worker.attempt import Attempt
-from gpu_worker.config import ENV_LOOKAHEAD, add_arguments, resolve
+from gpu_worker.config import add_arguments, resolve
 from gpu_worker.delivery.facts import Failure, Names, Note, Standing
 from gpu_worker.delivery.keeper import Keeper, KeepPolicy
 from gpu_worker.delivery.lookahead import Lookahead, LookaheadPolicy
@@ -316,7 +317,7 @@ def test_a_render_worker_looks_ahead_only_when_the_environment_asks() -> None:
     args = parser.parse_args(["--queue-url", QUEUE, "--region", "eu-west-1"])
     assert WorkerEnvironment.lookahead_min_backlog == 0
     assert resolve(args, env={}).lookahead_min_backlog == 0
-    assert resolve(args, env={ENV_LOOKAHEAD: "2"}).lookahead_min_backlog == 2
+    assert resolve(args, env={FUSIONFLEET_LOOKAHEAD_MIN_BACKLOG: "2"}).lookahead_min_backlog == 2
 
 
 class QueueTaker:

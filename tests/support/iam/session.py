@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fusionfleet.environment.recording import ENV_IAM_RECORD_DIR
+from fusionfleet.environment.settings import FUSIONFLEET_IAM_RECORD_DIR
 from tests.support.iam.judge import JudgeUnavailable, judge_folder
 
 
@@ -55,10 +55,10 @@ class IamRecording:
         self.folder: Path | None = None
         if is_xdist_worker(config):
             return
-        named = os.environ.get(ENV_IAM_RECORD_DIR)
+        named = os.environ.get(FUSIONFLEET_IAM_RECORD_DIR)
         if not named:
             named = tempfile.mkdtemp(prefix="fusionfleet-iam-calls-")
-            os.environ[ENV_IAM_RECORD_DIR] = named
+            os.environ[FUSIONFLEET_IAM_RECORD_DIR] = named
         self.folder = Path(named)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
