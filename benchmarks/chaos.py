@@ -24,6 +24,7 @@ from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions
 from fleetctl.local.supervisor import LocalStack
+from fusionfleet.environment.settings import FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -133,7 +134,7 @@ def main() -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     faults_file.write_text("[]")
     # A short hold so a killed worker's segment returns in seconds; engine limits stay generous.
-    os.environ.setdefault("FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS", "30")
+    os.environ.setdefault(FUSIONFLEET_ENGINE_BASE_TIMEOUT_SECONDS, "30")
     options = UpOptions(workers=2, port=args.port, stack="fusionfleet-chaos", default_engine="copy",
                         visibility_s=15, faults_file=faults_file)  # fmt: skip
     paths = LocalPaths.discover(state_dir, env=os.environ)

@@ -44,6 +44,7 @@ from fleetctl.samples import grace_hopper_path, write_video
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.orchestrator import execution_arn
+from fusionfleet.environment.settings import FUSIONFLEET_LOCAL_DIR
 from fusionfleet.jobs.attempts import read_attempts
 from fusionfleet.messages import SegmentAttempt
 from tests.support.media import decode_all
@@ -150,7 +151,7 @@ class Farm:
 
     def cli(self, *args: str) -> str:
         done = subprocess.run(
-            [sys.executable, "-m", "fleetctl.cli", *args], env={**os.environ, "FUSIONFLEET_LOCAL_DIR": str(STATE)},
+            [sys.executable, "-m", "fleetctl.cli", *args], env={**os.environ, FUSIONFLEET_LOCAL_DIR: str(STATE)},
             cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
         if done.returncode != 0:

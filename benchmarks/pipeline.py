@@ -35,6 +35,7 @@ from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage, get_json
+from fusionfleet.environment.settings import ENCODER_THREADS, FUSIONFLEET_CPU_THREADS
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.messages import SegmentRecord
@@ -201,8 +202,8 @@ def run_job(bench: Bench, clip: Path, engine: str, quality: str) -> dict[str, An
 
 
 def up(stack: LocalStack, workers: int, port: int | None, threads: int, engine: str = "copy") -> Bench:
-    os.environ["FUSIONFLEET_CPU_THREADS"] = str(threads)
-    os.environ["ENCODER_THREADS"] = str(threads)
+    os.environ[FUSIONFLEET_CPU_THREADS] = str(threads)
+    os.environ[ENCODER_THREADS] = str(threads)
     previous = stack.load()
     before = {p.name for p in previous.processes} if previous else set()
     state = stack.up(UpOptions(workers=workers, port=port, stack="fusionfleet-bench", default_engine=engine))

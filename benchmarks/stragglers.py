@@ -37,6 +37,7 @@ from fusionfleet import layout
 from fusionfleet.adapters.aws import LOCAL_ACCESS_KEY, AwsTarget
 from fusionfleet.adapters.storage import get_json
 from fusionfleet.environment.contract import env_of
+from fusionfleet.environment.settings import AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_REGION
 from fusionfleet.environment.worker import WorkerEnvironment
 from fusionfleet.messages import SegmentRecord
 
@@ -70,8 +71,8 @@ def start_slow_worker(state: LocalState, resources: StackResources, seconds: flo
     faults = STATE / "slow-faults.json"
     faults.write_text(json.dumps([{"action": "slow", "at_frame": 0, "seconds": seconds}]))
     env = {
-        **os.environ, "AWS_ENDPOINT_URL": state.endpoint, "AWS_REGION": state.region,
-        "AWS_DEFAULT_REGION": state.region, "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
+        **os.environ, AWS_ENDPOINT_URL: state.endpoint, AWS_REGION: state.region,
+        AWS_DEFAULT_REGION: state.region, "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": LOCAL_ACCESS_KEY,
         **env_of(WorkerEnvironment,
             queue_urls=resources.render_queue_urls, preload_engine="copy", faults_file=faults,

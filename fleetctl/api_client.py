@@ -26,9 +26,6 @@ from fleetctl.client import named_after_content
 from fusionfleet.errors import FusionFleetError
 from fusionfleet.jobs.states import parse_state
 
-ENV_API_URL = "FUSIONFLEET_API_URL"
-ENV_TOKEN = "FUSIONFLEET_TOKEN"
-
 
 class ApiError(FusionFleetError):
     """The API refused a request; `status` is its HTTP status, the reason its message (and problems)."""

@@ -21,16 +21,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, ApiError, download, ended
+from fleetctl.api_client import ApiClient, ApiError, download, ended
 from fleetctl.exits import Exit, UsageError, of_state
 from fleetctl.job_commands import print_attempts, say
 from fleetctl.tables import duration, table
 from fusionfleet.environment.api import ApiEnvironment
+from fusionfleet.environment.settings import FUSIONFLEET_API_URL, FUSIONFLEET_TOKEN
 from fusionfleet.jobs.states import JobState, SegmentState, parse_state
 from fusionfleet.jobs.views import AttemptView
 from fusionfleet.progress import ProgressLine, bar
 
-# The claim the API reads the tenant from (its default; ENV_TENANT_CLAIM may rename it on a stack).
+# The claim the API reads the tenant from (its default; the stack's TENANT_CLAIM may rename it).
 TENANT_CLAIM = ApiEnvironment.tenant_claim
 # Pages read for `list --state` (the API filters by nothing), and each page's size: a bound on requests.
 LIST_PAGES = 10
@@ -38,8 +39,10 @@ ITEM_PAGE = 500
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--api", metavar="URL", help=f"go through the tenant HTTP API at URL; env {ENV_API_URL}")
-    parser.add_argument("--token", help=f"bearer token for --api (it names the tenant); env {ENV_TOKEN}")
+    parser.add_argument(
+        "--api", metavar="URL", help=f"go through the tenant HTTP API at URL; env {FUSIONFLEET_API_URL}"
+    )
+    parser.add_argument("--token", help=f"bearer token for --api (it names the tenant); env {FUSIONFLEET_TOKEN}")
 
 
 def token_tenant(token: str, claim: str = TENANT_CLAIM) -> str | None:
@@ -60,12 +63,12 @@ def api_of(args: argparse.Namespace, env: dict[str, str] | os._Environ[str] = os
 
     A token names its tenant and the API serves that one only: `--tenant` naming another is refused here
     with the reason, rather than answered with the token's tenant's jobs."""
-    url = getattr(args, "api", None) or env.get(ENV_API_URL)
+    url = getattr(args, "api", None) or env.get(FUSIONFLEET_API_URL)
     if not url:
         return None
-    token = getattr(args, "token", None) or env.get(ENV_TOKEN)
+    token = getattr(args, "token", None) or env.get(FUSIONFLEET_TOKEN)
     if not token:
-        raise UsageError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
+        raise UsageError(f"--api needs a token: pass --token or set {FUSIONFLEET_TOKEN}")
     asked = getattr(args, "tenant", None)
     if asked:
         named = token_tenant(token)

@@ -16,17 +16,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleetctl.local.paths import ENV_LOCAL_DIR
 from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources, load_stack
 from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.environment.settings import (
+    AWS_CONFIG_FILE,
+    AWS_DEFAULT_REGION,
+    AWS_REGION,
+    AWS_SHARED_CREDENTIALS_FILE,
+    FUSIONFLEET_ENDPOINT_URL,
+    FUSIONFLEET_LOCAL_DIR,
+    FUSIONFLEET_STACK,
+    FUSIONFLEET_TARGET,
+)
 from fusionfleet.errors import FusionFleetError
 
-ENV_ENDPOINT = "FUSIONFLEET_ENDPOINT_URL"
-ENV_STACK = "FUSIONFLEET_STACK"
-ENV_REGION = "AWS_REGION"
-ENV_DEFAULT_REGION = "AWS_DEFAULT_REGION"
-ENV_TARGET = "FUSIONFLEET_TARGET"
 LOCAL, AWS = "local", "aws"
 TARGETS = (LOCAL, AWS)
 # What says AWS credentials are at hand without asking for them (which may mean a metadata lookup).
@@ -51,8 +55,8 @@ class Connection:
 
 def _local_state(state_dir: Path | None, env: Mapping[str, str]) -> LocalState | None:
     candidates = [state_dir] if state_dir else []
-    if env.get(ENV_LOCAL_DIR):
-        candidates.append(Path(env[ENV_LOCAL_DIR]))
+    if env.get(FUSIONFLEET_LOCAL_DIR):
+        candidates.append(Path(env[FUSIONFLEET_LOCAL_DIR]))
     try:
         from fleetctl.local.paths import LocalPaths
 
@@ -73,7 +77,7 @@ def local_stack(
     if (_target(target, env) or (AWS if profile else None)) == AWS:
         return None
     local = _local_state(None, env)
-    endpoint = endpoint_url or env.get(ENV_ENDPOINT)
+    endpoint = endpoint_url or env.get(FUSIONFLEET_ENDPOINT_URL)
     return local if local is not None and endpoint in (None, local.endpoint) else None
 
 
@@ -81,15 +85,15 @@ def _credentials_at_hand(env: Mapping[str, str]) -> bool:
     if any(env.get(name) for name in CREDENTIAL_VARIABLES):
         return True
     home = Path(env.get("HOME") or Path.home())
-    files = (env.get("AWS_SHARED_CREDENTIALS_FILE") or home / ".aws" / "credentials",
-             env.get("AWS_CONFIG_FILE") or home / ".aws" / "config")  # fmt: skip
+    files = (env.get(AWS_SHARED_CREDENTIALS_FILE) or home / ".aws" / "credentials",
+             env.get(AWS_CONFIG_FILE) or home / ".aws" / "config")  # fmt: skip
     return any(Path(name).is_file() for name in files)
 
 
 def _target(target: str | None, env: Mapping[str, str]) -> str | None:
-    chosen = target or env.get(ENV_TARGET) or None
+    chosen = target or env.get(FUSIONFLEET_TARGET) or None
     if chosen is not None and chosen not in TARGETS:
-        raise ConnectionUnresolved(f"{ENV_TARGET}={chosen!r}: it must be {' or '.join(TARGETS)}")
+        raise ConnectionUnresolved(f"{FUSIONFLEET_TARGET}={chosen!r}: it must be {' or '.join(TARGETS)}")
     return chosen
 
 
@@ -107,44 +111,44 @@ def resolve(
     target = named or (AWS if profile else None)
     if target is not None and endpoint_url:
         raise ConnectionUnresolved(f"--endpoint-url names the endpoint itself: leave out --{target}")
-    endpoint = endpoint_url or (env.get(ENV_ENDPOINT) if target is None else None)
-    stack_name = stack or env.get(ENV_STACK)
-    chosen_region = region or env.get(ENV_REGION) or env.get(ENV_DEFAULT_REGION)
+    endpoint = endpoint_url or (env.get(FUSIONFLEET_ENDPOINT_URL) if target is None else None)
+    stack_name = stack or env.get(FUSIONFLEET_STACK)
+    chosen_region = region or env.get(AWS_REGION) or env.get(AWS_DEFAULT_REGION)
     note = ""
     local = _local_state(state_dir, env) if endpoint is None and target != AWS else None
     if target == LOCAL and local is None:
         raise ConnectionUnresolved("--local: no local stack is running here (`fusionfleet local up` starts one)")
     # The local stack's folder named (flag or environment) is a choice as plain as --local.
-    implicit = target is None and state_dir is None and not env.get(ENV_LOCAL_DIR)
+    implicit = target is None and state_dir is None and not env.get(FUSIONFLEET_LOCAL_DIR)
     if local is not None:
         endpoint = local.endpoint
         stack_name = stack_name or local.stack
         chosen_region = chosen_region or local.region
         if implicit and _credentials_at_hand(env):
             note = (f"talking to the local stack at {endpoint} (stack {stack_name}); AWS credentials are set too: "
-                    f"--aws or {ENV_TARGET}={AWS} for AWS")  # fmt: skip
+                    f"--aws or {FUSIONFLEET_TARGET}={AWS} for AWS")  # fmt: skip
     elif endpoint is None and named is None and target == AWS and _local_state(state_dir, env) is not None:
         note = f"talking to AWS with profile {profile}; a local stack is running too: --local for it"
     if not chosen_region:
-        raise ConnectionUnresolved(f"no AWS region: pass --region or set {ENV_REGION}")
+        raise ConnectionUnresolved(f"no AWS region: pass --region or set {AWS_REGION}")
     aws = AwsTarget(region=chosen_region, endpoint_url=endpoint, profile=None if endpoint else profile)
     return Connection(aws, stack_name or DEFAULT_STACK, note)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Where a command goes: the flags every command that reaches a stack takes."""
-    parser.add_argument("--endpoint-url", help=f"AWS endpoint (LocalStack); env {ENV_ENDPOINT}")
-    parser.add_argument("--region", help=f"AWS region; env {ENV_REGION}")
-    parser.add_argument("--stack", help=f"stack name (default {DEFAULT_STACK}); env {ENV_STACK}")
+    parser.add_argument("--endpoint-url", help=f"AWS endpoint (LocalStack); env {FUSIONFLEET_ENDPOINT_URL}")
+    parser.add_argument("--region", help=f"AWS region; env {AWS_REGION}")
+    parser.add_argument("--stack", help=f"stack name (default {DEFAULT_STACK}); env {FUSIONFLEET_STACK}")
     parser.add_argument("--profile", help="AWS profile (of ~/.aws/config) for the AWS calls; it means --aws")
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--local", dest="where", action="store_const", const=LOCAL,
-        help=f"the running local stack (`fusionfleet local up`); env {ENV_TARGET}={LOCAL}",
+        help=f"the running local stack (`fusionfleet local up`); env {FUSIONFLEET_TARGET}={LOCAL}",
     )  # fmt: skip
     where.add_argument(
         "--aws", dest="where", action="store_const", const=AWS,
-        help=f"AWS, even with a local stack running; env {ENV_TARGET}={AWS}",
+        help=f"AWS, even with a local stack running; env {FUSIONFLEET_TARGET}={AWS}",
     )  # fmt: skip
 
 

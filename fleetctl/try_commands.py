@@ -10,11 +10,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from fleetctl.api_client import ENV_API_URL, ENV_TOKEN, ApiClient, download, ended
+from fleetctl.api_client import ApiClient, download, ended
 from fleetctl.client import Client, build_manifest
 from fleetctl.exits import EPILOG, Exit, UsageError
 from fleetctl.job_commands import check_local_engine, client_of, follow, say
 from fusionfleet import layout
+from fusionfleet.environment.settings import FUSIONFLEET_API_URL, FUSIONFLEET_TOKEN
 from fusionfleet.errors import FusionFleetError, JobRejected
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.jobs.manifest import ENGINE_NAMES, MAX_TRY_FRAMES, PRIORITIES, QUALITIES
@@ -91,8 +92,8 @@ def add_parser(
         "--timeout", type=float, default=600, metavar="S",
         help="seconds to wait for the pictures before giving up with exit status 4 (default 600)",
     )  # fmt: skip
-    trial.add_argument("--api", help=f"render through the HTTP API at this URL; env {ENV_API_URL}")
-    trial.add_argument("--token", help=f"bearer token for --api; env {ENV_TOKEN}")
+    trial.add_argument("--api", help=f"render through the HTTP API at this URL; env {FUSIONFLEET_API_URL}")
+    trial.add_argument("--token", help=f"bearer token for --api; env {FUSIONFLEET_TOKEN}")
     add_connection(trial)
     add_facefusion_options(trial)
 
@@ -102,11 +103,11 @@ def cmd_try(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise UsageError(f"{path} is not a file")
     check_target(args.target)
-    api_url = args.api or os.environ.get(ENV_API_URL)
+    api_url = args.api or os.environ.get(FUSIONFLEET_API_URL)
     if api_url:
-        token = args.token or os.environ.get(ENV_TOKEN)
+        token = args.token or os.environ.get(FUSIONFLEET_TOKEN)
         if not token:
-            raise UsageError(f"--api needs a token: pass --token or set {ENV_TOKEN}")
+            raise UsageError(f"--api needs a token: pass --token or set {FUSIONFLEET_TOKEN}")
         return _try_api(args, ApiClient(api_url, token))
     check_local_engine(args, collect_facefusion_options(args))
     client = client_of(args)

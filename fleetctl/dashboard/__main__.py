@@ -20,6 +20,7 @@ from fleetctl.dashboard.source import StackSource
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.environment.settings import FUSIONFLEET_ENDPOINT_URL, FUSIONFLEET_STACK
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.services.operations import Operations
 
@@ -29,9 +30,9 @@ logger = logging.getLogger("fleetctl.dashboard")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m fleetctl.dashboard", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
-    parser.add_argument("--endpoint-url", help=f"AWS endpoint (LocalStack); env {connection.ENV_ENDPOINT}")
+    parser.add_argument("--endpoint-url", help=f"AWS endpoint (LocalStack); env {FUSIONFLEET_ENDPOINT_URL}")
     parser.add_argument("--region", help="AWS region; env AWS_REGION")
-    parser.add_argument("--stack", help=f"stack name (default {connection.DEFAULT_STACK}); env {connection.ENV_STACK}")
+    parser.add_argument("--stack", help=f"stack name (default {connection.DEFAULT_STACK}); env {FUSIONFLEET_STACK}")
     return parser
 
 

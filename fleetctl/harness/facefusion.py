@@ -29,8 +29,8 @@ from pathlib import Path
 
 import imageio_ffmpeg
 
-ENV_SOURCE = "FUSIONFLEET_FACEFUSION_SOURCE"
-ENV_PYTHON = "FUSIONFLEET_FACEFUSION_PYTHON"
+from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_PYTHON, FUSIONFLEET_FACEFUSION_SOURCE
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PYTHON = REPO / ".venv-facefusion" / "bin" / "python"
 # Where CI (and this project's machines) keep FaceFusion 3.8.1's source: beside the clone.
@@ -67,14 +67,14 @@ class Harness:
 
 def source_checkout() -> Path | None:
     """The checkout named by FUSIONFLEET_FACEFUSION_SOURCE, else the shared copy when it is there."""
-    text = os.environ.get(ENV_SOURCE, "").strip()
+    text = os.environ.get(FUSIONFLEET_FACEFUSION_SOURCE, "").strip()
     if text:
         return Path(text)
     return DEFAULT_SOURCE if DEFAULT_SOURCE.is_dir() else None
 
 
 def facefusion_python() -> Path:
-    text = os.environ.get(ENV_PYTHON, "").strip()
+    text = os.environ.get(FUSIONFLEET_FACEFUSION_PYTHON, "").strip()
     return Path(text) if text else DEFAULT_PYTHON
 
 
@@ -83,11 +83,14 @@ def skip_reason() -> str | None:
     source = source_checkout()
     if source is None:
         return (
-            f"no FaceFusion 3.8.1 checkout: {ENV_SOURCE} is not set and {DEFAULT_SOURCE} is absent"
+            f"no FaceFusion 3.8.1 checkout: {FUSIONFLEET_FACEFUSION_SOURCE} is not set and {DEFAULT_SOURCE} is absent"
             " (see docs/engines.md, 'FaceFusion harness')"
         )
     if not (source / "facefusion.py").is_file() or not (source / "facefusion" / "core.py").is_file():
-        return f"{ENV_SOURCE}={source} is not a FaceFusion checkout (no facefusion.py / facefusion/core.py)"
+        return (
+            f"{FUSIONFLEET_FACEFUSION_SOURCE}={source} is not a FaceFusion checkout "
+            "(no facefusion.py / facefusion/core.py)"
+        )
     python = facefusion_python()
     if not python.exists():
         return f"no interpreter with FaceFusion's dependencies at {python} (run `make facefusion-env`)"

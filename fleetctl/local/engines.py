@@ -10,21 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_HOME
 from fusionfleet.errors import JobRejected
 from fusionfleet.facefusion.catalogue import FACEFUSION_VERSION
 
 BUILT_IN = ("classic", "copy")
 FACEFUSION = "facefusion"
-# The worker's variable for FaceFusion's folder (gpu_worker/engines/facefusion/settings.py ENV_HOME):
-# spelt here because the CLI never imports the worker (tests/unit/test_local_engines.py holds them equal).
-ENV_FACEFUSION_HOME = "FUSIONFLEET_FACEFUSION_HOME"
 
 
 def worker_engines(env: Mapping[str, str], facefusion_importable: bool) -> tuple[str, ...]:
     """The engines workers started with `env` run: the built-in ones, and FaceFusion where they find it
     (its folder named, or its package importable by their interpreter, as the worker itself looks)."""
     found = set(BUILT_IN)
-    if env.get(ENV_FACEFUSION_HOME, "").strip() or facefusion_importable:
+    if env.get(FUSIONFLEET_FACEFUSION_HOME, "").strip() or facefusion_importable:
         found.add(FACEFUSION)
     return tuple(sorted(found))
 
@@ -37,7 +35,8 @@ def check_engine(asked: str | None, default: str | None, engines: tuple[str, ...
         return
     which = f"engine {engine!r}" + ("" if asked else " (the local stack's default)")
     hint = (
-        f"; start the stack with {ENV_FACEFUSION_HOME} naming a FaceFusion {FACEFUSION_VERSION} folder to run it"
+        f"; start the stack with {FUSIONFLEET_FACEFUSION_HOME} naming a FaceFusion {FACEFUSION_VERSION} folder"
+        " to run it"
         if engine == FACEFUSION
         else ""
     )

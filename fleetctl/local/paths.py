@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-ENV_LOCAL_DIR = "FUSIONFLEET_LOCAL_DIR"
-ENV_LOCALSTACK_PYTHON = "FUSIONFLEET_LOCALSTACK_PYTHON"
+from fusionfleet.environment.settings import FUSIONFLEET_LOCAL_DIR, FUSIONFLEET_LOCALSTACK_PYTHON
 
 
 def project_root() -> Path:
@@ -31,8 +30,8 @@ class LocalPaths:
     @classmethod
     def discover(cls, state_dir: Path | None = None, *, env: Mapping[str, str]) -> LocalPaths:
         root = project_root()
-        chosen = state_dir or Path(env.get(ENV_LOCAL_DIR) or root / ".fusionfleet" / "local")
-        configured = env.get(ENV_LOCALSTACK_PYTHON)
+        chosen = state_dir or Path(env.get(FUSIONFLEET_LOCAL_DIR) or root / ".fusionfleet" / "local")
+        configured = env.get(FUSIONFLEET_LOCALSTACK_PYTHON)
         return cls(root=root, state_dir=chosen, localstack_python_override=Path(configured) if configured else None)
 
     @property

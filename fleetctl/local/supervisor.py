@@ -34,6 +34,7 @@ from fleetctl.local.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, KeyFiles, mint
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import LOCAL_ACCESS_KEY, AwsTarget
 from fusionfleet.adapters.queues import SqsQueue
+from fusionfleet.environment.settings import AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_REGION
 from fusionfleet.layout import is_tenant_name
 
 logger = logging.getLogger(__name__)
@@ -47,9 +48,9 @@ Say = Callable[[str], None]
 
 def _aws_env(state: LocalState) -> dict[str, str]:
     return {
-        "AWS_ENDPOINT_URL": state.endpoint,
-        "AWS_REGION": state.region,
-        "AWS_DEFAULT_REGION": state.region,
+        AWS_ENDPOINT_URL: state.endpoint,
+        AWS_REGION: state.region,
+        AWS_DEFAULT_REGION: state.region,
         "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": LOCAL_ACCESS_KEY,
     }

@@ -305,7 +305,7 @@ FUSIONFLEET_FACEFUSION_HOME = Setting(
 )  # fmt: skip
 FUSIONFLEET_FACEFUSION_PYTHON = Setting(
     "FUSIONFLEET_FACEFUSION_PYTHON", str, None, read_by=(FACEFUSION, CLIENT),
-    shown={FACEFUSION: "the worker's Python", CLIENT: "the harness's own venv"},
+    shown={FACEFUSION: "the worker's Python", CLIENT: "`.venv-facefusion/bin/python`"},
     doc={FACEFUSION: "the interpreter FaceFusion runs under (`/opt/facefusion-venv/bin/python` in the image: "
          "FaceFusion's own pins)",
          CLIENT: "the interpreter the development harness runs FaceFusion under"},

@@ -23,6 +23,7 @@ from fleetctl.cli import main
 from fleetctl.exits import Exit
 from functions.api.app import tenant_jobs
 from functions.api.routes import respond
+from fusionfleet.environment.settings import FUSIONFLEET_API_URL, FUSIONFLEET_TOKEN
 from infra.emulators.api_gateway import ApiServer, LocalApi
 from infra.emulators.jwt_authorizer import JwtAuthorizer
 from tests.integration.conftest import Aws
@@ -59,7 +60,7 @@ def served(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
         aws.s3.put_object(Bucket=aws.media_bucket, Key=fields["key"], Body=path.read_bytes())
 
     monkeypatch.setattr(api_client, "post_form", put)
-    for name in (api_client.ENV_API_URL, api_client.ENV_TOKEN):
+    for name in (FUSIONFLEET_API_URL, FUSIONFLEET_TOKEN):
         monkeypatch.delenv(name, raising=False)
     try:
         yield Served(server.url, key)

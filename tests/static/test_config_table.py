@@ -45,10 +45,7 @@ CLASSES: dict[str, type[Any]] = {
 }
 # Files that still write names, each moving to the table's entries in its own commit.
 NOT_YET = {
-    "fleetctl/api_client.py", "fleetctl/connection.py", "fleetctl/local/supervisor.py",
-    "fleetctl/harness/facefusion.py", "fleetctl/local/engines.py", "fleetctl/local/paths.py",
-    "gpu_worker/engines/facefusion/settings.py", "benchmarks/stragglers.py", "benchmarks/integrations.py",
-    "benchmarks/chaos.py", "benchmarks/pipeline.py",
+    "gpu_worker/engines/facefusion/settings.py",
 }  # fmt: skip
 HANDLERS = {
     "functions.slicer.app.handler": settings.SLICER,

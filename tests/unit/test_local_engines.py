@@ -10,21 +10,16 @@ import pytest
 from fleetctl import job_commands, submit_commands, try_commands
 from fleetctl.cli import main
 from fleetctl.exits import Exit
-from fleetctl.local.engines import ENV_FACEFUSION_HOME, check_engine, worker_engines
-from fleetctl.local.paths import ENV_LOCAL_DIR
+from fleetctl.local.engines import check_engine, worker_engines
 from fleetctl.local.state import LocalState
+from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_HOME, FUSIONFLEET_LOCAL_DIR
 from fusionfleet.errors import JobRejected
-from gpu_worker.engines.facefusion.settings import ENV_HOME
-
-
-def test_the_cli_names_the_workers_variable_for_facefusions_folder() -> None:
-    assert ENV_FACEFUSION_HOME == ENV_HOME
 
 
 def test_workers_run_facefusion_only_where_they_find_it() -> None:
     assert worker_engines({}, facefusion_importable=False) == ("classic", "copy")
-    assert worker_engines({ENV_HOME: " "}, facefusion_importable=False) == ("classic", "copy")
-    assert worker_engines({ENV_HOME: "/opt/facefusion"}, facefusion_importable=False) == (
+    assert worker_engines({FUSIONFLEET_FACEFUSION_HOME: " "}, facefusion_importable=False) == ("classic", "copy")
+    assert worker_engines({FUSIONFLEET_FACEFUSION_HOME: "/opt/facefusion"}, facefusion_importable=False) == (
         "classic",
         "copy",
         "facefusion",
@@ -38,7 +33,7 @@ def test_an_engine_no_worker_runs_is_refused_with_the_reason() -> None:
         check_engine("facefusion", "classic", built_in)
     assert refused.value.reason == (
         "engine 'facefusion': no worker of the local stack runs it (they run classic, copy); "
-        f"start the stack with {ENV_HOME} naming a FaceFusion 3.8.1 folder to run it"
+        f"start the stack with {FUSIONFLEET_FACEFUSION_HOME} naming a FaceFusion 3.8.1 folder to run it"
     )
     with pytest.raises(JobRejected, match=r"engine 'facefusion' \(the local stack's default\): no worker"):
         check_engine(None, "facefusion", built_in)
@@ -64,7 +59,7 @@ def local_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, 
     LocalState(4566, "us-east-1", "fusionfleet", engines=["classic", "copy"], default_engine="classic").save(
         tmp_path / "state" / "state.json"
     )
-    monkeypatch.setenv(ENV_LOCAL_DIR, str(tmp_path / "state"))
+    monkeypatch.setenv(FUSIONFLEET_LOCAL_DIR, str(tmp_path / "state"))
     monkeypatch.delenv("FUSIONFLEET_ENDPOINT_URL", raising=False)
 
     def no_stack(_args: object) -> None:
