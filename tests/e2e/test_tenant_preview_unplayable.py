@@ -1,33 +1,115 @@
-"""A target the browser cannot play is still previewed: its frames are picked by number and the farm shows them.
+"""A target the browser cannot play is still previewed: from the farm's poster strip, or by frame number.
 
 Debian's Chromium plays no HEVC, which the farm takes. Playwright drives the tenant page's New job form on
-the local stack as a person would: with an HEVC clip in Matroska chosen, the preview says the browser does
-not play it and offers a frame number instead of the player; frames 20 and 3 are picked by number, Show
-originals has the farm show them as they are (a test render with the copy engine), and Preview frames
-renders them with the form's engine beside them; a frame past the clip's end is refused with the farm's
-reason, which names the clip's last frame.
+the local stack as a person would, with an HEVC clip in Matroska chosen:
 
-With FUSIONFLEET_SCREENSHOT_DIR set (docs/screenshots) the previewed frames are saved there as a small PNG.
+- the preview says the browser does not play it and offers a poster strip and a frame number instead of the
+  player; Show poster strip has the farm show 8 frames spread over the clip (a test render with the copy
+  engine and `spread_frames`: only the farm reads the clip's length), first and last included, each the
+  frame it is labelled (the clip's frames carry their number as a code of blocks, read back from each
+  picture); a click on one picks it, the strip's picture as its original, and Preview frames renders it;
+- frames 20 and 3 are picked by number, Show originals has the farm show them as they are, and Preview
+  frames renders them with the form's engine beside them; a frame past the clip's end is refused with
+  the farm's reason, which names the clip's last frame.
+
+With FUSIONFLEET_SCREENSHOT_DIR set (docs/screenshots) the strip and the previewed frames are saved there as
+small PNGs.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, Page, expect
 
 from fleetctl.local.supervisor import tenant_page_url
-from fleetctl.samples import grace_hopper_path
+from fleetctl.samples import grace_hopper_path, read_stamp
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import api_token, api_url
-from tests.support.browser import page, save_screenshot
+from tests.support.browser import open_new_job, page, save_screenshot
 from tests.support.media import ffmpeg, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 SECONDS, FPS = 1.2, 25  # 30 frames: 0–29
 RENDER_MS = 400_000  # the classic engine on a loaded 2-core machine
 SIZE = [320, 240]
+STRIP = 8  # the page's poster strip: frames spread over the clip
+LAST = round(SECONDS * FPS) - 1
+
+
+def hevc_clip(tmp_path: Path) -> Path:
+    """30 frames in HEVC (Matroska), each with its number drawn as a code of blocks (fleetctl.samples.stamp)."""
+    width, height = SIZE
+    plain = write_video(tmp_path / "plain.mp4", seconds=SECONDS, fps=FPS, width=width, height=height, with_stamp=True)
+    clip = tmp_path / "clip.mkv"
+    ffmpeg("-i", str(plain), "-c:v", "libx265", "-x265-params", "log-level=none", "-c:a", "copy", str(clip))
+    return clip
+
+
+def frame_shown(shown: Page, image: Locator) -> int:
+    """The frame number coded in the picture an <img> shows, fetched through its own link."""
+    answer = shown.request.get(image.get_attribute("src") or "")
+    assert answer.ok, answer.status
+    decoded = cv2.imdecode(np.frombuffer(answer.body(), np.uint8), cv2.IMREAD_COLOR)
+    assert decoded is not None and [decoded.shape[1], decoded.shape[0]] == SIZE, "not a picture of the clip's size"
+    return read_stamp(np.asarray(decoded, np.uint8))
+
+
+def test_a_target_the_browser_cannot_play_is_picked_from_the_farms_poster_strip(
+    stack: Stack, browser: str, tmp_path: Path
+) -> None:
+    # GIVEN acme signed in on its page, a face, the copy engine (frames out = frames in), and an HEVC clip
+    api, dashboard = api_url(stack), stack.state().dashboard_url
+    assert dashboard is not None
+    clip = hevc_clip(tmp_path)
+    with page((1280, 900), timeout_ms=30_000) as shown:
+        address = tenant_page_url(dashboard, api, api_token(stack, "acme"))
+        form = open_new_job(shown, address, [grace_hopper_path()], "copy")
+        # WHEN acme chooses the clip THEN the preview offers the farm's poster strip instead of the player
+        form.get_by_label("Targets").set_input_files(clip)
+        preview = form.get_by_role("region", name="Preview")
+        status = preview.get_by_role("status")
+        expect(status).to_contain_text("Show poster strip has the farm show 8 frames spread over it")
+        expect(shown.locator("#try-video")).to_be_hidden()
+        strip = preview.get_by_role("list", name="Poster strip")
+        expect(strip).to_be_hidden()
+        # WHEN acme asks for the strip
+        preview.get_by_role("button", name="Show poster strip").click()
+        # THEN 8 frames spread evenly over the clip are shown, in order, its first and last included
+        posters = strip.get_by_role("button")
+        expect(posters).to_have_count(STRIP, timeout=RENDER_MS)
+        labels = [posters.nth(index).get_attribute("aria-label") or "" for index in range(STRIP)]
+        assert all(label.startswith("pick frame ") for label in labels), labels
+        frames = [int(label.removeprefix("pick frame ")) for label in labels]
+        gaps = [later - earlier for earlier, later in itertools.pairwise(frames)]
+        assert frames[0] == 0 and frames[-1] == LAST and min(gaps) >= 1 and max(gaps) - min(gaps) <= 1, frames
+        expect(status).to_contain_text("click one to pick it")
+        panel, row = shown.locator("#new-job-panel").bounding_box(), strip.bounding_box()
+        assert panel and row and row["x"] + row["width"] <= panel["x"] + panel["width"], "the strip spills out"
+        # AND each thumbnail is the frame it is labelled (the number coded in its pixels): all differ
+        for frame in frames:
+            poster = strip.get_by_role("img", name=f"frame {frame} poster")
+            expect(poster).to_be_visible()
+            assert frame_shown(shown, poster) == frame
+        # WHEN acme clicks a frame in the middle THEN it is picked, the strip's picture of it its original
+        chosen = frames[STRIP // 2]
+        strip.get_by_role("button", name=f"pick frame {chosen}").click()
+        picked = preview.get_by_role("list", name="Picked frames").get_by_role("listitem")
+        expect(picked).to_have_count(1)
+        original = preview.get_by_role("img", name=f"frame {chosen} original")
+        expect(original).to_be_visible()
+        assert frame_shown(shown, original) == chosen
+        # AND previewing renders that frame (the copy engine's render is the frame itself)
+        preview.get_by_role("button", name="Preview frames").click()
+        rendered = preview.get_by_role("img", name=f"frame {chosen} rendered")
+        expect(rendered).to_be_visible(timeout=RENDER_MS)
+        assert frame_shown(shown, rendered) == chosen
+        expect(status).to_contain_text("Rendered with the copy engine")
+        save_screenshot(preview.screenshot(), "tenant-preview-strip.png")
 
 
 def test_a_target_the_browser_cannot_play_is_previewed_by_frame_number_with_the_farms_originals(
@@ -36,17 +118,10 @@ def test_a_target_the_browser_cannot_play_is_previewed_by_frame_number_with_the_
     # GIVEN acme signed in on its page, a face, and a clip in HEVC (Matroska), which Chromium does not play
     api, dashboard = api_url(stack), stack.state().dashboard_url
     assert dashboard is not None
-    plain = write_video(tmp_path / "plain.mp4", seconds=SECONDS, fps=FPS, width=SIZE[0], height=SIZE[1])
-    clip = tmp_path / "clip.mkv"
-    ffmpeg("-i", str(plain), "-c:v", "libx265", "-x265-params", "log-level=none", "-c:a", "copy", str(clip))
+    clip = hevc_clip(tmp_path)
     with page((1280, 900), timeout_ms=30_000) as shown:
-        shown.on("console", lambda message: print(f"page: {message.type}: {message.text}"))  # shown on failure
-        shown.goto(tenant_page_url(dashboard, api, api_token(stack, "acme")))
-        shown.get_by_role("button", name="New job").click()
-        form = shown.get_by_role("region", name="New job")
-        expect(form.get_by_role("checkbox", name="face swapper")).to_be_checked()
-        form.get_by_label("Source faces").set_input_files(grace_hopper_path())
-        form.get_by_label("Engine").select_option("classic")
+        address = tenant_page_url(dashboard, api, api_token(stack, "acme"))
+        form = open_new_job(shown, address, [grace_hopper_path()], "classic")
         # WHEN acme chooses the HEVC clip
         form.get_by_label("Targets").set_input_files(clip)
         # THEN the preview says this browser does not play it, and offers a frame number instead of the player

@@ -10,14 +10,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 from PIL import Image
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 # A folder for the docs' pictures (docs/screenshots): the browser tests save their screenshots there only
 # when it is set (taken with the test run alone, so the pictures show one test's jobs).
@@ -69,6 +69,20 @@ def page(size: tuple[int, int] = (1400, 900), timeout_ms: float = 15_000) -> Ite
             yield opened
         finally:
             launched.close()
+
+
+def open_new_job(shown: Page, address: str, sources: Sequence[Path], engine: str) -> Locator:
+    """The tenant page at `address` (its token in the fragment) with its New job form open as it opens
+    (FaceFusion's face swapper chosen), `sources` chosen as the faces and `engine` as the engine; the page's
+    console printed (pytest shows it when a test fails). Returns the form."""
+    shown.on("console", lambda message: print(f"page: {message.type}: {message.text}"))
+    shown.goto(address)
+    shown.get_by_role("button", name="New job").click()
+    form = shown.get_by_role("region", name="New job")
+    expect(form.get_by_role("checkbox", name="face swapper")).to_be_checked()
+    form.get_by_label("Source faces").set_input_files(list(sources))
+    form.get_by_label("Engine").select_option(engine)
+    return form
 
 
 def save_screenshot(png: bytes, name: str) -> Path | None:

@@ -4,9 +4,12 @@
 // POST /jobs: docs/test-renders.md) runs with the form's engine and options; each rendered frame is
 // shown beside the original. Change an option, preview again; Start job (tenant.js) runs the whole job or
 // batch with the same settings, naming the files a preview already sent by their keys.
-// A target the browser does not play (HEVC, a codec or container it lacks) is picked from by frame number
-// instead, and Show originals has the farm show the picked frames as they are: a test render with the copy
-// engine (frames out = frames in); a number past its end is refused with the API's reason, naming its last frame.
+// A target the browser does not play (HEVC, a codec or container it lacks) is picked from a poster strip
+// instead: Show poster strip has the farm show frames evenly spread over it (a test render with the copy
+// engine, frames out = frames in, and `spread_frames`: the farm chooses them, for only it reads the target's
+// length), and a click on one picks it, its picture the original. A frame may be typed by number too, and
+// Show originals has the farm show such picked frames as they are; a number past the end is refused with
+// the API's reason, naming its last frame.
 "use strict";
 
 const MAX_TRY_FRAMES = 16; // a test render's limit (fusionfleet.jobs.manifest)
@@ -14,10 +17,13 @@ const TRY_POLL_MS = 1000;
 const TRY_WAIT_MS = 15 * 60 * 1000;
 const THUMB_WIDTH = 320;
 const ORIGINALS_ENGINE = "copy";
+const STRIP_FRAMES = 8; // the poster strip's frames, first and last included
 
 // The target being previewed: its file, its object URL, the length of one frame (measured as it plays)
-// and its last frame, the frames picked (frame → their row), and the settings the rendered frames show.
-const tried = { videos: [], file: null, url: null, step: null, last: 0, picked: new Map(), shownWith: null, byNumber: false };
+// and its last frame, the frames picked (frame → their row), the settings the rendered frames show, and
+// (a target the browser does not play) its poster strip's pictures (frame → link).
+const tried = { videos: [], file: null, url: null, step: null, last: 0, picked: new Map(), shownWith: null,
+  byNumber: false, strip: new Map() };
 
 const sayTry = (text) => ($("try-status").textContent = text);
 
@@ -35,8 +41,10 @@ function loadTryTarget(file) {
   if (tried.url) URL.revokeObjectURL(tried.url);
   Object.assign(tried, { file, url: file ? URL.createObjectURL(file) : null, step: null, last: 0, shownWith: null });
   tried.picked.clear();
+  tried.strip.clear();
   showPickByNumber(false);
   $("try-frames").replaceChildren();
+  $("try-strip-frames").replaceChildren();
   $("try-scrub").max = "0";
   $("try-at").textContent = "–";
   sayTry(file ? `Loading ${file.name}…` : "");
@@ -71,20 +79,26 @@ async function measureFrameStep(video) {
   return steps.length ? Math.min(...steps) : null;
 }
 
-// The player, or (a target the browser cannot show) a frame number to type, and the farm's originals.
+// The player, or (a target the browser cannot show) the farm's poster strip, a frame number to type, and
+// the farm's originals.
 function showPickByNumber(byNumber) {
   tried.byNumber = byNumber;
+  const farmShows = byNumber && Boolean(catalogue && catalogue.engines.includes(ORIGINALS_ENGINE));
   $("try-video").hidden = byNumber;
   $("try-scrub-choice").hidden = byNumber;
   $("try-at").hidden = byNumber;
   $("try-number-choice").hidden = !byNumber;
-  $("try-originals").hidden = !byNumber || !(catalogue && catalogue.engines.includes(ORIGINALS_ENGINE));
+  $("try-originals").hidden = !farmShows;
+  $("try-strip").hidden = !farmShows;
+  $("try-strip-frames").hidden = !byNumber || tried.strip.size === 0;
 }
 
 function pickByNumber(file, why) {
   if (file !== tried.file || tried.byNumber) return;
   showPickByNumber(true);
-  sayTry(`${why}: type a frame number (from 0) and pick it, up to ${MAX_TRY_FRAMES}; ` +
+  const strip = $("try-strip").hidden ? "" :
+    `Show poster strip has the farm show ${STRIP_FRAMES} frames spread over it, to pick from; or `;
+  sayTry(`${why}: ${strip}type a frame number (from 0) and pick it, up to ${MAX_TRY_FRAMES}; ` +
     "Show originals has the farm show the picked frames as they are.");
 }
 
@@ -131,6 +145,7 @@ function thumbnail(video) {
 async function pickFrame() {
   const video = $("try-video");
   let frame;
+  let drawn = null;
   if (tried.byNumber) {
     frame = Number($("try-number").value);
     if (!Number.isInteger(frame) || frame < 0) return sayTry("A frame number is a whole number from 0.");
@@ -138,14 +153,20 @@ async function pickFrame() {
     if (!tried.step) return sayTry("The target is not ready: no frame can be picked yet.");
     if (video.seeking) await new Promise((resolve) => video.addEventListener("seeked", resolve, { once: true }));
     frame = frameAt(video.currentTime);
+    drawn = thumbnail(video);
   }
+  addPicked(frame, drawn || tried.strip.get(frame) || null);
+}
+
+// A picked frame's row: its original (drawn from the player, or the strip's picture of it, or, picked by
+// number, the farm's once Show originals is pressed) and, once previewed, its render.
+function addPicked(frame, originalSrc) {
   if (tried.picked.has(frame)) return sayTry(`Frame ${frame} is picked already.`);
   if (tried.picked.size >= MAX_TRY_FRAMES) return sayTry(`A preview renders at most ${MAX_TRY_FRAMES} frames.`);
-  // The original: drawn here from the player, or (picked by number) the farm's, once Show originals is pressed.
-  const original = tried.byNumber
+  const original = originalSrc === null
     ? el("figure", { className: "original" }, el("img", { alt: `frame ${frame} original`, hidden: "" }),
         el("figcaption", {}, `frame ${frame} · original not shown yet`))
-    : el("figure", { className: "original" }, el("img", { src: thumbnail(video), alt: `frame ${frame} original` }),
+    : el("figure", { className: "original" }, el("img", { src: originalSrc, alt: `frame ${frame} original` }),
         el("figcaption", {}, `frame ${frame} · original`));
   const row = el("li", { dataset: { frame } },
     original,
@@ -187,29 +208,27 @@ function showPicture(frame, which, url, said) {
   figure.querySelector("figcaption").textContent = said;
 }
 
-// A test render of the picked frames with `settings`, each picture put in its row's `which` figure. Returns
-// its job id, or null (what went wrong said in the status line, the API's problems under the form).
-async function renderPicked(settings, which) {
+// A test render of the target with the form's sources and `fields` (engine, options, its frames), said as
+// `doing` while it runs. Returns its id and its frames' pictures, or null (what went wrong said in the
+// status line, the API's problems under the form).
+async function testRender(fields, doing) {
   const sources = [...$("new-sources").files];
-  const frames = [...tried.picked.keys()].sort((a, b) => a - b);
-  const missing = !sources.length ? "Choose the source faces first." : !frames.length ? "Pick a frame first." : "";
-  if (missing) {
-    sayTry(missing);
+  if (!sources.length) {
+    sayTry("Choose the source faces first.");
     return null;
   }
-  const body = { source: sources.map(fileRef), target: fileRef(tried.file), frames, priority: "high", ...settings };
-  const buttons = [$("try-run"), $("try-originals")];
+  const body = { source: sources.map(fileRef), target: fileRef(tried.file), priority: "high", ...fields };
+  const buttons = [$("try-run"), $("try-originals"), $("try-strip")];
   showNewJobError("");
   for (const button of buttons) button.disabled = true;
   try {
     sayTry("Sending the files…");
     const jobId = await createAndStart(body, [...sources, tried.file]);
-    sayTry(`Rendering frame${frames.length > 1 ? "s" : ""} ${frames.join(", ")} (test render ${jobId})…`);
+    sayTry(`${doing} (test render ${jobId})…`);
     const view = await untilEnded(jobId);
     // Only a succeeded test render carries its frames (the page renders what it is given, names no state)
     if (!(view.frames || []).length) throw new Error(`test render ${jobId} ${view.state}: ${view.reason || ""}`);
-    for (const picture of view.frames) showPicture(picture.frame, which, picture.download_url, `frame ${picture.frame} · ${which}`);
-    return jobId;
+    return { jobId, pictures: view.frames };
   } catch (error) {
     sayTry(`The preview was not rendered: ${error.message}`);
     if (error.problems && error.problems.length) showNewJobError("The preview was refused:", error.problems);
@@ -217,6 +236,38 @@ async function renderPicked(settings, which) {
   } finally {
     for (const button of buttons) button.disabled = false;
   }
+}
+
+// A test render of the picked frames with `settings`, each picture put in its row's `which` figure. Returns
+// its job id, or null.
+async function renderPicked(settings, which) {
+  const frames = [...tried.picked.keys()].sort((a, b) => a - b);
+  if (!frames.length) {
+    sayTry("Pick a frame first.");
+    return null;
+  }
+  const done = await testRender({ frames, ...settings }, `Rendering frame${frames.length > 1 ? "s" : ""} ${frames.join(", ")}`);
+  if (!done) return null;
+  for (const picture of done.pictures) showPicture(picture.frame, which, picture.download_url, `frame ${picture.frame} · ${which}`);
+  return done.jobId;
+}
+
+// The poster strip: the farm's pictures of frames spread over the target (chosen by the farm, which reads
+// its length), as they are, each a button that picks its frame.
+async function showStrip() {
+  const file = tried.file;
+  const done = await testRender({ engine: ORIGINALS_ENGINE, options: {}, spread_frames: STRIP_FRAMES },
+    `Reading ${STRIP_FRAMES} frames spread over ${file.name}`);
+  if (!done || file !== tried.file) return; // failed (said), or another target was chosen meanwhile
+  tried.strip = new Map(done.pictures.map((picture) => [picture.frame, picture.download_url]));
+  const frames = [...tried.strip.keys()].sort((a, b) => a - b);
+  $("try-strip-frames").replaceChildren(...frames.map((frame) => el("li", {},
+    el("button", { type: "button", className: "poster", "aria-label": `pick frame ${frame}`, onclick: () => addPicked(frame, tried.strip.get(frame)) },
+      el("img", { src: tried.strip.get(frame), alt: `frame ${frame} poster` }),
+      el("span", {}, `frame ${frame}`)))));
+  $("try-strip-frames").hidden = false;
+  sayTry(`Frames ${frames[0]}–${frames[frames.length - 1]} of ${file.name}, spread over it (test render ${done.jobId}): ` +
+    "click one to pick it.");
 }
 
 async function runPreview() {
@@ -252,5 +303,6 @@ document.addEventListener("DOMContentLoaded", () => {
   $("try-pick").addEventListener("click", pickFrame);
   $("try-run").addEventListener("click", runPreview);
   $("try-originals").addEventListener("click", showOriginals);
+  $("try-strip").addEventListener("click", showStrip);
   for (const event of ["input", "change"]) $("new-job").addEventListener(event, onSettingsChanged);
 });
