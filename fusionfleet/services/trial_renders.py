@@ -24,8 +24,9 @@ from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.reader import JobReader
 from fusionfleet.messages import ObjectRef
 
-# Fields of the job's manifest that do not carry over to its test render.
-DROPPED = ("output", "targets", "item_notices", "webhook", "webhook_events", "metadata")
+# Fields of the job's manifest that do not carry over to its test render (a poster strip's `spread_frames`:
+# the frames asked replace the frames it chose).
+DROPPED = ("output", "targets", "item_notices", "webhook", "webhook_events", "metadata", "spread_frames")
 
 
 def trial_manifest(manifest: dict[str, Any], target: str, frames: Sequence[int]) -> dict[str, Any]:

@@ -53,6 +53,10 @@ def test_the_test_renders_manifest_is_the_jobs_with_its_frames_and_no_webhook() 
         "version": 1, "source": ["inputs/a/face.jpg"], "options": {"face_selector_mode": "many"}, "priority": "low",
         "target": "inputs/a/clip.mp4", "frames": [5, 1],
     }  # fmt: skip
+    # A poster strip tried again at other frames: those frames, not the strip's (both would be refused)
+    strip = {"version": 1, "source": ["inputs/a/face.jpg"], "target": "inputs/a/clip.mkv", "spread_frames": 8}
+    assert trial_manifest(strip, "inputs/a/clip.mkv", [3])["frames"] == [3]
+    assert "spread_frames" not in trial_manifest(strip, "inputs/a/clip.mkv", [3])
 
 
 def _farm() -> tuple[FakeStorage, TrialRenders]:
