@@ -131,6 +131,11 @@ def test_changed_manifest_under_the_same_key_is_a_new_job(slicer_env: Aws, clip:
             "so options.face_selector_mode must be 'reference'",
         ),
         ({**MAPPED, "engine": "copy"}, "faces: the copy engine swaps no faces; use classic"),
+        # a pass's own options (a job file's remix step) are FaceFusion's engine's only
+        (
+            {**MAPPED, "engine": "classic", "faces": [FACES[0], {**FACES[1], "options": {"face_enhancer_blend": 50}}]},
+            "faces: only the facefusion engine runs a mapping with options of its own",
+        ),
     ],
 )
 def test_bad_jobs_are_rejected_with_a_notice_and_lose_nothing(
@@ -445,3 +450,18 @@ def test_a_job_with_faces_carries_each_persons_sources_and_reference(slicer_env:
     assert faces[0]["reference"]["key"] == "inputs/face.jpg" and faces[0]["frame"] is None
     assert faces[1]["frame"] == 0 and faces[1]["reference"]["key"] == layout.face_reference_key(job, 1)
     assert aws.s3.head_object(Bucket=aws.work_bucket, Key=faces[1]["reference"]["key"])["ContentLength"] > 0
+
+
+def test_a_mappings_own_options_reach_its_pass(slicer_env: Aws, clip: Path) -> None:
+    # GIVEN a job file's swap-then-enhance chain as a manifest: the second mapping with its step's own options
+    aws = slicer_env
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, "inputs/clip.mp4", clip)
+    own = {"processors": ["face_enhancer"], "face_enhancer_blend": 50}
+    faces = [FACES[0], {**FACES[1], "options": own}]
+    put_manifest(aws, "jobs/passes.json", {**MAPPED, "engine": "facefusion", "faces": faces})
+    assert invoke(s3_event(aws.media_bucket, "jobs/passes.json")) == {"batchItemFailures": []}
+    (execution,) = aws.executions()
+    sent = json.loads(aws.sfn.describe_execution(executionArn=execution["executionArn"])["input"])["job"]["faces"]
+    # THEN the segment message carries them with that person, and none with the other
+    assert [face["options"] for face in sent] == [None, own]
