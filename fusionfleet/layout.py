@@ -76,8 +76,8 @@ def face_reference_key(job_id: str, face: int) -> str:
 
 # The formats read back as well as built (the parsers below); each is spelled here and nowhere else.
 # A segment's output (`mp4`, or `png` for an image target's picture or a test render's frame), a
-# backup copy's beside it (`.c1`), and the segment's record (`json`).
-SEGMENT_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}[.c{copy:01d}].{ext}")
+# backup copy's beside it (`.c1`), a later delivery's beside them (`.d2`), and the segment's record (`json`).
+SEGMENT_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}[.c{copy:01d}][.d{delivery:01d}].{ext}")
 ATTEMPT_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}.attempts/r{run:03d}-{attempt:03d}[-c{copy:01d}].json")
 RUN_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}.attempts/r{run:03d}-{kind:winner|task|backup}.json")
 CHUNK_FILE = KeyFormat(WORK_PREFIX + "{job}/checkpoints/{index:05d}/{first:07d}-{end:07d}.{kind:mp4|state}")
@@ -131,10 +131,13 @@ def attempt_record_key(job_id: str, index: int, run: int, attempt: int, copy: in
     return ATTEMPT_FILE.key(job=job_id, index=index, run=run, attempt=attempt, copy=copy)
 
 
-def copy_segment_key(job_id: str, index: int, copy: int, suffix: str = "mp4") -> str:
+def copy_segment_key(job_id: str, index: int, copy: int, suffix: str = "mp4", delivery: int = 0) -> str:
     """Where copy `copy` of a segment uploads its output: the original (0) at the segment's key, a
-    backup beside it, so two copies never write the same object; the segment record names the winner."""
-    return SEGMENT_FILE.key(job=job_id, index=index, copy=copy, ext=suffix)
+    backup beside it, so two copies never write the same object; the segment record names the winner.
+    `delivery`: a delivery after the first (its attempt number) uploads beside them too (`00003.d2.mp4`):
+    two deliveries of one copy may render at once (a lapsed visibility, SQS's duplicate), and one upload
+    landing on the other's key after its commit changed the committed bytes (the simulation's workers)."""
+    return SEGMENT_FILE.key(job=job_id, index=index, copy=copy, delivery=delivery if delivery > 1 else 0, ext=suffix)
 
 
 def segment_winner_key(job_id: str, index: int, run: int) -> str:

@@ -56,10 +56,12 @@ def result_of(record: SegmentRecord) -> SegmentResult:
     )
 
 
-def drop_output(storage: Storage, bucket: str, job_id: str, index: int, copy: int, committed: SegmentRecord) -> None:
-    """The losing copy's own upload, if it made one: never what the merge reads (best effort)."""
+def drop_output(
+    storage: Storage, bucket: str, job_id: str, index: int, copy: int, committed: SegmentRecord, delivery: int = 0
+) -> None:
+    """The losing copy's (or delivery's) own upload, if it made one: never what the merge reads (best effort)."""
     suffix = committed.key.rsplit(".", 1)[-1] if committed.key else "mp4"
-    key = layout.copy_segment_key(job_id, index, copy, suffix)
+    key = layout.copy_segment_key(job_id, index, copy, suffix, delivery)
     if key == committed.key:
         return
     try:

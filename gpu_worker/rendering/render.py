@@ -340,7 +340,7 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
             # The other copy finished while this one rendered: nothing of this one is uploaded.
             logger.info("%s: copy %s finished first; this copy's output is dropped", what, earlier.copy_number)
             return RenderResult(output=result_of(earlier), record=earlier)
-        key = layout.copy_segment_key(job.job_id, segment.index, task.copy_number, frames.suffix)
+        key = layout.copy_segment_key(job.job_id, segment.index, task.copy_number, frames.suffix, attempt.number)
         storage.upload_file(
             job.work_bucket, key, output_path, "image/png" if frames.suffix == STILL_SUFFIX else "video/mp4"
         )
@@ -366,9 +366,15 @@ def finish_segment(frames: RenderedFrames, storage: Storage, worker: str, attemp
             bytes_read=frames.bytes_read,
         )
         committed = commit(storage, job.work_bucket, job.run, record)
-        if committed.copy_number != task.copy_number:
-            logger.info("%s: copy %s committed first; this copy's output is dropped", what, committed.copy_number)
-            drop_output(storage, job.work_bucket, job.job_id, segment.index, task.copy_number, committed)
+        if committed.key != key:
+            # Another copy, or another delivery of this one, committed first: its result is the answer.
+            logger.info(
+                "%s: copy %s (attempt %s) committed first; this output is dropped",
+                what, committed.copy_number, committed.attempt,
+            )  # fmt: skip
+            drop_output(
+                storage, job.work_bucket, job.job_id, segment.index, task.copy_number, committed, attempt.number
+            )
             return RenderResult(output=result_of(committed), record=committed)
         try:
             Checkpoints(storage, job.work_bucket, job.job_id, segment.index).clear()

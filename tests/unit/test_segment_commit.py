@@ -70,3 +70,19 @@ def test_the_merge_reads_one_output_per_segment_the_committed_one() -> None:
         layout.segment_key(JOB.job_id, 0),
         f"{layout.segments_prefix(JOB.job_id)}00001.c1.mp4",
     ]
+
+
+def test_a_later_delivery_of_a_copy_uploads_beside_the_first_and_drops_its_output_when_it_loses() -> None:
+    # GIVEN copy 0's first delivery committed, and its second delivery uploaded to its own key
+    storage = FakeStorage()
+    first_key = layout.copy_segment_key(JOB.job_id, 1, 0, delivery=1)
+    second_key = layout.copy_segment_key(JOB.job_id, 1, 0, delivery=2)
+    assert first_key == layout.segment_key(JOB.job_id, 1) and second_key.endswith("00001.d2.mp4")
+    assert layout.parse_segment_file(second_key) == layout.SegmentFile(JOB.job_id, 1, "mp4")
+    storage.put_bytes(WORK, first_key, b"first")
+    storage.put_bytes(WORK, second_key, b"second")
+    committed = commit(storage, WORK, 0, finished(0, "w1"))
+    # WHEN the second delivery's commit finds the first's and drops its own output
+    drop_output(storage, WORK, JOB.job_id, 1, 0, committed, delivery=2)
+    # THEN the committed output keeps its bytes, and the second's is gone
+    assert storage.get_bytes(WORK, first_key) == b"first" and not storage.exists(WORK, second_key)

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from fusionfleet import layout
 from fusionfleet.adapters.queues import QueueMessage, ReceiptExpired
 from fusionfleet.errors import TokenGone
 from fusionfleet.messages import RenderTask
@@ -22,6 +23,7 @@ from tests.simulation.scheduler import Scheduler
 from tests.simulation.sqs import SimQueue
 from tests.simulation.workers import DLQ, QUEUE, Workers
 from tests.support.fakes import Clock
+from tests.support.jobs import WORK
 
 # The fault put back below is found today after about 50 schedules; a search that needs more has lost its reach.
 SEARCH = 600
@@ -104,10 +106,11 @@ def test_the_token_model_answers_once() -> None:
 
 
 def two_deliveries_of_one_segment_finish_at_once() -> Workers:
-    """The race the machine's invariant names (found by reading the commit path, then replayed here): a worker
+    """The race the machine's invariant names (found by reading the commit path, replayed here): a worker
     renders segment 0 and pauses before its upload; SQS delivers the message again and a second worker renders
     it too, past the winner check (nothing committed yet), to its upload; the first uploads and commits; then
-    the second uploads to the same key, the original copy's, as both are copy 0."""
+    the second uploads. Both are copy 0: before the fix both uploaded to the segment's key, and the second
+    changed the bytes the first had committed."""
     machine = Workers()
     machine.job(late=0.0)
     scheduler = machine.farm.scheduler
@@ -126,15 +129,14 @@ def two_deliveries_of_one_segment_finish_at_once() -> Workers:
     return machine
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="open: two deliveries of one copy upload to one key (gpu_worker/rendering/render.py finish_segment), "
-    "so the later one overwrites the output committed by the first; the fix needs a key per delivery",
-)  # fmt: skip
 def test_two_deliveries_of_a_segment_never_change_its_committed_output(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN the stand-in engine's few bytes, probed as the planned frames (as simulate() does)
     monkeypatch.setattr(render, "_check_segment", lambda path, task: task.job.output_frames(task.segment))
     # WHEN two deliveries of segment 0 finish at once (the schedule above)
     machine = two_deliveries_of_one_segment_finish_at_once()
-    # THEN the output the first committed still holds its bytes
+    # THEN the output the first committed still holds its bytes, the second's upload is dropped, and what the
+    # second answers its token with (if Step Functions took it) is the first's
     machine.committed_output_never_changes()
+    machine.tokens_answered_once_with_the_committed_output()
+    keys = machine.farm.storage.inner.list_keys(WORK, layout.segments_prefix(machine.job_id))
+    assert [key for key in keys if key.endswith(".mp4")] == [layout.segment_key(machine.job_id, 0)], keys
