@@ -58,6 +58,10 @@ class EncoderSettings:
     # The frames carry FaceFusion's alpha (background_remover's matte, where FaceFusion writes it: VP9 in
     # yuva420p): the engine yields BGRA, piped to the encoder as such, and the segments keep it to the output.
     alpha: bool = False
+    # A pixel format the frames are converted to before the colour conversion: FaceFusion's disk workflow merges
+    # its frames into VP9 through `format=yuva420p` first (ffmpeg_builder.keep_video_alpha, ahead of
+    # convert_color_space), so its YUV comes from BT.601's matrix then converted to BT.709's. "": none.
+    convert_first: str = ""
 
     @property
     def fps(self) -> Fraction:
@@ -159,6 +163,7 @@ def encoder_settings(
         # refuses; High 4:4:4 Predictive is the profile lossless H.264 is coded in, whatever the chroma.
         profile = LOSSLESS_H264_PROFILE
     chunk = max(1, min(max_segment_frames, round(float(fps) * CHUNK_SECONDS)))
+    disk_vp9 = engine == "facefusion" and codec == "libvpx-vp9" and options.get("workflow_strategy") == "disk"
     return EncoderSettings(
         codec=codec,
         profile=profile,
@@ -177,4 +182,5 @@ def encoder_settings(
         colour=BT709,
         container=container,
         alpha=engine == "facefusion" and video_keeps_alpha(options, codec),
+        convert_first="yuva420p" if disk_vp9 else "",
     )

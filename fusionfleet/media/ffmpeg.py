@@ -81,9 +81,11 @@ def size_filter(width: int, height: int, settings: EncoderSettings) -> list[str]
 
 
 def video_filters(width: int, height: int, settings: EncoderSettings) -> list[str]:
-    """The size, then the job's colour conversion and tags, as one filter chain."""
+    """The size, then the job's colour conversion and tags (after FaceFusion's own pixel format where it converts
+    first: `EncoderSettings.convert_first`), as one filter chain."""
     colour = output_filter(settings.colour)
-    chain = [*size_filter(width, height, settings), *([colour] if colour else [])]
+    first = [f"format={settings.convert_first}"] if settings.convert_first else []
+    chain = [*size_filter(width, height, settings), *first, *([colour] if colour else [])]
     return ["-vf", ",".join(chain)] if chain else []
 
 

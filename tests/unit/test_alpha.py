@@ -152,3 +152,14 @@ def test_a_pictures_alpha_is_the_lower_of_the_targets_and_the_matte_and_none_whe
     assert matte_alpha(target, matte).tolist() == [[50, 100], [0, 255]]  # type: ignore[union-attr]
     assert np.array_equal(matte_alpha(None, matte), matte)  # type: ignore[arg-type]
     assert matte_alpha(None, np.full((2, 2), 255, np.uint8)) is None  # FaceFusion writes no alpha then
+
+
+def test_the_disk_workflows_vp9_converts_to_yuva420p_before_the_colour_conversion_as_facefusions_merge_does() -> None:
+    # FaceFusion's merge_video: -vf fps,format=yuva420p,scale=out_color_matrix=bt709 (keep_video_alpha first)
+    disk = encode_segment_argv(64, 48, _settings(DISK), Path("/w/c.mp4"))
+    chain = disk[disk.index("-vf") + 1].split(",")
+    assert chain[0] == "format=yuva420p" and chain[1].startswith("scale=out_color_matrix=bt709")
+    # its memory writer converts from the piped frames directly, as every other encoder does
+    for options, container in ((BGRA, "webm"), ({**DISK, "output_video_encoder": "libx264"}, "mp4")):
+        argv = encode_segment_argv(64, 48, _settings(options, container), Path("/w/c.mp4"))
+        assert argv[argv.index("-vf") + 1].startswith("scale=out_color_matrix=bt709"), options
