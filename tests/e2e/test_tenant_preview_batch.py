@@ -25,7 +25,7 @@ from fleetctl.local.supervisor import tenant_page_url
 from fleetctl.samples import grace_hopper, grace_hopper_path
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import api_token, api_url
-from tests.support.browser import page, save_screenshot, until, video_state
+from tests.support.browser import open_new_job, page, save_screenshot, until, video_state
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
@@ -43,13 +43,8 @@ def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_o
     cv2.imwrite(str(mirrored), cv2.flip(grace_hopper(), 1))
     clips = [write_video(tmp_path / f"clip-{n}.mp4", seconds=SECONDS, fps=FPS, width=320, height=240) for n in range(3)]
     with page((1280, 900), timeout_ms=30_000) as shown:
-        shown.on("console", lambda message: print(f"page: {message.type}: {message.text}"))  # shown on failure
-        shown.goto(tenant_page_url(dashboard, api, api_token(stack, "acme")))
-        shown.get_by_role("button", name="New job").click()
-        form = shown.get_by_role("region", name="New job")
-        expect(form.get_by_role("checkbox", name="face swapper")).to_be_checked()
-        form.get_by_label("Source faces").set_input_files([grace_hopper_path(), mirrored])
-        form.get_by_label("Engine").select_option("classic")
+        address = tenant_page_url(dashboard, api, api_token(stack, "acme"))
+        form = open_new_job(shown, address, [grace_hopper_path(), mirrored], "classic")
         # WHEN acme chooses the three clips
         form.get_by_label("Targets").set_input_files(clips)
         # THEN the first plays in the browser's own player, its frames numbered at its rate
