@@ -299,7 +299,7 @@ CUDA_VISIBLE_DEVICES = Setting(
 # ---- FaceFusion (on the workers; gpu_worker/engines/facefusion/settings.py) ------------------------------
 FUSIONFLEET_FACEFUSION_HOME = Setting(
     "FUSIONFLEET_FACEFUSION_HOME", Path, None, read_by=(FACEFUSION, CLIENT),
-    shown="the importable `facefusion` package's checkout",
+    shown={FACEFUSION: "the importable `facefusion` package's checkout", CLIENT: "none"},
     doc={FACEFUSION: "FaceFusion's checkout (`/opt/facefusion` in the image)",
          CLIENT: "`local up` offers the `facefusion` engine when it is set (or the package is importable)"},
 )  # fmt: skip
@@ -378,7 +378,7 @@ RENDER_CONCURRENCY = Setting(
 )  # fmt: skip
 MAX_RUNNING_JOBS = Setting(
     "MAX_RUNNING_JOBS", int, 0, read_by=TENANT_ROUND,
-    shown={SLICER: "0 (no limit; 150 on the local stack)"},
+    shown={SLICER: "0 (no limit; 150 on the local stack)", WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's"},
     doc={SLICER: "jobs running at once; past it a new job is refused with a notice saying so",
          WATCHDOG: "the tenant round: the stack's limit a tenant's waiting jobs are admitted under",
          JOB_EVENTS: "the stack's limit, when a job's end admits the next"},
@@ -386,7 +386,8 @@ MAX_RUNNING_JOBS = Setting(
 TENANT_MAX_RUNNING_JOBS = Setting(
     "TENANT_MAX_RUNNING_JOBS", int, TenantLimits.max_running_jobs, read_by=TENANT_ROUND,
     flag="local up --tenant-max-running-jobs",
-    shown={SLICER: "0 (no limit; the template's `TenantMaxRunningJobs` 10; 8 on the local stack)"},
+    shown={SLICER: "0 (no limit; the template's `TenantMaxRunningJobs` 10; 8 on the local stack)",
+           WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's"},
     doc={SLICER: "jobs one tenant runs at once, unless its own settings say otherwise; past it the tenant's new job "
          "waits (`WAITING`) and starts by itself when one ends (see [tenants](tenants.md))",
          WATCHDOG: "the tenant round: the limit a tenant without settings of its own runs under, when it admits "
@@ -395,10 +396,13 @@ TENANT_MAX_RUNNING_JOBS = Setting(
 )  # fmt: skip
 TENANT_MAX_SEGMENTS = Setting(
     "TENANT_MAX_SEGMENTS", int, TenantLimits.max_segments, read_by=TENANT_ROUND, flag="local up --tenant-max-segments",
-    shown={SLICER: "0 (no limit; `TenantMaxSegments` 200; 64 on the local stack)"},
+    shown={SLICER: "0 (no limit; `TenantMaxSegments` 200; 64 on the local stack)",
+           WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's"},
     doc={SLICER: "segments one tenant has in flight, shared evenly among its `TENANT_MAX_RUNNING_JOBS` jobs; needs "
          "that limit, and is at least it",
-         WATCHDOG: "the tenant round: as the slicer's", JOB_EVENTS: "as the slicer's"},
+         WATCHDOG: "the tenant round: the segments in flight of a tenant without settings of its own",
+         JOB_EVENTS: "the segments in flight of tenants without settings of their own, when a job's end admits "
+         "the next"},
 )  # fmt: skip
 ENCODER_THREADS = Setting(
     "ENCODER_THREADS", int, 2, read_by=(SLICER,), doc="x264 threads, fixed per job so every segment encodes alike"
