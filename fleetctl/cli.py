@@ -272,38 +272,41 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
     return 0
 
 
+def up_options(args: argparse.Namespace) -> UpOptions:
+    """What `local up`'s flags ask for (a test holds the settings table's `local up` flags to it)."""
+    return UpOptions(
+        workers=args.workers,
+        max_workers=args.max_workers,
+        backlog_per_worker=args.backlog_per_worker,
+        port=args.port,
+        stack=args.stack,
+        default_engine=args.default_engine,
+        visibility_s=args.visibility_seconds,
+        accepted_backlog_s=args.accepted_backlog_seconds,
+        render_concurrency=args.render_concurrency,
+        tenant_max_running_jobs=args.tenant_max_running_jobs,
+        tenant_max_segments=args.tenant_max_segments,
+        watchdog_every_s=args.watchdog_every,
+        watchdog_stall_s=args.watchdog_stall_seconds,
+        watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
+        backups=args.backups,
+        backup_factor=args.backup_factor,
+        backup_min_age_s=args.backup_min_age_seconds,
+        backup_done_fraction=args.backup_done_fraction,
+        backup_last_segments=args.backup_last_segments,
+        faults_file=args.faults_file,
+        dashboard_port=args.dashboard_port,
+        api_port=args.api_port,
+    )
+
+
 def cmd_local(args: argparse.Namespace) -> int:
     from fleetctl.local.paths import LocalPaths
     from fleetctl.local.supervisor import LocalStack
 
     stack = LocalStack(LocalPaths.discover(args.state_dir, env=os.environ), say)
     if args.local_command == "up":
-        state = stack.up(
-            UpOptions(
-                workers=args.workers,
-                max_workers=args.max_workers,
-                backlog_per_worker=args.backlog_per_worker,
-                port=args.port,
-                stack=args.stack,
-                default_engine=args.default_engine,
-                visibility_s=args.visibility_seconds,
-                accepted_backlog_s=args.accepted_backlog_seconds,
-                render_concurrency=args.render_concurrency,
-                tenant_max_running_jobs=args.tenant_max_running_jobs,
-                tenant_max_segments=args.tenant_max_segments,
-                watchdog_every_s=args.watchdog_every,
-                watchdog_stall_s=args.watchdog_stall_seconds,
-                watchdog_dispatch_grace_s=args.watchdog_dispatch_grace_seconds,
-                backups=args.backups,
-                backup_factor=args.backup_factor,
-                backup_min_age_s=args.backup_min_age_seconds,
-                backup_done_fraction=args.backup_done_fraction,
-                backup_last_segments=args.backup_last_segments,
-                faults_file=args.faults_file,
-                dashboard_port=args.dashboard_port,
-                api_port=args.api_port,
-            )
-        )
+        state = stack.up(up_options(args))
         print(state.endpoint, flush=True)
         return 0
     if args.local_command == "down":
