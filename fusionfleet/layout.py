@@ -78,7 +78,9 @@ def face_reference_key(job_id: str, face: int) -> str:
 # A segment's output (`mp4`, or `png` for an image target's picture or a test render's frame), a
 # backup copy's beside it (`.c1`), a later delivery's beside them (`.d2`), and the segment's record (`json`).
 SEGMENT_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}[.c{copy:01d}][.d{delivery:01d}].{ext}")
-ATTEMPT_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}.attempts/r{run:03d}-{attempt:03d}[-c{copy:01d}].json")
+ATTEMPT_FILE = KeyFormat(
+    WORK_PREFIX + "{job}/segments/{index:05d}.attempts/r{run:03d}-{attempt:03d}[-c{copy:01d}].json"
+)
 RUN_FILE = KeyFormat(WORK_PREFIX + "{job}/segments/{index:05d}.attempts/r{run:03d}-{kind:winner|task|backup}.json")
 CHUNK_FILE = KeyFormat(WORK_PREFIX + "{job}/checkpoints/{index:05d}/{first:07d}-{end:07d}.{kind:mp4|state}")
 WEBHOOK_DELIVERY_FILE = KeyFormat(WORK_PREFIX + "{job}/webhooks/{event}.json")
