@@ -184,7 +184,7 @@ bench-sim: venv
 	$(PY) -m benchmarks.fleetsim
 
 # The protocol's deterministic simulation (issue 43; docs/simulation.md): N schedules of the real slicer,
-# admitter and CLI readers on simulated AWS; SEED=… replays a run. Its last line (JSON) is also written to
+# admitter, CLI readers and render workers' message handling on simulated AWS; SEED=… replays a run. Its last line (JSON) is also written to
 # benchmarks/results/simulate.json.
 N ?= 1000
 simulate: venv
