@@ -11,8 +11,9 @@ from fleetctl.local.recording import role_env
 from fleetctl.local.tokens import TENANT_CLAIM
 from fleetctl.stack import StackResources
 from fusionfleet.environment.api import ApiEnvironment
-from fusionfleet.environment.contract import POWERTOOLS_SERVICE, env_of
+from fusionfleet.environment.contract import env_of
 from fusionfleet.environment.job_events import JobEventsEnvironment
+from fusionfleet.environment.settings import POWERTOOLS_SERVICE_NAME
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.environment.worker import WorkerEnvironment
@@ -169,4 +170,4 @@ def webhook_secret_prefix(stack: str) -> str:
 
 def _powertools(service: str) -> dict[str, str]:
     """What Powertools reads in a handler's process (its service name in every log line)."""
-    return {POWERTOOLS_SERVICE: service}
+    return {POWERTOOLS_SERVICE_NAME: service}

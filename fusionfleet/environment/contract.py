@@ -2,14 +2,15 @@
 
     @dataclass(frozen=True)
     class SlicerEnvironment:
-        work_bucket: str = variable(ENV_WORK_BUCKET)
-        encoder_threads: int = variable(ENV_ENCODER_THREADS, 2)
+        work_bucket: str = variable("WORK_BUCKET")
+        encoder_threads: int = variable("ENCODER_THREADS", 2)
 
 `from_env(SlicerEnvironment, os.environ)` reads it (an entry point does, nowhere else), `to_env(value)`
 writes all of it back, `env_of(SlicerEnvironment, work_bucket=…)` writes just the settings given (the
 local stack starts each process with those, leaving the rest to the environment it inherits), and
 `names(SlicerEnvironment)` lists the variables (a static test holds template.yaml to them). Each
-default is written once, on the field.
+default is written once: the components' classes declare their fields with `settings.reader(component)`,
+which takes each name and default from the settings table (fusionfleet/environment/settings.py).
 
 Values are read by the field's type: str, int, float, bool, Path, `tuple[str, ...]` (comma-separated),
 or any of these `| None`. An empty variable counts as unset.
@@ -27,9 +28,6 @@ from typing import Any, TypeVar
 from fusionfleet.errors import FusionFleetError
 
 ENV = "env"  # the field metadata key that holds the variable's name
-# Read by Powertools in every Lambda handler, not by our code: a contract's variables plus these.
-POWERTOOLS_SERVICE = "POWERTOOLS_SERVICE_NAME"
-POWERTOOLS = frozenset({POWERTOOLS_SERVICE, "LOG_LEVEL"})
 _FALSE = ("0", "false", "off", "no")
 T = TypeVar("T")
 

@@ -53,6 +53,7 @@ class Setting(str):
     _doc: str | Mapping[str, str]
     _shown: str | Mapping[str, str] | None
     _defaults: Mapping[str, Any]
+    library: str | None  # read by this library, not by FusionFleet's code (no class has a field for it)
 
     def __new__(
         cls,
@@ -65,10 +66,11 @@ class Setting(str):
         shown: str | Mapping[str, str] | None = None,
         flag: str | Mapping[str, str] | None = None,
         defaults: Mapping[str, Any] | None = None,
+        library: str | None = None,
     ) -> Setting:
         setting = super().__new__(cls, name)
         setting.kind, setting.default, setting.read_by, setting._flag = kind, default, read_by, flag
-        setting._doc, setting._shown, setting._defaults = doc, shown, defaults or {}
+        setting._doc, setting._shown, setting._defaults, setting.library = doc, shown, defaults or {}, library
         unknown = sorted({*read_by, *setting._defaults, *_keys(doc), *_keys(shown), *_keys(flag)} - set(COMPONENTS))
         if unknown:
             raise ValueError(f"{name}: no component {', '.join(unknown)}")
@@ -612,7 +614,21 @@ FUSIONFLEET_IAM_PROCESS = Setting(
     doc="its name in the judge's report",
 )  # fmt: skip
 
+# ---- Read by Powertools in every Lambda handler, not by FusionFleet's code -----------------------------------
+POWERTOOLS_SERVICE_NAME = Setting(
+    "POWERTOOLS_SERVICE_NAME", str, None, read_by=FUNCTIONS, library="Powertools",
+    shown="none (the template and `local up` name each function)",
+    doc="read by Powertools: the service named in every log line",
+)  # fmt: skip
+LOG_LEVEL = Setting(
+    "LOG_LEVEL", str, "INFO", read_by=FUNCTIONS, library="Powertools", shown="`INFO` (the template's `LogLevel`)",
+    doc="read by Powertools: the least severe log line written",
+)  # fmt: skip
+
 TABLE: tuple[Setting, ...] = tuple(value for value in list(globals().values()) if isinstance(value, Setting))
+
+
+POWERTOOLS = frozenset(setting for setting in TABLE if setting.library == "Powertools")
 
 
 def read_by(component: str) -> tuple[Setting, ...]:

@@ -21,7 +21,7 @@ from fleetctl.local.processes import process_environments
 from fleetctl.stack import StackResources
 from fusionfleet.environment import docs, settings
 from fusionfleet.environment.api import ApiEnvironment
-from fusionfleet.environment.contract import POWERTOOLS, names
+from fusionfleet.environment.contract import names
 from fusionfleet.environment.dead_letters import DeadLetterEnvironment
 from fusionfleet.environment.facefusion import READ_AS_IS, FaceFusionEnvironment
 from fusionfleet.environment.job_events import JobEventsEnvironment
@@ -158,7 +158,8 @@ def test_a_generated_table_changes_with_the_table() -> None:
 def test_each_class_reads_the_tables_variables_for_its_component(component: str) -> None:
     contract = CLASSES[component]
     as_is = READ_AS_IS if component == settings.FACEFUSION else set()
-    assert names(contract) == set(settings.read_by(component)) - as_is, contract.__name__
+    others = {setting for setting in settings.read_by(component) if setting.library}  # Powertools'
+    assert names(contract) == set(settings.read_by(component)) - as_is - others, contract.__name__
     table = {str(setting): setting for setting in settings.TABLE}
     for field in contract.__dataclass_fields__.values():
         if "env" in field.metadata:
@@ -173,7 +174,7 @@ def test_template_yaml_sets_only_variables_the_table_gives_the_part_it_configure
     assert {properties["Handler"] for properties in functions} == set(HANDLERS)
     for properties in functions:
         component = HANDLERS[properties["Handler"]]
-        for name in set(properties.get("Environment", {}).get("Variables", {})) - POWERTOOLS:
+        for name in set(properties.get("Environment", {}).get("Variables", {})):
             assert name in table, f"{properties['Handler']} sets {name}, which the table does not declare"
             assert component in table[name].read_by, f"{properties['Handler']} sets {name}, not read by {component}"
     containers = [

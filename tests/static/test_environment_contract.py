@@ -14,8 +14,6 @@ from fleetctl.local.tokens import TENANT_CLAIM
 from fleetctl.stack import StackResources
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import (
-    POWERTOOLS,
-    POWERTOOLS_SERVICE,
     EnvironmentInvalid,
     from_env,
     names,
@@ -23,11 +21,12 @@ from fusionfleet.environment.contract import (
     variable,
 )
 from fusionfleet.environment.dead_letters import DeadLetterEnvironment
+from fusionfleet.environment.facefusion import READ_AS_IS, FaceFusionEnvironment
 from fusionfleet.environment.job_events import JobEventsEnvironment
+from fusionfleet.environment.settings import POWERTOOLS, POWERTOOLS_SERVICE_NAME
 from fusionfleet.environment.slicer import SlicerEnvironment
 from fusionfleet.environment.watchdog import WatchdogEnvironment
 from fusionfleet.environment.worker import WorkerEnvironment
-from gpu_worker.engines.facefusion import settings as facefusion_settings
 from tests.support.template import load_template
 
 # The Lambda runtime sets AWS_REGION in every function; ECS does not (the task definition does).
@@ -41,9 +40,7 @@ HANDLERS: dict[str, type[Any]] = {
 }
 CONTRACTS = (WorkerEnvironment, *HANDLERS.values())
 # What the worker's engines read from the environment it hands down (FaceFusion's settings).
-ENGINE_VARIABLES = frozenset(
-    value for name, value in vars(facefusion_settings).items() if name.startswith("ENV_") and isinstance(value, str)
-)
+ENGINE_VARIABLES = names(FaceFusionEnvironment) | READ_AS_IS
 REQUIRED = {
     "region": "r", "work_bucket": "w", "state_machine_arn": "arn:m", "topic_arn": "arn:t", "media_bucket": "m",
     "webhook_queue_url": "q/w.fifo", "secret_prefix": "fusionfleet/s/webhooks",
@@ -194,7 +191,7 @@ def test_local_up_gives_each_process_what_its_contract_reads_back_as_the_options
                      "dead_letters": "DeadLetterFunctionRole", "merge": "MergeTaskRole", "render": "RenderTaskRole",
                      "api": "ApiFunctionRole", "job_events": "JobEventsFunctionRole"}  # fmt: skip
     for variables in (envs.slicer, envs.watchdog, envs.api, envs.dead_letters):
-        assert POWERTOOLS_SERVICE in variables
+        assert POWERTOOLS_SERVICE_NAME in variables
 
 
 def test_one_bucket_has_one_variable_in_every_contract() -> None:
