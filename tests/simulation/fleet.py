@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import TaskCallbacks
 from fusionfleet.adapters.queues import QueueMessage, ReceiptExpired
 from fusionfleet.errors import TokenGone
@@ -138,12 +137,13 @@ class SimWorker(Worker[RenderTask]):
         handler = RenderHandler(renderer, storage, name, threading.Event())
         keep = KeepPolicy(visibility_s=VISIBILITY_S)
         super().__init__(
-            name, [queue_url], handler, queue, orchestrator, RetryPolicy(backoff_s=(2, 10, 60)), keep, StopSignal(),
+            name, [queue_url], handler, queue, orchestrator, RetryPolicy(), keep, StopSignal(),
             idle_wait_s=0, take_recheck_s=0.0, token_grace_s=0.0,
         )  # fmt: skip
         self.renderer = renderer
         self._clock = clock
         self.took: QueueMessage | None = None
+        self.cancelled_before = False  # started after the job's cancel had ended (set by the schedule)
 
     def _keeper(self, message: QueueMessage, task: RenderTask, on_keep: Callable[[], None] | None = None) -> Keeper:
         keeper = SimKeeper(
@@ -161,7 +161,3 @@ class SimWorker(Worker[RenderTask]):
         self.took = message
         self.execute(message)
         return "handled"
-
-
-def segment_key(job_id: str, index: int) -> str:
-    return layout.segment_key(job_id, index)

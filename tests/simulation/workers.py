@@ -91,7 +91,7 @@ class Workers(FarmMachine):
             STATS.faults[outcome.replace(" ", "_")] += 1
         self.note(f"worker {name} starts (its render: {outcome})")
         farm.scheduler.spawn("worker", name, farm.clock(), worker.take_one)
-        worker.cancelled_before = self.cancelled_at is not None  # type: ignore[attr-defined]
+        worker.cancelled_before = self.cancelled_at is not None
 
     @precondition(lambda self: self.kills and self.farm.scheduler.live("worker"))
     @rule(which=PICK, call=st.sampled_from(DYING_CALLS))
@@ -194,7 +194,7 @@ class Workers(FarmMachine):
     def a_cancelled_job_starts_no_segment(self) -> None:
         STATS.invariant_checks += 1
         for worker in self.workers:
-            took_after = worker.took is not None and worker.cancelled_before  # type: ignore[attr-defined]
+            took_after = worker.took is not None and worker.cancelled_before
             if took_after and worker.renderer.started:
                 raise broken(f"worker {worker.name} took a segment of the cancelled job after its cancel and "
                              f"rendered it: {worker.renderer.started}")  # fmt: skip
@@ -237,7 +237,7 @@ class Workers(FarmMachine):
                 renderer = StandInRenderer(f"w{len(self.workers)}", farm.storage, scheduler, "frames")
                 worker = SimWorker(renderer.worker_name, QUEUE, renderer, self.queue, farm.orchestrator,
                                    farm.storage, farm.clock)  # fmt: skip
-                worker.cancelled_before = self.cancelled_at is not None  # type: ignore[attr-defined]
+                worker.cancelled_before = self.cancelled_at is not None
                 self.workers.append(worker)
                 scheduler.finish(scheduler.spawn("worker", worker.name, farm.clock(), worker.take_one))
             self._check_all()
