@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from fleetctl.local.processes import process_environments
 from fleetctl.stack import StackResources
 from fusionfleet.environment import docs, settings
 from fusionfleet.environment.api import ApiEnvironment
-from fusionfleet.environment.contract import names
+from fusionfleet.environment.contract import _base, names
 from fusionfleet.environment.dead_letters import DeadLetterEnvironment
 from fusionfleet.environment.facefusion import READ_AS_IS, FaceFusionEnvironment
 from fusionfleet.environment.job_events import JobEventsEnvironment
@@ -161,10 +162,13 @@ def test_each_class_reads_the_tables_variables_for_its_component(component: str)
     others = {setting for setting in settings.read_by(component) if setting.library}  # Powertools'
     assert names(contract) == set(settings.read_by(component)) - as_is - others, contract.__name__
     table = {str(setting): setting for setting in settings.TABLE}
+    hints = typing.get_type_hints(contract)
     for field in contract.__dataclass_fields__.values():
         if "env" in field.metadata:
-            wanted = table[field.metadata["env"]].default_for(component)
-            assert field.default == wanted, f"{contract.__name__}.{field.name}: its default is the table's"
+            setting = table[field.metadata["env"]]
+            where = f"{contract.__name__}.{field.name}"
+            assert field.default == setting.default_for(component), f"{where}: its default is the table's"
+            assert _base(hints[field.name]) == setting.kind, f"{where}: its type is the table's, {setting.kind}"
 
 
 def test_template_yaml_sets_only_variables_the_table_gives_the_part_it_configures() -> None:
