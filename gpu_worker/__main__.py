@@ -21,11 +21,12 @@ from fusionfleet.messages import MergeTask
 from fusionfleet.webhooks.outbox import WebhookOutbox
 from gpu_worker import config as worker_config
 from gpu_worker.delivery.accounting import Billing
-from gpu_worker.delivery.analysis_task import AnalysisHandler, RenderQueueHandler, RenderQueueTask
+from gpu_worker.delivery.analysis_task import AnalysisHandler
 from gpu_worker.delivery.blocklist import Blocklist
 from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.lookahead import LookaheadPolicy
 from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.render_queue import RenderQueueHandler, RenderQueueTask
 from gpu_worker.delivery.retry import RetryPolicy
 from gpu_worker.delivery.tasks import MergeHandler, Renderer, RenderHandler, TaskHandler, TaskT
 from gpu_worker.delivery.token_actions import token_grace_s

@@ -1,4 +1,4 @@
-"""A job's content analysis, its own step before the Map, and the render queues' two kinds of task.
+"""A job's content analysis, its own step before the Map (the render queues take it beside segments: render_queue.py).
 
 The state machine sends a FaceFusion job's analysis to the job's render queue (fusionfleet.messages.
 AnalysisTask), so the workers that will render its segments make its verdict with the same engine,
@@ -13,17 +13,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import InputRejected
 from fusionfleet.facefusion.content_analysis import ContentVerdict, refusal_reason
 from fusionfleet.jobs.loss import is_job_failed
 from fusionfleet.jobs.runs import is_cancelled
-from fusionfleet.messages import AnalysisTask, RenderTask, parse_render_queue_message
+from fusionfleet.messages import AnalysisTask
 from gpu_worker.attempt import Attempt
-from gpu_worker.delivery.facts import Names, Note, Standing
-from gpu_worker.delivery.tasks import Output, RenderHandler, TaskHandler, no_progress
+from gpu_worker.delivery.facts import Names, Standing
+from gpu_worker.delivery.tasks import TaskHandler, no_progress
 
 logger = logging.getLogger(__name__)
 
@@ -65,39 +65,3 @@ class AnalysisHandler(TaskHandler[AnalysisTask]):
             self._storage, job.work_bucket, job.job_id
         )
         return Standing(stopped=stopped, progress=no_progress(progress_of))
-
-
-RenderQueueTask = RenderTask | AnalysisTask
-
-
-class RenderQueueHandler(TaskHandler[RenderQueueTask]):
-    """A render queue's messages: segments to render, and jobs' content analyses, each to its own handler."""
-
-    role = "render"
-
-    def __init__(self, render: RenderHandler, analysis: AnalysisHandler) -> None:
-        self.render = render
-        self.analysis = analysis
-
-    def _of(self, task: RenderQueueTask) -> TaskHandler[Any]:
-        return self.analysis if isinstance(task, AnalysisTask) else self.render
-
-    def parse(self, body: str) -> RenderQueueTask:
-        return parse_render_queue_message(body)
-
-    def describe(self, task: RenderQueueTask) -> Names:
-        return self._of(task).describe(task)
-
-    def start(self, task: RenderQueueTask, cancel: threading.Event, attempt: Attempt) -> Callable[[], Output]:
-        return self._of(task).start(task, cancel, attempt)
-
-    # Every hook the loop calls goes to the task's own handler: a wrapper that fell back to the defaults
-    # would silently drop the render handler's (its next segment's decoder, its budget hold, its billing).
-    def standing(self, task: RenderQueueTask, progress_of: range | None = None) -> Standing:
-        return self._of(task).standing(task, progress_of)
-
-    def note(self, task: RenderQueueTask, event: Note) -> None:
-        self._of(task).note(task, event)
-
-    def close(self) -> None:
-        self.render.close()  # the renderer both share

@@ -17,9 +17,10 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.jobs.timeline import timeline
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.messages import JobContext, ObjectRef, parse_render_queue_message
-from gpu_worker.delivery.analysis_task import AnalysisHandler, RenderQueueHandler
+from gpu_worker.delivery.analysis_task import AnalysisHandler
 from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.loop import Worker
+from gpu_worker.delivery.render_queue import RenderQueueHandler
 from gpu_worker.delivery.retry import RetryPolicy
 from gpu_worker.delivery.tasks import RenderHandler
 from gpu_worker.engines import registry

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from gpu_worker.delivery.analysis_task import RenderQueueHandler
+from gpu_worker.delivery.render_queue import RenderQueueHandler
 from gpu_worker.delivery.tasks import TaskHandler
 
 
