@@ -20,7 +20,7 @@ def parse(*argv: str) -> argparse.Namespace:
     return parser.parse_args(list(argv))
 
 
-ENV = {table.FUSIONFLEET_QUEUE_URLS: "https://q/high,https://q/low", table.AWS_REGION: "eu-west-1"}
+ENV: dict[str, str] = {table.FUSIONFLEET_QUEUE_URLS: "https://q/high,https://q/low", table.AWS_REGION: "eu-west-1"}
 
 
 def test_the_environment_fills_in_what_the_arguments_leave_out() -> None:
