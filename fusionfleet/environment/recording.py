@@ -22,7 +22,3 @@ class IamRecordingEnvironment:
     role: str | None = read(settings.FUSIONFLEET_IAM_ROLE)
     # The process's name in the judge's report; without it, the value of its `--name` argument.
     process: str | None = read(settings.FUSIONFLEET_IAM_PROCESS)
-
-
-# tests/e2e/conftest.py's name for it, kept until that file (changed by other work in flight) imports the table's.
-ENV_IAM_RECORD_DIR = settings.FUSIONFLEET_IAM_RECORD_DIR

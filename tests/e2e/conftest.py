@@ -22,7 +22,7 @@ from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.environment.contract import env_of
-from fusionfleet.environment.recording import ENV_IAM_RECORD_DIR
+from fusionfleet.environment.settings import FUSIONFLEET_IAM_RECORD_DIR
 from fusionfleet.environment.worker import WorkerEnvironment
 from tests.support.browser import chromium
 from tests.support.stack_health import HealthWatch
@@ -187,7 +187,7 @@ def up_command(port: int, state_dir: Path, workers: int) -> list[str]:
 def iam_recording() -> Path:
     """The folder where every local stack the suite starts records each AWS call its processes make (the IAM
     judge's input; tests/support/iam/recording.py names it once for all test processes and judges it at the end)."""
-    return Path(os.environ[ENV_IAM_RECORD_DIR])
+    return Path(os.environ[FUSIONFLEET_IAM_RECORD_DIR])
 
 
 @pytest.fixture(scope="session")
