@@ -171,7 +171,7 @@ def swap_end_to_end(engine: ClassicEngine, grace: Image, seconds: float) -> dict
     from fusionfleet.media.decode import iter_frames
     from fusionfleet.media.limits import MediaLimits
     from fusionfleet.media.probe import probe_video
-    from fusionfleet.media.reader import FileRangeSource, RangeReader
+    from fusionfleet.media.ranges import FileRangeSource, RangeReader
 
     with tempfile.TemporaryDirectory() as folder:
         target = samples.write_video(Path(folder) / "astronaut.mp4", seconds=seconds, fps=25, width=640, height=360)

@@ -35,7 +35,7 @@ from fusionfleet.media.image import check_image, image_as_video
 from fusionfleet.media.info import VideoInfo
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.sniff import SNIFF_BYTES, image_format, sniff_source
 
 # The template's defaults (template.yaml; tests/unit/test_estimate.py holds them equal): the fleet's most

@@ -30,7 +30,7 @@ from fusionfleet.jobs.timeline import timeline, trim_problem
 from fusionfleet.media.info import AudioInfo
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.sniff import SNIFF_BYTES, sniff_source
 from fusionfleet.media.source_audio import copy_audio, probe_audio
 from fusionfleet.media.still import frame_at

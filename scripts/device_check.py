@@ -200,7 +200,7 @@ def check_warm_engine(folder: Path) -> Proof:
         return skipped(name, why)
     from gpu_worker.engines.base import EngineJob
     from gpu_worker.engines.facefusion.execution import choose_provider
-    from gpu_worker.engines.facefusion.host import gather_facts
+    from gpu_worker.engines.facefusion.host_facts import gather_facts
     from gpu_worker.engines.facefusion.settings import EngineSettings
     from gpu_worker.engines.facefusion.warm import WarmFaceFusionEngine
 

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from fusionfleet.errors import MediaError
 from fusionfleet.media.colour import TONE_MAP_FILTER, tone_maps
 from fusionfleet.media.probe import VideoInfo, open_video
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 
 Image = npt.NDArray[np.uint8]
 

@@ -18,7 +18,7 @@ from fusionfleet.errors import InputRejected
 from fusionfleet.media.colour import transfer_name
 from fusionfleet.media.info import AudioTrack, VideoInfo
 from fusionfleet.media.limits import MediaLimits
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from fusionfleet.media.sniff import SNIFF_BYTES, VIDEO_CONTAINERS, sniff_video
 
 # AudioTrack and VideoInfo live in fusionfleet.media.info (no PyAV there); they are re-exported here

@@ -20,7 +20,7 @@ from fusionfleet.errors import InputRejected, MediaError
 from fusionfleet.media.info import AudioInfo
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import SAFE_DEMUXER_OPTIONS, duration_within
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from fusionfleet.media.sniff import AUDIO_CONTAINERS, MOV, SNIFF_BYTES, sniff_audio
 
 __all__ = ["CODECS", "AudioInfo", "copy_audio", "probe_audio"]

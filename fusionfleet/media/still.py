@@ -9,7 +9,7 @@ import numpy as np
 
 from fusionfleet.media.decode import Image, iter_frames
 from fusionfleet.media.probe import VideoInfo
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 
 
 def frame_at(reader: RangeReader, info: VideoInfo, index: int, what: str) -> Image:

@@ -40,7 +40,7 @@ from fusionfleet.jobs.timeline import Timeline, timeline, trim_problem
 from fusionfleet.jobs.trial import frames_problem, spread_frames, trial_plan, trimmed_frames_problem
 from fusionfleet.media.image import check_image, image_as_video
 from fusionfleet.media.probe import VideoInfo, probe_video
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from fusionfleet.media.sniff import IMAGE, SNIFF_BYTES, sniff_source, sniff_target
 from fusionfleet.media.source_audio import probe_audio
 from fusionfleet.media.still import encode_png, frame_at

@@ -21,7 +21,7 @@ import av
 
 from fusionfleet.media.ffmpeg import AUDIO_FILES, MP4_AUDIO_CODECS
 from fusionfleet.media.probe import VideoInfo, open_video
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from fusionfleet.media.info import AudioInfo
 from fusionfleet.media.inspect import MediaSummary, summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.runner import run_ffmpeg
 from fusionfleet.media.source_audio import copy_audio
 from fusionfleet.messages import (

@@ -14,7 +14,7 @@ import numpy as np
 from fusionfleet.errors import MediaError
 from fusionfleet.media.decode import Image, iter_frames
 from fusionfleet.media.probe import VideoInfo
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 
 PREVIEW_FRAMES = 4
 CELL_MAX_WIDTH = 320

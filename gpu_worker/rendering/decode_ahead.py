@@ -17,7 +17,7 @@ from typing import Any
 
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.probe import VideoInfo
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from gpu_worker.engines.base import Image
 from gpu_worker.rendering.handoff import Handoff, PipelineStop, Stopped, queue_frames
 from gpu_worker.rendering.stage_clock import StageClock

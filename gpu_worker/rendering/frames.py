@@ -31,7 +31,7 @@ from fusionfleet.errors import SegmentFailed
 from fusionfleet.jobs.encoding import EncoderSettings
 from fusionfleet.jobs.timeline import Timeline
 from fusionfleet.media.probe import VideoInfo
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from gpu_worker.engines.base import CarriesState, Engine, EngineJob, Frame, Image, ReportsSelection, StateUnreadable
 from gpu_worker.errors import Cancelled, Drained
 from gpu_worker.rendering.chunk_encoder import ChunkEncoder, ChunkEnd, OnChunk, OnState

@@ -29,7 +29,7 @@ from fusionfleet.errors import ObjectMissing
 from fusionfleet.facefusion.content_analysis import AnalysisProgress, ContentVerdict, judge, sample_step
 from fusionfleet.facefusion.requirements import processors_of
 from fusionfleet.media.decode import iter_frames
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from fusionfleet.messages import JobContext
 from gpu_worker.engines.base import ContentAnalyser, Engine, EngineError, EngineJob, Image, VoiceExtractor
 from gpu_worker.engines.pool import EnginePool

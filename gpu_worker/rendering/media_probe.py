@@ -27,7 +27,7 @@ from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.runner import FramePipe
 from gpu_worker.engines.base import Image
 

@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from fusionfleet.adapters.storage import S3RangeSource, Storage
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from fusionfleet.messages import RenderTask
 from gpu_worker.rendering.decode_ahead import DecodeAhead
 

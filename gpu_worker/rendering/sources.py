@@ -15,7 +15,7 @@ from fusionfleet.adapters.storage import S3RangeSource, Storage
 from fusionfleet.errors import InputRejected
 from fusionfleet.media.image import check_image
 from fusionfleet.media.limits import MediaLimits
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from fusionfleet.media.source_audio import copy_audio
 from fusionfleet.messages import JobContext, ObjectRef
 from gpu_worker.engines.base import Image, Person

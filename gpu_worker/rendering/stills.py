@@ -29,7 +29,7 @@ from fusionfleet.errors import SegmentFailed
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.image import decode_image
 from fusionfleet.media.limits import MediaLimits
-from fusionfleet.media.reader import RangeReader
+from fusionfleet.media.ranges import RangeReader
 from fusionfleet.messages import RenderTask
 from gpu_worker.engines.base import Engine, EngineJob, Frame, Image
 from gpu_worker.errors import Cancelled

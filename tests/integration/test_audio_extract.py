@@ -10,7 +10,7 @@ import numpy as np
 
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.runner import ffmpeg_exe
 from gpu_worker.merging.audio import extract_audio
 from tests.support.media import ffmpeg

@@ -18,7 +18,7 @@ from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.runner import FramePipe
 from gpu_worker.engines.base import EngineJob, Frame, Image
 from gpu_worker.engines.copy import CopyEngine

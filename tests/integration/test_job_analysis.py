@@ -17,7 +17,7 @@ from fusionfleet.errors import InputRejected
 from fusionfleet.facefusion.content_analysis import refusal_reason
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, ObjectRef, RenderTask
 from gpu_worker.attempt import Attempt
 from gpu_worker.engines.base import EngineJob, Frame, Image

@@ -12,7 +12,7 @@ from fleetctl.samples import read_stamp
 from fusionfleet.adapters.storage import S3RangeSource
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.messages import ObjectRef
 from gpu_worker.merging.merge import make_preview
 from gpu_worker.merging.preview import render_preview

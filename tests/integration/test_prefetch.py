@@ -16,7 +16,7 @@ from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, RenderTask
 from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.lookahead import LookaheadPolicy

@@ -12,7 +12,7 @@ from fusionfleet.errors import InputRejected
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from tests.support.media import ffmpeg
 
 

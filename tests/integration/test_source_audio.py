@@ -10,7 +10,7 @@ import pytest
 
 from fusionfleet.errors import InputRejected
 from fusionfleet.media.limits import MediaLimits
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.sniff import sniff_source
 from fusionfleet.media.source_audio import copy_audio, probe_audio
 from tests.support.media import ffmpeg

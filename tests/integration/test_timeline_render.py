@@ -136,7 +136,7 @@ def test_a_trimmed_facefusion_jobs_audio_is_facefusions_sample_for_sample(clip: 
     from fusionfleet.media.ffmpeg import merge_argv
     from fusionfleet.media.limits import MediaLimits
     from fusionfleet.media.probe import probe_video
-    from fusionfleet.media.reader import FileRangeSource, RangeReader
+    from fusionfleet.media.ranges import FileRangeSource, RangeReader
     from fusionfleet.media.runner import run_ffmpeg
     from gpu_worker.merging.audio import extract_audio
 

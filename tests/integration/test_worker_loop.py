@@ -24,7 +24,7 @@ from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.messages import JobContext, RenderTask
 from fusionfleet.services.slicing import Slicer
 from gpu_worker.delivery.keeper import KeepPolicy

@@ -11,7 +11,7 @@ from fleetctl.samples import write_video
 from fusionfleet.media.decode import iter_frames
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.runner import run_ffmpeg
 
 __all__ = ["decode_all", "ffmpeg", "remux", "write_video"]

@@ -24,7 +24,7 @@ from gpu_worker.engines.facefusion.execution import (
     HostFacts,
     execution_args,
 )
-from gpu_worker.engines.facefusion.host import gather_facts
+from gpu_worker.engines.facefusion.host_facts import gather_facts
 from gpu_worker.engines.facefusion.job_options import check_options, look_ahead, reference_position
 from gpu_worker.engines.facefusion.media import read_output, write_sources, write_target
 from gpu_worker.engines.facefusion.process import (

@@ -15,7 +15,7 @@ import numpy as np
 from fusionfleet.errors import InputRejected, MediaError
 from fusionfleet.jobs.encoding import track_timescale
 from fusionfleet.media.probe import open_video
-from fusionfleet.media.reader import FileRangeSource, RangeReader
+from fusionfleet.media.ranges import FileRangeSource, RangeReader
 from fusionfleet.media.runner import FramePipe
 from fusionfleet.media.sniff import MOV
 from gpu_worker.engines.base import EngineError, Frame, Image

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpu_worker.engines.facefusion.execution import PROVIDER_NAMES, choose_provider
-from gpu_worker.engines.facefusion.host import prove_provider
+from gpu_worker.engines.facefusion.host_facts import prove_provider
 from gpu_worker.engines.facefusion.process import probe_providers
 from gpu_worker.engines.facefusion.settings import resolve_home, settings_from_env
 

@@ -32,7 +32,7 @@ from gpu_worker.engines.facefusion import failures
 from gpu_worker.engines.facefusion.argv import RunPaths, log_args, path_args
 from gpu_worker.engines.facefusion.chain import ChainPass, chain_look_ahead, passes_of
 from gpu_worker.engines.facefusion.execution import HostFacts, execution_args, memory_args
-from gpu_worker.engines.facefusion.host import gather_facts
+from gpu_worker.engines.facefusion.host_facts import gather_facts
 from gpu_worker.engines.facefusion.job_options import check_options, option_args
 from gpu_worker.engines.facefusion.media import write_sources
 from gpu_worker.engines.facefusion.ring_flow import RingClosed, RingFlow

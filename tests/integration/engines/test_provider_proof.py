@@ -14,7 +14,7 @@ import pytest
 
 from fleetctl.harness.facefusion import facefusion_python
 from gpu_worker.engines.base import EngineUnavailable
-from gpu_worker.engines.facefusion.host import prove_provider
+from gpu_worker.engines.facefusion.host_facts import prove_provider
 from gpu_worker.engines.facefusion.process import run_provider_probe
 from gpu_worker.engines.facefusion.provider_proof import EXPECTED_OUTPUT, ProbeOutcome, needs_proof, proof_problem
 from gpu_worker.engines.facefusion.settings import settings_from_env
