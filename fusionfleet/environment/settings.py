@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fusionfleet.environment.contract import variable
 from fusionfleet.fleet.blocklist import BlockPolicy
 from fusionfleet.fleet.stragglers import BackupPolicy
 from fusionfleet.fleet.tenants import TenantLimits
@@ -121,7 +122,6 @@ def _shown(default: Any) -> str:
 def reader(component: str) -> Any:
     """`read(SETTING)`: a dataclass field of `component`'s environment class, named and defaulted by the
     table (fusionfleet.environment.contract); a setting the table does not give `component` is refused."""
-    from fusionfleet.environment.contract import variable
 
     def read(setting: Setting) -> Any:
         if component not in setting.read_by:
