@@ -111,7 +111,7 @@ def use_harness(folder: Path) -> None:
     environment), and the harness's face as its source."""
     from fleetctl.harness.facefusion import prepare, skip_reason
     from fleetctl.harness.pictures import face_image
-    from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
+    from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_HOME, FUSIONFLEET_FACEFUSION_PYTHON
 
     reason = skip_reason()
     if reason is not None:
@@ -119,7 +119,9 @@ def use_harness(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     harness = prepare(folder)
-    os.environ.update({**harness.env, ENV_HOME: str(harness.home), ENV_PYTHON: harness.python})
+    os.environ.update(
+        {**harness.env, FUSIONFLEET_FACEFUSION_HOME: str(harness.home), FUSIONFLEET_FACEFUSION_PYTHON: harness.python}
+    )
     SOURCES["facefusion"] = folder / "face.png"
     cv2.imwrite(str(SOURCES["facefusion"]), face_image())
 

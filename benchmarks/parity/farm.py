@@ -24,8 +24,8 @@ from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
+from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_HOME, FUSIONFLEET_FACEFUSION_PYTHON
 from fusionfleet.jobs.ids import job_id
-from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
 
 ROOT = Path(__file__).resolve().parents[2]
 UP_TIMEOUT_S = 600.0
@@ -91,7 +91,11 @@ class Farm:
 
     def __enter__(self) -> Farm:
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        env = {**self.harness.env, ENV_HOME: str(self.harness.home), ENV_PYTHON: self.harness.python}
+        env = {
+            **self.harness.env,
+            FUSIONFLEET_FACEFUSION_HOME: str(self.harness.home),
+            FUSIONFLEET_FACEFUSION_PYTHON: self.harness.python,
+        }
         up = subprocess.run(
             [*self._cli("up", "--workers", str(self.workers), "--port", str(self.port)), "--default-engine", "copy",
              "--no-backups"],

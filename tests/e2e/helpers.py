@@ -22,8 +22,8 @@ from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.queues import SqsQueue
+from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_HOME, FUSIONFLEET_FACEFUSION_PYTHON
 from fusionfleet.jobs.ids import job_id
-from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
 from tests.e2e.conftest import ROOT, Stack, free_port, up_command
 from tests.support.facefusion_harness import Harness
 from tests.support.media import decode_all
@@ -35,7 +35,7 @@ def facefusion_stack(home: Harness, state_dir: Path, workers: int) -> Iterator[S
     its logs printed and the stack taken down after."""
     (state_dir / "faults.json").write_text("[]")
     port = free_port()
-    env = {**home.env, ENV_HOME: str(home.home), ENV_PYTHON: home.python}
+    env = {**home.env, FUSIONFLEET_FACEFUSION_HOME: str(home.home), FUSIONFLEET_FACEFUSION_PYTHON: home.python}
     down = [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)]
     up = subprocess.run(
         up_command(port, state_dir, workers), env=env, cwd=ROOT, capture_output=True, text=True, timeout=400,

@@ -27,6 +27,7 @@ from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_HOME, FUSIONFLEET_FACEFUSION_PYTHON
 from fusionfleet.jobs.plan import SegmentPolicy
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
@@ -36,7 +37,6 @@ from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
 from gpu_worker.delivery.tasks import RenderHandler
-from gpu_worker.engines.facefusion.settings import ENV_HOME, ENV_PYTHON
 from gpu_worker.engines.pool import EnginePool
 from gpu_worker.lifecycle.stopping import StopSignal
 from gpu_worker.rendering.render import InlineRenderer, RenderDeps
@@ -113,7 +113,7 @@ def _render(
 
 def _worker(aws: Aws, tmp_path: Path, home: harness.Harness) -> Worker[Any]:
     storage = S3Storage(aws.s3)
-    env = {**home.env, ENV_HOME: str(home.home), ENV_PYTHON: home.python}
+    env = {**home.env, FUSIONFLEET_FACEFUSION_HOME: str(home.home), FUSIONFLEET_FACEFUSION_PYTHON: home.python}
     deps = RenderDeps(storage, EnginePool(env), SourceCache(storage, MediaLimits()), MediaLimits(), tmp_path, "w")
     handler = RenderHandler(InlineRenderer(deps), storage, "w", threading.Event())
     urls = [aws.queues[name] for name in ("RenderQueueHigh", "RenderQueueNormal", "RenderQueueLow")]

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from fleetctl import samples
+from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_MODE
 from fusionfleet.errors import InputRejected
 from fusionfleet.facefusion.options import to_cli_args
 from gpu_worker.engines.base import Engine, EngineError, EngineJob, EngineUnavailable, Frame, Image
@@ -563,7 +564,7 @@ def test_prepare_without_ffmpeg_on_path(tmp_path: Path) -> None:
 
 def test_registry_offers_facefusion_next_to_the_others() -> None:
     # GIVEN the registry WHEN asked for facefusion THEN it builds the warm engine, and keeps the others
-    env = {key: value for key, value in os.environ.items() if key != settings.ENV_MODE}
+    env = {key: value for key, value in os.environ.items() if key != FUSIONFLEET_FACEFUSION_MODE}
     engine = create_engine("facefusion", env)
     assert isinstance(engine, WarmFaceFusionEngine) and isinstance(engine, Engine)
     assert {"copy", "classic", "facefusion"} <= set(engine_names())
@@ -571,10 +572,10 @@ def test_registry_offers_facefusion_next_to_the_others() -> None:
 
 def test_per_segment_engine_stays_selectable() -> None:
     # GIVEN the mode set to per-segment WHEN the registry builds facefusion THEN it is headless-run's
-    assert isinstance(create_engine("facefusion", {settings.ENV_MODE: "per-segment"}), FaceFusionEngine)
+    assert isinstance(create_engine("facefusion", {FUSIONFLEET_FACEFUSION_MODE: "per-segment"}), FaceFusionEngine)
     # AND an unknown mode is refused with the choices
     with pytest.raises(EngineUnavailable, match="warm, per-segment"):
-        create_engine("facefusion", {settings.ENV_MODE: "lukewarm"})
+        create_engine("facefusion", {FUSIONFLEET_FACEFUSION_MODE: "lukewarm"})
 
 
 # --- the real FaceFusion, where it is installed -----------------------------------------------------
