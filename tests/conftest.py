@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support import facefusion_harness as harness
 from tests.support.iam.session import IamRecording
 from tests.support.media import ffmpeg, write_video
+from tests.support.scheduling import STACK_FILES_FIRST, FileSeconds, LongestFirstScheduling
 from tests.support.suite_budget import SuiteBudget, budget_from
 
 TIERS = ("static", "unit", "integration", "e2e")
@@ -22,6 +24,21 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(SuiteBudget(budget), "suite-budget")
     # Every AWS call the local stacks make, recorded into one folder and judged at the run's end
     config.pluginmanager.register(IamRecording(config), "iam-recording")
+    # Each file's seconds for the next run's order, from the controlling process of a whole side-by-side run
+    # (`make test`; a `-k` slice would make its files look short)
+    if config.getvalue("dist") == "loadfile" and not hasattr(config, "workerinput") and not config.getvalue("keyword"):
+        config.pluginmanager.register(FileSeconds(config), "file-seconds")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` hands out the stack files first, longest first (tests/support/scheduling.py)."""
+    return LongestFirstScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput[STACK_FILES_FIRST] = node.config.getvalue("dist") == "loadfile"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +25,11 @@ from fusionfleet.environment.contract import env_of
 from fusionfleet.environment.settings import FUSIONFLEET_IAM_RECORD_DIR
 from fusionfleet.environment.worker import WorkerEnvironment
 from tests.support.browser import chromium
+from tests.support.scheduling import STACK_FILES_FIRST
 from tests.support.stack_health import HealthWatch
 
 ROOT = Path(__file__).resolve().parents[2]
+E2E = Path(__file__).resolve().parent
 
 
 def free_port() -> int:
@@ -54,6 +56,7 @@ class Stack:
     aws: AwsTarget
     port: int
     health: HealthWatch | None = None
+    down: bool = False  # stopped: by the session's end, or early once no later test of this process needs it
 
     @property
     def faults_file(self) -> Path:
@@ -212,17 +215,56 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     health = HealthWatch(state.endpoint)
     stack = Stack(state_dir, state.endpoint, StackResources.from_outputs(state.outputs), aws, port, health)
     health.start()
+    _shared.append(stack)
     try:
         yield stack
     finally:
-        health.stop()
-        if health.down is not None:
-            print(f"LocalStack stopped answering: {health.down}")
-        print(stack.logs())
-        subprocess.run(
-            [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(state_dir)],
-            cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+        _take_down(stack)
+
+
+# The session's shared stack, once started: taken down as soon as no test of this process can need it.
+_shared: list[Stack] = []
+
+
+def _take_down(stack: Stack) -> None:
+    """Its logs printed and the stack stopped, once (the session's end, or the last stack file's)."""
+    if stack.down:
+        return
+    stack.down = True
+    if stack.health is not None:
+        stack.health.stop()
+        if stack.health.down is not None:
+            print(f"LocalStack stopped answering: {stack.health.down}")
+    print(stack.logs())
+    subprocess.run(
+        [sys.executable, "-m", "fleetctl.cli", "local", "down", "--state-dir", str(stack.state_dir)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def no_stack_file_after(item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+    """True when no test this process runs after `item` is in tests/e2e, so its shared stack can go.
+
+    In one process the session's order says it. Under `make test`'s scheduler (tests/support/scheduling.py)
+    every e2e file is handed out before any other, so the first other file a process is given is past them."""
+    if nextitem is None or nextitem.path.is_relative_to(E2E):
+        return False
+    workerinput = getattr(item.config, "workerinput", None)
+    if workerinput is not None:
+        return bool(workerinput.get(STACK_FILES_FIRST))
+    items = item.session.items
+    after = items[items.index(nextitem) :] if nextitem in items else []
+    return not any(later.path.is_relative_to(E2E) for later in after)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    # After the test's own teardown (its module's fixtures on the stack first): an idle stack costs about
+    # 4 CPU s a minute, and the rest of a process's files can take many minutes on the two cores.
+    result = yield
+    if _shared and no_stack_file_after(item, nextitem):
+        _take_down(_shared[0])
+    return result
 
 
 @pytest.fixture(autouse=True)
@@ -232,6 +274,8 @@ def stack_answering(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     stack: Stack = request.getfixturevalue("stack")
+    if stack.down:
+        pytest.fail("this process's shared stack was taken down after its last e2e file; a later file needs it")
     if stack.health is None:
         yield
         return
