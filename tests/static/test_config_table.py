@@ -1,8 +1,10 @@
 """Each setting is declared once, in the table (fusionfleet/environment/settings.py), and everything else
 follows from it: docs/configuration.md's tables are its generated text, each component's environment
-class reads exactly the table's variables for that component, template.yaml sets only variables the
-table gives the part it configures, every flag it names exists, and no variable's name is written as a
-string anywhere else in the code (the source is scanned by glob, wherever a file moves).
+class reads exactly the table's variables for that component with the table's types and defaults,
+template.yaml sets only variables the table gives the part it configures, every flag it names exists
+(and each `local up` flag reaches its variable in that component's process), and no variable's name is
+written as a string anywhere else in the product code (the source is scanned by glob, wherever a file
+moves; tests may spell a name, as an independent check).
 """
 
 from __future__ import annotations
