@@ -6,15 +6,18 @@ file while the others had nothing left. Here the files that start a local stack 
 within each group, the longest first (longest-processing-time first, which keeps the end of the run short).
 
 A file's length is what it took last time on this machine (the controlling process writes each file's
-seconds to pytest's cache when a run ends), else an estimate from its folder and number of tests: a fresh
-clone, as in CI, has no cache. The stack files stay first whatever the cache says, so a process that has
-moved past them never needs its stack again (tests/e2e/conftest.py takes it down then).
+seconds to pytest's cache when a run ends), else a committed measurement (file_seconds.json, if there is
+one), else an estimate from its folder and number of tests: a fresh clone, as in CI, has no cache. The
+stack files stay first whatever the figures say, so a process that has moved past them never needs its
+stack again (tests/e2e/conftest.py takes it down then).
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +28,8 @@ CACHE_KEY = "fusionfleet/file-seconds"
 STACK_FILES_FIRST = "fusionfleet_stack_files_first"
 E2E_FOLDER = "tests/e2e/"
 
-# Files outside tests/e2e that take minutes on 2 cores (the suite's slowest, by `--durations`); the others
-# are estimated from their number of tests.
+# Files outside tests/e2e known to take a minute or more on 2 cores (rough figures from earlier runs'
+# `--durations` and CPU measurements: only their order matters); the others go by their number of tests.
 KNOWN_SECONDS = {
     "tests/static/test_sam_cli.py": 120.0,
     "tests/unit/test_simulation.py": 90.0,
@@ -39,6 +42,17 @@ KNOWN_SECONDS = {
 }
 E2E_SECONDS_PER_TEST = 60.0
 SECONDS_PER_TEST = 0.2
+# e2e files that start a stack of their own besides the process's shared one (its start and stop: about a
+# minute of wall time on a loaded machine, more with FaceFusion's warm engines).
+OWN_STACK_FILES = frozenset(
+    f"tests/e2e/{name}.py"
+    for name in ("test_autoscale", "test_aws_stage_deploys", "test_facefusion_farm", "test_facefusion_job_files",
+                 "test_facefusion_parity")
+)  # fmt: skip
+OWN_STACK_SECONDS = 120.0
+# Measured figures for a fresh clone, which has no cache: the integrator copies the cache's entry
+# (.pytest_cache/v/fusionfleet/file-seconds) of a whole `make test` here.
+MEASURED = Path(__file__).with_name("file_seconds.json")
 
 
 def is_stack_file(path: str) -> bool:
@@ -52,7 +66,18 @@ def estimate(path: str, tests: int, learned: Mapping[str, float]) -> float:
         return float(learned[path])
     if path in KNOWN_SECONDS:
         return KNOWN_SECONDS[path]
-    return tests * (E2E_SECONDS_PER_TEST if is_stack_file(path) else SECONDS_PER_TEST)
+    if not is_stack_file(path):
+        return tests * SECONDS_PER_TEST
+    return tests * E2E_SECONDS_PER_TEST + (OWN_STACK_SECONDS if path in OWN_STACK_FILES else 0.0)
+
+
+def measured(path: Path = MEASURED) -> dict[str, float]:
+    """The committed per-file seconds of a whole run, if any (a missing or unreadable file: none)."""
+    try:
+        figures = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in figures.items()} if isinstance(figures, dict) else {}
 
 
 def longest_first(units: Mapping[str, Mapping[str, bool]], learned: Mapping[str, float]) -> list[str]:
@@ -71,7 +96,7 @@ class LongestFirstScheduling(LoadFileScheduling):  # type: ignore[misc]  # xdist
         super().__init__(config, log)
         cache = getattr(config, "cache", None)  # absent under -p no:cacheprovider
         learned = cache.get(CACHE_KEY, {}) if cache is not None else {}
-        self.learned: dict[str, float] = learned if isinstance(learned, dict) else {}
+        self.learned: dict[str, float] = {**measured(), **(learned if isinstance(learned, dict) else {})}
         self.ordered = False
 
     def _assign_work_unit(self, node: Any) -> None:

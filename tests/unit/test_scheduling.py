@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from pathlib import Path
 
 from tests.support.scheduling import (
     E2E_SECONDS_PER_TEST,
     KNOWN_SECONDS,
+    OWN_STACK_FILES,
+    OWN_STACK_SECONDS,
     SECONDS_PER_TEST,
     estimate,
     is_stack_file,
     longest_first,
+    measured,
 )
 
 
@@ -80,3 +84,20 @@ def test_the_order_is_applied_to_xdists_queue_in_place() -> None:
         queue.move_to_end(path)
     # THEN the queue pops the e2e file first, with its tests
     assert queue.popitem(last=False) == ("tests/e2e/test_b.py", {"tests/e2e/test_b.py::t0": False})
+
+
+def test_an_e2e_file_that_starts_a_stack_of_its_own_counts_that_start() -> None:
+    own = next(iter(OWN_STACK_FILES))
+    assert estimate(own, 1, {}) == E2E_SECONDS_PER_TEST + OWN_STACK_SECONDS
+    assert estimate("tests/e2e/test_shared_stack_only.py", 1, {}) == E2E_SECONDS_PER_TEST
+    # AND every file named here exists (a renamed file would silently lose its place)
+    root = Path(__file__).resolve().parents[2]
+    assert [name for name in [*OWN_STACK_FILES, *KNOWN_SECONDS] if not (root / name).is_file()] == []
+
+
+def test_committed_figures_are_read_and_a_bad_file_gives_none(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text('{"tests/e2e/test_chaos.py": 312.5}')
+    bad.write_text("not json")
+    assert measured(good) == {"tests/e2e/test_chaos.py": 312.5}
+    assert measured(bad) == {} and measured(tmp_path / "missing.json") == {}
