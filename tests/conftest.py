@@ -26,7 +26,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(IamRecording(config), "iam-recording")
     # Each file's seconds for the next run's order, from the controlling process of a whole side-by-side run
     # (`make test`; a `-k` slice would make its files look short)
-    if config.getvalue("dist") == "loadfile" and not hasattr(config, "workerinput") and not config.getvalue("keyword"):
+    if (
+        config.getoption("dist", None) == "loadfile"
+        and not hasattr(config, "workerinput")
+        and not config.getoption("keyword")
+    ):
         config.pluginmanager.register(FileSeconds(config), "file-seconds")
 
 
