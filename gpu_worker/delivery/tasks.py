@@ -331,8 +331,14 @@ class RenderHandler(TaskHandler[RenderTask]):
         if task.copy_number or is_cancelled(self._storage, job.work_bucket, job.job_id):
             return None
         marker = job_failed(self._storage, job.work_bucket, job.job_id)
-        if marker is None or marker.run != job.run or marker.segment == segment.index:
-            return None  # no marker of this run, or this segment's own failure (its token failed then)
+        if marker is None or marker.run != job.run:
+            return None  # no marker of this run: a retry is not lost by an earlier run's failure
+        if marker.segment == segment.index:
+            # Its own failure: the marker is written before the token is failed (settle), so a worker that died
+            # in between left the token waiting, and its redelivered message would be dropped with the token
+            # only woken: the job waited for its heartbeat timeout (found by the simulation's workers). Failed
+            # with the failure's own cause; TokenGone when that worker lived to fail it.
+            return marker.cause
         label = segment_label(segment.index, segment.start_frame, segment.end_frame)
         return f"{label} of {job.job_id} dropped unrendered: the job is lost ({marker.by}): {marker.cause}"
 

@@ -168,3 +168,27 @@ def test_a_cancel_that_dies_after_its_publish_gets_a_second_notice(monkeypatch: 
     machine = a_cancel_dies_after_its_publish()
     # WHEN everything runs to its end, THEN the job has one final notice
     machine.everything_ends()
+
+
+def test_a_segment_whose_worker_died_before_failing_its_token_still_fails_its_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN the schedule found with seed 2005951937 (after 8643 schedules), shrunk: segment 0 rendered; then
+    # segment 1's render fails for good, and its worker marks the job failed and dies before failing its token
+    monkeypatch.setattr(render, "_check_segment", lambda path, task: task.job.output_frames(task.segment))
+    machine = Workers()
+    machine.job(late=0.0)
+    scheduler = machine.farm.scheduler
+    machine.worker("frames")
+    scheduler.finish(scheduler.actors[-1])
+    machine.worker("engine error for good")
+    worker = scheduler.actors[-1]
+    while not worker.next_call.startswith("sfn.task_failure"):
+        scheduler.step(worker)
+    scheduler.kill(worker)
+    # WHEN every party the stack runs goes on (its message redelivered to another worker, which finds the job
+    # marked failed by that very segment)
+    machine.everything_ends()
+    # THEN the token was failed with the failure's own cause (before the fix: only woken, and the job waited)
+    execution = machine.farm.orchestrator.executions[machine.arn]
+    assert execution.map_error is not None and "cannot render these inputs" in execution.map_error[1]

@@ -119,12 +119,14 @@ def test_a_dropped_segment_of_a_cancelled_job_has_its_token_woken_not_failed() -
     assert orchestrator.reports() == [] and [c[0] for c in orchestrator.calls] == ["heartbeat", "heartbeat"]
 
 
-def test_a_failed_marker_of_an_earlier_run_or_of_the_segment_itself_fails_no_token() -> None:
+def test_a_failed_marker_of_an_earlier_run_fails_no_token_and_the_segments_own_fails_it_with_its_cause() -> None:
     storage = FakeStorage()
     handler = RenderHandler(ScriptedRenderer(), storage, "w", threading.Event())
     mark_job_failed(storage, WORK, _marker(segment=0))
-    # this segment's own failure already failed its token; a retry (run 1) is not lost by run 0's marker
-    assert handler.standing(task(index=0)) == Standing(stopped=True, token_cause=None)
+    # this segment's own failure: its token failed again with its own cause (the worker that marked the job
+    # may have died before failing it; the simulation's workers found the job then waited for its heartbeat
+    # timeout); a retry (run 1) is not lost by run 0's marker
+    assert handler.standing(task(index=0)) == Standing(stopped=True, token_cause=_marker(segment=0).cause)
     assert handler.standing(task(index=2, run=1)) == Standing(stopped=True, token_cause=None)
     assert handler.standing(task(index=2)).token_cause is not None
     # a backup copy never holds the token's last word
