@@ -171,11 +171,13 @@ class Client:
         extra: dict[str, Any] | None = None,
         frames: tuple[int, ...] = (),
         faces: tuple[dict[str, Any], ...] = (),
+        spread: int = 0,
     ) -> Submission:
         """Upload the media under inputs/<name>/, then the manifest: the manifest is the trigger.
 
         For a tenant, all three go under `tenants/<tenant>/` (inputs/, jobs/, outputs/). With `frames`, a
-        test render: its output is a prefix, one picture per frame under it (`layout.trial_frame_key`). With
+        test render: its output is a prefix, one picture per frame under it (`layout.trial_frame_key`); with
+        `spread`, a test render of that many frames the slicer spreads over the target. With
         `faces` (mappings whose `source` lists indices into `sources`), the manifest maps them to people
         (fusionfleet.jobs.faces) instead of naming `source`.
         """
@@ -200,9 +202,9 @@ class Client:
         target_key = upload(target, "target")
         reference_key = upload(reference, "reference") if reference else None
         manifest_key = layout.manifest_key(name, tenant)
-        if frames:
+        if frames or spread:
             output_key = layout.default_output_prefix(manifest_key)
-            extra = {**(extra or {}), "frames": list(frames)}
+            extra = {**(extra or {}), **({"frames": list(frames)} if frames else {"spread_frames": spread})}
         else:
             output_key = layout.default_output_key(manifest_key, local_output_suffix(target, target_key))
         if faces:
@@ -241,6 +243,15 @@ class Client:
         return replace(
             view, download=self._storage.presign_link(*view.output_object, DOWNLOAD_LINK_SECONDS, download=True)
         )
+
+    def trial_frames(self, job_id: str) -> tuple[int, ...]:
+        """The frames a test render renders, as the slicer wrote them into its context (for `spread_frames`,
+        the ones it chose); () before it was sliced or for any other job."""
+        reader = JobReader(
+            self._storage, self._orchestrator, self._resources.work_bucket, self._resources.state_machine_arn
+        )
+        context = reader.records.facts(job_id).context
+        return context.trial_frames if context is not None else ()
 
     def wait(
         self,

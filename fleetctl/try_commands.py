@@ -1,13 +1,14 @@
 """`fusionfleet try`: a test render. A few frames of a video rendered at full quality, as the whole job
 would render them (fusionfleet.jobs.trial), and written as one PNG per frame into a folder, named by
-frame number. It submits a job with `frames` to the stack (or through the HTTP API with `--api`),
-follows it and fetches each frame's picture."""
+frame number. It submits a job with `frames` (or `spread_frames`, `--spread N`: the farm chooses N
+frames evenly spread over the clip) to the stack (or through the HTTP API with `--api`), follows it
+and fetches each frame's picture."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fleetctl.api_client import ApiClient, download, ended
@@ -44,6 +45,13 @@ def parse_frames(text: str) -> tuple[int, ...]:
     return frames
 
 
+def parse_spread(text: str) -> int:
+    """`--spread 8`: that many frames spread over the whole clip, 1 to MAX_TRY_FRAMES. Pure; argparse's type."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_TRY_FRAMES:
+        raise argparse.ArgumentTypeError(f"a whole number of frames from 1 to {MAX_TRY_FRAMES}, not {text!r}")
+    return int(text)
+
+
 def picture_name(frame: int) -> str:
     """A frame's file in the output folder, named as the farm names it (`frame-000120.png`)."""
     return layout.trial_frame_key("", frame)
@@ -77,9 +85,15 @@ def add_parser(
         "-t", "--target", "--target-path", dest="target", required=True, type=Path, metavar="VIDEO",
         help="the video whose frames are rendered",
     )  # fmt: skip
-    trial.add_argument(
-        "--frames", required=True, type=parse_frames,
+    which = trial.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--frames", type=parse_frames,
         help=f"frame numbers from 0 in the whole video, comma-separated (at most {MAX_TRY_FRAMES}), e.g. 0,120,240",
+    )  # fmt: skip
+    which.add_argument(
+        "--spread", type=parse_spread, metavar="N",
+        help="N frames evenly spread over the video, the first and last included, chosen by the farm once it "
+        "has read the video's length (a poster strip)",
     )  # fmt: skip
     trial.add_argument("--output-dir", type=Path, default=Path.cwd(), help="where the pictures go (default: here)")
     trial.add_argument("--priority", default="high", choices=PRIORITIES, help="default high: someone is waiting")
@@ -113,15 +127,23 @@ def cmd_try(args: argparse.Namespace) -> int:
     client = client_of(args)
     submission = client.submit(
         args.source, args.target, args.priority, args.engine, args.quality, args.reference,
-        collect_facefusion_options(args), args.name, say, tenant=args.tenant, frames=args.frames,
+        collect_facefusion_options(args), args.name, say, tenant=args.tenant, frames=args.frames or (),
+        spread=args.spread or 0,
     )  # fmt: skip
-    say(f"test render {submission.job_id}: frames {', '.join(map(str, args.frames))}")
+    say(f"test render {submission.job_id}: {_asked(args)}")
     view = follow(client, args, submission.job_id, _describe)
     code = _ended(view.state if view.ended else None, view.reason, args.timeout)
     if code is None:
-        code = _fetch_all(args, lambda frame, path: _download_local(client, view, frame, path))
+        frames = args.frames or client.trial_frames(submission.job_id)
+        code = _fetch_all(args, frames, lambda frame, path: _download_local(client, view, frame, path))
     print(submission.job_id, flush=True)
     return code
+
+
+def _asked(args: argparse.Namespace) -> str:
+    if args.frames:
+        return f"frames {', '.join(map(str, args.frames))}"
+    return f"{args.spread} frame(s) spread over the video"
 
 
 def _describe(view: JobView) -> str:
@@ -149,13 +171,15 @@ def _ended(state: JobState | None, reason: str, timeout_s: float) -> int | None:
     return Exit.REJECTED if state is JobState.REJECTED else Exit.FAILED
 
 
-def _fetch_all(args: argparse.Namespace, fetch: Callable[[int, Path], object]) -> int:
+def _fetch_all(args: argparse.Namespace, frames: Sequence[int], fetch: Callable[[int, Path], object]) -> int:
+    if not frames:
+        raise FusionFleetError("the test render succeeded but names no frames")
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    for frame in args.frames:
+    for frame in frames:
         path = args.output_dir / picture_name(frame)
         fetch(frame, path)
         say(f"frame {frame} → {path}")
-    say(f"{len(args.frames)} frame(s) in {args.output_dir}")
+    say(f"{len(frames)} frame(s) in {args.output_dir}")
     return 0
 
 
@@ -172,9 +196,12 @@ def _try_api(args: argparse.Namespace, client: ApiClient) -> int:
         sources, target, "", args.priority, args.engine, args.quality, reference, collect_facefusion_options(args)
     )
     del body["output"]  # the API places the pictures under the tenant's prefix
-    body["frames"] = list(args.frames)
+    if args.frames:
+        body["frames"] = list(args.frames)
+    else:
+        body["spread_frames"] = args.spread
     job_id = client.submit(files, body, say)
-    say(f"test render {job_id}: frames {', '.join(map(str, args.frames))}")
+    say(f"test render {job_id}: {_asked(args)}")
     line = ProgressLine()
     status = client.wait(job_id, args.timeout, lambda s: line.show(str(s["state"])))
     line.done()
@@ -182,9 +209,10 @@ def _try_api(args: argparse.Namespace, client: ApiClient) -> int:
     code = _ended(state, str(status.get("reason", "")), args.timeout)
     if code is None:
         links = {int(item["frame"]): str(item["download_url"]) for item in status.get("frames") or []}
-        missing = [frame for frame in args.frames if frame not in links]
+        frames = args.frames or sorted(links)
+        missing = [frame for frame in frames if frame not in links]
         if missing:
             raise FusionFleetError(f"job {job_id} succeeded but the API gave no link for frame(s) {missing}")
-        code = _fetch_all(args, lambda frame, path: download(links[frame], path))
+        code = _fetch_all(args, frames, lambda frame, path: download(links[frame], path))
     print(job_id, flush=True)
     return code

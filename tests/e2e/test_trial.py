@@ -95,6 +95,25 @@ def test_a_test_renders_frames_are_the_full_renders_frames(stack: Stack, clip: P
         assert same_face >= max(others) + NEIGHBOUR_MARGIN_DB, (frame, same_face, others)
 
 
+def test_a_spread_test_render_fetches_the_frames_the_farm_chose(stack: Stack, clip: Path, tmp_path: Path) -> None:
+    # GIVEN a clip of 150 frames, and a test render that names no frames but asks for 4 spread over it
+    out = tmp_path / "strip"
+    trial = stack.cli(
+        "try", "--source", str(grace_hopper_path()), "--target", str(clip), "--engine", "copy", "--spread", "4",
+        "--output-dir", str(out),
+    )  # fmt: skip
+    assert trial.returncode == 0, trial.stderr
+    # THEN the CLI fetched the frames the slicer chose: first and last included, evenly spread, each the
+    # target's own frame (the copy engine returns its input) and not its neighbour
+    assert sorted(path.name for path in out.iterdir()) == [f"frame-{f:06d}.png" for f in (0, 50, 99, 149)]
+    target = opencv_frames(clip)
+    for frame in (0, 50, 99, 149):
+        picture = cv2.imread(str(out / f"frame-{frame:06d}.png"))
+        assert picture is not None and psnr(picture, target[frame]) >= MIN_PSNR_DB, frame
+        neighbour = target[frame - 1 if frame else frame + 1]
+        assert psnr(picture, target[frame]) > psnr(picture, neighbour) + NEIGHBOUR_MARGIN_DB, frame
+
+
 @pytest.mark.long  # `make e2e-long`: the API's wiring, beside make test's slice (the CLI's, above)
 def test_a_test_render_through_the_api_gives_a_link_per_frame(stack: Stack, clip: Path, tmp_path: Path) -> None:
     token, url = api_token(stack, "acme"), api_url(stack)

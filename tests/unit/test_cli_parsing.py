@@ -62,6 +62,21 @@ def test_try_takes_facefusions_short_names_too() -> None:
     assert args.source == [Path("a.jpg"), Path("b.jpg")] and args.target == Path("clip.mp4")
 
 
+def test_try_takes_frames_or_a_spread_never_both_and_never_neither(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["try", "-s", "a.jpg", "-t", "clip.mp4"]
+    args = build_parser().parse_args([*base, "--spread", "8"])
+    assert args.spread == 8 and args.frames is None
+    for wrong, said in (
+        (["--spread", "8", "--frames", "0"], "not allowed with argument"),
+        ([], "one of the arguments --frames --spread is required"),
+        (["--spread", "0"], "from 1 to"),
+        (["--spread", "eight"], "from 1 to"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            build_parser().parse_args([*base, *wrong])
+        assert stopped.value.code == 2 and said in capsys.readouterr().err, wrong
+
+
 def test_every_facefusion_option_the_fleet_owns_has_its_reason() -> None:
     flags = {"--" + name.replace("_", "-") for name in set(SYSTEM_OPTIONS) - POSITIONAL_IN_FACEFUSION}
     # the paths are the job's own (FaceFusion's names for them are taken), the rest the fleet's
