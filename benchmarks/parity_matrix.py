@@ -30,11 +30,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import cv2
+
 from benchmarks.goals import Goal, Verdict, exit_status, goal_table, judge, recorded
-from benchmarks.parity.clips import ClipSpec, layout, write_clip, write_source, write_voice
+from benchmarks.parity.clips import ClipSpec, layout, picture, write_clip, write_source, write_voice
 from benchmarks.parity.farm import Farm
 from benchmarks.parity.job_files import Step, run_job_case
 from benchmarks.parity.judge import PSNR_GOAL, Allowance, unexplained
+from benchmarks.parity.pictures import run_picture_case
 from benchmarks.parity.run import Case, Outcome, run_case
 from benchmarks.provenance import write_results
 from fleetctl.harness import facefusion as harness
@@ -63,6 +66,9 @@ class MatrixCase:
     # A FaceFusion job instead (benchmarks/parity/job_files.py): its steps' options, each with `"sources"` (the
     # harness's people), step 1 added and each later step a remix of the one before; `case.options` unused.
     steps: tuple[dict[str, Any], ...] = ()
+    # A picture target instead (FaceFusion's image-to-image): the clip's first frame in this format ("png",
+    # "webp"), rendered and judged as a picture, colour and alpha (benchmarks/parity/pictures.py).
+    image: str = ""
 
 
 def case(name: str, options: dict[str, Any], **fields: Any) -> MatrixCase:
@@ -257,6 +263,9 @@ def grown() -> list[MatrixCase]:
             {"processors": ["background_remover"], "temp_pixel_format": "bgra"},
             clip=WEBM,
         ),
+        # and on a picture: its matte as the output's alpha (a PNG or WebP target, its output in its format)
+        case("background_remover_png", {"processors": ["background_remover"]}, image="png"),
+        case("background_remover_webp", {"processors": ["background_remover"]}, image="webp"),
     ]
 
 
@@ -286,16 +295,15 @@ def run(
     rows = []
     with Farm(home, work / "farm", workers=workers) as farm:
         for item in cases:
-            if item.clip not in clips:
-                clips[item.clip] = write_clip(work / f"{item.clip.name()}.{item.clip.container}", item.clip)
             sources = [faces[person] for person in item.people] + ([voice] if item.voice else [])
             began = time.monotonic()
-            outcome: Outcome = (
-                run_job_case(item.case.name, home, farm, _steps(item.steps, faces), clips[item.clip], work,
-                             layout(item.clip), item.case.segments)
-                if item.steps
-                else run_case(item.case, home, farm, sources, clips[item.clip], work, layout(item.clip))
-            )  # fmt: skip
+            if item.image:
+                outcome: Outcome = run_picture_case(item.case, home, farm, sources, _still(item, work), work)
+            elif item.steps:
+                outcome = run_job_case(item.case.name, home, farm, _steps(item.steps, faces), _clip(item, clips, work),
+                                       work, layout(item.clip), item.case.segments)  # fmt: skip
+            else:
+                outcome = run_case(item.case, home, farm, sources, _clip(item, clips, work), work, layout(item.clip))
             print(outcome.account(), f"({time.monotonic() - began:.0f} s)", flush=True)
             found = outcome.verdict.found if outcome.verdict else []
             left = [difference.text for difference in unexplained(found, item.allowed)] + outcome.problems
@@ -311,6 +319,21 @@ def run(
             if after is not None:
                 after(rows)
     return rows
+
+
+def _clip(item: MatrixCase, clips: dict[ClipSpec, Path], work: Path) -> Path:
+    if item.clip not in clips:
+        clips[item.clip] = write_clip(work / f"{item.clip.name()}.{item.clip.container}", item.clip)
+    return clips[item.clip]
+
+
+def _still(item: MatrixCase, work: Path) -> Path:
+    """A picture case's target: the clip's first frame, in the case's format (WebP losslessly)."""
+    path = work / f"{item.case.name}.{item.image}"
+    quality = [cv2.IMWRITE_WEBP_QUALITY, 101] if item.image == "webp" else []
+    if not cv2.imwrite(str(path), picture(item.clip, 0), quality):
+        raise RuntimeError(f"could not write {path}")
+    return path
 
 
 def _steps(steps: tuple[dict[str, Any], ...], faces: dict[str, Path]) -> list[Step]:

@@ -27,9 +27,12 @@ import numpy as np
 from fusionfleet.adapters.storage import Storage
 from fusionfleet.errors import SegmentFailed
 from fusionfleet.media.decode import iter_frames
+from fusionfleet.media.ffmpeg import file_input, global_args
 from fusionfleet.media.image import decode_image
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.ranges import RangeReader
+from fusionfleet.media.runner import run_ffmpeg
+from fusionfleet.media.sniff import SNIFF_BYTES, image_format
 from fusionfleet.messages import RenderTask
 from gpu_worker.engines.base import Engine, EngineJob, Frame, Image
 from gpu_worker.errors import Cancelled
@@ -37,6 +40,7 @@ from gpu_worker.rendering.frames import LEAD_IN_FRAMES
 from gpu_worker.rendering.integrity import IntegrityWatch
 
 STILL_SUFFIX = "png"
+COPY_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -73,11 +77,15 @@ def render_still(
     engine looks ahead to (fed, not kept)."""
     context = task.job
     alpha = None
+    target_format = None
     if context.image is not None:
         lead_out = 0
         data = storage.get_bytes(context.target.bucket, context.target.key)
         picture, alpha = decode_image(data, f"target {context.target.key!r}", limits)
+        target_format = image_format(data[:SNIFF_BYTES])
         work = context.image.work_size
+        if target_format == "webp":
+            picture, alpha = _copied_webp(data, work, workdir, what)
         if (picture.shape[1], picture.shape[0]) != work:
             picture = _resized(picture, work)
             alpha = None if alpha is None else _resized(alpha, work)
@@ -113,6 +121,8 @@ def render_still(
     watch.check(what)
     if job.alpha:
         kept, alpha = kept[:, :, :3], matte_alpha(alpha, kept[:, :, 3])
+    if target_format == "webp" and alpha is not None:
+        kept = as_webp_temp(kept, alpha)
     _write_png(still_path(workdir, task), kept, alpha, what)
     return StillStats(engine_s=engine_s, frames_fed=fed)
 
@@ -144,6 +154,29 @@ def matte_alpha(target: Image | None, matte: Image) -> Image | None:
     where everything stays opaque (FaceFusion then writes no alpha: vision.conditional_merge_vision_mask)."""
     alpha = matte if target is None else np.minimum(target, matte)
     return None if bool((alpha == 255).all()) else np.ascontiguousarray(alpha, dtype=np.uint8)
+
+
+def _copied_webp(data: bytes, size: tuple[int, int], workdir: Path, what: str) -> tuple[Image, Image | None]:
+    """A WebP target as FaceFusion's copy_image leaves it for processing: written by FFmpeg at the size processed
+    and quality 100 (set_image_quality: libwebp's lossy quality, so the picture is re-encoded lossily), then read
+    as FaceFusion reads its temp image (cv2, with its alpha; FFmpeg cannot decode a lossy WebP with alpha)."""
+    source, copy = workdir / "target.webp", workdir / "target-copy.webp"
+    source.write_bytes(data)
+    argv = [*global_args(), *file_input(source, "webp_pipe"), "-s", f"{size[0]}x{size[1]}", "-q:v", "100", str(copy)]
+    run_ffmpeg(argv, COPY_TIMEOUT_S, f"{what}: the target's copy")
+    image = cv2.imdecode(np.frombuffer(copy.read_bytes(), np.uint8), cv2.IMREAD_UNCHANGED)
+    if image is None or image.ndim != 3 or image.shape[2] not in (3, 4):
+        raise SegmentFailed(f"{what}: FFmpeg's copy of the WebP target could not be read back")
+    alpha = image[:, :, 3] if image.shape[2] == 4 and bool((image[:, :, 3] < 255).any()) else None
+    return np.ascontiguousarray(image[:, :, :3]), None if alpha is None else np.ascontiguousarray(alpha)
+
+
+def as_webp_temp(picture: Image, alpha: Image) -> Image:
+    """The colour FaceFusion's temp image keeps for a WebP target: cv2.imwrite writes it as lossless WebP, whose
+    encoder (libwebp, `exact` off) blanks the colour of every fully transparent pixel; its output is made from that."""
+    blanked = picture.copy()
+    blanked[alpha == 0] = 0
+    return blanked
 
 
 def _resized(image: Image, size: tuple[int, int]) -> Image:

@@ -18,7 +18,7 @@ from fusionfleet.jobs.image_output import image_output
 from fusionfleet.media.ffmpeg import concat_argv, encode_segment_argv, finalize_image_argv
 from gpu_worker.engines.facefusion.wire import frame_bytes, frame_from, frame_shape, output_frame
 from gpu_worker.rendering.frames import _checked_shape
-from gpu_worker.rendering.stills import matte_alpha
+from gpu_worker.rendering.stills import as_webp_temp, matte_alpha
 
 REMOVER = {"processors": ["background_remover"]}
 DISK = {**REMOVER, "workflow_strategy": "disk"}
@@ -163,3 +163,10 @@ def test_the_disk_workflows_vp9_converts_to_yuva420p_before_the_colour_conversio
     for options, container in ((BGRA, "webm"), ({**DISK, "output_video_encoder": "libx264"}, "mp4")):
         argv = encode_segment_argv(64, 48, _settings(options, container), Path("/w/c.mp4"))
         assert argv[argv.index("-vf") + 1].startswith("scale=out_color_matrix=bt709"), options
+
+
+def test_a_webp_targets_picture_has_no_colour_where_it_is_fully_transparent_as_facefusions_temp_webp() -> None:
+    picture = np.full((2, 2, 3), 120, np.uint8)
+    alpha = np.array([[0, 1], [255, 0]], np.uint8)
+    blanked = as_webp_temp(picture, alpha)
+    assert blanked[:, :, 0].tolist() == [[0, 120], [120, 0]] and (picture == 120).all()  # the input is left alone
