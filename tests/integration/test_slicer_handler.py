@@ -29,7 +29,7 @@ MANIFEST = {
     "priority": "high",
 }
 # Two people: one named by a picture of them, the other by frame 0 of the target.
-FACES = [
+FACES: list[dict[str, Any]] = [
     {"source": "inputs/face.jpg", "reference": "inputs/face.jpg"},
     {"source": ["inputs/face.jpg"], "reference_frame": 0},
 ]
