@@ -78,3 +78,16 @@ def test_the_per_segment_engine_refuses_faces_rather_than_render_them_as_absent(
     job = EngineJob("j", (_picture(3),), people=(Person((_picture(3),), _picture(1)),))
     with pytest.raises(EngineError, match="not one pass per person of `faces`"):
         FaceFusionEngine(env={}).validate(job)
+
+
+def test_passes_that_differ_only_in_whom_they_pick_keep_the_faces_found() -> None:
+    # FaceFusion's face store holds what face_creator.get_many_faces found, which reads only the detector's and
+    # the landmarker's options: switching between two people's passes (another reference_face_position, another
+    # selector) must not clear it, or each switch finds the sources' and the reference's faces again (the chain
+    # benchmark's first run: 1.62x job-run's time); another detector must.
+    from gpu_worker.engines.facefusion.warm_server import face_options
+
+    first = {"face_detector_model": "yolo_face", "face_selector_mode": "reference", "reference_face_position": 0}
+    assert face_options(first) == face_options({**first, "reference_face_position": 1, "face_selector_mode": "one"})
+    assert face_options(first) != face_options({**first, "face_detector_model": "retinaface"})
+    assert face_options(first) != face_options({**first, "face_landmarker_score": 0.2})

@@ -68,8 +68,10 @@ __all__ = ["HEADER", "frame_bytes", "frame_from", "read_message", "write_message
 
 PARSED_LIMIT = 64  # distinct argvs whose parse is kept (one per job and option set)
 # FaceFusion's face store is keyed by a frame's pixels alone, whatever the options that found the faces;
-# the options that decide which faces are found and chosen (its UI clears the store when any changes).
-FACE_OPTION_PREFIXES = ("face_detector_", "face_landmarker_", "face_selector_", "reference_face_")
+# the options that decide which faces are found (face_creator.get_many_faces reads no others: the selector
+# and the reference filter the stored faces afterwards, face_selector.select_faces). Chained passes that
+# differ only in whom they pick (reference_face_position) so keep their sources' and references' faces.
+FACE_OPTION_PREFIXES = ("face_detector_", "face_landmarker_")
 # Inference contexts (inference_manager.get_inference_context) begin with the module's name.
 PROCESSOR_MODULES = "facefusion.processors.modules."
 
