@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from fleetctl import connection
+from fleetctl import admission, connection
 from fleetctl.client import Client
 from fleetctl.exits import Exit, of_state
 from fleetctl.local.engines import check_engine
@@ -23,7 +23,6 @@ from fleetctl.notices import SqsNoticeInbox
 from fleetctl.subscriptions import check_tenant
 from fleetctl.tables import duration, table
 from fleetctl.tenant_cli import print_cost, print_deliveries
-from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.errors import JobNotFound
@@ -98,13 +97,8 @@ def follow(client: Client, args: argparse.Namespace, job_id: str, describe: Call
 
 
 def operations_of(args: argparse.Namespace) -> Operations:
-    conn = connect(args)
-    return Operations(
-        S3Storage(conn.aws.client("s3")),
-        StepFunctions(conn.aws.client("stepfunctions")),
-        SnsNotifier(conn.aws.client("sns")),
-        conn.resources(),
-    )
+    """Cancel and retry; a tenant's retried job is admitted at once with the stack's limits (fleetctl.admission)."""
+    return admission.operations(connect(args), os.environ)
 
 
 def reader_of(args: argparse.Namespace) -> JobReader:

@@ -14,15 +14,13 @@ import signal
 import sys
 from types import FrameType
 
-from fleetctl import connection
+from fleetctl import admission, connection
 from fleetctl.dashboard.server import DashboardServer
 from fleetctl.dashboard.source import StackSource
-from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.settings import FUSIONFLEET_ENDPOINT_URL, FUSIONFLEET_STACK
 from fusionfleet.jobs.reader import JobReader
-from fusionfleet.services.operations import Operations
 
 logger = logging.getLogger("fleetctl.dashboard")
 
@@ -47,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     storage, orchestrator = S3Storage(conn.aws.client("s3")), StepFunctions(conn.aws.client("stepfunctions"))
     resources = conn.resources()
     reader = JobReader(storage, orchestrator, resources.work_bucket, resources.state_machine_arn)
-    operations = Operations(storage, orchestrator, SnsNotifier(conn.aws.client("sns")), resources)
+    # Its retry admits a tenant's job at once with the stack's limits (fleetctl.admission).
+    operations = admission.operations(conn, os.environ)
     server = DashboardServer(StackSource(reader, operations), args.port)
     signal.signal(signal.SIGTERM, _stop)
     logger.info("dashboard of stack %s on %s", conn.stack_name, server.url)

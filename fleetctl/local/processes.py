@@ -136,6 +136,9 @@ def process_environments(options: UpOptions, resources: StackResources, scratch:
     api = env_of(
         ApiEnvironment, media_bucket=resources.media_bucket, **stack, tenant_claim=TENANT_CLAIM,
         webhook_allow_loopback=True, default_engine=options.default_engine,
+        # A tenant's retried job is admitted at once, with the limits the slicer's admitter has.
+        tenant_max_running_jobs=options.tenant_max_running_jobs, tenant_max_segments=options.tenant_max_segments,
+        max_running_jobs=options.max_running_jobs, webhook_queue_url=webhooks,
     )  # fmt: skip
     delays = tuple(str(delay) for delay in options.webhook_retry_delays_s or ())
     job_events = (

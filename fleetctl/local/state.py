@@ -7,6 +7,9 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+# The admission limits a state records (`UpOptions`' fields of these names).
+LIMITS = ("max_running_jobs", "tenant_max_running_jobs", "tenant_max_segments")
+
 
 @dataclass(frozen=True)
 class ManagedProcess:
@@ -55,6 +58,9 @@ class LocalState:
     # (fleetctl/local/engines.py); empty in a state file written before they were recorded.
     engines: list[str] = field(default_factory=list)
     default_engine: str | None = None
+    # The admission limits its slicer, watchdog and notice follower run with (`UpOptions`' names), so the
+    # CLI and the dashboard admit a retried job with them too (fleetctl.admission); empty in an older file.
+    limits: dict[str, int] = field(default_factory=dict)
 
     @property
     def endpoint(self) -> str:
@@ -84,4 +90,5 @@ class LocalState:
             api_url=data.get("api_url"),
             engines=list(data.get("engines", [])),
             default_engine=data.get("default_engine"),
+            limits={str(k): int(v) for k, v in data.get("limits", {}).items()},
         )

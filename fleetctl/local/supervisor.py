@@ -29,7 +29,7 @@ from fleetctl.local.page_uploads import allow_page_uploads
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions, process_environments
 from fleetctl.local.recording import role_env
-from fleetctl.local.state import LocalState, ManagedProcess
+from fleetctl.local.state import LIMITS, LocalState, ManagedProcess
 from fleetctl.local.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, KeyFiles, mint
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import LOCAL_ACCESS_KEY, AwsTarget
@@ -148,6 +148,7 @@ class LocalStack:
         # The workers get this environment and this interpreter: what they can run is known here.
         state.engines = list(worker_engines(os.environ, importlib.util.find_spec("facefusion") is not None))
         state.default_engine = options.default_engine
+        state.limits = {name: getattr(options, name) for name in LIMITS}
         wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
             (
                 "slicer",

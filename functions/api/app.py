@@ -17,13 +17,17 @@ from functions.api.routes import respond
 from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.notify import SnsNotifier
 from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.ordered_queue import SqsOrderedQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import from_env
+from fusionfleet.fleet.tenants import TenantLimits
 from fusionfleet.jobs.reader import JobReader
+from fusionfleet.services.admission import AdmissionConfig
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_jobs import MIB, TenantJobs
 from fusionfleet.webhooks.addresses import AddressPolicy
+from fusionfleet.webhooks.outbox import WebhookOutbox
 
 logger = Logger(service="fusionfleet-api")
 
@@ -34,12 +38,24 @@ def tenant_jobs(config: ApiEnvironment) -> TenantJobs:
     storage = S3Storage(aws.client("s3", signature_version="s3v4"))
     orchestrator = StepFunctions(aws.client("stepfunctions"))
     reader = JobReader(storage, orchestrator, config.work_bucket, config.state_machine_arn)
-    operations = Operations(storage, orchestrator, SnsNotifier(aws.client("sns")), config)
+    operations = Operations(
+        storage, orchestrator, SnsNotifier(aws.client("sns")), config, admission=admission(config),
+        outbox=WebhookOutbox(SqsOrderedQueue(aws.client("sqs")), config.webhook_queue_url, storage, config.work_bucket)
+        if config.webhook_queue_url else None,
+    )  # fmt: skip
     loopback = config.webhook_allow_loopback
     return TenantJobs(storage, reader, operations, config.media_bucket, config.work_bucket, config.upload_url_s,
                       config.download_url_s, config.max_upload_mib * MIB,
                       webhooks=AddressPolicy(allow_loopback=loopback, require_https=not loopback),
                       default_engine=config.default_engine)  # fmt: skip
+
+
+def admission(config: ApiEnvironment) -> AdmissionConfig:
+    """The stack's limits, as its slicer and watchdog admit with: a tenant's retried job starts at once below them."""
+    return AdmissionConfig(
+        config.work_bucket, config.state_machine_arn, max_running_jobs=config.max_running_jobs,
+        stack_limits=TenantLimits(config.tenant_max_running_jobs, config.tenant_max_segments),
+    )  # fmt: skip
 
 
 @cache

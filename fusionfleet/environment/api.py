@@ -25,3 +25,8 @@ class ApiEnvironment:
     token_use: str = read(settings.API_TOKEN_USE)  # empty: not checked
     webhook_allow_loopback: bool = read(settings.WEBHOOK_ALLOW_LOOPBACK)
     default_engine: str = read(settings.DEFAULT_ENGINE)
+    # The stack's admission limits: a tenant's retried job is admitted with them at once.
+    tenant_max_running_jobs: int = read(settings.TENANT_MAX_RUNNING_JOBS)
+    tenant_max_segments: int = read(settings.TENANT_MAX_SEGMENTS)
+    max_running_jobs: int = read(settings.MAX_RUNNING_JOBS)
+    webhook_queue_url: str | None = read(settings.WEBHOOK_QUEUE_URL)

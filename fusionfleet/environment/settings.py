@@ -379,32 +379,37 @@ RENDER_CONCURRENCY = Setting(
     doc="segments of one job in flight at once",
 )  # fmt: skip
 MAX_RUNNING_JOBS = Setting(
-    "MAX_RUNNING_JOBS", int, 0, read_by=TENANT_ROUND,
-    shown={SLICER: "0 (no limit; 150 on the local stack)", WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's"},
+    "MAX_RUNNING_JOBS", int, 0, read_by=(*TENANT_ROUND, API),
+    shown={SLICER: "0 (no limit; 150 on the local stack)", WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's",
+           API: "as the slicer's"},
     doc={SLICER: "jobs running at once; past it a new job is refused with a notice saying so",
          WATCHDOG: "the tenant round: the stack's limit a tenant's waiting jobs are admitted under",
-         JOB_EVENTS: "the stack's limit, when a job's end admits the next"},
+         JOB_EVENTS: "the stack's limit, when a job's end admits the next",
+         API: "the stack's limit, when a retried job (`POST /jobs/{id}/retry`) is admitted at once"},
 )  # fmt: skip
 TENANT_MAX_RUNNING_JOBS = Setting(
-    "TENANT_MAX_RUNNING_JOBS", int, TenantLimits.max_running_jobs, read_by=TENANT_ROUND,
+    "TENANT_MAX_RUNNING_JOBS", int, TenantLimits.max_running_jobs, read_by=(*TENANT_ROUND, API),
     flag="local up --tenant-max-running-jobs",
     shown={SLICER: "0 (no limit; the template's `TenantMaxRunningJobs` 10; 8 on the local stack)",
-           WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's"},
+           WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's", API: "as the slicer's"},
     doc={SLICER: "jobs one tenant runs at once, unless its own settings say otherwise; past it the tenant's new job "
          "waits (`WAITING`) and starts by itself when one ends (see [tenants](tenants.md))",
          WATCHDOG: "the tenant round: the limit a tenant without settings of its own runs under, when it admits "
          "waiting jobs",
-         JOB_EVENTS: "the limit of tenants without settings of their own, when a job's end admits the next"},
+         JOB_EVENTS: "the limit of tenants without settings of their own, when a job's end admits the next",
+         API: "the limit of tenants without settings of their own, when a retried job is admitted at once"},
 )  # fmt: skip
 TENANT_MAX_SEGMENTS = Setting(
-    "TENANT_MAX_SEGMENTS", int, TenantLimits.max_segments, read_by=TENANT_ROUND, flag="local up --tenant-max-segments",
+    "TENANT_MAX_SEGMENTS", int, TenantLimits.max_segments, read_by=(*TENANT_ROUND, API),
+    flag="local up --tenant-max-segments",
     shown={SLICER: "0 (no limit; `TenantMaxSegments` 200; 64 on the local stack)",
-           WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's"},
+           WATCHDOG: "as the slicer's", JOB_EVENTS: "as the slicer's", API: "as the slicer's"},
     doc={SLICER: "segments one tenant has in flight, shared evenly among its `TENANT_MAX_RUNNING_JOBS` jobs; needs "
          "that limit, and is at least it",
          WATCHDOG: "the tenant round: the segments in flight of a tenant without settings of its own",
          JOB_EVENTS: "the segments in flight of tenants without settings of their own, when a job's end admits "
-         "the next"},
+         "the next",
+         API: "the segments in flight of tenants without settings of their own, when a retried job is admitted"},
 )  # fmt: skip
 ENCODER_THREADS = Setting(
     "ENCODER_THREADS", int, 2, read_by=(SLICER,), doc="x264 threads, fixed per job so every segment encodes alike"
@@ -454,10 +459,11 @@ RENDER_BACKLOG_PER_TASK = Setting(
     doc="segments per render task when raising the service (the template passes `RenderBacklogPerTask`)",
 )  # fmt: skip
 WEBHOOK_QUEUE_URL = Setting(
-    "WEBHOOK_QUEUE_URL", str, None, read_by=(SLICER, WATCHDOG, JOB_EVENTS), defaults={JOB_EVENTS: REQUIRED},
-    shown={SLICER: "none (no events)"},
+    "WEBHOOK_QUEUE_URL", str, None, read_by=(SLICER, WATCHDOG, JOB_EVENTS, API), defaults={JOB_EVENTS: REQUIRED},
+    shown={SLICER: "none (no events)", API: "none (no events)"},
     doc={SLICER: "the webhook queue: a started job's `started` event goes there",
          WATCHDOG: "where an admitted job's `started` event goes",
+         API: "where a retried job's `started` event goes when its retry admits it",
          JOB_EVENTS: "the webhook queue (FIFO): events to deliver, and where a job's final event is queued"},
 )  # fmt: skip
 WEBHOOK_ALLOW_LOOPBACK = Setting(

@@ -8,10 +8,14 @@ again reopens its batch, which then sends a summary of its own when it ends too.
 
 A tenant's job takes its turn like a new one: its next run is queued (`fusionfleet.jobs.waiting`, the
 exact StartExecution, last in its tenant's line) and started by the admitter, which claims one of the
-tenant's slots with a conditional write first (`fusionfleet.services.admission`). A caller that runs an
-admitter with the stack's limits (the slicer, for a batch's retry) admits at once; one that does not know
-them (the CLI, the dashboards, the tenant API) leaves the job WAITING for the next admission: the
-watchdog's sweep (every minute), a job of the tenant ending, or a slicer of the tenant's.
+tenant's slots with a conditional write first (`fusionfleet.services.admission`). Every caller runs an
+admitter with the stack's limits right after queueing (`admit`), so a tenant below its limit runs its job
+at once: the slicer (a batch's retry) and `Operations` given the stack's `AdmissionConfig` (the tenant API
+from its environment, the CLI and the dashboards from the stack's parameters, or the local stack's state:
+`fleetctl.admission`). Only a caller that cannot learn the limits (`admit` None: a stack deployed without
+the `TenantMaxRunningJobs` parameter, a local stack started before its state recorded them) leaves the job
+WAITING for the next admission: the watchdog's sweep (every minute), a job of the tenant ending, or a
+slicer of the tenant's.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from fusionfleet.jobs.waiting import WaitingRecord, enqueue, submission_order
 
 # Admits a tenant's waiting jobs (fusionfleet.services.admission.Admitter.admit); the job ids it started.
 Admit = Callable[[str], list[str]]
+# The reason a retried job waits when its caller could not admit it (admit None).
 NEXT_ADMISSION = "waiting: it starts at its tenant's next admission (the watchdog's sweep, within a minute)"
 
 

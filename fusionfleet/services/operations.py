@@ -33,7 +33,9 @@ from fusionfleet.jobs.final_notice import (
 )
 from fusionfleet.jobs.states import CANCEL_REASON, Action, JobState, NoticeStatus, allowed, refusal
 from fusionfleet.jobs.waiting import dequeue
-from fusionfleet.services.job_retry import JobRetry
+from fusionfleet.services.admission import AdmissionConfig, Admitter
+from fusionfleet.services.job_retry import Admit, JobRetry
+from fusionfleet.webhooks.outbox import WebhookOutbox
 
 CANCEL_ERROR = "JobCancelled"
 # A cancel that claimed the notice and died before publishing is finished by another after this.
@@ -58,6 +60,10 @@ class Operations:
     notifier: Notifier
     resources: FarmResources
     clock: Callable[[], float] = field(default=time.time)
+    # The stack's admission limits: a tenant's retried job is admitted at once with them (None: it waits
+    # for the next admission); `outbox` takes the `started` event of a job admitted so.
+    admission: AdmissionConfig | None = None
+    outbox: WebhookOutbox | None = None
 
     @property
     def records(self) -> JobRecords:
@@ -159,7 +165,15 @@ class Operations:
     def retry(self, job_id: str, held: bool = False) -> str:
         """Run an ended, unsuccessful job again, rendering only the segments that have no valid output
         (`held`: a job its tenant's budget held, resumed by the admitter)."""
-        return JobRetry(self.storage, self.orchestrator, self.resources, self.clock).retry(job_id, held)
+        return JobRetry(self.storage, self.orchestrator, self.resources, self.clock, self._admit()).retry(job_id, held)
+
+    def _admit(self) -> Admit | None:
+        """Admits a tenant's waiting jobs as the watchdog does (the same lease, slots and budget hold; a held
+        job ahead in line resumes through `resume`), or None where the stack's limits are not known."""
+        if self.admission is None:
+            return None
+        admitter = Admitter(self.storage, self.orchestrator, self.admission, self.outbox, self.resume, self.clock)
+        return lambda tenant: [admitted.job_id for admitted in admitter.admit(tenant)]
 
     # ------------------------------------------------------------------ internals
     def _notices(self, quiet: bool = False) -> FinalNotices:

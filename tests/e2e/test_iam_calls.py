@@ -101,8 +101,12 @@ def test_a_tenant_retries_a_doomed_job_and_cancels_another_through_the_api_witho
     assert tenant.call("GET", f"/jobs/{doomed}/logs")[0] == 200
     stack.set_faults([])
     status, retried = tenant.call("POST", f"/jobs/{doomed}/retry")
-    # THEN the retry is accepted (the API role clears the marker first), and the job succeeds
+    # THEN the retry is accepted (the API role clears the marker first) and, the tenant running nothing
+    # else, admitted at once with the stack's limits: RUNNING right after the call, not WAITING for the
+    # watchdog's next sweep (issue 43); the job succeeds
     assert status == 202, retried
+    assert "waits for its tenant" not in retried["message"] and "(execution " in retried["message"], retried
+    assert tenant.call("GET", f"/jobs/{doomed}")[1]["state"] in ("RUNNING", "SUCCEEDED"), stack.logs()
     done = tenant.final(doomed)
     assert done["state"] == "SUCCEEDED", (done, stack.logs())
     result = tmp_path / "retried.mp4"
