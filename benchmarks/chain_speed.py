@@ -184,8 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reason = harness.skip_reason()
     if reason is not None:
-        print(reason)
-        return 2
+        raise SystemExit(f"the chain speed benchmark cannot run here: {reason}")
     with tempfile.TemporaryDirectory(prefix="chain-speed-") as scratch:
         report = run(args.seconds, args.repeats, Path(scratch))
     verdicts = judge(GOALS, {"farm_over_job_run": report["farm_over_job_run"]})
