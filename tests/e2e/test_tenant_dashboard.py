@@ -17,7 +17,7 @@ from fleetctl.local.supervisor import tenant_page_url
 from fleetctl.samples import grace_hopper_path
 from tests.e2e.conftest import Stack
 from tests.e2e.helpers import api_call, api_token, api_url, post_file, wait_until
-from tests.support.browser import dump_dom, elements, screenshot
+from tests.support.browser import ENV_SCREENSHOT_DIR, dump_dom, elements, screenshot
 from tests.support.dashboard import FakeDashboardSource
 from tests.support.media import write_video
 
@@ -25,7 +25,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 # Set to a folder to take a screenshot of the finished job there (the README's docs/tenant-dashboard.png);
 # not taken otherwise: it checks nothing the DOM does not, and Chromium's screenshot once ran past its 90 s on
 # the loaded 2-core machine.
-ENV_SCREENSHOT_DIR = "FUSIONFLEET_SCREENSHOT_DIR"
 
 
 @dataclass(frozen=True)
