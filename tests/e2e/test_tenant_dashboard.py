@@ -22,9 +22,6 @@ from tests.support.dashboard import FakeDashboardSource
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
-# Set to a folder to take a screenshot of the finished job there (the README's docs/tenant-dashboard.png);
-# not taken otherwise: it checks nothing the DOM does not, and Chromium's screenshot once ran past its 90 s on
-# the loaded 2-core machine.
 
 
 @dataclass(frozen=True)
@@ -113,6 +110,9 @@ def test_a_tenants_job_appears_on_its_page_from_another_origin_and_moves_to_done
     other = TenantView.read(dump_dom(tenant_page_url(dashboard, api, globex)))
     assert theirs in other.listed and mine not in other.listed, other
     # AND, when asked for (the README's picture), a screenshot of the finished job
+    # With ENV_SCREENSHOT_DIR set, take a screenshot of the finished job there (the README's docs/tenant-dashboard.png);
+    # not taken otherwise: it checks nothing the DOM does not, and Chromium's screenshot once ran past its 90 s on
+    # the loaded 2-core machine.
     if os.environ.get(ENV_SCREENSHOT_DIR):
         shot = screenshot(page, Path(os.environ[ENV_SCREENSHOT_DIR]) / "tenant-dashboard.png", size=(1280, 800))
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
