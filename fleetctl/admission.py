@@ -3,10 +3,11 @@ tenant's line and admitted at once with the limits the stack's own admitters use
 and budget hold: `fusionfleet.services.admission`), so a tenant below its limit runs it right away.
 
 Where they come from: the local stack's state file (what `local up` gave its slicer, watchdog and notice
-follower), or on AWS the stack's parameters `TenantMaxRunningJobs` and `TenantMaxSegments` (the template
-passes them to every function that admits; it sets no stack-wide `MAX_RUNNING_JOBS`, so 0). A stack whose
-limits cannot be read (deployed without those parameters, a local state written before it recorded them)
-gets None: the job waits for the next admission, and the retry says so.
+follower; a LocalStack endpoint without such a state gets none), or on AWS the stack's parameters
+`TenantMaxRunningJobs` and `TenantMaxSegments` (the template passes them to every function that admits;
+it sets no stack-wide `MAX_RUNNING_JOBS`, so 0). A stack whose limits cannot be read (deployed without
+those parameters, a local state written before it recorded them) gets None: the job waits for the next
+admission, and the retry says so.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ def limits_of_state(limits: Mapping[str, int]) -> AdmissionConfig | None:
 
 def stack_admission(conn: Connection, resources: StackResources, env: Mapping[str, str]) -> AdmissionConfig | None:
     """The stack's admission config (its limits, its bucket and state machine), or None where not known."""
-    local = local_stack(conn.aws.endpoint_url, env) if conn.aws.endpoint_url else None
-    if local is not None and local.stack == conn.stack_name:
-        found = limits_of_state(local.limits)
+    if conn.aws.endpoint_url:
+        # A LocalStack deployment's parameters are the template's defaults, which `local up` overrides in its
+        # processes' environments: only its state says what they admit with.
+        local = local_stack(conn.aws.endpoint_url, env)
+        found = limits_of_state(local.limits) if local is not None and local.stack == conn.stack_name else None
     else:
         try:
             described = conn.aws.client("cloudformation").describe_stacks(StackName=conn.stack_name)["Stacks"]

@@ -34,7 +34,7 @@ from fleetctl.local.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, KeyFiles, mint
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import LOCAL_ACCESS_KEY, AwsTarget
 from fusionfleet.adapters.queues import SqsQueue
-from fusionfleet.environment.settings import AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_REGION
+from fusionfleet.environment.settings import AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_REGION, FUSIONFLEET_LOCAL_DIR
 from fusionfleet.layout import is_tenant_name
 
 logger = logging.getLogger(__name__)
@@ -228,7 +228,9 @@ class LocalStack:
                 "processes exited at start: " + "; ".join(f"{p.name}: {_tail(Path(p.log))}" for p in dead)
             )
         operator = role_env(recording.OPERATOR_POLICY, "dashboard")
-        moved = self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1", **operator})
+        # Its state folder named: its retry admits with the limits the state records (fleetctl.admission).
+        folder: dict[str, str] = {FUSIONFLEET_LOCAL_DIR: str(self.paths.state_dir)}
+        moved = self._ensure_dashboard(state, options, {**env, "PYTHONUNBUFFERED": "1", **operator, **folder})
         # The API allows the dashboard's origin (the tenant page): a new dashboard needs a new API process.
         self._ensure_api(state, options, {**env, "PYTHONUNBUFFERED": "1"}, resources, restart=moved)
 

@@ -271,6 +271,9 @@ def test_on_the_local_stack_the_cli_takes_the_limits_local_up_gave_its_admitters
     # AND a state written before it recorded them gives none (not the template's defaults, which local up overrides)
     conn, env = local_stack(tmp_path, {})
     assert cli_admission.stack_admission(conn, resources, env) is None
+    # AND so does a LocalStack endpoint no state of this machine names
+    elsewhere = Connection(AwsTarget(region="us-east-1", endpoint_url="http://127.0.0.1:4999"), STACK)
+    assert cli_admission.stack_admission(elsewhere, resources, env) is None
 
 
 def test_the_template_passes_the_parameters_the_cli_reads_to_the_functions_that_admit() -> None:
