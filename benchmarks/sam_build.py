@@ -26,6 +26,7 @@ from typing import Any
 
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.provenance import write_results
+from fusionfleet.environment.settings import AWS_DEFAULT_REGION, AWS_REGION
 
 ROOT = Path(__file__).resolve().parents[1]
 SAM = ROOT / ".venv-sam" / "bin" / "sam"
@@ -54,7 +55,7 @@ def snapshot(into: Path, makefile: str) -> Path:
 def build(tree: Path, cache: Path) -> dict[str, Any]:
     """One `sam build` of `tree`: its children's CPU seconds, its wall seconds, the packages it made."""
     env = {
-        **os.environ, "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "offline",
+        **os.environ, AWS_DEFAULT_REGION: "us-east-1", AWS_REGION: "us-east-1", "AWS_ACCESS_KEY_ID": "offline",
         "AWS_SECRET_ACCESS_KEY": "offline", "SAM_CLI_TELEMETRY": "0", "LAMBDA_BUILD_CACHE": str(cache),
     }  # fmt: skip
     out = tree / "build"

@@ -51,7 +51,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("fleetctl/preflight/account.py", "rejected"): "a VPC endpoint's state, AWS's word",
     ("fleetctl/preflight/account.py", "failed"): "a VPC endpoint's state, AWS's word",
     ("gpu_worker/engines/facefusion/warm.py", "done"): "the warm FaceFusion child's reply to a finished request",
-    ("gpu_worker/engines/facefusion/warm_segment.py", "done"): "the warm FaceFusion child's reply to a finished request",
+    ("gpu_worker/engines/facefusion/warm_segment.py", "done"): "the warm child's reply to a finished request",
     # English in what a person reads: field names and headings, not a state's value.
     ("fusionfleet/services/tenant_overview.py", "running"): "the tenant overview's field: its running jobs",
     ("fusionfleet/services/tenant_overview.py", "waiting"): "the tenant overview's field: its waiting jobs",
