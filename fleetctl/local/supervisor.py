@@ -257,7 +257,7 @@ class LocalStack:
         """
         running = [p for p in state.by_role("dashboard") if p.alive()]
         wanted = options.dashboard_port
-        if running and state.dashboard_url and (wanted is None or state.dashboard_url == _dashboard_url(wanted)):
+        if running and state.dashboard_url and (wanted is None or state.dashboard_url == _local_url(wanted, "/")):
             return False
         for process in state.by_role("dashboard"):
             if process.alive():
@@ -275,7 +275,7 @@ class LocalStack:
         log = self.paths.logs / "dashboard.log"
         process = ManagedProcess("dashboard", "dashboard", _spawn(argv, env, log, self.paths.root), str(log))
         state.processes.append(process)
-        state.dashboard_url = _dashboard_url(port)
+        state.dashboard_url = _local_url(port, "/")
         state.save(self.paths.state_file)
         _wait_answering(state.dashboard_url, process, DASHBOARD_READY_S)
         self._say(f"started dashboard on {state.dashboard_url} (pid {process.pid}, log {log})")
@@ -296,7 +296,7 @@ class LocalStack:
                                state.dashboard_url)  # fmt: skip
         running = [p for p in state.by_role("api") if p.alive()]
         wanted = options.api_port
-        if running and state.api_url and (wanted is None or state.api_url == _api_url(wanted)) and not restart:
+        if running and state.api_url and (wanted is None or state.api_url == _local_url(wanted)) and not restart:
             return
         for process in state.by_role("api"):
             if process.alive():
@@ -320,7 +320,7 @@ class LocalStack:
         log = self.paths.logs / "api.log"
         process = ManagedProcess("api", "api", _spawn(argv, api_env, log, self.paths.root), str(log))
         state.processes.append(process)
-        state.api_url = _api_url(port)
+        state.api_url = _local_url(port)
         state.save(self.paths.state_file)
         # Any answer will do (an unauthenticated request is 401): the server is up.
         _wait_answering(state.api_url + "/jobs", process, API_READY_S, any_status=True)
@@ -460,12 +460,8 @@ def tenant_page_url(dashboard_url: str, api_url: str, token: str | None = None) 
     return f"{dashboard_url.rstrip('/')}/tenant/#{fragment}"
 
 
-def _dashboard_url(port: int) -> str:
-    return f"http://127.0.0.1:{port}/"
-
-
-def _api_url(port: int) -> str:
-    return f"http://127.0.0.1:{port}"
+def _local_url(port: int, path: str = "") -> str:
+    return f"http://127.0.0.1:{port}{path}"
 
 
 def _free_port() -> int:
