@@ -48,6 +48,7 @@ from fusionfleet.jobs.final_notice import (
     STATE_MACHINE,
     WATCHDOG,
     FinalNotices,
+    NoticeRecord,
     TopicChannel,
     prepared_notice,
     told_by_itself,
@@ -262,7 +263,7 @@ class Watchdog:
             if record is not None
             else self._notices.claim(context.job_id, WATCHDOG, now, error=verdict.error, reason=verdict.reason)
         )
-        return self._close(execution, context, verdict, now) if claimed else None
+        return self._close(execution, context, verdict, now, record) if claimed else None
 
     def _observe(self, execution: Execution, context: JobContext, now: datetime) -> Observation:
         """Only what the rule needs: a young job's map run and work files are not looked at."""
@@ -317,7 +318,10 @@ class Watchdog:
             )  # fmt: skip
         self.backups_sent.extend(sent)
 
-    def _close(self, execution: Execution, context: JobContext, verdict: Verdict, now: datetime) -> Closed | None:
+    def _close(
+        self, execution: Execution, context: JobContext, verdict: Verdict, now: datetime,
+        taken_over: NoticeRecord | None = None,
+    ) -> Closed | None:  # fmt: skip
         job_id = context.job_id
         prepared = verdict.action == "notify"
         if verdict.action == "stop":
@@ -335,24 +339,32 @@ class Watchdog:
                 return None
             # It reached its notice as we stopped it and yielded the claim to us: send what it built.
             prepared = yielded(after.status, after.error)
-        notice = self._notice(execution, context, verdict, prepared)
+        notice = self._notice(execution, context, verdict, prepared, taken_over)
         self._notices.deliver(job_id, notice, WATCHDOG, now)
         logger.warning("watchdog: job %s ended with a %s notice: %s", job_id, notice["status"], verdict.reason)
         self._settled.add(execution.arn)
         return Closed(job_id, verdict.action, str(notice["status"]), verdict.reason)
 
-    def _notice(self, execution: Execution, context: JobContext, verdict: Verdict, prepared: bool) -> dict[str, Any]:
+    def _notice(
+        self, execution: Execution, context: JobContext, verdict: Verdict, prepared: bool,
+        taken_over: NoticeRecord | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
         notice = prepared_notice(self._orchestrator.state_output(execution.arn, NOTICE_STATES)) if prepared else None
         if notice is not None:
             # The state machine built it and could not publish it: send exactly that, and say why late.
             return {**notice, "notified_by": "watchdog", "watchdog_reason": verdict.reason}
+        # A claim another party left unsent (a cancel that died after claiming, or after publishing and
+        # before recording it) already says what the job's end is: its notice repeats that, so a user
+        # told "cancelled" is never told "failed" for the same job (found by the simulation, seed 3211767875).
+        said = taken_over if taken_over is not None and taken_over.status else None
         return {
-            "status": NoticeStatus.FAILED,
+            "status": said.status if said else NoticeStatus.FAILED,
             "stage": "watchdog",
             "job_id": context.job_id,
             "tenant": notice_tenant(context.tenant),
             "manifest": context.manifest.model_dump(),
-            "error": verdict.error,
-            "reason": verdict.reason,
+            "error": (said.error if said else "") or verdict.error,
+            "reason": (said.reason if said else "") or verdict.reason,
             "notified_by": "watchdog",
+            **({"watchdog_reason": verdict.reason} if said else {}),
         }

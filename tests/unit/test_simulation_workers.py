@@ -159,8 +159,8 @@ def a_cancel_dies_after_its_publish() -> Workers:
 
 @pytest.mark.xfail(
     strict=True, raises=AssertionError,
-    reason="open: the watchdog takes over the dead cancel's stale claim and notifies again, as failed "
-    "(ExecutionAborted) rather than the claim's cancelled (fusionfleet/services/watchdog.py judge)",
+    reason="open: the watchdog takes over the dead cancel's stale claim and notifies again (it repeats the "
+    "claim's cancelled; whether the dead cancel's SNS publish went out cannot be known)",
 )  # fmt: skip
 def test_a_cancel_that_dies_after_its_publish_gets_a_second_notice(monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN the stand-in engine's bytes probed as the planned frames; a cancel dead after its publish
@@ -168,6 +168,19 @@ def test_a_cancel_that_dies_after_its_publish_gets_a_second_notice(monkeypatch: 
     machine = a_cancel_dies_after_its_publish()
     # WHEN everything runs to its end, THEN the job has one final notice
     machine.everything_ends()
+
+
+def test_the_watchdog_finishing_a_dead_cancels_claim_repeats_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the same schedule: a cancel dead after its publish, before it recorded the notice as published
+    monkeypatch.setattr(render, "_check_segment", lambda path, task: task.job.output_frames(task.segment))
+    machine = a_cancel_dies_after_its_publish()
+    # WHEN everything runs to its end (the second notice is the open fault above: SNS cannot be asked
+    # whether the dead cancel's publish went out)
+    with pytest.raises(AssertionError):
+        machine.everything_ends()
+    # THEN every notice the user got says what the claim said: cancelled, never failed
+    notices = machine._notices()
+    assert notices and all(notice.startswith("cancelled by ") for notice in notices), notices
 
 
 def test_a_segment_whose_worker_died_before_failing_its_token_still_fails_its_job(
