@@ -10,6 +10,7 @@ import argparse
 import json
 import random
 import sys
+from pathlib import Path
 
 from benchmarks.provenance import write_results
 from tests.simulation.machines import Profile
@@ -44,11 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         print("minimal schedule:", *violation.schedule, sep="\n  ", file=sys.stderr)
         print(f"replay: {_replay(args, seed)}", file=sys.stderr)
     line = report.as_json()
+    # Printed before it is written: a long run's line must outlive a file it could not write.
+    print(json.dumps(line), flush=True)
     if not args.no_write:
         config = {"schedules": args.schedules, "only": sorted(args.only or MACHINES), "stall_s": args.stall_s,
                   "retries": args.retries, "batches": args.batches}  # fmt: skip
-        write_results(args.results, line, config)
-    print(json.dumps(line), flush=True)
+        # A name under benchmarks/results/; a path given there (benchmarks/results/x.json) means the same file.
+        write_results(Path(args.results).name, line, config)
     return 1 if report.violations else 0
 
 
