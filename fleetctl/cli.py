@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TypeAlias, cast
 
-from fleetctl import api_commands, connection, estimate_commands, tenant_cli
+from fleetctl import action_wait, api_commands, connection, estimate_commands, tenant_cli
 from fleetctl.api_client import ApiError
 from fleetctl.batch_commands import (
     batch_client_of,
@@ -208,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cancel = _job_command(commands, "cancel", "stop a running job or batch; it ends CANCELLED with a notice")
     cancel.add_argument("job_id", help="a job's, a batch's or one batch item's id")
+    action_wait.add_arguments(cancel, downloads=False)
     api_commands.add_arguments(cancel)
     _add_connection(cancel)
 
@@ -217,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run a failed or cancelled job again, only its missing segments (a batch: its unsuccessful items)",
     )
     retry.add_argument("job_id", help="a job's, a batch's or one batch item's id")
+    action_wait.add_arguments(retry, downloads=True)
     api_commands.add_arguments(retry)
     _add_connection(retry)
 
@@ -362,6 +364,21 @@ COMMANDS = {
 }
 
 
+def _dispatch(args: argparse.Namespace) -> int:
+    through_api = api_commands.run(args)  # --api: the tenant API, never the stack's own resources
+    if through_api is not None:
+        return through_api
+    if args.command == "submit" and args.confirm and not estimate_commands.confirmed(args):
+        return Exit.FAILED  # nothing was uploaded
+    if args.command == "status" and args.json and is_batch_id(args, args.job_id):
+        return cmd_batch_status_json(args)
+    if args.command in BATCH_COMMANDS and is_batch_id(args, args.job_id):
+        return BATCH_COMMANDS[args.command](args)
+    if args.command in COMMANDS:
+        return COMMANDS[args.command](args)
+    return cmd_local(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["swap"]:
@@ -369,18 +386,10 @@ def main(argv: list[str] | None = None) -> int:
         os.execv(sys.executable, [sys.executable, "-m", "gpu_worker", "swap", *argv[1:]])
     args = build_parser().parse_args(argv)
     try:
-        through_api = api_commands.run(args)  # --api: the tenant API, never the stack's own resources
-        if through_api is not None:
-            return through_api
-        if args.command == "submit" and args.confirm and not estimate_commands.confirmed(args):
-            return Exit.FAILED  # nothing was uploaded
-        if args.command == "status" and args.json and is_batch_id(args, args.job_id):
-            return cmd_batch_status_json(args)
-        if args.command in BATCH_COMMANDS and is_batch_id(args, args.job_id):
-            return BATCH_COMMANDS[args.command](args)
-        if args.command in COMMANDS:
-            return COMMANDS[args.command](args)
-        return cmd_local(args)
+        code = _dispatch(args)
+        if code == Exit.DONE and getattr(args, "wait", False) and args.command in ("cancel", "retry"):
+            return action_wait.follow_up(args, _dispatch)
+        return code
     except UsageError as error:
         say(f"fusionfleet {args.command}: error: {error.reason}")
         return Exit.USAGE

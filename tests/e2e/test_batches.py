@@ -186,22 +186,25 @@ def test_the_cli_cancels_a_running_batch_and_retries_it_to_one_summary_each_time
     assert result.returncode == 0, result.stderr
     batch = result.stdout.strip().splitlines()[-1]
     assert wait_until(lambda: "RUNNING" in stack.cli("status", batch).stdout, 120), stack.logs()
-    # WHEN it is cancelled while its items run
-    cancelled = stack.cli("cancel", batch)
+    # WHEN it is cancelled while its items run, and the command waits for the cancel to take hold
+    cancelled = stack.cli("cancel", batch, "--wait", "--timeout", "120")
     assert cancelled.returncode == 0 and f"batch {batch} cancelled" in cancelled.stdout, cancelled.stderr
-    # THEN one summary says so
+    # THEN it returned once the batch read CANCELLED, and one summary says so
+    assert f"{batch}: cancelled" in cancelled.stderr, cancelled.stderr
+    assert "CANCELLED" in stack.cli("status", batch).stdout
     summary = notice_for(stack, inbox, batch, wait_s=120)
     assert summary["status"] == "cancelled" and summary["stage"] == "batch", summary
-    # WHEN it is retried without the faults
+    # WHEN it is retried without the faults, the command waiting for it and fetching its outputs
     stack.set_faults([])
-    retried = stack.cli("retry", batch)
+    outputs = tmp_path / "outputs"
+    retried = stack.cli("retry", batch, "--wait", "--output-dir", str(outputs), "--timeout", "300")
     assert retried.returncode == 0 and f"batch {batch} retried" in retried.stdout, retried.stderr
-    # THEN a second summary says every item succeeded, and each output is its target's
+    # THEN a second summary says every item succeeded, and each output, in the folder the retry named, is its target's
     summary = notice_for(stack, inbox, batch, wait_s=300)
     assert summary["status"] == "succeeded", summary
     assert summary["items"] == {"total": 3, "succeeded": 3, "unsuccessful": 0}
     for path in targets:
-        check_output(_download(stack, f"outputs/steered/{path.name}", tmp_path / path.name), path)
+        check_output(outputs / path.name, path)
     others = [n for n in stack.notifications(inbox, wait_s=3, count=10) if str(n.get("job_id", "")).startswith(batch)]
     assert others == []
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fleetctl import action_wait
 from fleetctl.cli import build_parser, main
 from fleetctl.client import Client
 from fleetctl.exits import EPILOG, Exit, of_state
@@ -196,3 +197,46 @@ def test_a_wait_ends_with_the_jobs_status(
     view = JobView("job-1", "clip", state, reason="no face")
     assert _report(Client(FakeStorage(), FakeOrchestrator(), RESOURCES), view, None, 90) is code
     assert capsys.readouterr().err.strip() == said
+
+
+def test_cancel_and_retry_wait_when_asked_and_only_retry_downloads(capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["retry", "job-1", "--wait", "-o", "out.mp4", "--timeout", "60"])
+    assert (args.wait, args.output, args.timeout) == (True, Path("out.mp4"), 60.0)
+    args = build_parser().parse_args(["cancel", "job-1", "--wait"])
+    assert (args.wait, args.timeout) == (True, 3600.0)
+    # a cancelled job has no result to download
+    assert "unknown flag -o" in refused(["cancel", "job-1", "--wait", "-o", "out.mp4"], capsys)
+
+
+@pytest.mark.parametrize(
+    ("states", "code", "said"),
+    [
+        ([JobState.RUNNING, JobState.CANCELLED], Exit.DONE, "job-1: cancelled"),
+        ([JobState.RUNNING, JobState.SUCCEEDED], Exit.FAILED, "job-1 ended SUCCEEDED before the cancel took hold"),
+        ([JobState.RUNNING], Exit.GAVE_UP, "gave up waiting: job-1 has not ended after 0 s; the cancel goes on"),
+    ],
+)
+def test_cancel_wait_ends_when_the_job_reads_cancelled(
+    states: list[JobState], code: Exit, said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a job whose state reads as `states` one after another (the last for ever)
+    seen = iter(states)
+    last = states[-1]
+
+    def read() -> tuple[JobState, bool]:
+        state = next(seen, last)
+        return state, state.ended
+
+    monkeypatch.setattr(action_wait, "_reader", lambda _args: read)
+    monkeypatch.setattr(action_wait, "POLL_S", 0.0)
+    args = build_parser().parse_args(["cancel", "job-1", "--wait", "--timeout", "0" if not last.ended else "60"])
+    # WHEN the cancel is followed THEN its end is the status and the line
+    assert action_wait.follow_up(args, lambda _: pytest.fail("a cancel downloads nothing")) is code
+    assert said in capsys.readouterr().err
+
+
+def test_retry_wait_is_wait_after_the_retry() -> None:
+    args = build_parser().parse_args(["retry", "job-1", "--wait", "--output-dir", "outs"])
+    waited: list[tuple[str, str, Path]] = []
+    code = action_wait.follow_up(args, lambda a: waited.append((a.command, a.job_id, a.output_dir)) or Exit.DONE)
+    assert code is Exit.DONE and waited == [("wait", "job-1", Path("outs"))]
