@@ -3,6 +3,7 @@ line, an unknown flag answered with the nearest one, and the exit statuses every
 
 from __future__ import annotations
 
+import argparse
 import shlex
 from pathlib import Path
 
@@ -238,5 +239,9 @@ def test_cancel_wait_ends_when_the_job_reads_cancelled(
 def test_retry_wait_is_wait_after_the_retry() -> None:
     args = build_parser().parse_args(["retry", "job-1", "--wait", "--output-dir", "outs"])
     waited: list[tuple[str, str, Path]] = []
-    code = action_wait.follow_up(args, lambda a: waited.append((a.command, a.job_id, a.output_dir)) or Exit.DONE)
-    assert code is Exit.DONE and waited == [("wait", "job-1", Path("outs"))]
+
+    def wait(asked: argparse.Namespace) -> int:
+        waited.append((asked.command, asked.job_id, asked.output_dir))
+        return Exit.DONE
+
+    assert action_wait.follow_up(args, wait) is Exit.DONE and waited == [("wait", "job-1", Path("outs"))]
