@@ -16,28 +16,10 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass, field
 
-from fusionfleet.adapters.queues import QueueDepth, QueueMessage, ReceiptExpired
+from fusionfleet.adapters.queues import QueueDepth, QueueMessage
 from tests.simulation.scheduler import Scheduler
-from tests.support.fakes import Clock
-
-
-@dataclass
-class Queued:
-    message_id: str
-    body: str
-    sent_at: float
-    visible_at: float
-    receive_count: int = 0
-    receipt: str = ""
-
-
-@dataclass
-class _Queue:
-    max_receive_count: int | None
-    dead_letter_url: str | None
-    messages: list[Queued] = field(default_factory=list)
+from tests.support.fakes import Clock, Queue, Queued
 
 
 class SimQueue:
@@ -47,55 +29,37 @@ class SimQueue:
         self._scheduler = scheduler
         self._clock = clock
         self._faults = faults
-        self.queues: dict[str, _Queue] = {}
+        self.queues: dict[str, Queue] = {}
         self._ids = itertools.count(1)
 
     def create(self, url: str, max_receive_count: int | None = None, dead_letter_url: str | None = None) -> None:
-        self.queues[url] = _Queue(max_receive_count, dead_letter_url)
-
-    def _find(self, message: QueueMessage) -> Queued:
-        for queued in self.queues[message.queue_url].messages:
-            if queued.message_id == message.message_id and queued.receipt == message.receipt_handle:
-                return queued
-        raise ReceiptExpired(message.message_id)
+        self.queues[url] = Queue(max_receive_count, dead_letter_url)
 
     def receive(self, queue_url: str, wait_s: int, visibility_s: int, max_messages: int = 1) -> list[QueueMessage]:
         self._scheduler.checkpoint(f"sqs.receive {queue_url}")
         queue = self.queues[queue_url]
         now = self._clock()
-        taken: list[QueueMessage] = []
-        for queued in list(queue.messages):
-            if len(taken) >= max_messages:
-                break
-            if queued.visible_at > now:
-                continue
-            if queue.max_receive_count is not None and queued.receive_count >= queue.max_receive_count:
-                queue.messages.remove(queued)
-                if queue.dead_letter_url is not None:
-                    self.queues[queue.dead_letter_url].messages.append(queued)
-                    queued.visible_at = now
-                self._faults["sqs_redriven_to_dlq"] += 1
-                continue
-            if queued.receive_count:
+        taken = queue.receive(queue_url, now, visibility_s, max_messages)
+        # The redriven go on to the dead-letter queue (when the queue names one), visible there at once.
+        for queued in queue.dead_letters:
+            if queue.dead_letter_url is not None:
+                self.queues[queue.dead_letter_url].messages.append(queued)
+                queued.visible_at = now
+            self._faults["sqs_redriven_to_dlq"] += 1
+        queue.dead_letters.clear()
+        for message in taken:
+            if message.receive_count > 1:
                 self._faults["sqs_redelivered"] += 1
-            queued.receive_count += 1
-            queued.receipt = f"{queued.message_id}/{queued.receive_count}"
-            queued.visible_at = now + visibility_s
-            taken.append(QueueMessage(
-                queue_url=queue_url, message_id=queued.message_id, receipt_handle=queued.receipt, body=queued.body,
-                receive_count=queued.receive_count, sent_at=queued.sent_at, received_at=now,
-            ))  # fmt: skip
         return taken
 
     def delete(self, message: QueueMessage) -> None:
         self._scheduler.checkpoint(f"sqs.delete {message.message_id}")
-        queued = self._find(message)
-        self.queues[message.queue_url].messages.remove(queued)
+        queue = self.queues[message.queue_url]
+        queue.messages.remove(queue.find(message))
 
     def change_visibility(self, message: QueueMessage, seconds: int) -> None:
         self._scheduler.checkpoint(f"sqs.change_visibility {message.message_id} {seconds}")
-        queued = self._find(message)
-        queued.visible_at = self._clock() + seconds
+        self.queues[message.queue_url].find(message).visible_at = self._clock() + seconds
 
     def send(self, queue_url: str, body: str, delay_s: float = 0.0) -> str:
         self._scheduler.checkpoint(f"sqs.send {queue_url}")

@@ -170,7 +170,9 @@ class FakeStorage:
 
 
 @dataclass
-class _Queued:
+class Queued:
+    """One message in a modelled SQS queue."""
+
     message_id: str
     body: str
     sent_at: float
@@ -178,12 +180,53 @@ class _Queued:
     receive_count: int = 0
     receipt: str = ""
 
+    def deliver(self, queue_url: str, now: float, visibility_s: int) -> QueueMessage:
+        """Receive it once more: a new receipt handle (the old one dies), invisible for `visibility_s`."""
+        self.receive_count += 1
+        self.receipt = f"{self.message_id}/{self.receive_count}"
+        self.visible_at = now + visibility_s
+        return QueueMessage(
+            queue_url=queue_url,
+            message_id=self.message_id,
+            receipt_handle=self.receipt,
+            body=self.body,
+            receive_count=self.receive_count,
+            sent_at=self.sent_at,
+            received_at=now,
+        )
+
 
 @dataclass
-class _Queue:
+class Queue:
+    """A modelled SQS queue: its messages and its redrive (to `dead_letter_url`, or kept in `dead_letters`)."""
+
     max_receive_count: int | None
-    messages: list[_Queued] = field(default_factory=list)
-    dead_letters: list[_Queued] = field(default_factory=list)
+    dead_letter_url: str | None = None
+    messages: list[Queued] = field(default_factory=list)
+    dead_letters: list[Queued] = field(default_factory=list)
+
+    def find(self, message: QueueMessage) -> Queued:
+        """The message a receipt handle names; a stale handle raises ReceiptExpired, as SQS answers."""
+        for queued in self.messages:
+            if queued.message_id == message.message_id and queued.receipt == message.receipt_handle:
+                return queued
+        raise ReceiptExpired(message.message_id)
+
+    def receive(self, queue_url: str, now: float, visibility_s: int, max_messages: int) -> list[QueueMessage]:
+        """Up to `max_messages` visible messages, each delivered once more; one already received
+        `max_receive_count` times moves to `dead_letters` instead (SQS's redrive)."""
+        taken: list[QueueMessage] = []
+        for queued in list(self.messages):
+            if len(taken) >= max_messages:
+                break
+            if queued.visible_at > now:
+                continue
+            if self.max_receive_count is not None and queued.receive_count >= self.max_receive_count:
+                self.messages.remove(queued)
+                self.dead_letters.append(queued)
+                continue
+            taken.append(queued.deliver(queue_url, now, visibility_s))
+        return taken
 
 
 class FakeQueue:
@@ -197,67 +240,34 @@ class FakeQueue:
 
     def __init__(self, clock: Clock | None = None) -> None:
         self.clock = clock or Clock()
-        self._queues: dict[str, _Queue] = {}
+        self._queues: dict[str, Queue] = {}
         self._ids = itertools.count(1)
         self.visibility_changes: list[tuple[str, int]] = []
         self.deleted: list[str] = []
 
     def create(self, queue_url: str, max_receive_count: int | None = None) -> str:
-        self._queues[queue_url] = _Queue(max_receive_count)
+        self._queues[queue_url] = Queue(max_receive_count)
         return queue_url
 
     def dead_letters(self, queue_url: str) -> list[str]:
         return [queued.body for queued in self._queues[queue_url].dead_letters]
 
-    def _find(self, message: QueueMessage) -> _Queued:
-        for queued in self._queues[message.queue_url].messages:
-            if queued.message_id == message.message_id and queued.receipt == message.receipt_handle:
-                return queued
-        raise ReceiptExpired(message.message_id)
-
     def receive(self, queue_url: str, wait_s: int, visibility_s: int, max_messages: int = 1) -> list[QueueMessage]:
-        queue = self._queues[queue_url]
-        now = self.clock()
-        taken: list[QueueMessage] = []
-        for queued in list(queue.messages):
-            if len(taken) >= max_messages:
-                break
-            if queued.visible_at > now:
-                continue
-            if queue.max_receive_count is not None and queued.receive_count >= queue.max_receive_count:
-                queue.messages.remove(queued)
-                queue.dead_letters.append(queued)
-                continue
-            queued.receive_count += 1
-            queued.receipt = f"{queued.message_id}/{queued.receive_count}"
-            queued.visible_at = now + visibility_s
-            taken.append(
-                QueueMessage(
-                    queue_url=queue_url,
-                    message_id=queued.message_id,
-                    receipt_handle=queued.receipt,
-                    body=queued.body,
-                    receive_count=queued.receive_count,
-                    sent_at=queued.sent_at,
-                    received_at=now,
-                )
-            )
-        return taken
+        return self._queues[queue_url].receive(queue_url, self.clock(), visibility_s, max_messages)
 
     def delete(self, message: QueueMessage) -> None:
-        queued = self._find(message)
-        self._queues[message.queue_url].messages.remove(queued)
+        queue = self._queues[message.queue_url]
+        queue.messages.remove(queue.find(message))
         self.deleted.append(message.message_id)
 
     def change_visibility(self, message: QueueMessage, seconds: int) -> None:
-        queued = self._find(message)
-        queued.visible_at = self.clock() + seconds
+        self._queues[message.queue_url].find(message).visible_at = self.clock() + seconds
         self.visibility_changes.append((message.message_id, seconds))
 
     def send(self, queue_url: str, body: str) -> str:
         message_id = f"m{next(self._ids)}"
         now = self.clock()
-        self._queues[queue_url].messages.append(_Queued(message_id, body, sent_at=now, visible_at=now))
+        self._queues[queue_url].messages.append(Queued(message_id, body, sent_at=now, visible_at=now))
         return message_id
 
     def depth(self, queue_url: str) -> QueueDepth:
