@@ -17,10 +17,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from benchmarks.parity import reference
 from benchmarks.parity.farm import Farm
 from benchmarks.parity.judge import PSNR_GOAL, Difference, Verdict, psnr
-from benchmarks.parity.run import Case, Outcome
+from benchmarks.parity.run import Case, Outcome, render_facefusion
 from fleetctl.harness.facefusion import Harness
 
 LOSSLESS = frozenset({".png", ".bmp", ".tif", ".tiff"})
@@ -74,13 +73,8 @@ def run_picture_case(
     if run.status != "succeeded" or run.output is None:
         outcome.problems.append(f"the farm's job {run.status}: {run.reason}")
         return outcome
-    ours = folder / f"facefusion{target.suffix}"
-    try:
-        made = reference.render(harness, sources, target, ours, case.options, case.facefusion_options)
-        outcome.facefusion_s = made.wall_s
-    except reference.ReferenceFailed as error:
-        outcome.facefusion_error = str(error)
-        outcome.problems.append(f"FaceFusion's own run failed: {error}")
+    ours = render_facefusion(outcome, harness, sources, target, folder)
+    if ours is None:
         return outcome
     outcome.verdict = judge_pictures(ours, run.output)
     return outcome

@@ -91,6 +91,24 @@ class Outcome:
         return "\n".join(said)
 
 
+def render_facefusion(
+    outcome: Outcome, harness: Harness, sources: Sequence[Path], target: Path, folder: Path
+) -> Path | None:
+    """FaceFusion's own render of the outcome's case into `folder`, its time noted; None when it failed
+    (the failure noted as a problem)."""
+    ours = folder / f"facefusion{target.suffix}"
+    case = outcome.case
+    try:
+        outcome.facefusion_s = reference.render(
+            harness, sources, target, ours, case.options, case.facefusion_options
+        ).wall_s
+    except reference.ReferenceFailed as error:
+        outcome.facefusion_error = str(error)
+        outcome.problems.append(f"FaceFusion's own run failed: {error}")
+        return None
+    return ours
+
+
 def run_case(
     case: Case,
     harness: Harness,
@@ -119,13 +137,8 @@ def run_case(
         return outcome
     if run.segments != case.wanted_segments:
         outcome.problems.append(f"the farm cut it into {run.segments} segments, not the {case.wanted_segments} asked")
-    ours = folder / f"facefusion{target.suffix}"
-    try:
-        made = reference.render(harness, sources, target, ours, case.options, case.facefusion_options)
-        outcome.facefusion_s = made.wall_s
-    except reference.ReferenceFailed as error:
-        outcome.facefusion_error = str(error)
-        outcome.problems.append(f"FaceFusion's own run failed: {error}")
+    ours = render_facefusion(outcome, harness, sources, target, folder)
+    if ours is None:
         return outcome
     assert run.output is not None
     if layout is not None:
