@@ -45,6 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser, downloads: bool) -> None:
         )
 
 
+def note_unused_output(args: argparse.Namespace) -> None:
+    """A retry naming where its result goes without --wait writes nothing: said, as `submit` says it."""
+    named = getattr(args, "output", None) or getattr(args, "output_dir", None)
+    if args.command == "retry" and named is not None and not args.wait:
+        say(f"note: nothing is written to {named} without --wait: `fusionfleet wait {args.job_id} -o {named}`")
+
+
 def follow_up(args: argparse.Namespace, run_wait: Callable[[argparse.Namespace], int]) -> int:
     """After a cancel or retry that did what it was asked (exit 0), what --wait asks for."""
     if args.command == "retry":

@@ -387,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code = _dispatch(args)
+        action_wait.note_unused_output(args)
         if code == Exit.DONE and getattr(args, "wait", False) and args.command in ("cancel", "retry"):
             return action_wait.follow_up(args, _dispatch)
         return code

@@ -108,9 +108,10 @@ def test_readmes_cancel_and_retry_lines_run_on_the_local_stack(stack: Stack, fol
         assert started.returncode == 0, started.stderr
         job = started.stdout.strip().splitlines()[-1]
         stack.worker_holding(f"of {job}: attempt 1")
-        # WHEN README's `cancel <job-id>` stops it THEN it ends CANCELLED
-        run(stack, folder, readme_line("cancel"), values={"<job-id>": job})
-        assert wait_until(lambda: "CANCELLED" in stack.cli("status", job).stdout, 120), stack.logs()
+        # WHEN README's `cancel <job-id> --wait` stops it THEN it returns once the job reads CANCELLED
+        cancelled = run(stack, folder, readme_line("cancel"), 1, values={"<job-id>": job})
+        assert f"{job}: cancelled" in cancelled.stderr, cancelled.stderr
+        assert "CANCELLED" in stack.cli("status", job).stdout
     finally:
         stack.set_faults([])
     # AND README's `retry <job-id>` runs it again, and `wait <job-id> -o out.mp4` sees it succeed
