@@ -223,9 +223,9 @@ class RenderTask(_Model):
         return self.job.engine
 
 
-class MergeTask(_Model):
-    """The merge of a job's segments. A merge is never copied, keeps no checkpoints and carries no
-    attempt counts: SQS's receive count is all it has (the Task properties below say so)."""
+class _WholeJobTask(_Model):
+    """A task for a whole job (its merge, its content analysis): never copied, keeps no checkpoints and
+    carries no attempt counts; SQS's receive count is all it has (the Task properties below say so)."""
 
     task_token: str
     job: JobContext
@@ -249,6 +249,16 @@ class MergeTask(_Model):
     @property
     def saves_progress(self) -> bool:
         return False
+
+    def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> Self:
+        return self  # no counts to carry: the new message is the same task
+
+    def wire_json(self) -> str:
+        return self.model_dump_json()
+
+
+class MergeTask(_WholeJobTask):
+    """The merge of a job's segments."""
 
     @property
     def in_hand(self) -> str:
@@ -258,43 +268,13 @@ class MergeTask(_Model):
     def engine(self) -> None:
         return None
 
-    def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> MergeTask:
-        return self  # no counts to carry: the new message is the same merge
 
-    def wire_json(self) -> str:
-        return self.model_dump_json()
-
-
-class AnalysisTask(_Model):
+class AnalysisTask(_WholeJobTask):
     """A job's content analysis, its own step before the Map (fusionfleet.facefusion.content_analysis): sent to
     the job's render queue, so the workers that render its segments, with their engine, make its verdict.
-
-    Like a merge it is never copied and keeps no checkpoints: SQS's receive count is its attempts.
     """
 
-    task_token: str
-    job: JobContext
     step: Literal["content_analysis"] = "content_analysis"
-
-    @property
-    def copy_number(self) -> int:
-        return 0
-
-    @property
-    def prior_attempts(self) -> int:
-        return 0
-
-    @property
-    def forgiven_attempts(self) -> int:
-        return 0
-
-    @property
-    def progress_frames(self) -> int:
-        return 0
-
-    @property
-    def saves_progress(self) -> bool:
-        return False
 
     @property
     def in_hand(self) -> str:
@@ -303,12 +283,6 @@ class AnalysisTask(_Model):
     @property
     def engine(self) -> str:
         return self.job.engine
-
-    def resent(self, prior_attempts: int, forgiven_attempts: int, progress_frames: int) -> AnalysisTask:
-        return self
-
-    def wire_json(self) -> str:
-        return self.model_dump_json()
 
 
 def parse_render_queue_message(body: str) -> RenderTask | AnalysisTask:
