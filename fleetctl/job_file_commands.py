@@ -9,9 +9,9 @@ scales or re-times between steps cannot, `chain_refusal`). Any other remix step 
 it remixes has succeeded, with the output it gave as its target, as FaceFusion's `job-run` feeds a step's file to the
 next: so a file with such remix steps needs `--wait`. Each step's output is written to its own
 `output_path` (or under its name in `--output-dir`), as `job-run` writes it. The engine is `facefusion`
-unless `--engine` names another. Through the stack itself or, with `--api`, the tenant HTTP API (`POST
-/jobs` per step, as `submit --api`). Each step's job is any job: `status`, `wait`, `download`, `cancel`
-take its id.
+unless `--engine` names another. Through the stack itself or, with `--api`, the tenant HTTP API (a `POST
+/jobs` per job, as `submit --api`; a chain of passes the same one job, its `faces` naming uploads). Each
+step's job is any job: `status`, `wait`, `download`, `cancel` take its id.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Farm(Protocol):
 
     def submit(self, step: JobFileStep, target: Path, name: str) -> str: ...
 
-    def submit_chain(self, chain: ChainAsFaces, name: str) -> str: ...
+    def submit_chain(self, chain: ChainAsFaces, output: str, name: str) -> str: ...
 
     def wait(self, job_id: str, timeout_s: float, destination: Path) -> Ended: ...
 
@@ -93,21 +93,13 @@ class StackFarm:
     args: argparse.Namespace
     engine: str
 
-    def submit_chain(self, chain: ChainAsFaces, name: str) -> str:
-        """The chain as one job on its first step's target: a mapping of `faces` per step, in order, each
-        with the step's sources and its person (its reference frame of the original target)."""
-        args, faces, first = self.args, [], 0
-        for person in chain.people:
-            indices = list(range(first, first + len(person.sources)))
-            own = {} if person.options is None else {"options": dict(person.options)}  # a step's own options
-            faces.append(
-                {"source": indices, "reference_frame": person.frame, "reference_face_position": person.position, **own}
-            )
-            first += len(person.sources)
-        sources = [Path(source) for person in chain.people for source in person.sources]
+    def submit_chain(self, chain: ChainAsFaces, output: str, name: str) -> str:
+        """The chain as one job on its first step's target (its output where the stack writes a job's)."""
+        args = self.args
         return self.client.submit(
-            sources, Path(chain.target), args.priority, self.engine, args.quality, None, dict(chain.options), name,
-            say, tenant=args.tenant, extra=tenant_cli.webhook_fields(args), faces=tuple(faces),
+            _chain_sources(chain), Path(chain.target), args.priority, self.engine, args.quality, None,
+            dict(chain.options), name, say, tenant=args.tenant, extra=tenant_cli.webhook_fields(args),
+            faces=_chain_faces(chain),
         ).job_id  # fmt: skip
 
     def submit(self, step: JobFileStep, target: Path, name: str) -> str:
@@ -141,29 +133,43 @@ class ApiFarm:
     args: argparse.Namespace
     engine: str
 
-    def submit_chain(self, chain: ChainAsFaces, name: str) -> str:
-        # Never asked: through the API a remix waits for the step it remixes (no `faces` from here yet).
-        raise UsageError("the tenant API path submits a remix once the step it remixes has succeeded")
+    def submit_chain(self, chain: ChainAsFaces, output: str, name: str) -> str:
+        """One `POST /jobs` of the chain, its body the manifest the stack's is (`StackFarm.submit_chain`): each
+        mapping of `faces` naming its sources by their upload names."""
+        files, body = self._request(_chain_sources(chain), Path(chain.target), output, dict(chain.options), name)
+        uploaded = body.pop("source")  # each mapping names its own
+        body["faces"] = [{**face, "source": [uploaded[i] for i in face["source"]]} for face in _chain_faces(chain)]
+        return self.api.submit(files, body, say)
 
     def submit(self, step: JobFileStep, target: Path, name: str) -> str:
         """One `POST /jobs` of the step, its files named by their role, as `submit --api` names them."""
+        options = _step_options(step, self.engine)
+        sources = [Path(source) for source in step.sources]
+        files, body = self._request(sources, target, step.output, options, name, self.args.reference)
+        return self.api.submit(files, body, say)
+
+    def _request(
+        self, sources: list[Path], target: Path, output: str, options: dict[str, Any], name: str,
+        reference: Path | None = None,
+    ) -> tuple[dict[str, Path], dict[str, Any]]:  # fmt: skip
+        """The files to upload, each under the name of its role, and the body of `POST /jobs` naming them."""
         args = self.args
-        files = {f"source-{i}{Path(path).suffix.lower()}": Path(path) for i, path in enumerate(step.sources)}
+        files = {f"source-{i}{path.suffix.lower()}": path for i, path in enumerate(sources)}
         target_name = f"target{target.suffix.lower()}"
         files[target_name] = target
-        reference = f"reference{args.reference.suffix.lower()}" if args.reference else None
-        if args.reference:
-            files[str(reference)] = args.reference
+        reference_name = f"reference{reference.suffix.lower()}" if reference else None
+        if reference:
+            files[str(reference_name)] = reference
         body = build_manifest(
             [key for key in files if key.startswith("source-")], target_name, "", args.priority, self.engine,
-            args.quality, reference, _step_options(step, self.engine),
+            args.quality, reference_name, options,
         )  # fmt: skip
         body.update(tenant_cli.webhook_fields(args))
         suffix = local_output_suffix(target, target_name)
-        if container_of_key(suffix) and (named := container_of_key(step.output)):
+        if container_of_key(suffix) and (named := container_of_key(output)):
             suffix = f".{named}"  # a video's container is the one its output_path names, as FaceFusion writes it
         body["output"] = name + suffix  # under the tenant's outputs
-        return self.api.submit(files, body, say)
+        return files, body
 
     def wait(self, job_id: str, timeout_s: float, destination: Path) -> Ended:
         job = api_commands.follow(self.api, job_id, timeout_s)
@@ -171,6 +177,24 @@ class ApiFarm:
         link = str(job.get("download_url") or "")
         written = named_after_content(destination, urllib.parse.urlparse(link).path)[0] if link else None
         return Ended(code, written if code is Exit.DONE else None)
+
+
+def _chain_sources(chain: ChainAsFaces) -> list[Path]:
+    return [Path(source) for person in chain.people for source in person.sources]
+
+
+def _chain_faces(chain: ChainAsFaces) -> tuple[dict[str, Any], ...]:
+    """A mapping of `faces` per step of the chain, in order, each with the step's sources (indices into
+    `_chain_sources`) and its person (its reference frame of the original target)."""
+    faces, first = [], 0
+    for person in chain.people:
+        own = {} if person.options is None else {"options": dict(person.options)}  # a step's own options
+        indices = list(range(first, first + len(person.sources)))
+        faces.append(
+            {"source": indices, "reference_frame": person.frame, "reference_face_position": person.position, **own}
+        )
+        first += len(person.sources)
+    return tuple(faces)
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -277,9 +301,9 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
     _check_files(job)
     _check_joins(job)
     # A remix chain that can run as passes (each step one pass with its own options) is one job of chained
-    # passes on the first step's target, submitted at once (through the stack; the API's farm takes no `faces`
-    # from here); any other remix waits for the step it remixes.
-    as_passes = engine == JOB_FILE_ENGINE and api_commands.api_of(args) is None
+    # passes on the first step's target, submitted at once (through the stack or the API: the same manifest);
+    # any other remix waits for the step it remixes.
+    as_passes = engine == JOB_FILE_ENGINE
     chains = {
         step.index: chained
         for step in job.steps
@@ -314,7 +338,7 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
                 ids[step.index] = farm.submit(step, Path(step.target), names[step.index])
                 say(f"step {step.index}: job {ids[step.index]} → {finals[step.output]}")
             elif step.index in chains:
-                ids[step.index] = farm.submit_chain(chains[step.index], names[step.index])
+                ids[step.index] = farm.submit_chain(chains[step.index], step.output, names[step.index])
                 passes = ", ".join(map(str, chains[step.index].steps))
                 say(f"step {step.index}: job {ids[step.index]}, steps {passes} in passes → {finals[step.output]}")
         code = Exit.DONE

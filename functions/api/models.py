@@ -30,7 +30,8 @@ def omitted(description: str) -> Any:
 
 class JobRequest(Manifest):
     """The body of POST /jobs: a manifest (fusionfleet.jobs.manifest, checked exactly as a dropped one is)
-    whose plain file names (`face.jpg`, no `/`) are uploaded through the API, and each file's size."""
+    whose plain file names (`face.jpg`, no `/`: in `source`, `target`, `targets`, `reference` and each
+    mapping of `faces`) are uploaded through the API, and each file's size."""
 
     sizes: dict[str, int] | None = Field(
         default=None, description="each file's size in bytes: a file over the upload limit is refused at once"

@@ -82,7 +82,10 @@ _CREATE_JOB = (
     "earlier upload's `key`) names a file already in the bucket, which is not sent again. With `frames` "
     "the job is a test render of those frames of its target, one picture each (docs/test-renders.md); with "
     "`spread_frames` N instead, of N frames evenly spread over the target, chosen by the farm once it has "
-    "read the target's length (a poster strip: the `copy` engine shows them as they are)."
+    "read the target's length (a poster strip: the `copy` engine shows them as they are). With `faces` "
+    "(each mapping's own plain file names uploaded too), each mapping puts its sources on one person; on the "
+    "`facefusion` engine the mappings are chained passes of one render, each with its own `options` where "
+    "it has them: a FaceFusion job file's remix chain, with no encode between its steps (docs/engines.md)."
 )
 _JOB_BODY = {
     "requestBody": {"required": True, "content": {JSON: {"schema": {"$ref": "#/components/schemas/JobRequest"}}}}

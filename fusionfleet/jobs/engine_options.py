@@ -15,6 +15,7 @@ from fusionfleet.facefusion.catalogue import CATALOGUE
 from fusionfleet.facefusion.image_models import image_model_problems
 from fusionfleet.facefusion.requirements import SourceKind, detector_problems, source_problems, workflow_problems
 from fusionfleet.jobs.audio import AUDIO_OPTIONS
+from fusionfleet.jobs.faces import FaceMapping, engine_problem
 from fusionfleet.jobs.manifest import ENGINE_NAMES, REFUSED_OPTIONS, invalid_manifest
 
 # Applied by the fleet itself for every engine: the segment encoder (fusionfleet.jobs.encoding), the
@@ -58,6 +59,14 @@ BUILT_IN_PROCESSORS = ("face_swapper",)
 def selects_faces(engine: str) -> bool:
     """Whether the engine follows FaceFusion's face selector (and so needs the job's reference frame)."""
     return "face_selector_mode" in ENGINE_OPTIONS.get(engine, frozenset())
+
+
+def faces_problem(engine: str, faces: tuple[FaceMapping, ...]) -> str | None:
+    """Why the engine cannot render the job's `faces` (judged by the slicer and by the tenant API's
+    `POST /jobs` alike), or None. Pure."""
+    if faces and not selects_faces(engine):
+        return f"faces: the {engine} engine swaps no faces; use classic"
+    return engine_problem(engine, faces) if faces else None
 
 
 def honoured(engine: str) -> frozenset[str]:

@@ -23,8 +23,7 @@ from fusionfleet.fleet.presence import fleet_view
 from fusionfleet.fleet.tenant_settings import TenantSettings
 from fusionfleet.jobs.decisions import CONTENT_ANALYSIS, context_frames, job_level
 from fusionfleet.jobs.encoding import encoder_settings, output_size_problem
-from fusionfleet.jobs.engine_options import check_engine_options, check_sources, selects_faces
-from fusionfleet.jobs.faces import engine_problem
+from fusionfleet.jobs.engine_options import check_engine_options, check_sources, faces_problem, selects_faces
 from fusionfleet.jobs.image_output import (
     ImageOutput,
     image_output,
@@ -90,9 +89,7 @@ class JobPreparer:
             raise JobRejected(problem + "; nothing was read or rendered")
         engine = manifest.engine or self.config.default_engine
         check_engine_options(engine, manifest.options)
-        if manifest.faces and not selects_faces(engine):
-            raise invalid_manifest([f"faces: the {engine} engine swaps no faces; use classic"])
-        if manifest.faces and (problem := engine_problem(engine, manifest.faces)):
+        if problem := faces_problem(engine, manifest.faces):
             raise invalid_manifest([problem])
         bucket = manifest_ref.bucket
         named: list[tuple[str, str]] = [("source", key) for key in manifest.all_sources]

@@ -34,11 +34,11 @@ from fusionfleet.errors import (
 from fusionfleet.facefusion.requirements import SourceKind
 from fusionfleet.jobs.batch_reader import BatchReader
 from fusionfleet.jobs.batch_views import ItemView, item_page, tenant_item_json
-from fusionfleet.jobs.engine_options import check_engine_options, check_sources
+from fusionfleet.jobs.engine_options import check_engine_options, check_sources, faces_problem
 from fusionfleet.jobs.ids import JOB_ID, name_of_job
 from fusionfleet.jobs.ids import batch_id as pipeline_batch_id
 from fusionfleet.jobs.ids import job_id as pipeline_job_id
-from fusionfleet.jobs.manifest import KeyPolicy, parse_manifest
+from fusionfleet.jobs.manifest import KeyPolicy, invalid_manifest, parse_manifest
 from fusionfleet.jobs.reader import DEFAULT_ATTEMPT_PAGE, DEFAULT_SEGMENT_PAGE, JobReader, encode_cursor
 from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.views import AttemptView, JobDetail, JobView, SegmentCounts, parse_time, pending_view
@@ -52,6 +52,7 @@ from fusionfleet.webhooks.addresses import AddressPolicy
 # names an object the tenant already has (checked by the manifest's own key rules).
 # `targets` makes a batch: one job per target, steered and shown as one (fusionfleet.jobs.batches).
 _FILE_FIELDS = ("source", "target", "targets", "reference")
+_FACE_FILE_FIELDS = ("source", "reference")  # of each mapping of `faces` (a remix chain's passes)
 # A page of GET /jobs: one listing and a summary read per job (fusionfleet.jobs.reader), so well under
 # 20 reads of the work bucket per request.
 DEFAULT_LIST_LIMIT = 15
@@ -137,12 +138,18 @@ def manifest_for(body: Any, tenant: str, job_id: str) -> tuple[bytes, tuple[tupl
         uploads.setdefault(value, key)
         return key
 
+    def placed(value: Any) -> Any:
+        return [place(item) for item in value] if isinstance(value, list) else place(value)
+
     manifest = dict(body)
-    for name in _FILE_FIELDS:
-        if name not in manifest:
-            continue
-        value = manifest[name]
-        manifest[name] = [place(item) for item in value] if isinstance(value, list) else place(value)
+    for name in (name for name in _FILE_FIELDS if name in manifest):  # uploads in this order
+        manifest[name] = placed(manifest[name])
+    if isinstance(faces := manifest.get("faces"), list):  # each mapping's sources and reference are files too
+        manifest["faces"] = [
+            {name: placed(value) if name in _FACE_FILE_FIELDS else value for name, value in face.items()}
+            if isinstance(face, dict) else face
+            for face in faces
+        ]  # fmt: skip
     output = manifest.get("output")
     if isinstance(output, str) and "/" not in output:
         manifest["output"] = f"{layout.tenant_output_prefix(tenant)}{job_id}/{output}"
@@ -189,7 +196,9 @@ class TenantJobs:
         manifest_key = layout.tenant_manifest_key(tenant, job_id)
         try:
             manifest = parse_manifest(manifest_bytes, manifest_key, self._keys)
-            check_engine_options(manifest.engine or self.default_engine, manifest.options)
+            check_engine_options(engine := manifest.engine or self.default_engine, manifest.options)
+            if problem := faces_problem(engine, manifest.faces):  # as the slicer would refuse it
+                raise invalid_manifest([problem])
         except JobRejected as rejected:
             raise BadBody(rejected.problems) from rejected
         record = {
@@ -231,7 +240,7 @@ class TenantJobs:
         told now rather than by the slicer's notice: each uploaded source is known by its first bytes."""
         manifest = parse_manifest(body, layout.tenant_manifest_key(tenant, job_id), self._keys)
         kinds: list[SourceKind] = []
-        for index, key in enumerate(manifest.source):
+        for index, key in enumerate(manifest.all_sources):  # `faces`' too: a chain's passes swap faces
             info = self._head_own(key)
             if info is None:
                 return  # not one this role reads (or not there): the slicer judges the job as a whole

@@ -2,7 +2,8 @@
 --facefusion-job JOB.json --wait`: a step, a remix of it (`job-remix-step`: with options and a trim of its
 own, the two one job of chained passes) and a step writing the first
 step's output too (which job-run joins after it), each a farm job on the warm FaceFusion engine (the
-harness's stand-in models), each output written where its step says.
+harness's stand-in models), each output written where its step says. Through the tenant HTTP API
+(`--api`) a remix chain is the same one job of chained passes.
 
 Skipped with the reason where the harness cannot run (no FaceFusion checkout or no `.venv-facefusion`),
 failed in CI.
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import facefusion_stack
+from tests.e2e.helpers import api_token, api_url, facefusion_stack
 from tests.support import facefusion_harness as harness
 from tests.support.facefusion_jobs import clip, drafted, face, job_command
 from tests.support.media import decode_all
@@ -76,3 +77,25 @@ def test_a_job_file_with_a_remix_and_a_join_gives_each_output_where_it_says(
     for job in ids:
         status = farm.cli("status", job)
         assert status.returncode == 0 and "SUCCEEDED" in status.stdout, status.stdout + status.stderr
+
+
+def test_a_remix_chain_through_the_tenant_api_is_one_job_of_passes(
+    home: harness.Harness, farm: Stack, tmp_path: Path
+) -> None:
+    # GIVEN FaceFusion's own job: step 0 swaps a short clip, step 1 remixes step 0's output
+    frames = 10
+    source, target, out, jobs = face(tmp_path), clip(tmp_path, frames, FPS), tmp_path / "out", tmp_path / "jobs"
+    job_command(home, jobs, "job-create", "chained")
+    job_command(home, jobs, "job-add-step", "chained", "-s", str(source), "-t", str(target), "-o", str(out / "a.mp4"))
+    job_command(home, jobs, "job-remix-step", "chained", "0", "-s", str(source), "-o", str(out / "b.mp4"))
+    # WHEN a tenant submits it through the API and waits
+    api = ["--api", api_url(farm), "--token", api_token(farm, "acme")]
+    done = farm.cli("submit", "--facefusion-job", str(drafted(jobs, "chained")), "--wait", *api)
+    # THEN the remix is one job of two passes on the clip, submitted with step 0 (no intermediate encode)
+    assert done.returncode == 0, done.stderr + farm.logs()
+    assert len(done.stdout.split()) == 2 and "steps 0, 1 in passes" in done.stderr, done.stdout + done.stderr
+    assert "remixing step 0's output" not in done.stderr, done.stderr
+    # AND each output is where its step said, every frame of the clip
+    for name in ("a.mp4", "b.mp4"):
+        video, _ = decode_all(out / name)
+        assert video.frame_count == frames, (name, video)
