@@ -34,7 +34,7 @@ from fusionfleet.jobs.final_notice import (
 from fusionfleet.jobs.states import CANCEL_REASON, Action, JobState, NoticeStatus, allowed, refusal
 from fusionfleet.jobs.waiting import dequeue
 from fusionfleet.services.admission import AdmissionConfig, Admitter
-from fusionfleet.services.job_retry import Admit, JobRetry
+from fusionfleet.services.job_retry import Admit, JobRetry, Machine
 from fusionfleet.webhooks.outbox import WebhookOutbox
 
 CANCEL_ERROR = "JobCancelled"
@@ -42,13 +42,9 @@ CANCEL_ERROR = "JobCancelled"
 RECLAIM_S = 120.0
 
 
-class FarmResources(Protocol):
+class FarmResources(Machine, Protocol):
     """What operations need of a stack: the CLI's `StackResources`, or a Lambda's settings."""
 
-    @property
-    def work_bucket(self) -> str: ...
-    @property
-    def state_machine_arn(self) -> str: ...
     @property
     def topic_arn(self) -> str: ...
 

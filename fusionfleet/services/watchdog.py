@@ -59,6 +59,7 @@ from fusionfleet.jobs.runs import RunRecord, current_run, parse_execution_name
 from fusionfleet.jobs.states import NoticeStatus
 from fusionfleet.jobs.waiting import is_waiting
 from fusionfleet.messages import JobContext
+from fusionfleet.services.job_retry import Machine
 
 logger = logging.getLogger(__name__)
 
@@ -147,13 +148,9 @@ def judge(observation: Observation, now: datetime, policy: WatchdogPolicy) -> Ve
     return Verdict("none")
 
 
-class WatchdogSettings(Protocol):
+class WatchdogSettings(Machine, Protocol):
     """What the watchdog needs of its configuration (fusionfleet.environment.watchdog)."""
 
-    @property
-    def work_bucket(self) -> str: ...
-    @property
-    def state_machine_arn(self) -> str: ...
     @property
     def topic_arn(self) -> str: ...
     @property
