@@ -21,6 +21,7 @@ from fleetctl.client import Client, build_manifest, job_name, local_output_suffi
 from fleetctl.exits import EPILOG, Exit, UsageError, of_state
 from fleetctl.job_commands import check_local_engine, client_of, follow, say
 from fleetctl.job_file_commands import add_job_file_argument, cmd_submit_job_file
+from fleetctl.try_commands import fetch_pictures
 from fusionfleet.facefusion.flags import add_facefusion_options, collect_facefusion_options
 from fusionfleet.jobs.manifest import ENGINE_NAMES, PRIORITIES, QUALITIES
 from fusionfleet.jobs.states import JobState
@@ -229,7 +230,8 @@ def cmd_wait(args: argparse.Namespace) -> int:
         return _batch(args, wait=True)
     client = client_of(args)
     view = follow(client, args, args.job_id, _describe)
-    return _report(client, view, _named(args, view), args.timeout)
+    pictures = _pictures(args, client, view)
+    return pictures if pictures is not None else _report(client, view, _named(args, view), args.timeout)
 
 
 def cmd_download(args: argparse.Namespace) -> int:
@@ -237,6 +239,9 @@ def cmd_download(args: argparse.Namespace) -> int:
         return _batch(args, wait=False)
     client = client_of(args)
     view = client.status(args.job_id)
+    pictures = _pictures(args, client, view)
+    if pictures is not None:
+        return pictures
     if view.state is JobState.SUCCEEDED and view.result is not None:
         return _report(client, view, _named(args, view), 0)
     if not view.ended:
@@ -244,6 +249,19 @@ def cmd_download(args: argparse.Namespace) -> int:
         return Exit.FAILED
     say(f"{view.state.lower()}: {view.reason}" if view.reason else f"{view.state.lower()}: it has no output")
     return _ended(view.state)
+
+
+def _pictures(args: argparse.Namespace, client: Client, view: JobView) -> int | None:
+    """A succeeded test render's pictures into --output-dir (here by default), as `try` writes them;
+    None for any other job (a test render has no one output file: -o is refused)."""
+    if view.state is not JobState.SUCCEEDED:
+        return None
+    frames = client.trial_frames(view.job_id)
+    if not frames:
+        return None
+    if args.output is not None:
+        raise UsageError(f"{view.job_id} is a test render: name a folder with --output-dir, not a file")
+    return fetch_pictures(client, view, frames, args.output_dir or Path.cwd())
 
 
 def _named(args: argparse.Namespace, view: JobView) -> Path | None:

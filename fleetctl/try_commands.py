@@ -103,6 +103,11 @@ def add_parser(
     trial.add_argument("--name", help="job name (default: target name + time)")
     trial.add_argument("--tenant", help="render as this tenant: everything goes under tenants/TENANT/")
     trial.add_argument(
+        "--wait", action=argparse.BooleanOptionalAction, default=True,
+        help="follow it and fetch its pictures (the default); --no-wait prints its id at once, and "
+        "`fusionfleet wait ID --output-dir DIR` fetches them later",
+    )  # fmt: skip
+    trial.add_argument(
         "--timeout", type=float, default=600, metavar="S",
         help="seconds to wait for the pictures before giving up with exit status 4 (default 600)",
     )  # fmt: skip
@@ -131,13 +136,21 @@ def cmd_try(args: argparse.Namespace) -> int:
         spread=args.spread or 0,
     )  # fmt: skip
     say(f"test render {submission.job_id}: {_asked(args)}")
+    if not args.wait:
+        print(submission.job_id, flush=True)
+        return Exit.DONE
     view = follow(client, args, submission.job_id, _describe)
     code = _ended(view.state if view.ended else None, view.reason, args.timeout)
     if code is None:
-        frames = args.frames or client.trial_frames(submission.job_id)
-        code = _fetch_all(args, frames, lambda frame, path: _download_local(client, view, frame, path))
+        code = fetch_pictures(client, view, args.frames or client.trial_frames(submission.job_id), args.output_dir)
     print(submission.job_id, flush=True)
     return code
+
+
+def fetch_pictures(client: Client, view: JobView, frames: Sequence[int], folder: Path) -> int:
+    """A succeeded test render's pictures into `folder`, one PNG per frame named by its number (also what
+    `wait` and `download` of a test render write)."""
+    return _fetch_all(folder, frames, lambda frame, path: _download_local(client, view, frame, path))
 
 
 def _asked(args: argparse.Namespace) -> str:
@@ -171,15 +184,15 @@ def _ended(state: JobState | None, reason: str, timeout_s: float) -> int | None:
     return Exit.REJECTED if state is JobState.REJECTED else Exit.FAILED
 
 
-def _fetch_all(args: argparse.Namespace, frames: Sequence[int], fetch: Callable[[int, Path], object]) -> int:
+def _fetch_all(folder: Path, frames: Sequence[int], fetch: Callable[[int, Path], object]) -> int:
     if not frames:
         raise FusionFleetError("the test render succeeded but names no frames")
-    args.output_dir.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     for frame in frames:
-        path = args.output_dir / picture_name(frame)
+        path = folder / picture_name(frame)
         fetch(frame, path)
         say(f"frame {frame} → {path}")
-    say(f"{len(frames)} frame(s) in {args.output_dir}")
+    say(f"{len(frames)} frame(s) in {folder}")
     return 0
 
 
@@ -202,6 +215,9 @@ def _try_api(args: argparse.Namespace, client: ApiClient) -> int:
         body["spread_frames"] = args.spread
     job_id = client.submit(files, body, say)
     say(f"test render {job_id}: {_asked(args)}")
+    if not args.wait:
+        print(job_id, flush=True)
+        return Exit.DONE
     line = ProgressLine()
     status = client.wait(job_id, args.timeout, lambda s: line.show(str(s["state"])))
     line.done()
@@ -213,6 +229,6 @@ def _try_api(args: argparse.Namespace, client: ApiClient) -> int:
         missing = [frame for frame in frames if frame not in links]
         if missing:
             raise FusionFleetError(f"job {job_id} succeeded but the API gave no link for frame(s) {missing}")
-        code = _fetch_all(args, frames, lambda frame, path: download(links[frame], path))
+        code = _fetch_all(args.output_dir, frames, lambda frame, path: download(links[frame], path))
     print(job_id, flush=True)
     return code

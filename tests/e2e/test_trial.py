@@ -96,16 +96,27 @@ def test_a_test_renders_frames_are_the_full_renders_frames(stack: Stack, clip: P
 
 
 def test_a_spread_test_render_fetches_the_frames_the_farm_chose(stack: Stack, clip: Path, tmp_path: Path) -> None:
-    # GIVEN a clip of 150 frames, and a test render that names no frames but asks for 4 spread over it
+    # GIVEN a clip of 150 frames, and a test render that names no frames but asks for 4 spread over it,
+    # submitted without waiting for it
     out = tmp_path / "strip"
     trial = stack.cli(
         "try", "--source", str(grace_hopper_path()), "--target", str(clip), "--engine", "copy", "--spread", "4",
-        "--output-dir", str(out),
+        "--no-wait",
     )  # fmt: skip
     assert trial.returncode == 0, trial.stderr
-    # THEN the CLI fetched the frames the slicer chose: first and last included, evenly spread, each the
+    job = trial.stdout.strip().splitlines()[-1]
+    # WHEN `wait` follows it later, into a folder (a test render's pictures are no one file: -o is refused)
+    refused = stack.cli("wait", job, "-o", str(tmp_path / "one.png"))
+    assert refused.returncode == 2 and "is a test render: name a folder with --output-dir" in refused.stderr
+    waited = stack.cli("wait", job, "--output-dir", str(out))
+    assert waited.returncode == 0, waited.stderr
+    # THEN it fetched the frames the slicer chose: first and last included, evenly spread, each the
     # target's own frame (the copy engine returns its input) and not its neighbour
     assert sorted(path.name for path in out.iterdir()) == [f"frame-{f:06d}.png" for f in (0, 50, 99, 149)]
+    # AND `download` fetches the same pictures again, as `try` names them
+    again = tmp_path / "again"
+    assert stack.cli("download", job, "--output-dir", str(again)).returncode == 0
+    assert sorted(path.name for path in again.iterdir()) == sorted(path.name for path in out.iterdir())
     target = opencv_frames(clip)
     for frame in (0, 50, 99, 149):
         picture = cv2.imread(str(out / f"frame-{frame:06d}.png"))
