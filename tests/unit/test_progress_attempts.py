@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -132,19 +133,26 @@ def _sent_again(queue: FakeQueue, subject: Worker[Slice], message: QueueMessage)
     return Slice.model_validate_json(renewed.body)
 
 
+def _last_delivery_after_two_kills(
+    handler: CheckpointingHandler, saved: int
+) -> tuple[FakeQueue, FakeOrchestrator, Worker[Slice], Slice]:
+    """One segment whose first two deliveries were killed after saving `saved` frames each, its last delivery
+    executed: that delivery renders nothing and its task goes back as a new message (returned, with the rest)."""
+    queue, orchestrator, subject = _one_segment(handler)
+    _kill_delivery(queue, handler, saved)
+    _kill_delivery(queue, handler, saved)
+    message = _last_delivery(subject)
+    subject.execute(message)
+    assert handler.attempts == [] and queue.deleted == [message.message_id]
+    return queue, orchestrator, subject, _sent_again(queue, subject, message)
+
+
 def test_a_segment_killed_repeatedly_while_advancing_completes_instead_of_dead_lettering() -> None:
     # GIVEN a segment on a queue that dead-letters after 3 receives, whose workers are killed
     handler = CheckpointingHandler()
-    queue, orchestrator, subject = _one_segment(handler)
-    # WHEN its first two deliveries are killed after saving chunks each time
-    _kill_delivery(queue, handler, 20)
-    _kill_delivery(queue, handler, 20)
-    # AND the worker takes its last delivery
-    message = _last_delivery(subject)
-    subject.execute(message)
+    # WHEN its first two deliveries are killed after saving chunks each time, and a worker takes its last
+    queue, orchestrator, subject, task = _last_delivery_after_two_kills(handler, 20)
     # THEN it is not rendered under that delivery: it goes back as a new message with its progress
-    assert handler.attempts == [] and queue.deleted == [message.message_id]
-    task = _sent_again(queue, subject, message)
     assert (task.prior_attempts, task.forgiven_attempts, task.progress_frames) == (2, 2, 40)
     handler.saved += 10  # (that take was killed too, after saving more)
     queue.clock.advance(61)
@@ -168,15 +176,9 @@ def test_a_segment_whose_workers_were_killed_before_its_first_chunk_is_renewed_a
     # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two workers were
     # killed before saving anything (the soak at efea6c8 lost a 3-minute job to three such kills)
     handler = CheckpointingHandler()
-    queue, _orchestrator, subject = _one_segment(handler)
-    _kill_delivery(queue, handler, 0)
-    _kill_delivery(queue, handler, 0)
     # WHEN a worker takes its last delivery
-    message = _last_delivery(subject)
-    subject.execute(message)
+    queue, _orchestrator, _subject, task = _last_delivery_after_two_kills(handler, 0)
     # THEN it goes back as a new message with both killed deliveries forgiven, its progress unchanged
-    assert handler.attempts == [] and queue.deleted == [message.message_id]
-    task = _sent_again(queue, subject, message)
     assert (task.prior_attempts, task.forgiven_attempts, task.progress_frames) == (2, 2, 0)
     assert queue.dead_letters(QUEUE) == []
 
@@ -249,28 +251,36 @@ def test_renewals_stop_at_the_cap_on_total_deliveries() -> None:
 
 
 class StoppedHandler(CheckpointingHandler):
-    """Checkpoints `frames` and is stopped warm (SIGTERM: the engine stops after its current chunk)."""
+    """Checkpoints `frames` and is stopped warm, its render ending in `stop`: ColdStop (SIGTERM to the worker: the
+    engine stops after its current chunk), or GivenBack (SIGTERM drained the engine: it saved its chunk,
+    gpu_worker.hosting.engine_host, and the worker carries on to its stop)."""
 
-    def __init__(self, frames: int) -> None:
+    def __init__(self, frames: int, stop: type[ColdStop | GivenBack]) -> None:
         super().__init__()
         self.frames = frames
+        self.stop = stop
 
     def start(self, task: Slice, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
         self.attempts.append((attempt.number, self.saved))
         self.saved += self.frames
-        raise ColdStop("stop requested")
+        raise self.stop(f"slice {task.task_token}: checkpointed before frame {self.saved}")
 
 
-def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
-    # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two attempts failed
-    # before saving anything (failures, so taking its last delivery does not renew it)
-    handler = StoppedHandler(frames=30)
+def _last_delivery_after_two_failures(handler: CheckpointingHandler) -> tuple[FakeQueue, Worker[Slice], QueueMessage]:
+    """One segment on a queue that dead-letters after 3 receives, whose first two attempts failed before saving
+    anything (failures, so taking its last delivery does not renew it): the queue, the worker, that delivery."""
     queue, _orchestrator, subject = _one_segment(handler)
     _kill_delivery(queue, handler, 0)
     _kill_delivery(queue, handler, 0)
     handler.failed = {1, 2}
-    # WHEN its last delivery renders, checkpoints 30 frames and is stopped warm
-    message = _last_delivery(subject)
+    return queue, subject, _last_delivery(subject)
+
+
+def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
+    # GIVEN a segment whose first two attempts failed, its last delivery taken
+    handler = StoppedHandler(frames=30, stop=ColdStop)
+    queue, subject, message = _last_delivery_after_two_failures(handler)
+    # WHEN it renders, checkpoints 30 frames and is stopped warm
     with pytest.raises(ColdStop):
         subject.execute(message)
     # THEN it goes back as a new message carrying that progress, not released into the dead letters
@@ -279,31 +289,12 @@ def test_a_warm_stop_on_the_last_delivery_after_checkpointing_sends_the_segment_
     assert queue.dead_letters(QUEUE) == []
 
 
-class DrainedHandler(CheckpointingHandler):
-    """Checkpoints `frames` and is stopped warm the way SIGTERM stops an engine: it saves its chunk and
-    the render ends in GivenBack (gpu_worker.hosting.engine_host), the worker carrying on to its stop."""
-
-    def __init__(self, frames: int) -> None:
-        super().__init__()
-        self.frames = frames
-
-    def start(self, task: Slice, cancel: threading.Event, attempt: Attempt) -> Callable[[], SegmentResult]:
-        self.attempts.append((attempt.number, self.saved))
-        self.saved += self.frames
-        raise GivenBack(f"slice {task.task_token}: checkpointed before frame {self.saved}")
-
-
 def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_sends_the_segment_again() -> None:
-    # GIVEN a segment on a queue that dead-letters after 3 receives, whose first two attempts failed
-    # before saving anything (failures, so taking its last delivery does not renew it)
-    handler = DrainedHandler(frames=50)
-    queue, _orchestrator, subject = _one_segment(handler)
-    _kill_delivery(queue, handler, 0)
-    _kill_delivery(queue, handler, 0)
-    handler.failed = {1, 2}
-    # WHEN its last delivery's engine is drained by SIGTERM after checkpointing 50 frames (the soak at
-    # d178337 lost a 3-minute job this way: the segment was released, and the next receive dead-lettered it)
-    message = _last_delivery(subject)
+    # GIVEN a segment whose first two attempts failed, its last delivery taken
+    handler = StoppedHandler(frames=50, stop=GivenBack)
+    queue, subject, message = _last_delivery_after_two_failures(handler)
+    # WHEN its engine is drained by SIGTERM after checkpointing 50 frames (the soak at d178337 lost a
+    # 3-minute job this way: the segment was released, and the next receive dead-lettered it)
     subject.execute(message)
     # THEN it goes back as a new message carrying that progress, not released into the dead letters
     assert queue.deleted == [message.message_id]
@@ -311,23 +302,15 @@ def test_an_engine_drained_by_sigterm_on_the_last_delivery_after_checkpointing_s
     assert queue.dead_letters(QUEUE) == []
 
 
-def test_an_engine_drained_before_the_last_delivery_is_released_as_before() -> None:
-    handler = DrainedHandler(frames=50)
-    _queue, _orchestrator, subject = _one_segment(handler)
-    message = subject.take()
-    assert message is not None
-    subject.execute(message)
-    again = subject.take()
-    assert again is not None and again.message_id == message.message_id and again.receive_count == 2
-
-
-def test_a_warm_stop_before_the_last_delivery_releases_it_as_before() -> None:
+@pytest.mark.parametrize("stop", [ColdStop, GivenBack], ids=["worker stopped warm", "engine drained by SIGTERM"])
+def test_a_warm_stop_before_the_last_delivery_releases_it_as_before(stop: type[ColdStop | GivenBack]) -> None:
     # GIVEN a segment's first delivery, stopped warm after checkpointing
-    handler = StoppedHandler(frames=30)
+    handler = StoppedHandler(frames=30, stop=stop)
     _queue, _orchestrator, subject = _one_segment(handler)
     message = subject.take()
     assert message is not None
-    with pytest.raises(ColdStop):
+    # (the worker's own stop reaches its caller; an engine's drain ends the render)
+    with pytest.raises(ColdStop) if stop is ColdStop else contextlib.nullcontext():
         subject.execute(message)
     # THEN the same message is visible again at once (its receive count still tells SQS the truth)
     again = subject.take()
