@@ -42,6 +42,13 @@ def record(storage: FakeStorage, job: JobContext, index: int, **fields: object) 
     )
 
 
+def _gate_failure(storage: FakeStorage, job: JobContext) -> SegmentFailed:
+    """The gate's failure on the job's plan (it must fail)."""
+    with pytest.raises(SegmentFailed) as failure:
+        gate(storage, job, load_plan(storage, job))
+    return failure.value
+
+
 def test_every_segment_succeeded_gives_their_records_in_plan_order(storage: FakeStorage, job: JobContext) -> None:
     # GIVEN both segments recorded as succeeded, the second first
     record(storage, job, 1, started_at=10.0, finished_at=12.0)
@@ -58,10 +65,9 @@ def test_a_missing_and_a_failed_segment_are_both_named_with_their_reasons(
     # GIVEN segment 0 failed after three attempts and segment 1 never wrote a record
     record(storage, job, 0, status="failed", frames=0, attempt=3, error="RuntimeError", reason="the GPU fell off")
     # WHEN the gate checks the plan
-    with pytest.raises(SegmentFailed) as failure:
-        gate(storage, job, load_plan(storage, job))
+    failure = _gate_failure(storage, job)
     # THEN one failure names both segments, their frames and why
-    assert failure.value.reason == (
+    assert failure.reason == (
         "2 of 2 segments did not render: "
         "segment 0 (frames 0-49) failed after 3 attempts: RuntimeError: the GPU fell off; "
         "segment 1 (frames 50-99): no result"
@@ -101,15 +107,14 @@ def test_a_failed_segment_is_named_before_the_ones_a_stopped_job_never_rendered(
     storage.put_json(WORK, layout.plan_key(context.job_id), plan)
     record(storage, context, 25, status="failed", frames=0, attempt=3, error="EngineCrashed", reason="signal 9")
     # WHEN the gate checks the plan
-    with pytest.raises(SegmentFailed) as failure:
-        gate(storage, context, load_plan(storage, context))
+    failure = _gate_failure(storage, context)
     # THEN the failed segment comes first, with its frames, attempts and cause; the rest are summed up
-    assert failure.value.reason.startswith(
+    assert failure.reason.startswith(
         "30 of 30 segments did not render: "
         "segment 25 (frames 250-259) failed after 3 attempts: EngineCrashed: signal 9; "
         "segment 0 (frames 0-9): no result"
     )
-    assert failure.value.reason.endswith("; and 10 more")
+    assert failure.reason.endswith("; and 10 more")
 
 
 def test_the_gate_reads_records_written_by_a_newer_worker_with_fields_it_does_not_know(
@@ -129,13 +134,12 @@ def test_a_gate_that_fails_marks_the_job_failed_naming_the_first_failed_segment(
     # GIVEN segment 1 failed after three attempts and segment 0 never wrote a record
     record(storage, job, 1, status="failed", frames=0, attempt=3, error="RuntimeError", reason="the GPU fell off")
     # WHEN the gate checks the plan
-    with pytest.raises(SegmentFailed) as failure:
-        gate(storage, job, load_plan(storage, job))
+    failure = _gate_failure(storage, job)
     # THEN the job carries its failed marker, so workers drop any of its segments still queued
     marker = job_failed(storage, WORK, job.job_id)
     assert marker is not None and is_job_failed(storage, WORK, job.job_id)
     assert (marker.segment, marker.attempts, marker.error, marker.by) == (1, 3, "SegmentFailed", "merge gate")
-    assert marker.cause == failure.value.reason and marker.run == job.run
+    assert marker.cause == failure.reason and marker.run == job.run
 
 
 def test_a_gate_with_only_missing_segments_marks_the_first_missing_and_keeps_an_earlier_marker(
@@ -163,30 +167,31 @@ def test_a_gate_that_passes_marks_nothing(storage: FakeStorage, job: JobContext)
 QUEUE = "q/merge"
 
 
-def merge_worker(
-    storage: FakeStorage, queue: FakeQueue, orchestrator: FakeOrchestrator, scratch: Path
-) -> Worker[MergeTask]:
-    return Worker(
+def merge_once(storage: FakeStorage, job: JobContext, scratch: Path) -> tuple[FakeQueue, FakeOrchestrator, str]:
+    """The job's merge sent to a merge queue of 3 receives and taken once by a merge worker: the queue, the
+    orchestrator and the message's id."""
+    queue, orchestrator = FakeQueue(), FakeOrchestrator()
+    queue.create(QUEUE, max_receive_count=3)
+    message_id = queue.send(QUEUE, MergeTask(task_token="m", job=job).model_dump_json())
+    subject = Worker(
         "merge-1", [QUEUE], MergeHandler(MergeDeps(storage, scratch)), queue, orchestrator,
         RetryPolicy(max_attempts=3, backoff_s=(2, 10, 60)), KeepPolicy(visibility_s=60), StopSignal(),
         idle_wait_s=0,
     )  # fmt: skip
+    message = subject.take()
+    assert message is not None
+    subject.execute(message)
+    return queue, orchestrator, message_id
 
 
 def test_a_merge_whose_gate_reads_a_segment_failed_for_good_fails_its_token_at_once_with_the_cause(
     storage: FakeStorage, job: JobContext, tmp_path: Path
 ) -> None:
-    # GIVEN a job whose segment 1 failed its last attempt (its record says so) and a merge queue of 3 receives
+    # GIVEN a job whose segment 1 failed its last attempt (its record says so)
     record(storage, job, 0)
     record(storage, job, 1, status="failed", frames=0, attempt=3, error="EngineCrashed", reason="exit code 70")
-    queue, orchestrator = FakeQueue(), FakeOrchestrator()
-    queue.create(QUEUE, max_receive_count=3)
-    message_id = queue.send(QUEUE, MergeTask(task_token="m", job=job).model_dump_json())
-    # WHEN the merge worker takes it
-    subject = merge_worker(storage, queue, orchestrator, tmp_path)
-    message = subject.take()
-    assert message is not None
-    subject.execute(message)
+    # WHEN the merge worker takes its merge
+    queue, orchestrator, message_id = merge_once(storage, job, tmp_path)
     # THEN its first attempt fails the token with the gate's reason, and the message is gone: no retry
     # holds the job's failure back until its merge task times out (States.Timeout)
     ((kind, token, (error, cause)),) = orchestrator.reports()
@@ -200,12 +205,7 @@ def test_a_merge_whose_gate_finds_only_missing_records_is_tried_again(
 ) -> None:
     # GIVEN a job whose segment 1 has no record yet (none failed)
     record(storage, job, 0)
-    queue, orchestrator = FakeQueue(), FakeOrchestrator()
-    queue.create(QUEUE, max_receive_count=3)
-    message_id = queue.send(QUEUE, MergeTask(task_token="m", job=job).model_dump_json())
-    subject = merge_worker(storage, queue, orchestrator, tmp_path)
-    message = subject.take()
-    assert message is not None
-    subject.execute(message)
+    # WHEN the merge worker takes its merge
+    queue, orchestrator, message_id = merge_once(storage, job, tmp_path)
     # THEN the attempt is retried after the back-off, its token untouched
     assert orchestrator.reports() == [] and queue.visibility_changes == [(message_id, 2)]
