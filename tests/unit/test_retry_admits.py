@@ -26,7 +26,6 @@ from fleetctl.local.state import LocalState
 from fleetctl.stack import StackResources
 from functions.api import app as api_app
 from fusionfleet.adapters.aws import AwsTarget
-from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.environment import settings
 from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.environment.contract import from_env
@@ -39,29 +38,11 @@ from fusionfleet.services.admission import AdmissionConfig
 from fusionfleet.services.job_retry import NEXT_ADMISSION
 from fusionfleet.services.operations import Operations
 from fusionfleet.services.tenant_jobs import TenantJobs
-from tests.simulation.farm import MACHINE, TENANT, Farm, Submitted
+from tests.simulation.alone import end, run, submit
+from tests.simulation.farm import MACHINE, TENANT, Farm
 from tests.support.jobs import MEDIA, WORK
 
 STACK = "fusionfleet"
-
-
-def run(farm: Farm, work: Callable[[], object]) -> object:
-    """One party run to its end, nobody else moving; what it returned (its error raised)."""
-    actor = farm.scheduler.spawn("party", TENANT, farm.clock(), work)
-    farm.scheduler.finish(actor)
-    if actor.error is not None:
-        raise actor.error
-    return actor.result
-
-
-def submit(farm: Farm) -> Submitted:
-    submitted = farm.put_manifest(False, TENANT)
-    run(farm, partial(farm.slice, submitted.key))
-    return submitted
-
-
-def end(farm: Farm, name: str, status: str = "SUCCEEDED") -> None:
-    farm.orchestrator.end(execution_arn(MACHINE, name), status)
 
 
 def operations(farm: Farm, admission: AdmissionConfig | None) -> Operations:

@@ -8,42 +8,22 @@ on in-memory S3 and Step Functions, every party run to its end here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 
 from fusionfleet import layout
-from fusionfleet.adapters.orchestrator import execution_arn
 from fusionfleet.jobs.runs import execution_name
 from fusionfleet.jobs.states import JobState
 from fusionfleet.jobs.waiting import read_waiting
 from fusionfleet.services.batch_operations import BatchOperations
 from fusionfleet.services.job_retry import JobRetry
 from fusionfleet.services.operations import Operations
-from tests.simulation.farm import MACHINE, TENANT, Farm, Submitted
+from tests.simulation.alone import end, run, submit
+from tests.simulation.farm import TENANT, Farm
 from tests.support.jobs import WORK
-
-
-def run(farm: Farm, work: Callable[[], object]) -> object:
-    """One party run to its end, nobody else moving; what it returned (its error raised)."""
-    actor = farm.scheduler.spawn("party", TENANT, farm.clock(), work)
-    farm.scheduler.finish(actor)
-    if actor.error is not None:
-        raise actor.error
-    return actor.result
-
-
-def submit(farm: Farm, batch: bool = False) -> Submitted:
-    submitted = farm.put_manifest(batch, TENANT)
-    run(farm, partial(farm.slice, submitted.key))
-    return submitted
 
 
 def admit(farm: Farm) -> list[str]:
     return [item.job_id for item in farm.admitter().admit(TENANT)]
-
-
-def end(farm: Farm, name: str, status: str = "SUCCEEDED") -> None:
-    farm.orchestrator.end(execution_arn(MACHINE, name), status)
 
 
 def test_a_retried_job_waits_while_its_tenants_slot_is_taken_and_starts_when_it_frees() -> None:
