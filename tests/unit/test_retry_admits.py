@@ -87,20 +87,42 @@ def assert_waits_for_its_slot(farm: Farm, job: str, told: object) -> None:
     assert "running 1 of the 1 jobs" in waiting.reason, waiting.reason
 
 
-# ---------------------------------------------------------------- Operations: the one retry all three use
-def test_a_retry_with_the_stacks_limits_runs_a_job_of_a_tenant_below_its_limit_at_once() -> None:
+def retried_alone(retrier: Callable[[Farm], Operations | StackSource]) -> None:
+    """A tenant's only job, failed and retried through `retrier`'s retry: it runs at once."""
     farm = Farm(tenant_limit=1)
     job = failed_alone(farm)
-    told = run(farm, partial(operations(farm, limits(1)).retry, job))
-    assert_running_at_once(farm, job, told)
+    assert_running_at_once(farm, job, run(farm, partial(retrier(farm).retry, job)))
 
 
-def test_a_retry_with_the_stacks_limits_leaves_a_tenant_at_its_limit_waiting_for_its_slot() -> None:
+def retried_at_the_limit(retrier: Callable[[Farm], Operations | StackSource]) -> tuple[Farm, str, str]:
+    """A tenant's failed job retried through `retrier`'s retry while its other job holds its one slot: it waits.
+    The farm, the retried job and the running one."""
     farm = Farm(tenant_limit=1)
     first, second = failed_beside_a_running_one(farm)
-    told = run(farm, partial(operations(farm, limits(1)).retry, first))
-    assert_waits_for_its_slot(farm, first, told)
+    assert_waits_for_its_slot(farm, first, run(farm, partial(retrier(farm).retry, first)))
     assert farm.orchestrator.running(TENANT) == [second]
+    return farm, first, second
+
+
+def dashboard(farm: Farm, admission: AdmissionConfig) -> StackSource:
+    reader = JobReader(farm.storage, farm.orchestrator, WORK, MACHINE, clock=farm.clock)
+    return StackSource(reader, operations(farm, admission))
+
+
+# ---------------------------------------------------------------- Operations (the one retry all three use),
+# and the operator's dashboard
+@pytest.mark.parametrize("entry", [operations, dashboard], ids=["operations", "dashboard"])
+def test_a_retry_with_the_stacks_limits_runs_a_job_of_a_tenant_below_its_limit_at_once(
+    entry: Callable[[Farm, AdmissionConfig], Operations | StackSource],
+) -> None:
+    retried_alone(lambda farm: entry(farm, limits(1)))
+
+
+@pytest.mark.parametrize("entry", [operations, dashboard], ids=["operations", "dashboard"])
+def test_a_retry_with_the_stacks_limits_leaves_a_tenant_at_its_limit_waiting_for_its_slot(
+    entry: Callable[[Farm, AdmissionConfig], Operations | StackSource],
+) -> None:
+    farm, first, second = retried_at_the_limit(lambda farm: entry(farm, limits(1)))
     # AND once the slot frees, the next admission starts it
     end(farm, second)
     assert [item.job_id for item in farm.admitter().admit(TENANT)] == [first]
@@ -166,26 +188,6 @@ def test_a_tenants_job_retried_through_the_api_at_its_limit_waits() -> None:
     assert_waits_for_its_slot(farm, pipeline, told)
 
 
-# ---------------------------------------------------------------- the operator's dashboard
-def dashboard(farm: Farm, admission: AdmissionConfig) -> StackSource:
-    reader = JobReader(farm.storage, farm.orchestrator, WORK, MACHINE, clock=farm.clock)
-    return StackSource(reader, operations(farm, admission))
-
-
-def test_a_job_retried_from_the_dashboard_runs_right_after_the_click() -> None:
-    farm = Farm(tenant_limit=1)
-    job = failed_alone(farm)
-    told = run(farm, partial(dashboard(farm, limits(1)).retry, job))
-    assert_running_at_once(farm, job, told)
-
-
-def test_a_job_retried_from_the_dashboard_at_its_tenants_limit_waits() -> None:
-    farm = Farm(tenant_limit=1)
-    first, _second = failed_beside_a_running_one(farm)
-    told = run(farm, partial(dashboard(farm, limits(1)).retry, first))
-    assert_waits_for_its_slot(farm, first, told)
-
-
 # ---------------------------------------------------------------- the CLI (and the dashboard's process)
 OUTPUTS = {
     "Stage": "local", "MediaBucketName": MEDIA, "WorkBucketName": WORK, "IngestQueueUrl": "q",
@@ -222,12 +224,8 @@ def test_on_aws_the_cli_learns_the_limits_from_the_stacks_parameters(aws: None) 
     built = cli_admission.operations(conn, {})
     assert built.admission == found and built.outbox is None  # a stack without a webhook queue sends no event
     # AND its retry runs a tenant's job below its limit at once, and leaves one at its limit waiting
-    farm = Farm(tenant_limit=1)
-    job = failed_alone(farm)
-    assert_running_at_once(farm, job, run(farm, partial(operations(farm, found).retry, job)))
-    farm = Farm(tenant_limit=1)
-    first, _second = failed_beside_a_running_one(farm)
-    assert_waits_for_its_slot(farm, first, run(farm, partial(operations(farm, found).retry, first)))
+    retried_alone(lambda farm: operations(farm, found))
+    retried_at_the_limit(lambda farm: operations(farm, found))
 
 
 def test_a_stack_without_the_limit_parameters_leaves_the_cli_to_the_next_admission(aws: None) -> None:
@@ -246,9 +244,7 @@ def test_on_the_local_stack_the_cli_takes_the_limits_local_up_gave_its_admitters
     resources = StackResources.from_outputs(OUTPUTS)
     found = cli_admission.stack_admission(conn, resources, env)
     assert found == AdmissionConfig(WORK, MACHINE, stack_limits=TenantLimits(1, 4), max_running_jobs=150)
-    farm = Farm(tenant_limit=1)
-    job = failed_alone(farm)
-    assert_running_at_once(farm, job, run(farm, partial(operations(farm, found).retry, job)))
+    retried_alone(lambda farm: operations(farm, found))
     # AND a state written before it recorded them gives none (not the template's defaults, which local up overrides)
     conn, env = local_stack(tmp_path, {})
     assert cli_admission.stack_admission(conn, resources, env) is None
