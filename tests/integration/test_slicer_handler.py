@@ -47,6 +47,14 @@ def slicer_env(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     app.slicer.cache_clear()
 
 
+@pytest.fixture
+def inputs(slicer_env: Aws, clip: Path) -> Aws:
+    """The slicer's stack with the manifests' inputs uploaded: the source face and the target clip."""
+    upload(slicer_env, "inputs/face.jpg", grace_hopper_path())
+    upload(slicer_env, "inputs/clip.mp4", clip)
+    return slicer_env
+
+
 def invoke(*bodies: str) -> dict[str, Any]:
     return app.handler(sqs_event(*bodies), LambdaContext(function_name="slicer", aws_request_id="req"))
 
@@ -57,11 +65,9 @@ def put_manifest(aws: Aws, key: str, manifest: dict[str, Any] | bytes) -> str:
     return job_id(aws.media_bucket, key, etag)
 
 
-def test_manifest_starts_one_execution_with_its_plan(slicer_env: Aws, clip: Path) -> None:
+def test_manifest_starts_one_execution_with_its_plan(inputs: Aws) -> None:
     # GIVEN media and a manifest whose key needs URL-decoding
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     key = "jobs/Zoë + friends.json"
     job = put_manifest(aws, key, MANIFEST)
     # WHEN the event arrives
@@ -80,10 +86,8 @@ def test_manifest_starts_one_execution_with_its_plan(slicer_env: Aws, clip: Path
     assert aws.notifications() == []
 
 
-def test_duplicate_events_start_one_job(slicer_env: Aws, clip: Path) -> None:
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+def test_duplicate_events_start_one_job(inputs: Aws) -> None:
+    aws = inputs
     put_manifest(aws, "jobs/a.json", MANIFEST)
     # WHEN the same event comes twice in one batch and once more later
     invoke(s3_event(aws.media_bucket, "jobs/a.json"), s3_event(aws.media_bucket, "jobs/a.json"))
@@ -92,10 +96,8 @@ def test_duplicate_events_start_one_job(slicer_env: Aws, clip: Path) -> None:
     assert len(aws.executions()) == 1
 
 
-def test_changed_manifest_under_the_same_key_is_a_new_job(slicer_env: Aws, clip: Path) -> None:
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+def test_changed_manifest_under_the_same_key_is_a_new_job(inputs: Aws) -> None:
+    aws = inputs
     first = put_manifest(aws, "jobs/a.json", MANIFEST)
     invoke(s3_event(aws.media_bucket, "jobs/a.json"))
     second = put_manifest(aws, "jobs/a.json", {**MANIFEST, "priority": "low"})
@@ -139,11 +141,9 @@ def test_changed_manifest_under_the_same_key_is_a_new_job(slicer_env: Aws, clip:
     ],
 )
 def test_bad_jobs_are_rejected_with_a_notice_and_lose_nothing(
-    slicer_env: Aws, clip: Path, manifest: dict[str, Any] | bytes, reason: str
+    inputs: Aws, manifest: dict[str, Any] | bytes, reason: str
 ) -> None:
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     job = put_manifest(aws, "jobs/bad.json", manifest)
     # WHEN the slicer sees it
     response = invoke(s3_event(aws.media_bucket, "jobs/bad.json"))
@@ -176,13 +176,9 @@ def test_the_s3_test_event_and_foreign_keys_are_ignored(slicer_env: Aws) -> None
     assert aws.executions() == [] and aws.notifications() == []
 
 
-def test_infrastructure_errors_fail_only_their_record(
-    slicer_env: Aws, clip: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_infrastructure_errors_fail_only_their_record(inputs: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN a state machine that does not exist (an outage, a misconfiguration)
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     put_manifest(aws, "jobs/a.json", MANIFEST)
     monkeypatch.setenv("STATE_MACHINE_ARN", aws.state_machine_arn + "-gone")
     app.slicer.cache_clear()
@@ -240,10 +236,8 @@ def test_hostile_targets_are_refused_without_opening_what_they_name(
         ),
     ],
 )
-def test_manifest_problems_are_named(slicer_env: Aws, clip: Path, manifest: dict[str, Any], reason: str) -> None:
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+def test_manifest_problems_are_named(inputs: Aws, manifest: dict[str, Any], reason: str) -> None:
+    aws = inputs
     put_manifest(aws, "jobs/m.json", manifest)
     invoke(s3_event(aws.media_bucket, "jobs/m.json"))
     (notice,) = aws.notifications()
@@ -266,13 +260,9 @@ def test_a_rejected_manifest_uploaded_again_once_its_media_exists_starts(slicer_
     assert aws.s3.list_objects_v2(Bucket=aws.work_bucket, Prefix=layout.rejection_key(job)).get("KeyCount") == 0
 
 
-def test_the_reference_frame_is_decoded_once_per_job_and_travels_with_every_segment(
-    slicer_env: Aws, clip: Path
-) -> None:
+def test_the_reference_frame_is_decoded_once_per_job_and_travels_with_every_segment(inputs: Aws, clip: Path) -> None:
     # GIVEN a reference-mode job (FaceFusion's default) without a reference image, naming frame 37
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     job = put_manifest(aws, "jobs/r.json", {**MANIFEST, "engine": "classic", "options": {"reference_frame_number": 37}})
     # WHEN the slicer starts it
     invoke(s3_event(aws.media_bucket, "jobs/r.json"))
@@ -290,12 +280,8 @@ def test_the_reference_frame_is_decoded_once_per_job_and_travels_with_every_segm
     assert read_stamp(stored) == 37 and np.abs(stored.astype(int) - expected).mean() < 1.0
 
 
-def test_a_job_with_a_reference_image_another_mode_or_no_selector_needs_no_reference_frame(
-    slicer_env: Aws, clip: Path
-) -> None:
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+def test_a_job_with_a_reference_image_another_mode_or_no_selector_needs_no_reference_frame(inputs: Aws) -> None:
+    aws = inputs
     put_manifest(aws, "jobs/one.json", {**MANIFEST, "engine": "classic", "options": {"face_selector_mode": "one"}})
     put_manifest(aws, "jobs/image.json", {**MANIFEST, "engine": "classic", "reference": "inputs/face.jpg"})
     put_manifest(aws, "jobs/copy.json", MANIFEST)  # an engine without a face selector
@@ -343,11 +329,9 @@ DENY_DELETES = {
 }
 
 
-def test_a_facefusion_job_says_where_its_content_verdict_is_made_once(slicer_env: Aws, clip: Path) -> None:
+def test_a_facefusion_job_says_where_its_content_verdict_is_made_once(inputs: Aws) -> None:
     # GIVEN a FaceFusion job (whose engine declares content analysis job-level) and a built-in one
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     job = put_manifest(aws, "jobs/ff.json", {**MANIFEST, "engine": "facefusion"})
     put_manifest(aws, "jobs/classic.json", {**MANIFEST, "engine": "classic"})
     # WHEN the slicer starts them
@@ -365,11 +349,9 @@ def test_a_facefusion_job_says_where_its_content_verdict_is_made_once(slicer_env
     assert contexts["classic"]["content_analysis"] is None
 
 
-def test_an_audio_source_is_probed_and_travels_with_the_job(slicer_env: Aws, clip: Path, tmp_path: Path) -> None:
+def test_an_audio_source_is_probed_and_travels_with_the_job(inputs: Aws, tmp_path: Path) -> None:
     # GIVEN a lip sync job: a face image and a voice recording (named like nothing in particular) as sources
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     voice = tmp_path / "voice"
     ffmpeg("-f", "lavfi", "-i", "sine=frequency=300:duration=4", "-c:a", "flac", "-f", "flac", str(voice))
     upload(aws, "inputs/voice", voice)
@@ -388,13 +370,9 @@ def test_an_audio_source_is_probed_and_travels_with_the_job(slicer_env: Aws, cli
     assert job["audio"]["info"]["container"] == "flac" and job["audio"]["info"]["duration_s"] == pytest.approx(4.0)
 
 
-def test_a_trimmed_job_at_another_rate_plans_only_its_range_and_encodes_at_its_rate(
-    slicer_env: Aws, clip: Path
-) -> None:
+def test_a_trimmed_job_at_another_rate_plans_only_its_range_and_encodes_at_its_rate(inputs: Aws) -> None:
     # GIVEN a job of frames 10..89 of a 100-frame, 25 fps clip, output at 30 fps
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     options = {"trim_frame_start": 10, "trim_frame_end": 90, "output_video_fps": 30.0}
     job = put_manifest(aws, "jobs/trim.json", {**MANIFEST, "options": options})
     put_manifest(aws, "jobs/empty.json", {**MANIFEST, "options": {"trim_frame_start": 100}})
@@ -413,12 +391,10 @@ def test_a_trimmed_job_at_another_rate_plans_only_its_range_and_encodes_at_its_r
     assert "trim_frame_start 100 leave no frame of the target's 100 to render" in notice["reason"]
 
 
-def test_a_job_is_cut_where_its_manifest_says(slicer_env: Aws, clip: Path) -> None:
+def test_a_job_is_cut_where_its_manifest_says(inputs: Aws) -> None:
     # GIVEN a 100-frame clip (the slicer alone would make one segment of it), one job asking for 4 segments,
     # one for cuts at frames 30 and 61, and one asking for more segments than its frames allow
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     four = put_manifest(aws, "jobs/four.json", {**MANIFEST, "plan": {"segments": 4}})
     cuts = put_manifest(aws, "jobs/cuts.json", {**MANIFEST, "plan": {"cut_at": [30, 61]}})
     put_manifest(aws, "jobs/many.json", {**MANIFEST, "plan": {"segments": 60}})
@@ -437,10 +413,8 @@ def test_a_job_is_cut_where_its_manifest_says(slicer_env: Aws, clip: Path) -> No
     assert "plan.segments: 60 segments of at least 2 frames do not fit the job's 100 frames" in notice["reason"]
 
 
-def test_a_job_with_faces_carries_each_persons_sources_and_reference(slicer_env: Aws, clip: Path) -> None:
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+def test_a_job_with_faces_carries_each_persons_sources_and_reference(inputs: Aws) -> None:
+    aws = inputs
     job = put_manifest(aws, "jobs/mapped.json", {**MAPPED, "engine": "classic"})
     assert invoke(s3_event(aws.media_bucket, "jobs/mapped.json")) == {"batchItemFailures": []}
     (execution,) = aws.executions()
@@ -452,11 +426,9 @@ def test_a_job_with_faces_carries_each_persons_sources_and_reference(slicer_env:
     assert aws.s3.head_object(Bucket=aws.work_bucket, Key=faces[1]["reference"]["key"])["ContentLength"] > 0
 
 
-def test_a_mappings_own_options_reach_its_pass(slicer_env: Aws, clip: Path) -> None:
+def test_a_mappings_own_options_reach_its_pass(inputs: Aws) -> None:
     # GIVEN a job file's swap-then-enhance chain as a manifest: the second mapping with its step's own options
-    aws = slicer_env
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
+    aws = inputs
     own = {"processors": ["face_enhancer"], "face_enhancer_blend": 50}
     faces = [FACES[0], {**FACES[1], "options": own}]
     put_manifest(aws, "jobs/passes.json", {**MAPPED, "engine": "facefusion", "faces": faces})
