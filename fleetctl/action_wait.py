@@ -8,6 +8,7 @@ going on. Either goes through the tenant API where the action did (--api), else 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +55,7 @@ def note_unused_output(args: argparse.Namespace) -> None:
 
 def follow_up(args: argparse.Namespace, run_wait: Callable[[argparse.Namespace], int]) -> int:
     """After a cancel or retry that did what it was asked (exit 0), what --wait asks for."""
+    sys.stdout.flush()  # the action's own line (stdout) before the wait's progress (stderr), piped too
     if args.command == "retry":
         return run_wait(argparse.Namespace(**{**vars(args), "command": "wait"}))
     state = _cancelled_state(args)

@@ -55,6 +55,7 @@ class Fleet:
     default_engine: str
     prices: Prices
     where: str  # what the fleet size was read from
+    sized: bool = True  # False: the stack's slicer cuts the fixed plan (a local stack without --max-workers)
 
 
 def add_parser(
@@ -117,17 +118,22 @@ def fleet_of(args: argparse.Namespace) -> Fleet:
             tasks = _number(parameters.get("RenderMaxTasks"))
             if tasks and local is None:
                 workers, where = int(tasks), f"stack {name}'s RenderMaxTasks"
+    sized = True
     if local is not None:
         renderers = len(local.by_role("worker"))  # `local up`'s render workers (`gpu_worker --role render`)
         if renderers:
             workers, where = renderers, "the local stack's render workers"
+        # Its slicer sizes plans only for an autoscaled fleet (preparing.Preparer._plan): up to its maximum.
+        sized = local.fleet_max_workers > 0
+        if sized and local.fleet_max_workers > workers:
+            workers, where = local.fleet_max_workers, "the local stack's --max-workers"
     if args.workers is not None:
-        workers, where = args.workers, "--workers"
+        workers, where, sized = args.workers, "--workers", True
     if args.gpu_hourly_price is not None:
         spot = args.gpu_spot_hourly_price
         prices = Prices(GpuPrices(args.gpu_hourly_price, spot or None), "--gpu-hourly-price"
                         + (" and --gpu-spot-hourly-price" if spot else " (Spot priced as On-Demand)"))  # fmt: skip
-    return Fleet(max(1, workers), engine, prices, where)
+    return Fleet(max(1, workers), engine, prices, where, sized)
 
 
 def probe(path: Path) -> VideoInfo:
@@ -178,7 +184,7 @@ def estimates(args: argparse.Namespace, fleet: Fleet) -> list[tuple[Path, VideoI
             raise UsageError(f"{path}: {problem}")
         frames = timeline(options, info.frame_count, info.fps)
         found.append((path, info, estimate(engine, frames.frames, info.fps, fleet.workers, fleet.prices.gpu,
-                                           frames.start, processors)))  # fmt: skip
+                                           frames.start, processors, fleet.sized)))  # fmt: skip
     return found
 
 
@@ -195,8 +201,9 @@ def lines(found: list[tuple[Path, VideoInfo, Estimate]], fleet: Fleet) -> list[s
         shown += [
             f"target    {path}: {info.width}×{info.height}, "
             + ("a picture" if item.frames == 1 else f"{float(item.fps):g} fps, {item.frames} frames rendered"),
-            f"plan      {len(item.segments)} segment(s) of {sizes} frames, sized for {item.workers} worker(s) "
-            f"({fleet.where})",
+            f"plan      {len(item.segments)} segment(s) of {sizes} frames, "
+            + (f"sized for {item.workers} worker(s) ({fleet.where})" if fleet.sized
+               else "the fixed 4 s plan (the local stack has no autoscaler to size for)"),
             f"engine    {item.engine}: {item.cost.seconds_per_frame:g} s a frame, {item.cost.overhead_s:g} s and "
             f"{item.cost.lead_in_frames} lead-in frames a segment ({item.cost_source})",
             f"GPU time  {item.gpu_s:.1f} s ({item.gpu_s / 3600:.4f} GPU-hours); about {item.wall_s:.1f} s of "

@@ -61,6 +61,8 @@ class LocalState:
     # The admission limits its slicer, watchdog and notice follower run with (`UpOptions`' names), so the
     # CLI and the dashboard admit a retried job with them too (fleetctl.admission); empty in an older file.
     limits: dict[str, int] = field(default_factory=dict)
+    # The fleet its slicer sizes plans for (`local up --max-workers`); 0: the fixed 4 s plan (no autoscaler).
+    fleet_max_workers: int = 0
 
     @property
     def endpoint(self) -> str:
@@ -91,4 +93,5 @@ class LocalState:
             engines=list(data.get("engines", [])),
             default_engine=data.get("default_engine"),
             limits={str(k): int(v) for k, v in data.get("limits", {}).items()},
+            fleet_max_workers=int(data.get("fleet_max_workers", 0)),
         )

@@ -149,6 +149,7 @@ class LocalStack:
         state.engines = list(worker_engines(os.environ, importlib.util.find_spec("facefusion") is not None))
         state.default_engine = options.default_engine
         state.limits = {name: getattr(options, name) for name in LIMITS}
+        state.fleet_max_workers = options.max_workers or 0  # as process_environments gives the slicer
         wanted: list[tuple[str, str, list[str], dict[str, str]]] = [
             (
                 "slicer",

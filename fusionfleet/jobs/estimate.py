@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from fusionfleet.jobs.cost import GpuPrices
-from fusionfleet.jobs.plan import Segment, cut_segments
+from fusionfleet.jobs.plan import Segment, cut_segments, plan_segments
 from fusionfleet.jobs.sizing import FleetView, WorkCost, engine_cost, plan_for_fleet
 
 # Where each engine's per-frame figure comes from (sizing.ENGINE_COSTS' own notes, held equal by a test).
@@ -66,13 +66,20 @@ def segment_gpu_s(segment: Segment, cost: WorkCost, first: int) -> float:
 def estimate(
     engine: str, frames: int, fps: Fraction, workers: int, prices: GpuPrices, first: int = 0,
     processors: tuple[str, ...] = (),
+    sized: bool = True,
 ) -> Estimate:  # fmt: skip
-    """The job's plan and cost on a fleet of `workers` (a picture is one segment of one frame)."""
+    """The job's plan and cost on a fleet of `workers` (a picture is one segment of one frame); `sized`
+    False: the fixed plan a slicer with no fleet to size for cuts (a local stack without an autoscaler)."""
     if frames < 1:
         raise ValueError("a job renders at least one frame")
     cost = engine_cost(engine)
     fleet = FleetView(running=0, maximum=max(1, workers))
-    plan = cut_segments(1, fps, 1, first) if frames == 1 else plan_for_fleet(frames, fps, cost, fleet, first=first)
+    if frames == 1:
+        plan = cut_segments(1, fps, 1, first)
+    elif sized:
+        plan = plan_for_fleet(frames, fps, cost, fleet, first=first)
+    else:
+        plan = plan_segments(frames, fps, first=first)
     each = [segment_gpu_s(segment, cost, first) for segment in plan]
     gpu_s = sum(each)
     # The planner's model (sizing.estimated_makespan_s): rounds of segments, each round its longest.

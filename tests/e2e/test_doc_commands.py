@@ -69,16 +69,18 @@ def test_readmes_lines_of_a_job_run_on_the_local_stack(stack: Stack, folder: Pat
     # `local status`: the stack's URLs and processes
     shown = run(stack, folder, readme_line("local", "status"))
     assert "api http" in shown.stdout, shown.stdout
-    # `estimate`: nothing spent, sized for the local stack's render workers
+    # `estimate`: nothing spent, the plan the stack's slicer cuts (it has no autoscaler: the fixed plan)
     estimated = run(stack, folder, readme_line("estimate"))
-    assert "the local stack's render workers" in estimated.stdout, estimated.stdout
+    assert "the fixed 4 s plan" in estimated.stdout, estimated.stdout
+    planned = int(estimated.stdout.split("plan", 1)[1].split("segment(s)", 1)[0])
     # the main `submit … --wait --output out.mp4`, its face selector mode for the engine README's `local up`
     # gives jobs (classic; the test stack's is copy, which applies no face options and refuses them)
     submitted = run(stack, folder, readme_line("submit", "--priority"), engine=("--engine", "classic"))
     job = submitted.stdout.strip().splitlines()[-1]
     assert len(decode_all(folder / "out.mp4")[1]) == 250
-    # `status`, `list`, `logs`, `workers`
-    assert "SUCCEEDED" in run(stack, folder, readme_line("status"), values={"<job-id>": job}).stdout
+    # `status`, `list`, `logs`, `workers`; the job was cut as the estimate said
+    status = run(stack, folder, readme_line("status"), values={"<job-id>": job}).stdout
+    assert "SUCCEEDED" in status and f"{planned} total" in status, (planned, status)
     assert job in run(stack, folder, readme_line("list")).stdout
     assert run(stack, folder, readme_line("logs"), values={"<job-id>": job}).stdout.strip()
     assert "render" in run(stack, folder, readme_line("workers")).stdout

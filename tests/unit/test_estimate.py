@@ -8,9 +8,12 @@ from fractions import Fraction
 
 import pytest
 
-from fleetctl import estimate_commands
+from fleetctl import connection, estimate_commands
+from fleetctl.cli import build_parser
+from fleetctl.local.state import LocalState, ManagedProcess
 from fusionfleet.jobs.cost import DEFAULT_GPU_HOURLY_PRICE, GpuPrices
 from fusionfleet.jobs.estimate import COST_SOURCES, estimate
+from fusionfleet.jobs.plan import plan_segments
 from fusionfleet.jobs.sizing import ENGINE_COSTS, FleetView, engine_cost, plan_for_fleet
 from tests.support.template import ROOT
 
@@ -70,3 +73,28 @@ def test_the_defaults_the_estimate_states_are_the_templates() -> None:
     assert int(_default("RenderMaxTasks")) == estimate_commands.TEMPLATE_RENDER_MAX_TASKS
     assert _default("DefaultEngine") == estimate_commands.TEMPLATE_DEFAULT_ENGINE
     assert f"GpuHourlyPrice {DEFAULT_GPU_HOURLY_PRICE}" in estimate_commands.TEMPLATE_PRICES.source
+
+
+def _local_fleet(monkeypatch: pytest.MonkeyPatch, max_workers: int) -> estimate_commands.Fleet:
+    """What `estimate` plans for on a local stack of two render workers started with --max-workers as given."""
+    state = LocalState(port=4566, region="us-east-1", stack="fusionfleet", fleet_max_workers=max_workers,
+                       processes=[ManagedProcess("worker", f"worker-{n}", 1, "log") for n in (1, 2)])  # fmt: skip
+    monkeypatch.setattr(connection, "local_stack", lambda *_args: state)
+    monkeypatch.setattr(estimate_commands, "_stack_parameters", lambda _args: None)
+    args = build_parser().parse_args(["estimate", "-s", "face.jpg", "-t", "clip.mp4"])
+    return estimate_commands.fleet_of(args)
+
+
+def test_on_a_local_stack_without_an_autoscaler_the_plan_is_the_slicers_fixed_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a local stack `local up` started without --max-workers: its slicer has no fleet to size for
+    fleet = _local_fleet(monkeypatch, 0)
+    found = estimate("classic", 300, FPS, fleet.workers, GpuPrices(), sized=fleet.sized)
+    # THEN the estimate cuts the slicer's fixed plan (preparing.Preparer._plan), not a fleet-sized one: 12 s
+    # at 25 fps were estimated as 4 segments while the slicer cut 3 (found on a first try)
+    assert not fleet.sized and found.segments == plan_segments(300, FPS)
+    assert len(found.segments) == 3 != len(estimate("classic", 300, FPS, 2, GpuPrices()).segments)
+    # AND with --max-workers its slicer sizes for that maximum, and so does the estimate
+    fleet = _local_fleet(monkeypatch, 6)
+    assert fleet.sized and (fleet.workers, fleet.where) == (6, "the local stack's --max-workers")
