@@ -13,7 +13,7 @@ from fusionfleet.adapters.storage import S3RangeSource
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.media.probe import VideoInfo, probe_video
 from fusionfleet.media.ranges import FileRangeSource, RangeReader
-from fusionfleet.messages import ObjectRef
+from fusionfleet.messages import ObjectRef, Preview
 from gpu_worker.merging.merge import make_preview
 from gpu_worker.merging.preview import render_preview
 from tests.support.fakes import FakeStorage
@@ -40,6 +40,17 @@ def probe(path: Path) -> tuple[RangeReader, VideoInfo]:
     return reader, probe_video(reader, path.name, MediaLimits())
 
 
+def preview_from(storage: FakeStorage, target: Path, merged: Path) -> Preview | None:
+    """The merge's preview of `merged`, for a job whose target (put in the media bucket here) writes
+    outputs/clip.mp4."""
+    storage.put_bytes(MEDIA, "inputs/clip.mp4", target.read_bytes(), "video/mp4")
+    _, info = probe(target)
+    stored = ObjectRef(bucket=MEDIA, key="inputs/clip.mp4", size=info.size_bytes)
+    job = job_context(video=info, frame_count=info.frame_count, target=stored)
+    reader = RangeReader(S3RangeSource(storage, MEDIA, "inputs/clip.mp4", info.size_bytes), "target")
+    return make_preview(storage, job, reader, merged)
+
+
 def test_the_sheet_shows_the_sampled_frames_target_left_output_right(target: Path, output: Path) -> None:
     # GIVEN a 100-frame target and its (mirrored) output
     target_reader, target_info = probe(target)
@@ -61,16 +72,8 @@ def test_the_sheet_shows_the_sampled_frames_target_left_output_right(target: Pat
 def test_the_preview_is_stored_beside_the_output_with_a_link(target: Path, output: Path) -> None:
     # GIVEN the target in the media bucket and a job that writes outputs/clip.mp4
     storage = FakeStorage()
-    storage.put_bytes(MEDIA, "inputs/clip.mp4", target.read_bytes(), "video/mp4")
-    _, info = probe(target)
-    job = job_context(
-        video=info,
-        frame_count=info.frame_count,
-        target=ObjectRef(bucket=MEDIA, key="inputs/clip.mp4", size=info.size_bytes),
-    )
-    reader = RangeReader(S3RangeSource(storage, MEDIA, "inputs/clip.mp4", info.size_bytes), "target")
     # WHEN the merge makes its preview from the merged file
-    preview = make_preview(storage, job, reader, output)
+    preview = preview_from(storage, target, output)
     # THEN it is a JPEG at outputs/clip.preview.jpg with a presigned link and its size
     assert preview is not None
     assert (preview.bucket, preview.key) == (MEDIA, "outputs/clip.preview.jpg")
@@ -86,12 +89,8 @@ def test_a_preview_that_cannot_be_made_does_not_fail_the_job(target: Path, tmp_p
     broken = tmp_path / "broken.mp4"
     broken.write_bytes(b"not a video at all")
     storage = FakeStorage()
-    storage.put_bytes(MEDIA, "inputs/clip.mp4", target.read_bytes(), "video/mp4")
-    _, info = probe(target)
-    job = job_context(video=info, target=ObjectRef(bucket=MEDIA, key="inputs/clip.mp4", size=info.size_bytes))
-    reader = RangeReader(S3RangeSource(storage, MEDIA, "inputs/clip.mp4", info.size_bytes), "target")
     # WHEN the preview is attempted THEN there is none, and nothing is stored
-    assert make_preview(storage, job, reader, broken) is None
+    assert preview_from(storage, target, broken) is None
     assert not storage.exists(MEDIA, "outputs/clip.preview.jpg")
 
 
@@ -103,9 +102,4 @@ class RefusingStorage(FakeStorage):
 
 
 def test_a_preview_the_bucket_refuses_does_not_fail_the_job(target: Path, output: Path) -> None:
-    storage = RefusingStorage()
-    storage.put_bytes(MEDIA, "inputs/clip.mp4", target.read_bytes(), "video/mp4")
-    _, info = probe(target)
-    job = job_context(video=info, target=ObjectRef(bucket=MEDIA, key="inputs/clip.mp4", size=info.size_bytes))
-    reader = RangeReader(S3RangeSource(storage, MEDIA, "inputs/clip.mp4", info.size_bytes), "target")
-    assert make_preview(storage, job, reader, output) is None
+    assert preview_from(RefusingStorage(), target, output) is None
