@@ -19,7 +19,7 @@ from gpu_worker.rendering import render
 from tests.simulation.aws import SimStepFunctions
 from tests.simulation.fleet import VISIBILITY_S
 from tests.simulation.run import simulate
-from tests.simulation.scheduler import Scheduler
+from tests.simulation.scheduler import Actor, Scheduler
 from tests.simulation.sqs import SimQueue
 from tests.simulation.workers import DLQ, QUEUE, Workers
 from tests.support.fakes import Clock
@@ -105,6 +105,15 @@ def test_the_token_model_answers_once() -> None:
         orchestrator.heartbeat("never-issued")
 
 
+def worker_until(machine: Workers, outcome: str, call: str) -> Actor:
+    """A new render worker (its render ending as `outcome` says), stepped until its next call starts with `call`."""
+    machine.worker(outcome)
+    worker = machine.farm.scheduler.actors[-1]
+    while not worker.next_call.startswith(call):
+        machine.farm.scheduler.step(worker)
+    return worker
+
+
 def two_deliveries_of_one_segment_finish_at_once() -> Workers:
     """The race the machine's invariant names (found by reading the commit path, replayed here): a worker
     renders segment 0 and pauses before its upload; SQS delivers the message again and a second worker renders
@@ -114,15 +123,9 @@ def two_deliveries_of_one_segment_finish_at_once() -> Workers:
     machine = Workers()
     machine.job(late=0.0)
     scheduler = machine.farm.scheduler
-    machine.worker("frames")
-    first = scheduler.actors[-1]
-    while not first.next_call.startswith("s3.upload"):
-        scheduler.step(first)
+    first = worker_until(machine, "frames", "s3.upload")
     machine.duplicate(0)
-    machine.worker("frames")
-    second = scheduler.actors[-1]
-    while not second.next_call.startswith("s3.upload"):
-        scheduler.step(second)
+    second = worker_until(machine, "frames", "s3.upload")
     scheduler.finish(first)
     machine.committed_output_never_changes()
     scheduler.finish(second)
@@ -194,10 +197,7 @@ def test_a_segment_whose_worker_died_before_failing_its_token_still_fails_its_jo
     scheduler = machine.farm.scheduler
     machine.worker("frames")
     scheduler.finish(scheduler.actors[-1])
-    machine.worker("engine error for good")
-    worker = scheduler.actors[-1]
-    while not worker.next_call.startswith("sfn.task_failure"):
-        scheduler.step(worker)
+    worker = worker_until(machine, "engine error for good", "sfn.task_failure")
     scheduler.kill(worker)
     # WHEN every party the stack runs goes on (its message redelivered to another worker, which finds the job
     # marked failed by that very segment)
