@@ -5,12 +5,13 @@ manifest was accepted for stays unknown."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from fleetctl.batch_client import BatchClient
-from fleetctl.client import Client
+from fleetctl.client import Client, Submission
 from fusionfleet import layout
 from fusionfleet.adapters.storage import put_json
 from fusionfleet.errors import JobNotFound
@@ -45,13 +46,18 @@ def reader(storage: FakeStorage, orchestrator: FakeOrchestrator) -> JobReader:
     return JobReader(storage, orchestrator, "work", MACHINE)
 
 
+def submitted(farm: tuple[FakeStorage, FakeOrchestrator], folder: Path, **options: Any) -> Submission:
+    """A job named talk, of a face and a clip, submitted through the CLI's client (its manifest in the bucket)."""
+    face, clip = files(folder, "face.jpg", "clip.mp4")
+    return Client(*farm, RESOURCES).submit([face], clip, name="talk", **options)
+
+
 def test_a_job_submitted_and_not_yet_sliced_reads_pending_with_what_its_manifest_says(
     farm: tuple[FakeStorage, FakeOrchestrator], tmp_path: Path
 ) -> None:
     storage, orchestrator = farm
-    face, clip = files(tmp_path, "face.jpg", "clip.mp4")
     # GIVEN a job submitted through the CLI, its manifest in the bucket, no slicer record yet
-    submission = Client(storage, orchestrator, RESOURCES).submit([face], clip, priority="high", name="talk")
+    submission = submitted(farm, tmp_path, priority="high")
     assert not storage.exists("work", layout.job_key(submission.job_id))
     # WHEN its status is read, and the farm's jobs are listed
     view = Client(storage, orchestrator, RESOURCES).status(submission.job_id)
@@ -68,8 +74,7 @@ def test_the_slicers_record_takes_over_from_the_acceptance(
     farm: tuple[FakeStorage, FakeOrchestrator], tmp_path: Path
 ) -> None:
     storage, orchestrator = farm
-    face, clip = files(tmp_path, "face.jpg", "clip.mp4")
-    submission = Client(storage, orchestrator, RESOURCES).submit([face], clip, name="talk")
+    submission = submitted(farm, tmp_path)
     # GIVEN the slicer has taken it: its job record written, its execution started
     put_json(storage, "work", layout.job_key(submission.job_id), job_context(submission.job_id).model_dump(mode="json"))
     orchestrator.start(MACHINE, submission.job_id, {})
@@ -95,8 +100,7 @@ def test_an_accepted_job_whose_manifest_is_gone_is_not_found(
     farm: tuple[FakeStorage, FakeOrchestrator], tmp_path: Path
 ) -> None:
     storage, orchestrator = farm
-    face, clip = files(tmp_path, "face.jpg", "clip.mp4")
-    submission = Client(storage, orchestrator, RESOURCES).submit([face], clip, name="talk")
+    submission = submitted(farm, tmp_path)
     # GIVEN its manifest deleted before the slicer took it (the slicer ignores a manifest that is gone)
     storage.delete_prefix("media", submission.manifest_key)
     # THEN the id names nothing that will ever run
