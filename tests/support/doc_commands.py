@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import io
 import itertools
@@ -56,6 +57,7 @@ class DocCommand:
     line: int  # where the command starts
     text: str  # as written, continuation lines joined
     words: tuple[Word, ...]  # after `fusionfleet`
+    block: int = 0  # the line its fenced block ends on (0: not in one): the lines shown together
 
     @property
     def where(self) -> str:
@@ -228,7 +230,7 @@ def fenced_commands(pages: list[Path] = PAGES) -> list[DocCommand]:
                 for segment in split:
                     command = _command(name, number, segment)
                     if command is not None:
-                        found.append(command)
+                        found.append(dataclasses.replace(command, block=_end))
     return found
 
 
