@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -41,10 +42,11 @@ from fusionfleet.facefusion.job_file import (
     read_job_file,
     without_defaults,
 )
-from fusionfleet.jobs.engine_options import honoured, unsupported_option_problems
+from fusionfleet.jobs.engine_options import faces_problem, honoured, unsupported_option_problems
 from fusionfleet.jobs.manifest import parse_manifest
 from fusionfleet.jobs.output_format import DEFAULT_CONTAINER, container_of_key
 from fusionfleet.jobs.states import JobState
+from fusionfleet.jobs.timeline import trim_range
 from fusionfleet.jobs.views import JobView
 from fusionfleet.media.ffmpeg import join_argv
 from fusionfleet.media.runner import run_ffmpeg
@@ -280,6 +282,47 @@ def _check_steps(job: JobFile, engine: str, tenant: str | None) -> None:
         )
 
 
+def _check_chains(chains: dict[int, ChainAsFaces], engine: str, tenant: str | None) -> None:
+    """Each chain's own manifest (its steps as passes: `faces`, their options) judged as the slicer judges it,
+    before anything is submitted: a chain refused after its job file's first step was already submitted
+    would leave that step's job behind. Every problem, named by the step the chain ends at."""
+    problems: list[str] = []
+    for index, chain in chains.items():
+        name = f"job-file-{index}"  # names as submit gives them; the real ones are made at submit
+        sources = [
+            layout.input_key(name, f"source-{i}{path.suffix.lower()}", tenant)
+            for i, path in enumerate(_chain_sources(chain))
+        ]
+        faces = [{**face, "source": [sources[i] for i in face["source"]]} for face in _chain_faces(chain)]
+        manifest = build_manifest(
+            [], layout.input_key(name, f"target{Path(chain.target).suffix.lower()}", tenant),
+            layout.default_output_key(layout.manifest_key(name, tenant), ".mp4"), "normal", engine, None, None,
+            dict(chain.options), {"faces": faces},
+        )  # fmt: skip
+        del manifest["source"]  # each mapping names its own
+        try:
+            parsed = parse_manifest(json.dumps(manifest).encode(), layout.manifest_key(name, tenant))
+        except JobRejected as rejected:
+            problems.extend(f"steps {_steps(chain)}: {problem}" for problem in rejected.problems)
+            continue
+        problems.extend(f"steps {_steps(chain)}: {problem}" for problem in unsupported_option_problems(engine,
+                        parsed.options))  # fmt: skip
+        if problem := faces_problem(engine, parsed.faces):
+            problems.append(f"steps {_steps(chain)}: {problem}")
+        first, last = trim_range(parsed.options, sys.maxsize)  # the steps' trims composed, whatever the target's length
+        if last <= first:
+            problems.append(f"steps {_steps(chain)}: their trims composed (trim_frame_start {first}, trim_frame_end "
+                            f"{last} of the first step's target) leave no frame to render")  # fmt: skip
+    if problems:
+        raise JobRejected(
+            "the FaceFusion job file cannot run on the farm: " + "; ".join(problems[:10]), tuple(problems)
+        )
+
+
+def _steps(chain: ChainAsFaces) -> str:
+    return ", ".join(map(str, chain.steps))
+
+
 def _check_files(job: JobFile) -> None:
     for step in job.steps:
         named = [(f"source_paths[{i}]", path) for i, path in enumerate(step.sources)]
@@ -322,6 +365,7 @@ def cmd_submit_job_file(args: argparse.Namespace) -> int:
     ]
     if needs_wait and not args.wait:
         raise UsageError(f"{needs_wait[0]}, which needs --wait")
+    _check_chains(chains, engine, args.tenant)
     finals = _destinations(job, args.output_dir)
     farm = _farm(args, engine)
     base = args.name or job_name(Path(path.stem))  # one name for the file's jobs: <stem>-<time>-<random>

@@ -157,3 +157,26 @@ def test_a_remix_chain_of_two_people_is_one_job_of_chained_passes_submitted_at_o
     assert "reference_frame_number" not in chain.get("options", {})
     # AND it is a manifest the slicer takes
     assert len(parse_manifest(json.dumps(chain).encode(), written[1]).faces) == 2
+
+
+def test_a_chain_the_slicer_would_refuse_is_refused_before_any_step_is_submitted(
+    client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a remix chain whose steps each pass the checks alone, but whose trims compose to no frames: step 0
+    # keeps frames 0-19, step 1 starts at its target's frame 30
+    for name in ("a.png", "b.png"):
+        (tmp_path / name).write_bytes(b"\x89PNG\r\n\x1a\n" + name.encode())
+    (tmp_path / "clip.mp4").write_bytes(b"clip")
+    path = write_job(tmp_path, [
+        {"source_paths": [str(tmp_path / "a.png")], "target_path": str(tmp_path / "clip.mp4"),
+         "output_path": "/out/one.mp4", "trim_frame_end": 20},
+        {"source_paths": [str(tmp_path / "b.png")], "target_path": "/out/one-myjob-0.mp4",
+         "output_path": "/out/two.mp4", "trim_frame_start": 30},
+    ])  # fmt: skip
+    # WHEN submitted
+    assert main(["submit", "--facefusion-job", str(path)]) == Exit.REJECTED
+    # THEN the chain's reason is said, and nothing was uploaded (before: step 0's job was submitted first)
+    said = capsys.readouterr().err
+    assert "steps 0, 1: " in said and "trim_frame" in said, said
+    storage = client._storage
+    assert isinstance(storage, FakeStorage) and not storage.calls
