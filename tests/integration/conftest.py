@@ -13,6 +13,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from fleetctl.samples import grace_hopper_path
+from fusionfleet.adapters.notify import SnsNotifier
+from fusionfleet.adapters.orchestrator import StepFunctions
+from fusionfleet.adapters.storage import S3Storage
+from fusionfleet.jobs.plan import SegmentPolicy
+from fusionfleet.messages import JobContext
+from fusionfleet.services.slicing import SliceOutcome, Slicer
+from tests.support.jobs import slicer_config
 from tests.support.template import ROOT, create_queues
 
 REGION = "us-east-1"
@@ -106,3 +114,28 @@ def sqs_event(*bodies: str) -> dict[str, Any]:
 
 def upload(aws: Aws, key: str, path: Path) -> None:
     aws.s3.upload_file(str(path), aws.media_bucket, key)
+
+
+def slice_job(
+    aws: Aws, target: Path, target_key: str = "inputs/clip.mp4", segments: SegmentPolicy | None = None, **fields: Any
+) -> SliceOutcome:
+    """A job of one face (Grace Hopper) and `target`, both uploaded, its manifest (these fields added or in their
+    place) dropped at jobs/t.json and handled by the slicer on this stack, segments cut by `segments` when given."""
+    upload(aws, "inputs/face.jpg", grace_hopper_path())
+    upload(aws, target_key, target)
+    manifest = {"version": 1, "source": ["inputs/face.jpg"], "target": target_key, **fields}
+    aws.s3.put_object(Bucket=aws.media_bucket, Key="jobs/t.json", Body=json.dumps(manifest).encode())
+    policy = {"segments": segments} if segments is not None else {}
+    config = slicer_config(aws.work_bucket, aws.state_machine_arn, aws.topic_arn, **policy)
+    slicer = Slicer(S3Storage(aws.s3), StepFunctions(aws.sfn), SnsNotifier(aws.sns), config)
+    return slicer.handle(aws.media_bucket, "jobs/t.json")
+
+
+def started_job(
+    aws: Aws, target: Path, target_key: str = "inputs/clip.mp4", segments: SegmentPolicy | None = None, **fields: Any
+) -> JobContext:
+    """As slice_job, the job started: its context, as its execution's input carries it."""
+    outcome = slice_job(aws, target, target_key, segments, **fields)
+    assert outcome.status == "started", outcome.reason
+    payload = json.loads(aws.sfn.describe_execution(executionArn=outcome.execution_arn)["input"])
+    return JobContext.model_validate(payload["job"])

@@ -5,7 +5,6 @@ ffprobe would (PyAV): container, codec, pixel format, frame count, sound."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from fractions import Fraction
@@ -18,39 +17,21 @@ import numpy as np
 import pytest
 
 from fleetctl.samples import grace_hopper_path
-from fusionfleet.adapters.notify import SnsNotifier
-from fusionfleet.adapters.orchestrator import StepFunctions
-from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.jobs.encoding import encoder_settings
 from fusionfleet.jobs.plan import SegmentPolicy
 from fusionfleet.media.ffmpeg import encode_segment_argv
 from fusionfleet.media.inspect import summarize
 from fusionfleet.messages import JobContext
-from fusionfleet.services.slicing import Slicer
-from tests.integration.conftest import Aws, upload
+from tests.integration.conftest import Aws, started_job
 from tests.integration.test_worker_loop import merge_once, plan, recorder, render_worker, send_render
-from tests.support.jobs import slicer_config
 
 pytestmark = pytest.mark.timeout(300)
 
 
 def render(aws: Aws, tmp_path: Path, target: Path, target_key: str, **fields: Any) -> tuple[JobContext, Path]:
     """Slice a `copy` job of the target in segments of about a second, render and merge it; its output, fetched."""
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, target_key, target)
-    manifest = {"version": 1, "source": ["inputs/face.jpg"], "target": target_key, "engine": "copy", **fields}
-    aws.s3.put_object(Bucket=aws.media_bucket, Key="jobs/t.json", Body=json.dumps(manifest).encode())
-    config = slicer_config(
-        aws.work_bucket, aws.state_machine_arn, aws.topic_arn,
-        segments=SegmentPolicy(target_seconds=2, min_seconds=1, max_seconds=2.5),
-    )  # fmt: skip
-    outcome = Slicer(S3Storage(aws.s3), StepFunctions(aws.sfn), SnsNotifier(aws.sns), config).handle(
-        aws.media_bucket, "jobs/t.json"
-    )
-    assert outcome.status == "started", outcome.reason
-    job = JobContext.model_validate(
-        json.loads(aws.sfn.describe_execution(executionArn=outcome.execution_arn)["input"])["job"]
-    )
+    seconds = SegmentPolicy(target_seconds=2, min_seconds=1, max_seconds=2.5)
+    job = started_job(aws, target, target_key, seconds, engine="copy", **fields)
     segments = plan(aws, job)
     assert len(segments) >= 2, segments  # the merge joins segments by stream copy in the job's container
     for segment in segments:

@@ -5,44 +5,27 @@ target's frames carry (each frame's number, drawn in)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fleetctl.samples import grace_hopper_path, read_stamp
-from fusionfleet.adapters.notify import SnsNotifier
-from fusionfleet.adapters.orchestrator import StepFunctions
-from fusionfleet.adapters.storage import S3Storage
+from fleetctl.samples import read_stamp
 from fusionfleet.jobs.plan import SegmentPolicy
 from fusionfleet.jobs.timeline import timeline
 from fusionfleet.media.inspect import summarize
 from fusionfleet.messages import JobContext
-from fusionfleet.services.slicing import Slicer
-from tests.integration.conftest import Aws, upload
+from tests.integration.conftest import Aws, started_job, upload
 from tests.integration.test_worker_loop import merge_once, plan, recorder, render_worker, send_render
-from tests.support.jobs import slicer_config
 from tests.support.media import decode_all, ffmpeg
 
 pytestmark = pytest.mark.timeout(300)
 
 
 def sliced(aws: Aws, clip: Path, options: dict[str, Any], sources: list[str] | None = None) -> JobContext:
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", clip)
-    manifest = {"version": 1, "source": sources or ["inputs/face.jpg"], "target": "inputs/clip.mp4",
-                "engine": "copy", "options": options}  # fmt: skip
-    aws.s3.put_object(Bucket=aws.media_bucket, Key="jobs/t.json", Body=json.dumps(manifest).encode())
-    config = slicer_config(
-        aws.work_bucket, aws.state_machine_arn, aws.topic_arn,
-        segments=SegmentPolicy(target_seconds=1, min_seconds=0.5, max_seconds=1.5),
-    )  # fmt: skip
-    slicer = Slicer(S3Storage(aws.s3), StepFunctions(aws.sfn), SnsNotifier(aws.sns), config)
-    outcome = slicer.handle(aws.media_bucket, "jobs/t.json")
-    assert outcome.status == "started", outcome.reason
-    payload = json.loads(aws.sfn.describe_execution(executionArn=outcome.execution_arn)["input"])
-    return JobContext.model_validate(payload["job"])
+    seconds = SegmentPolicy(target_seconds=1, min_seconds=0.5, max_seconds=1.5)
+    source = sources or ["inputs/face.jpg"]
+    return started_job(aws, clip, segments=seconds, source=source, engine="copy", options=options)
 
 
 @pytest.mark.parametrize(

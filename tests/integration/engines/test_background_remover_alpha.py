@@ -23,8 +23,6 @@ from benchmarks.parity import reference
 from benchmarks.parity.alpha import compare_alpha
 from fleetctl.harness.facefusion import binaries_dir
 from fleetctl.samples import grace_hopper_path
-from fusionfleet.adapters.notify import SnsNotifier
-from fusionfleet.adapters.orchestrator import StepFunctions
 from fusionfleet.adapters.queues import SqsQueue
 from fusionfleet.adapters.storage import S3Storage
 from fusionfleet.environment.settings import FUSIONFLEET_FACEFUSION_HOME, FUSIONFLEET_FACEFUSION_PYTHON
@@ -32,7 +30,6 @@ from fusionfleet.jobs.plan import SegmentPolicy
 from fusionfleet.media.inspect import summarize
 from fusionfleet.media.limits import MediaLimits
 from fusionfleet.messages import JobContext
-from fusionfleet.services.slicing import Slicer
 from gpu_worker.delivery.keeper import KeepPolicy
 from gpu_worker.delivery.loop import Worker
 from gpu_worker.delivery.retry import RetryPolicy
@@ -41,10 +38,9 @@ from gpu_worker.engines.pool import EnginePool
 from gpu_worker.lifecycle.stopping import StopSignal
 from gpu_worker.rendering.render import InlineRenderer, RenderDeps
 from gpu_worker.rendering.sources import SourceCache
-from tests.integration.conftest import Aws, upload
+from tests.integration.conftest import Aws, slice_job, started_job
 from tests.integration.test_worker_loop import merge_once, plan, recorder, send_render
 from tests.support import facefusion_harness as harness
-from tests.support.jobs import slicer_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.usefixtures("facefusion_harness")]
 
@@ -87,19 +83,8 @@ def _render(
     aws: Aws, tmp_path: Path, home: harness.Harness, target: Path, key: str, **fields: Any
 ) -> tuple[JobContext, Path]:
     """Slice a facefusion job in segments of about a second, render it on the harness and merge it."""
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, key, target)
-    manifest = {"version": 1, "source": ["inputs/face.jpg"], "target": key, "engine": "facefusion", **fields}
-    aws.s3.put_object(Bucket=aws.media_bucket, Key="jobs/t.json", Body=json.dumps(manifest).encode())
-    config = slicer_config(aws.work_bucket, aws.state_machine_arn, aws.topic_arn,
-                           segments=SegmentPolicy(target_seconds=1, min_seconds=0.5, max_seconds=1.5))  # fmt: skip
-    outcome = Slicer(S3Storage(aws.s3), StepFunctions(aws.sfn), SnsNotifier(aws.sns), config).handle(
-        aws.media_bucket, "jobs/t.json"
-    )
-    assert outcome.status == "started", outcome.reason
-    job = JobContext.model_validate(
-        json.loads(aws.sfn.describe_execution(executionArn=outcome.execution_arn)["input"])["job"]
-    )
+    seconds = SegmentPolicy(target_seconds=1, min_seconds=0.5, max_seconds=1.5)
+    job = started_job(aws, target, key, seconds, engine="facefusion", **fields)
     segments = plan(aws, job)
     for segment in segments:
         send_render(aws, "RenderQueueNormal", job, segment, f"t{segment['index']}")
@@ -254,14 +239,6 @@ def test_a_png_or_webp_target_keeps_the_matte_as_its_outputs_alpha(
 
 def test_a_background_remover_that_would_change_nothing_is_refused_at_submit(aws: Aws, tmp_path: Path) -> None:
     # GIVEN background_remover with its default fill (alpha 0) into an MP4, which holds no alpha
-    upload(aws, "inputs/face.jpg", grace_hopper_path())
-    upload(aws, "inputs/clip.mp4", _clip(tmp_path / "clip.mp4"))
-    manifest = {"version": 1, "source": ["inputs/face.jpg"], "target": "inputs/clip.mp4", "engine": "facefusion",
-                "options": REMOVER}  # fmt: skip
-    aws.s3.put_object(Bucket=aws.media_bucket, Key="jobs/t.json", Body=json.dumps(manifest).encode())
-    config = slicer_config(aws.work_bucket, aws.state_machine_arn, aws.topic_arn)
-    outcome = Slicer(S3Storage(aws.s3), StepFunctions(aws.sfn), SnsNotifier(aws.sns), config).handle(
-        aws.media_bucket, "jobs/t.json"
-    )
+    outcome = slice_job(aws, _clip(tmp_path / "clip.mp4"), engine="facefusion", options=REMOVER)
     # THEN the slicer refuses it with the reason and what would make it work
     assert outcome.status != "started" and "would change nothing" in (outcome.reason or ""), outcome
