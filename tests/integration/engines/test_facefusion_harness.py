@@ -46,6 +46,15 @@ def _settings(home: harness.Harness) -> EngineSettings:
     return EngineSettings(home=home.home, python=home.python)
 
 
+@pytest.fixture
+def per_segment(home: harness.Harness) -> Generator[FaceFusionEngine]:
+    """The per-segment engine on the harness's folder, on the CPU, prepared; closed after the test."""
+    engine = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
+    engine.prepare()
+    yield engine
+    engine.close()
+
+
 def _job(tmp_path: Path, options: Mapping[str, Any] | None = None, source: Image | None = None) -> EngineJob:
     return EngineJob(
         job_id="harness",
@@ -88,17 +97,14 @@ def test_stand_in_models_are_where_facefusion_looks_with_their_hashes(home: harn
 
 
 def test_inswapper_runs_through_its_embedding_conversion_in_both_engines(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    warm: WarmFaceFusionEngine, tmp_path: Path, per_segment: FaceFusionEngine
 ) -> None:
     # GIVEN the other swapper family: inswapper_128 (128² crops, the source embedding multiplied by
     # the 512×512 matrix FaceFusion reads from the model), stand-ins with the real shapes
     options = {"face_selector_mode": "one", "face_swapper_model": "inswapper_128"}
     frames = harness.clip(3, start=40)
-    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    per_segment.prepare()
     # WHEN both engines render with it
     old = list(per_segment.render(_job(tmp_path, options), frames))
-    per_segment.close()
     new = list(warm.render(_job(tmp_path, options), frames))
     # THEN both swapped every face, alike, and the warm one loaded that swapper
     _assert_swapped(frames, old)
@@ -119,27 +125,21 @@ def test_a_swap_from_the_wrong_source_fails_the_swap_check(warm: WarmFaceFusionE
         assert inverted > 3 * SWAP_TOLERANCE, (frame.index, inverted)
 
 
-def test_per_segment_headless_run_swaps_every_frame(home: harness.Harness, tmp_path: Path) -> None:
+def test_per_segment_headless_run_swaps_every_frame(tmp_path: Path, per_segment: FaceFusionEngine) -> None:
     # GIVEN the per-segment engine on FaceFusion's own code and 6 frames, the first 2 lead-in
-    engine = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    engine.prepare()
     frames = [Frame(frame.index, frame.image, emit=frame.index >= 2) for frame in harness.clip(6)]
     # WHEN they are rendered
-    images = list(engine.render(_job(tmp_path), frames))
-    engine.close()
+    images = list(per_segment.render(_job(tmp_path), frames))
     # THEN FaceFusion swapped the face in every one of them, in order, and left the rest alone
     _assert_swapped(frames, images)
 
 
 def test_warm_engine_gives_the_frames_headless_run_gives(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    warm: WarmFaceFusionEngine, tmp_path: Path, per_segment: FaceFusionEngine
 ) -> None:
     # GIVEN the same segment through both engines
     frames = harness.clip(8, start=30)
-    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    per_segment.prepare()
     old = list(per_segment.render(_job(tmp_path), frames))
-    per_segment.close()
     # WHEN the warm engine renders it
     new = list(warm.render(_job(tmp_path), frames))
     # THEN the frames are the same (the old path's lossless video round trip changes nothing)
@@ -150,17 +150,14 @@ def test_warm_engine_gives_the_frames_headless_run_gives(
 
 
 def test_reference_mode_picks_the_same_face_in_both_engines(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    warm: WarmFaceFusionEngine, tmp_path: Path, per_segment: FaceFusionEngine
 ) -> None:
     # GIVEN FaceFusion's default selector (reference: the face like the one in the reference frame)
     # and a segment with 2 lead-in frames, whose first emitted frame is the reference
     frames = [Frame(frame.index, frame.image, emit=frame.index >= 22) for frame in harness.clip(6, start=20)]
     options = {"face_selector_mode": "reference", "reference_face_distance": 0.3}
-    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    per_segment.prepare()
     # WHEN both engines render it
     old = list(per_segment.render(_job(tmp_path, options), frames))
-    per_segment.close()
     new = list(warm.render(_job(tmp_path, options), frames))
     # THEN both swapped the face in every frame, alike
     _assert_swapped(frames, old)
@@ -247,53 +244,44 @@ def test_other_options_load_only_their_models(warm: WarmFaceFusionEngine, tmp_pa
 
 
 def test_refusal_carries_facefusions_reason_in_both_engines(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    warm: WarmFaceFusionEngine, tmp_path: Path, per_segment: FaceFusionEngine
 ) -> None:
     # GIVEN a source image without a face (the stand-in detector sees none in a dark frame)
     faceless = np.zeros_like(harness.face_image())
-    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    per_segment.prepare()
     # WHEN either engine renders THEN it fails with FaceFusion's own words
     for engine in (per_segment, warm):
         with pytest.raises((EngineError, InputRejected), match="no source face detected") as refusal:
             list(engine.render(_job(tmp_path, source=faceless), harness.clip(3)))
         # AND each says the refusal is of the job's inputs: no worker retries it
         assert isinstance(refusal.value, InputRejected) and not retryable(refusal.value), engine
-    per_segment.close()
     # AND the warm engine renders the next job as before
     frames = harness.clip(2)
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
 
 
 def test_content_analyser_refuses_in_both_engines(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    warm: WarmFaceFusionEngine, tmp_path: Path, per_segment: FaceFusionEngine
 ) -> None:
     # GIVEN a target the stand-in content analyser flags (mostly red)
     frames = [Frame(index, harness.red_image()) for index in range(3)]
-    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    per_segment.prepare()
     # WHEN either engine renders it THEN it is refused, naming FaceFusion's content analyser
     for engine in (per_segment, warm):
         with pytest.raises(EngineError, match="content analyser refused"):
             list(engine.render(_job(tmp_path), frames))
-    per_segment.close()
 
 
 def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    warm: WarmFaceFusionEngine, tmp_path: Path, per_segment: FaceFusionEngine
 ) -> None:
     # GIVEN a job whose processor's model is not here (the harness has no codeformer, no internet)
     options = {"face_selector_mode": "one", "processors": ["face_swapper", "face_enhancer"],
                "face_enhancer_model": "codeformer"}  # fmt: skip
-    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    per_segment.prepare()
     # WHEN either engine renders it THEN the reason carries FaceFusion's own lines about that model
     reasons = []
     for engine in (per_segment, warm):
         with pytest.raises(EngineError) as failure:
             list(engine.render(_job(tmp_path, options), harness.clip(2)))
         reasons.append(failure.value.reason)
-    per_segment.close()
     for reason in reasons:
         assert "codeformer" in reason, reason
         assert len(reason) < 2600, reason
@@ -303,10 +291,8 @@ def test_facefusions_own_output_reaches_the_failure_reason_in_both_engines(
 
 
 def test_both_engines_analyse_content_for_the_jobs_verdict_and_then_do_not_decide_again(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    warm: WarmFaceFusionEngine, tmp_path: Path, per_segment: FaceFusionEngine
 ) -> None:
-    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    per_segment.prepare()
     # GIVEN a segment that alone would be refused (its only sample is red), of a job whose verdict over
     # the whole video passed
     frames = [Frame(0, harness.red_image()), *harness.clip(2, start=1)]
@@ -323,7 +309,6 @@ def test_both_engines_analyse_content_for_the_jobs_verdict_and_then_do_not_decid
             list(engine.render(_job(tmp_path), frames))
     list(warm.render(decided, frames))
     assert warm.stats.sampled == 0
-    per_segment.close()
 
 
 def test_warm_process_that_died_is_replaced(home: harness.Harness, tmp_path: Path) -> None:
@@ -443,21 +428,18 @@ def test_facefusions_own_parser_refuses_what_it_does_not_take(warm: WarmFaceFusi
 
 
 def test_a_later_jobs_detector_options_are_not_answered_from_the_earlier_jobs_faces(
-    home: harness.Harness, warm: WarmFaceFusionEngine, tmp_path: Path
+    warm: WarmFaceFusionEngine, tmp_path: Path, per_segment: FaceFusionEngine
 ) -> None:
     # GIVEN a warm engine that rendered job A (FaceFusion's default detector score, 0.5)
     frames = harness.clip(2)
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
     # AND job B, the same but for a detector score the stand-in's face (brightness ~0.76) does not reach
     strict = {"face_selector_mode": "one", "face_detector_score": 0.8}
-    per_segment = FaceFusionEngine(_settings(home), harness.CPU_FACTS, env=home.env)
-    per_segment.prepare()
     # WHEN both engines render B THEN both refuse it as a fresh FaceFusion does: the faces A found
     # in the same pixels were found under other options
     for engine in (per_segment, warm):
         with pytest.raises((EngineError, InputRejected), match="no source face detected"):
             list(engine.render(_job(tmp_path, strict), frames))
-    per_segment.close()
     # AND back on A's options the warm engine swaps again
     _assert_swapped(frames, list(warm.render(_job(tmp_path), frames)))
 
