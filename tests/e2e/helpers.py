@@ -17,6 +17,7 @@ import pytest
 
 from fleetctl.api_client import form_body
 from fleetctl.local.state import LocalState
+from fleetctl.local.supervisor import tenant_page_url
 from fleetctl.samples import grace_hopper_path, read_stamp
 from fleetctl.stack import StackResources
 from fusionfleet import layout
@@ -132,6 +133,13 @@ def api_url(stack: Stack) -> str:
     status = stack.cli("local", "status", "--state-dir", str(stack.state_dir))
     (line,) = [line for line in status.stdout.splitlines() if line.startswith("api http")]
     return line.split(" ", 1)[1]
+
+
+def tenant_page(stack: Stack, tenant: str) -> str:
+    """The tenant's page on the local stack's dashboard, signed in (its API and token in the link)."""
+    dashboard = stack.state().dashboard_url
+    assert dashboard is not None
+    return tenant_page_url(dashboard, api_url(stack), api_token(stack, tenant))
 
 
 def api_call(url: str, token: str, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:

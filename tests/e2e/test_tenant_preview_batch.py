@@ -21,11 +21,10 @@ import cv2
 import pytest
 from playwright.sync_api import expect
 
-from fleetctl.local.supervisor import tenant_page_url
 from fleetctl.samples import grace_hopper, grace_hopper_path
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import api_token, api_url
-from tests.support.browser import open_new_job, page, save_screenshot, until, video_state
+from tests.e2e.helpers import tenant_page
+from tests.support.browser import new_job_preview, save_screenshot, until, video_state
 from tests.support.media import write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
@@ -37,18 +36,13 @@ def test_a_tenant_previews_a_frame_starts_a_batch_pages_its_items_and_plays_an_o
     stack: Stack, browser: str, tmp_path: Path
 ) -> None:
     # GIVEN acme signed in on its page, two pictures of one face (FaceFusion averages its sources), three clips
-    api, dashboard = api_url(stack), stack.state().dashboard_url
-    assert dashboard is not None
     mirrored = tmp_path / "grace-mirrored.jpg"
     cv2.imwrite(str(mirrored), cv2.flip(grace_hopper(), 1))
     clips = [write_video(tmp_path / f"clip-{n}.mp4", seconds=SECONDS, fps=FPS, width=320, height=240) for n in range(3)]
-    with page((1280, 900), timeout_ms=30_000) as shown:
-        address = tenant_page_url(dashboard, api, api_token(stack, "acme"))
-        form = open_new_job(shown, address, [grace_hopper_path(), mirrored], "classic")
-        # WHEN acme chooses the three clips
-        form.get_by_label("Targets").set_input_files(clips)
+    # WHEN acme chooses the three clips
+    faces = [grace_hopper_path(), mirrored]
+    with new_job_preview(tenant_page(stack, "acme"), faces, "classic", clips) as (shown, form, preview):
         # THEN the first plays in the browser's own player, its frames numbered at its rate
-        preview = form.get_by_role("region", name="Preview")
         expect(preview.get_by_role("status")).to_contain_text("Scrub clip-0.mp4 to a frame")
         scrub = preview.get_by_role("slider", name="Frame")
         expect(scrub).to_have_attribute("max", str(round(SECONDS * FPS) - 1))

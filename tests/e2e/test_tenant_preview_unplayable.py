@@ -19,6 +19,7 @@ small PNGs.
 from __future__ import annotations
 
 import itertools
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import cv2
@@ -26,11 +27,10 @@ import numpy as np
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from fleetctl.local.supervisor import tenant_page_url
 from fleetctl.samples import grace_hopper_path, read_stamp
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import api_token, api_url
-from tests.support.browser import open_new_job, page, save_screenshot
+from tests.e2e.helpers import tenant_page
+from tests.support.browser import new_job_preview, save_screenshot
 from tests.support.media import ffmpeg, write_video
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
@@ -41,13 +41,20 @@ STRIP = 8  # the page's poster strip: frames spread over the clip
 LAST = round(SECONDS * FPS) - 1
 
 
-def hevc_clip(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """30 frames in HEVC (Matroska), each with its number drawn as a code of blocks (fleetctl.samples.stamp)."""
     width, height = SIZE
-    plain = write_video(tmp_path / "plain.mp4", seconds=SECONDS, fps=FPS, width=width, height=height, with_stamp=True)
-    clip = tmp_path / "clip.mkv"
+    folder = tmp_path_factory.mktemp("hevc")
+    plain = write_video(folder / "plain.mp4", seconds=SECONDS, fps=FPS, width=width, height=height, with_stamp=True)
+    clip = folder / "clip.mkv"
     ffmpeg("-i", str(plain), "-c:v", "libx265", "-x265-params", "log-level=none", "-c:a", "copy", str(clip))
     return clip
+
+
+def acme_choosing(stack: Stack, engine: str, clip: Path) -> AbstractContextManager[tuple[Page, Locator, Locator]]:
+    """acme signed in on its page, a face and `engine` chosen, choosing `clip`: the page, the form, its Preview."""
+    return new_job_preview(tenant_page(stack, "acme"), [grace_hopper_path()], engine, [clip])
 
 
 def frame_shown(shown: Page, image: Locator) -> int:
@@ -60,18 +67,11 @@ def frame_shown(shown: Page, image: Locator) -> int:
 
 
 def test_a_target_the_browser_cannot_play_is_picked_from_the_farms_poster_strip(
-    stack: Stack, browser: str, tmp_path: Path
+    stack: Stack, browser: str, clip: Path
 ) -> None:
-    # GIVEN acme signed in on its page, a face, the copy engine (frames out = frames in), and an HEVC clip
-    api, dashboard = api_url(stack), stack.state().dashboard_url
-    assert dashboard is not None
-    clip = hevc_clip(tmp_path)
-    with page((1280, 900), timeout_ms=30_000) as shown:
-        address = tenant_page_url(dashboard, api, api_token(stack, "acme"))
-        form = open_new_job(shown, address, [grace_hopper_path()], "copy")
-        # WHEN acme chooses the clip THEN the preview offers the farm's poster strip instead of the player
-        form.get_by_label("Targets").set_input_files(clip)
-        preview = form.get_by_role("region", name="Preview")
+    # GIVEN acme signed in on its page, a face, the copy engine (frames out = frames in)
+    # WHEN acme chooses an HEVC clip THEN the preview offers the farm's poster strip instead of the player
+    with acme_choosing(stack, "copy", clip) as (shown, _form, preview):
         status = preview.get_by_role("status")
         expect(status).to_contain_text("Show poster strip has the farm show 8 frames spread over it")
         expect(shown.locator("#try-video")).to_be_hidden()
@@ -113,19 +113,12 @@ def test_a_target_the_browser_cannot_play_is_picked_from_the_farms_poster_strip(
 
 
 def test_a_target_the_browser_cannot_play_is_previewed_by_frame_number_with_the_farms_originals(
-    stack: Stack, browser: str, tmp_path: Path
+    stack: Stack, browser: str, clip: Path
 ) -> None:
-    # GIVEN acme signed in on its page, a face, and a clip in HEVC (Matroska), which Chromium does not play
-    api, dashboard = api_url(stack), stack.state().dashboard_url
-    assert dashboard is not None
-    clip = hevc_clip(tmp_path)
-    with page((1280, 900), timeout_ms=30_000) as shown:
-        address = tenant_page_url(dashboard, api, api_token(stack, "acme"))
-        form = open_new_job(shown, address, [grace_hopper_path()], "classic")
-        # WHEN acme chooses the HEVC clip
-        form.get_by_label("Targets").set_input_files(clip)
+    # GIVEN acme signed in on its page and a face
+    # WHEN acme chooses a clip in HEVC (Matroska), which Chromium does not play
+    with acme_choosing(stack, "classic", clip) as (shown, _form, preview):
         # THEN the preview says this browser does not play it, and offers a frame number instead of the player
-        preview = form.get_by_role("region", name="Preview")
         status = preview.get_by_role("status")
         expect(status).to_contain_text("type a frame number (from 0) and pick it")
         expect(status).to_contain_text("clip.mkv")

@@ -85,6 +85,18 @@ def open_new_job(shown: Page, address: str, sources: Sequence[Path], engine: str
     return form
 
 
+@contextmanager
+def new_job_preview(
+    address: str, sources: Sequence[Path], engine: str, targets: Sequence[Path]
+) -> Iterator[tuple[Page, Locator, Locator]]:
+    """A 1280×900 page (its assertions waiting up to 30 s) on the tenant page at `address`, its New job form
+    open (open_new_job) and `targets` chosen: the page, the form and the form's Preview region."""
+    with page((1280, 900), timeout_ms=30_000) as shown:
+        form = open_new_job(shown, address, sources, engine)
+        form.get_by_label("Targets").set_input_files(list(targets))
+        yield shown, form, form.get_by_role("region", name="Preview")
+
+
 def save_screenshot(png: bytes, name: str) -> Path | None:
     """A screenshot under FUSIONFLEET_SCREENSHOT_DIR as a PNG of at most 128 colours (a small file to
     commit); None when the variable is not set."""
