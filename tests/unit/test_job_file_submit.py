@@ -28,6 +28,20 @@ def write_job(folder: Path, steps: list[dict[str, Any]]) -> Path:
     return path
 
 
+def remix_chain(folder: Path, first: dict[str, Any], second: dict[str, Any]) -> Path:
+    """A job file of a two-step remix chain: a.png's face on clip.mp4 into /out/one.mp4 (with `first`'s arguments),
+    then b.png's on that step's output into /out/two.mp4 (with `second`'s); the pictures and the clip written."""
+    for name in ("a.png", "b.png"):
+        (folder / name).write_bytes(b"\x89PNG\r\n\x1a\n" + name.encode())
+    (folder / "clip.mp4").write_bytes(b"clip")
+    return write_job(folder, [
+        {"source_paths": [str(folder / "a.png")], "target_path": str(folder / "clip.mp4"),
+         "output_path": "/out/one.mp4", **first},
+        {"source_paths": [str(folder / "b.png")], "target_path": "/out/one-myjob-0.mp4",
+         "output_path": "/out/two.mp4", **second},
+    ])  # fmt: skip
+
+
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch) -> Client:
     stack = Client(FakeStorage(), FakeOrchestrator(), RESOURCES)
@@ -130,15 +144,8 @@ def test_a_remix_chain_of_two_people_is_one_job_of_chained_passes_submitted_at_o
     client: Client, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN job-remix-step's chain: a's face on the face at 0 of frame 0, then b's on the face at 1 of frame 3
-    for name in ("a.png", "b.png"):
-        (tmp_path / name).write_bytes(b"\x89PNG\r\n\x1a\n" + name.encode())
-    (tmp_path / "clip.mp4").write_bytes(b"clip")
-    path = write_job(tmp_path, [
-        {"source_paths": [str(tmp_path / "a.png")], "target_path": str(tmp_path / "clip.mp4"),
-         "output_path": "/out/one.mp4", "reference_frame_number": 0, "reference_face_position": 0},
-        {"source_paths": [str(tmp_path / "b.png")], "target_path": "/out/one-myjob-0.mp4",
-         "output_path": "/out/two.mp4", "reference_frame_number": 3, "reference_face_position": 1},
-    ])  # fmt: skip
+    path = remix_chain(tmp_path, {"reference_frame_number": 0, "reference_face_position": 0},
+                       {"reference_frame_number": 3, "reference_face_position": 1})  # fmt: skip
     # WHEN submitted without --wait (a remix that waits for its step would need it)
     assert main(["submit", "--facefusion-job", str(path)]) == Exit.DONE
     # THEN both steps are jobs at once: the first step alone, and the chain as one job on the ORIGINAL target
@@ -164,15 +171,7 @@ def test_a_chain_the_slicer_would_refuse_is_refused_before_any_step_is_submitted
 ) -> None:
     # GIVEN a remix chain whose steps each pass the checks alone, but whose trims compose to no frames: step 0
     # keeps frames 0-19, step 1 starts at its target's frame 30
-    for name in ("a.png", "b.png"):
-        (tmp_path / name).write_bytes(b"\x89PNG\r\n\x1a\n" + name.encode())
-    (tmp_path / "clip.mp4").write_bytes(b"clip")
-    path = write_job(tmp_path, [
-        {"source_paths": [str(tmp_path / "a.png")], "target_path": str(tmp_path / "clip.mp4"),
-         "output_path": "/out/one.mp4", "trim_frame_end": 20},
-        {"source_paths": [str(tmp_path / "b.png")], "target_path": "/out/one-myjob-0.mp4",
-         "output_path": "/out/two.mp4", "trim_frame_start": 30},
-    ])  # fmt: skip
+    path = remix_chain(tmp_path, {"trim_frame_end": 20}, {"trim_frame_start": 30})
     # WHEN submitted
     assert main(["submit", "--facefusion-job", str(path)]) == Exit.REJECTED
     # THEN the chain's reason is said, and nothing was uploaded (before: step 0's job was submitted first)
