@@ -24,6 +24,7 @@ from typing import Any
 
 import cv2
 
+from benchmarks.bench_media import BENCH_MEDIA, bench_clip
 from benchmarks.clips import FPS, HEIGHT, WIDTH, crossing_pair, pair_positions
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.judge import Judge, video_frames
@@ -33,7 +34,7 @@ from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions
 from fleetctl.local.supervisor import LocalStack
-from fleetctl.samples import astronaut, grace_hopper, grace_hopper_path, write_video
+from fleetctl.samples import astronaut, grace_hopper, grace_hopper_path
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
@@ -80,15 +81,11 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=4618)
     args = parser.parse_args()
     count = round(args.seconds * FPS)
-    media = ROOT / ".fusionfleet" / "bench-media"
-    media.mkdir(parents=True, exist_ok=True)
-    clip = media / f"crossing-pair-{count}.mp4"
-    if not clip.exists():
-        write_video(clip, seconds=count / FPS, fps=FPS, width=WIDTH, height=HEIGHT, frames=crossing_pair(count))
+    clip = bench_clip(f"crossing-pair-{count}.mp4", count / FPS, WIDTH, HEIGHT, fps=FPS, frames=crossing_pair(count))
     stack = LocalStack(LocalPaths.discover(ROOT / ".fusionfleet" / "bench-faces", env=os.environ), say=print)
     options = UpOptions(workers=args.workers, port=args.port, stack="fusionfleet-faces", default_engine="classic",
                         backups=False)  # fmt: skip
-    output = media / f"crossing-pair-{count}-out.mp4"
+    output = BENCH_MEDIA / f"crossing-pair-{count}-out.mp4"
     try:
         state = stack.up(options)
         bench = Bench(stack, StackResources.from_outputs(state.outputs), AwsTarget(state.region, state.endpoint))

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_media import bench_clip
 from benchmarks.chaos_model import spread
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.pipeline import Bench
@@ -33,7 +34,7 @@ from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions
 from fleetctl.local.supervisor import LocalStack
-from fleetctl.samples import grace_hopper_path, write_video
+from fleetctl.samples import grace_hopper_path
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
@@ -151,11 +152,7 @@ def main() -> int:
     parser.add_argument("--segment-seconds", type=float, default=20.0, help="the slowed engine's time a segment")
     parser.add_argument("--port", type=int, default=4612)
     args = parser.parse_args()
-    media = ROOT / ".fusionfleet" / "bench-media"
-    media.mkdir(parents=True, exist_ok=True)
-    clip = media / "clip-4s-320x180.mp4"
-    if not clip.exists():
-        write_video(clip, seconds=4, fps=25, width=320, height=180)
+    clip = bench_clip("clip-4s-320x180.mp4", seconds=4, width=320, height=180)
     stack = LocalStack(LocalPaths.discover(ROOT / ".fusionfleet" / "bench-recovery", env=os.environ), say=print)
     faults = stack.paths.state_dir / "recovery-faults.json"
     faults.parent.mkdir(parents=True, exist_ok=True)

@@ -19,13 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_media import bench_clip
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.pipeline import Bench, run_job
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions
 from fleetctl.local.supervisor import LocalStack
-from fleetctl.samples import grace_hopper_path, write_video
+from fleetctl.samples import grace_hopper_path
 from fleetctl.stack import StackResources
 from fusionfleet.adapters.aws import AwsTarget
 
@@ -110,14 +111,8 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=4598)
     parser.add_argument("--skip-burst", action="store_true")
     args = parser.parse_args()
-    media = ROOT / ".fusionfleet" / "bench-media"
-    media.mkdir(parents=True, exist_ok=True)
-    clip = media / "clip-12s-360p.mp4"
-    if not clip.exists():
-        write_video(clip, seconds=12, fps=25, width=640, height=360)
-    long_clip = media / "clip-60s-360p.mp4"
-    if not long_clip.exists():
-        write_video(long_clip, seconds=60, fps=25, width=640, height=360)
+    clip = bench_clip("clip-12s-360p.mp4", seconds=12, width=640, height=360)
+    long_clip = bench_clip("clip-60s-360p.mp4", seconds=60, width=640, height=360)
     stack = LocalStack(LocalPaths.discover(ROOT / ".fusionfleet" / "bench-scale", env=os.environ), say=lambda _: None)
     results: dict[str, Any] = {
         "benchmark": "scaling",

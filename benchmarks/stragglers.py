@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_media import bench_clip
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.pipeline import Bench, run_job
 from benchmarks.provenance import write_results
@@ -31,7 +32,6 @@ from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions
 from fleetctl.local.state import LocalState
 from fleetctl.local.supervisor import LocalStack
-from fleetctl.samples import write_video
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import LOCAL_ACCESS_KEY, AwsTarget
@@ -130,11 +130,7 @@ def main() -> int:
     parser.add_argument("--slow-seconds", type=float, default=15.0)
     parser.add_argument("--seconds", type=int, default=24, help="clip length (4 s segments)")
     args = parser.parse_args()
-    media = ROOT / ".fusionfleet" / "bench-media"
-    media.mkdir(parents=True, exist_ok=True)
-    clip = media / f"clip-{args.seconds}s-240p.mp4"
-    if not clip.exists():
-        write_video(clip, seconds=args.seconds, fps=25, width=320, height=240)
+    clip = bench_clip(f"clip-{args.seconds}s-240p.mp4", seconds=args.seconds, width=320, height=240)
     STATE.mkdir(parents=True, exist_ok=True)
     stack = LocalStack(LocalPaths.discover(STATE, env=os.environ), say=lambda _: None)
     results: dict[str, Any] = {

@@ -37,13 +37,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_media import bench_clip
 from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
 from benchmarks.pipeline import Bench
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
 from fleetctl.local.processes import UpOptions
 from fleetctl.local.supervisor import LocalStack
-from fleetctl.samples import grace_hopper_path, write_video
+from fleetctl.samples import grace_hopper_path
 from fleetctl.stack import StackResources
 from fusionfleet import layout
 from fusionfleet.adapters.aws import AwsTarget
@@ -189,12 +190,8 @@ def main() -> int:
     parser.add_argument("--lookahead", default="0", help="workers' lookahead backlogs to run (0: off), comma-separated")
     parser.add_argument("--name", default="throughput", help="results file: benchmarks/results/<name>.json")
     args = parser.parse_args()
-    media = ROOT / ".fusionfleet" / "bench-media"
-    media.mkdir(parents=True, exist_ok=True)
     # Tiny frames: decoding and encoding should cost next to nothing beside the machinery.
-    clip = media / f"clip-{args.seconds:g}s-128x72.mp4"
-    if not clip.exists():
-        write_video(clip, seconds=args.seconds, fps=25, width=128, height=72)
+    clip = bench_clip(f"clip-{args.seconds:g}s-128x72.mp4", seconds=args.seconds, width=128, height=72)
     stack = LocalStack(LocalPaths.discover(ROOT / ".fusionfleet" / "bench-throughput", env=os.environ), say=print)
     results: dict[str, Any] = {
         "benchmark": "throughput",
