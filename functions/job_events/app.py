@@ -16,6 +16,8 @@ from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, SqsFifoPartialProcessor
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import ValidationError
 
 from fusionfleet.adapters.aws import AwsTarget
@@ -78,43 +80,58 @@ def parts() -> tuple[WebhookDeliverer, JobEnded, SqsQueue, str]:
     return deliverer, JobEnded(storage, read.work_bucket, outbox, admitter, prices), queue, read.webhook_queue_url
 
 
+class HandBack(Exception):
+    """The record stays on the queue (a batch item failure), its visibility already set by the handler."""
+
+
+def _processed(
+    processor: BatchProcessor, records: list[dict[str, Any]], handle: Callable[[SQSRecord], None]
+) -> list[str]:
+    """Powertools' partial batch processing of `records`; the message ids to leave on the queue. A batch
+    whose every record stays is an answer too, not an error of the function (a webhook receiver down)."""
+    processor.raise_on_entire_batch_failure = False
+    with processor(records=records, handler=handle):
+        processor.process()
+    return [str(item["itemIdentifier"]) for item in processor.response()["batchItemFailures"]]
+
+
 def deliver(
     records: list[dict[str, Any]], deliverer: WebhookDeliverer, queue: WorkQueue, queue_url: str,
     time_left_s: Callable[[], float] | None = None,
 ) -> list[str]:  # fmt: skip
     """One attempt per event, in order, each bounded by what the invocation has left (`time_left_s`);
-    the message ids to leave on the queue."""
-    keep: list[str] = []
-    blocked: set[str] = set()  # message groups (jobs) with an event waiting for its retry
-    for position, record in enumerate(records):
+    the message ids to leave on the queue. Powertools' FIFO processor skips the rest of a job's events
+    (its message group) once one stays; they go back at once, behind it, where the group's order holds them."""
+    placed: set[str] = set()  # message ids whose visibility the handler set
+    out_of_time: list[str] = []
+
+    def handle(record: SQSRecord) -> None:
         budget = None if time_left_s is None else time_left_s() - DEADLINE_MARGIN_S
         if budget is not None and budget < MIN_ATTEMPT_S:
             # Out of time: this and the rest go back now, unsent (FIFO: their groups' order holds).
-            rest = records[position:]
-            logger.warning("webhook batch out of time: events handed back", events=len(rest))
-            for late in rest:
-                queue.change_visibility(_message(late, queue_url), 0)
-                keep.append(late["messageId"])
-            break
-        group = str(record.get("attributes", {}).get("MessageGroupId", ""))
-        if group and group in blocked:
-            # Behind an event of its job that waits: back to the queue now, where the group's order holds it.
-            queue.change_visibility(_message(record, queue_url), 0)
-            keep.append(record["messageId"])
-            continue
+            out_of_time.append(record.message_id)
+            raise HandBack("out of time")
         try:
-            event = WebhookEvent.model_validate_json(record["body"])
+            event = WebhookEvent.model_validate_json(record.body)
         except ValidationError:
-            logger.error("not a webhook event: dropped", body=record["body"][:500])
-            continue
+            logger.error("not a webhook event: dropped", body=record.body[:500])
+            return
         logger.append_keys(job_id=event.job_id)
         handled = deliverer.handle(event, timeout_s=budget)
         logger.info("webhook event handled", event_id=event.event_id, outcome=handled.outcome, reason=handled.reason)
         if handled.outcome in ("retry", "deferred"):
-            queue.change_visibility(_message(record, queue_url), handled.delay_s)
-            keep.append(record["messageId"])
-            blocked.add(group or event.job_id)
-    return keep
+            queue.change_visibility(_message(record.raw_event, queue_url), handled.delay_s)
+            placed.add(record.message_id)
+            raise HandBack(handled.outcome)
+
+    kept = _processed(SqsFifoPartialProcessor(skip_group_on_error=True), records, handle)
+    if out_of_time:
+        logger.warning("webhook batch out of time: events handed back", events=len(out_of_time))
+    by_id = {str(record["messageId"]): record for record in records}
+    for message_id in kept:
+        if message_id not in placed:
+            queue.change_visibility(_message(by_id[message_id], queue_url), 0)
+    return kept
 
 
 def _message(record: dict[str, Any], queue_url: str) -> QueueMessage:
@@ -123,25 +140,26 @@ def _message(record: dict[str, Any], queue_url: str) -> QueueMessage:
 
 
 def follow(records: list[dict[str, Any]], follower: JobEnded) -> list[str]:
-    """Each job's final notice followed; the message ids to retry (a follower that raised)."""
-    failed = []
-    for record in records:
+    """Each job's final notice followed; the message ids to retry (a follower that raised, or a notice to
+    follow again once the attempts still stopping had time to end)."""
+
+    def handle(record: SQSRecord) -> None:
         try:
-            notice = json.loads(record["body"])
+            notice = json.loads(record.body)
         except ValueError:
-            logger.error("not a notice: dropped", body=record["body"][:500])
-            continue
+            logger.error("not a notice: dropped", body=record.body[:500])
+            return
         try:
             followed = follower.handle(notice if isinstance(notice, dict) else {})
         except Exception:
             logger.exception("following a notice failed; it is retried", job_id=str(notice.get("job_id")))
-            failed.append(record["messageId"])
-            continue
-        receives = int(record.get("attributes", {}).get("ApproximateReceiveCount", 1))
+            raise
+        receives = int(record.attributes.approximate_receive_count)
         if followed is not None and followed.unsettled and receives < MAX_SETTLE_ROUNDS:
             # A copy still stopping: followed again once it had time to end (the final event goes once).
-            failed.append(record["messageId"])
-    return failed
+            raise HandBack("unsettled")
+
+    return _processed(BatchProcessor(event_type=EventType.SQS), records, handle)
 
 
 @logger.inject_lambda_context

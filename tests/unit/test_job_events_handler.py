@@ -1,13 +1,17 @@
-"""The job-events handler's webhook batch: a failed delivery stays for its pause, and its job's later
-events in the batch go back at once behind it (their FIFO group keeps the order); other jobs go on."""
+"""The job-events handler's batches, processed by Powertools: a failed webhook delivery stays for its pause,
+and its job's later events in the batch go back at once behind it (their FIFO group keeps the order);
+other jobs go on. A notice stays while a copy of its job still stops, or when following it failed."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
-from functions.job_events.app import deliver
+from functions.job_events.app import MAX_SETTLE_ROUNDS, deliver, follow
 from fusionfleet.jobs.states import NoticeStatus
+from fusionfleet.services.job_end import JobEnded
 from fusionfleet.services.webhooks import WebhookConfig, WebhookDeliverer
 from fusionfleet.webhooks.addresses import AddressPolicy
 from fusionfleet.webhooks.events import EventKind, WebhookEvent, WebhookSubscription, event_id
@@ -53,3 +57,42 @@ def test_a_retried_event_holds_its_jobs_later_events_back_and_lets_other_jobs_th
     assert kept == [batch[0]["messageId"], batch[1]["messageId"]]
     assert dict(queue.visibility_changes) == {batch[0]["messageId"]: 5, batch[1]["messageId"]: 0}
     assert [post.target.host for post in sender.posts] == ["a.example.com", "b.example.com"]
+
+
+class Follower:
+    """A notice follower whose answer for each job is scripted: unsettled (a copy still stopping) or raising."""
+
+    def __init__(self, unsettled: set[str], raising: set[str]) -> None:
+        self.unsettled, self.raising = unsettled, raising
+        self.seen: list[str] = []
+
+    def handle(self, notice: dict[str, Any]) -> Any:
+        job = str(notice.get("job_id"))
+        self.seen.append(job)
+        if job in self.raising:
+            raise RuntimeError("S3 down")
+        return SimpleNamespace(unsettled=job in self.unsettled)
+
+
+def notice_record(body: str, receives: int = 1) -> dict[str, Any]:
+    return {"messageId": f"m-{len(body)}-{receives}-{body[-8:]}", "receiptHandle": "r", "body": body,
+            "attributes": {"ApproximateReceiveCount": str(receives)}}  # fmt: skip
+
+
+def test_a_notice_is_followed_again_while_a_copy_still_stops_and_when_following_it_failed() -> None:
+    follower = Follower(unsettled={"settling"}, raising={"broken"})
+    batch = [
+        notice_record(json.dumps({"job_id": "done"})),
+        notice_record(json.dumps({"job_id": "settling"})),
+        notice_record(json.dumps({"job_id": "settling-late"}), receives=MAX_SETTLE_ROUNDS),
+        notice_record(json.dumps({"job_id": "broken"})),
+        notice_record("not json"),
+    ]
+    follower.unsettled.add("settling-late")
+    kept = follow(batch, cast(JobEnded, follower))
+    # THEN the unsettled notice and the one whose following raised stay; the third round of an unsettled
+    # one does not (MAX_SETTLE_ROUNDS), nor does a body that is no notice (dropped, said)
+    assert kept == [batch[1]["messageId"], batch[3]["messageId"]]
+    assert follower.seen == ["done", "settling", "settling-late", "broken"]
+    # AND a batch whose every notice stays is an answer, not an error of the function
+    assert follow([batch[3]], cast(JobEnded, follower)) == [batch[3]["messageId"]]
