@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.provenance import write_results
 from fleetctl.local import localstack
 from fusionfleet import layout
@@ -194,8 +194,7 @@ def main() -> int:
     cold = report["cold_pass_over_every_job"]
     print(f"first pass over every job ({cold['pages']} pages of 200): {cold['seconds']} s, "
           f"{cold['storage_requests']} storage requests")  # fmt: skip
-    print("\n" + goal_table(verdicts) + f"\nwritten to {path}")
-    return exit_status(verdicts)
+    return conclude(verdicts, path)
 
 
 def run(args: argparse.Namespace, aws: AwsTarget) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.batch_media import compare, decode, write_inputs
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.pipeline import Bench
 from benchmarks.provenance import write_results
 from benchmarks.recovery import attempts_after
@@ -282,8 +282,7 @@ def main() -> int:
     verdicts = judge(GOALS, measures(batch, judged))
     path = write_results(f"{args.name}.json", {**report, **recorded(verdicts)}, vars(args))
     print_table(batch, judged, report.get("failed"))
-    print("\n" + goal_table(verdicts) + f"\nwritten to {path}")
-    return exit_status(verdicts)
+    return conclude(verdicts, path)
 
 
 def print_table(batch: dict[str, Any] | None, judged: list[dict[str, Any]] | None, failed: str | None) -> None:

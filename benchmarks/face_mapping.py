@@ -26,7 +26,7 @@ import cv2
 
 from benchmarks.bench_media import BENCH_MEDIA, bench_clip
 from benchmarks.clips import FPS, HEIGHT, WIDTH, crossing_pair, pair_positions
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.judge import Judge, video_frames
 from benchmarks.mapping_judge import judge_frame, source_identity, summary
 from benchmarks.pipeline import Bench
@@ -139,8 +139,7 @@ def main() -> int:
         print(f"{segment['start']:>5}-{segment['end']:<8} {segment['judged']:>7} {segment['right']:>6} {share:>7}")
     for person, value in result["people"].items():
         print(f"{person:<14} {value['judged']:>7} {value['right']:>6} {value['share'] or 0:>7.3f}")
-    print("\n" + goal_table(verdicts) + f"\nwritten to {path}")
-    return exit_status(verdicts)
+    return conclude(verdicts, path)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 Relation = Literal["<", "<=", ">", ">=", "=="]
@@ -88,3 +89,9 @@ def goal_table(verdicts: Sequence[Verdict]) -> str:
 def exit_status(verdicts: Sequence[Verdict]) -> int:
     """0 when every measured goal was met (and one was); 1 otherwise."""
     return 0 if all_met(verdicts) else 1
+
+
+def conclude(verdicts: Sequence[Verdict], written: Path | None = None) -> int:
+    """A benchmark's ending: its goal table printed (and where its results were written), its exit status."""
+    print("\n" + goal_table(verdicts) + (f"\nwritten to {written}" if written is not None else ""))
+    return exit_status(verdicts)

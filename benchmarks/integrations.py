@@ -34,7 +34,7 @@ from typing import Any
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.pipeline import Bench
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
@@ -426,8 +426,7 @@ def main() -> int:
         )
         print(f"results: {path}")
     summary(report)
-    print("\n" + goal_table(verdicts))
-    return exit_status(verdicts)
+    return conclude(verdicts)
 
 
 def summary(report: dict[str, Any]) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from benchmarks.bench_media import bench_clip
 from benchmarks.chaos_model import spread
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.pipeline import Bench
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
@@ -189,8 +189,7 @@ def main() -> int:
         again = f"{row['running_again_s']:.1f}s" if row.get("running_again_s") is not None else "-"
         print(f"{row['kind']:<6} {row.get('worker', '-'):<10} {drained:>8} {again:>8} {row.get('taken_by') or '-':<10}"
               f" {'yes' if row.get('succeeded') else 'NO':<4} {row.get('load_average_1m', 0):>5.1f}")  # fmt: skip
-    print("\n" + goal_table(verdicts) + f"\nwritten to {path}")
-    return exit_status(verdicts)
+    return conclude(verdicts, path)
 
 
 if __name__ == "__main__":

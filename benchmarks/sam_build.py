@@ -24,7 +24,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.provenance import write_results
 from fusionfleet.environment.settings import AWS_DEFAULT_REGION, AWS_REGION
 
@@ -123,8 +123,7 @@ def main() -> int:
     verdicts = judge(GOALS, {"cold_cpu_share": result["cold_cpu_share"], "packages_built": result["packages_built"]})
     write_results(args.results, {**result, **recorded(verdicts)}, vars(args))
     print(table(result))
-    print("\n" + goal_table(verdicts))
-    return exit_status(verdicts)
+    return conclude(verdicts)
 
 
 if __name__ == "__main__":

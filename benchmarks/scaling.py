@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_media import bench_clip
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.pipeline import Bench, run_job
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
@@ -145,8 +145,7 @@ def main() -> int:
         scale = results["autoscaling"]
         print(f"autoscaling 1..4: at 4 workers after {scale['reached_max_workers_s']} s; "
               f"back at 1 worker {scale['back_to_min_after_done_s']} s after the job")  # fmt: skip
-    print("\n" + goal_table(verdicts))
-    return exit_status(verdicts)
+    return conclude(verdicts)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bench_media import bench_clip
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.pipeline import Bench
 from benchmarks.provenance import write_results
 from fleetctl.local.paths import LocalPaths
@@ -234,8 +234,7 @@ def main() -> int:
             f" {row['finish_s']['p50'] or 0:>9.2f}s {row['engine_free_between_segments_s']['p50'] or 0:>14.2f}s"
             f" {row['dispatch']['mean_interval_s']:>9.3f}s"
         )
-    print("\n" + goal_table(verdicts))
-    return exit_status(verdicts)
+    return conclude(verdicts)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from typing import Any
 import av
 import cv2
 
-from benchmarks.goals import Goal, exit_status, goal_table, judge, recorded
+from benchmarks.goals import Goal, conclude, judge, recorded
 from benchmarks.provenance import write_results
 from fleetctl.cli import main as cli_main
 from fleetctl.local.paths import LocalPaths
@@ -277,8 +277,7 @@ def main() -> int:
         share = f"{row['bytes_read_share']:.4f}" if "bytes_read_share" in row else "-"
         print(f"{row['engine']:<8} {row['run']:>3} {row['exit']:>4} {row['answer_s']:>7.2f}s {share:>10} "
               f"{decoded:>16} {each:>14} {row.get('pictures_ok', 0):>8} {row['load_average_1m']:>5.1f}")  # fmt: skip
-    print("\n" + goal_table(verdicts) + f"\nwritten to {path}")
-    return exit_status(verdicts)
+    return conclude(verdicts, path)
 
 
 if __name__ == "__main__":
