@@ -16,7 +16,7 @@ import pytest
 
 from fleetctl.samples import grace_hopper_path
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import api_url, wait_until
+from tests.e2e.helpers import api_url
 from tests.support.doc_commands import RUN_ON_STACK, DocCommand, fenced_commands
 from tests.support.media import decode_all, write_video
 
