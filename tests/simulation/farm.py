@@ -1,9 +1,13 @@
-"""The farm's real parties wired to the simulated AWS: the slicer, the admitter and the readers.
+"""The farm's real parties wired to the simulated AWS: the slicer, the admitter, the retries and the readers.
 
 Everything here is the production code (`fusionfleet.services.slicing.Slicer`,
-`fusionfleet.services.admission.Admitter`, the CLI's `Client.status` and `BatchClient.detail`) except
-one stand-in: preparing a job reads and probes media, so `SimPreparer` writes the plan and returns a
-job context built in memory (`tests.support.jobs.job_context`) — what the protocol needs of it.
+`fusionfleet.services.admission.Admitter`, `fusionfleet.services.operations.Operations`, the CLI's
+`Client.status` and `BatchClient.detail`) except one stand-in: preparing a job reads and probes media, so
+`SimPreparer` writes the plan and returns a job context built in memory (`tests.support.jobs.job_context`)
+— what the protocol needs of it. A retry's admission limits come from the callers' own code: the tenant
+API's from its environment (`functions.api.app.admission`), the CLI's and the dashboards' from the local
+stack's state file (`fleetctl.admission.stack_admission`, the state written with this stack's limits as
+`local up` writes it). No caller here has a webhook queue: no `started` event is sent.
 """
 
 from __future__ import annotations
@@ -17,11 +21,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from fleetctl.admission import stack_admission
 from fleetctl.batch_client import BatchClient
 from fleetctl.client import Client
+from fleetctl.connection import Connection
+from fleetctl.local.state import LIMITS, LocalState
 from fleetctl.stack import StackResources
+from functions.api import app as api_app
 from fusionfleet import layout
+from fusionfleet.adapters.aws import AwsTarget
 from fusionfleet.adapters.storage import Storage, put_json
+from fusionfleet.environment import settings
+from fusionfleet.environment.api import ApiEnvironment
 from fusionfleet.fleet.tenant_settings import TenantSettings
 from fusionfleet.jobs.ids import batch_id as derive_batch_id
 from fusionfleet.jobs.ids import job_id as derive_job_id
@@ -38,12 +49,21 @@ from fusionfleet.services.tenant_jobs import TenantJobs
 from tests.simulation.aws import SimStepFunctions, SimStorage
 from tests.simulation.scheduler import Scheduler
 from tests.support.fakes import EPOCH, Clock
-from tests.support.jobs import MEDIA, WORK, halves, job_context, slicer_config
+from tests.support.jobs import MEDIA, WORK, api_config, halves, job_context, slicer_config
 
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:render"
 TOPIC = "arn:aws:sns:us-east-1:123456789012:notifications"
 TENANT = "acme"
 SOURCE = "inputs/face.jpg"
+STACK = "fusionfleet"
+LOCAL_PORT = 4566
+
+# Who retries a failed job (`Farm.retry`), and so which limits its run is admitted with at once.
+CLI = "cli"  # `fusionfleet retry` and the dashboards: the limits the local stack's state recorded
+API = "api"  # `POST /jobs/{id}/retry`: the limits in the API Lambda's environment
+BATCH = "batch"  # a batch's retry reaching its item: the slicer's admitter
+NO_LIMITS = "no limits"  # the CLI on a stack whose state predates the limits: the job waits for the next admission
+RETRIES = (CLI, API, BATCH, NO_LIMITS)
 
 
 @dataclass(frozen=True)
@@ -136,10 +156,25 @@ class Farm:
 
     @property
     def api(self) -> TenantJobs:
-        """The tenants' HTTP API's service (functions/api routes to it): create, start, status, detail."""
+        """The tenants' HTTP API's service (functions/api routes to it): create, start, status, detail, retry."""
         reader = JobReader(self.storage, self.orchestrator, WORK, MACHINE, clock=self.clock)
-        operations = Operations(self.storage, self.orchestrator, self.notifier, self.resources, clock=self.clock)
+        operations = self.operations(api_app.admission(self.api_config))
         return TenantJobs(self.storage, reader, operations, MEDIA, WORK, clock=self.clock, default_engine="copy")
+
+    @property
+    def api_config(self) -> ApiEnvironment:
+        """The API Lambda's environment: this stack's buckets and ARNs, and the limits its slicer has."""
+        return api_config(MEDIA, WORK, MACHINE, TOPIC, default_engine="copy", **self.limits)
+
+    @property
+    def limits(self) -> dict[str, int]:
+        """The stack's admission limits by the names the settings and `local up`'s state give them."""
+        return {name: getattr(self.config, name) for name in LIMITS}
+
+    def operations(self, admission: AdmissionConfig | None) -> Operations:
+        """Cancel and retry as the CLI, the dashboards and the API build them (`fleetctl.admission.operations`,
+        `functions.api.app.tenant_jobs`) on this stack: a tenant's retried job admitted with `admission`."""
+        return Operations(self.storage, self.orchestrator, self.notifier, self.resources, self.clock, admission)
 
     def api_submit(self, batch: bool, created: list[str]) -> Callable[[], str]:
         """A tenant's `POST /jobs` (the id is the tenant's from its answer: appended to `created`), the
@@ -158,12 +193,18 @@ class Farm:
 
         return work
 
-    def retry(self, job_id: str, admits: bool = False) -> str:
-        """What `fusionfleet retry` and `POST /jobs/{id}/retry` do (fusionfleet.services.operations: the run
-        queued for its tenant's turn), or with `admits` what the slicer does for a batch's retry (queued, then
-        admitted with the stack's limits)."""
-        if not admits:
-            return Operations(self.storage, self.orchestrator, self.notifier, self.resources, self.clock).retry(job_id)
+    def retry(self, job_id: str, via: str = CLI) -> str:
+        """A failed job retried: its run queued in its tenant's line, then the tenant admitted at once with the
+        limits the caller learns as its own code does (`via`, one of `RETRIES`): the CLI's and the dashboards'
+        `Operations` with the local stack's recorded limits (`fleetctl.admission.stack_admission`), the API's
+        with its environment's (`functions.api.app.admission`), the slicer's admitter for a batch's retry
+        (`JobRetry` with `admit`); or the CLI on a stack whose state recorded no limits, which admits nothing:
+        the job waits for the next admission (the watchdog's sweep, a job of the tenant ending)."""
+        if via == API:
+            return self.operations(api_app.admission(self.api_config)).retry(job_id)
+        if via in (CLI, NO_LIMITS):
+            conn, env = _local_stack(tuple(sorted(self.limits.items())) if via == CLI else ())
+            return self.operations(stack_admission(conn, self.resources, env)).retry(job_id)
         admitter = self.slicer.admitter
         retry = JobRetry(self.storage, self.orchestrator, self.resources, self.clock,
                          admit=lambda tenant: [item.job_id for item in admitter.admit(tenant)])  # fmt: skip
@@ -233,6 +274,18 @@ class Farm:
     def slice(self, key: str) -> SliceOutcome:
         """The slicer handling the manifest's S3 event (the ingest queue's message)."""
         return self.slicer.handle(MEDIA, key)
+
+
+@cache
+def _local_stack(limits: tuple[tuple[str, int], ...]) -> tuple[Connection, dict[str, str]]:
+    """The CLI's connection to a local stack and its environment: the state file `local up` wrote for it,
+    with these limits recorded (none: a state written before it recorded them)."""
+    folder = Path(tempfile.mkdtemp(prefix="fusionfleet-sim-state-"))
+    outputs = {"WorkBucketName": WORK, "MediaBucketName": MEDIA, "StateMachineArn": MACHINE}
+    state = LocalState(port=LOCAL_PORT, region="us-east-1", stack=STACK, outputs=outputs, limits=dict(limits))
+    state.save(folder / "state.json")
+    target = AwsTarget(region="us-east-1", endpoint_url=state.endpoint)
+    return Connection(target, STACK), {settings.FUSIONFLEET_LOCAL_DIR: str(folder)}
 
 
 @cache

@@ -7,7 +7,8 @@ as "not found" (nor fails to read at all).
 
 `Admission` (item 3): a tenant with a job limit; slicers queue its jobs and admit, the watchdog and the
 notice follower admit at the same time, executions end (a follower admits then), listing lags, parties
-die holding the lease. Invariant: the tenant never has more executions running than its limit.
+die holding the lease; with retries, a retry from the CLI, the API or a batch queues the run and admits
+too. Invariant: the tenant never has more executions running than its limit.
 
 Each rule is one step of the schedule; Hypothesis chooses the rules and their arguments, shrinks a
 failing schedule to a shortest one, and replays it from its seed. Counters for the run's report live in
@@ -32,7 +33,7 @@ from fusionfleet.jobs.runs import parse_execution_name
 from fusionfleet.jobs.states import JobState
 from fusionfleet.services.batch_summary import STALE_CLAIM_S
 from fusionfleet.tenant_layout import admission_prefix
-from tests.simulation.farm import MACHINE, TENANT, Farm, Submitted
+from tests.simulation.farm import MACHINE, RETRIES, TENANT, Farm, Submitted
 from tests.simulation.scheduler import Actor
 from tests.support.jobs import MEDIA, WORK
 
@@ -73,7 +74,7 @@ class Profile:
     """What a schedule may do beyond the protocol's happy path (the tests switch parts on)."""
 
     stall_s: float = 59.0  # the longest a party may be in flight before its runtime kills it
-    retries: bool = False  # users retry failed jobs (the run queued for its tenant's turn, admitted or not)
+    retries: bool = False  # users retry failed jobs (the run queued, then admitted by the retry's caller)
     batches: bool = False  # tenants submit batches (their items queued in the tenant's line, as its jobs)
 
 
@@ -343,15 +344,18 @@ class Admission(FarmMachine):
             STATS.faults["notice_follow_lost"] += 1
 
     @precondition(lambda self: self.profile.retries and self._failed() and len(self.farm.scheduler.live()) < MAX_ACTORS)
-    @rule(which=PICK, admits=st.booleans())
-    def retry(self, which: int, admits: bool) -> None:
-        """The tenant retries a failed job (`fusionfleet retry`, `POST /jobs/{id}/retry`: queued for its turn),
-        or a batch's retry reaches it (the slicer: queued, then admitted)."""
+    @rule(which=PICK, via=st.sampled_from(RETRIES))
+    def retry(self, which: int, via: str) -> None:
+        """The tenant retries a failed job: its run is queued in the tenant's line and the caller admits the
+        tenant at once, racing the other admitters, the jobs ending and the sweep (`fusionfleet retry` and the
+        dashboards with the local stack's limits, `POST /jobs/{id}/retry` with the API's, a batch's retry with
+        the slicer's admitter), or the CLI on a stack whose limits it cannot read queues it for the next
+        admission (`Farm.retry`)."""
         failed = self._failed()
         job_id = failed[which % len(failed)]
-        self.note(f"retry {job_id}{' (admits)' if admits else ''}")
+        self.note(f"retry {job_id} via {via}")
         farm = self.farm
-        farm.scheduler.spawn("retry", job_id, farm.clock(), lambda: farm.retry(job_id, admits))
+        farm.scheduler.spawn("retry", job_id, farm.clock(), lambda: farm.retry(job_id, via))
 
     def _failed(self) -> list[str]:
         ended = [e for e in self.farm.orchestrator.executions.values() if e.status == "FAILED"]

@@ -22,7 +22,7 @@ from fusionfleet.services.operations import Operations
 from fusionfleet.services.slicing import Slicer
 from fusionfleet.services.watchdog import Watchdog
 from tests.simulation.aws import stamp
-from tests.simulation.farm import MACHINE, TENANT, TOPIC, Farm, Submitted
+from tests.simulation.farm import API, BATCH, CLI, MACHINE, NO_LIMITS, RETRIES, TENANT, TOPIC, Farm, Submitted
 from tests.simulation.machines import Admission, Profile
 from tests.simulation.run import simulate
 from tests.support.jobs import WORK, watchdog_config
@@ -319,6 +319,20 @@ def test_a_retried_job_waits_for_its_tenants_turn() -> None:
     farm.orchestrator.end(execution_arn(MACHINE, second.job_id), "SUCCEEDED")
     farm.scheduler.finish(farm.scheduler.spawn("admitter", TENANT, farm.clock(), lambda: farm.admitter().admit(TENANT)))
     assert farm.orchestrator.running(TENANT) == [execution_name(first.job_id, 1)]
+
+
+@pytest.mark.parametrize(("via", "at_once"), [(CLI, True), (API, True), (BATCH, True), (NO_LIMITS, False)])
+def test_the_simulations_retry_admits_as_its_caller_does(via: str, at_once: bool) -> None:
+    assert set(RETRIES) == {CLI, API, BATCH, NO_LIMITS}
+    # GIVEN a tenant that may run one job, whose only job failed
+    farm = Farm(tenant_limit=1)
+    [job] = queued(farm, 1)
+    end_first(farm, "FAILED")
+    # WHEN the CLI, the API or a batch's retry retries it (or the CLI of a stack whose limits it cannot read)
+    farm.scheduler.finish(farm.scheduler.spawn("retry", job.job_id, farm.clock(), lambda: farm.retry(job.job_id, via)))
+    # THEN the run starts at once in the free slot, as each caller's own wiring admits it; without limits it waits
+    assert farm.orchestrator.running(TENANT) == ([execution_name(job.job_id, 1)] if at_once else [])
+    assert farm.job_status(job.job_id).state is (JobState.RUNNING if at_once else JobState.WAITING)
 
 
 def test_a_tenants_batch_items_keep_it_within_its_limit() -> None:
