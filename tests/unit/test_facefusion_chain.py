@@ -9,7 +9,7 @@ import pytest
 from gpu_worker.engines.base import EngineError, EngineJob, Person
 from gpu_worker.engines.facefusion import FaceFusionEngine
 from gpu_worker.engines.facefusion.chain import chain_look_ahead, passes_of
-from gpu_worker.engines.facefusion.warm_chain import ready_until
+from gpu_worker.engines.facefusion.warm_chain import WAVE_BYTES, ready_until, wave_size
 
 
 def _picture(level: int) -> np.ndarray:
@@ -72,6 +72,16 @@ def test_a_pass_takes_a_frame_once_its_neighbours_after_it_are_known() -> None:
     # the segment's last frames have no more to wait for
     assert ready_until(2, 10, ended=True) == 10
     assert ready_until(0, 10, ended=False) == 10
+
+
+def test_a_wave_is_eight_frames_a_thread_within_its_memory_and_at_least_two() -> None:
+    # small frames: 8 a thread, so the threads seldom wait at a switch between passes
+    assert wave_size(2, 320 * 240 * 3) == 16
+    # 4K frames on a GPU's 8 threads: what WAVE_BYTES holds (21), more than 2 a thread
+    assert wave_size(8, 3840 * 2160 * 3) == WAVE_BYTES // (3840 * 2160 * 3) == 21
+    # frames too large for even 2 a thread within it: still 2 a thread; and never none
+    assert wave_size(4, WAVE_BYTES) == 8
+    assert wave_size(0, 1) == 1
 
 
 def test_the_per_segment_engine_refuses_faces_rather_than_render_them_as_absent() -> None:

@@ -39,6 +39,7 @@ import numpy as np
 
 try:  # in the project's interpreter (the engine's side); FaceFusion's imports them from beside this file
     from gpu_worker.engines.facefusion.console_tail import ConsoleTail, last_log_line
+    from gpu_worker.engines.facefusion.cpu_sessions import sharing_cores
     from gpu_worker.engines.facefusion.frame_ring import FrameRing
     from gpu_worker.engines.facefusion.warm_segment import finish, temp_frame
     from gpu_worker.engines.facefusion.wire import (
@@ -52,6 +53,7 @@ try:  # in the project's interpreter (the engine's side); FaceFusion's imports t
     )
 except ImportError:  # pragma: no cover - FaceFusion's interpreter
     from console_tail import ConsoleTail, last_log_line  # type: ignore[no-redef,import-not-found]
+    from cpu_sessions import sharing_cores  # type: ignore[no-redef,import-not-found]
     from frame_ring import FrameRing  # type: ignore[no-redef,import-not-found]
     from warm_segment import finish, temp_frame  # type: ignore[no-redef,import-not-found]
     from wire import (  # type: ignore[no-redef,import-not-found]
@@ -100,8 +102,13 @@ class FaceFusion:
     """FaceFusion's modules, imported once, and what this process has done with them."""
 
     def __init__(self) -> None:
-        from facefusion import inference_manager
+        from facefusion import inference_manager, state_manager
 
+        # On the CPU, sessions that leave the cores to the execution threads' frames (cpu_sessions.py).
+        def threads() -> int:
+            return int(state_manager.get_item("execution_thread_count") or 1)
+
+        inference_manager.InferenceSession = sharing_cores(inference_manager.InferenceSession, threads)
         self.session_loads = 0
         self.loaded: list[str] = []  # model files, in the order their sessions were created
         self.checked: set[tuple[str, ...]] = set()
