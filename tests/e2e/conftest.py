@@ -25,6 +25,7 @@ from fusionfleet.environment.contract import env_of
 from fusionfleet.environment.settings import FUSIONFLEET_IAM_RECORD_DIR
 from fusionfleet.environment.worker import WorkerEnvironment
 from tests.support.browser import chromium
+from tests.support.media import write_video
 from tests.support.scheduling import STACK_FILES_FIRST
 from tests.support.stack_health import HealthWatch
 
@@ -144,16 +145,8 @@ class Stack:
         return str(url)
 
     def notifications(self, inbox: str, wait_s: float, count: int = 1) -> list[dict[str, Any]]:
-        sqs = self.client("sqs")
-        found: list[dict[str, Any]] = []
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and len(found) < count:
-            for message in sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
-                "Messages", []
-            ):
-                found.append(json.loads(json.loads(message["Body"])["Message"]))
-                sqs.delete_message(QueueUrl=inbox, ReceiptHandle=message["ReceiptHandle"])
-        return found
+        """The notices themselves (each envelope's Message), as they arrive within `wait_s`."""
+        return [json.loads(envelope["Message"]) for envelope in self.envelopes(inbox, wait_s, count)]
 
     def envelopes(self, inbox: str, wait_s: float, count: int = 1) -> list[dict[str, Any]]:
         """The SNS envelopes themselves (Subject, MessageAttributes, Message), for tests of what SNS is given."""
@@ -281,6 +274,21 @@ def stack_answering(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     with stack.health.guarding():
         yield
+
+
+@pytest.fixture(scope="module")
+def stamped_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """10 s at 25 fps, each frame stamped with its number: two segments of 125 frames, chunks [0, 50), [50, 100),
+    [100, 125)."""
+    return write_video(
+        tmp_path_factory.mktemp("stamped") / "clip.mp4", seconds=10, fps=25, width=320, height=240, with_stamp=True
+    )
+
+
+@pytest.fixture
+def no_faults(stack: Stack) -> None:
+    """No fault injected at the test's start (a test before it may have left some); use with `usefixtures`."""
+    stack.set_faults([])
 
 
 @pytest.fixture

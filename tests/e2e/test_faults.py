@@ -23,33 +23,19 @@ from tests.e2e.helpers import (
     stamps_of,
     wait_until,
 )
-from tests.support.media import write_video
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="module")
-def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """10 s at 25 fps: two segments of 125 frames, chunks [0, 50), [50, 100), [100, 125)."""
-    return write_video(
-        tmp_path_factory.mktemp("faults") / "clip.mp4", seconds=10, fps=25, width=320, height=240, with_stamp=True
-    )
-
-
-@pytest.fixture(autouse=True)
-def no_faults(stack: Stack) -> None:
-    stack.set_faults([])
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600), pytest.mark.usefixtures("no_faults")]
 
 
 def test_a_killed_worker_loses_nothing_and_its_segment_resumes_elsewhere(
-    stack: Stack, clip: Path, tmp_path: Path
+    stack: Stack, stamped_clip: Path, tmp_path: Path
 ) -> None:
     # GIVEN segment 0's first attempt stalls at frame 60, after its first chunk was saved
     stack.set_faults(
         [{"job": "killed-worker", "segment": 0, "attempt": 1, "action": "slow", "at_frame": 60, "seconds": 120}]
     )
     inbox = stack.subscribe()
-    job = drop_job(stack, "killed-worker", clip)
+    job = drop_job(stack, "killed-worker", stamped_clip)
     holder = stack.worker_holding(f"segment 0 of {job}: attempt 1")
     assert wait_until(lambda: checkpoint_exists(stack, job, 0, 0, 50), 60)
     # WHEN that worker is killed with SIGKILL (engine process and all) and a replacement starts
@@ -74,14 +60,14 @@ def run_worker(stack: Stack, name: str) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
-def test_sigterm_checkpoints_releases_and_exits_cleanly(stack: Stack, clip: Path, tmp_path: Path) -> None:
+def test_sigterm_checkpoints_releases_and_exits_cleanly(stack: Stack, stamped_clip: Path, tmp_path: Path) -> None:
     # GIVEN only a worker of our own, and every first attempt stalling for 6 s at frame 60
     stack.up(workers=0)
     stack.set_faults([{"job": "drained", "attempt": 1, "action": "slow", "at_frame": 60, "seconds": 6}])
     inbox = stack.subscribe()
     first = run_worker(stack, "drain-1")
     try:
-        job = drop_job(stack, "drained", clip)
+        job = drop_job(stack, "drained", stamped_clip)
         assert wait_until(lambda: "attempt 1" in stack.worker_log("drain-1") and job in stack.worker_log("drain-1"), 60)
         assert wait_until(
             lambda: checkpoint_exists(stack, job, 0, 0, 50) or checkpoint_exists(stack, job, 1, 125, 175), 60
@@ -111,12 +97,12 @@ def test_sigterm_checkpoints_releases_and_exits_cleanly(stack: Stack, clip: Path
         stack.up(workers=2)
 
 
-def test_a_second_sigterm_aborts_at_once(stack: Stack, clip: Path) -> None:
+def test_a_second_sigterm_aborts_at_once(stack: Stack, stamped_clip: Path) -> None:
     stack.up(workers=0)
     stack.set_faults([{"job": "aborted", "action": "slow", "at_frame": 10, "seconds": 300}])
     worker = run_worker(stack, "abort-1")
     try:
-        job = drop_job(stack, "aborted", clip)
+        job = drop_job(stack, "aborted", stamped_clip)
         # (the engine logs the fault as it starts on the segment: the 300 s stall is under way)
         started = re.compile(rf"into segment \d+ of {re.escape(job)} ")
         assert wait_until(lambda: started.search(stack.worker_log("abort-1")) is not None, 120)
@@ -136,10 +122,10 @@ def test_a_second_sigterm_aborts_at_once(stack: Stack, clip: Path) -> None:
         stack.up(workers=2)
 
 
-def test_a_hung_engine_is_killed_and_the_segment_retried(stack: Stack, clip: Path, tmp_path: Path) -> None:
+def test_a_hung_engine_is_killed_and_the_segment_retried(stack: Stack, stamped_clip: Path, tmp_path: Path) -> None:
     stack.set_faults([{"job": "hung-engine", "segment": 1, "attempt": 1, "action": "hang", "at_frame": 5}])
     inbox = stack.subscribe()
-    job = drop_job(stack, "hung-engine", clip)
+    job = drop_job(stack, "hung-engine", stamped_clip)
     notice = notice_for(stack, inbox, job, wait_s=180)
     assert notice["status"] == "succeeded", notice
     assert record(stack, job, 1)["attempt"] == 2
@@ -148,21 +134,21 @@ def test_a_hung_engine_is_killed_and_the_segment_retried(stack: Stack, clip: Pat
     assert stamps_of(output_of(stack, notice, tmp_path)) == list(range(250))
 
 
-def test_a_leaking_engine_is_recycled(stack: Stack, clip: Path) -> None:
+def test_a_leaking_engine_is_recycled(stack: Stack, stamped_clip: Path) -> None:
     stack.set_faults([{"job": "leaky", "segment": 0, "attempt": 1, "action": "leak", "megabytes": 10}])
     inbox = stack.subscribe()
-    job = drop_job(stack, "leaky", clip)
+    job = drop_job(stack, "leaky", stamped_clip)
     notice = notice_for(stack, inbox, job, wait_s=120)
     assert notice["status"] == "succeeded", notice
     holder = stack.worker_holding(f"segment 0 of {job}: attempt 1")
     assert wait_until(lambda: "its resident memory is" in stack.worker_log(holder), 20)
 
 
-def test_a_poison_segment_fails_the_job_fast_with_its_reason(stack: Stack, clip: Path) -> None:
+def test_a_poison_segment_fails_the_job_fast_with_its_reason(stack: Stack, stamped_clip: Path) -> None:
     # GIVEN a segment whose engine crashes on every attempt
     stack.set_faults([{"job": "poison", "segment": 1, "action": "crash", "at_frame": 3}])
     inbox = stack.subscribe()
-    job = drop_job(stack, "poison", clip)
+    job = drop_job(stack, "poison", stamped_clip)
     # THEN after its three attempts the job fails with a notice naming the segment and the cause (how
     # soon after the fault: benchmarks/chaos.py's fault → final notice figures; the cap is generous)
     notice = notice_for(stack, inbox, job, wait_s=300)
@@ -177,11 +163,13 @@ def test_a_poison_segment_fails_the_job_fast_with_its_reason(stack: Stack, clip:
     stack.client("s3").head_object(Bucket=stack.resources.media_bucket, Key="jobs/poison.json")
 
 
-def test_a_segment_that_kills_its_workers_is_failed_from_the_dead_letter_queue(stack: Stack, clip: Path) -> None:
+def test_a_segment_that_kills_its_workers_is_failed_from_the_dead_letter_queue(
+    stack: Stack, stamped_clip: Path
+) -> None:
     # GIVEN a segment that takes its whole worker down on every attempt (nobody sees it fail)
     stack.set_faults([{"job": "deadly", "segment": 0, "action": "kill-worker", "at_frame": 3}])
     inbox = stack.subscribe()
-    job = drop_job(stack, "deadly", clip)
+    job = drop_job(stack, "deadly", stamped_clip)
     # WHEN workers keep being replaced, as ECS would
     deadline = time.monotonic() + 240
     notice = None
@@ -202,13 +190,13 @@ def test_a_segment_that_kills_its_workers_is_failed_from_the_dead_letter_queue(s
 # Long (2.5 min): `make test` shows a segment redelivered after more than a minute (test_real_size.py).
 @pytest.mark.long
 def test_segments_that_wait_more_than_two_minutes_in_the_queue_still_complete(
-    stack: Stack, clip: Path, tmp_path: Path
+    stack: Stack, stamped_clip: Path, tmp_path: Path
 ) -> None:
     # GIVEN no render worker at all for over two minutes (DESIGN: heartbeats and timeouts count queue time;
     # LocalStack's default task timeout of 60 s failed this job before timeouts were derived from the job)
     stack.up(workers=0)
     inbox = stack.subscribe()
-    job = drop_job(stack, "backlog", clip)
+    job = drop_job(stack, "backlog", stamped_clip)
     time.sleep(130)
     # WHEN workers come back
     stack.up(workers=2)

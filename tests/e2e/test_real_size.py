@@ -28,27 +28,14 @@ from tests.e2e.helpers import (
     stamps_of,
     wait_until,
 )
-from tests.support.media import write_video
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600), pytest.mark.usefixtures("no_faults")]
 
 LONG_HOLD_S = 100
 
 
-@pytest.fixture(scope="module")
-def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_video(
-        tmp_path_factory.mktemp("real-size") / "clip.mp4", seconds=10, fps=25, width=320, height=240, with_stamp=True
-    )
-
-
-@pytest.fixture(autouse=True)
-def no_faults(stack: Stack) -> None:
-    stack.set_faults([])
-
-
 def test_a_segment_redelivered_after_more_than_a_minute_still_completes_frame_exact(
-    stack: Stack, clip: Path, tmp_path: Path
+    stack: Stack, stamped_clip: Path, tmp_path: Path
 ) -> None:
     # GIVEN one worker of our own that holds messages for 100 s, stalling segment 0 after its first chunk
     stack.up(workers=0)
@@ -62,7 +49,7 @@ def test_a_segment_redelivered_after_more_than_a_minute_still_completes_frame_ex
             env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     inbox = stack.subscribe()
-    job = drop_job(stack, "late-redelivery", clip)
+    job = drop_job(stack, "late-redelivery", stamped_clip)
     try:
         assert wait_until(lambda: checkpoint_exists(stack, job, 0, 0, 50), 120), stack.logs()
         # WHEN it is killed with SIGKILL and other workers are there at once
@@ -92,7 +79,7 @@ def record_attempt(stack: Stack, job: str) -> int:
 
 
 def test_a_job_whose_notice_cannot_be_published_is_told_by_the_watchdog_exactly_once(
-    stack: Stack, clip: Path, tmp_path: Path
+    stack: Stack, stamped_clip: Path, tmp_path: Path
 ) -> None:
     # GIVEN a job that will render fine, while its notification topic is gone
     sns = stack.client("sns")
@@ -102,7 +89,7 @@ def test_a_job_whose_notice_cannot_be_published_is_told_by_the_watchdog_exactly_
     # (The watchdog is held until the topic is back and subscribed: a sweep between the two would
     # publish the notice to a topic nobody reads yet, as one CI run did.)
     with stack.paused("watchdog"):
-        job = drop_job(stack, "unpublished", clip)
+        job = drop_job(stack, "unpublished", stamped_clip)
         sns.delete_topic(TopicArn=topic)
         try:
             stack.up(workers=2)
