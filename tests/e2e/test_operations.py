@@ -13,18 +13,10 @@ import pytest
 from fusionfleet import layout
 from fusionfleet.adapters.orchestrator import execution_arn
 from tests.e2e.conftest import Stack
-from tests.e2e.helpers import drop_job, notice_for, queues_empty, record, stamps_of, wait_until
+from tests.e2e.helpers import drop_job, notice_for, output_of, queues_empty, record, stamps_of, wait_until
 from tests.support.media import write_video
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="module")
-def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """10 s at 25 fps: two segments of 125 frames."""
-    return write_video(
-        tmp_path_factory.mktemp("operations") / "clip.mp4", seconds=10, fps=25, width=320, height=240, with_stamp=True
-    )
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600), pytest.mark.usefixtures("no_faults")]
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +26,6 @@ def long_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tmp_path_factory.mktemp("operations-long") / "long.mp4", seconds=30, fps=25, width=160, height=120,
         with_stamp=True,
     )  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def no_faults(stack: Stack) -> None:
-    stack.set_faults([])
 
 
 def work_keys(stack: Stack, prefix: str) -> list[str]:
@@ -113,12 +100,12 @@ def test_a_cancelled_job_renders_nothing_more_empties_its_queues_and_ends_cancel
 
 
 def test_a_failed_job_retried_renders_only_its_missing_segments_and_succeeds_with_one_notice(
-    stack: Stack, clip: Path, tmp_path: Path
+    stack: Stack, stamped_clip: Path, tmp_path: Path
 ) -> None:
     # GIVEN a job whose segment 1 crashes its engine on every attempt: it fails
     stack.set_faults([{"job": "retry-me", "segment": 1, "action": "crash", "at_frame": 3}])
     inbox = stack.subscribe()
-    job = drop_job(stack, "retry-me", clip)
+    job = drop_job(stack, "retry-me", stamped_clip)
     failed = notice_for(stack, inbox, job, wait_s=120)
     assert failed["status"] == "failed" and "segment 1" in failed["reason"], failed
     assert wait_until(lambda: queues_empty(stack), 60)
@@ -132,9 +119,7 @@ def test_a_failed_job_retried_renders_only_its_missing_segments_and_succeeds_wit
     # THEN it succeeds with one notice and a frame-exact output
     notice = notice_for(stack, inbox, job, wait_s=120)
     assert notice["status"] == "succeeded", notice
-    output = tmp_path / "out.mp4"
-    stack.client("s3").download_file(notice["output"]["bucket"], notice["output"]["key"], str(output))
-    assert stamps_of(output) == list(range(250))
+    assert stamps_of(output_of(stack, notice, tmp_path)) == list(range(250))
     assert notices_within(stack, inbox, job, wait_s=25) == []
     # AND only the missing segment was rendered again: segment 0 is the first run's, untouched
     assert record(stack, job, 0) == first
@@ -160,12 +145,12 @@ def test_a_failed_job_retried_renders_only_its_missing_segments_and_succeeds_wit
 
 
 def test_a_manifest_uploaded_again_after_its_jobs_record_expired_runs_again_and_is_told(
-    stack: Stack, clip: Path, tmp_path: Path
+    stack: Stack, stamped_clip: Path, tmp_path: Path
 ) -> None:
     # GIVEN a job that ran to its end, whose work files then expired (the work bucket's lifecycle
     # rule; Step Functions keeps its execution's name for 90 days)
     inbox = stack.subscribe()
-    job = drop_job(stack, "again", clip)
+    job = drop_job(stack, "again", stamped_clip)
     assert notice_for(stack, inbox, job, wait_s=120)["status"] == "succeeded"
     s3 = stack.client("s3")
     for key in work_keys(stack, layout.work_prefix(job)):
@@ -176,9 +161,7 @@ def test_a_manifest_uploaded_again_after_its_jobs_record_expired_runs_again_and_
     # THEN it renders again as the job's run 1, frame-exact, and its one notice arrives
     notice = notice_for(stack, inbox, job, wait_s=180)
     assert notice["status"] == "succeeded", notice
-    output = tmp_path / "again.mp4"
-    s3.download_file(notice["output"]["bucket"], notice["output"]["key"], str(output))
-    assert stamps_of(output) == list(range(250))
+    assert stamps_of(output_of(stack, notice, tmp_path)) == list(range(250))
     assert work_json(stack, layout.run_key(job))["run"] == 1
     assert {a["run"] for a in attempts_of(stack, job)} == {1}
     status = stack.cli("status", job)
@@ -187,13 +170,13 @@ def test_a_manifest_uploaded_again_after_its_jobs_record_expired_runs_again_and_
 
 
 def test_a_job_cancelled_with_every_segment_rendered_is_retried_with_an_empty_map_and_only_merges(
-    stack: Stack, clip: Path, tmp_path: Path
+    stack: Stack, stamped_clip: Path, tmp_path: Path
 ) -> None:
     # GIVEN a job whose segments have all rendered while no merge worker runs, cancelled before it merged
     stack.kill("merge-1", signal.SIGKILL)
     try:
         inbox = stack.subscribe()
-        job = drop_job(stack, "merge-later", clip)
+        job = drop_job(stack, "merge-later", stamped_clip)
         records = {layout.segment_record_key(job, i) for i in (0, 1)}
         # (attempt records appear under the same prefix as soon as a segment is taken)
         assert wait_until(lambda: records <= set(work_keys(stack, layout.segments_prefix(job))), 180), stack.logs()
@@ -211,9 +194,7 @@ def test_a_job_cancelled_with_every_segment_rendered_is_retried_with_an_empty_ma
     # THEN the retry's Distributed Map has nothing to render, and the job merges and succeeds once
     notice = notice_for(stack, inbox, job, wait_s=180)
     assert notice["status"] == "succeeded", notice
-    output = tmp_path / "out.mp4"
-    stack.client("s3").download_file(notice["output"]["bucket"], notice["output"]["key"], str(output))
-    assert stamps_of(output) == list(range(250))
+    assert stamps_of(output_of(stack, notice, tmp_path)) == list(range(250))
     assert [record(stack, job, i) for i in (0, 1)] == first
     assert [a for a in attempts_of(stack, job) if a["run"] == 1] == []
     assert notices_within(stack, inbox, job, wait_s=15) == []
