@@ -7,7 +7,8 @@ output_video_fps (lower, higher, and lower in the disk workflow), output_video_s
 options (a second track, an encoder and quality, volume 50 and 0), an HLG and a PQ clip, reference mode
 across a cut, the face tracker (its default look-ahead and target_frame_amount 0), a lip sync with an
 audio source (and one trimmed), a variable frame rate; FaceFusion job files (`jobs()`: a remix chain of
-two people, FaceFusion's own job-run against the farm's render of the file it wrote); and the grown
+two people, swap then enhance, three steps with a trim in the first, FaceFusion's own job-run against the
+farm's render of the file it wrote); and the grown
 cases (`grown()`), among them a WebM target's output (FaceFusion keeps its container: VP9 and Opus) and
 background_remover's alpha in a VP9 output (the disk workflow's frames and the memory workflow's bgra),
 whose alpha planes are compared too (benchmarks/parity/alpha.py). A `refused` case is met only by the farm's
@@ -209,6 +210,18 @@ def jobs() -> list[MatrixCase]:
             clip=TWO,
             steps=(
                 {"sources": ["b"], "reference_face_position": 0},
+                {"sources": ["b"], "processors": ["face_enhancer"], "reference_face_position": 0},
+            ),
+        ),
+        # three steps, step 1 trimmed (frames 20-279): later steps number their target's frames from the trim's
+        # start, and the farm trims the job once as the steps' trims compose (job_file.chain_as_faces)
+        case(
+            "three_step_trim",
+            {},
+            clip=TWO,
+            steps=(
+                {"sources": ["b"], "reference_face_position": 0, "trim_frame_start": 20, "trim_frame_end": 280},
+                {"sources": ["a"], "reference_face_position": 1},
                 {"sources": ["b"], "processors": ["face_enhancer"], "reference_face_position": 0},
             ),
         ),
