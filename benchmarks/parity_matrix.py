@@ -224,6 +224,16 @@ def jobs() -> list[MatrixCase]:
                 {"sources": ["a"], "reference_face_position": 1},
                 {"sources": ["b"], "processors": ["face_enhancer"], "reference_face_position": 0},
             ),
+            deliberate="FaceFusion's job-run encodes and decodes each step's video for the next (libx264, "
+            "output_video_quality 80): measured on the kept renders (benchmarks.parity.generations, "
+            "parity-jobs-three-step-generations.json), every encode darkens the whole frame by about 2 levels "
+            "(a strip no step draws on: 104.5 green after step 1, 102.6 after step 2, 100.7 after step 3, 106.4 in "
+            "the target), so its final frames sit two encodes further from the target than the farm's, whose passes "
+            "hand frames on in memory and match job-run's step 1 to 0.01 level (docs/engines.md, chained "
+            "passes)",
+            # the frames' pixels and the faces' colours; the frames (their numbers), the faces' codes, the count,
+            # durations and sound must still be the same
+            allowed=(Allowance("psnr"), Allowance("face_colour")),
         ),
     ]
 
