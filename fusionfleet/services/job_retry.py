@@ -77,6 +77,15 @@ class JobRetry:
             raise OperationRefused(
                 f"job {job_id} is cancelled but its execution is still stopping; retry it in a moment"
             )
+        waiting = facts.waiting
+        if not held and waiting is not None and not waiting.resume and facts.execution is not None:
+            # The run its admitter started is still in its tenant's line: that admitter has yet to dequeue it
+            # (or died first; the next admission does it), and its delete of the record would take this
+            # run's, which has the same key, leaving the job PENDING for ever.
+            raise OperationRefused(
+                f"job {job_id}'s last run is still leaving its tenant's line (its admitter is finishing); "
+                "retry it in a moment"
+            )
         # The current run's input: a job uploaded again after its record expired started over as a
         # later run, and its first execution's input is the earlier job's.
         first = (facts.execution.input if facts.execution is not None else None) or self._first_input(job_id)

@@ -11,7 +11,7 @@ import pytest
 
 from fleetctl.batch_client import BatchClient
 from fusionfleet.adapters.orchestrator import execution_arn
-from fusionfleet.errors import JobNotFound
+from fusionfleet.errors import JobNotFound, OperationRefused
 from fusionfleet.jobs.batch_views import BatchDetail
 from fusionfleet.jobs.final_notice import FinalNotices
 from fusionfleet.jobs.runs import execution_name
@@ -333,6 +333,30 @@ def test_the_simulations_retry_admits_as_its_caller_does(via: str, at_once: bool
     # THEN the run starts at once in the free slot, as each caller's own wiring admits it; without limits it waits
     assert farm.orchestrator.running(TENANT) == ([execution_name(job.job_id, 1)] if at_once else [])
     assert farm.job_status(job.job_id).state is (JobState.RUNNING if at_once else JobState.WAITING)
+
+
+def test_a_retry_beside_an_admitter_not_yet_done_with_the_run_it_started_loses_no_run() -> None:
+    # GIVEN a tenant's job its admitter (the slicer) started, stalled before it took the job off the line
+    # (found by the simulation, seed 1726393707: the admitter's late dequeue deleted the retried run's
+    # record, which has the same key, and the job read PENDING for ever)
+    farm = Farm(tenant_limit=1)
+    submitted = farm.put_manifest(False, TENANT)
+    job = submitted.job_id
+    slicer = farm.scheduler.spawn("slicer", job, farm.clock(), partial(farm.slice, submitted.key))
+    while not farm.orchestrator.executions:
+        farm.scheduler.step(slicer)
+    # AND its run fails at once
+    end_first(farm, "FAILED")
+    # WHEN the tenant retries it from the CLI, then the admitter goes on
+    retry = farm.scheduler.spawn("retry", job, farm.clock(), partial(farm.retry, job, CLI))
+    farm.scheduler.finish(retry)
+    farm.scheduler.finish(slicer)
+    # THEN the retry was told to come back in a moment, and the job still reads FAILED, not lost as PENDING
+    assert isinstance(retry.error, OperationRefused) and "in a moment" in str(retry.error), retry.error
+    assert farm.job_status(job).state is JobState.FAILED
+    # AND once the admitter is done, the retry runs it
+    farm.scheduler.finish(farm.scheduler.spawn("retry", job, farm.clock(), partial(farm.retry, job, CLI)))
+    assert farm.orchestrator.running(TENANT) == [execution_name(job, 1)]
 
 
 def test_a_tenants_batch_items_keep_it_within_its_limit() -> None:
