@@ -17,7 +17,7 @@ RESULT = JobResult("media", "outputs/clip-1.mp4", "s3://media/outputs/clip-1.mp4
 
 
 class StubClient:
-    """The client's two calls these commands make: the job's view, and the download of its result."""
+    """The client's calls these commands make: the job's view, its test-render frames, the download of its result."""
 
     def __init__(self, view: JobView) -> None:
         self.view = view
@@ -26,6 +26,10 @@ class StubClient:
     def status(self, job_id: str) -> JobView:
         assert job_id == self.view.job_id
         return self.view
+
+    def trial_frames(self, job_id: str) -> tuple[int, ...]:
+        """No frames: the job is a whole render, not a test render (whose pictures `wait` fetches instead)."""
+        return ()
 
     def download(self, result: JobResult, path: Path) -> Path:
         assert result == RESULT
